@@ -1,0 +1,31 @@
+// Command-line flags of the `replisim` executable (docs/cli.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace replisim::cli {
+
+struct CliArgs {
+  std::string command;        // "simulate", "plan", "help", "version"
+  std::string scenario;       // path of the scenario file
+  std::string strategy = "both";  // in_graph | between_graph | both
+  uint64_t seed = 1;
+  std::string json_path;      // simulate: --json FILE
+  bool json_stdout = false;   // plan: --json (print the plan data)
+  std::string trace_path;     // simulate: --trace FILE (Chrome Trace Event JSON)
+  bool force = false;         // overwrite existing output files
+  std::string command_line;   // as typed, for provenance
+};
+
+// Parses argv. Throws core::InputError("", "<flag>", message) on an unknown command or flag, a
+// missing or bad value; an unknown flag suggests the nearest known one.
+CliArgs parse_cli_args(int argc, const char* const* argv);
+
+// The strategies a --strategy value selects ("both" = in_graph then between_graph).
+std::vector<std::string> selected_strategies(const CliArgs& args);
+
+std::string usage_text();
+
+}  // namespace replisim::cli

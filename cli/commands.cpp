@@ -1,0 +1,109 @@
+#include "cli/commands.h"
+
+#include <ostream>
+
+#include "core/backend.h"
+#include "core/chrome_trace.h"
+#include "core/json_cursor.h"
+#include "core/metrics.h"
+#include "core/output_file.h"
+#include "core/plan_text.h"
+#include "core/report.h"
+#include "core/strategy.h"
+#include "core/version.h"
+#include "sim/sim_backend.h"
+
+namespace replisim::cli {
+namespace {
+
+struct LoadedScenario {
+  core::Scenario scenario;
+  std::string hash;  // FNV-1a of the canonical JSON (whitespace-independent)
+};
+
+LoadedScenario load(const std::string& file) {
+  const nlohmann::json document = core::read_json_file(file);
+  return {core::parse_scenario(document, file), core::fnv1a_hex(document.dump())};
+}
+
+nlohmann::json provenance(const CliArgs& args, const LoadedScenario& loaded) {
+  return {{"replisim", std::string(core::kVersion) + " (" + core::kGitDescribe + ")"},
+          {"simgrid", sim::simgrid_version()},
+          {"scenario_file", args.scenario},
+          {"scenario_hash", loaded.hash},
+          {"seed", args.seed},
+          {"command_line", args.command_line}};
+}
+
+}  // namespace
+
+std::string version_text() {
+  return std::string("replisim ") + core::kVersion + " (" + core::kGitDescribe + "), " +
+         sim::simgrid_version();
+}
+
+int run_simulate(const CliArgs& args, std::ostream& out) {
+  // Refuse unwritable outputs before any simulation runs.
+  if (!args.json_path.empty()) core::check_output_path(args.json_path, args.force);
+  if (!args.trace_path.empty()) core::check_output_path(args.trace_path, args.force);
+  const LoadedScenario loaded = load(args.scenario);
+  nlohmann::json prov = provenance(args, loaded);
+  const std::unique_ptr<core::Backend> backend = core::create_backend("sim");
+  std::vector<core::Trace> traces;
+  std::vector<core::RunMetrics> runs;
+  for (const std::string& strategy : selected_strategies(args)) {
+    const core::Plan plan =
+        core::compile_plan(loaded.scenario, strategy, core::CompileOptions{args.seed});
+    prov["plan_hashes"][strategy] = core::plan_hash(plan);
+    core::Trace trace = backend->run(plan);
+    trace.meta["provenance"] = prov;
+    runs.push_back(core::compute_metrics(trace, args.scenario));
+    traces.push_back(std::move(trace));
+  }
+  const std::string title = "replisim: scenario \"" + loaded.scenario.name + "\" (" +
+                            args.scenario + "), sim backend, " +
+                            network_model_name(loaded.scenario.cluster.network_model) +
+                            " network, seed " + std::to_string(args.seed);
+  out << core::format_report(runs, title);
+  if (!args.json_path.empty()) {
+    const nlohmann::json summary = core::summary_json(runs, prov);
+    core::write_file_atomically(args.json_path, args.force, [&](std::ostream& file) {
+      file << summary.dump(2) << "\n";
+    });
+  }
+  if (!args.trace_path.empty()) {
+    std::vector<core::ChromeTraceInput> inputs;
+    for (const core::Trace& trace : traces) {
+      inputs.push_back({&trace, traces.size() > 1 ? trace.meta.value("strategy", "") + " " : ""});
+    }
+    core::write_file_atomically(args.trace_path, args.force, [&](std::ostream& file) {
+      core::write_chrome_trace(file, inputs, prov);
+    });
+  }
+  return 0;
+}
+
+int run_plan(const CliArgs& args, std::ostream& out) {
+  const LoadedScenario loaded = load(args.scenario);
+  std::vector<core::Plan> plans;
+  for (const std::string& strategy : selected_strategies(args)) {
+    plans.push_back(core::compile_plan(loaded.scenario, strategy, core::CompileOptions{args.seed}));
+  }
+  if (args.json_stdout) {
+    if (plans.size() == 1) {
+      out << core::plan_to_json(plans.front()).dump(1) << "\n";
+    } else {
+      nlohmann::json all = nlohmann::json::array();
+      for (const core::Plan& plan : plans) all.push_back(core::plan_to_json(plan));
+      out << all.dump(1) << "\n";
+    }
+    return 0;
+  }
+  for (size_t i = 0; i < plans.size(); ++i) {
+    if (i > 0) out << "\n";
+    out << core::format_plan(plans[i]);
+  }
+  return 0;
+}
+
+}  // namespace replisim::cli

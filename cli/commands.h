@@ -1,0 +1,18 @@
+// The `replisim` commands, callable from main() and from tests.
+#pragma once
+
+#include <iosfwd>
+
+#include "cli/cli_args.h"
+
+namespace replisim::cli {
+
+// Each returns the process exit code (0) and throws core::InputError (exit 2) or other
+// exceptions (exit 1); main() maps them. Reports go to `out`.
+int run_simulate(const CliArgs& args, std::ostream& out);
+int run_plan(const CliArgs& args, std::ostream& out);
+
+// "replisim 0.1.0 (git abc123), SimGrid 3.32.0".
+std::string version_text();
+
+}  // namespace replisim::cli

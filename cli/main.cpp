@@ -1,0 +1,32 @@
+// The replisim executable: parses flags, runs a command, maps errors to exit codes
+// (0 success, 2 bad input with one line on stderr, 1 internal error).
+#include <iostream>
+
+#include "cli/cli_args.h"
+#include "cli/commands.h"
+#include "core/error.h"
+#include "sim/sim_backend.h"
+
+int main(int argc, char** argv) {
+  using namespace replisim;
+  try {
+    sim::register_sim_backend();
+    const cli::CliArgs args = cli::parse_cli_args(argc, argv);
+    if (args.command == "help") {
+      std::cout << cli::usage_text();
+      return 0;
+    }
+    if (args.command == "version") {
+      std::cout << cli::version_text() << "\n";
+      return 0;
+    }
+    if (args.command == "plan") return cli::run_plan(args, std::cout);
+    return cli::run_simulate(args, std::cout);
+  } catch (const core::InputError& e) {
+    std::cerr << "replisim: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "replisim: internal error: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,43 @@
+// Error types shared by every replisim library: bad input (with file and JSON path) and broken
+// invariants. Library code throws; only main() maps errors to exit codes (conventions.md).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace replisim::core {
+
+// Bad input from the user: a scenario, plan, trace, flag or network frame.
+// `file` is the path as given by the user ("" when there is none, e.g. a flag);
+// `json_path` is a JSON pointer such as "/training/ps/2" ("" when not applicable).
+// what() is one line: "<file>: <json_path>: <message>" with empty parts left out.
+class InputError : public std::runtime_error {
+ public:
+  InputError(std::string file, std::string json_path, std::string message);
+
+  const std::string& file() const { return file_; }
+  const std::string& json_path() const { return json_path_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  std::string file_;
+  std::string json_path_;
+  std::string message_;
+};
+
+// A broken invariant inside replisim (a bug, not bad input). Maps to exit code 1.
+class InternalError : public std::logic_error {
+ public:
+  explicit InternalError(const std::string& message) : std::logic_error(message) {}
+};
+
+[[noreturn]] void fail_invariant(const char* condition, const char* file, int line,
+                                 const std::string& message);
+
+}  // namespace replisim::core
+
+// Checks an invariant; throws InternalError naming the condition, source location and message.
+#define REPLISIM_ASSERT(condition, message)                                               \
+  do {                                                                                    \
+    if (!(condition)) ::replisim::core::fail_invariant(#condition, __FILE__, __LINE__, (message)); \
+  } while (false)

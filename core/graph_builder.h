@@ -1,0 +1,43 @@
+// Builds one client's step graph: ops are added already placed on devices; wherever an edge
+// crosses devices a send/recv pair is inserted ("the framework inserts the transfers").
+#pragma once
+
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "core/plan.h"
+
+namespace replisim::core {
+
+// An input edge: the producing op and the bytes of the tensor it carries to the consumer.
+struct Edge {
+  int op = -1;
+  double bytes = 0;
+};
+
+class StepGraphBuilder {
+ public:
+  // `platform` must outlive the builder. `per_message_overhead_s` is charged on every send
+  // between two machines (not on PCIe copies inside a machine).
+  StepGraphBuilder(const Platform& platform, double per_message_overhead_s);
+
+  // Appends `op` (its `inputs` are ignored and rebuilt from `inputs`) and returns its index.
+  // An input on another device goes through a send (placed with the producer, owned by its
+  // role) and a recv (placed with `op`, owned by `op.role`). One tensor sent to one device is
+  // sent once, whatever the number of consumers there (as TF's partitioner does).
+  int add(Op op, const std::vector<Edge>& inputs);
+
+  const Op& op(int index) const { return ops_[size_t(index)]; }
+  std::vector<Op> take() { return std::move(ops_); }
+
+ private:
+  int recv_for(const Edge& edge, int device, int role);
+
+  const Platform& platform_;
+  double per_message_overhead_s_;
+  std::vector<Op> ops_;
+  std::map<std::pair<int, int>, int> recv_of_tensor_on_device_;
+};
+
+}  // namespace replisim::core

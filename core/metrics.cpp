@@ -1,0 +1,361 @@
+#include "core/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <unordered_map>
+
+#include "core/error.h"
+#include "core/json_cursor.h"
+#include "core/platform.h"
+
+namespace replisim::core {
+namespace {
+
+constexpr double kTimeEpsilonS = 1e-9;
+
+struct Span {
+  double start_s = -1;
+  double end_s = -1;
+};
+
+// What metrics need from the trace metadata.
+struct Meta {
+  std::string scenario, strategy;
+  int steps = 0, warmup_steps = 0;
+  Platform platform;
+  std::map<std::string, std::string> role_kind;  // role name -> "worker", "tower", ...
+  std::vector<std::string> clients;
+  std::vector<double> bytes_per_ps;
+};
+
+Meta read_meta(const Trace& trace, const std::string& source) {
+  const JsonCursor c(trace.meta, source, "/meta");
+  Meta m;
+  m.scenario = c.at("scenario").as_string();
+  m.strategy = c.at("strategy").as_string();
+  m.steps = int(c.at("steps").as_int(1, 100000000));
+  m.warmup_steps = int(c.at("warmup_steps").as_int(0, m.steps - 1));
+  m.platform = platform_from_json(c.at("platform").value(), source, "/meta/platform");
+  const JsonCursor roles = c.at("roles");
+  for (size_t i = 0; i < roles.size(); ++i) {
+    m.role_kind[roles.at(i).at("name").as_string()] = roles.at(i).at("kind").as_string();
+  }
+  const JsonCursor clients = c.at("clients");
+  for (size_t i = 0; i < clients.size(); ++i) {
+    m.clients.push_back(clients.at(i).at("role").as_string());
+  }
+  const JsonCursor ps = c.at("ps");
+  m.bytes_per_ps.assign(ps.size(), 0.0);
+  const JsonCursor variables = c.at("variables");
+  for (size_t i = 0; i < variables.size(); ++i) {
+    const int shard = int(variables.at(i).at("ps").as_int(0, int64_t(ps.size()) - 1));
+    m.bytes_per_ps[size_t(shard)] += variables.at(i).at("bytes").as_number();
+  }
+  return m;
+}
+
+// Linear interpolation between closest ranks (the "R-7" / numpy default definition).
+double percentile(std::vector<double> sorted, double p) {
+  if (sorted.empty()) return 0;
+  std::sort(sorted.begin(), sorted.end());
+  const double rank = p * double(sorted.size() - 1);
+  const size_t lo = size_t(std::floor(rank));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (rank - double(lo)) * (sorted[hi] - sorted[lo]);
+}
+
+double overlap(double a0, double a1, double b0, double b1) {
+  return std::max(0.0, std::min(a1, b1) - std::max(a0, b0));
+}
+
+void sort_by_use(std::vector<ResourceUse>& uses) {
+  std::stable_sort(uses.begin(), uses.end(), [](const ResourceUse& a, const ResourceUse& b) {
+    return a.utilization > b.utilization;
+  });
+}
+
+enum WaitCategory { kCompute, kNetwork, kClient, kPeers, kPs, kOther, kCategories };
+
+// Classifies the time of `role` inside one step span from the events of that step.
+void accumulate_waits(const Trace& trace, const std::vector<const TraceEvent*>& group,
+                      const Span& span, uint32_t role, const Meta& meta,
+                      std::vector<double>& seconds) {
+  struct Boundary {
+    double time;
+    int delta;
+    int counter;
+  };
+  // Counters: 0 own compute, 1 own transfer, 2 client compute, 3 peer compute, 4 ps compute,
+  // 5 any transfer.
+  std::vector<Boundary> boundaries;
+  auto kind_of = [&](uint32_t actor) {
+    auto found = meta.role_kind.find(trace.str(actor));
+    return found == meta.role_kind.end() ? std::string() : found->second;
+  };
+  for (const TraceEvent* e : group) {
+    const double start = std::max(e->start_s, span.start_s);
+    const double end = std::min(e->end_s, span.end_s);
+    if (end <= start) continue;
+    std::vector<int> counters;
+    if (e->kind == EventKind::kCompute) {
+      if (e->actor == role) {
+        counters.push_back(0);
+      } else {
+        const std::string kind = kind_of(e->actor);
+        counters.push_back(kind == "client" ? 2 : kind == "ps" ? 4 : 3);
+      }
+    } else if (e->kind == EventKind::kTransfer) {
+      if (e->actor == role || e->peer_actor == role) counters.push_back(1);
+      counters.push_back(5);
+    }
+    for (int counter : counters) {
+      boundaries.push_back({start, +1, counter});
+      boundaries.push_back({end, -1, counter});
+    }
+  }
+  std::sort(boundaries.begin(), boundaries.end(),
+            [](const Boundary& a, const Boundary& b) { return a.time < b.time; });
+  int active[6] = {0, 0, 0, 0, 0, 0};
+  double t = span.start_s;
+  auto charge = [&](double until) {
+    if (until <= t) return;
+    WaitCategory category = kOther;
+    if (active[0] > 0) {
+      category = kCompute;
+    } else if (active[1] > 0) {
+      category = kNetwork;
+    } else if (active[2] > 0) {
+      category = kClient;
+    } else if (active[3] > 0) {
+      category = kPeers;
+    } else if (active[4] > 0) {
+      category = kPs;
+    } else if (active[5] > 0) {
+      category = kNetwork;
+    }
+    seconds[size_t(category)] += until - t;
+    t = until;
+  };
+  for (const Boundary& b : boundaries) {
+    charge(b.time);
+    active[b.counter] += b.delta;
+  }
+  charge(span.end_s);
+}
+
+}  // namespace
+
+RunMetrics compute_metrics(const Trace& trace, const std::string& source) {
+  const Meta meta = read_meta(trace, source);
+  RunMetrics r;
+  r.scenario = meta.scenario;
+  r.strategy = meta.strategy;
+  r.events = trace.events.size();
+  r.bytes_per_ps = meta.bytes_per_ps;
+
+  // Step spans per client.
+  std::unordered_map<uint32_t, std::vector<Span>> steps;
+  for (const TraceEvent& e : trace.events) {
+    if (e.kind != EventKind::kStep || e.step < 0 || e.step >= meta.steps) continue;
+    std::vector<Span>& spans = steps[e.client];
+    spans.resize(size_t(meta.steps));
+    spans[size_t(e.step)] = {e.start_s, e.end_s};
+  }
+  double window_start = 0, window_end = INFINITY;
+  std::string last_to_warm, first_to_finish;
+  for (const std::string& client : meta.clients) {
+    const std::vector<Span>& spans = steps[trace.find(client)];
+    if (spans.empty() || spans.back().end_s < 0 ||
+        (meta.warmup_steps > 0 && spans[size_t(meta.warmup_steps - 1)].end_s < 0)) {
+      throw InputError(source, "", "the trace has no complete steps for " + client);
+    }
+    const double warm = meta.warmup_steps > 0 ? spans[size_t(meta.warmup_steps - 1)].end_s
+                                              : spans.front().start_s;
+    if (last_to_warm.empty() || warm > window_start) {
+      window_start = warm;
+      last_to_warm = client;
+    }
+    if (spans.back().end_s < window_end) {
+      window_end = spans.back().end_s;
+      first_to_finish = client;
+    }
+  }
+  if (!(window_end > window_start)) {
+    throw InputError(source, "",
+                     "the measurement window is empty: " + first_to_finish +
+                         " finished its last step before " + last_to_warm +
+                         " finished warming up; raise training.steps");
+  }
+  r.window_start_s = window_start;
+  r.window_end_s = window_end;
+  const double window = window_end - window_start;
+
+  // Throughput, update interval, staleness: updates whose time lies in (start, end].
+  double samples = 0, staleness_sum = 0;
+  for (const TraceEvent& e : trace.events) {
+    if (e.kind != EventKind::kUpdate) continue;
+    if (e.end_s <= window_start || e.end_s > window_end) continue;
+    samples += e.samples;
+    ++r.updates_in_window;
+    const double staleness = double(e.global_step_after - 1 - e.global_step_read);
+    staleness_sum += staleness;
+    r.staleness_max = std::max(r.staleness_max, staleness);
+  }
+  r.throughput_samples_per_s = samples / window;
+  r.update_interval_s = r.updates_in_window > 0 ? window / r.updates_in_window : 0;
+  r.staleness_mean = r.updates_in_window > 0 ? staleness_sum / r.updates_in_window : 0;
+
+  // Step times: steps wholly inside the window.
+  std::vector<double> durations;
+  std::unordered_map<uint32_t, std::vector<bool>> measured;
+  for (const std::string& client : meta.clients) {
+    const uint32_t id = trace.find(client);
+    ClientMetrics cm;
+    cm.name = client;
+    double sum = 0;
+    std::vector<bool>& inside = measured[id];
+    inside.assign(size_t(meta.steps), false);
+    const std::vector<Span>& spans = steps[id];
+    for (size_t k = 0; k < spans.size(); ++k) {
+      const Span& s = spans[k];
+      if (s.end_s < 0 || s.start_s < window_start - kTimeEpsilonS ||
+          s.end_s > window_end + kTimeEpsilonS) {
+        continue;
+      }
+      inside[k] = true;
+      durations.push_back(s.end_s - s.start_s);
+      sum += s.end_s - s.start_s;
+      ++cm.measured_steps;
+    }
+    if (cm.measured_steps > 0) {
+      cm.mean_step_time_s = sum / cm.measured_steps;
+      cm.step_rate_per_s = cm.mean_step_time_s > 0 ? 1.0 / cm.mean_step_time_s : 0;
+    }
+    r.clients.push_back(cm);
+  }
+  if (!durations.empty()) {
+    double sum = 0;
+    for (double d : durations) sum += d;
+    r.step_time_s = {sum / double(durations.size()), percentile(durations, 0.5),
+                     percentile(durations, 0.95)};
+  }
+
+  // Utilisation of devices and link directions over the window.
+  const Platform& p = meta.platform;
+  std::unordered_map<std::string, int> device_index;
+  for (size_t d = 0; d < p.devices.size(); ++d) device_index[p.devices[d].name] = int(d);
+  std::vector<double> busy(p.devices.size(), 0.0);
+  std::vector<double> channel_bytes(size_t(p.channel_count()), 0.0);
+  for (const TraceEvent& e : trace.events) {
+    if (e.kind == EventKind::kCompute) {
+      auto found = device_index.find(trace.str(e.device));
+      if (found == device_index.end()) continue;
+      busy[size_t(found->second)] += overlap(e.start_s, e.end_s, window_start, window_end);
+    } else if (e.kind == EventKind::kTransfer && e.bytes > 0 && e.end_s > e.start_s) {
+      auto src = device_index.find(trace.str(e.device));
+      auto dst = device_index.find(trace.str(e.peer));
+      if (src == device_index.end() || dst == device_index.end()) continue;
+      const double fraction =
+          overlap(e.start_s, e.end_s, window_start, window_end) / (e.end_s - e.start_s);
+      if (fraction <= 0) continue;
+      for (const Hop& hop : p.route(src->second, dst->second)) {
+        channel_bytes[size_t(p.channel_of(hop))] += e.bytes * fraction;
+      }
+    }
+  }
+  for (size_t d = 0; d < p.devices.size(); ++d) {
+    r.devices.push_back({p.devices[d].name, busy[d] / window});
+  }
+  for (int ch = 0; ch < p.channel_count(); ++ch) {
+    if (!p.channel_exists(ch)) continue;
+    r.links.push_back({p.channel_name(ch),
+                       channel_bytes[size_t(ch)] / (p.channel_bandwidth_bytes_per_s(ch) * window)});
+  }
+  sort_by_use(r.devices);
+  sort_by_use(r.links);
+  r.bottleneck = r.devices.front();
+  if (!r.links.empty() && r.links.front().utilization > r.bottleneck.utilization) {
+    r.bottleneck = r.links.front();
+  }
+
+  // What each computing role waited on, over its measured steps.
+  std::map<std::pair<uint32_t, int64_t>, std::vector<const TraceEvent*>> groups;
+  for (const TraceEvent& e : trace.events) {
+    if (e.kind == EventKind::kCompute || e.kind == EventKind::kTransfer) {
+      groups[{e.client, e.step}].push_back(&e);
+    }
+  }
+  // The computing roles of each client graph (not PS), from all of its steps.
+  std::map<uint32_t, std::vector<uint32_t>> roles_of_client;
+  for (const auto& [key, group] : groups) {
+    std::vector<uint32_t>& roles = roles_of_client[key.first];
+    for (const TraceEvent* e : group) {
+      const auto kind = meta.role_kind.find(trace.str(e->actor));
+      if (kind == meta.role_kind.end() || kind->second == "ps") continue;
+      if (std::find(roles.begin(), roles.end(), e->actor) == roles.end()) {
+        roles.push_back(e->actor);
+      }
+    }
+  }
+  std::map<uint32_t, std::vector<double>> seconds_by_role;
+  const std::vector<const TraceEvent*> no_events;
+  for (const auto& [client, roles] : roles_of_client) {
+    const std::vector<bool>& inside = measured[client];
+    for (size_t k = 0; k < inside.size(); ++k) {
+      if (!inside[k]) continue;
+      const auto group = groups.find({client, int64_t(k)});
+      const auto& events = group == groups.end() ? no_events : group->second;
+      for (uint32_t role : roles) {
+        std::vector<double>& seconds = seconds_by_role[role];
+        seconds.resize(kCategories, 0.0);
+        accumulate_waits(trace, events, steps[client][k], role, meta, seconds);
+      }
+    }
+  }
+  for (const auto& [role, seconds] : seconds_by_role) {
+    double total = 0;
+    for (double s : seconds) total += s;
+    if (total <= 0) continue;
+    WaitBreakdown w;
+    w.role = trace.str(role);
+    w.role_kind = meta.role_kind.at(w.role);
+    w.compute = seconds[kCompute] / total;
+    w.network = seconds[kNetwork] / total;
+    w.client = seconds[kClient] / total;
+    w.peers = seconds[kPeers] / total;
+    w.ps = seconds[kPs] / total;
+    w.other = seconds[kOther] / total;
+    r.waits.push_back(w);
+  }
+  r.simulated_time_s = trace.meta.value("simulated_time_s", 0.0);
+  return r;
+}
+
+std::vector<WaitBreakdown> average_waits_by_kind(const std::vector<WaitBreakdown>& waits) {
+  std::vector<WaitBreakdown> out;
+  for (const char* kind : {"worker", "tower", "client"}) {
+    WaitBreakdown sum;
+    sum.role = kind;
+    sum.role_kind = kind;
+    int n = 0;
+    for (const WaitBreakdown& w : waits) {
+      if (w.role_kind != kind) continue;
+      sum.compute += w.compute;
+      sum.network += w.network;
+      sum.client += w.client;
+      sum.peers += w.peers;
+      sum.ps += w.ps;
+      sum.other += w.other;
+      ++n;
+    }
+    if (n == 0) continue;
+    for (double* f : {&sum.compute, &sum.network, &sum.client, &sum.peers, &sum.ps, &sum.other}) {
+      *f /= n;
+    }
+    out.push_back(sum);
+  }
+  return out;
+}
+
+}  // namespace replisim::core

@@ -1,0 +1,71 @@
+// Metrics of one run, computed from its trace alone (events + metadata), so simulated and real
+// runs are measured by the same code. Definitions: docs/metrics.md.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/trace.h"
+
+namespace replisim::core {
+
+struct Distribution {
+  double mean = 0;
+  double p50 = 0;
+  double p95 = 0;
+};
+
+struct ResourceUse {
+  std::string name;  // "<machine>/cpu", "<machine>/gpu0", "<machine>/nic/up", "switch", ...
+  double utilization = 0;  // busy time / window (devices); bytes / (bandwidth x window) (links)
+};
+
+// Per client graph (a worker, or the in-graph client).
+struct ClientMetrics {
+  std::string name;
+  int measured_steps = 0;           // steps that lie wholly inside the window
+  double mean_step_time_s = 0;
+  double step_rate_per_s = 0;       // 1 / mean_step_time_s (0 when no step was measured)
+};
+
+// What one role's time in its steps went to (fractions summing to 1).
+struct WaitBreakdown {
+  std::string role;       // role name
+  std::string role_kind;  // "worker", "tower", "client"
+  double compute = 0;     // its own ops running
+  double network = 0;     // a transfer it sends or receives in flight
+  double peers = 0;       // other towers/workers of the same step computing
+  double client = 0;      // the in-graph client computing
+  double ps = 0;          // a parameter server applying
+  double other = 0;       // nothing of the step active (start-up, jitter, software overhead)
+};
+
+struct RunMetrics {
+  std::string scenario;
+  std::string strategy;
+  double window_start_s = 0;
+  double window_end_s = 0;
+  double throughput_samples_per_s = 0;
+  Distribution step_time_s;
+  double update_interval_s = 0;
+  int updates_in_window = 0;
+  double staleness_mean = 0;
+  double staleness_max = 0;
+  std::vector<ResourceUse> devices;  // by utilisation, highest first
+  std::vector<ResourceUse> links;    // per direction, highest first
+  ResourceUse bottleneck;            // the highest of devices and links
+  std::vector<double> bytes_per_ps;  // parameter bytes held by each PS shard
+  std::vector<ClientMetrics> clients;
+  std::vector<WaitBreakdown> waits;
+  double simulated_time_s = 0;
+  size_t events = 0;
+};
+
+// Computes every metric. Throws InputError(`source`, ...) when the trace lacks the metadata or
+// the steps needed to define the measurement window.
+RunMetrics compute_metrics(const Trace& trace, const std::string& source = "<trace>");
+
+// Role-kind averages of `waits` ("worker", "tower", "client"), in that order, kinds present only.
+std::vector<WaitBreakdown> average_waits_by_kind(const std::vector<WaitBreakdown>& waits);
+
+}  // namespace replisim::core

@@ -1,0 +1,49 @@
+// The model being trained: an ordered list of layers with parameter counts, forward cost and
+// activation sizes, built from a preset or given layer by layer in the scenario.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace replisim::core {
+
+// One layer (or a fused group such as conv + batch norm + ReLU). Creation order matters: it is
+// the order variables are created in, which drives round_robin placement (TF replica_device_setter).
+struct Layer {
+  std::string name;
+  double params = 0;                       // trainable parameters (a count)
+  double forward_flop_per_sample = 0;      // FLOP; one multiply-add counts as 2 FLOP
+  double activation_bytes_per_sample = 0;  // bytes of this layer's output for one sample
+};
+
+struct Model {
+  std::string name;  // preset name, or "custom" for an explicit layer list
+  std::vector<Layer> layers;
+  double input_bytes_per_sample = 0;  // bytes of one input sample fed to the first layer
+  double bytes_per_param = 4;         // fp32 weights and gradients
+
+  double total_params() const;
+  double parameter_bytes() const { return total_params() * bytes_per_param; }
+  double forward_flop_per_sample() const;
+};
+
+// Backward pass cost relative to the forward pass: gradients with respect to the activations and
+// to the weights each cost about one forward pass (the usual 2x rule; e.g. Kaplan et al. 2020,
+// "Scaling Laws for Neural Language Models", section 2.1: backward ~ 2 x forward).
+inline constexpr double kBackwardToForwardFlopRatio = 2.0;
+
+// A named model preset (a registry entry): builds the layer list from the architecture.
+struct ModelPreset {
+  std::string name;
+  std::string description;  // one line, with the source of the layout
+  std::function<Model()> build;
+};
+
+// All registered presets, in a stable order.
+const std::vector<ModelPreset>& model_presets();
+
+// The preset called `name`, or nullptr when there is none.
+const ModelPreset* find_model_preset(const std::string& name);
+
+}  // namespace replisim::core

@@ -1,0 +1,284 @@
+#include "core/plan.h"
+
+#include <cstdio>
+
+#include "core/error.h"
+#include "core/json_cursor.h"
+
+namespace replisim::core {
+namespace {
+
+constexpr OpKind kAllOpKinds[] = {
+    OpKind::kInput,    OpKind::kSplit,     OpKind::kReadVariable, OpKind::kForward,
+    OpKind::kLoss,     OpKind::kBackward,  OpKind::kAggregate,    OpKind::kApply,
+    OpKind::kGlobalStepIncrement, OpKind::kSend, OpKind::kRecv};
+constexpr RoleKind kAllRoleKinds[] = {RoleKind::kClient, RoleKind::kWorker, RoleKind::kTower,
+                                      RoleKind::kParameterServer};
+
+template <typename Enum, size_t N>
+Enum enum_from_name(const JsonCursor& c, const Enum (&all)[N], const char* (*name_of)(Enum)) {
+  const std::string text = c.as_string();
+  std::vector<std::string> names;
+  for (Enum e : all) {
+    if (text == name_of(e)) return e;
+    names.push_back(name_of(e));
+  }
+  c.fail("unknown value \"" + text + "\"; valid: " + join_names(names));
+}
+
+nlohmann::json op_to_json(const Op& op) {
+  nlohmann::json j = {{"name", op.name},
+                      {"kind", op_kind_name(op.kind)},
+                      {"device", op.device},
+                      {"role", op.role},
+                      {"inputs", op.inputs}};
+  if (op.compute_flop != 0) j["compute_flop"] = op.compute_flop;
+  if (op.kind == OpKind::kSend || op.kind == OpKind::kRecv) {
+    j["bytes"] = op.bytes;
+    j["peer"] = op.peer;
+  }
+  if (op.overhead_s != 0) j["overhead_s"] = op.overhead_s;
+  if (op.variable >= 0) j["variable"] = op.variable;
+  if (op.jittered) j["jittered"] = true;
+  return j;
+}
+
+Op op_from_json(const JsonCursor& c, const Plan& plan, int index) {
+  c.check_keys({"name", "kind", "device", "role", "inputs", "compute_flop", "bytes", "peer",
+                "overhead_s", "variable", "jittered"});
+  Op op;
+  op.name = c.at("name").as_string();
+  op.kind = enum_from_name(c.at("kind"), kAllOpKinds, op_kind_name);
+  op.device = int(c.at("device").as_int(0, int64_t(plan.platform.devices.size()) - 1));
+  op.role = int(c.at("role").as_int(0, int64_t(plan.roles.size()) - 1));
+  const JsonCursor inputs = c.at("inputs");
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    op.inputs.push_back(int(inputs.at(k).as_int(0, index - 1)));
+  }
+  auto non_negative = [&](const char* key, double* out) {
+    if (!c.has(key)) return;
+    *out = c.at(key).as_number();
+    if (*out < 0) c.at(key).fail("must not be negative");
+  };
+  non_negative("compute_flop", &op.compute_flop);
+  non_negative("bytes", &op.bytes);
+  non_negative("overhead_s", &op.overhead_s);
+  if (c.has("peer")) op.peer = int(c.at("peer").as_int(0, 1 << 30));
+  if (c.has("variable")) {
+    op.variable = int(c.at("variable").as_int(0, int64_t(plan.variables.size()) - 1));
+  }
+  if (c.has("jittered")) op.jittered = c.at("jittered").as_bool();
+  return op;
+}
+
+}  // namespace
+
+const char* op_kind_name(OpKind kind) {
+  switch (kind) {
+    case OpKind::kInput: return "input";
+    case OpKind::kSplit: return "split";
+    case OpKind::kReadVariable: return "read_variable";
+    case OpKind::kForward: return "forward";
+    case OpKind::kLoss: return "loss";
+    case OpKind::kBackward: return "backward";
+    case OpKind::kAggregate: return "aggregate";
+    case OpKind::kApply: return "apply";
+    case OpKind::kGlobalStepIncrement: return "global_step_increment";
+    case OpKind::kSend: return "send";
+    case OpKind::kRecv: return "recv";
+  }
+  return "?";
+}
+
+const char* role_kind_name(RoleKind kind) {
+  switch (kind) {
+    case RoleKind::kClient: return "client";
+    case RoleKind::kWorker: return "worker";
+    case RoleKind::kTower: return "tower";
+    case RoleKind::kParameterServer: return "ps";
+  }
+  return "?";
+}
+
+int Plan::role_index(const std::string& name) const {
+  for (size_t i = 0; i < roles.size(); ++i) {
+    if (roles[i].name == name) return int(i);
+  }
+  return -1;
+}
+
+size_t Plan::op_count() const {
+  size_t n = 0;
+  for (const ClientGraph& c : clients) n += c.ops.size();
+  return n;
+}
+
+nlohmann::json plan_to_json(const Plan& plan) {
+  nlohmann::json j;
+  j["format"] = "replisim-plan";
+  j["format_version"] = 1;
+  j["scenario"] = plan.scenario_name;
+  j["strategy"] = plan.strategy;
+  j["sync"] = plan.sync;
+  j["steps"] = plan.steps;
+  j["warmup_steps"] = plan.warmup_steps;
+  j["batch_per_replica"] = plan.batch_per_replica;
+  j["input_prefetch_batches"] = plan.input_prefetch_batches;
+  j["compute_jitter_fraction"] = plan.compute_jitter_fraction;
+  j["seed"] = plan.seed;
+  j["platform"] = platform_to_json(plan.platform);
+  j["roles"] = nlohmann::json::array();
+  for (const Role& r : plan.roles) {
+    j["roles"].push_back({{"name", r.name},
+                          {"kind", role_kind_name(r.kind)},
+                          {"device", r.device},
+                          {"chief", r.chief}});
+  }
+  j["ps_roles"] = plan.ps_roles;
+  j["variables"] = nlohmann::json::array();
+  for (const Variable& v : plan.variables) {
+    j["variables"].push_back({{"name", v.name}, {"bytes", v.bytes}, {"ps", v.ps}});
+  }
+  j["clients"] = nlohmann::json::array();
+  for (const ClientGraph& c : plan.clients) {
+    nlohmann::json cj = {{"role", c.role},
+                         {"start_offset_s", c.start_offset_s},
+                         {"samples_per_step", c.samples_per_step},
+                         {"input_op", c.input_op},
+                         {"global_step_op", c.global_step_op},
+                         {"ops", nlohmann::json::array()}};
+    for (const Op& op : c.ops) cj["ops"].push_back(op_to_json(op));
+    j["clients"].push_back(std::move(cj));
+  }
+  return j;
+}
+
+Plan plan_from_json(const nlohmann::json& j, const std::string& file) {
+  const JsonCursor c(j, file);
+  c.check_keys({"format", "format_version", "scenario", "strategy", "sync", "steps",
+                "warmup_steps", "batch_per_replica", "input_prefetch_batches",
+                "compute_jitter_fraction", "seed", "platform", "roles", "ps_roles", "variables",
+                "clients"});
+  if (c.at("format").as_string() != "replisim-plan") c.at("format").fail("not a replisim plan");
+  if (c.at("format_version").as_int(0, 1000) != 1) {
+    c.at("format_version").fail("unsupported plan format version (this replisim reads 1)");
+  }
+  Plan plan;
+  plan.scenario_name = c.at("scenario").as_string();
+  plan.strategy = c.at("strategy").as_string();
+  plan.sync = c.at("sync").as_string();
+  plan.steps = int(c.at("steps").as_int(1, 100000000));
+  plan.warmup_steps = int(c.at("warmup_steps").as_int(0, plan.steps - 1));
+  plan.batch_per_replica = int(c.at("batch_per_replica").as_int(1, 1 << 24));
+  plan.input_prefetch_batches = int(c.at("input_prefetch_batches").as_int(0, 1024));
+  plan.compute_jitter_fraction = c.at("compute_jitter_fraction").as_number();
+  if (plan.compute_jitter_fraction < 0 || plan.compute_jitter_fraction >= 1) {
+    c.at("compute_jitter_fraction").fail("expected a fraction in [0, 1)");
+  }
+  plan.seed = uint64_t(c.at("seed").as_int(0, INT64_MAX));
+  plan.platform = platform_from_json(c.at("platform").value(), file, "/platform");
+  const JsonCursor roles = c.at("roles");
+  for (size_t i = 0; i < roles.size(); ++i) {
+    const JsonCursor r = roles.at(i);
+    r.check_keys({"name", "kind", "device", "chief"});
+    Role role;
+    role.name = r.at("name").as_string();
+    role.kind = enum_from_name(r.at("kind"), kAllRoleKinds, role_kind_name);
+    role.device = int(r.at("device").as_int(0, int64_t(plan.platform.devices.size()) - 1));
+    role.chief = r.at("chief").as_bool();
+    plan.roles.push_back(role);
+  }
+  const JsonCursor ps_roles = c.at("ps_roles");
+  for (size_t i = 0; i < ps_roles.size(); ++i) {
+    plan.ps_roles.push_back(int(ps_roles.at(i).as_int(0, int64_t(plan.roles.size()) - 1)));
+  }
+  const JsonCursor variables = c.at("variables");
+  for (size_t i = 0; i < variables.size(); ++i) {
+    const JsonCursor v = variables.at(i);
+    v.check_keys({"name", "bytes", "ps"});
+    Variable var{v.at("name").as_string(), v.at("bytes").as_number(),
+                 int(v.at("ps").as_int(0, int64_t(plan.ps_roles.size()) - 1))};
+    if (var.bytes < 0) v.at("bytes").fail("must not be negative");
+    plan.variables.push_back(var);
+  }
+  const JsonCursor clients = c.at("clients");
+  for (size_t i = 0; i < clients.size(); ++i) {
+    const JsonCursor cc = clients.at(i);
+    cc.check_keys({"role", "start_offset_s", "samples_per_step", "input_op", "global_step_op",
+                   "ops"});
+    ClientGraph graph;
+    graph.role = int(cc.at("role").as_int(0, int64_t(plan.roles.size()) - 1));
+    graph.start_offset_s = cc.at("start_offset_s").as_number();
+    if (graph.start_offset_s < 0) cc.at("start_offset_s").fail("must not be negative");
+    graph.samples_per_step = int(cc.at("samples_per_step").as_int(0, 1 << 30));
+    const JsonCursor ops = cc.at("ops");
+    for (size_t k = 0; k < ops.size(); ++k) {
+      graph.ops.push_back(op_from_json(ops.at(k), plan, int(k)));
+    }
+    const int64_t last_op = int64_t(graph.ops.size()) - 1;
+    graph.input_op = int(cc.at("input_op").as_int(0, last_op));
+    graph.global_step_op = int(cc.at("global_step_op").as_int(0, last_op));
+    plan.clients.push_back(std::move(graph));
+  }
+  validate_plan(plan, file);
+  return plan;
+}
+
+void validate_plan(const Plan& plan, const std::string& file) {
+  if (plan.clients.empty()) throw InputError(file, "/clients", "a plan needs at least one client");
+  if (plan.ps_roles.empty()) throw InputError(file, "/ps_roles", "a plan needs a parameter server");
+  for (size_t ci = 0; ci < plan.clients.size(); ++ci) {
+    const ClientGraph& graph = plan.clients[ci];
+    const std::string base = "/clients/" + std::to_string(ci);
+    auto fail = [&](size_t op, const std::string& message) {
+      throw InputError(file, base + "/ops/" + std::to_string(op), message);
+    };
+    if (graph.ops.empty()) throw InputError(file, base + "/ops", "a step graph needs ops");
+    for (size_t k = 0; k < graph.ops.size(); ++k) {
+      const Op& op = graph.ops[k];
+      for (int in : op.inputs) {
+        if (in < 0 || size_t(in) >= k) fail(k, "inputs must name earlier ops");
+      }
+      const bool transfer = op.kind == OpKind::kSend || op.kind == OpKind::kRecv;
+      if (!transfer) {
+        for (int in : op.inputs) {
+          if (graph.ops[size_t(in)].device != op.device) {
+            fail(k, "an input on another device needs a send/recv pair");
+          }
+        }
+        continue;
+      }
+      if (op.peer < 0 || size_t(op.peer) >= graph.ops.size()) fail(k, "peer out of range");
+      const Op& peer = graph.ops[size_t(op.peer)];
+      const OpKind expected = op.kind == OpKind::kSend ? OpKind::kRecv : OpKind::kSend;
+      if (peer.kind != expected || peer.peer != int(k) || peer.bytes != op.bytes) {
+        fail(k, "send/recv pair is inconsistent");
+      }
+      if (peer.device == op.device) fail(k, "send and recv on the same device");
+      if (op.kind == OpKind::kRecv && (op.inputs.size() != 1 || op.inputs[0] != op.peer)) {
+        fail(k, "a recv has exactly its send as input");
+      }
+    }
+    if (graph.ops[size_t(graph.input_op)].kind != OpKind::kInput) {
+      throw InputError(file, base + "/input_op", "does not name an input op");
+    }
+    if (graph.ops[size_t(graph.global_step_op)].kind != OpKind::kGlobalStepIncrement) {
+      throw InputError(file, base + "/global_step_op", "does not name a global step increment");
+    }
+  }
+}
+
+std::string fnv1a_hex(const std::string& bytes) {
+  uint64_t hash = 1469598103934665603ULL;  // FNV-1a 64-bit offset basis
+  for (unsigned char c : bytes) {
+    hash ^= c;
+    hash *= 1099511628211ULL;  // FNV-1a 64-bit prime
+  }
+  char out[17];
+  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(hash));
+  return out;
+}
+
+std::string plan_hash(const Plan& plan) { return fnv1a_hex(plan_to_json(plan).dump()); }
+
+}  // namespace replisim::core

@@ -1,0 +1,75 @@
+#include "core/plan_text.h"
+
+#include <map>
+#include <sstream>
+
+#include "core/units.h"
+
+namespace replisim::core {
+
+std::string format_plan(const Plan& plan) {
+  std::ostringstream out;
+  const Platform& p = plan.platform;
+  out << "plan: " << plan.strategy << " (" << plan.sync << ") for scenario \""
+      << plan.scenario_name << "\", hash " << plan_hash(plan) << ", seed " << plan.seed << "\n";
+  out << "platform: " << p.machines.size() << " machine(s), " << p.devices.size()
+      << " device(s), " << p.links.size() << " link(s), network model "
+      << network_model_name(p.network_model) << "\n";
+  out << "steps: " << plan.steps << " (" << plan.warmup_steps << " warm-up), batch per replica "
+      << plan.batch_per_replica << ", input prefetch " << plan.input_prefetch_batches
+      << " batch(es)\n";
+  out << "roles:";
+  for (const Role& r : plan.roles) {
+    out << " " << r.name << (r.chief ? "*" : "") << "@" << p.devices[size_t(r.device)].name;
+  }
+  out << "   (* chief)\n";
+  std::vector<double> bytes(plan.ps_roles.size(), 0.0);
+  std::vector<int> count(plan.ps_roles.size(), 0);
+  for (const Variable& v : plan.variables) {
+    bytes[size_t(v.ps)] += v.bytes;
+    ++count[size_t(v.ps)];
+  }
+  out << "variables: " << plan.variables.size() << " (global_step first)";
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    out << "; " << plan.roles[size_t(plan.ps_roles[i])].name << " holds " << count[i] << " ("
+        << format_quantity(bytes[i], Dimension::kBytes, 4) << ")";
+  }
+  out << "\n";
+  for (const ClientGraph& graph : plan.clients) {
+    out << "\nclient graph " << plan.roles[size_t(graph.role)].name << ": " << graph.ops.size()
+        << " ops, " << graph.samples_per_step << " samples per step, starts at "
+        << format_quantity(graph.start_offset_s, Dimension::kTime) << "\n  ops by kind:";
+    std::map<std::string, int> kinds;
+    std::map<int, std::pair<int, double>> per_device;  // ops, flop
+    std::map<std::pair<int, int>, std::pair<int, double>> transfers;  // tensors, bytes
+    for (const Op& op : graph.ops) {
+      ++kinds[op_kind_name(op.kind)];
+      auto& d = per_device[op.device];
+      ++d.first;
+      d.second += op.compute_flop;
+      if (op.kind == OpKind::kSend) {
+        auto& t = transfers[{op.device, graph.ops[size_t(op.peer)].device}];
+        ++t.first;
+        t.second += op.bytes;
+      }
+    }
+    for (const auto& [kind, n] : kinds) out << " " << kind << " " << n;
+    out << "\n  work per device:\n";
+    for (const auto& [device, work] : per_device) {
+      const PlatformDevice& dev = p.devices[size_t(device)];
+      out << "    " << dev.name << ": " << work.first << " ops, "
+          << format_quantity(work.second, Dimension::kFlop) << " = "
+          << format_quantity(work.second / dev.speed_flop_per_s, Dimension::kTime)
+          << " of compute per step\n";
+    }
+    out << "  transfers per step:\n";
+    for (const auto& [pair, t] : transfers) {
+      out << "    " << p.devices[size_t(pair.first)].name << " -> "
+          << p.devices[size_t(pair.second)].name << ": " << t.first << " tensor(s), "
+          << format_quantity(t.second, Dimension::kBytes) << "\n";
+    }
+  }
+  return out.str();
+}
+
+}  // namespace replisim::core

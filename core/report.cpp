@@ -1,0 +1,181 @@
+#include "core/report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "core/units.h"
+
+namespace replisim::core {
+namespace {
+
+std::string fixed(double value, int decimals) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+  return buffer;
+}
+
+std::string percent(double fraction) { return fixed(fraction * 100.0, 0) + "%"; }
+
+std::string milliseconds(double seconds) { return fixed(seconds * 1e3, 2); }
+
+std::string wait_text(const WaitBreakdown& w) {
+  struct Part {
+    const char* name;
+    double value;
+  };
+  std::vector<Part> parts = {{"compute", w.compute}, {"network", w.network}, {"peers", w.peers},
+                             {"client", w.client},   {"ps", w.ps},           {"other", w.other}};
+  std::string out;
+  for (const Part& p : parts) {
+    if (p.value < 0.005) continue;
+    if (!out.empty()) out += " ";
+    out += std::string(p.name) + " " + percent(p.value);
+  }
+  return out;
+}
+
+std::string client_rates(const RunMetrics& r) {
+  if (r.clients.size() == 1) return fixed(r.clients.front().step_rate_per_s, 2);
+  if (r.clients.size() <= 4) {
+    std::string out;
+    for (const ClientMetrics& c : r.clients) {
+      if (!out.empty()) out += " ";
+      out += fixed(c.step_rate_per_s, 2);
+    }
+    return out;
+  }
+  double lo = 1e300, hi = 0;
+  for (const ClientMetrics& c : r.clients) {
+    lo = std::min(lo, c.step_rate_per_s);
+    hi = std::max(hi, c.step_rate_per_s);
+  }
+  return fixed(lo, 2) + " .. " + fixed(hi, 2);
+}
+
+}  // namespace
+
+std::string format_report(const std::vector<RunMetrics>& runs, const std::string& title) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> rows;
+  auto row = [&](const std::string& name, auto&& cell) {
+    std::vector<std::string> cells;
+    for (const RunMetrics& r : runs) cells.push_back(cell(r));
+    rows.emplace_back(name, std::move(cells));
+  };
+  row("", [](const RunMetrics& r) { return r.strategy; });
+  row("throughput (samples/s)",
+      [](const RunMetrics& r) { return fixed(r.throughput_samples_per_s, 1); });
+  row("step time mean (ms)", [](const RunMetrics& r) { return milliseconds(r.step_time_s.mean); });
+  row("step time p50 / p95 (ms)", [](const RunMetrics& r) {
+    return milliseconds(r.step_time_s.p50) + " / " + milliseconds(r.step_time_s.p95);
+  });
+  row("step rate per client (steps/s)", client_rates);
+  row("global update interval (ms)",
+      [](const RunMetrics& r) { return milliseconds(r.update_interval_s); });
+  row("staleness mean / max", [](const RunMetrics& r) {
+    return fixed(r.staleness_mean, 2) + " / " + fixed(r.staleness_max, 0);
+  });
+  row("bottleneck", [](const RunMetrics& r) {
+    return r.bottleneck.name + " " + percent(r.bottleneck.utilization);
+  });
+  row("busiest device", [](const RunMetrics& r) {
+    return r.devices.front().name + " " + percent(r.devices.front().utilization);
+  });
+  row("busiest link", [](const RunMetrics& r) {
+    return r.links.empty() ? std::string("-")
+                           : r.links.front().name + " " + percent(r.links.front().utilization);
+  });
+  row("parameter bytes per PS", [](const RunMetrics& r) {
+    std::string out;
+    for (double b : r.bytes_per_ps) {
+      if (!out.empty()) out += " ";
+      out += format_quantity(b, Dimension::kBytes, 3);
+    }
+    return out;
+  });
+  for (const char* kind : {"worker", "tower", "client"}) {
+    bool present = false;
+    for (const RunMetrics& r : runs) {
+      for (const WaitBreakdown& w : r.waits) present |= w.role_kind == kind;
+    }
+    if (!present) continue;
+    row(std::string("time of ") + kind + "s", [kind](const RunMetrics& r) {
+      for (const WaitBreakdown& w : average_waits_by_kind(r.waits)) {
+        if (w.role_kind == kind) return wait_text(w);
+      }
+      return std::string("-");
+    });
+  }
+  row("measured window (s)", [](const RunMetrics& r) {
+    return fixed(r.window_start_s, 3) + " .. " + fixed(r.window_end_s, 3);
+  });
+  row("simulated time (s)", [](const RunMetrics& r) { return fixed(r.simulated_time_s, 3); });
+  row("events", [](const RunMetrics& r) { return std::to_string(r.events); });
+
+  size_t label_width = 0;
+  std::vector<size_t> widths(runs.size(), 0);
+  for (const auto& [label, cells] : rows) {
+    label_width = std::max(label_width, label.size());
+    for (size_t i = 0; i < cells.size(); ++i) widths[i] = std::max(widths[i], cells[i].size());
+  }
+  std::ostringstream out;
+  out << title << "\n\n";
+  for (const auto& [label, cells] : rows) {
+    std::string line = label + std::string(label_width - label.size() + 2, ' ');
+    for (size_t i = 0; i < cells.size(); ++i) {
+      line += cells[i] + std::string(widths[i] - cells[i].size() + 3, ' ');
+    }
+    line.erase(line.find_last_not_of(' ') + 1);
+    out << line << "\n";
+  }
+  return out.str();
+}
+
+nlohmann::json summary_json(const std::vector<RunMetrics>& runs,
+                            const nlohmann::json& provenance) {
+  nlohmann::json j;
+  j["scenario"] = runs.empty() ? "" : runs.front().scenario;
+  j["provenance"] = provenance;
+  j["runs"] = nlohmann::json::array();
+  for (const RunMetrics& r : runs) {
+    nlohmann::json run;
+    run["strategy"] = r.strategy;
+    run["throughput_samples_per_s"] = r.throughput_samples_per_s;
+    run["step_time_s"] = {{"mean", r.step_time_s.mean},
+                          {"p50", r.step_time_s.p50},
+                          {"p95", r.step_time_s.p95}};
+    run["update_interval_s"] = r.update_interval_s;
+    run["updates_in_window"] = r.updates_in_window;
+    run["staleness"] = {{"mean", r.staleness_mean}, {"max", r.staleness_max}};
+    run["bottleneck"] = {{"resource", r.bottleneck.name},
+                         {"utilization", r.bottleneck.utilization}};
+    run["bytes_per_ps"] = r.bytes_per_ps;
+    run["simulated_time_s"] = r.simulated_time_s;
+    run["events"] = r.events;
+    run["window_s"] = {r.window_start_s, r.window_end_s};
+    for (const ResourceUse& d : r.devices) run["utilization"]["devices"][d.name] = d.utilization;
+    for (const ResourceUse& l : r.links) run["utilization"]["links"][l.name] = l.utilization;
+    run["clients"] = nlohmann::json::array();
+    for (const ClientMetrics& c : r.clients) {
+      run["clients"].push_back({{"name", c.name},
+                                {"measured_steps", c.measured_steps},
+                                {"mean_step_time_s", c.mean_step_time_s},
+                                {"step_rate_per_s", c.step_rate_per_s}});
+    }
+    run["waits"] = nlohmann::json::array();
+    for (const WaitBreakdown& w : r.waits) {
+      run["waits"].push_back({{"role", w.role},
+                              {"role_kind", w.role_kind},
+                              {"compute", w.compute},
+                              {"network", w.network},
+                              {"peers", w.peers},
+                              {"client", w.client},
+                              {"ps", w.ps},
+                              {"other", w.other}});
+    }
+    j["runs"].push_back(std::move(run));
+  }
+  return j;
+}
+
+}  // namespace replisim::core

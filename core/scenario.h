@@ -1,0 +1,118 @@
+// A scenario: the cluster (machines, devices, links), the model and the training setup, parsed
+// and validated from JSON (docs/scenario-format.md). A Scenario that exists is valid.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/model.h"
+
+namespace replisim::core {
+
+enum class DeviceKind { kCpu, kGpu };
+
+// "<machine>/cpu" or "<machine>/gpu<i>".
+struct DeviceRef {
+  std::string machine;
+  DeviceKind kind = DeviceKind::kCpu;
+  int gpu_index = 0;  // meaningful for kGpu only
+
+  std::string str() const;
+  bool operator==(const DeviceRef& other) const {
+    return machine == other.machine && kind == other.kind &&
+           (kind == DeviceKind::kCpu || gpu_index == other.gpu_index);
+  }
+};
+
+// Transfer model used by the simulator (docs/scenario-format.md, "network_model").
+enum class NetworkModel {
+  kLv08,   // SimGrid's default TCP model (latency x13.01, bandwidth x0.97, cross-traffic)
+  kIdeal,  // bytes / bandwidth + latency exactly: CM02, no cross-traffic, no TCP window bound
+};
+const char* network_model_name(NetworkModel model);
+
+struct LinkSpec {
+  double bandwidth_bytes_per_s = 0;
+  double latency_s = 0;
+};
+
+struct GpuSpec {
+  double speed_flop_per_s = 0;
+};
+
+struct MachineSpec {
+  std::string name;
+  double cpu_speed_flop_per_s = 0;
+  std::vector<GpuSpec> gpus;
+  LinkSpec nic;   // full duplex: each direction has this bandwidth
+  LinkSpec pcie;  // one per GPU, between the GPU and the host (CPU and NIC)
+};
+
+// Default PCIe link of a GPU: PCIe 3.0 x16 is 15.75 GB/s per direction in theory (8 GT/s per
+// lane, 128b/130b encoding, PCI-SIG); pinned cudaMemcpy typically reaches about 12 GB/s, which is
+// the default. 5 us is the usual order of a cudaMemcpy call's fixed cost.
+inline constexpr double kDefaultPcieBandwidthBytesPerS = 12e9;
+inline constexpr double kDefaultPcieLatencyS = 5e-6;
+
+struct ClusterSpec {
+  std::vector<MachineSpec> machines;
+  LinkSpec switch_link;  // one link shared by every flow that crosses the switch
+  NetworkModel network_model = NetworkModel::kLv08;
+
+  const MachineSpec* find_machine(const std::string& name) const;
+};
+
+// Costs beyond layer compute and tensor transfers (docs/scenario-format.md, "training.costs").
+struct Costs {
+  double input_samples_per_s = 0;     // input pipeline rate of one CPU device; 0 = free
+  double apply_flop_per_param = 0;    // optimizer update on the parameter server
+  double aggregate_flop_per_param = 0;  // per gradient summed (in-graph aggregation)
+  double loss_flop_per_sample = 0;    // loss and summary ops
+  double per_message_overhead_s = 0;  // fixed software cost of a message between machines
+};
+
+// Seeded variability that keeps identical workers from running in artificial lockstep
+// (simgrid-notes.md section 9: lockstep halves a PS-bound plateau).
+struct Jitter {
+  double startup_stagger_s = 0;  // worker i > 0 starts at U[0, stagger]; the chief at 0
+  double compute_fraction = 0;   // each step's compute is scaled by 1 + U[-f, +f]
+};
+
+enum class SyncMode { kAsync };
+
+struct TrainingSpec {
+  int batch_per_replica = 0;
+  int steps = 0;
+  int warmup_steps = 0;
+  std::vector<DeviceRef> replicas;
+  std::string client;            // machine that runs the in-graph client
+  std::vector<DeviceRef> ps;     // one parameter server task per entry
+  std::string variable_placement;  // a placement policy name (placement.h)
+  SyncMode sync = SyncMode::kAsync;
+  Costs costs;
+  Jitter jitter;
+};
+
+struct Scenario {
+  std::string name;
+  std::string file;  // where it was read from ("" when built in code)
+  ClusterSpec cluster;
+  Model model;
+  TrainingSpec training;
+};
+
+// Parses and validates a scenario. `file` names the source in error messages.
+// Throws InputError (file + JSON path + what was expected) on any bad input.
+Scenario parse_scenario(const nlohmann::json& document, const std::string& file);
+
+// Reads, parses and validates a scenario file. Throws InputError.
+Scenario load_scenario(const std::string& file);
+
+// Parses "<machine>/cpu" or "<machine>/gpu<i>" without checking that it exists.
+// Returns false when the text has another form.
+bool parse_device_ref(const std::string& text, DeviceRef* out);
+
+}  // namespace replisim::core

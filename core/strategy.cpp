@@ -1,0 +1,200 @@
+#include "core/strategy.h"
+
+#include "core/error.h"
+#include "core/json_cursor.h"
+#include "core/placement.h"
+
+namespace replisim::core {
+
+const std::vector<Strategy>& strategies() {
+  static const std::vector<Strategy> kStrategies = {
+      {"in_graph",
+       "one client, one graph over all towers; the client splits the batch, gathers, computes "
+       "the loss and aggregates gradients; every step waits for every tower",
+       compile_in_graph},
+      {"between_graph",
+       "one client per worker with a full graph copy; variables on parameter servers; workers "
+       "pull, compute and push on their own (async); worker 0 is the chief",
+       compile_between_graph},
+  };
+  return kStrategies;
+}
+
+const Strategy* find_strategy(const std::string& name) {
+  for (const Strategy& s : strategies()) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> strategy_names() {
+  std::vector<std::string> names;
+  for (const Strategy& s : strategies()) names.push_back(s.name);
+  return names;
+}
+
+Plan compile_plan(const Scenario& scenario, const std::string& strategy,
+                  const CompileOptions& options, const std::string& flag) {
+  const Strategy* s = find_strategy(strategy);
+  if (s == nullptr) {
+    throw InputError("", flag,
+                     "unknown strategy \"" + strategy + "\"; valid: " +
+                         join_names(strategy_names()));
+  }
+  Plan plan = s->compile(scenario, options);
+  validate_plan(plan, "<compiled plan>");
+  return plan;
+}
+
+namespace strategy_detail {
+
+int add_role(Plan& plan, const std::string& name, RoleKind kind, int device, bool chief) {
+  plan.roles.push_back(Role{name, kind, device, chief});
+  return int(plan.roles.size()) - 1;
+}
+
+Plan plan_skeleton(const Scenario& scenario, const std::string& strategy,
+                   const CompileOptions& options) {
+  Plan plan;
+  plan.scenario_name = scenario.name;
+  plan.strategy = strategy;
+  plan.platform = build_platform(scenario.cluster);
+  plan.steps = scenario.training.steps;
+  plan.warmup_steps = scenario.training.warmup_steps;
+  plan.batch_per_replica = scenario.training.batch_per_replica;
+  plan.compute_jitter_fraction = scenario.training.jitter.compute_fraction;
+  plan.seed = options.seed;
+  for (size_t i = 0; i < scenario.training.ps.size(); ++i) {
+    const int device = plan.platform.find_device(scenario.training.ps[i]);
+    REPLISIM_ASSERT(device >= 0, "validated PS device not found");
+    plan.ps_roles.push_back(
+        add_role(plan, "ps" + std::to_string(i), RoleKind::kParameterServer, device));
+  }
+  // global_step: an int64 variable, created first, so on PS 0 (TF replica_device_setter).
+  constexpr double kGlobalStepBytes = 8;
+  plan.variables.push_back({"global_step", kGlobalStepBytes, 0});
+  std::vector<double> layer_bytes;
+  for (const Layer& layer : scenario.model.layers) {
+    layer_bytes.push_back(layer.params * scenario.model.bytes_per_param);
+  }
+  const PlacementPolicy* policy = find_placement_policy(scenario.training.variable_placement);
+  REPLISIM_ASSERT(policy != nullptr, "validated placement policy not found");
+  // The policy sees global_step too, as TF's device setter does.
+  std::vector<double> all_bytes = {kGlobalStepBytes};
+  all_bytes.insert(all_bytes.end(), layer_bytes.begin(), layer_bytes.end());
+  const std::vector<int> shard = policy->assign(all_bytes, int(plan.ps_roles.size()));
+  plan.variables[0].ps = shard[0];
+  for (size_t l = 0; l < layer_bytes.size(); ++l) {
+    plan.variables.push_back({scenario.model.layers[l].name, layer_bytes[l], shard[l + 1]});
+  }
+  return plan;
+}
+
+double input_flop(const Scenario& scenario, const Platform& platform, int cpu_device,
+                  int samples) {
+  const double rate = scenario.training.costs.input_samples_per_s;
+  if (rate <= 0) return 0;
+  return double(samples) / rate * platform.devices[size_t(cpu_device)].speed_flop_per_s;
+}
+
+int variable_device(const Plan& plan, int v) {
+  return plan.roles[size_t(plan.ps_roles[size_t(plan.variables[size_t(v)].ps)])].device;
+}
+
+int variable_role(const Plan& plan, int v) {
+  return plan.ps_roles[size_t(plan.variables[size_t(v)].ps)];
+}
+
+std::vector<int> add_variable_reads(StepGraphBuilder& builder, const Plan& plan) {
+  std::vector<int> reads;
+  for (size_t v = 0; v < plan.variables.size(); ++v) {
+    Op read;
+    read.name = "read/" + plan.variables[v].name;
+    read.kind = OpKind::kReadVariable;
+    read.device = variable_device(plan, int(v));
+    read.role = variable_role(plan, int(v));
+    read.variable = int(v);
+    reads.push_back(builder.add(std::move(read), {}));
+  }
+  return reads;
+}
+
+std::vector<int> add_forward_chain(StepGraphBuilder& builder, const Scenario& scenario,
+                                   const Plan& plan, int device, int role, Edge input,
+                                   const std::vector<int>& reads, int samples) {
+  std::vector<int> forward;
+  Edge previous = input;
+  for (size_t l = 0; l < scenario.model.layers.size(); ++l) {
+    const Layer& layer = scenario.model.layers[l];
+    Op op;
+    op.name = "forward/" + layer.name;
+    op.kind = OpKind::kForward;
+    op.device = device;
+    op.role = role;
+    op.compute_flop = layer.forward_flop_per_sample * samples;
+    op.jittered = true;
+    const int variable = int(l) + 1;
+    const int id = builder.add(std::move(op),
+                               {previous, {reads[size_t(variable)],
+                                           plan.variables[size_t(variable)].bytes}});
+    forward.push_back(id);
+    previous = {id, layer.activation_bytes_per_sample * samples};
+  }
+  return forward;
+}
+
+std::vector<int> add_backward_chain(StepGraphBuilder& builder, const Scenario& scenario,
+                                    const Plan& plan, int device, int role, Edge loss_gradient,
+                                    const std::vector<int>& reads, int samples) {
+  const size_t layers = scenario.model.layers.size();
+  std::vector<int> backward(layers, -1);
+  Edge upstream = loss_gradient;
+  for (size_t k = layers; k-- > 0;) {
+    const Layer& layer = scenario.model.layers[k];
+    Op op;
+    op.name = "backward/" + layer.name;
+    op.kind = OpKind::kBackward;
+    op.device = device;
+    op.role = role;
+    op.compute_flop = kBackwardToForwardFlopRatio * layer.forward_flop_per_sample * samples;
+    op.jittered = true;
+    const int variable = int(k) + 1;
+    backward[k] = builder.add(std::move(op),
+                              {upstream, {reads[size_t(variable)],
+                                          plan.variables[size_t(variable)].bytes}});
+    // The gradient with respect to this layer's input has the shape of the layer below's output.
+    const double below_bytes =
+        k > 0 ? scenario.model.layers[k - 1].activation_bytes_per_sample * samples : 0.0;
+    upstream = {backward[k], below_bytes};
+  }
+  return backward;
+}
+
+int add_applies(StepGraphBuilder& builder, const Scenario& scenario, const Plan& plan,
+                const std::vector<int>& gradient_op) {
+  std::vector<Edge> applied;
+  for (size_t l = 0; l < gradient_op.size(); ++l) {
+    const int variable = int(l) + 1;
+    Op apply;
+    apply.name = "apply/" + plan.variables[size_t(variable)].name;
+    apply.kind = OpKind::kApply;
+    apply.device = variable_device(plan, variable);
+    apply.role = variable_role(plan, variable);
+    apply.variable = variable;
+    apply.compute_flop =
+        scenario.training.costs.apply_flop_per_param * scenario.model.layers[l].params;
+    const int id =
+        builder.add(std::move(apply), {{gradient_op[l], plan.variables[size_t(variable)].bytes}});
+    applied.push_back({id, 0.0});  // control edge: TF sends a dead tensor across devices
+  }
+  Op increment;
+  increment.name = "global_step/increment";
+  increment.kind = OpKind::kGlobalStepIncrement;
+  increment.device = variable_device(plan, 0);
+  increment.role = variable_role(plan, 0);
+  increment.variable = 0;
+  return builder.add(std::move(increment), applied);
+}
+
+}  // namespace strategy_detail
+}  // namespace replisim::core

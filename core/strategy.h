@@ -1,0 +1,73 @@
+// Strategy compilers: a validated Scenario in, a Plan out. Registered by name.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/graph_builder.h"
+#include "core/plan.h"
+#include "core/scenario.h"
+
+namespace replisim::core {
+
+struct CompileOptions {
+  uint64_t seed = 1;  // start-up stagger and per-step jitter draws (random.h)
+};
+
+struct Strategy {
+  std::string name;
+  std::string description;
+  std::function<Plan(const Scenario&, const CompileOptions&)> compile;
+};
+
+// "in_graph" and "between_graph", in that order.
+const std::vector<Strategy>& strategies();
+const Strategy* find_strategy(const std::string& name);
+std::vector<std::string> strategy_names();
+
+// Compiles `scenario` with the named strategy; an unknown name throws InputError listing the
+// valid ones (`flag` names the flag or field that gave it).
+Plan compile_plan(const Scenario& scenario, const std::string& strategy,
+                  const CompileOptions& options, const std::string& flag = "--strategy");
+
+// Strategy entry points (strategy_in_graph.cpp, strategy_between_graph.cpp).
+Plan compile_in_graph(const Scenario& scenario, const CompileOptions& options);
+Plan compile_between_graph(const Scenario& scenario, const CompileOptions& options);
+
+// Parts shared by the compilers (strategy.cpp).
+namespace strategy_detail {
+
+// A plan with the platform, PS roles and variables (global_step first, on PS shard 0 as TF's
+// replica_device_setter puts it when it is created before the model; then one variable per layer
+// placed by the scenario's policy).
+Plan plan_skeleton(const Scenario& scenario, const std::string& strategy,
+                   const CompileOptions& options);
+int add_role(Plan& plan, const std::string& name, RoleKind kind, int device, bool chief = false);
+// FLOP that makes a CPU spend batch / input_samples_per_s seconds on the input pipeline.
+double input_flop(const Scenario& scenario, const Platform& platform, int cpu_device,
+                  int samples);
+// Device and role of the PS shard holding variable `v`.
+int variable_device(const Plan& plan, int v);
+int variable_role(const Plan& plan, int v);
+
+// Reads of every variable (index = variable index; [0] is global_step) on their PS devices.
+std::vector<int> add_variable_reads(StepGraphBuilder& builder, const Plan& plan);
+// The forward chain of one tower/worker on `device`: layer l reads its variable and the previous
+// layer's activations (`input` for layer 0). Returns the forward op of each layer.
+std::vector<int> add_forward_chain(StepGraphBuilder& builder, const Scenario& scenario,
+                                   const Plan& plan, int device, int role, Edge input,
+                                   const std::vector<int>& reads, int samples);
+// The backward chain, from the loss gradient down to layer 0 (backward = 2 x forward FLOP).
+// Returns the backward op of each layer (its output is that layer's gradient).
+std::vector<int> add_backward_chain(StepGraphBuilder& builder, const Scenario& scenario,
+                                    const Plan& plan, int device, int role, Edge loss_gradient,
+                                    const std::vector<int>& reads, int samples);
+// Applies on the PS of each layer variable (gradient from `gradient_op[l]`), then the
+// global_step increment on PS 0 after all of them. Returns the increment op.
+int add_applies(StepGraphBuilder& builder, const Scenario& scenario, const Plan& plan,
+                const std::vector<int>& gradient_op);
+
+}  // namespace strategy_detail
+}  // namespace replisim::core

@@ -1,0 +1,63 @@
+// Between-graph replication, asynchronous: one client per replica with its own full graph
+// (input pipeline, forward, loss, backward); variables on parameter servers. Each step a worker
+// reads every variable from its PS, computes, and sends each gradient to the variable's PS,
+// which applies it; TF's optimizer then increments global_step (Optimizer.apply_gradients puts
+// the increment after the applies). No worker waits for another.
+#include "core/error.h"
+#include "core/random.h"
+#include "core/strategy.h"
+
+namespace replisim::core {
+
+using namespace strategy_detail;
+
+Plan compile_between_graph(const Scenario& scenario, const CompileOptions& options) {
+  Plan plan = plan_skeleton(scenario, "between_graph", options);
+  const TrainingSpec& t = scenario.training;
+  const int samples = t.batch_per_replica;
+  for (size_t w = 0; w < t.replicas.size(); ++w) {
+    const int device = plan.platform.find_device(t.replicas[w]);
+    REPLISIM_ASSERT(device >= 0, "validated replica device not found");
+    const int cpu = plan.platform.cpu_of_machine(plan.platform.devices[size_t(device)].machine);
+    const int role = add_role(plan, "worker" + std::to_string(w), RoleKind::kWorker, device,
+                              /*chief=*/w == 0);
+    StepGraphBuilder builder(plan.platform, t.costs.per_message_overhead_s);
+
+    Op input;
+    input.name = "input";
+    input.kind = OpKind::kInput;
+    input.device = cpu;
+    input.role = role;
+    input.compute_flop = input_flop(scenario, plan.platform, cpu, samples);
+    const int input_op = builder.add(std::move(input), {});
+    const std::vector<int> reads = add_variable_reads(builder, plan);
+    const std::vector<int> forward =
+        add_forward_chain(builder, scenario, plan, device, role,
+                          {input_op, scenario.model.input_bytes_per_sample * samples}, reads,
+                          samples);
+    Op loss;
+    loss.name = "loss";
+    loss.kind = OpKind::kLoss;
+    loss.device = device;
+    loss.role = role;
+    loss.compute_flop = t.costs.loss_flop_per_sample * samples;
+    const double logits_bytes = scenario.model.layers.back().activation_bytes_per_sample * samples;
+    const int loss_op = builder.add(std::move(loss), {{forward.back(), logits_bytes}});
+    const std::vector<int> backward = add_backward_chain(
+        builder, scenario, plan, device, role, {loss_op, logits_bytes}, reads, samples);
+    const int increment = add_applies(builder, scenario, plan, backward);
+
+    ClientGraph graph;
+    graph.role = role;
+    // The chief starts first; the others within the stagger (seeded, docs/scenario-format.md).
+    graph.start_offset_s = w == 0 ? 0.0 : t.jitter.startup_stagger_s * uniform01(options.seed, 1, w);
+    graph.samples_per_step = samples;
+    graph.input_op = input_op;
+    graph.global_step_op = increment;
+    graph.ops = builder.take();
+    plan.clients.push_back(std::move(graph));
+  }
+  return plan;
+}
+
+}  // namespace replisim::core

@@ -1,0 +1,85 @@
+// The trace every backend writes: events (compute, transfer, step, update) with interned
+// strings, counters, and run metadata (plan summary, platform, provenance). Metrics, reports and
+// exporters read only this, so predicted and measured runs are compared by the same code.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace replisim::core {
+
+enum class EventKind : uint8_t {
+  kCompute = 0,   // an op occupying a device: [start_s, end_s], flop
+  kTransfer = 1,  // a tensor from (actor, device) to (peer_actor, peer): bytes, message_id
+  kStep = 2,      // one step of a client graph: actor = the client / worker
+  kUpdate = 3,    // global_step incremented after a client's step applied its gradients
+};
+const char* event_kind_name(EventKind kind);
+
+inline constexpr uint32_t kNoString = 0xFFFFFFFFu;
+
+// One event. String fields are indices into Trace::strings (kNoString when absent).
+// `client` names the client graph (role) whose step the event belongs to; `step` is that
+// client's local step (the global step in in-graph), or the batch index for an input op.
+struct TraceEvent {
+  EventKind kind = EventKind::kCompute;
+  uint32_t actor = kNoString;       // role that owns the op ("worker0", "ps1", "client")
+  uint32_t device = kNoString;      // "pc1/gpu0"
+  uint32_t label = kNoString;       // op name ("forward/conv1")
+  uint32_t client = kNoString;      // owning client graph's role name
+  uint32_t peer_actor = kNoString;  // transfers: receiving role
+  uint32_t peer = kNoString;        // transfers: receiving device
+  int64_t step = -1;
+  double start_s = 0;
+  double end_s = 0;
+  double bytes = 0;
+  double flop = 0;
+  int64_t message_id = -1;
+  int64_t global_step_read = -1;   // updates: global_step the worker read at the start of its step
+  int64_t global_step_after = -1;  // updates: global_step after this increment
+  int32_t samples = 0;             // updates: samples whose gradients were applied
+};
+
+// A sampled counter (global_step, queue depths): value from time_s on.
+struct CounterSample {
+  uint32_t name = kNoString;
+  double time_s = 0;
+  double value = 0;
+};
+
+class Trace {
+ public:
+  // Run metadata: {"strategy", "scenario", "steps", "warmup_steps", "batch_per_replica",
+  // "platform", "roles", "clients", "variables", "ps_roles", "provenance": {...}}
+  // (trace_meta_from_plan in metrics.h builds it).
+  nlohmann::json meta;
+  std::vector<TraceEvent> events;
+  std::vector<CounterSample> counters;
+
+  // Index of `text` in the string table, adding it when new. Not thread-safe.
+  uint32_t intern(const std::string& text);
+  const std::string& str(uint32_t index) const;
+  // Index of `text` in the string table, or kNoString when it is not there.
+  uint32_t find(const std::string& text) const;
+  const std::vector<std::string>& strings() const { return strings_; }
+
+ private:
+  std::vector<std::string> strings_;
+  std::unordered_map<std::string, uint32_t> index_;
+};
+
+// Lane of an event in timeline views: "compute", "send"/"recv" (transfers), "step", "update".
+const char* lane_name(EventKind kind);
+
+// Binary encoding used to ship a trace between processes (little-endian, versioned header
+// "RSTRACE" + version). write_trace_binary throws std::runtime_error on a stream error;
+// read_trace_binary throws InputError(`source`, ...) on a truncated or malformed stream.
+void write_trace_binary(std::ostream& out, const Trace& trace);
+Trace read_trace_binary(std::istream& in, const std::string& source);
+
+}  // namespace replisim::core

@@ -1,0 +1,164 @@
+#include "core/units.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+namespace replisim::core {
+namespace {
+
+struct Prefix {
+  const char* symbol;
+  double factor;
+};
+
+// Binary prefixes first so "Ki" is not read as "K" + "i".
+const std::vector<Prefix>& prefixes() {
+  static const std::vector<Prefix> kPrefixes = {
+      {"Ki", 1024.0},          {"Mi", 1048576.0},  {"Gi", 1073741824.0},
+      {"Ti", 1099511627776.0}, {"Pi", 1125899906842624.0},
+      {"k", 1e3},              {"M", 1e6},         {"G", 1e9},
+      {"T", 1e12},             {"P", 1e15},        {"", 1.0}};
+  return kPrefixes;
+}
+
+struct UnitSymbol {
+  const char* symbol;
+  double factor;  // multiplies the prefixed number into the SI base unit
+  bool takes_prefix;
+};
+
+std::vector<UnitSymbol> units_for(Dimension dimension) {
+  switch (dimension) {
+    case Dimension::kBandwidth:
+      return {{"bps", 1.0 / 8.0, true}, {"Bps", 1.0, true}};
+    case Dimension::kTime:
+      return {{"s", 1.0, false}, {"ms", 1e-3, false}, {"us", 1e-6, false},
+              {"\xC2\xB5s", 1e-6, false}, {"ns", 1e-9, false}};
+    case Dimension::kFlop:
+      return {{"FLOP", 1.0, true}};
+    case Dimension::kFlopRate:
+      return {{"FLOPS", 1.0, true}};
+    case Dimension::kBytes:
+      return {{"B", 1.0, true}};
+  }
+  return {};
+}
+
+const char* accepted_units(Dimension dimension) {
+  switch (dimension) {
+    case Dimension::kBandwidth:
+      return "bps (bits/s) or Bps (bytes/s) with an optional k M G T or Ki Mi Gi Ti prefix";
+    case Dimension::kTime:
+      return "s, ms, us or ns";
+    case Dimension::kFlop:
+      return "FLOP with an optional k M G T P prefix";
+    case Dimension::kFlopRate:
+      return "FLOPS with an optional k M G T P prefix";
+    case Dimension::kBytes:
+      return "B with an optional k M G T or Ki Mi Gi Ti prefix";
+  }
+  return "";
+}
+
+// Returns the factor for `unit_text` (prefix + symbol), or NaN when it is not a valid unit.
+double unit_factor(const std::string& unit_text, Dimension dimension) {
+  for (const UnitSymbol& unit : units_for(dimension)) {
+    const std::string symbol = unit.symbol;
+    if (unit_text.size() < symbol.size()) continue;
+    if (unit_text.compare(unit_text.size() - symbol.size(), symbol.size(), symbol) != 0) continue;
+    const std::string prefix = unit_text.substr(0, unit_text.size() - symbol.size());
+    if (prefix.empty()) return unit.factor;
+    if (!unit.takes_prefix) continue;
+    for (const Prefix& p : prefixes()) {
+      if (prefix == p.symbol) return p.factor * unit.factor;
+    }
+  }
+  return std::nan("");
+}
+
+}  // namespace
+
+const char* quantity_example(Dimension dimension) {
+  switch (dimension) {
+    case Dimension::kBandwidth:
+      return "\"10 Gbps\"";
+    case Dimension::kTime:
+      return "\"50 us\"";
+    case Dimension::kFlop:
+      return "\"4.1 GFLOP\"";
+    case Dimension::kFlopRate:
+      return "\"14 TFLOPS\"";
+    case Dimension::kBytes:
+      return "\"95 MiB\"";
+  }
+  return "";
+}
+
+double parse_quantity(const std::string& text, Dimension dimension) {
+  const std::string expected = std::string("expected a quantity such as ") +
+                               quantity_example(dimension) + " (units: " +
+                               accepted_units(dimension) + ")";
+  const char* begin = text.c_str();
+  char* end = nullptr;
+  // strtod accepts "inf", "nan" and hex floats; the finiteness and digit checks reject them.
+  const double number = std::strtod(begin, &end);
+  if (end == begin || !std::isfinite(number) || text.find_first_of("xXpP") < size_t(end - begin)) {
+    throw UnitError(expected + ", got \"" + text + "\"");
+  }
+  std::string unit_text(end);
+  const size_t first = unit_text.find_first_not_of(' ');
+  unit_text = first == std::string::npos ? "" : unit_text.substr(first);
+  if (unit_text.empty()) {
+    throw UnitError(expected + ", got \"" + text + "\" with no unit");
+  }
+  const double factor = unit_factor(unit_text, dimension);
+  if (std::isnan(factor)) {
+    throw UnitError(expected + ", got unknown unit \"" + unit_text + "\" in \"" + text + "\"");
+  }
+  return number * factor;
+}
+
+std::string format_quantity(double value, Dimension dimension, int significant) {
+  struct Scale {
+    double factor;
+    const char* suffix;
+  };
+  std::vector<Scale> scales;
+  switch (dimension) {
+    case Dimension::kBandwidth:
+      scales = {{1e12, " TB/s"}, {1e9, " GB/s"}, {1e6, " MB/s"}, {1e3, " kB/s"}, {1, " B/s"}};
+      break;
+    case Dimension::kTime:
+      scales = {{1, " s"}, {1e-3, " ms"}, {1e-6, " us"}, {1e-9, " ns"}};
+      break;
+    case Dimension::kFlop:
+      scales = {{1e15, " PFLOP"}, {1e12, " TFLOP"}, {1e9, " GFLOP"}, {1e6, " MFLOP"},
+                {1e3, " kFLOP"},  {1, " FLOP"}};
+      break;
+    case Dimension::kFlopRate:
+      scales = {{1e15, " PFLOPS"}, {1e12, " TFLOPS"}, {1e9, " GFLOPS"}, {1e6, " MFLOPS"},
+                {1e3, " kFLOPS"},  {1, " FLOPS"}};
+      break;
+    case Dimension::kBytes:
+      scales = {{1e12, " TB"}, {1e9, " GB"}, {1e6, " MB"}, {1e3, " kB"}, {1, " B"}};
+      break;
+  }
+  Scale chosen = value == 0 ? scales[dimension == Dimension::kTime ? 0 : scales.size() - 1]
+                            : scales.back();
+  for (const Scale& s : scales) {
+    if (value == 0) break;
+    if (std::fabs(value) >= s.factor) {
+      chosen = s;
+      break;
+    }
+  }
+  std::ostringstream out;
+  out.precision(significant);
+  out << value / chosen.factor << chosen.suffix;
+  return out.str();
+}
+
+}  // namespace replisim::core

@@ -1,0 +1,26 @@
+// The SimGrid backend: predicts a plan by simulation. Each run happens in a forked child
+// process (SimGrid allows one engine per process), which ships the trace back through a pipe.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/backend.h"
+
+namespace replisim::sim {
+
+class SimBackend : public core::Backend {
+ public:
+  // Runs the plan in a child process. Throws core::InputError when the plan is invalid and
+  // core::BackendError when the simulation fails (deadlock, crash of the child).
+  core::Trace run(const core::Plan& plan) override;
+};
+
+// "SimGrid <major>.<minor>.<patch>" of the library this binary is linked against.
+std::string simgrid_version();
+
+// Registers "sim" in the core backend registry. Call once from main() (explicit registration:
+// static constructors in libraries are dropped by linkers).
+void register_sim_backend();
+
+}  // namespace replisim::sim

@@ -1,0 +1,63 @@
+#include "sim/sim_platform.h"
+
+#include "core/error.h"
+
+namespace sg4 = simgrid::s4u;
+
+namespace replisim::sim {
+
+void configure_network_model(core::NetworkModel model) {
+  if (model == core::NetworkModel::kIdeal) {
+    // Textbook bytes / bandwidth + latency (simgrid-notes.md section 5, measured table).
+    sg4::Engine::set_config("network/model:CM02");
+    sg4::Engine::set_config("network/crosstraffic:0");
+    sg4::Engine::set_config("network/TCP-gamma:0");
+  }
+  // kLv08 is SimGrid's default: nothing to change.
+}
+
+std::vector<sg4::Host*> build_sim_platform(const core::Platform& platform) {
+  auto* root = sg4::create_star_zone("cluster");
+  const core::PlatformLink& sw = platform.links[size_t(platform.switch_link)];
+  const sg4::Link* switch_link =
+      root->create_link("cluster/" + sw.name, sw.bandwidth_bytes_per_s)
+          ->set_latency(sw.latency_s)
+          ->seal();
+  std::vector<sg4::Host*> hosts(platform.devices.size(), nullptr);
+  for (const core::PlatformMachine& machine : platform.machines) {
+    auto* zone = sg4::create_star_zone("machine:" + machine.name);
+    zone->set_parent(root);
+    for (int d : machine.devices) {
+      const core::PlatformDevice& device = platform.devices[size_t(d)];
+      sg4::Host* host = zone->create_host(device.name, device.speed_flop_per_s)->seal();
+      hosts[size_t(d)] = host;
+      if (device.pcie_link < 0) {
+        // The CPU sits on the host bus: no link between it and the NIC or the GPUs' PCIe.
+        zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr, {}, true);
+        continue;
+      }
+      const core::PlatformLink& pcie = platform.links[size_t(device.pcie_link)];
+      sg4::SplitDuplexLink* link = zone->create_split_duplex_link(pcie.name,
+                                                                  pcie.bandwidth_bytes_per_s);
+      link->set_latency(pcie.latency_s);
+      link->seal();
+      zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
+                      {{link, sg4::LinkInRoute::Direction::UP}}, true);
+    }
+    auto* gateway = zone->create_router(machine.name + "/gateway");
+    zone->seal();
+    const core::PlatformLink& nic = platform.links[size_t(machine.nic_link)];
+    sg4::SplitDuplexLink* nic_link = root->create_split_duplex_link(nic.name,
+                                                                    nic.bandwidth_bytes_per_s);
+    nic_link->set_latency(nic.latency_s);
+    nic_link->seal();
+    root->add_route(zone->get_netpoint(), nullptr, gateway, nullptr,
+                    {{nic_link, sg4::LinkInRoute::Direction::UP}, sg4::LinkInRoute(switch_link)},
+                    true);
+  }
+  root->seal();
+  for (sg4::Host* host : hosts) REPLISIM_ASSERT(host != nullptr, "device without a host");
+  return hosts;
+}
+
+}  // namespace replisim::sim

@@ -1,0 +1,21 @@
+// Builds the SimGrid platform of a plan: one star zone per machine (CPU on the host bus, each
+// GPU behind its split-duplex PCIe link, a gateway router), under a root star zone that holds
+// every machine's split-duplex NIC and the shared switch link (simgrid-notes.md section 9).
+#pragma once
+
+#include <vector>
+
+#include <simgrid/s4u.hpp>
+
+#include "core/platform.h"
+
+namespace replisim::sim {
+
+// Applies the network model's configuration. Must run after the sg4::Engine is constructed and
+// before any platform call (simgrid-notes.md section 5).
+void configure_network_model(core::NetworkModel model);
+
+// Creates and seals the platform. Returns one host per plan device (same indices).
+std::vector<simgrid::s4u::Host*> build_sim_platform(const core::Platform& platform);
+
+}  // namespace replisim::sim

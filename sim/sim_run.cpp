@@ -1,0 +1,430 @@
+#include "sim/sim_run.h"
+
+#include <algorithm>
+#include <deque>
+#include <mutex>
+#include <queue>
+
+#include <simgrid/s4u.hpp>
+#include <xbt/log.h>
+
+#include "core/backend.h"
+#include "core/error.h"
+#include "core/random.h"
+#include "sim/sim_platform.h"
+
+namespace sg4 = simgrid::s4u;
+
+namespace replisim::sim {
+namespace {
+
+using core::Op;
+using core::OpKind;
+
+// A tensor in flight; the receiver owns it once delivered.
+struct Message {
+  int client;
+  int send_op;
+  double issued_s;
+  int64_t message_id;
+};
+
+struct ComputeItem {
+  int client;
+  int op;
+  bool production;  // an input-pipeline batch rather than an op of the current step
+  int64_t step;
+};
+
+struct SendItem {
+  double release_s;
+  int64_t sequence;  // FIFO among equal release times
+  int client;
+  int op;
+  bool operator>(const SendItem& other) const {
+    return release_s != other.release_s ? release_s > other.release_s : sequence > other.sequence;
+  }
+};
+
+struct DeviceState {
+  sg4::Host* host = nullptr;
+  sg4::Mailbox* mailbox = nullptr;
+  sg4::MutexPtr mutex;
+  sg4::ConditionVariablePtr compute_ready;
+  sg4::ConditionVariablePtr send_ready;
+  std::deque<ComputeItem> compute_queue;
+  std::priority_queue<SendItem, std::vector<SendItem>, std::greater<SendItem>> send_queue;
+};
+
+// Static facts about one client graph plus its dynamic step state.
+struct ClientState {
+  const core::ClientGraph* graph = nullptr;
+  std::vector<std::vector<int>> dependents;
+  std::vector<int> in_degree;
+  std::vector<uint32_t> label, actor, device_name;  // interned strings per op
+  uint32_t role_name = core::kNoString;
+  int role_device = -1;
+  // Step state.
+  int step = 0;
+  std::vector<int> remaining_inputs;
+  size_t remaining_ops = 0;
+  double step_start_s = 0;
+  int64_t global_step_read = 0;
+  // Input pipeline state.
+  int produced = 0;
+  int batches_ready = 0;
+  bool producing = false;
+  bool waiting_for_input = false;
+  bool finished = false;
+};
+
+class SimRun {
+ public:
+  explicit SimRun(const core::Plan& plan) : plan_(plan) {}
+  core::Trace run();
+
+ private:
+  void prepare_clients();
+  void create_actors();
+  void compute_loop(int device);
+  void send_loop(int device);
+  void receive_loop(int device);
+  void driver();
+
+  void start_step(int c);
+  void dispatch(int c, int op);
+  void complete(int c, int op);
+  void drain();
+  void complete_now(int c, int op);
+  void finish_step(int c);
+  void maybe_produce(int c);
+  void finish_production(int c);
+  double jitter_factor(int c, int device, int64_t step) const;
+
+  const core::Plan& plan_;
+  core::Trace trace_;
+  std::vector<DeviceState> devices_;
+  std::vector<ClientState> clients_;
+  std::deque<std::pair<int, int>> pending_;  // completions waiting to be propagated
+  bool draining_ = false;
+  int64_t global_step_ = 0;
+  int64_t next_message_id_ = 0;
+  int64_t next_send_sequence_ = 0;
+  int finished_clients_ = 0;
+  sg4::MutexPtr done_mutex_;
+  sg4::ConditionVariablePtr all_done_;
+  uint32_t global_step_counter_ = core::kNoString;
+};
+
+void SimRun::prepare_clients() {
+  clients_.resize(plan_.clients.size());
+  for (size_t c = 0; c < plan_.clients.size(); ++c) {
+    ClientState& s = clients_[c];
+    s.graph = &plan_.clients[c];
+    const std::vector<Op>& ops = s.graph->ops;
+    s.dependents.assign(ops.size(), {});
+    s.in_degree.assign(ops.size(), 0);
+    for (size_t k = 0; k < ops.size(); ++k) {
+      s.in_degree[k] = int(ops[k].inputs.size());
+      for (int in : ops[k].inputs) s.dependents[size_t(in)].push_back(int(k));
+      s.label.push_back(trace_.intern(ops[k].name));
+      s.actor.push_back(trace_.intern(plan_.roles[size_t(ops[k].role)].name));
+      s.device_name.push_back(trace_.intern(plan_.platform.devices[size_t(ops[k].device)].name));
+    }
+    const core::Role& role = plan_.roles[size_t(s.graph->role)];
+    s.role_name = trace_.intern(role.name);
+    s.role_device = role.device;
+  }
+}
+
+double SimRun::jitter_factor(int c, int device, int64_t step) const {
+  if (plan_.compute_jitter_fraction <= 0) return 1.0;
+  const double u = core::uniform01(plan_.seed, uint64_t(c) + 2, uint64_t(device), uint64_t(step));
+  return 1.0 + plan_.compute_jitter_fraction * (2.0 * u - 1.0);
+}
+
+void SimRun::dispatch(int c, int op_index) {
+  const Op& op = clients_[size_t(c)].graph->ops[size_t(op_index)];
+  DeviceState& device = devices_[size_t(op.device)];
+  switch (op.kind) {
+    case OpKind::kRecv:
+      return;  // completes when the receiver actor gets the tensor
+    case OpKind::kSend:
+      device.send_queue.push(SendItem{sg4::Engine::get_clock() + op.overhead_s,
+                                      next_send_sequence_++, c, op_index});
+      device.send_ready->notify_all();
+      return;
+    default:
+      break;
+  }
+  if (op.compute_flop > 0) {
+    device.compute_queue.push_back({c, op_index, false, clients_[size_t(c)].step});
+    device.compute_ready->notify_all();
+    return;
+  }
+  complete(c, op_index);
+}
+
+// Completions are queued and propagated iteratively, never recursively: a chain of instant ops
+// (or of whole instant steps) must not grow the actor's stack.
+void SimRun::complete(int c, int op) {
+  pending_.emplace_back(c, op);
+  drain();
+}
+
+void SimRun::drain() {
+  if (draining_) return;
+  draining_ = true;
+  while (!pending_.empty()) {
+    const auto [c, op] = pending_.front();
+    pending_.pop_front();
+    complete_now(c, op);
+  }
+  draining_ = false;
+}
+
+void SimRun::complete_now(int c, int op_index) {
+  ClientState& s = clients_[size_t(c)];
+  const double now = sg4::Engine::get_clock();
+  if (op_index == s.graph->global_step_op) {
+    ++global_step_;
+    core::TraceEvent update;
+    update.kind = core::EventKind::kUpdate;
+    update.actor = s.role_name;
+    update.client = s.role_name;
+    update.device = s.device_name[size_t(op_index)];
+    update.label = s.label[size_t(op_index)];
+    update.step = s.step;
+    update.start_s = update.end_s = now;
+    update.global_step_read = s.global_step_read;
+    update.global_step_after = global_step_;
+    update.samples = s.graph->samples_per_step;
+    trace_.events.push_back(update);
+    trace_.counters.push_back({global_step_counter_, now, double(global_step_)});
+  }
+  for (int next : s.dependents[size_t(op_index)]) {
+    if (--s.remaining_inputs[size_t(next)] == 0) dispatch(c, next);
+  }
+  if (--s.remaining_ops == 0) finish_step(c);
+}
+
+void SimRun::finish_step(int c) {
+  ClientState& s = clients_[size_t(c)];
+  core::TraceEvent step;
+  step.kind = core::EventKind::kStep;
+  step.actor = s.role_name;
+  step.client = s.role_name;
+  step.device = trace_.intern(plan_.platform.devices[size_t(s.role_device)].name);
+  step.label = trace_.intern("step");
+  step.step = s.step;
+  step.start_s = s.step_start_s;
+  step.end_s = sg4::Engine::get_clock();
+  step.global_step_read = s.global_step_read;
+  trace_.events.push_back(step);
+  if (++s.step < plan_.steps) {
+    start_step(c);
+    return;
+  }
+  s.finished = true;
+  if (++finished_clients_ == int(clients_.size())) all_done_->notify_all();
+}
+
+void SimRun::start_step(int c) {
+  ClientState& s = clients_[size_t(c)];
+  s.remaining_inputs = s.in_degree;
+  s.remaining_ops = s.graph->ops.size();
+  s.step_start_s = sg4::Engine::get_clock();
+  s.global_step_read = global_step_;
+  for (size_t k = 0; k < s.graph->ops.size(); ++k) {
+    if (s.in_degree[k] == 0 && int(k) != s.graph->input_op) dispatch(c, int(k));
+  }
+  if (s.batches_ready > 0) {
+    --s.batches_ready;
+    complete(c, s.graph->input_op);
+    maybe_produce(c);
+  } else {
+    s.waiting_for_input = true;
+  }
+}
+
+// The input pipeline runs ahead of the steps, up to Plan::input_prefetch_batches batches.
+void SimRun::maybe_produce(int c) {
+  ClientState& s = clients_[size_t(c)];
+  if (s.producing || s.produced >= plan_.steps) return;
+  if (s.batches_ready >= plan_.input_prefetch_batches && !s.waiting_for_input) return;
+  const Op& input = s.graph->ops[size_t(s.graph->input_op)];
+  s.producing = true;
+  if (input.compute_flop <= 0) {
+    finish_production(c);
+    return;
+  }
+  DeviceState& device = devices_[size_t(input.device)];
+  device.compute_queue.push_back({c, s.graph->input_op, true, s.produced});
+  device.compute_ready->notify_all();
+}
+
+void SimRun::finish_production(int c) {
+  ClientState& s = clients_[size_t(c)];
+  s.producing = false;
+  ++s.produced;
+  if (s.waiting_for_input) {
+    s.waiting_for_input = false;
+    complete(c, s.graph->input_op);
+  } else {
+    ++s.batches_ready;
+  }
+  maybe_produce(c);
+}
+
+void SimRun::compute_loop(int d) {
+  DeviceState& device = devices_[size_t(d)];
+  for (;;) {
+    std::unique_lock<sg4::Mutex> lock(*device.mutex);
+    while (device.compute_queue.empty()) device.compute_ready->wait(lock);
+    const ComputeItem item = device.compute_queue.front();
+    device.compute_queue.pop_front();
+    lock.unlock();
+    ClientState& s = clients_[size_t(item.client)];
+    const Op& op = s.graph->ops[size_t(item.op)];
+    const double flop = op.compute_flop * (op.jittered ? jitter_factor(item.client, d, item.step)
+                                                       : 1.0);
+    core::TraceEvent event;
+    event.kind = core::EventKind::kCompute;
+    event.start_s = sg4::Engine::get_clock();
+    sg4::this_actor::execute(flop);
+    event.end_s = sg4::Engine::get_clock();
+    event.actor = s.actor[size_t(item.op)];
+    event.device = s.device_name[size_t(item.op)];
+    event.label = s.label[size_t(item.op)];
+    event.client = s.role_name;
+    event.step = item.step;
+    event.flop = flop;
+    trace_.events.push_back(event);
+    if (item.production) {
+      finish_production(item.client);
+      drain();
+    } else {
+      complete(item.client, item.op);
+    }
+  }
+}
+
+void SimRun::send_loop(int d) {
+  DeviceState& device = devices_[size_t(d)];
+  for (;;) {
+    std::unique_lock<sg4::Mutex> lock(*device.mutex);
+    while (device.send_queue.empty()) device.send_ready->wait(lock);
+    const SendItem item = device.send_queue.top();
+    if (item.release_s > sg4::Engine::get_clock()) {
+      device.send_ready->wait_until(lock, item.release_s);
+      continue;
+    }
+    device.send_queue.pop();
+    lock.unlock();
+    const Op& send = clients_[size_t(item.client)].graph->ops[size_t(item.op)];
+    const Op& recv = clients_[size_t(item.client)].graph->ops[size_t(send.peer)];
+    auto* message = new Message{item.client, item.op, sg4::Engine::get_clock(),
+                                next_message_id_++};
+    devices_[size_t(recv.device)].mailbox->put_init(message, uint64_t(send.bytes))->detach();
+  }
+}
+
+void SimRun::receive_loop(int d) {
+  DeviceState& device = devices_[size_t(d)];
+  // Eager mailbox: every send starts transferring at once, whatever this actor is doing.
+  device.mailbox->set_receiver(sg4::Actor::self());
+  for (;;) {
+    Message* message = nullptr;
+    device.mailbox->get_async<Message>(&message)->wait();
+    const std::unique_ptr<Message> owned(message);
+    ClientState& s = clients_[size_t(message->client)];
+    const Op& send = s.graph->ops[size_t(message->send_op)];
+    core::TraceEvent event;
+    event.kind = core::EventKind::kTransfer;
+    event.actor = s.actor[size_t(message->send_op)];
+    event.device = s.device_name[size_t(message->send_op)];
+    event.peer_actor = s.actor[size_t(send.peer)];
+    event.peer = s.device_name[size_t(send.peer)];
+    event.label = s.label[size_t(message->send_op)];
+    event.client = s.role_name;
+    event.step = s.step;
+    event.start_s = message->issued_s;
+    event.end_s = sg4::Engine::get_clock();
+    event.bytes = send.bytes;
+    event.message_id = message->message_id;
+    trace_.events.push_back(event);
+    pending_.emplace_back(message->client, message->send_op);
+    pending_.emplace_back(message->client, send.peer);
+    drain();
+  }
+}
+
+void SimRun::driver() {
+  std::vector<int> order(clients_.size());
+  for (size_t c = 0; c < order.size(); ++c) order[c] = int(c);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return clients_[size_t(a)].graph->start_offset_s < clients_[size_t(b)].graph->start_offset_s;
+  });
+  for (int c : order) {
+    sg4::this_actor::sleep_until(clients_[size_t(c)].graph->start_offset_s);
+    maybe_produce(c);
+    start_step(c);
+    drain();
+  }
+  std::unique_lock<sg4::Mutex> lock(*done_mutex_);
+  while (finished_clients_ < int(clients_.size())) all_done_->wait(lock);
+}
+
+void SimRun::create_actors() {
+  std::vector<bool> used(plan_.platform.devices.size(), false);
+  for (const core::ClientGraph& graph : plan_.clients) {
+    for (const Op& op : graph.ops) used[size_t(op.device)] = true;
+  }
+  for (size_t d = 0; d < devices_.size(); ++d) {
+    if (!used[d]) continue;
+    DeviceState& device = devices_[d];
+    const std::string& name = plan_.platform.devices[d].name;
+    device.mailbox = sg4::Mailbox::by_name("device:" + name);
+    device.mutex = sg4::Mutex::create();
+    device.compute_ready = sg4::ConditionVariable::create();
+    device.send_ready = sg4::ConditionVariable::create();
+    const int index = int(d);
+    sg4::Actor::create(name + "/compute", device.host, [this, index] { compute_loop(index); })
+        ->daemonize();
+    sg4::Actor::create(name + "/send", device.host, [this, index] { send_loop(index); })
+        ->daemonize();
+    sg4::Actor::create(name + "/receive", device.host, [this, index] { receive_loop(index); })
+        ->daemonize();
+  }
+  sg4::Actor::create("driver", devices_.front().host, [this] { driver(); });
+}
+
+core::Trace SimRun::run() {
+  sg4::Engine engine("replisim");
+  xbt_log_control_set("xbt_cfg.thres:warning");
+  configure_network_model(plan_.platform.network_model);
+  const std::vector<sg4::Host*> hosts = build_sim_platform(plan_.platform);
+  devices_.resize(hosts.size());
+  for (size_t d = 0; d < hosts.size(); ++d) devices_[d].host = hosts[d];
+  trace_.meta = core::trace_meta_from_plan(plan_);
+  global_step_counter_ = trace_.intern("global_step");
+  prepare_clients();
+  done_mutex_ = sg4::Mutex::create();
+  all_done_ = sg4::ConditionVariable::create();
+  create_actors();
+  engine.run();
+  if (finished_clients_ < int(clients_.size())) {
+    throw core::BackendError("the simulation deadlocked at t=" +
+                             std::to_string(sg4::Engine::get_clock()) + " s with " +
+                             std::to_string(clients_.size() - size_t(finished_clients_)) +
+                             " client(s) unfinished");
+  }
+  trace_.meta["simulated_time_s"] = sg4::Engine::get_clock();
+  return std::move(trace_);
+}
+
+}  // namespace
+
+core::Trace run_plan_in_this_process(const core::Plan& plan) { return SimRun(plan).run(); }
+
+}  // namespace replisim::sim

@@ -1,0 +1,72 @@
+#include "tests/support/test_support.h"
+
+#include <gtest/gtest.h>
+
+#include "core/strategy.h"
+#include "sim/sim_backend.h"
+
+namespace replisim::test {
+
+nlohmann::json machine(const std::string& name, const std::string& cpu_speed,
+                       const std::vector<std::string>& gpu_speeds, const std::string& nic_bandwidth,
+                       const std::string& nic_latency) {
+  nlohmann::json m = {{"name", name},
+                      {"cpu", {{"speed", cpu_speed}}},
+                      {"gpus", nlohmann::json::array()},
+                      {"nic", {{"bandwidth", nic_bandwidth}, {"latency", nic_latency}}}};
+  for (const std::string& speed : gpu_speeds) m["gpus"].push_back({{"speed", speed}});
+  return m;
+}
+
+nlohmann::json one_layer_model(double params, const std::string& forward_flop,
+                               const std::string& activation_bytes) {
+  return {{"layers",
+           {{{"name", "dense"},
+             {"params", params},
+             {"forward_flops_per_sample", forward_flop},
+             {"activation_bytes_per_sample", activation_bytes}}}}};
+}
+
+nlohmann::json scenario_json(const std::vector<nlohmann::json>& machines,
+                             const nlohmann::json& model, const nlohmann::json& training,
+                             const std::string& network_model,
+                             const std::string& switch_bandwidth) {
+  nlohmann::json t = {{"batch_per_replica", 32}, {"steps", 40}, {"warmup_steps", 5}};
+  t.update(training);
+  return {{"name", "test"},
+          {"cluster",
+           {{"machines", machines},
+            {"switch", {{"bandwidth", switch_bandwidth}, {"latency", "1 us"}}},
+            {"network_model", network_model}}},
+          {"model", model},
+          {"training", t}};
+}
+
+core::Scenario parse(const nlohmann::json& document) {
+  return core::parse_scenario(document, "test.json");
+}
+
+core::Trace simulate_trace(const nlohmann::json& document, const std::string& strategy,
+                           uint64_t seed) {
+  const core::Plan plan = core::compile_plan(parse(document), strategy, {seed});
+  return sim::SimBackend().run(plan);
+}
+
+core::RunMetrics simulate(const nlohmann::json& document, const std::string& strategy,
+                          uint64_t seed) {
+  return core::compute_metrics(simulate_trace(document, strategy, seed));
+}
+
+double client_step_time(const core::RunMetrics& metrics, const std::string& name) {
+  for (const core::ClientMetrics& c : metrics.clients) {
+    if (c.name == name) return c.mean_step_time_s;
+  }
+  ADD_FAILURE() << "no client " << name;
+  return 0;
+}
+
+std::string scenario_path(const std::string& relative) {
+  return std::string(REPLISIM_SOURCE_DIR) + "/scenarios/" + relative;
+}
+
+}  // namespace replisim::test

@@ -1,0 +1,47 @@
+// Helpers for tests: scenarios written in code (as JSON, so they go through the real parser)
+// and one-call simulations returning metrics.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/metrics.h"
+#include "core/plan.h"
+#include "core/scenario.h"
+#include "core/trace.h"
+
+namespace replisim::test {
+
+// {"name", "cpu": {"speed"}, "gpus": [{"speed"}...], "nic": {"bandwidth", "latency"}}.
+nlohmann::json machine(const std::string& name, const std::string& cpu_speed,
+                       const std::vector<std::string>& gpu_speeds, const std::string& nic_bandwidth,
+                       const std::string& nic_latency = "10 us");
+
+// A one-layer model: P params, F forward FLOP per sample, activation bytes per sample.
+nlohmann::json one_layer_model(double params, const std::string& forward_flop,
+                               const std::string& activation_bytes = "4 kB");
+
+// A scenario document with the given parts; training gets `training` merged over defaults
+// ({"batch_per_replica": 32, "steps": 40, "warmup_steps": 5}).
+nlohmann::json scenario_json(const std::vector<nlohmann::json>& machines,
+                             const nlohmann::json& model, const nlohmann::json& training,
+                             const std::string& network_model = "ideal",
+                             const std::string& switch_bandwidth = "1 TBps");
+
+core::Scenario parse(const nlohmann::json& document);
+
+// Compiles with `strategy` and runs the sim backend (in a child process).
+core::Trace simulate_trace(const nlohmann::json& document, const std::string& strategy,
+                           uint64_t seed = 1);
+core::RunMetrics simulate(const nlohmann::json& document, const std::string& strategy,
+                          uint64_t seed = 1);
+
+// The mean step time of client `name` in `metrics` (fails the test when absent).
+double client_step_time(const core::RunMetrics& metrics, const std::string& name);
+
+// Path of a file under the source tree's scenarios/ folder.
+std::string scenario_path(const std::string& relative);
+
+}  // namespace replisim::test
