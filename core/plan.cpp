@@ -125,6 +125,7 @@ nlohmann::json plan_to_json(const Plan& plan) {
   j["batch_per_replica"] = plan.batch_per_replica;
   j["input_prefetch_batches"] = plan.input_prefetch_batches;
   j["compute_jitter_fraction"] = plan.compute_jitter_fraction;
+  j["step_jitter_fraction"] = plan.step_jitter_fraction;
   j["seed"] = plan.seed;
   j["platform"] = platform_to_json(plan.platform);
   j["roles"] = nlohmann::json::array();
@@ -157,7 +158,7 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& file) {
   const JsonCursor c(j, file);
   c.check_keys({"format", "format_version", "scenario", "strategy", "sync", "steps",
                 "warmup_steps", "batch_per_replica", "input_prefetch_batches",
-                "compute_jitter_fraction", "seed", "platform", "roles", "ps_roles", "variables",
+                "compute_jitter_fraction", "step_jitter_fraction", "seed", "platform", "roles", "ps_roles", "variables",
                 "clients"});
   if (c.at("format").as_string() != "replisim-plan") c.at("format").fail("not a replisim plan");
   if (c.at("format_version").as_int(0, 1000) != 1) {
@@ -174,6 +175,10 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& file) {
   plan.compute_jitter_fraction = c.at("compute_jitter_fraction").as_number();
   if (plan.compute_jitter_fraction < 0 || plan.compute_jitter_fraction >= 1) {
     c.at("compute_jitter_fraction").fail("expected a fraction in [0, 1)");
+  }
+  plan.step_jitter_fraction = c.at("step_jitter_fraction").as_number();
+  if (plan.step_jitter_fraction < 0 || plan.step_jitter_fraction >= 1) {
+    c.at("step_jitter_fraction").fail("expected a fraction in [0, 1)");
   }
   plan.seed = uint64_t(c.at("seed").as_int(0, INT64_MAX));
   plan.platform = platform_from_json(c.at("platform").value(), file, "/platform");

@@ -88,6 +88,7 @@ struct Plan {
   // while the current step runs, up to this many batches ahead.
   int input_prefetch_batches = 1;
   double compute_jitter_fraction = 0;  // see Jitter in scenario.h
+  double step_jitter_fraction = 0;     // see Jitter in scenario.h
   uint64_t seed = 1;
 
   int role_index(const std::string& name) const;

@@ -17,10 +17,12 @@ constexpr double kDefaultInputSamplesPerS = 2000;  // a CPU decoding and augment
 constexpr double kDefaultApplyFlopPerParam = 2;    // SGD: w -= lr * g (TF ApplyGradientDescent)
 constexpr double kDefaultAggregateFlopPerParam = 1;  // one add per parameter per gradient summed
 constexpr double kDefaultPerMessageOverheadS = 50e-6;
-// Default jitter: workers start within 100 ms of each other and each step's compute varies by
-// up to +-2% (GPU clocks and kernel timing vary by about that much between steps).
-constexpr double kDefaultStartupStaggerS = 0.1;
+// Default jitter: workers start spread over about one step ("auto"), each step's compute varies
+// by up to +-2% and each step starts up to 2% of the previous step's time late (GPU clocks,
+// kernel timing and the host's training loop vary by about that much between steps).
+constexpr double kDefaultStartupStaggerS = kAutoStagger;
 constexpr double kDefaultComputeJitterFraction = 0.02;
+constexpr double kDefaultStepJitterFraction = 0.02;
 constexpr int kDefaultSteps = 100;
 constexpr double kDefaultSwitchLatencyS = 1e-6;
 constexpr int kDefaultWarmupSteps = 10;
@@ -179,23 +181,29 @@ Costs parse_costs(const JsonCursor* c, const Model& model) {
 }
 
 Jitter parse_jitter(const JsonCursor* c) {
-  Jitter jitter{kDefaultStartupStaggerS, kDefaultComputeJitterFraction};
+  Jitter jitter{kDefaultStartupStaggerS, kDefaultComputeJitterFraction,
+                kDefaultStepJitterFraction};
   if (c == nullptr) return jitter;
   if (c->value().is_number() || c->value().is_string()) {
     const bool off = c->value().is_number() ? c->as_number() == 0 : c->as_string() == "none";
     if (!off) c->fail("expected an object, 0 or \"none\" (0 and \"none\" turn jitter off)");
     return Jitter{};
   }
-  c->check_keys({"startup_stagger", "compute"});
+  c->check_keys({"startup_stagger", "compute", "step"});
   if (c->has("startup_stagger")) {
-    jitter.startup_stagger_s = c->at("startup_stagger").as_quantity(Dimension::kTime);
-    if (jitter.startup_stagger_s < 0) c->at("startup_stagger").fail("must not be negative");
-  }
-  if (c->has("compute")) {
-    jitter.compute_fraction = c->at("compute").as_number();
-    if (jitter.compute_fraction < 0 || jitter.compute_fraction >= 1) {
-      c->at("compute").fail("expected a fraction in [0, 1), such as 0.02");
+    const JsonCursor stagger = c->at("startup_stagger");
+    if (stagger.value().is_string() && stagger.as_string() == "auto") {
+      jitter.startup_stagger_s = kAutoStagger;
+    } else {
+      jitter.startup_stagger_s = stagger.as_quantity(Dimension::kTime);
+      if (jitter.startup_stagger_s < 0) stagger.fail("must not be negative");
     }
+  }
+  for (const auto& [key, field] : {std::make_pair("compute", &jitter.compute_fraction),
+                                    std::make_pair("step", &jitter.step_fraction)}) {
+    if (!c->has(key)) continue;
+    *field = c->at(key).as_number();
+    if (*field < 0 || *field >= 1) c->at(key).fail("expected a fraction in [0, 1), such as 0.02");
   }
   return jitter;
 }

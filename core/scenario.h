@@ -76,9 +76,14 @@ struct Costs {
 
 // Seeded variability that keeps identical workers from running in artificial lockstep
 // (simgrid-notes.md section 9: lockstep halves a PS-bound plateau).
+inline constexpr double kAutoStagger = -1;
+
 struct Jitter {
-  double startup_stagger_s = 0;  // worker i > 0 starts at U[0, stagger]; the chief at 0
+  // Worker i > 0 starts at U[0, stagger]; the chief at 0. kAutoStagger: one estimated step
+  // (estimated_round_time_s in strategy.h).
+  double startup_stagger_s = 0;
   double compute_fraction = 0;   // each step's compute is scaled by 1 + U[-f, +f]
+  double step_fraction = 0;      // a step starts U[0, f] x the previous step's time after it
 };
 
 enum class SyncMode { kAsync };

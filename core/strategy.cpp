@@ -1,5 +1,7 @@
 #include "core/strategy.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "core/json_cursor.h"
 #include "core/placement.h"
@@ -46,6 +48,32 @@ Plan compile_plan(const Scenario& scenario, const std::string& strategy,
   return plan;
 }
 
+double estimated_round_time_s(const Plan& plan) {
+  const Platform& p = plan.platform;
+  std::vector<double> channel_bytes(size_t(p.channel_count()), 0.0);
+  double slowest_client_s = 0;
+  for (const ClientGraph& graph : plan.clients) {
+    double own_s = 0;
+    for (const Op& op : graph.ops) {
+      own_s += op.compute_flop / p.devices[size_t(op.device)].speed_flop_per_s;
+      if (op.kind != OpKind::kSend) continue;
+      const int destination = graph.ops[size_t(op.peer)].device;
+      own_s += op.bytes / p.route_bandwidth_bytes_per_s(op.device, destination);
+      for (const Hop& hop : p.route(op.device, destination)) {
+        channel_bytes[size_t(p.channel_of(hop))] += op.bytes;
+      }
+    }
+    slowest_client_s = std::max(slowest_client_s, own_s);
+  }
+  double busiest_link_s = 0;
+  for (int ch = 0; ch < p.channel_count(); ++ch) {
+    if (!p.channel_exists(ch)) continue;
+    busiest_link_s = std::max(busiest_link_s,
+                              channel_bytes[size_t(ch)] / p.channel_bandwidth_bytes_per_s(ch));
+  }
+  return std::max(slowest_client_s, busiest_link_s);
+}
+
 namespace strategy_detail {
 
 int add_role(Plan& plan, const std::string& name, RoleKind kind, int device, bool chief) {
@@ -63,6 +91,7 @@ Plan plan_skeleton(const Scenario& scenario, const std::string& strategy,
   plan.warmup_steps = scenario.training.warmup_steps;
   plan.batch_per_replica = scenario.training.batch_per_replica;
   plan.compute_jitter_fraction = scenario.training.jitter.compute_fraction;
+  plan.step_jitter_fraction = scenario.training.jitter.step_fraction;
   plan.seed = options.seed;
   for (size_t i = 0; i < scenario.training.ps.size(); ++i) {
     const int device = plan.platform.find_device(scenario.training.ps[i]);

@@ -36,6 +36,12 @@ Plan compile_plan(const Scenario& scenario, const std::string& strategy,
 Plan compile_in_graph(const Scenario& scenario, const CompileOptions& options);
 Plan compile_between_graph(const Scenario& scenario, const CompileOptions& options);
 
+// A rough duration of one step of every client at once, used to scale the "auto" start-up
+// stagger: the larger of (a) the slowest client's compute plus its transfers, each at its route's
+// bandwidth, with no overlap, and (b) the busiest link direction's bytes for one step of every
+// client divided by its bandwidth. Seconds; 0 for a plan without work.
+double estimated_round_time_s(const Plan& plan);
+
 // Parts shared by the compilers (strategy.cpp).
 namespace strategy_detail {
 

@@ -49,13 +49,19 @@ Plan compile_between_graph(const Scenario& scenario, const CompileOptions& optio
 
     ClientGraph graph;
     graph.role = role;
-    // The chief starts first; the others within the stagger (seeded, docs/scenario-format.md).
-    graph.start_offset_s = w == 0 ? 0.0 : t.jitter.startup_stagger_s * uniform01(options.seed, 1, w);
     graph.samples_per_step = samples;
     graph.input_op = input_op;
     graph.global_step_op = increment;
     graph.ops = builder.take();
     plan.clients.push_back(std::move(graph));
+  }
+  // The chief starts first; the others within the stagger, as TF workers come up one by one
+  // after the chief has initialised the variables (seeded; docs/scenario-format.md).
+  const double stagger_s = t.jitter.startup_stagger_s == kAutoStagger
+                               ? estimated_round_time_s(plan)
+                               : t.jitter.startup_stagger_s;
+  for (size_t w = 1; w < plan.clients.size(); ++w) {
+    plan.clients[w].start_offset_s = stagger_s * uniform01(options.seed, 1, w);
   }
   return plan;
 }

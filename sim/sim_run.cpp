@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <queue>
 
@@ -46,9 +47,24 @@ struct SendItem {
   }
 };
 
+// One connection between two devices: TF sends every tensor between two tasks over one gRPC
+// (HTTP/2) connection, so concurrent tensors share one TCP flow's bandwidth rather than each
+// taking a fair share of its own. Modelled as one transfer in flight per directed device pair,
+// the others waiting in issue order.
+// Each connection has its own mailbox, so a receiver can wait on all of its connections at once
+// and take each tensor when it arrives (one mailbox per device would match gets to puts in issue
+// order and hold a finished tensor behind an unfinished one from another sender).
+struct Connection {
+  int source = -1;
+  int destination = -1;
+  sg4::Mailbox* mailbox = nullptr;
+  bool busy = false;
+  std::deque<SendItem> waiting;
+};
+
 struct DeviceState {
   sg4::Host* host = nullptr;
-  sg4::Mailbox* mailbox = nullptr;
+  std::vector<int> incoming;  // connections ending here
   sg4::MutexPtr mutex;
   sg4::ConditionVariablePtr compute_ready;
   sg4::ConditionVariablePtr send_ready;
@@ -62,6 +78,7 @@ struct ClientState {
   std::vector<std::vector<int>> dependents;
   std::vector<int> in_degree;
   std::vector<uint32_t> label, actor, device_name;  // interned strings per op
+  std::vector<int> connection;                       // kSend ops: their connection
   uint32_t role_name = core::kNoString;
   int role_device = -1;
   // Step state.
@@ -89,9 +106,11 @@ class SimRun {
   void compute_loop(int device);
   void send_loop(int device);
   void receive_loop(int device);
+  void deliver(const Message& message, Connection& connection);
   void driver();
 
   void start_step(int c);
+  void schedule_step(int c, double at_s);
   void dispatch(int c, int op);
   void complete(int c, int op);
   void drain();
@@ -105,18 +124,24 @@ class SimRun {
   core::Trace trace_;
   std::vector<DeviceState> devices_;
   std::vector<ClientState> clients_;
+  std::vector<Connection> connections_;
   std::deque<std::pair<int, int>> pending_;  // completions waiting to be propagated
   bool draining_ = false;
   int64_t global_step_ = 0;
   int64_t next_message_id_ = 0;
   int64_t next_send_sequence_ = 0;
   int finished_clients_ = 0;
-  sg4::MutexPtr done_mutex_;
-  sg4::ConditionVariablePtr all_done_;
+  // Step starts waiting for their time, served by the driver actor (earliest first).
+  std::priority_queue<std::pair<double, int>, std::vector<std::pair<double, int>>,
+                      std::greater<std::pair<double, int>>>
+      timers_;
+  sg4::MutexPtr driver_mutex_;
+  sg4::ConditionVariablePtr driver_wake_;
   uint32_t global_step_counter_ = core::kNoString;
 };
 
 void SimRun::prepare_clients() {
+  std::map<std::pair<int, int>, int> connection_of;  // (source, destination) device
   clients_.resize(plan_.clients.size());
   for (size_t c = 0; c < plan_.clients.size(); ++c) {
     ClientState& s = clients_[c];
@@ -130,6 +155,20 @@ void SimRun::prepare_clients() {
       s.label.push_back(trace_.intern(ops[k].name));
       s.actor.push_back(trace_.intern(plan_.roles[size_t(ops[k].role)].name));
       s.device_name.push_back(trace_.intern(plan_.platform.devices[size_t(ops[k].device)].name));
+      s.connection.push_back(-1);
+      if (ops[k].kind != OpKind::kSend) continue;
+      const std::pair<int, int> ends(ops[k].device, ops[size_t(ops[k].peer)].device);
+      auto [it, added] = connection_of.emplace(ends, int(connections_.size()));
+      if (added) {
+        Connection connection;
+        connection.source = ends.first;
+        connection.destination = ends.second;
+        connection.mailbox =
+            sg4::Mailbox::by_name("connection:" + std::to_string(it->second));
+        connections_.push_back(std::move(connection));
+        devices_[size_t(ends.second)].incoming.push_back(it->second);
+      }
+      s.connection.back() = it->second;
     }
     const core::Role& role = plan_.roles[size_t(s.graph->role)];
     s.role_name = trace_.intern(role.name);
@@ -222,11 +261,22 @@ void SimRun::finish_step(int c) {
   step.global_step_read = s.global_step_read;
   trace_.events.push_back(step);
   if (++s.step < plan_.steps) {
-    start_step(c);
+    // Host-side noise between steps (session.run dispatch, the training loop): the next step
+    // starts after U[0, f] x the step just finished (docs/scenario-format.md, jitter.step).
+    const double delay = plan_.step_jitter_fraction > 0
+                             ? plan_.step_jitter_fraction * (step.end_s - step.start_s) *
+                                   core::uniform01(plan_.seed, uint64_t(c) + 2, 0xD1A7,
+                                                   uint64_t(s.step))
+                             : 0.0;
+    if (delay <= 0) {
+      start_step(c);
+    } else {
+      schedule_step(c, step.end_s + delay);
+    }
     return;
   }
   s.finished = true;
-  if (++finished_clients_ == int(clients_.size())) all_done_->notify_all();
+  if (++finished_clients_ == int(clients_.size())) driver_wake_->notify_all();
 }
 
 void SimRun::start_step(int c) {
@@ -322,57 +372,101 @@ void SimRun::send_loop(int d) {
     device.send_queue.pop();
     lock.unlock();
     const Op& send = clients_[size_t(item.client)].graph->ops[size_t(item.op)];
-    const Op& recv = clients_[size_t(item.client)].graph->ops[size_t(send.peer)];
+    Connection& connection =
+        connections_[size_t(clients_[size_t(item.client)].connection[size_t(item.op)])];
+    if (connection.busy) {
+      connection.waiting.push_back(item);
+      continue;
+    }
+    connection.busy = true;
     auto* message = new Message{item.client, item.op, sg4::Engine::get_clock(),
                                 next_message_id_++};
-    devices_[size_t(recv.device)].mailbox->put_init(message, uint64_t(send.bytes))->detach();
+    connection.mailbox->put_init(message, uint64_t(send.bytes))->detach();
   }
 }
 
 void SimRun::receive_loop(int d) {
   DeviceState& device = devices_[size_t(d)];
-  // Eager mailbox: every send starts transferring at once, whatever this actor is doing.
-  device.mailbox->set_receiver(sg4::Actor::self());
+  // A get is always posted on every incoming connection; eager mailboxes let a send start at
+  // once even in the instant between a delivery and the next get.
+  std::vector<sg4::CommPtr> gets(device.incoming.size());
+  std::vector<Message*> slots(device.incoming.size(), nullptr);
+  for (size_t i = 0; i < gets.size(); ++i) {
+    sg4::Mailbox* mailbox = connections_[size_t(device.incoming[i])].mailbox;
+    mailbox->set_receiver(sg4::Actor::self());
+    gets[i] = mailbox->get_async<Message>(&slots[i]);
+  }
   for (;;) {
-    Message* message = nullptr;
-    device.mailbox->get_async<Message>(&message)->wait();
-    const std::unique_ptr<Message> owned(message);
-    ClientState& s = clients_[size_t(message->client)];
-    const Op& send = s.graph->ops[size_t(message->send_op)];
-    core::TraceEvent event;
-    event.kind = core::EventKind::kTransfer;
-    event.actor = s.actor[size_t(message->send_op)];
-    event.device = s.device_name[size_t(message->send_op)];
-    event.peer_actor = s.actor[size_t(send.peer)];
-    event.peer = s.device_name[size_t(send.peer)];
-    event.label = s.label[size_t(message->send_op)];
-    event.client = s.role_name;
-    event.step = s.step;
-    event.start_s = message->issued_s;
-    event.end_s = sg4::Engine::get_clock();
-    event.bytes = send.bytes;
-    event.message_id = message->message_id;
-    trace_.events.push_back(event);
-    pending_.emplace_back(message->client, message->send_op);
-    pending_.emplace_back(message->client, send.peer);
-    drain();
+    const ssize_t ready = sg4::Comm::wait_any(gets);
+    REPLISIM_ASSERT(ready >= 0, "wait_any returned no communication");
+    const size_t i = size_t(ready);
+    const std::unique_ptr<Message> message(slots[i]);
+    Connection& connection = connections_[size_t(device.incoming[i])];
+    gets[i] = connection.mailbox->get_async<Message>(&slots[i]);
+    deliver(*message, connection);
   }
 }
 
+void SimRun::deliver(const Message& message, Connection& connection) {
+  ClientState& s = clients_[size_t(message.client)];
+  const Op& send = s.graph->ops[size_t(message.send_op)];
+  core::TraceEvent event;
+  event.kind = core::EventKind::kTransfer;
+  event.actor = s.actor[size_t(message.send_op)];
+  event.device = s.device_name[size_t(message.send_op)];
+  event.peer_actor = s.actor[size_t(send.peer)];
+  event.peer = s.device_name[size_t(send.peer)];
+  event.label = s.label[size_t(message.send_op)];
+  event.client = s.role_name;
+  event.step = s.step;
+  event.start_s = message.issued_s;
+  event.end_s = sg4::Engine::get_clock();
+  event.bytes = send.bytes;
+  event.message_id = message.message_id;
+  trace_.events.push_back(event);
+  // The connection is free: its next tensor goes out now (from the sender's own actor).
+  connection.busy = false;
+  if (!connection.waiting.empty()) {
+    SendItem next = connection.waiting.front();
+    connection.waiting.pop_front();
+    next.release_s = sg4::Engine::get_clock();
+    DeviceState& sender = devices_[size_t(connection.source)];
+    sender.send_queue.push(next);
+    sender.send_ready->notify_all();
+  }
+  pending_.emplace_back(message.client, message.send_op);
+  pending_.emplace_back(message.client, send.peer);
+  drain();
+}
+
+void SimRun::schedule_step(int c, double at_s) {
+  timers_.emplace(at_s, c);
+  driver_wake_->notify_all();
+}
+
+// Starts every client at its start-up offset, then serves delayed step starts until all clients
+// have finished (the only non-daemon actor: the simulation ends when it returns).
 void SimRun::driver() {
-  std::vector<int> order(clients_.size());
-  for (size_t c = 0; c < order.size(); ++c) order[c] = int(c);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return clients_[size_t(a)].graph->start_offset_s < clients_[size_t(b)].graph->start_offset_s;
-  });
-  for (int c : order) {
-    sg4::this_actor::sleep_until(clients_[size_t(c)].graph->start_offset_s);
-    maybe_produce(c);
+  for (size_t c = 0; c < clients_.size(); ++c) {
+    timers_.emplace(clients_[c].graph->start_offset_s, -1 - int(c));  // -1 - c: first start
+  }
+  std::unique_lock<sg4::Mutex> lock(*driver_mutex_);
+  while (finished_clients_ < int(clients_.size())) {
+    if (timers_.empty()) {
+      driver_wake_->wait(lock);
+      continue;
+    }
+    const auto [at_s, code] = timers_.top();
+    if (at_s > sg4::Engine::get_clock()) {
+      driver_wake_->wait_until(lock, at_s);
+      continue;
+    }
+    timers_.pop();
+    const int c = code < 0 ? -1 - code : code;
+    if (code < 0) maybe_produce(c);
     start_step(c);
     drain();
   }
-  std::unique_lock<sg4::Mutex> lock(*done_mutex_);
-  while (finished_clients_ < int(clients_.size())) all_done_->wait(lock);
 }
 
 void SimRun::create_actors() {
@@ -384,7 +478,6 @@ void SimRun::create_actors() {
     if (!used[d]) continue;
     DeviceState& device = devices_[d];
     const std::string& name = plan_.platform.devices[d].name;
-    device.mailbox = sg4::Mailbox::by_name("device:" + name);
     device.mutex = sg4::Mutex::create();
     device.compute_ready = sg4::ConditionVariable::create();
     device.send_ready = sg4::ConditionVariable::create();
@@ -393,8 +486,10 @@ void SimRun::create_actors() {
         ->daemonize();
     sg4::Actor::create(name + "/send", device.host, [this, index] { send_loop(index); })
         ->daemonize();
-    sg4::Actor::create(name + "/receive", device.host, [this, index] { receive_loop(index); })
-        ->daemonize();
+    if (!device.incoming.empty()) {
+      sg4::Actor::create(name + "/receive", device.host, [this, index] { receive_loop(index); })
+          ->daemonize();
+    }
   }
   sg4::Actor::create("driver", devices_.front().host, [this] { driver(); });
 }
@@ -409,8 +504,8 @@ core::Trace SimRun::run() {
   trace_.meta = core::trace_meta_from_plan(plan_);
   global_step_counter_ = trace_.intern("global_step");
   prepare_clients();
-  done_mutex_ = sg4::Mutex::create();
-  all_done_ = sg4::ConditionVariable::create();
+  driver_mutex_ = sg4::Mutex::create();
+  driver_wake_ = sg4::ConditionVariable::create();
   create_actors();
   engine.run();
   if (finished_clients_ < int(clients_.size())) {

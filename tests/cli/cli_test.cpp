@@ -1,0 +1,158 @@
+// The executable's contract: exit codes (0 success, 2 bad input with one line on stderr naming
+// the file and JSON path, 1 internal error), no partial or overwritten output files.
+#include <gtest/gtest.h>
+
+#include "tests/support/run_binary.h"
+#include "tests/support/test_support.h"
+
+namespace replisim {
+namespace {
+
+using test::run_replisim;
+using test::TempDir;
+
+std::string seed_scenario() { return test::scenario_path("seed/two_machines.json"); }
+
+nlohmann::json small_valid() {
+  return test::scenario_json({test::machine("pc1", "400 GFLOPS", {"10 TFLOPS"}, "10 Gbps"),
+                              test::machine("pc2", "400 GFLOPS", {"5 TFLOPS"}, "10 Gbps")},
+                             test::one_layer_model(1e6, "1 GFLOP"),
+                             {{"replicas", {"pc1/gpu0", "pc2/gpu0"}}, {"steps", 12},
+                              {"warmup_steps", 2}});
+}
+
+// Runs `simulate` on `content` and expects exit 2 with one stderr line containing each needle.
+void expect_bad_input(const std::string& content, const std::vector<std::string>& needles) {
+  TempDir dir;
+  const std::string scenario = dir.write("s.json", content);
+  const test::BinaryResult r =
+      run_replisim({"simulate", scenario, "--json", dir.file("out.json")});
+  EXPECT_EQ(r.exit_code, 2) << content << "\n" << r.err;
+  ASSERT_FALSE(r.err.empty());
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not one line: " << r.err;
+  EXPECT_NE(r.err.find(scenario), std::string::npos) << r.err;
+  for (const std::string& needle : needles) {
+    EXPECT_NE(r.err.find(needle), std::string::npos) << "missing '" << needle << "' in " << r.err;
+  }
+  EXPECT_FALSE(test::file_exists(dir.file("out.json"))) << "partial output left behind";
+}
+
+std::string with(const std::function<void(nlohmann::json&)>& edit) {
+  nlohmann::json doc = small_valid();
+  edit(doc);
+  return doc.dump(2);
+}
+
+TEST(Cli, BadScenariosExitTwoWithThePath) {
+  expect_bad_input("", {"empty file"});
+  expect_bad_input("{\"name\": \"x\",", {"not valid JSON", "line 1"});
+  expect_bad_input(with([](nlohmann::json& d) { d.erase("training"); }),
+                   {"/training", "required"});
+  expect_bad_input(with([](nlohmann::json& d) { d["model"] = {{"preset", "resnet9000"}}; }),
+                   {"/model/preset", "resnet50"});
+  expect_bad_input(
+      with([](nlohmann::json& d) { d["cluster"]["machines"][0]["nic"]["bandwidth"] = 10; }),
+      {"/cluster/machines/0/nic/bandwidth", "10 Gbps"});
+  expect_bad_input(
+      with([](nlohmann::json& d) { d["cluster"]["machines"][1]["nic"]["bandwidth"] = "0 Gbps"; }),
+      {"/cluster/machines/1/nic/bandwidth", "greater than zero"});
+  expect_bad_input(
+      with([](nlohmann::json& d) { d["cluster"]["machines"][0]["gpus"][0]["speed"] = "-1 TFLOPS"; }),
+      {"/cluster/machines/0/gpus/0/speed"});
+  expect_bad_input(with([](nlohmann::json& d) { d["training"]["replicas"][0] = "pc9/gpu0"; }),
+                   {"/training/replicas/0", "pc9"});
+  expect_bad_input(with([](nlohmann::json& d) { d["training"]["replicas"][1] = "pc2/gpu3"; }),
+                   {"/training/replicas/1", "gpu3"});
+  expect_bad_input(with([](nlohmann::json& d) { d["cluster"]["machines"][1]["name"] = "pc1"; }),
+                   {"/cluster/machines/1/name", "duplicate"});
+  expect_bad_input(
+      with([](nlohmann::json& d) { d["training"]["replicas"] = nlohmann::json::array(); }),
+      {"/training/replicas"});
+  expect_bad_input(with([](nlohmann::json& d) { d["training"]["warmup_steps"] = 12; }),
+                   {"/training/steps", "warmup_steps"});
+  expect_bad_input(with([](nlohmann::json& d) { d["training"]["bach_per_replica"] = 3; }),
+                   {"/training/bach_per_replica", "batch_per_replica"});
+}
+
+TEST(Cli, BadFlagsExitTwo) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{},
+                                             {"simulat", seed_scenario()},
+                                             {"simulate"},
+                                             {"simulate", seed_scenario(), "--strategy", "mirrored"},
+                                             {"simulate", seed_scenario(), "--sed", "3"},
+                                             {"simulate", seed_scenario(), "--seed", "-3"},
+                                             {"simulate", seed_scenario(), "--json"},
+                                             {"simulate", "/nonexistent/s.json"},
+                                             {"plan", seed_scenario(), "--trace", "x.json"}}) {
+    const test::BinaryResult r = run_replisim(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  const test::BinaryResult typo = run_replisim({"simulate", seed_scenario(), "--forse"});
+  EXPECT_NE(typo.err.find("--force"), std::string::npos) << typo.err;
+}
+
+TEST(Cli, NeverOverwritesUnasked) {
+  TempDir dir;
+  const std::string scenario = dir.write("s.json", small_valid().dump());
+  const std::string out = dir.write("out.json", "precious");
+  test::BinaryResult r = run_replisim({"simulate", scenario, "--json", out});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--force"), std::string::npos) << r.err;
+  EXPECT_EQ(test::read_file(out), "precious");
+  // Outputs may not replace the scenario itself, even with --force.
+  r = run_replisim({"simulate", scenario, "--json", scenario, "--force"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(test::read_file(scenario), small_valid().dump());
+  // A missing directory is refused before any simulation, leaving nothing behind.
+  r = run_replisim({"simulate", scenario, "--trace", dir.file("no/such/dir/t.json")});
+  EXPECT_EQ(r.exit_code, 2);
+  r = run_replisim({"simulate", scenario, "--json", out, "--force"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(test::read_file(out), "precious");
+}
+
+TEST(Cli, SimulateWritesTheSummaryJson) {
+  TempDir dir;
+  const std::string scenario = dir.write("s.json", small_valid().dump());
+  const test::BinaryResult r =
+      run_replisim({"simulate", scenario, "--json", dir.file("sum.json"), "--seed", "5"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("in_graph"), std::string::npos);
+  EXPECT_NE(r.out.find("between_graph"), std::string::npos);
+  const nlohmann::json j = nlohmann::json::parse(test::read_file(dir.file("sum.json")));
+  EXPECT_EQ(j["scenario"], "test");
+  ASSERT_EQ(j["runs"].size(), 2u);
+  for (const auto& run : j["runs"]) {
+    for (const char* key : {"strategy", "throughput_samples_per_s", "step_time_s",
+                            "update_interval_s", "staleness", "bottleneck", "bytes_per_ps",
+                            "simulated_time_s", "events"}) {
+      EXPECT_TRUE(run.contains(key)) << key;
+    }
+    for (const char* key : {"mean", "p50", "p95"}) EXPECT_TRUE(run["step_time_s"].contains(key));
+    EXPECT_TRUE(run["bottleneck"].contains("resource"));
+    EXPECT_GT(run["throughput_samples_per_s"].get<double>(), 0);
+  }
+  EXPECT_EQ(j["provenance"]["seed"], 5);
+  EXPECT_EQ(j["provenance"]["plan_hashes"].size(), 2u);
+  EXPECT_NE(j["provenance"]["command_line"].get<std::string>().find("--seed 5"),
+            std::string::npos);
+}
+
+TEST(Cli, PlanPrintsTextAndJson) {
+  test::BinaryResult r = run_replisim({"plan", seed_scenario(), "--strategy", "in_graph"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("client graph client"), std::string::npos) << r.out;
+  r = run_replisim({"plan", seed_scenario(), "--strategy", "between_graph", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json plan = nlohmann::json::parse(r.out);
+  EXPECT_EQ(plan["strategy"], "between_graph");
+  EXPECT_EQ(plan["clients"].size(), 2u);
+  r = run_replisim({"--version"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("SimGrid 3.32"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace replisim

@@ -99,7 +99,9 @@ TEST(Plan, StaggerIsSeededAndChiefStartsFirst) {
   const Plan c = compile_plan(s, "between_graph", {2});
   EXPECT_EQ(a.clients[0].start_offset_s, 0);
   EXPECT_GT(a.clients[1].start_offset_s, 0);
-  EXPECT_LE(a.clients[1].start_offset_s, s.training.jitter.startup_stagger_s);
+  // "auto" stagger: within one estimated round of steps.
+  EXPECT_EQ(s.training.jitter.startup_stagger_s, kAutoStagger);
+  EXPECT_LE(a.clients[1].start_offset_s, estimated_round_time_s(a));
   EXPECT_EQ(a.clients[1].start_offset_s, b.clients[1].start_offset_s);
   EXPECT_NE(a.clients[1].start_offset_s, c.clients[1].start_offset_s);
 }

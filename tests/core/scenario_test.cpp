@@ -41,7 +41,8 @@ TEST(Scenario, ParsesTheIssueExample) {
   EXPECT_EQ(s.training.variable_placement, "round_robin");
   EXPECT_EQ(s.model.name, "resnet50");
   EXPECT_GT(s.training.costs.input_samples_per_s, 0);
-  EXPECT_GT(s.training.jitter.startup_stagger_s, 0);
+  EXPECT_EQ(s.training.jitter.startup_stagger_s, kAutoStagger);
+  EXPECT_GT(s.training.jitter.step_fraction, 0);
 }
 
 TEST(Scenario, CostsAndJitterCanBeTurnedOff) {
@@ -55,6 +56,7 @@ TEST(Scenario, CostsAndJitterCanBeTurnedOff) {
   EXPECT_EQ(s.training.costs.per_message_overhead_s, 0);
   EXPECT_EQ(s.training.jitter.startup_stagger_s, 0);
   EXPECT_EQ(s.training.jitter.compute_fraction, 0);
+  EXPECT_EQ(s.training.jitter.step_fraction, 0);
 }
 
 TEST(Scenario, BadInputNamesTheJsonPath) {
