@@ -232,6 +232,11 @@ RunMetrics compute_metrics(const Trace& trace, const std::string& source) {
       cm.mean_step_time_s = sum / cm.measured_steps;
       cm.step_rate_per_s = cm.mean_step_time_s > 0 ? 1.0 / cm.mean_step_time_s : 0;
     }
+    if (cm.measured_steps < kFewMeasuredSteps) {
+      r.warnings.push_back(client + " has " + std::to_string(cm.measured_steps) +
+                           " step(s) wholly inside the measured window, so its step time is "
+                           "noisy or missing; raise training.steps");
+    }
     r.clients.push_back(cm);
   }
   if (!durations.empty()) {

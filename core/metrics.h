@@ -59,7 +59,12 @@ struct RunMetrics {
   std::vector<WaitBreakdown> waits;
   double simulated_time_s = 0;
   size_t events = 0;
+  // Caveats about the figures, one sentence each (e.g. a client with too few measured steps).
+  std::vector<std::string> warnings;
 };
+
+// Below this many steps inside the window a client's step time is flagged as noisy.
+inline constexpr int kFewMeasuredSteps = 3;
 
 // Computes every metric. Throws InputError(`source`, ...) when the trace lacks the metadata or
 // the steps needed to define the measurement window.

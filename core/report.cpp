@@ -128,6 +128,11 @@ std::string format_report(const std::vector<RunMetrics>& runs, const std::string
     line.erase(line.find_last_not_of(' ') + 1);
     out << line << "\n";
   }
+  for (const RunMetrics& r : runs) {
+    for (const std::string& warning : r.warnings) {
+      out << "warning (" << r.strategy << "): " << warning << "\n";
+    }
+  }
   return out.str();
 }
 
@@ -162,6 +167,7 @@ nlohmann::json summary_json(const std::vector<RunMetrics>& runs,
                                 {"mean_step_time_s", c.mean_step_time_s},
                                 {"step_rate_per_s", c.step_rate_per_s}});
     }
+    run["warnings"] = r.warnings;
     run["waits"] = nlohmann::json::array();
     for (const WaitBreakdown& w : r.waits) {
       run["waits"].push_back({{"role", w.role},

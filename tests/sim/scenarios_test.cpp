@@ -1,0 +1,71 @@
+// The scenarios under scenarios/ are regression tests: each one's key figures are checked.
+#include <gtest/gtest.h>
+
+#include "core/json_cursor.h"
+#include "core/strategy.h"
+#include "sim/sim_backend.h"
+#include "tests/support/test_support.h"
+
+namespace replisim {
+namespace {
+
+core::RunMetrics run(const std::string& file, const std::string& strategy) {
+  const core::Scenario s = core::load_scenario(test::scenario_path(file));
+  return core::compute_metrics(sim::SimBackend().run(core::compile_plan(s, strategy, {})));
+}
+
+TEST(Scenarios, SeedTwoMachines) {
+  const core::RunMetrics in_graph = run("seed/two_machines.json", "in_graph");
+  const core::RunMetrics between = run("seed/two_machines.json", "between_graph");
+  // The seed's claim: between-graph scales better; in-graph waits for both towers each step.
+  EXPECT_GT(between.throughput_samples_per_s, 1.5 * in_graph.throughput_samples_per_s);
+  EXPECT_EQ(in_graph.staleness_max, 0);
+  EXPECT_NEAR(between.staleness_mean, 1.0, 0.1);  // two async workers
+  // ResNet-50 on a 5 TFLOPS GPU: 3 x 8.2 GFLOP x 32 samples = 157 ms of compute per step.
+  EXPECT_GE(in_graph.step_time_s.mean, 0.157);
+  // The remote worker (pc2, 5 TFLOPS) runs at about half the local one's rate.
+  const double w0 = test::client_step_time(between, "worker0");
+  const double w1 = test::client_step_time(between, "worker1");
+  EXPECT_GT(w1, 1.6 * w0);
+  EXPECT_EQ(in_graph.bytes_per_ps.size(), 1u);
+  EXPECT_NEAR(in_graph.bytes_per_ps[0], 25.557e6 * 4, 0.01 * 25.557e6 * 4);
+}
+
+TEST(Scenarios, Heterogeneous) {
+  const core::RunMetrics in_graph = run("classroom/heterogeneous.json", "in_graph");
+  const core::RunMetrics between = run("classroom/heterogeneous.json", "between_graph");
+  // In-graph: every step waits for the slow towers (4 TFLOPS: 196 ms of compute per step).
+  EXPECT_GE(in_graph.step_time_s.mean, 0.196);
+  // Between-graph: the fast worker is not held back by the slow ones.
+  const double fast = test::client_step_time(between, "worker0");
+  for (const char* slow : {"worker1", "worker2", "worker3"}) {
+    EXPECT_GT(test::client_step_time(between, slow), 2.5 * fast) << slow;
+  }
+  EXPECT_GT(between.throughput_samples_per_s, 2 * in_graph.throughput_samples_per_s);
+  for (const core::ClientMetrics& c : between.clients) EXPECT_GE(c.measured_steps, 5) << c.name;
+}
+
+TEST(Scenarios, PsBottleneck) {
+  const core::RunMetrics between = run("classroom/ps_bottleneck.json", "between_graph");
+  EXPECT_TRUE(between.bottleneck.name == "ps/nic/up" || between.bottleneck.name == "ps/nic/down")
+      << between.bottleneck.name;
+  // Bound: batch x PS NIC bandwidth per direction / parameter bytes.
+  const double bound = 32 * 1.25e8 / (25.557e6 * 4);
+  EXPECT_LE(between.throughput_samples_per_s, bound);
+  EXPECT_GE(between.throughput_samples_per_s, 0.5 * bound);
+  double network = 0;
+  for (const core::WaitBreakdown& w : core::average_waits_by_kind(between.waits)) {
+    if (w.role_kind == "worker") network = w.network;
+  }
+  EXPECT_GT(network, 0.9);
+}
+
+TEST(Scenarios, AllScenarioFilesParse) {
+  for (const char* file : {"seed/two_machines.json", "classroom/heterogeneous.json",
+                           "classroom/ps_bottleneck.json"}) {
+    EXPECT_NO_THROW(core::load_scenario(test::scenario_path(file))) << file;
+  }
+}
+
+}  // namespace
+}  // namespace replisim
