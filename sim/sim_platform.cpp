@@ -1,5 +1,7 @@
 #include "sim/sim_platform.h"
 
+#include <xbt/config.hpp>
+
 #include "core/error.h"
 
 namespace sg4 = simgrid::s4u;
@@ -16,12 +18,15 @@ void configure_network_model(core::NetworkModel model) {
   // kLv08 is SimGrid's default: nothing to change.
 }
 
+double network_latency_factor() {
+  return simgrid::config::get_value<double>("network/latency-factor");
+}
+
 std::vector<sg4::Host*> build_sim_platform(const core::Platform& platform) {
   auto* root = sg4::create_star_zone("cluster");
   const core::PlatformLink& sw = platform.links[size_t(platform.switch_link)];
   const sg4::Link* switch_link =
       root->create_link("cluster/" + sw.name, sw.bandwidth_bytes_per_s)
-          ->set_latency(sw.latency_s)
           ->seal();
   std::vector<sg4::Host*> hosts(platform.devices.size(), nullptr);
   for (const core::PlatformMachine& machine : platform.machines) {
@@ -39,7 +44,6 @@ std::vector<sg4::Host*> build_sim_platform(const core::Platform& platform) {
       const core::PlatformLink& pcie = platform.links[size_t(device.pcie_link)];
       sg4::SplitDuplexLink* link = zone->create_split_duplex_link(pcie.name,
                                                                   pcie.bandwidth_bytes_per_s);
-      link->set_latency(pcie.latency_s);
       link->seal();
       zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
                       {{link, sg4::LinkInRoute::Direction::UP}}, true);
@@ -49,7 +53,6 @@ std::vector<sg4::Host*> build_sim_platform(const core::Platform& platform) {
     const core::PlatformLink& nic = platform.links[size_t(machine.nic_link)];
     sg4::SplitDuplexLink* nic_link = root->create_split_duplex_link(nic.name,
                                                                     nic.bandwidth_bytes_per_s);
-    nic_link->set_latency(nic.latency_s);
     nic_link->seal();
     root->add_route(zone->get_netpoint(), nullptr, gateway, nullptr,
                     {{nic_link, sg4::LinkInRoute::Direction::UP}, sg4::LinkInRoute(switch_link)},

@@ -16,6 +16,13 @@ namespace replisim::sim {
 void configure_network_model(core::NetworkModel model);
 
 // Creates and seals the platform. Returns one host per plan device (same indices).
+// Links carry bandwidth only (latency 0): the backend charges route latency itself, once per
+// burst on a connection (sim_run.cpp), because SimGrid would charge it to every tensor while a
+// gRPC connection streams tensors back to back.
 std::vector<simgrid::s4u::Host*> build_sim_platform(const core::Platform& platform);
+
+// Multiplier the configured network model applies to latencies (LV08: 13.01, read from
+// SimGrid's "network/latency-factor"; CM02: 1). Call after configure_network_model().
+double network_latency_factor();
 
 }  // namespace replisim::sim

@@ -42,6 +42,8 @@ struct SendItem {
   int64_t sequence;  // FIFO among equal release times
   int client;
   int op;
+  bool admitted = false;  // holds its connection; goes on the wire at release_s
+  double admitted_s = 0;  // when it took the connection (start of the transfer event)
   bool operator>(const SendItem& other) const {
     return release_s != other.release_s ? release_s > other.release_s : sequence > other.sequence;
   }
@@ -58,7 +60,8 @@ struct Connection {
   int source = -1;
   int destination = -1;
   sg4::Mailbox* mailbox = nullptr;
-  bool busy = false;
+  double latency_s = 0;  // one-way latency of the route, charged once per burst
+  bool busy = false;     // a tensor is on its way (or waiting out the latency)
   std::deque<SendItem> waiting;
 };
 
@@ -138,6 +141,7 @@ class SimRun {
   sg4::MutexPtr driver_mutex_;
   sg4::ConditionVariablePtr driver_wake_;
   uint32_t global_step_counter_ = core::kNoString;
+  double latency_factor_ = 1.0;  // the network model's multiplier on route latencies
 };
 
 void SimRun::prepare_clients() {
@@ -165,6 +169,8 @@ void SimRun::prepare_clients() {
         connection.destination = ends.second;
         connection.mailbox =
             sg4::Mailbox::by_name("connection:" + std::to_string(it->second));
+        connection.latency_s =
+            latency_factor_ * plan_.platform.route_latency_s(ends.first, ends.second);
         connections_.push_back(std::move(connection));
         devices_[size_t(ends.second)].incoming.push_back(it->second);
       }
@@ -189,8 +195,8 @@ void SimRun::dispatch(int c, int op_index) {
     case OpKind::kRecv:
       return;  // completes when the receiver actor gets the tensor
     case OpKind::kSend:
-      device.send_queue.push(SendItem{sg4::Engine::get_clock() + op.overhead_s,
-                                      next_send_sequence_++, c, op_index});
+      device.send_queue.push(
+          SendItem{sg4::Engine::get_clock() + op.overhead_s, next_send_sequence_++, c, op_index});
       device.send_ready->notify_all();
       return;
     default:
@@ -359,28 +365,41 @@ void SimRun::compute_loop(int d) {
   }
 }
 
+// Admits released tensors to their connection: an idle connection waits out the route latency
+// once, then carries the tensor; tensors that find it busy queue behind, in order, and follow
+// back to back without paying the latency again (the stream is already flowing).
 void SimRun::send_loop(int d) {
   DeviceState& device = devices_[size_t(d)];
   for (;;) {
     std::unique_lock<sg4::Mutex> lock(*device.mutex);
     while (device.send_queue.empty()) device.send_ready->wait(lock);
-    const SendItem item = device.send_queue.top();
-    if (item.release_s > sg4::Engine::get_clock()) {
+    SendItem item = device.send_queue.top();
+    const double now = sg4::Engine::get_clock();
+    if (item.release_s > now) {
       device.send_ready->wait_until(lock, item.release_s);
       continue;
     }
     device.send_queue.pop();
     lock.unlock();
-    const Op& send = clients_[size_t(item.client)].graph->ops[size_t(item.op)];
     Connection& connection =
         connections_[size_t(clients_[size_t(item.client)].connection[size_t(item.op)])];
-    if (connection.busy) {
-      connection.waiting.push_back(item);
-      continue;
+    if (!item.admitted) {
+      if (connection.busy) {
+        connection.waiting.push_back(item);
+        continue;
+      }
+      connection.busy = true;
+      item.admitted = true;
+      item.admitted_s = now;
+      if (connection.latency_s > 0) {
+        item.release_s = now + connection.latency_s;
+        item.sequence = next_send_sequence_++;
+        device.send_queue.push(item);
+        continue;
+      }
     }
-    connection.busy = true;
-    auto* message = new Message{item.client, item.op, sg4::Engine::get_clock(),
-                                next_message_id_++};
+    const Op& send = clients_[size_t(item.client)].graph->ops[size_t(item.op)];
+    auto* message = new Message{item.client, item.op, item.admitted_s, next_message_id_++};
     connection.mailbox->put_init(message, uint64_t(send.bytes))->detach();
   }
 }
@@ -429,7 +448,9 @@ void SimRun::deliver(const Message& message, Connection& connection) {
   if (!connection.waiting.empty()) {
     SendItem next = connection.waiting.front();
     connection.waiting.pop_front();
-    next.release_s = sg4::Engine::get_clock();
+    connection.busy = true;
+    next.admitted = true;
+    next.admitted_s = next.release_s = sg4::Engine::get_clock();
     DeviceState& sender = devices_[size_t(connection.source)];
     sender.send_queue.push(next);
     sender.send_ready->notify_all();
@@ -499,6 +520,7 @@ core::Trace SimRun::run() {
   xbt_log_control_set("xbt_cfg.thres:warning");
   configure_network_model(plan_.platform.network_model);
   const std::vector<sg4::Host*> hosts = build_sim_platform(plan_.platform);
+  latency_factor_ = network_latency_factor();
   devices_.resize(hosts.size());
   for (size_t d = 0; d < hosts.size(); ++d) devices_[d].host = hosts[d];
   trace_.meta = core::trace_meta_from_plan(plan_);

@@ -41,7 +41,9 @@ TEST(Plan, BetweenGraphInsertsTransfersAtDeviceBoundaries) {
   for (const Op& op : g.ops) {
     for (int in : op.inputs) {
       const Op& producer = g.ops[size_t(in)];
-      if (op.kind != OpKind::kRecv) EXPECT_EQ(producer.device, op.device) << op.name;
+      if (op.kind != OpKind::kRecv) {
+        EXPECT_EQ(producer.device, op.device) << op.name;
+      }
     }
     if (op.kind == OpKind::kSend) {
       const Op& recv = g.ops[size_t(op.peer)];
@@ -51,10 +53,18 @@ TEST(Plan, BetweenGraphInsertsTransfersAtDeviceBoundaries) {
                            plan.platform.devices[size_t(recv.device)].machine;
       EXPECT_EQ(op.overhead_s > 0, between) << op.name;
     }
-    if (op.name == "send/read/a") EXPECT_DOUBLE_EQ(op.bytes, 4000);  // 1000 fp32 parameters
-    if (op.name == "send/input") EXPECT_DOUBLE_EQ(op.bytes, 32 * 1000.0);
-    if (op.name == "forward/b") EXPECT_DOUBLE_EQ(op.compute_flop, 32 * 2e6);
-    if (op.name == "backward/b") EXPECT_DOUBLE_EQ(op.compute_flop, 2 * 32 * 2e6);
+    if (op.name == "send/read/a") {
+      EXPECT_DOUBLE_EQ(op.bytes, 4000);  // 1000 fp32 parameters
+    }
+    if (op.name == "send/input") {
+      EXPECT_DOUBLE_EQ(op.bytes, 32 * 1000.0);
+    }
+    if (op.name == "forward/b") {
+      EXPECT_DOUBLE_EQ(op.compute_flop, 32 * 2e6);
+    }
+    if (op.name == "backward/b") {
+      EXPECT_DOUBLE_EQ(op.compute_flop, 2 * 32 * 2e6);
+    }
   }
 }
 
@@ -74,7 +84,9 @@ TEST(Plan, InGraphRunsInputLossAndAggregationOnTheClient) {
       EXPECT_EQ(op.inputs.size(), 2u);
       for (int in : op.inputs) EXPECT_EQ(g.ops[size_t(in)].kind, OpKind::kRecv);
     }
-    if (op.kind == OpKind::kAggregate) EXPECT_EQ(op.inputs.size(), 2u) << op.name;
+    if (op.kind == OpKind::kAggregate) {
+      EXPECT_EQ(op.inputs.size(), 2u) << op.name;
+    }
   }
   EXPECT_EQ(count(g, OpKind::kForward), 4);  // 2 layers x 2 towers
   EXPECT_EQ(count(g, OpKind::kApply), 2);

@@ -107,8 +107,17 @@ TEST(BetweenGraph, ParameterServerNicCapsThroughput) {
     machines.push_back(machine("w" + std::to_string(i), "1 TFLOPS", {"10 TFLOPS"}, "10 Gbps"));
     replicas.push_back("w" + std::to_string(i) + "/gpu0");
   }
+  // 16 tensors per pull and per push: they travel over one connection per worker, so each
+  // worker takes one fair share of the PS NIC (with one share per tensor, a worker that has just
+  // started would take most of it and the workers would fall into lockstep).
+  nlohmann::json layers = nlohmann::json::array();
+  for (int l = 0; l < 16; ++l) {
+    layers.push_back({{"name", "l" + std::to_string(l)}, {"params", 1e6 / 16},
+                      {"forward_flops_per_sample", "6.25 MFLOP"},
+                      {"activation_bytes_per_sample", "4 kB"}});
+  }
   const nlohmann::json doc = test::scenario_json(
-      machines, test::one_layer_model(1e6, "100 MFLOP"),
+      machines, {{"layers", layers}},
       {{"replicas", replicas}, {"ps", {"ps/cpu"}}, {"steps", 150}, {"warmup_steps", 10}},
       "ideal", "100 Gbps");
   const core::RunMetrics m = test::simulate(doc, "between_graph");

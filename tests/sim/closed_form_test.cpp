@@ -47,6 +47,23 @@ TEST_P(ClosedForm, StepTimeMatches) {
   EXPECT_NEAR(m.throughput_samples_per_s, c.batch / expected, 0.01 * c.batch / expected);
 }
 
+// LV08 (SimGrid's default TCP model): bandwidth x 0.97 and latency x 13.01; the latency is
+// charged once per burst on a connection, so with one tensor each way the same form holds.
+TEST(ClosedFormLv08, StepTimeMatches) {
+  const double params = 2e6, forward_flop = 2e9, batch = 16;
+  const nlohmann::json doc = test::scenario_json(
+      {test::machine("w", "2 TFLOPS", {}, "10 Gbps", "20 us"),
+       test::machine("p", "500 GFLOPS", {}, "10 Gbps", "30 us")},
+      test::one_layer_model(params, "2 GFLOP"),
+      {{"replicas", {"w/cpu"}}, {"ps", {"p/cpu"}}, {"batch_per_replica", batch},
+       {"costs", "none"}, {"jitter", 0}},
+      "lv08", "1 TBps");
+  const double bandwidth = 0.97 * 1.25e9, latency = 13.01 * (20e-6 + 1e-6 + 30e-6);
+  const double expected = 2 * (4 * params / bandwidth + latency) + 3 * forward_flop * batch / 2e12;
+  const core::RunMetrics m = test::simulate(doc, "between_graph");
+  EXPECT_NEAR(m.step_time_s.mean, expected, 0.01 * expected);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Cases, ClosedForm,
     ::testing::Values(
