@@ -96,7 +96,7 @@ TEST_P(AsyncUpdateInterval, IsLoopTimeOverWorkers) {
 INSTANTIATE_TEST_SUITE_P(Workers, AsyncUpdateInterval, ::testing::Values(1, 2, 4, 8));
 
 TEST(BetweenGraph, ParameterServerNicCapsThroughput) {
-  // 8 workers, one PS on its own machine behind a 1 Gbps NIC; 4 MB of parameters. Pulls share the
+  // 8 workers, one PS on its own machine behind a 1 Gbps NIC. Pulls share the
   // PS NIC's up direction and pushes its down direction: a closed queueing network whose
   // mean-value analysis gives N / (N + 1) = 89% of the bound for 8 workers. The ideal network
   // model is used: LV08's reverse ACK traffic (5% per flow) takes a further share of each
@@ -107,21 +107,17 @@ TEST(BetweenGraph, ParameterServerNicCapsThroughput) {
     machines.push_back(machine("w" + std::to_string(i), "1 TFLOPS", {"10 TFLOPS"}, "10 Gbps"));
     replicas.push_back("w" + std::to_string(i) + "/gpu0");
   }
-  // 16 tensors per pull and per push: they travel over one connection per worker, so each
-  // worker takes one fair share of the PS NIC (with one share per tensor, a worker that has just
-  // started would take most of it and the workers would fall into lockstep).
-  nlohmann::json layers = nlohmann::json::array();
-  for (int l = 0; l < 16; ++l) {
-    layers.push_back({{"name", "l" + std::to_string(l)}, {"params", 1e6 / 16},
-                      {"forward_flops_per_sample", "6.25 MFLOP"},
-                      {"activation_bytes_per_sample", "4 kB"}});
-  }
+  // ResNet-50: 54 tensors of unequal sizes per pull and per push. They travel over one
+  // connection per worker, so each worker takes one fair share of the PS NIC; with one share per
+  // tensor, a worker that has just started would take most of it and the workers would fall into
+  // lockstep (about half the bound).
   const nlohmann::json doc = test::scenario_json(
-      machines, {{"layers", layers}},
-      {{"replicas", replicas}, {"ps", {"ps/cpu"}}, {"steps", 150}, {"warmup_steps", 10}},
+      machines, {{"preset", "resnet50"}},
+      {{"replicas", replicas}, {"ps", {"ps/cpu"}}, {"steps", 60}, {"warmup_steps", 10}},
       "ideal", "100 Gbps");
   const core::RunMetrics m = test::simulate(doc, "between_graph");
-  const double bound = kBatch * 1.25e8 / 4e6;  // batch x NIC bandwidth per direction / bytes
+  // Batch x NIC bandwidth per direction / parameter bytes.
+  const double bound = kBatch * 1.25e8 / (4 * 25.557e6);
   EXPECT_GE(m.throughput_samples_per_s, 0.8 * bound);
   EXPECT_LE(m.throughput_samples_per_s, bound);
   EXPECT_TRUE(m.bottleneck.name == "ps/nic/up" || m.bottleneck.name == "ps/nic/down")
