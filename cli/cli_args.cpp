@@ -65,7 +65,8 @@ CliArgs parse_cli_args(int argc, const char* const* argv) {
   if (first != "simulate" && first != "plan") {
     const std::string near = core::nearest_name(first, kCommands);
     throw InputError("", first,
-                     "unknown command" + (near.empty() ? std::string("") : "; did you mean " + near + "?") +
+                     "unknown command" +
+                         (near.empty() ? std::string("") : "; did you mean " + near + "?") +
                          " (commands: simulate, plan, --version, --help)");
   }
   args.command = first;
@@ -87,9 +88,9 @@ CliArgs parse_cli_args(int argc, const char* const* argv) {
     } else if (w == "--strategy") {
       args.strategy = value(w);
       if (args.strategy != "both" && core::find_strategy(args.strategy) == nullptr) {
-        throw InputError("", "--strategy",
-                         "unknown strategy \"" + args.strategy +
-                             "\"; valid: in_graph, between_graph, both");
+        throw InputError(
+            "", "--strategy",
+            "unknown strategy \"" + args.strategy + "\"; valid: in_graph, between_graph, both");
       }
     } else if (w == "--seed") {
       args.seed = parse_seed(value(w));

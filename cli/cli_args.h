@@ -8,15 +8,15 @@
 namespace replisim::cli {
 
 struct CliArgs {
-  std::string command;        // "simulate", "plan", "help", "version"
-  std::string scenario;       // path of the scenario file
+  std::string command;            // "simulate", "plan", "help", "version"
+  std::string scenario;           // path of the scenario file
   std::string strategy = "both";  // in_graph | between_graph | both
   uint64_t seed = 1;
-  std::string json_path;      // simulate: --json FILE
-  bool json_stdout = false;   // plan: --json (print the plan data)
-  std::string trace_path;     // simulate: --trace FILE (Chrome Trace Event JSON)
-  bool force = false;         // overwrite existing output files
-  std::string command_line;   // as typed, for provenance
+  std::string json_path;     // simulate: --json FILE
+  bool json_stdout = false;  // plan: --json (print the plan data)
+  std::string trace_path;    // simulate: --trace FILE (Chrome Trace Event JSON)
+  bool force = false;        // overwrite existing output files
+  std::string command_line;  // as typed, for provenance
 };
 
 // Parses argv. Throws core::InputError("", "<flag>", message) on an unknown command or flag, a

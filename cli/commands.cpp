@@ -67,9 +67,8 @@ int run_simulate(const CliArgs& args, std::ostream& out) {
   out << core::format_report(runs, title);
   if (!args.json_path.empty()) {
     const nlohmann::json summary = core::summary_json(runs, prov);
-    core::write_file_atomically(args.json_path, args.force, [&](std::ostream& file) {
-      file << summary.dump(2) << "\n";
-    });
+    core::write_file_atomically(args.json_path, args.force,
+                                [&](std::ostream& file) { file << summary.dump(2) << "\n"; });
   }
   if (!args.trace_path.empty()) {
     std::vector<core::ChromeTraceInput> inputs;

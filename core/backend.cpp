@@ -23,7 +23,9 @@ void register_backend(BackendEntry entry) {
   registry().push_back(std::move(entry));
 }
 
-const std::vector<BackendEntry>& registered_backends() { return registry(); }
+const std::vector<BackendEntry>& registered_backends() {
+  return registry();
+}
 
 std::unique_ptr<Backend> create_backend(const std::string& name) {
   std::vector<std::string> names;

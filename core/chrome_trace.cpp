@@ -8,8 +8,12 @@
 namespace replisim::core {
 namespace {
 
-int64_t to_ns(double seconds) { return std::llround(seconds * 1e9); }
-double ns_to_us(int64_t ns) { return double(ns) / 1000.0; }
+int64_t to_ns(double seconds) {
+  return std::llround(seconds * 1e9);
+}
+double ns_to_us(int64_t ns) {
+  return double(ns) / 1000.0;
+}
 
 // One slice before lane assignment.
 struct Slice {
@@ -50,10 +54,16 @@ void assign_sub_lanes(std::vector<Slice*>& slices, std::map<std::pair<int, std::
     const std::string name = s->lane + "." + std::to_string(k);
     auto [it, inserted] = tids.emplace(std::make_pair(s->pid, name), next_tid);
     if (inserted) {
-      stream.emit({{"ph", "M"}, {"name", "thread_name"}, {"pid", s->pid}, {"tid", next_tid},
+      stream.emit({{"ph", "M"},
+                   {"name", "thread_name"},
+                   {"pid", s->pid},
+                   {"tid", next_tid},
                    {"args", {{"name", name}}}});
-      stream.emit({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", s->pid},
-                   {"tid", next_tid}, {"args", {{"sort_index", next_tid}}}});
+      stream.emit({{"ph", "M"},
+                   {"name", "thread_sort_index"},
+                   {"pid", s->pid},
+                   {"tid", next_tid},
+                   {"args", {{"sort_index", next_tid}}}});
       ++next_tid;
     }
     s->tid = it->second;
@@ -74,15 +84,15 @@ nlohmann::json slice_json(const Trace& trace, const Slice& s) {
   } else if (e.kind == EventKind::kStep) {
     args["global_step_read"] = e.global_step_read;
   }
-  return {{"ph", "X"},
-          {"name", e.kind == EventKind::kStep ? "step " + std::to_string(e.step)
-                                              : trace.str(e.label)},
-          {"cat", event_kind_name(e.kind)},
-          {"pid", s.pid},
-          {"tid", s.tid},
-          {"ts", ns_to_us(s.start_ns)},
-          {"dur", ns_to_us(s.end_ns - s.start_ns)},
-          {"args", std::move(args)}};
+  return {
+      {"ph", "X"},
+      {"name", e.kind == EventKind::kStep ? "step " + std::to_string(e.step) : trace.str(e.label)},
+      {"cat", event_kind_name(e.kind)},
+      {"pid", s.pid},
+      {"tid", s.tid},
+      {"ts", ns_to_us(s.start_ns)},
+      {"dur", ns_to_us(s.end_ns - s.start_ns)},
+      {"args", std::move(args)}};
 }
 
 }  // namespace
@@ -101,9 +111,13 @@ void write_chrome_trace(std::ostream& out, const std::vector<ChromeTraceInput>& 
     auto pid_for = [&](uint32_t actor) {
       auto [it, inserted] = pid_of.emplace(actor, next_pid);
       if (inserted) {
-        stream.emit({{"ph", "M"}, {"name", "process_name"}, {"pid", next_pid},
+        stream.emit({{"ph", "M"},
+                     {"name", "process_name"},
+                     {"pid", next_pid},
                      {"args", {{"name", input.prefix + trace.str(actor)}}}});
-        stream.emit({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", next_pid},
+        stream.emit({{"ph", "M"},
+                     {"name", "process_sort_index"},
+                     {"pid", next_pid},
                      {"args", {{"sort_index", next_pid}}}});
         ++next_pid;
       }
@@ -120,8 +134,8 @@ void write_chrome_trace(std::ostream& out, const std::vector<ChromeTraceInput>& 
       const int64_t start = to_ns(e.start_s), end = std::max(to_ns(e.end_s), to_ns(e.start_s));
       switch (e.kind) {
         case EventKind::kCompute:
-          slices.push_back({&e, pid_for(e.actor), "compute " + trace.str(e.device), start, end,
-                            false});
+          slices.push_back(
+              {&e, pid_for(e.actor), "compute " + trace.str(e.device), start, end, false});
           break;
         case EventKind::kTransfer:
           slices.push_back({&e, pid_for(e.actor), "send", start, end, false});
@@ -154,12 +168,16 @@ void write_chrome_trace(std::ostream& out, const std::vector<ChromeTraceInput>& 
     }
     for (const TraceEvent& e : trace.events) {
       if (e.kind != EventKind::kUpdate) continue;
-      stream.emit({{"ph", "i"}, {"s", "p"}, {"name", "global_step " +
-                                                      std::to_string(e.global_step_after)},
-                   {"cat", "update"}, {"pid", pid_for(e.actor)}, {"tid", 0},
-                   {"ts", ns_to_us(to_ns(e.start_s))},
-                   {"args", {{"step", e.step}, {"global_step_read", e.global_step_read},
-                             {"samples", e.samples}}}});
+      stream.emit(
+          {{"ph", "i"},
+           {"s", "p"},
+           {"name", "global_step " + std::to_string(e.global_step_after)},
+           {"cat", "update"},
+           {"pid", pid_for(e.actor)},
+           {"tid", 0},
+           {"ts", ns_to_us(to_ns(e.start_s))},
+           {"args",
+            {{"step", e.step}, {"global_step_read", e.global_step_read}, {"samples", e.samples}}}});
     }
     // Counters (global_step) on the process of PS 0, which holds global_step.
     uint32_t counter_actor = kNoString;
@@ -169,8 +187,11 @@ void write_chrome_trace(std::ostream& out, const std::vector<ChromeTraceInput>& 
     }
     for (const CounterSample& c : trace.counters) {
       const int pid = counter_actor != kNoString ? pid_for(counter_actor) : 0;
-      stream.emit({{"ph", "C"}, {"name", trace.str(c.name)}, {"pid", pid},
-                   {"ts", ns_to_us(to_ns(c.time_s))}, {"args", {{"value", c.value}}}});
+      stream.emit({{"ph", "C"},
+                   {"name", trace.str(c.name)},
+                   {"pid", pid},
+                   {"ts", ns_to_us(to_ns(c.time_s))},
+                   {"args", {{"value", c.value}}}});
     }
     int64_t max_id = -1;
     for (const TraceEvent& e : trace.events) max_id = std::max(max_id, e.message_id);

@@ -24,10 +24,9 @@ InputError::InputError(std::string file, std::string json_path, std::string mess
       json_path_(std::move(json_path)),
       message_(std::move(message)) {}
 
-void fail_invariant(const char* condition, const char* file, int line,
-                    const std::string& message) {
-  throw InternalError(std::string("internal error: ") + message + " (" + condition + " at " +
-                      file + ":" + std::to_string(line) + ")");
+void fail_invariant(const char* condition, const char* file, int line, const std::string& message) {
+  throw InternalError(std::string("internal error: ") + message + " (" + condition + " at " + file +
+                      ":" + std::to_string(line) + ")");
 }
 
 }  // namespace replisim::core

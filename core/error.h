@@ -37,7 +37,7 @@ class InternalError : public std::logic_error {
 }  // namespace replisim::core
 
 // Checks an invariant; throws InternalError naming the condition, source location and message.
-#define REPLISIM_ASSERT(condition, message)                                               \
-  do {                                                                                    \
+#define REPLISIM_ASSERT(condition, message)                                                        \
+  do {                                                                                             \
     if (!(condition)) ::replisim::core::fail_invariant(#condition, __FILE__, __LINE__, (message)); \
   } while (false)

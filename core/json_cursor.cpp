@@ -116,8 +116,8 @@ int64_t JsonCursor::as_int(int64_t min_value, int64_t max_value) const {
     fail("expected an integer, got " + describe_json(*value_));
   }
   if (v < double(min_value) || v > double(max_value)) {
-    fail("expected an integer in [" + std::to_string(min_value) + ", " +
-         std::to_string(max_value) + "], got " + describe_json(*value_));
+    fail("expected an integer in [" + std::to_string(min_value) + ", " + std::to_string(max_value) +
+         "], got " + describe_json(*value_));
   }
   return int64_t(v);
 }

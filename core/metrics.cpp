@@ -144,24 +144,23 @@ void accumulate_waits(const Trace& trace, const std::vector<const TraceEvent*>& 
   charge(span.end_s);
 }
 
-}  // namespace
+using StepTable = std::unordered_map<uint32_t, std::vector<Span>>;      // client -> spans by step
+using MeasuredTable = std::unordered_map<uint32_t, std::vector<bool>>;  // step inside window?
 
-RunMetrics compute_metrics(const Trace& trace, const std::string& source) {
-  const Meta meta = read_meta(trace, source);
-  RunMetrics r;
-  r.scenario = meta.scenario;
-  r.strategy = meta.strategy;
-  r.events = trace.events.size();
-  r.bytes_per_ps = meta.bytes_per_ps;
-
-  // Step spans per client.
-  std::unordered_map<uint32_t, std::vector<Span>> steps;
+StepTable step_spans(const Trace& trace, const Meta& meta) {
+  StepTable steps;
   for (const TraceEvent& e : trace.events) {
     if (e.kind != EventKind::kStep || e.step < 0 || e.step >= meta.steps) continue;
     std::vector<Span>& spans = steps[e.client];
     spans.resize(size_t(meta.steps));
     spans[size_t(e.step)] = {e.start_s, e.end_s};
   }
+  return steps;
+}
+
+// The measured window: latest end of a last warm-up step to earliest end of a last step.
+void find_window(RunMetrics& r, const Trace& trace, const Meta& meta, StepTable& steps,
+                 const std::string& source) {
   double window_start = 0, window_end = INFINITY;
   std::string last_to_warm, first_to_finish;
   for (const std::string& client : meta.clients) {
@@ -170,8 +169,8 @@ RunMetrics compute_metrics(const Trace& trace, const std::string& source) {
         (meta.warmup_steps > 0 && spans[size_t(meta.warmup_steps - 1)].end_s < 0)) {
       throw InputError(source, "", "the trace has no complete steps for " + client);
     }
-    const double warm = meta.warmup_steps > 0 ? spans[size_t(meta.warmup_steps - 1)].end_s
-                                              : spans.front().start_s;
+    const double warm =
+        meta.warmup_steps > 0 ? spans[size_t(meta.warmup_steps - 1)].end_s : spans.front().start_s;
     if (last_to_warm.empty() || warm > window_start) {
       window_start = warm;
       last_to_warm = client;
@@ -189,9 +188,12 @@ RunMetrics compute_metrics(const Trace& trace, const std::string& source) {
   }
   r.window_start_s = window_start;
   r.window_end_s = window_end;
-  const double window = window_end - window_start;
+}
 
-  // Throughput, update interval, staleness: updates whose time lies in (start, end].
+// Throughput, update interval and staleness: updates whose time lies in (start, end].
+void add_update_figures(RunMetrics& r, const Trace& trace) {
+  const double window_start = r.window_start_s, window_end = r.window_end_s;
+  const double window = window_end - window_start;
   double samples = 0, staleness_sum = 0;
   for (const TraceEvent& e : trace.events) {
     if (e.kind != EventKind::kUpdate) continue;
@@ -205,8 +207,12 @@ RunMetrics compute_metrics(const Trace& trace, const std::string& source) {
   r.throughput_samples_per_s = samples / window;
   r.update_interval_s = r.updates_in_window > 0 ? window / r.updates_in_window : 0;
   r.staleness_mean = r.updates_in_window > 0 ? staleness_sum / r.updates_in_window : 0;
+}
 
-  // Step times: steps wholly inside the window.
+// Step times: the steps wholly inside the window.
+MeasuredTable add_step_times(RunMetrics& r, const Trace& trace, const Meta& meta,
+                             StepTable& steps) {
+  const double window_start = r.window_start_s, window_end = r.window_end_s;
   std::vector<double> durations;
   std::unordered_map<uint32_t, std::vector<bool>> measured;
   for (const std::string& client : meta.clients) {
@@ -245,8 +251,13 @@ RunMetrics compute_metrics(const Trace& trace, const std::string& source) {
     r.step_time_s = {sum / double(durations.size()), percentile(durations, 0.5),
                      percentile(durations, 0.95)};
   }
+  return measured;
+}
 
-  // Utilisation of devices and link directions over the window.
+// Utilisation of devices and link directions over the window; the bottleneck.
+void add_utilisation(RunMetrics& r, const Trace& trace, const Meta& meta) {
+  const double window_start = r.window_start_s, window_end = r.window_end_s;
+  const double window = window_end - window_start;
   const Platform& p = meta.platform;
   std::unordered_map<std::string, int> device_index;
   for (size_t d = 0; d < p.devices.size(); ++d) device_index[p.devices[d].name] = int(d);
@@ -283,8 +294,11 @@ RunMetrics compute_metrics(const Trace& trace, const std::string& source) {
   if (!r.links.empty() && r.links.front().utilization > r.bottleneck.utilization) {
     r.bottleneck = r.links.front();
   }
+}
 
-  // What each computing role waited on, over its measured steps.
+// What each computing role waited on, over its measured steps.
+void add_waits(RunMetrics& r, const Trace& trace, const Meta& meta, StepTable& steps,
+               MeasuredTable& measured) {
   std::map<std::pair<uint32_t, int64_t>, std::vector<const TraceEvent*>> groups;
   for (const TraceEvent& e : trace.events) {
     if (e.kind == EventKind::kCompute || e.kind == EventKind::kTransfer) {
@@ -333,7 +347,24 @@ RunMetrics compute_metrics(const Trace& trace, const std::string& source) {
     w.other = seconds[kOther] / total;
     r.waits.push_back(w);
   }
+}
+
+}  // namespace
+
+RunMetrics compute_metrics(const Trace& trace, const std::string& source) {
+  const Meta meta = read_meta(trace, source);
+  RunMetrics r;
+  r.scenario = meta.scenario;
+  r.strategy = meta.strategy;
+  r.events = trace.events.size();
+  r.bytes_per_ps = meta.bytes_per_ps;
   r.simulated_time_s = trace.meta.value("simulated_time_s", 0.0);
+  StepTable steps = step_spans(trace, meta);
+  find_window(r, trace, meta, steps, source);
+  add_update_figures(r, trace);
+  MeasuredTable measured = add_step_times(r, trace, meta, steps);
+  add_utilisation(r, trace, meta);
+  add_waits(r, trace, meta, steps, measured);
   return r;
 }
 

@@ -16,16 +16,16 @@ struct Distribution {
 };
 
 struct ResourceUse {
-  std::string name;  // "<machine>/cpu", "<machine>/gpu0", "<machine>/nic/up", "switch", ...
+  std::string name;        // "<machine>/cpu", "<machine>/gpu0", "<machine>/nic/up", "switch", ...
   double utilization = 0;  // busy time / window (devices); bytes / (bandwidth x window) (links)
 };
 
 // Per client graph (a worker, or the in-graph client).
 struct ClientMetrics {
   std::string name;
-  int measured_steps = 0;           // steps that lie wholly inside the window
+  int measured_steps = 0;  // steps that lie wholly inside the window
   double mean_step_time_s = 0;
-  double step_rate_per_s = 0;       // 1 / mean_step_time_s (0 when no step was measured)
+  double step_rate_per_s = 0;  // 1 / mean_step_time_s (0 when no step was measured)
 };
 
 // What one role's time in its steps went to (fractions summing to 1).

@@ -21,7 +21,9 @@ const std::vector<ModelPreset>& model_presets() {
       {"resnet50",
        "ResNet-50 v1.5, 224x224 (torchvision layout: stride on the 3x3 conv; 25.56 M params, "
        "4.09 G multiply-adds)",
-       [] { return build_resnet_v1_5("resnet50", {3, 4, 6, 3}); }},
+       [] {
+         return build_resnet_v1_5("resnet50", {3, 4, 6, 3});
+       }},
   };
   return kPresets;
 }

@@ -9,7 +9,8 @@
 namespace replisim::core {
 
 // One layer (or a fused group such as conv + batch norm + ReLU). Creation order matters: it is
-// the order variables are created in, which drives round_robin placement (TF replica_device_setter).
+// the order variables are created in, which drives round_robin placement (TF
+// replica_device_setter).
 struct Layer {
   std::string name;
   double params = 0;                       // trainable parameters (a count)

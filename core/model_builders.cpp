@@ -5,7 +5,9 @@ namespace {
 
 constexpr double kFp32Bytes = 4;
 
-int out_size(int input, int stride) { return (input + stride - 1) / stride; }
+int out_size(int input, int stride) {
+  return (input + stride - 1) / stride;
+}
 
 }  // namespace
 
@@ -60,7 +62,9 @@ void CnnBuilder::dense(const std::string& name, int out_features) {
   width_ = 1;
 }
 
-Model CnnBuilder::finish() { return model_; }
+Model CnnBuilder::finish() {
+  return model_;
+}
 
 Model build_resnet_v1_5(const std::string& name, const std::vector<int>& blocks_per_stage) {
   CnnBuilder b(name, 3, 224, 224);

@@ -23,8 +23,8 @@ class CnnBuilder {
   void conv(const std::string& name, int out_channels, int kernel, int stride, bool batch_norm);
   // Same as conv() but reads `in_channels` x `height` x `width` instead of the current shape
   // (for a residual shortcut branch) and leaves the current shape at the branch's output.
-  void conv_from(const std::string& name, int in_channels, int height, int width,
-                 int out_channels, int kernel, int stride, bool batch_norm);
+  void conv_from(const std::string& name, int in_channels, int height, int width, int out_channels,
+                 int kernel, int stride, bool batch_norm);
   // Spatial pooling without parameters (max or average): only the shape changes.
   void pool(int kernel, int stride);
   void global_pool();

@@ -8,10 +8,10 @@
 namespace replisim::core {
 namespace {
 
-constexpr OpKind kAllOpKinds[] = {
-    OpKind::kInput,    OpKind::kSplit,     OpKind::kReadVariable, OpKind::kForward,
-    OpKind::kLoss,     OpKind::kBackward,  OpKind::kAggregate,    OpKind::kApply,
-    OpKind::kGlobalStepIncrement, OpKind::kSend, OpKind::kRecv};
+constexpr OpKind kAllOpKinds[] = {OpKind::kInput,     OpKind::kSplit, OpKind::kReadVariable,
+                                  OpKind::kForward,   OpKind::kLoss,  OpKind::kBackward,
+                                  OpKind::kAggregate, OpKind::kApply, OpKind::kGlobalStepIncrement,
+                                  OpKind::kSend,      OpKind::kRecv};
 constexpr RoleKind kAllRoleKinds[] = {RoleKind::kClient, RoleKind::kWorker, RoleKind::kTower,
                                       RoleKind::kParameterServer};
 
@@ -75,27 +75,42 @@ Op op_from_json(const JsonCursor& c, const Plan& plan, int index) {
 
 const char* op_kind_name(OpKind kind) {
   switch (kind) {
-    case OpKind::kInput: return "input";
-    case OpKind::kSplit: return "split";
-    case OpKind::kReadVariable: return "read_variable";
-    case OpKind::kForward: return "forward";
-    case OpKind::kLoss: return "loss";
-    case OpKind::kBackward: return "backward";
-    case OpKind::kAggregate: return "aggregate";
-    case OpKind::kApply: return "apply";
-    case OpKind::kGlobalStepIncrement: return "global_step_increment";
-    case OpKind::kSend: return "send";
-    case OpKind::kRecv: return "recv";
+    case OpKind::kInput:
+      return "input";
+    case OpKind::kSplit:
+      return "split";
+    case OpKind::kReadVariable:
+      return "read_variable";
+    case OpKind::kForward:
+      return "forward";
+    case OpKind::kLoss:
+      return "loss";
+    case OpKind::kBackward:
+      return "backward";
+    case OpKind::kAggregate:
+      return "aggregate";
+    case OpKind::kApply:
+      return "apply";
+    case OpKind::kGlobalStepIncrement:
+      return "global_step_increment";
+    case OpKind::kSend:
+      return "send";
+    case OpKind::kRecv:
+      return "recv";
   }
   return "?";
 }
 
 const char* role_kind_name(RoleKind kind) {
   switch (kind) {
-    case RoleKind::kClient: return "client";
-    case RoleKind::kWorker: return "worker";
-    case RoleKind::kTower: return "tower";
-    case RoleKind::kParameterServer: return "ps";
+    case RoleKind::kClient:
+      return "client";
+    case RoleKind::kWorker:
+      return "worker";
+    case RoleKind::kTower:
+      return "tower";
+    case RoleKind::kParameterServer:
+      return "ps";
   }
   return "?";
 }
@@ -156,9 +171,9 @@ nlohmann::json plan_to_json(const Plan& plan) {
 
 Plan plan_from_json(const nlohmann::json& j, const std::string& file) {
   const JsonCursor c(j, file);
-  c.check_keys({"format", "format_version", "scenario", "strategy", "sync", "steps",
-                "warmup_steps", "batch_per_replica", "input_prefetch_batches",
-                "compute_jitter_fraction", "step_jitter_fraction", "seed", "platform", "roles", "ps_roles", "variables",
+  c.check_keys({"format", "format_version", "scenario", "strategy", "sync", "steps", "warmup_steps",
+                "batch_per_replica", "input_prefetch_batches", "compute_jitter_fraction",
+                "step_jitter_fraction", "seed", "platform", "roles", "ps_roles", "variables",
                 "clients"});
   if (c.at("format").as_string() != "replisim-plan") c.at("format").fail("not a replisim plan");
   if (c.at("format_version").as_int(0, 1000) != 1) {
@@ -209,8 +224,8 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& file) {
   const JsonCursor clients = c.at("clients");
   for (size_t i = 0; i < clients.size(); ++i) {
     const JsonCursor cc = clients.at(i);
-    cc.check_keys({"role", "start_offset_s", "samples_per_step", "input_op", "global_step_op",
-                   "ops"});
+    cc.check_keys(
+        {"role", "start_offset_s", "samples_per_step", "input_op", "global_step_op", "ops"});
     ClientGraph graph;
     graph.role = int(cc.at("role").as_int(0, int64_t(plan.roles.size()) - 1));
     graph.start_offset_s = cc.at("start_offset_s").as_number();
@@ -284,6 +299,8 @@ std::string fnv1a_hex(const std::string& bytes) {
   return out;
 }
 
-std::string plan_hash(const Plan& plan) { return fnv1a_hex(plan_to_json(plan).dump()); }
+std::string plan_hash(const Plan& plan) {
+  return fnv1a_hex(plan_to_json(plan).dump());
+}
 
 }  // namespace replisim::core

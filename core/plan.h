@@ -14,17 +14,17 @@
 namespace replisim::core {
 
 enum class OpKind {
-  kInput,       // input pipeline: produces one batch on a CPU (prefetched, see Plan)
-  kSplit,       // in-graph: split the big batch into sub-batches (no compute)
-  kReadVariable,  // read a variable on its PS (no compute; its output is sent on)
-  kForward,     // forward pass of one layer on a tower / worker device
-  kLoss,        // loss (and summary) ops
-  kBackward,    // backward pass of one layer
-  kAggregate,   // in-graph: sum the towers' gradients of one variable on the client
-  kApply,       // optimizer update of one variable on its PS
+  kInput,                // input pipeline: produces one batch on a CPU (prefetched, see Plan)
+  kSplit,                // in-graph: split the big batch into sub-batches (no compute)
+  kReadVariable,         // read a variable on its PS (no compute; its output is sent on)
+  kForward,              // forward pass of one layer on a tower / worker device
+  kLoss,                 // loss (and summary) ops
+  kBackward,             // backward pass of one layer
+  kAggregate,            // in-graph: sum the towers' gradients of one variable on the client
+  kApply,                // optimizer update of one variable on its PS
   kGlobalStepIncrement,  // global_step += 1 on the PS holding global_step (after the applies)
-  kSend,        // sending half of a cross-device edge (inserted by partitioning)
-  kRecv,        // receiving half; completes when the tensor has arrived
+  kSend,                 // sending half of a cross-device edge (inserted by partitioning)
+  kRecv,                 // receiving half; completes when the tensor has arrived
 };
 const char* op_kind_name(OpKind kind);
 
@@ -50,8 +50,8 @@ struct Op {
   double bytes = 0;         // kSend/kRecv: tensor bytes carried
   double overhead_s = 0;    // kSend: fixed software cost before the transfer starts
   int peer = -1;
-  int variable = -1;        // kReadVariable/kApply: index into Plan::variables
-  bool jittered = false;    // forward/backward compute scaled by the step's jitter factor
+  int variable = -1;      // kReadVariable/kApply: index into Plan::variables
+  bool jittered = false;  // forward/backward compute scaled by the step's jitter factor
   std::vector<int> inputs;
 };
 
@@ -78,7 +78,7 @@ struct Plan {
   std::string sync = "async";
   Platform platform;
   std::vector<Role> roles;
-  std::vector<int> ps_roles;  // role index of each PS shard
+  std::vector<int> ps_roles;        // role index of each PS shard
   std::vector<Variable> variables;  // creation order; variables[0] is global_step
   std::vector<ClientGraph> clients;
   int steps = 0;

@@ -10,11 +10,11 @@ namespace replisim::core {
 std::string format_plan(const Plan& plan) {
   std::ostringstream out;
   const Platform& p = plan.platform;
-  out << "plan: " << plan.strategy << " (" << plan.sync << ") for scenario \""
-      << plan.scenario_name << "\", hash " << plan_hash(plan) << ", seed " << plan.seed << "\n";
-  out << "platform: " << p.machines.size() << " machine(s), " << p.devices.size()
-      << " device(s), " << p.links.size() << " link(s), network model "
-      << network_model_name(p.network_model) << "\n";
+  out << "plan: " << plan.strategy << " (" << plan.sync << ") for scenario \"" << plan.scenario_name
+      << "\", hash " << plan_hash(plan) << ", seed " << plan.seed << "\n";
+  out << "platform: " << p.machines.size() << " machine(s), " << p.devices.size() << " device(s), "
+      << p.links.size() << " link(s), network model " << network_model_name(p.network_model)
+      << "\n";
   out << "steps: " << plan.steps << " (" << plan.warmup_steps << " warm-up), batch per replica "
       << plan.batch_per_replica << ", input prefetch " << plan.input_prefetch_batches
       << " batch(es)\n";
@@ -40,7 +40,7 @@ std::string format_plan(const Plan& plan) {
         << " ops, " << graph.samples_per_step << " samples per step, starts at "
         << format_quantity(graph.start_offset_s, Dimension::kTime) << "\n  ops by kind:";
     std::map<std::string, int> kinds;
-    std::map<int, std::pair<int, double>> per_device;  // ops, flop
+    std::map<int, std::pair<int, double>> per_device;                 // ops, flop
     std::map<std::pair<int, int>, std::pair<int, double>> transfers;  // tensors, bytes
     for (const Op& op : graph.ops) {
       ++kinds[op_kind_name(op.kind)];

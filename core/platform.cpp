@@ -8,7 +8,9 @@
 
 namespace replisim::core {
 
-const char* device_kind_name(DeviceKind kind) { return kind == DeviceKind::kGpu ? "gpu" : "cpu"; }
+const char* device_kind_name(DeviceKind kind) {
+  return kind == DeviceKind::kGpu ? "gpu" : "cpu";
+}
 
 int Platform::find_device(const std::string& name) const {
   for (size_t i = 0; i < devices.size(); ++i) {
@@ -18,9 +20,9 @@ int Platform::find_device(const std::string& name) const {
 }
 
 std::vector<Hop> Platform::route(int src, int dst) const {
-  REPLISIM_ASSERT(src >= 0 && size_t(src) < devices.size() && dst >= 0 &&
-                      size_t(dst) < devices.size(),
-                  "route between unknown devices");
+  REPLISIM_ASSERT(
+      src >= 0 && size_t(src) < devices.size() && dst >= 0 && size_t(dst) < devices.size(),
+      "route between unknown devices");
   std::vector<Hop> hops;
   if (src == dst) return hops;
   const PlatformDevice& s = devices[size_t(src)];
@@ -71,8 +73,8 @@ double Platform::channel_bandwidth_bytes_per_s(int channel) const {
 Platform build_platform(const ClusterSpec& cluster) {
   Platform p;
   p.network_model = cluster.network_model;
-  p.links.push_back({"switch", cluster.switch_link.bandwidth_bytes_per_s,
-                     cluster.switch_link.latency_s, false});
+  p.links.push_back(
+      {"switch", cluster.switch_link.bandwidth_bytes_per_s, cluster.switch_link.latency_s, false});
   p.switch_link = 0;
   for (const MachineSpec& m : cluster.machines) {
     PlatformMachine machine;
@@ -81,13 +83,13 @@ Platform build_platform(const ClusterSpec& cluster) {
     machine.nic_link = int(p.links.size());
     p.links.push_back({m.name + "/nic", m.nic.bandwidth_bytes_per_s, m.nic.latency_s, true});
     machine.devices.push_back(int(p.devices.size()));
-    p.devices.push_back({m.name + "/cpu", machine_index, DeviceKind::kCpu,
-                         m.cpu_speed_flop_per_s, -1});
+    p.devices.push_back(
+        {m.name + "/cpu", machine_index, DeviceKind::kCpu, m.cpu_speed_flop_per_s, -1});
     for (size_t g = 0; g < m.gpus.size(); ++g) {
       const std::string gpu_name = "gpu" + std::to_string(g);
       const int pcie = int(p.links.size());
-      p.links.push_back({m.name + "/pcie/" + gpu_name, m.pcie.bandwidth_bytes_per_s,
-                         m.pcie.latency_s, true});
+      p.links.push_back(
+          {m.name + "/pcie/" + gpu_name, m.pcie.bandwidth_bytes_per_s, m.pcie.latency_s, true});
       machine.devices.push_back(int(p.devices.size()));
       p.devices.push_back({m.name + "/" + gpu_name, machine_index, DeviceKind::kGpu,
                            m.gpus[g].speed_flop_per_s, pcie});
@@ -171,8 +173,8 @@ Platform platform_from_json(const nlohmann::json& j, const std::string& file,
       }
       machine.devices.push_back(device);
     }
-    if (machine.devices.empty() || p.devices[size_t(machine.devices.front())].kind !=
-                                       DeviceKind::kCpu) {
+    if (machine.devices.empty() ||
+        p.devices[size_t(machine.devices.front())].kind != DeviceKind::kCpu) {
       list.fail("a machine lists its CPU first");
     }
     p.machines.push_back(std::move(machine));

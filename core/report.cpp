@@ -15,9 +15,13 @@ std::string fixed(double value, int decimals) {
   return buffer;
 }
 
-std::string percent(double fraction) { return fixed(fraction * 100.0, 0) + "%"; }
+std::string percent(double fraction) {
+  return fixed(fraction * 100.0, 0) + "%";
+}
 
-std::string milliseconds(double seconds) { return fixed(seconds * 1e3, 2); }
+std::string milliseconds(double seconds) {
+  return fixed(seconds * 1e3, 2);
+}
 
 std::string wait_text(const WaitBreakdown& w) {
   struct Part {
@@ -136,8 +140,7 @@ std::string format_report(const std::vector<RunMetrics>& runs, const std::string
   return out.str();
 }
 
-nlohmann::json summary_json(const std::vector<RunMetrics>& runs,
-                            const nlohmann::json& provenance) {
+nlohmann::json summary_json(const std::vector<RunMetrics>& runs, const nlohmann::json& provenance) {
   nlohmann::json j;
   j["scenario"] = runs.empty() ? "" : runs.front().scenario;
   j["provenance"] = provenance;
@@ -146,9 +149,8 @@ nlohmann::json summary_json(const std::vector<RunMetrics>& runs,
     nlohmann::json run;
     run["strategy"] = r.strategy;
     run["throughput_samples_per_s"] = r.throughput_samples_per_s;
-    run["step_time_s"] = {{"mean", r.step_time_s.mean},
-                          {"p50", r.step_time_s.p50},
-                          {"p95", r.step_time_s.p95}};
+    run["step_time_s"] = {
+        {"mean", r.step_time_s.mean}, {"p50", r.step_time_s.p50}, {"p95", r.step_time_s.p95}};
     run["update_interval_s"] = r.update_interval_s;
     run["updates_in_window"] = r.updates_in_window;
     run["staleness"] = {{"mean", r.staleness_mean}, {"max", r.staleness_max}};

@@ -19,7 +19,6 @@ std::string format_report(const std::vector<RunMetrics>& runs, const std::string
 //  "step_time_s": {"mean","p50","p95"}, "update_interval_s", "staleness": {"mean","max"},
 //  "bottleneck": {"resource","utilization"}, "bytes_per_ps": [...], "simulated_time_s",
 //  "events", ...}]} — docs/metrics.md lists every field.
-nlohmann::json summary_json(const std::vector<RunMetrics>& runs,
-                            const nlohmann::json& provenance);
+nlohmann::json summary_json(const std::vector<RunMetrics>& runs, const nlohmann::json& provenance);
 
 }  // namespace replisim::core

@@ -13,8 +13,8 @@ namespace replisim::core {
 namespace {
 
 // Defaults of training.costs (docs/scenario-format.md gives the reasoning for each).
-constexpr double kDefaultInputSamplesPerS = 2000;  // a CPU decoding and augmenting JPEGs
-constexpr double kDefaultApplyFlopPerParam = 2;    // SGD: w -= lr * g (TF ApplyGradientDescent)
+constexpr double kDefaultInputSamplesPerS = 2000;    // a CPU decoding and augmenting JPEGs
+constexpr double kDefaultApplyFlopPerParam = 2;      // SGD: w -= lr * g (TF ApplyGradientDescent)
 constexpr double kDefaultAggregateFlopPerParam = 1;  // one add per parameter per gradient summed
 constexpr double kDefaultPerMessageOverheadS = 50e-6;
 // Default jitter: workers start spread over about one step ("auto"), each step's compute varies
@@ -181,8 +181,7 @@ Costs parse_costs(const JsonCursor* c, const Model& model) {
 }
 
 Jitter parse_jitter(const JsonCursor* c) {
-  Jitter jitter{kDefaultStartupStaggerS, kDefaultComputeJitterFraction,
-                kDefaultStepJitterFraction};
+  Jitter jitter{kDefaultStartupStaggerS, kDefaultComputeJitterFraction, kDefaultStepJitterFraction};
   if (c == nullptr) return jitter;
   if (c->value().is_number() || c->value().is_string()) {
     const bool off = c->value().is_number() ? c->as_number() == 0 : c->as_string() == "none";
@@ -200,7 +199,7 @@ Jitter parse_jitter(const JsonCursor* c) {
     }
   }
   for (const auto& [key, field] : {std::make_pair("compute", &jitter.compute_fraction),
-                                    std::make_pair("step", &jitter.step_fraction)}) {
+                                   std::make_pair("step", &jitter.step_fraction)}) {
     if (!c->has(key)) continue;
     *field = c->at(key).as_number();
     if (*field < 0 || *field >= 1) c->at(key).fail("expected a fraction in [0, 1), such as 0.02");
@@ -217,9 +216,9 @@ TrainingSpec parse_training(const JsonCursor& c, const ClusterSpec& cluster, con
   t.warmup_steps =
       c.has("warmup_steps") ? int(c.at("warmup_steps").as_int(0, 100000000)) : kDefaultWarmupSteps;
   if (t.steps <= t.warmup_steps) {
-    (c.has("steps") ? c.at("steps") : c).fail(
-        "steps (" + std::to_string(t.steps) + ") must be greater than warmup_steps (" +
-        std::to_string(t.warmup_steps) + ")");
+    (c.has("steps") ? c.at("steps") : c)
+        .fail("steps (" + std::to_string(t.steps) + ") must be greater than warmup_steps (" +
+              std::to_string(t.warmup_steps) + ")");
   }
   const JsonCursor replicas = c.at("replicas");
   t.replicas = parse_device_list(replicas, cluster, "replica");
@@ -252,8 +251,9 @@ TrainingSpec parse_training(const JsonCursor& c, const ClusterSpec& cluster, con
   if (c.has("sync")) {
     const JsonCursor sync = c.at("sync");
     if (!(sync.value().is_string() && sync.as_string() == "async")) {
-      sync.fail("only \"async\" is supported yet; synchronous training (SyncReplicasOptimizer) "
-                "is not supported yet");
+      sync.fail(
+          "only \"async\" is supported yet; synchronous training (SyncReplicasOptimizer) "
+          "is not supported yet");
     }
   }
   const JsonCursor costs_cursor = c.has("costs") ? c.at("costs") : c;
@@ -297,8 +297,7 @@ bool parse_device_ref(const std::string& text, DeviceRef* out) {
   if (device == "cpu") {
     ref.kind = DeviceKind::kCpu;
   } else if (device.size() > 3 && device.compare(0, 3, "gpu") == 0 &&
-             device.find_first_not_of("0123456789", 3) == std::string::npos &&
-             device.size() <= 9) {
+             device.find_first_not_of("0123456789", 3) == std::string::npos && device.size() <= 9) {
     ref.kind = DeviceKind::kGpu;
     ref.gpu_index = std::atoi(device.c_str() + 3);
   } else {

@@ -67,11 +67,11 @@ struct ClusterSpec {
 
 // Costs beyond layer compute and tensor transfers (docs/scenario-format.md, "training.costs").
 struct Costs {
-  double input_samples_per_s = 0;     // input pipeline rate of one CPU device; 0 = free
-  double apply_flop_per_param = 0;    // optimizer update on the parameter server
+  double input_samples_per_s = 0;       // input pipeline rate of one CPU device; 0 = free
+  double apply_flop_per_param = 0;      // optimizer update on the parameter server
   double aggregate_flop_per_param = 0;  // per gradient summed (in-graph aggregation)
-  double loss_flop_per_sample = 0;    // loss and summary ops
-  double per_message_overhead_s = 0;  // fixed software cost of a message between machines
+  double loss_flop_per_sample = 0;      // loss and summary ops
+  double per_message_overhead_s = 0;    // fixed software cost of a message between machines
 };
 
 // Seeded variability that keeps identical workers from running in artificial lockstep
@@ -82,8 +82,8 @@ struct Jitter {
   // Worker i > 0 starts at U[0, stagger]; the chief at 0. kAutoStagger: one estimated step
   // (estimated_round_time_s in strategy.h).
   double startup_stagger_s = 0;
-  double compute_fraction = 0;   // each step's compute is scaled by 1 + U[-f, +f]
-  double step_fraction = 0;      // a step starts U[0, f] x the previous step's time after it
+  double compute_fraction = 0;  // each step's compute is scaled by 1 + U[-f, +f]
+  double step_fraction = 0;     // a step starts U[0, f] x the previous step's time after it
 };
 
 enum class SyncMode { kAsync };
@@ -93,8 +93,8 @@ struct TrainingSpec {
   int steps = 0;
   int warmup_steps = 0;
   std::vector<DeviceRef> replicas;
-  std::string client;            // machine that runs the in-graph client
-  std::vector<DeviceRef> ps;     // one parameter server task per entry
+  std::string client;              // machine that runs the in-graph client
+  std::vector<DeviceRef> ps;       // one parameter server task per entry
   std::string variable_placement;  // a placement policy name (placement.h)
   SyncMode sync = SyncMode::kAsync;
   Costs costs;

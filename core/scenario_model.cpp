@@ -41,8 +41,8 @@ Model parse_model(const JsonCursor& c) {
     const std::string name = c.at("preset").as_string();
     const ModelPreset* preset = find_model_preset(name);
     if (preset == nullptr) {
-      c.at("preset").fail("unknown preset \"" + name + "\"; valid presets: " +
-                          join_names(preset_names()));
+      c.at("preset").fail("unknown preset \"" + name +
+                          "\"; valid presets: " + join_names(preset_names()));
     }
     return preset->build();
   }

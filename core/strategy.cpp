@@ -39,9 +39,8 @@ Plan compile_plan(const Scenario& scenario, const std::string& strategy,
                   const CompileOptions& options, const std::string& flag) {
   const Strategy* s = find_strategy(strategy);
   if (s == nullptr) {
-    throw InputError("", flag,
-                     "unknown strategy \"" + strategy + "\"; valid: " +
-                         join_names(strategy_names()));
+    throw InputError(
+        "", flag, "unknown strategy \"" + strategy + "\"; valid: " + join_names(strategy_names()));
   }
   Plan plan = s->compile(scenario, options);
   validate_plan(plan, "<compiled plan>");
@@ -68,8 +67,8 @@ double estimated_round_time_s(const Plan& plan) {
   double busiest_link_s = 0;
   for (int ch = 0; ch < p.channel_count(); ++ch) {
     if (!p.channel_exists(ch)) continue;
-    busiest_link_s = std::max(busiest_link_s,
-                              channel_bytes[size_t(ch)] / p.channel_bandwidth_bytes_per_s(ch));
+    busiest_link_s =
+        std::max(busiest_link_s, channel_bytes[size_t(ch)] / p.channel_bandwidth_bytes_per_s(ch));
   }
   return std::max(slowest_client_s, busiest_link_s);
 }
@@ -119,8 +118,7 @@ Plan plan_skeleton(const Scenario& scenario, const std::string& strategy,
   return plan;
 }
 
-double input_flop(const Scenario& scenario, const Platform& platform, int cpu_device,
-                  int samples) {
+double input_flop(const Scenario& scenario, const Platform& platform, int cpu_device, int samples) {
   const double rate = scenario.training.costs.input_samples_per_s;
   if (rate <= 0) return 0;
   return double(samples) / rate * platform.devices[size_t(cpu_device)].speed_flop_per_s;
@@ -163,9 +161,9 @@ std::vector<int> add_forward_chain(StepGraphBuilder& builder, const Scenario& sc
     op.compute_flop = layer.forward_flop_per_sample * samples;
     op.jittered = true;
     const int variable = int(l) + 1;
-    const int id = builder.add(std::move(op),
-                               {previous, {reads[size_t(variable)],
-                                           plan.variables[size_t(variable)].bytes}});
+    const int id =
+        builder.add(std::move(op),
+                    {previous, {reads[size_t(variable)], plan.variables[size_t(variable)].bytes}});
     forward.push_back(id);
     previous = {id, layer.activation_bytes_per_sample * samples};
   }
@@ -188,9 +186,9 @@ std::vector<int> add_backward_chain(StepGraphBuilder& builder, const Scenario& s
     op.compute_flop = kBackwardToForwardFlopRatio * layer.forward_flop_per_sample * samples;
     op.jittered = true;
     const int variable = int(k) + 1;
-    backward[k] = builder.add(std::move(op),
-                              {upstream, {reads[size_t(variable)],
-                                          plan.variables[size_t(variable)].bytes}});
+    backward[k] =
+        builder.add(std::move(op),
+                    {upstream, {reads[size_t(variable)], plan.variables[size_t(variable)].bytes}});
     // The gradient with respect to this layer's input has the shape of the layer below's output.
     const double below_bytes =
         k > 0 ? scenario.model.layers[k - 1].activation_bytes_per_sample * samples : 0.0;

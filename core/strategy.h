@@ -52,8 +52,7 @@ Plan plan_skeleton(const Scenario& scenario, const std::string& strategy,
                    const CompileOptions& options);
 int add_role(Plan& plan, const std::string& name, RoleKind kind, int device, bool chief = false);
 // FLOP that makes a CPU spend batch / input_samples_per_s seconds on the input pipeline.
-double input_flop(const Scenario& scenario, const Platform& platform, int cpu_device,
-                  int samples);
+double input_flop(const Scenario& scenario, const Platform& platform, int cpu_device, int samples);
 // Device and role of the PS shard holding variable `v`.
 int variable_device(const Plan& plan, int v);
 int variable_role(const Plan& plan, int v);

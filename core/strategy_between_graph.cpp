@@ -31,10 +31,9 @@ Plan compile_between_graph(const Scenario& scenario, const CompileOptions& optio
     input.compute_flop = input_flop(scenario, plan.platform, cpu, samples);
     const int input_op = builder.add(std::move(input), {});
     const std::vector<int> reads = add_variable_reads(builder, plan);
-    const std::vector<int> forward =
-        add_forward_chain(builder, scenario, plan, device, role,
-                          {input_op, scenario.model.input_bytes_per_sample * samples}, reads,
-                          samples);
+    const std::vector<int> forward = add_forward_chain(
+        builder, scenario, plan, device, role,
+        {input_op, scenario.model.input_bytes_per_sample * samples}, reads, samples);
     Op loss;
     loss.name = "loss";
     loss.kind = OpKind::kLoss;
@@ -43,8 +42,8 @@ Plan compile_between_graph(const Scenario& scenario, const CompileOptions& optio
     loss.compute_flop = t.costs.loss_flop_per_sample * samples;
     const double logits_bytes = scenario.model.layers.back().activation_bytes_per_sample * samples;
     const int loss_op = builder.add(std::move(loss), {{forward.back(), logits_bytes}});
-    const std::vector<int> backward = add_backward_chain(
-        builder, scenario, plan, device, role, {loss_op, logits_bytes}, reads, samples);
+    const std::vector<int> backward = add_backward_chain(builder, scenario, plan, device, role,
+                                                         {loss_op, logits_bytes}, reads, samples);
     const int increment = add_applies(builder, scenario, plan, backward);
 
     ClientGraph graph;
@@ -57,9 +56,8 @@ Plan compile_between_graph(const Scenario& scenario, const CompileOptions& optio
   }
   // The chief starts first; the others within the stagger, as TF workers come up one by one
   // after the chief has initialised the variables (seeded; docs/scenario-format.md).
-  const double stagger_s = t.jitter.startup_stagger_s == kAutoStagger
-                               ? estimated_round_time_s(plan)
-                               : t.jitter.startup_stagger_s;
+  const double stagger_s = t.jitter.startup_stagger_s == kAutoStagger ? estimated_round_time_s(plan)
+                                                                      : t.jitter.startup_stagger_s;
   for (size_t w = 1; w < plan.clients.size(); ++w) {
     plan.clients[w].start_offset_s = stagger_s * uniform01(options.seed, 1, w);
   }

@@ -70,8 +70,8 @@ Plan compile_in_graph(const Scenario& scenario, const CompileOptions& options) {
   std::vector<std::vector<Edge>> gradients(layers);
   for (int k = 0; k < towers; ++k) {
     const std::vector<int> backward =
-        add_backward_chain(builder, scenario, plan, tower_device[size_t(k)],
-                           tower_role[size_t(k)], {loss_op, logits_bytes}, reads, sub_batch);
+        add_backward_chain(builder, scenario, plan, tower_device[size_t(k)], tower_role[size_t(k)],
+                           {loss_op, logits_bytes}, reads, sub_batch);
     for (size_t l = 0; l < layers; ++l) {
       gradients[l].push_back({backward[l], plan.variables[l + 1].bytes});
     }

@@ -65,20 +65,28 @@ class Reader {
 
 const char* event_kind_name(EventKind kind) {
   switch (kind) {
-    case EventKind::kCompute: return "compute";
-    case EventKind::kTransfer: return "transfer";
-    case EventKind::kStep: return "step";
-    case EventKind::kUpdate: return "update";
+    case EventKind::kCompute:
+      return "compute";
+    case EventKind::kTransfer:
+      return "transfer";
+    case EventKind::kStep:
+      return "step";
+    case EventKind::kUpdate:
+      return "update";
   }
   return "?";
 }
 
 const char* lane_name(EventKind kind) {
   switch (kind) {
-    case EventKind::kCompute: return "compute";
-    case EventKind::kTransfer: return "send";
-    case EventKind::kStep: return "step";
-    case EventKind::kUpdate: return "update";
+    case EventKind::kCompute:
+      return "compute";
+    case EventKind::kTransfer:
+      return "send";
+    case EventKind::kStep:
+      return "step";
+    case EventKind::kUpdate:
+      return "update";
   }
   return "?";
 }

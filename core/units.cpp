@@ -16,11 +16,17 @@ struct Prefix {
 
 // Binary prefixes first so "Ki" is not read as "K" + "i".
 const std::vector<Prefix>& prefixes() {
-  static const std::vector<Prefix> kPrefixes = {
-      {"Ki", 1024.0},          {"Mi", 1048576.0},  {"Gi", 1073741824.0},
-      {"Ti", 1099511627776.0}, {"Pi", 1125899906842624.0},
-      {"k", 1e3},              {"M", 1e6},         {"G", 1e9},
-      {"T", 1e12},             {"P", 1e15},        {"", 1.0}};
+  static const std::vector<Prefix> kPrefixes = {{"Ki", 1024.0},
+                                                {"Mi", 1048576.0},
+                                                {"Gi", 1073741824.0},
+                                                {"Ti", 1099511627776.0},
+                                                {"Pi", 1125899906842624.0},
+                                                {"k", 1e3},
+                                                {"M", 1e6},
+                                                {"G", 1e9},
+                                                {"T", 1e12},
+                                                {"P", 1e15},
+                                                {"", 1.0}};
   return kPrefixes;
 }
 
@@ -35,8 +41,11 @@ std::vector<UnitSymbol> units_for(Dimension dimension) {
     case Dimension::kBandwidth:
       return {{"bps", 1.0 / 8.0, true}, {"Bps", 1.0, true}};
     case Dimension::kTime:
-      return {{"s", 1.0, false}, {"ms", 1e-3, false}, {"us", 1e-6, false},
-              {"\xC2\xB5s", 1e-6, false}, {"ns", 1e-9, false}};
+      return {{"s", 1.0, false},
+              {"ms", 1e-3, false},
+              {"us", 1e-6, false},
+              {"\xC2\xB5s", 1e-6, false},
+              {"ns", 1e-9, false}};
     case Dimension::kFlop:
       return {{"FLOP", 1.0, true}};
     case Dimension::kFlopRate:
@@ -99,8 +108,8 @@ const char* quantity_example(Dimension dimension) {
 
 double parse_quantity(const std::string& text, Dimension dimension) {
   const std::string expected = std::string("expected a quantity such as ") +
-                               quantity_example(dimension) + " (units: " +
-                               accepted_units(dimension) + ")";
+                               quantity_example(dimension) +
+                               " (units: " + accepted_units(dimension) + ")";
   const char* begin = text.c_str();
   char* end = nullptr;
   // strtod accepts "inf", "nan" and hex floats; the finiteness and digit checks reject them.
@@ -121,40 +130,47 @@ double parse_quantity(const std::string& text, Dimension dimension) {
   return number * factor;
 }
 
-std::string format_quantity(double value, Dimension dimension, int significant) {
-  struct Scale {
-    double factor;
-    const char* suffix;
-  };
-  std::vector<Scale> scales;
+namespace {
+
+struct Scale {
+  double factor;
+  const char* suffix;
+};
+
+const std::vector<Scale>& scales_for(Dimension dimension) {
+  static const std::vector<Scale> kBandwidth = {
+      {1e12, " TB/s"}, {1e9, " GB/s"}, {1e6, " MB/s"}, {1e3, " kB/s"}, {1, " B/s"}};
+  static const std::vector<Scale> kTime = {{1, " s"}, {1e-3, " ms"}, {1e-6, " us"}, {1e-9, " ns"}};
+  static const std::vector<Scale> kFlop = {{1e15, " PFLOP"}, {1e12, " TFLOP"}, {1e9, " GFLOP"},
+                                           {1e6, " MFLOP"},  {1e3, " kFLOP"},  {1, " FLOP"}};
+  static const std::vector<Scale> kFlopRate = {{1e15, " PFLOPS"}, {1e12, " TFLOPS"},
+                                               {1e9, " GFLOPS"},  {1e6, " MFLOPS"},
+                                               {1e3, " kFLOPS"},  {1, " FLOPS"}};
+  static const std::vector<Scale> kBytes = {
+      {1e12, " TB"}, {1e9, " GB"}, {1e6, " MB"}, {1e3, " kB"}, {1, " B"}};
   switch (dimension) {
-    case Dimension::kBandwidth:
-      scales = {{1e12, " TB/s"}, {1e9, " GB/s"}, {1e6, " MB/s"}, {1e3, " kB/s"}, {1, " B/s"}};
-      break;
-    case Dimension::kTime:
-      scales = {{1, " s"}, {1e-3, " ms"}, {1e-6, " us"}, {1e-9, " ns"}};
-      break;
-    case Dimension::kFlop:
-      scales = {{1e15, " PFLOP"}, {1e12, " TFLOP"}, {1e9, " GFLOP"}, {1e6, " MFLOP"},
-                {1e3, " kFLOP"},  {1, " FLOP"}};
-      break;
-    case Dimension::kFlopRate:
-      scales = {{1e15, " PFLOPS"}, {1e12, " TFLOPS"}, {1e9, " GFLOPS"}, {1e6, " MFLOPS"},
-                {1e3, " kFLOPS"},  {1, " FLOPS"}};
-      break;
-    case Dimension::kBytes:
-      scales = {{1e12, " TB"}, {1e9, " GB"}, {1e6, " MB"}, {1e3, " kB"}, {1, " B"}};
-      break;
+    case Dimension::kBandwidth: return kBandwidth;
+    case Dimension::kTime: return kTime;
+    case Dimension::kFlop: return kFlop;
+    case Dimension::kFlopRate: return kFlopRate;
+    case Dimension::kBytes: return kBytes;
   }
-  Scale chosen = value == 0 ? scales[dimension == Dimension::kTime ? 0 : scales.size() - 1]
-                            : scales.back();
+  return kBytes;
+}
+
+}  // namespace
+
+std::string format_quantity(double value, Dimension dimension, int significant) {
+  const std::vector<Scale>& scales = scales_for(dimension);
+  // Zero reads best in the base unit ("0 s", "0 B").
+  Scale chosen = dimension == Dimension::kTime ? scales.front() : scales.back();
   for (const Scale& s : scales) {
-    if (value == 0) break;
-    if (std::fabs(value) >= s.factor) {
+    if (value != 0 && std::fabs(value) >= s.factor) {
       chosen = s;
       break;
     }
   }
+  if (value != 0 && std::fabs(value) < scales.back().factor) chosen = scales.back();
   std::ostringstream out;
   out.precision(significant);
   out << value / chosen.factor << chosen.suffix;

@@ -4,10 +4,13 @@
 #include <cstring>
 #include <sstream>
 
-#include <xbt/base.h>  // SG_BEGIN_DECL and XBT_PUBLIC, used by simgrid/version.h
-#include <simgrid/version.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+// simgrid/version.h needs SG_BEGIN_DECL and XBT_PUBLIC from xbt/base.h first.
+#include <xbt/base.h>
+
+#include <simgrid/version.h>
 
 #include "core/error.h"
 #include "sim/sim_run.h"
@@ -53,8 +56,7 @@ std::string read_all(int fd) {
     write_trace_binary(out, trace);
     reply = kReplyTrace + out.str();
   } catch (const core::InputError& e) {
-    reply = std::string(1, kReplyInputError) + e.file() + '\n' + e.json_path() + '\n' +
-            e.message();
+    reply = std::string(1, kReplyInputError) + e.file() + '\n' + e.json_path() + '\n' + e.message();
   } catch (const std::exception& e) {
     reply = std::string(1, kReplyFailure) + e.what();
   }

@@ -26,8 +26,7 @@ std::vector<sg4::Host*> build_sim_platform(const core::Platform& platform) {
   auto* root = sg4::create_star_zone("cluster");
   const core::PlatformLink& sw = platform.links[size_t(platform.switch_link)];
   const sg4::Link* switch_link =
-      root->create_link("cluster/" + sw.name, sw.bandwidth_bytes_per_s)
-          ->seal();
+      root->create_link("cluster/" + sw.name, sw.bandwidth_bytes_per_s)->seal();
   std::vector<sg4::Host*> hosts(platform.devices.size(), nullptr);
   for (const core::PlatformMachine& machine : platform.machines) {
     auto* zone = sg4::create_star_zone("machine:" + machine.name);
@@ -42,8 +41,8 @@ std::vector<sg4::Host*> build_sim_platform(const core::Platform& platform) {
         continue;
       }
       const core::PlatformLink& pcie = platform.links[size_t(device.pcie_link)];
-      sg4::SplitDuplexLink* link = zone->create_split_duplex_link(pcie.name,
-                                                                  pcie.bandwidth_bytes_per_s);
+      sg4::SplitDuplexLink* link =
+          zone->create_split_duplex_link(pcie.name, pcie.bandwidth_bytes_per_s);
       link->seal();
       zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
                       {{link, sg4::LinkInRoute::Direction::UP}}, true);
@@ -51,8 +50,8 @@ std::vector<sg4::Host*> build_sim_platform(const core::Platform& platform) {
     auto* gateway = zone->create_router(machine.name + "/gateway");
     zone->seal();
     const core::PlatformLink& nic = platform.links[size_t(machine.nic_link)];
-    sg4::SplitDuplexLink* nic_link = root->create_split_duplex_link(nic.name,
-                                                                    nic.bandwidth_bytes_per_s);
+    sg4::SplitDuplexLink* nic_link =
+        root->create_split_duplex_link(nic.name, nic.bandwidth_bytes_per_s);
     nic_link->seal();
     root->add_route(zone->get_netpoint(), nullptr, gateway, nullptr,
                     {{nic_link, sg4::LinkInRoute::Direction::UP}, sg4::LinkInRoute(switch_link)},

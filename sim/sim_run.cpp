@@ -1,148 +1,19 @@
 #include "sim/sim_run.h"
 
 #include <algorithm>
-#include <deque>
 #include <map>
-#include <mutex>
-#include <queue>
 
-#include <simgrid/s4u.hpp>
 #include <xbt/log.h>
+#include <simgrid/s4u.hpp>
 
 #include "core/backend.h"
 #include "core/error.h"
 #include "core/random.h"
 #include "sim/sim_platform.h"
-
-namespace sg4 = simgrid::s4u;
+#include "sim/sim_run_state.h"
 
 namespace replisim::sim {
-namespace {
-
-using core::Op;
-using core::OpKind;
-
-// A tensor in flight; the receiver owns it once delivered.
-struct Message {
-  int client;
-  int send_op;
-  double issued_s;
-  int64_t message_id;
-};
-
-struct ComputeItem {
-  int client;
-  int op;
-  bool production;  // an input-pipeline batch rather than an op of the current step
-  int64_t step;
-};
-
-struct SendItem {
-  double release_s;
-  int64_t sequence;  // FIFO among equal release times
-  int client;
-  int op;
-  bool admitted = false;  // holds its connection; goes on the wire at release_s
-  double admitted_s = 0;  // when it took the connection (start of the transfer event)
-  bool operator>(const SendItem& other) const {
-    return release_s != other.release_s ? release_s > other.release_s : sequence > other.sequence;
-  }
-};
-
-// One connection between two devices: TF sends every tensor between two tasks over one gRPC
-// (HTTP/2) connection, so concurrent tensors share one TCP flow's bandwidth rather than each
-// taking a fair share of its own. Modelled as one transfer in flight per directed device pair,
-// the others waiting in issue order.
-// Each connection has its own mailbox, so a receiver can wait on all of its connections at once
-// and take each tensor when it arrives (one mailbox per device would match gets to puts in issue
-// order and hold a finished tensor behind an unfinished one from another sender).
-struct Connection {
-  int source = -1;
-  int destination = -1;
-  sg4::Mailbox* mailbox = nullptr;
-  double latency_s = 0;  // one-way latency of the route, charged once per burst
-  bool busy = false;     // a tensor is on its way (or waiting out the latency)
-  std::deque<SendItem> waiting;
-};
-
-struct DeviceState {
-  sg4::Host* host = nullptr;
-  std::vector<int> incoming;  // connections ending here
-  sg4::MutexPtr mutex;
-  sg4::ConditionVariablePtr compute_ready;
-  sg4::ConditionVariablePtr send_ready;
-  std::deque<ComputeItem> compute_queue;
-  std::priority_queue<SendItem, std::vector<SendItem>, std::greater<SendItem>> send_queue;
-};
-
-// Static facts about one client graph plus its dynamic step state.
-struct ClientState {
-  const core::ClientGraph* graph = nullptr;
-  std::vector<std::vector<int>> dependents;
-  std::vector<int> in_degree;
-  std::vector<uint32_t> label, actor, device_name;  // interned strings per op
-  std::vector<int> connection;                       // kSend ops: their connection
-  uint32_t role_name = core::kNoString;
-  int role_device = -1;
-  // Step state.
-  int step = 0;
-  std::vector<int> remaining_inputs;
-  size_t remaining_ops = 0;
-  double step_start_s = 0;
-  int64_t global_step_read = 0;
-  // Input pipeline state.
-  int produced = 0;
-  int batches_ready = 0;
-  bool producing = false;
-  bool waiting_for_input = false;
-  bool finished = false;
-};
-
-class SimRun {
- public:
-  explicit SimRun(const core::Plan& plan) : plan_(plan) {}
-  core::Trace run();
-
- private:
-  void prepare_clients();
-  void create_actors();
-  void compute_loop(int device);
-  void send_loop(int device);
-  void receive_loop(int device);
-  void deliver(const Message& message, Connection& connection);
-  void driver();
-
-  void start_step(int c);
-  void schedule_step(int c, double at_s);
-  void dispatch(int c, int op);
-  void complete(int c, int op);
-  void drain();
-  void complete_now(int c, int op);
-  void finish_step(int c);
-  void maybe_produce(int c);
-  void finish_production(int c);
-  double jitter_factor(int c, int device, int64_t step) const;
-
-  const core::Plan& plan_;
-  core::Trace trace_;
-  std::vector<DeviceState> devices_;
-  std::vector<ClientState> clients_;
-  std::vector<Connection> connections_;
-  std::deque<std::pair<int, int>> pending_;  // completions waiting to be propagated
-  bool draining_ = false;
-  int64_t global_step_ = 0;
-  int64_t next_message_id_ = 0;
-  int64_t next_send_sequence_ = 0;
-  int finished_clients_ = 0;
-  // Step starts waiting for their time, served by the driver actor (earliest first).
-  std::priority_queue<std::pair<double, int>, std::vector<std::pair<double, int>>,
-                      std::greater<std::pair<double, int>>>
-      timers_;
-  sg4::MutexPtr driver_mutex_;
-  sg4::ConditionVariablePtr driver_wake_;
-  uint32_t global_step_counter_ = core::kNoString;
-  double latency_factor_ = 1.0;  // the network model's multiplier on route latencies
-};
+namespace detail {
 
 void SimRun::prepare_clients() {
   std::map<std::pair<int, int>, int> connection_of;  // (source, destination) device
@@ -167,8 +38,7 @@ void SimRun::prepare_clients() {
         Connection connection;
         connection.source = ends.first;
         connection.destination = ends.second;
-        connection.mailbox =
-            sg4::Mailbox::by_name("connection:" + std::to_string(it->second));
+        connection.mailbox = sg4::Mailbox::by_name("connection:" + std::to_string(it->second));
         connection.latency_s =
             latency_factor_ * plan_.platform.route_latency_s(ends.first, ends.second);
         connections_.push_back(std::move(connection));
@@ -269,11 +139,11 @@ void SimRun::finish_step(int c) {
   if (++s.step < plan_.steps) {
     // Host-side noise between steps (session.run dispatch, the training loop): the next step
     // starts after U[0, f] x the step just finished (docs/scenario-format.md, jitter.step).
-    const double delay = plan_.step_jitter_fraction > 0
-                             ? plan_.step_jitter_fraction * (step.end_s - step.start_s) *
-                                   core::uniform01(plan_.seed, uint64_t(c) + 2, 0xD1A7,
-                                                   uint64_t(s.step))
-                             : 0.0;
+    const double delay =
+        plan_.step_jitter_fraction > 0
+            ? plan_.step_jitter_fraction * (step.end_s - step.start_s) *
+                  core::uniform01(plan_.seed, uint64_t(c) + 2, 0xD1A7, uint64_t(s.step))
+            : 0.0;
     if (delay <= 0) {
       start_step(c);
     } else {
@@ -332,134 +202,6 @@ void SimRun::finish_production(int c) {
   maybe_produce(c);
 }
 
-void SimRun::compute_loop(int d) {
-  DeviceState& device = devices_[size_t(d)];
-  for (;;) {
-    std::unique_lock<sg4::Mutex> lock(*device.mutex);
-    while (device.compute_queue.empty()) device.compute_ready->wait(lock);
-    const ComputeItem item = device.compute_queue.front();
-    device.compute_queue.pop_front();
-    lock.unlock();
-    ClientState& s = clients_[size_t(item.client)];
-    const Op& op = s.graph->ops[size_t(item.op)];
-    const double flop = op.compute_flop * (op.jittered ? jitter_factor(item.client, d, item.step)
-                                                       : 1.0);
-    core::TraceEvent event;
-    event.kind = core::EventKind::kCompute;
-    event.start_s = sg4::Engine::get_clock();
-    sg4::this_actor::execute(flop);
-    event.end_s = sg4::Engine::get_clock();
-    event.actor = s.actor[size_t(item.op)];
-    event.device = s.device_name[size_t(item.op)];
-    event.label = s.label[size_t(item.op)];
-    event.client = s.role_name;
-    event.step = item.step;
-    event.flop = flop;
-    trace_.events.push_back(event);
-    if (item.production) {
-      finish_production(item.client);
-      drain();
-    } else {
-      complete(item.client, item.op);
-    }
-  }
-}
-
-// Admits released tensors to their connection: an idle connection waits out the route latency
-// once, then carries the tensor; tensors that find it busy queue behind, in order, and follow
-// back to back without paying the latency again (the stream is already flowing).
-void SimRun::send_loop(int d) {
-  DeviceState& device = devices_[size_t(d)];
-  for (;;) {
-    std::unique_lock<sg4::Mutex> lock(*device.mutex);
-    while (device.send_queue.empty()) device.send_ready->wait(lock);
-    SendItem item = device.send_queue.top();
-    const double now = sg4::Engine::get_clock();
-    if (item.release_s > now) {
-      device.send_ready->wait_until(lock, item.release_s);
-      continue;
-    }
-    device.send_queue.pop();
-    lock.unlock();
-    Connection& connection =
-        connections_[size_t(clients_[size_t(item.client)].connection[size_t(item.op)])];
-    if (!item.admitted) {
-      if (connection.busy) {
-        connection.waiting.push_back(item);
-        continue;
-      }
-      connection.busy = true;
-      item.admitted = true;
-      item.admitted_s = now;
-      if (connection.latency_s > 0) {
-        item.release_s = now + connection.latency_s;
-        item.sequence = next_send_sequence_++;
-        device.send_queue.push(item);
-        continue;
-      }
-    }
-    const Op& send = clients_[size_t(item.client)].graph->ops[size_t(item.op)];
-    auto* message = new Message{item.client, item.op, item.admitted_s, next_message_id_++};
-    connection.mailbox->put_init(message, uint64_t(send.bytes))->detach();
-  }
-}
-
-void SimRun::receive_loop(int d) {
-  DeviceState& device = devices_[size_t(d)];
-  // A get is always posted on every incoming connection; eager mailboxes let a send start at
-  // once even in the instant between a delivery and the next get.
-  std::vector<sg4::CommPtr> gets(device.incoming.size());
-  std::vector<Message*> slots(device.incoming.size(), nullptr);
-  for (size_t i = 0; i < gets.size(); ++i) {
-    sg4::Mailbox* mailbox = connections_[size_t(device.incoming[i])].mailbox;
-    mailbox->set_receiver(sg4::Actor::self());
-    gets[i] = mailbox->get_async<Message>(&slots[i]);
-  }
-  for (;;) {
-    const ssize_t ready = sg4::Comm::wait_any(gets);
-    REPLISIM_ASSERT(ready >= 0, "wait_any returned no communication");
-    const size_t i = size_t(ready);
-    const std::unique_ptr<Message> message(slots[i]);
-    Connection& connection = connections_[size_t(device.incoming[i])];
-    gets[i] = connection.mailbox->get_async<Message>(&slots[i]);
-    deliver(*message, connection);
-  }
-}
-
-void SimRun::deliver(const Message& message, Connection& connection) {
-  ClientState& s = clients_[size_t(message.client)];
-  const Op& send = s.graph->ops[size_t(message.send_op)];
-  core::TraceEvent event;
-  event.kind = core::EventKind::kTransfer;
-  event.actor = s.actor[size_t(message.send_op)];
-  event.device = s.device_name[size_t(message.send_op)];
-  event.peer_actor = s.actor[size_t(send.peer)];
-  event.peer = s.device_name[size_t(send.peer)];
-  event.label = s.label[size_t(message.send_op)];
-  event.client = s.role_name;
-  event.step = s.step;
-  event.start_s = message.issued_s;
-  event.end_s = sg4::Engine::get_clock();
-  event.bytes = send.bytes;
-  event.message_id = message.message_id;
-  trace_.events.push_back(event);
-  // The connection is free: its next tensor goes out now (from the sender's own actor).
-  connection.busy = false;
-  if (!connection.waiting.empty()) {
-    SendItem next = connection.waiting.front();
-    connection.waiting.pop_front();
-    connection.busy = true;
-    next.admitted = true;
-    next.admitted_s = next.release_s = sg4::Engine::get_clock();
-    DeviceState& sender = devices_[size_t(connection.source)];
-    sender.send_queue.push(next);
-    sender.send_ready->notify_all();
-  }
-  pending_.emplace_back(message.client, message.send_op);
-  pending_.emplace_back(message.client, send.peer);
-  drain();
-}
-
 void SimRun::schedule_step(int c, double at_s) {
   timers_.emplace(at_s, c);
   driver_wake_->notify_all();
@@ -503,13 +245,16 @@ void SimRun::create_actors() {
     device.compute_ready = sg4::ConditionVariable::create();
     device.send_ready = sg4::ConditionVariable::create();
     const int index = int(d);
-    sg4::Actor::create(name + "/compute", device.host, [this, index] { compute_loop(index); })
-        ->daemonize();
-    sg4::Actor::create(name + "/send", device.host, [this, index] { send_loop(index); })
-        ->daemonize();
+    sg4::Actor::create(name + "/compute", device.host, [this, index] {
+      compute_loop(index);
+    })->daemonize();
+    sg4::Actor::create(name + "/send", device.host, [this, index] {
+      send_loop(index);
+    })->daemonize();
     if (!device.incoming.empty()) {
-      sg4::Actor::create(name + "/receive", device.host, [this, index] { receive_loop(index); })
-          ->daemonize();
+      sg4::Actor::create(name + "/receive", device.host, [this, index] {
+        receive_loop(index);
+      })->daemonize();
     }
   }
   sg4::Actor::create("driver", devices_.front().host, [this] { driver(); });
@@ -531,17 +276,18 @@ core::Trace SimRun::run() {
   create_actors();
   engine.run();
   if (finished_clients_ < int(clients_.size())) {
-    throw core::BackendError("the simulation deadlocked at t=" +
-                             std::to_string(sg4::Engine::get_clock()) + " s with " +
-                             std::to_string(clients_.size() - size_t(finished_clients_)) +
-                             " client(s) unfinished");
+    throw core::BackendError(
+        "the simulation deadlocked at t=" + std::to_string(sg4::Engine::get_clock()) + " s with " +
+        std::to_string(clients_.size() - size_t(finished_clients_)) + " client(s) unfinished");
   }
   trace_.meta["simulated_time_s"] = sg4::Engine::get_clock();
   return std::move(trace_);
 }
 
-}  // namespace
+}  // namespace detail
 
-core::Trace run_plan_in_this_process(const core::Plan& plan) { return SimRun(plan).run(); }
+core::Trace run_plan_in_this_process(const core::Plan& plan) {
+  return detail::SimRun(plan).run();
+}
 
 }  // namespace replisim::sim

@@ -11,7 +11,9 @@
 namespace replisim {
 namespace {
 
-int64_t ns(double us) { return std::llround(us * 1000.0); }
+int64_t ns(double us) {
+  return std::llround(us * 1000.0);
+}
 
 TEST(ChromeTrace, SeedScenarioNestsAndBindsFlows) {
   test::TempDir dir;
@@ -48,8 +50,8 @@ TEST(ChromeTrace, SeedScenarioNestsAndBindsFlows) {
     in_graph += name.rfind("in_graph ", 0) == 0;
     between += name.rfind("between_graph ", 0) == 0;
   }
-  EXPECT_EQ(in_graph, 4);   // ps0, client, tower0, tower1
-  EXPECT_EQ(between, 3);    // ps0, worker0, worker1
+  EXPECT_EQ(in_graph, 4);  // ps0, client, tower0, tower1
+  EXPECT_EQ(between, 3);   // ps0, worker0, worker1
 
   // Nesting: on one thread, two slices are disjoint or one contains the other.
   for (auto& [thread, spans] : slices) {
@@ -60,8 +62,8 @@ TEST(ChromeTrace, SeedScenarioNestsAndBindsFlows) {
     for (const SliceSpan& s : spans) {
       while (!open_ends.empty() && open_ends.back() <= s.start) open_ends.pop_back();
       if (!open_ends.empty()) {
-        ASSERT_LE(s.end, open_ends.back()) << "partial overlap on pid " << thread.first << " tid "
-                                           << thread.second;
+        ASSERT_LE(s.end, open_ends.back())
+            << "partial overlap on pid " << thread.first << " tid " << thread.second;
       }
       open_ends.push_back(s.end);
     }

@@ -11,22 +11,23 @@ namespace {
 using test::run_replisim;
 using test::TempDir;
 
-std::string seed_scenario() { return test::scenario_path("seed/two_machines.json"); }
+std::string seed_scenario() {
+  return test::scenario_path("seed/two_machines.json");
+}
 
 nlohmann::json small_valid() {
-  return test::scenario_json({test::machine("pc1", "400 GFLOPS", {"10 TFLOPS"}, "10 Gbps"),
-                              test::machine("pc2", "400 GFLOPS", {"5 TFLOPS"}, "10 Gbps")},
-                             test::one_layer_model(1e6, "1 GFLOP"),
-                             {{"replicas", {"pc1/gpu0", "pc2/gpu0"}}, {"steps", 12},
-                              {"warmup_steps", 2}});
+  return test::scenario_json(
+      {test::machine("pc1", "400 GFLOPS", {"10 TFLOPS"}, "10 Gbps"),
+       test::machine("pc2", "400 GFLOPS", {"5 TFLOPS"}, "10 Gbps")},
+      test::one_layer_model(1e6, "1 GFLOP"),
+      {{"replicas", {"pc1/gpu0", "pc2/gpu0"}}, {"steps", 12}, {"warmup_steps", 2}});
 }
 
 // Runs `simulate` on `content` and expects exit 2 with one stderr line containing each needle.
 void expect_bad_input(const std::string& content, const std::vector<std::string>& needles) {
   TempDir dir;
   const std::string scenario = dir.write("s.json", content);
-  const test::BinaryResult r =
-      run_replisim({"simulate", scenario, "--json", dir.file("out.json")});
+  const test::BinaryResult r = run_replisim({"simulate", scenario, "--json", dir.file("out.json")});
   EXPECT_EQ(r.exit_code, 2) << content << "\n" << r.err;
   ASSERT_FALSE(r.err.empty());
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not one line: " << r.err;
@@ -46,9 +47,10 @@ std::string with(const std::function<void(nlohmann::json&)>& edit) {
 TEST(Cli, BadScenariosExitTwoWithThePath) {
   expect_bad_input("", {"empty file"});
   expect_bad_input("{\"name\": \"x\",", {"not valid JSON", "line 1"});
-  expect_bad_input(with([](nlohmann::json& d) { d.erase("training"); }),
-                   {"/training", "required"});
-  expect_bad_input(with([](nlohmann::json& d) { d["model"] = {{"preset", "resnet9000"}}; }),
+  expect_bad_input(with([](nlohmann::json& d) { d.erase("training"); }), {"/training", "required"});
+  expect_bad_input(with([](nlohmann::json& d) {
+                     d["model"] = {{"preset", "resnet9000"}};
+                   }),
                    {"/model/preset", "resnet50"});
   expect_bad_input(
       with([](nlohmann::json& d) { d["cluster"]["machines"][0]["nic"]["bandwidth"] = 10; }),
@@ -56,9 +58,10 @@ TEST(Cli, BadScenariosExitTwoWithThePath) {
   expect_bad_input(
       with([](nlohmann::json& d) { d["cluster"]["machines"][1]["nic"]["bandwidth"] = "0 Gbps"; }),
       {"/cluster/machines/1/nic/bandwidth", "greater than zero"});
-  expect_bad_input(
-      with([](nlohmann::json& d) { d["cluster"]["machines"][0]["gpus"][0]["speed"] = "-1 TFLOPS"; }),
-      {"/cluster/machines/0/gpus/0/speed"});
+  expect_bad_input(with([](nlohmann::json& d) {
+                     d["cluster"]["machines"][0]["gpus"][0]["speed"] = "-1 TFLOPS";
+                   }),
+                   {"/cluster/machines/0/gpus/0/speed"});
   expect_bad_input(with([](nlohmann::json& d) { d["training"]["replicas"][0] = "pc9/gpu0"; }),
                    {"/training/replicas/0", "pc9"});
   expect_bad_input(with([](nlohmann::json& d) { d["training"]["replicas"][1] = "pc2/gpu3"; }),
@@ -75,16 +78,16 @@ TEST(Cli, BadScenariosExitTwoWithThePath) {
 }
 
 TEST(Cli, BadFlagsExitTwo) {
-  for (const std::vector<std::string>& args :
-       std::vector<std::vector<std::string>>{{},
-                                             {"simulat", seed_scenario()},
-                                             {"simulate"},
-                                             {"simulate", seed_scenario(), "--strategy", "mirrored"},
-                                             {"simulate", seed_scenario(), "--sed", "3"},
-                                             {"simulate", seed_scenario(), "--seed", "-3"},
-                                             {"simulate", seed_scenario(), "--json"},
-                                             {"simulate", "/nonexistent/s.json"},
-                                             {"plan", seed_scenario(), "--trace", "x.json"}}) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {},
+           {"simulat", seed_scenario()},
+           {"simulate"},
+           {"simulate", seed_scenario(), "--strategy", "mirrored"},
+           {"simulate", seed_scenario(), "--sed", "3"},
+           {"simulate", seed_scenario(), "--seed", "-3"},
+           {"simulate", seed_scenario(), "--json"},
+           {"simulate", "/nonexistent/s.json"},
+           {"plan", seed_scenario(), "--trace", "x.json"}}) {
     const test::BinaryResult r = run_replisim(args);
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
@@ -125,9 +128,9 @@ TEST(Cli, SimulateWritesTheSummaryJson) {
   EXPECT_EQ(j["scenario"], "test");
   ASSERT_EQ(j["runs"].size(), 2u);
   for (const auto& run : j["runs"]) {
-    for (const char* key : {"strategy", "throughput_samples_per_s", "step_time_s",
-                            "update_interval_s", "staleness", "bottleneck", "bytes_per_ps",
-                            "simulated_time_s", "events"}) {
+    for (const char* key :
+         {"strategy", "throughput_samples_per_s", "step_time_s", "update_interval_s", "staleness",
+          "bottleneck", "bytes_per_ps", "simulated_time_s", "events"}) {
       EXPECT_TRUE(run.contains(key)) << key;
     }
     for (const char* key : {"mean", "p50", "p95"}) EXPECT_TRUE(run["step_time_s"].contains(key));
@@ -136,8 +139,7 @@ TEST(Cli, SimulateWritesTheSummaryJson) {
   }
   EXPECT_EQ(j["provenance"]["seed"], 5);
   EXPECT_EQ(j["provenance"]["plan_hashes"].size(), 2u);
-  EXPECT_NE(j["provenance"]["command_line"].get<std::string>().find("--seed 5"),
-            std::string::npos);
+  EXPECT_NE(j["provenance"]["command_line"].get<std::string>().find("--seed 5"), std::string::npos);
 }
 
 TEST(Cli, PlanPrintsTextAndJson) {

@@ -18,8 +18,7 @@ class MetricsTest : public ::testing::Test {
         {test::machine("w", "100 GFLOPS", {"1 TFLOPS", "1 TFLOPS"}, "10 Gbps"),
          test::machine("p", "100 GFLOPS", {}, "10 Gbps")},
         test::one_layer_model(1000, "1 MFLOP"),
-        {{"replicas", {"w/gpu0", "w/gpu1"}}, {"ps", {"p/cpu"}}, {"steps", 4},
-         {"warmup_steps", 1}});
+        {{"replicas", {"w/gpu0", "w/gpu1"}}, {"ps", {"p/cpu"}}, {"steps", 4}, {"warmup_steps", 1}});
     trace_.meta = trace_meta_from_plan(compile_plan(test::parse(doc), "between_graph", {}));
     w0_ = trace_.intern("worker0");
     w1_ = trace_.intern("worker1");

@@ -21,7 +21,9 @@ TEST(ModelPresets, ResNet50MatchesPublishedCounts) {
   EXPECT_DOUBLE_EQ(m.layers.back().activation_bytes_per_sample, 4000);
 }
 
-TEST(ModelPresets, UnknownPresetIsAbsent) { EXPECT_EQ(find_model_preset("resnet51"), nullptr); }
+TEST(ModelPresets, UnknownPresetIsAbsent) {
+  EXPECT_EQ(find_model_preset("resnet51"), nullptr);
+}
 
 }  // namespace
 }  // namespace replisim::core

@@ -41,15 +41,15 @@ TEST(Placement, PlansReportBytesPerPs) {
                       {"forward_flops_per_sample", "1 MFLOP"},
                       {"activation_bytes_per_sample", "1 kB"}});
   }
-  for (const auto& [policy, expected] :
-       std::vector<std::pair<std::string, double>>{{"round_robin", 1.6}, {"greedy_by_bytes", 1.2}}) {
-    const nlohmann::json doc = test::scenario_json(
-        {test::machine("w", "1 TFLOPS", {"10 TFLOPS"}, "10 Gbps"),
-         test::machine("p", "1 TFLOPS", {}, "10 Gbps")},
-        {{"layers", layers}},
-        {{"replicas", {"w/gpu0"}},
-         {"ps", {"p/cpu", "p/cpu", "p/cpu", "p/cpu"}},
-         {"variable_placement", policy}});
+  for (const auto& [policy, expected] : std::vector<std::pair<std::string, double>>{
+           {"round_robin", 1.6}, {"greedy_by_bytes", 1.2}}) {
+    const nlohmann::json doc =
+        test::scenario_json({test::machine("w", "1 TFLOPS", {"10 TFLOPS"}, "10 Gbps"),
+                             test::machine("p", "1 TFLOPS", {}, "10 Gbps")},
+                            {{"layers", layers}},
+                            {{"replicas", {"w/gpu0"}},
+                             {"ps", {"p/cpu", "p/cpu", "p/cpu", "p/cpu"}},
+                             {"variable_placement", policy}});
     const Plan plan = compile_plan(test::parse(doc), "between_graph", {});
     std::vector<double> load(4, 0.0);
     for (const Variable& v : plan.variables) load[size_t(v.ps)] += v.bytes;

@@ -11,15 +11,19 @@ namespace {
 
 nlohmann::json two_machine_doc() {
   nlohmann::json model = {{"layers",
-                           {{{"name", "a"}, {"params", 1000}, {"forward_flops_per_sample", "1 MFLOP"},
+                           {{{"name", "a"},
+                             {"params", 1000},
+                             {"forward_flops_per_sample", "1 MFLOP"},
                              {"activation_bytes_per_sample", "400 B"}},
-                            {{"name", "b"}, {"params", 2000}, {"forward_flops_per_sample", "2 MFLOP"},
+                            {{"name", "b"},
+                             {"params", 2000},
+                             {"forward_flops_per_sample", "2 MFLOP"},
                              {"activation_bytes_per_sample", "40 B"}}}},
                           {"input_bytes_per_sample", "1 kB"}};
-  return test::scenario_json({test::machine("w", "100 GFLOPS", {"1 TFLOPS", "1 TFLOPS"}, "10 Gbps"),
-                              test::machine("p", "100 GFLOPS", {}, "10 Gbps")},
-                             model,
-                             {{"replicas", {"w/gpu0", "w/gpu1"}}, {"ps", {"p/cpu"}}, {"client", "w"}});
+  return test::scenario_json(
+      {test::machine("w", "100 GFLOPS", {"1 TFLOPS", "1 TFLOPS"}, "10 Gbps"),
+       test::machine("p", "100 GFLOPS", {}, "10 Gbps")},
+      model, {{"replicas", {"w/gpu0", "w/gpu1"}}, {"ps", {"p/cpu"}}, {"client", "w"}});
 }
 
 int count(const ClientGraph& g, OpKind kind) {

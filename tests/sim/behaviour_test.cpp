@@ -21,8 +21,11 @@ nlohmann::json towers_doc(const std::vector<std::string>& gpu_speeds, double jit
     machines.push_back(machine("m" + std::to_string(i), "1 TFLOPS", {gpu_speeds[i]}, "100 Gbps"));
     replicas.push_back("m" + std::to_string(i) + "/gpu0");
   }
-  nlohmann::json training = {{"replicas", replicas}, {"client", "c"}, {"ps", {"c/cpu"}},
-                             {"steps", 30}, {"warmup_steps", 5}};
+  nlohmann::json training = {{"replicas", replicas},
+                             {"client", "c"},
+                             {"ps", {"c/cpu"}},
+                             {"steps", 30},
+                             {"warmup_steps", 5}};
   if (jitter == 0) training["jitter"] = 0;
   return test::scenario_json(machines, test::one_layer_model(1e6, "1 GFLOP"), training, "ideal");
 }
@@ -76,7 +79,10 @@ TEST_P(AsyncUpdateInterval, IsLoopTimeOverWorkers) {
   }
   const nlohmann::json doc = test::scenario_json(
       machines, test::one_layer_model(1e6, "1 GFLOP"),
-      {{"replicas", replicas}, {"ps", {"p/cpu"}}, {"steps", 60}, {"warmup_steps", 10},
+      {{"replicas", replicas},
+       {"ps", {"p/cpu"}},
+       {"steps", 60},
+       {"warmup_steps", 10},
        // A fast input pipeline keeps the GPUs, not the workers' CPUs, the busiest devices.
        {"costs", {{"input_samples_per_s", 1e6}}}},
       "lv08");
@@ -113,8 +119,8 @@ TEST(BetweenGraph, ParameterServerNicCapsThroughput) {
   // lockstep (about half the bound).
   const nlohmann::json doc = test::scenario_json(
       machines, {{"preset", "resnet50"}},
-      {{"replicas", replicas}, {"ps", {"ps/cpu"}}, {"steps", 60}, {"warmup_steps", 10}},
-      "ideal", "100 Gbps");
+      {{"replicas", replicas}, {"ps", {"ps/cpu"}}, {"steps", 60}, {"warmup_steps", 10}}, "ideal",
+      "100 Gbps");
   const core::RunMetrics m = test::simulate(doc, "between_graph");
   // Batch x NIC bandwidth per direction / parameter bytes.
   const double bound = kBatch * 1.25e8 / (4 * 25.557e6);
@@ -133,11 +139,13 @@ TEST(InGraph, MoreRemoteTowersLoadTheClient) {
       machines.push_back(machine("m" + std::to_string(i), "1 TFLOPS", {"10 TFLOPS"}, "10 Gbps"));
       replicas.push_back("m" + std::to_string(i) + "/gpu0");
     }
-    const nlohmann::json doc = test::scenario_json(
-        machines, {{"preset", "resnet50"}},
-        {{"replicas", replicas}, {"client", "client"}, {"ps", {"client/cpu"}}, {"steps", 12},
-         {"warmup_steps", 2}},
-        "lv08", "400 Gbps");
+    const nlohmann::json doc = test::scenario_json(machines, {{"preset", "resnet50"}},
+                                                   {{"replicas", replicas},
+                                                    {"client", "client"},
+                                                    {"ps", {"client/cpu"}},
+                                                    {"steps", 12},
+                                                    {"warmup_steps", 2}},
+                                                   "lv08", "400 Gbps");
     const core::RunMetrics m = test::simulate(doc, "in_graph");
     EXPECT_EQ(m.bottleneck.name.rfind("client/", 0), 0u) << towers << ": " << m.bottleneck.name;
     if (towers > 1) {

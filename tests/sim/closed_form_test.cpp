@@ -12,7 +12,7 @@ namespace replisim {
 namespace {
 
 struct ClosedFormCase {
-  std::string replica;      // "w/cpu" or "w/gpu0"
+  std::string replica;  // "w/cpu" or "w/gpu0"
   std::string worker_nic;
   std::string ps_nic;
   double params;
@@ -24,13 +24,16 @@ class ClosedForm : public ::testing::TestWithParam<ClosedFormCase> {};
 
 TEST_P(ClosedForm, StepTimeMatches) {
   const ClosedFormCase c = GetParam();
-  const nlohmann::json doc = test::scenario_json(
-      {test::machine("w", "2 TFLOPS", {"8 TFLOPS"}, c.worker_nic, "20 us"),
-       test::machine("p", "500 GFLOPS", {}, c.ps_nic, "30 us")},
-      test::one_layer_model(c.params, std::to_string(c.forward_flop) + " FLOP"),
-      {{"replicas", {c.replica}}, {"ps", {"p/cpu"}}, {"batch_per_replica", c.batch},
-       {"costs", "none"}, {"jitter", 0}},
-      "ideal", "100 Gbps");
+  const nlohmann::json doc =
+      test::scenario_json({test::machine("w", "2 TFLOPS", {"8 TFLOPS"}, c.worker_nic, "20 us"),
+                           test::machine("p", "500 GFLOPS", {}, c.ps_nic, "30 us")},
+                          test::one_layer_model(c.params, std::to_string(c.forward_flop) + " FLOP"),
+                          {{"replicas", {c.replica}},
+                           {"ps", {"p/cpu"}},
+                           {"batch_per_replica", c.batch},
+                           {"costs", "none"},
+                           {"jitter", 0}},
+                          "ideal", "100 Gbps");
   const core::Plan plan = core::compile_plan(test::parse(doc), "between_graph", {});
   const core::Platform& p = plan.platform;
   const int worker = p.find_device(c.replica), ps = p.find_device("p/cpu");
@@ -38,8 +41,8 @@ TEST_P(ClosedForm, StepTimeMatches) {
   const double latency = p.route_latency_s(ps, worker);
   ASSERT_DOUBLE_EQ(bandwidth, p.route_bandwidth_bytes_per_s(worker, ps));
   const double speed = p.devices[size_t(worker)].speed_flop_per_s;
-  const double expected = 2 * (4 * c.params / bandwidth + latency) +
-                          3 * c.forward_flop * c.batch / speed;
+  const double expected =
+      2 * (4 * c.params / bandwidth + latency) + 3 * c.forward_flop * c.batch / speed;
   const core::RunMetrics m = test::simulate(doc, "between_graph");
   EXPECT_NEAR(m.step_time_s.mean, expected, 0.01 * expected);
   EXPECT_NEAR(m.step_time_s.p95, expected, 0.01 * expected);
@@ -51,13 +54,16 @@ TEST_P(ClosedForm, StepTimeMatches) {
 // charged once per burst on a connection, so with one tensor each way the same form holds.
 TEST(ClosedFormLv08, StepTimeMatches) {
   const double params = 2e6, forward_flop = 2e9, batch = 16;
-  const nlohmann::json doc = test::scenario_json(
-      {test::machine("w", "2 TFLOPS", {}, "10 Gbps", "20 us"),
-       test::machine("p", "500 GFLOPS", {}, "10 Gbps", "30 us")},
-      test::one_layer_model(params, "2 GFLOP"),
-      {{"replicas", {"w/cpu"}}, {"ps", {"p/cpu"}}, {"batch_per_replica", batch},
-       {"costs", "none"}, {"jitter", 0}},
-      "lv08", "1 TBps");
+  const nlohmann::json doc =
+      test::scenario_json({test::machine("w", "2 TFLOPS", {}, "10 Gbps", "20 us"),
+                           test::machine("p", "500 GFLOPS", {}, "10 Gbps", "30 us")},
+                          test::one_layer_model(params, "2 GFLOP"),
+                          {{"replicas", {"w/cpu"}},
+                           {"ps", {"p/cpu"}},
+                           {"batch_per_replica", batch},
+                           {"costs", "none"},
+                           {"jitter", 0}},
+                          "lv08", "1 TBps");
   const double bandwidth = 0.97 * 1.25e9, latency = 13.01 * (20e-6 + 1e-6 + 30e-6);
   const double expected = 2 * (4 * params / bandwidth + latency) + 3 * forward_flop * batch / 2e12;
   const core::RunMetrics m = test::simulate(doc, "between_graph");

@@ -61,8 +61,8 @@ TEST(Scenarios, PsBottleneck) {
 }
 
 TEST(Scenarios, AllScenarioFilesParse) {
-  for (const char* file : {"seed/two_machines.json", "classroom/heterogeneous.json",
-                           "classroom/ps_bottleneck.json"}) {
+  for (const char* file :
+       {"seed/two_machines.json", "classroom/heterogeneous.json", "classroom/ps_bottleneck.json"}) {
     EXPECT_NO_THROW(core::load_scenario(test::scenario_path(file))) << file;
   }
 }

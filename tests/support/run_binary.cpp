@@ -1,8 +1,8 @@
 #include "tests/support/run_binary.h"
 
 #include <csignal>
-#include <filesystem>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
