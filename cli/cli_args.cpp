@@ -1,5 +1,6 @@
 #include "cli/cli_args.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
@@ -22,11 +23,14 @@ std::string shell_quote(const std::string& word) {
 }
 
 uint64_t parse_seed(const std::string& text) {
+  errno = 0;
+  const uint64_t seed = std::strtoull(text.c_str(), nullptr, 10);
   if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos ||
-      text.size() > 19) {
-    throw InputError("", "--seed", "expected a non-negative integer, got \"" + text + "\"");
+      errno == ERANGE) {
+    throw InputError("", "--seed",
+                     "expected an integer from 0 to 18446744073709551615, got \"" + text + "\"");
   }
-  return std::strtoull(text.c_str(), nullptr, 10);
+  return seed;
 }
 
 }  // namespace
@@ -54,12 +58,10 @@ CliArgs parse_cli_args(int argc, const char* const* argv) {
   std::vector<std::string> words(argv + (argc > 0 ? 1 : 0), argv + argc);
   if (words.empty()) throw InputError("", "", "no command given; run replisim --help");
   const std::string& first = words.front();
-  if (first == "--help" || first == "-h" || first == "help") {
-    args.command = "help";
-    return args;
-  }
-  if (first == "--version" || first == "version") {
-    args.command = "version";
+  if (first == "--help" || first == "-h" || first == "help" || first == "--version" ||
+      first == "version") {
+    if (words.size() > 1) throw InputError("", words[1], "unexpected argument after " + first);
+    args.command = first.find("version") != std::string::npos ? "version" : "help";
     return args;
   }
   if (first != "simulate" && first != "plan") {
@@ -76,8 +78,15 @@ CliArgs parse_cli_args(int argc, const char* const* argv) {
     flags.push_back("--trace");
     flags.push_back("--force");
   }
+  std::vector<std::string> seen;
   for (size_t i = 1; i < words.size(); ++i) {
     const std::string& w = words[i];
+    if (w.size() > 1 && w[0] == '-') {
+      if (std::find(seen.begin(), seen.end(), w) != seen.end()) {
+        throw InputError("", w, "given twice");
+      }
+      seen.push_back(w);
+    }
     auto value = [&](const std::string& flag) {
       if (i + 1 >= words.size()) throw InputError("", flag, "needs a value");
       return words[++i];
@@ -96,10 +105,12 @@ CliArgs parse_cli_args(int argc, const char* const* argv) {
       args.seed = parse_seed(value(w));
     } else if (w == "--json" && simulate) {
       args.json_path = value(w);
+      if (args.json_path.empty()) throw InputError("", w, "needs a file name, got an empty one");
     } else if (w == "--json") {
       args.json_stdout = true;
     } else if (w == "--trace" && simulate) {
       args.trace_path = value(w);
+      if (args.trace_path.empty()) throw InputError("", w, "needs a file name, got an empty one");
     } else if (w == "--force" && simulate) {
       args.force = true;
     } else if (w.size() > 1 && w[0] == '-') {
@@ -115,14 +126,6 @@ CliArgs parse_cli_args(int argc, const char* const* argv) {
     }
   }
   if (args.scenario.empty()) throw InputError("", "", first + " needs a SCENARIO file");
-  for (const std::string* out : {&args.json_path, &args.trace_path}) {
-    if (!out->empty() && *out == args.scenario) {
-      throw InputError(*out, "", "an output file must not be the scenario file");
-    }
-  }
-  if (!args.json_path.empty() && args.json_path == args.trace_path) {
-    throw InputError(args.json_path, "", "--json and --trace name the same file");
-  }
   return args;
 }
 

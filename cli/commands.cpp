@@ -23,7 +23,7 @@ struct LoadedScenario {
 
 LoadedScenario load(const std::string& file) {
   const nlohmann::json document = core::read_json_file(file);
-  return {core::parse_scenario(document, file), core::fnv1a_hex(document.dump())};
+  return {core::parse_scenario(document, file), core::fnv1a_hex(core::dump_json(document))};
 }
 
 nlohmann::json provenance(const CliArgs& args, const LoadedScenario& loaded) {
@@ -43,42 +43,44 @@ std::string version_text() {
 }
 
 int run_simulate(const CliArgs& args, std::ostream& out) {
-  // Refuse unwritable outputs before any simulation runs.
-  if (!args.json_path.empty()) core::check_output_path(args.json_path, args.force);
-  if (!args.trace_path.empty()) core::check_output_path(args.trace_path, args.force);
-  const LoadedScenario loaded = load(args.scenario);
-  nlohmann::json prov = provenance(args, loaded);
-  const std::unique_ptr<core::Backend> backend = core::create_backend("sim");
   std::vector<core::Trace> traces;
   std::vector<core::RunMetrics> runs;
+  nlohmann::json prov;
+  // Every output is checked before any simulation runs, and written all-or-nothing at the end.
+  core::OutputFiles outputs(args.force);
+  outputs.protect(args.scenario);
+  if (!args.json_path.empty()) {
+    outputs.add("--json", args.json_path, [&](std::ostream& file) {
+      file << core::dump_json(core::summary_json(runs, prov), 2) << "\n";
+    });
+  }
+  if (!args.trace_path.empty()) {
+    outputs.add("--trace", args.trace_path, [&](std::ostream& file) {
+      std::vector<core::ChromeTraceInput> inputs;
+      for (const core::Trace& trace : traces) {
+        inputs.push_back({&trace, traces.size() > 1 ? trace.meta.value("strategy", "") + " " : ""});
+      }
+      core::write_chrome_trace(file, inputs, prov);
+    });
+  }
+  const LoadedScenario loaded = load(args.scenario);
+  prov = provenance(args, loaded);
+  const std::unique_ptr<core::Backend> backend = core::create_backend("sim");
   for (const std::string& strategy : selected_strategies(args)) {
     const core::Plan plan =
         core::compile_plan(loaded.scenario, strategy, core::CompileOptions{args.seed});
     prov["plan_hashes"][strategy] = core::plan_hash(plan);
     core::Trace trace = backend->run(plan);
-    trace.meta["provenance"] = prov;
     runs.push_back(core::compute_metrics(trace, args.scenario));
     traces.push_back(std::move(trace));
   }
+  for (core::Trace& trace : traces) trace.meta["provenance"] = prov;
   const std::string title = "replisim: scenario \"" + loaded.scenario.name + "\" (" +
                             args.scenario + "), sim backend, " +
                             network_model_name(loaded.scenario.cluster.network_model) +
                             " network, seed " + std::to_string(args.seed);
   out << core::format_report(runs, title);
-  if (!args.json_path.empty()) {
-    const nlohmann::json summary = core::summary_json(runs, prov);
-    core::write_file_atomically(args.json_path, args.force,
-                                [&](std::ostream& file) { file << summary.dump(2) << "\n"; });
-  }
-  if (!args.trace_path.empty()) {
-    std::vector<core::ChromeTraceInput> inputs;
-    for (const core::Trace& trace : traces) {
-      inputs.push_back({&trace, traces.size() > 1 ? trace.meta.value("strategy", "") + " " : ""});
-    }
-    core::write_file_atomically(args.trace_path, args.force, [&](std::ostream& file) {
-      core::write_chrome_trace(file, inputs, prov);
-    });
-  }
+  outputs.write_all();
   return 0;
 }
 
@@ -90,11 +92,11 @@ int run_plan(const CliArgs& args, std::ostream& out) {
   }
   if (args.json_stdout) {
     if (plans.size() == 1) {
-      out << core::plan_to_json(plans.front()).dump(1) << "\n";
+      out << core::dump_json(core::plan_to_json(plans.front()), 1) << "\n";
     } else {
       nlohmann::json all = nlohmann::json::array();
       for (const core::Plan& plan : plans) all.push_back(core::plan_to_json(plan));
-      out << all.dump(1) << "\n";
+      out << core::dump_json(all, 1) << "\n";
     }
     return 0;
   }

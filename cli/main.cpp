@@ -12,16 +12,22 @@ int main(int argc, char** argv) {
   try {
     sim::register_sim_backend();
     const cli::CliArgs args = cli::parse_cli_args(argc, argv);
+    int code = 0;
     if (args.command == "help") {
       std::cout << cli::usage_text();
-      return 0;
-    }
-    if (args.command == "version") {
+    } else if (args.command == "version") {
       std::cout << cli::version_text() << "\n";
-      return 0;
+    } else if (args.command == "plan") {
+      code = cli::run_plan(args, std::cout);
+    } else {
+      code = cli::run_simulate(args, std::cout);
     }
-    if (args.command == "plan") return cli::run_plan(args, std::cout);
-    return cli::run_simulate(args, std::cout);
+    std::cout.flush();
+    if (!std::cout) {
+      std::cerr << "replisim: error: cannot write to standard output\n";
+      return 1;
+    }
+    return code;
   } catch (const core::InputError& e) {
     std::cerr << "replisim: error: " << e.what() << "\n";
     return 2;

@@ -1,5 +1,7 @@
 #include "core/chrome_trace.h"
 
+#include "core/json_cursor.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -30,7 +32,7 @@ class EventStream {
  public:
   explicit EventStream(std::ostream& out) : out_(out) {}
   void emit(const nlohmann::json& event) {
-    out_ << (first_ ? "\n" : ",\n") << event.dump();
+    out_ << (first_ ? "\n" : ",\n") << dump_json(event);
     first_ = false;
   }
 
@@ -197,7 +199,7 @@ void write_chrome_trace(std::ostream& out, const std::vector<ChromeTraceInput>& 
     for (const TraceEvent& e : trace.events) max_id = std::max(max_id, e.message_id);
     flow_id_base += max_id + 1;
   }
-  out << "\n],\"displayTimeUnit\":\"ms\",\"otherData\":" << provenance.dump() << "}\n";
+  out << "\n],\"displayTimeUnit\":\"ms\",\"otherData\":" << dump_json(provenance) << "}\n";
   if (!out) throw std::runtime_error("cannot write the Chrome trace");
 }
 

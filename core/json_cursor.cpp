@@ -1,9 +1,14 @@
 #include "core/json_cursor.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
+
+#include <sys/stat.h>
 
 #include "core/error.h"
 
@@ -134,9 +139,26 @@ double JsonCursor::as_quantity(Dimension dimension) const {
   }
 }
 
-double JsonCursor::as_positive_quantity(Dimension dimension) const {
+double JsonCursor::as_quantity_in(Dimension dimension, double min_value, double max_value) const {
   const double v = as_quantity(dimension);
-  if (!(v > 0)) fail("must be greater than zero, got \"" + value_->get<std::string>() + "\"");
+  if (v < min_value || v > max_value) {
+    if (min_value > 0 && v <= 0) {
+      fail("must be greater than zero, got \"" + value_->get<std::string>() + "\"");
+    }
+    fail("must be between " + format_quantity(min_value, dimension) + " and " +
+         format_quantity(max_value, dimension) + ", got \"" + value_->get<std::string>() + "\"");
+  }
+  return v;
+}
+
+double JsonCursor::as_number_in(double min_value, double max_value) const {
+  const double v = as_number();
+  if (v < min_value || v > max_value) {
+    std::ostringstream message;
+    message << "must be between " << min_value << " and " << max_value << ", got "
+            << describe_json(*value_);
+    fail(message.str());
+  }
   return v;
 }
 
@@ -145,7 +167,10 @@ void JsonCursor::fail(const std::string& message) const {
 }
 
 std::string describe_json(const nlohmann::json& value) {
-  std::string dumped = value.dump();
+  // Containers are described without serialising them: they may be large or deeply nested.
+  if (value.is_object()) return "an object";
+  if (value.is_array()) return "an array";
+  std::string dumped = dump_json(value);
   if (dumped.size() > 40) dumped = dumped.substr(0, 37) + "...";
   switch (value.type()) {
     case nlohmann::json::value_t::null:
@@ -154,16 +179,8 @@ std::string describe_json(const nlohmann::json& value) {
       return "boolean " + dumped;
     case nlohmann::json::value_t::string:
       return "string " + dumped;
-    case nlohmann::json::value_t::number_integer:
-    case nlohmann::json::value_t::number_unsigned:
-    case nlohmann::json::value_t::number_float:
-      return "number " + dumped;
-    case nlohmann::json::value_t::object:
-      return "an object";
-    case nlohmann::json::value_t::array:
-      return "an array";
     default:
-      return "a value of another type";
+      return "number " + dumped;
   }
 }
 
@@ -190,12 +207,99 @@ std::string join_names(const std::vector<std::string>& names) {
   return out;
 }
 
+namespace {
+
+// Tracks the JSON pointer of the value being parsed, so that structural errors (depth, repeated
+// keys) can name where they are.
+class ParseTracker {
+ public:
+  ParseTracker(const std::string& file) : file_(file) {}
+
+  bool on_event(int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    switch (event) {
+      case Event::object_start:
+      case Event::array_start:
+        count_element();
+        frames_.push_back({event == Event::object_start, {}, "", 0});
+        if (int(frames_.size()) > kMaxJsonDepth) {
+          throw InputError(file_, path(),
+                           "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+        }
+        break;
+      case Event::object_end:
+      case Event::array_end:
+        frames_.pop_back();
+        break;
+      case Event::key: {
+        Frame& top = frames_.back();
+        top.key = parsed.get<std::string>();
+        if (!top.keys.insert(top.key).second) {
+          throw InputError(file_, path(), "this key appears twice in its object");
+        }
+        break;
+      }
+      case Event::value:
+        count_element();
+        break;
+    }
+    return true;
+  }
+
+ private:
+  struct Frame {
+    bool object;
+    std::set<std::string> keys;
+    std::string key;  // objects: the current member
+    long next_index;  // arrays: elements seen so far
+  };
+
+  void count_element() {
+    if (!frames_.empty() && !frames_.back().object) ++frames_.back().next_index;
+  }
+
+  std::string path() const {
+    std::string out;
+    for (const Frame& f : frames_) {
+      if (f.object) {
+        if (!f.key.empty() || !f.keys.empty()) out += "/" + escape_pointer_token(f.key);
+      } else if (f.next_index > 0) {
+        out += "/" + std::to_string(f.next_index - 1);
+      }
+    }
+    return out.empty() ? "/" : out;
+  }
+
+  const std::string& file_;
+  std::vector<Frame> frames_;
+};
+
+// nlohmann's messages read "[json.exception.parse_error.101] parse error at line 1, column 5:
+// syntax error while parsing value - invalid literal; last read: 'tru'"; keep what follows the
+// position.
+std::string parse_error_detail(const std::string& what) {
+  const size_t column = what.find("column ");
+  if (column != std::string::npos) {
+    const size_t colon = what.find(": ", column);
+    if (colon != std::string::npos) return what.substr(colon + 2);
+  }
+  // "[json.exception.out_of_range.406] number overflow parsing '1e400'": drop the tag.
+  const size_t tag_end = what.find("] ");
+  return tag_end == std::string::npos ? what : what.substr(tag_end + 2);
+}
+
+}  // namespace
+
 nlohmann::json parse_json_text(const std::string& text, const std::string& file) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
     throw InputError(file, "", "empty file (expected a JSON object)");
   }
+  ParseTracker tracker(file);
   try {
-    return nlohmann::json::parse(text);
+    return nlohmann::json::parse(
+        text, [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+          return tracker.on_event(depth, event, parsed);
+        });
   } catch (const nlohmann::json::parse_error& e) {
     // Translate the byte offset into line:column for people.
     size_t line = 1, column = 1;
@@ -207,22 +311,36 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& file)
         ++column;
       }
     }
-    std::string detail = e.what();
-    const size_t colon = detail.rfind(": ");
-    if (colon != std::string::npos) detail = detail.substr(colon + 2);
     throw InputError(file, "",
                      "not valid JSON at line " + std::to_string(line) + " column " +
-                         std::to_string(column) + ": " + detail);
+                         std::to_string(column) + ": " + parse_error_detail(e.what()));
+  } catch (const nlohmann::json::exception& e) {
+    // Numbers beyond double range ("1e400") and similar.
+    throw InputError(file, "", std::string("not usable JSON: ") + parse_error_detail(e.what()));
   }
 }
 
 nlohmann::json read_json_file(const std::string& file) {
+  struct stat info {};
+  if (::stat(file.c_str(), &info) != 0) {
+    throw InputError(file, "", std::string("cannot open file: ") + std::strerror(errno));
+  }
+  if (S_ISDIR(info.st_mode)) throw InputError(file, "", "is a directory, not a JSON file");
+  if (!S_ISREG(info.st_mode)) throw InputError(file, "", "is not a regular file");
+  if (size_t(info.st_size) > kMaxJsonFileBytes) {
+    throw InputError(file, "",
+                     "is larger than " + std::to_string(kMaxJsonFileBytes >> 20) + " MiB");
+  }
   std::ifstream in(file, std::ios::binary);
   if (!in) throw InputError(file, "", "cannot open file");
   std::ostringstream buffer;
   buffer << in.rdbuf();
   if (in.bad()) throw InputError(file, "", "cannot read file");
   return parse_json_text(buffer.str(), file);
+}
+
+std::string dump_json(const nlohmann::json& value, int indent) {
+  return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace replisim::core

@@ -43,8 +43,10 @@ class JsonCursor {
   int64_t as_int(int64_t min_value, int64_t max_value) const;
   // A quantity string with a unit; a bare number is an error that shows an example.
   double as_quantity(Dimension dimension) const;
-  // A quantity that must be > 0 (bandwidths, speeds).
-  double as_positive_quantity(Dimension dimension) const;
+  // A quantity in [min_value, max_value] (SI base units); the message shows both bounds.
+  double as_quantity_in(Dimension dimension, double min_value, double max_value) const;
+  // A number in [min_value, max_value].
+  double as_number_in(double min_value, double max_value) const;
 
   // Throws InputError(file, path, message).
   [[noreturn]] void fail(const std::string& message) const;
@@ -64,11 +66,22 @@ std::string nearest_name(const std::string& name, const std::vector<std::string>
 // Comma-separated list of names, for "valid ones are: a, b, c".
 std::string join_names(const std::vector<std::string>& names);
 
-// Parses `text` (the content of `file`) as JSON; empty or malformed input throws InputError
-// naming the file, line and column.
+// Deepest nesting accepted in input documents (scenarios nest about 6 levels).
+inline constexpr int kMaxJsonDepth = 64;
+// Largest input file read (scenarios are a few kB).
+inline constexpr size_t kMaxJsonFileBytes = size_t(64) << 20;
+
+// Parses `text` (the content of `file`) as JSON. Throws InputError naming the file (and line,
+// column or JSON path) on: empty input, malformed JSON, numbers out of range, nesting deeper
+// than kMaxJsonDepth, and a key repeated in one object.
 nlohmann::json parse_json_text(const std::string& text, const std::string& file);
 
-// Reads and parses a JSON file; a missing or unreadable file throws InputError.
+// Reads and parses a JSON file. Throws InputError when it is missing, unreadable, not a regular
+// file (a directory, FIFO or device), larger than kMaxJsonFileBytes, or bad as above.
 nlohmann::json read_json_file(const std::string& file);
+
+// Serialises `value`, replacing invalid UTF-8 (e.g. from file names) instead of throwing.
+// `indent` < 0 gives the compact form.
+std::string dump_json(const nlohmann::json& value, int indent = -1);
 
 }  // namespace replisim::core

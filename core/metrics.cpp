@@ -181,7 +181,7 @@ void find_window(RunMetrics& r, const Trace& trace, const Meta& meta, StepTable&
     }
   }
   if (!(window_end > window_start)) {
-    throw InputError(source, "",
+    throw InputError(source, "/training/steps",
                      "the measurement window is empty: " + first_to_finish +
                          " finished its last step before " + last_to_warm +
                          " finished warming up; raise training.steps");
@@ -293,6 +293,12 @@ void add_utilisation(RunMetrics& r, const Trace& trace, const Meta& meta) {
   r.bottleneck = r.devices.front();
   if (!r.links.empty() && r.links.front().utilization > r.bottleneck.utilization) {
     r.bottleneck = r.links.front();
+  }
+  if (r.bottleneck.utilization < kSaturatedUtilization) {
+    r.warnings.push_back("no resource is saturated (the busiest, " + r.bottleneck.name + ", is " +
+                         std::to_string(int(std::lround(r.bottleneck.utilization * 100))) +
+                         "% busy): steps are bound by the chain of dependent compute and "
+                         "transfers; see what each role waited on");
   }
 }
 

@@ -65,6 +65,9 @@ struct RunMetrics {
 
 // Below this many steps inside the window a client's step time is flagged as noisy.
 inline constexpr int kFewMeasuredSteps = 3;
+// Below this utilisation the bottleneck is reported as not saturated: the steps are then bound
+// by waiting along the chain of dependent compute and transfers, not by one resource.
+inline constexpr double kSaturatedUtilization = 0.7;
 
 // Computes every metric. Throws InputError(`source`, ...) when the trace lacks the metadata or
 // the steps needed to define the measurement window.

@@ -1,23 +1,50 @@
-// Output files that are never half-written and never replace a user's file unasked: content
-// goes to a temporary file next to the target, which is renamed over it only when complete.
+// Output files that are never half-written and never replace a user's file unasked. Every output
+// of a run is checked before the run starts; at the end all are written to temporary files next
+// to their targets and renamed only when every one of them was written completely.
 #pragma once
 
 #include <functional>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 namespace replisim::core {
 
-// Throws InputError(path, ...) when `path` exists and `overwrite` is false, when it is a
-// directory, or when its directory does not exist. Call before long work, so that a run does not
-// end in a refused write.
-void check_output_path(const std::string& path, bool overwrite);
+class OutputFiles {
+ public:
+  // `overwrite`: whether existing regular files may be replaced (the user's --force).
+  explicit OutputFiles(bool overwrite) : overwrite_(overwrite) {}
 
-// Runs `write` on a temporary file in the target's directory, then renames it to `path`.
-// On any failure (an exception from `write`, a stream or rename error) the temporary file is
-// removed and `path` is left as it was. Throws InputError for refused paths (see above) and
-// std::runtime_error for I/O failures.
-void write_file_atomically(const std::string& path, bool overwrite,
-                           const std::function<void(std::ostream&)>& write);
+  // Marks an input (e.g. the scenario) that no output may replace, whatever its spelling
+  // (./s.json, a symlink or a hard link to it).
+  void protect(const std::string& input_path);
+
+  // Registers an output given by `flag` (for messages). Throws InputError(path, ...) at once when
+  // the name is empty; the file exists and overwrite is off; it exists and is not a regular file
+  // (a directory, device or FIFO); it is the same file as a protected input or another output;
+  // its directory is missing, not a directory, or not writable (probed by creating and removing a
+  // temporary file there).
+  void add(const std::string& flag, const std::string& path,
+           std::function<void(std::ostream&)> writer);
+
+  bool empty() const { return outputs_.empty(); }
+
+  // Writes every registered output to a temporary file, then renames them all into place.
+  // On any failure no target is touched and the temporaries are removed; throws InputError if a
+  // target appeared meanwhile (and overwrite is off), std::runtime_error for I/O failures.
+  void write_all();
+
+ private:
+  struct Output {
+    std::string flag;
+    std::string path;
+    std::function<void(std::ostream&)> writer;
+  };
+  bool same_file_as_registered(const std::string& path, std::string* which) const;
+
+  bool overwrite_;
+  std::vector<std::string> protected_;
+  std::vector<Output> outputs_;
+};
 
 }  // namespace replisim::core

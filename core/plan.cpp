@@ -300,7 +300,7 @@ std::string fnv1a_hex(const std::string& bytes) {
 }
 
 std::string plan_hash(const Plan& plan) {
-  return fnv1a_hex(plan_to_json(plan).dump());
+  return fnv1a_hex(dump_json(plan_to_json(plan)));
 }
 
 }  // namespace replisim::core

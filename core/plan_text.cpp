@@ -10,8 +10,10 @@ namespace replisim::core {
 std::string format_plan(const Plan& plan) {
   std::ostringstream out;
   const Platform& p = plan.platform;
-  out << "plan: " << plan.strategy << " (" << plan.sync << ") for scenario \"" << plan.scenario_name
-      << "\", hash " << plan_hash(plan) << ", seed " << plan.seed << "\n";
+  out << "plan: " << plan.strategy
+      << (plan.strategy == "between_graph" ? " (" + plan.sync + ")" : std::string())
+      << " for scenario \"" << plan.scenario_name << "\", hash " << plan_hash(plan) << ", seed "
+      << plan.seed << "\n";
   out << "platform: " << p.machines.size() << " machine(s), " << p.devices.size() << " device(s), "
       << p.links.size() << " link(s), network model " << network_model_name(p.network_model)
       << "\n";

@@ -54,7 +54,8 @@ std::string client_rates(const RunMetrics& r) {
     lo = std::min(lo, c.step_rate_per_s);
     hi = std::max(hi, c.step_rate_per_s);
   }
-  return fixed(lo, 2) + " .. " + fixed(hi, 2);
+  return fixed(lo, 2) + " .. " + fixed(hi, 2) + " (" + std::to_string(r.clients.size()) +
+         " clients)";
 }
 
 }  // namespace
@@ -79,15 +80,15 @@ std::string format_report(const std::vector<RunMetrics>& runs, const std::string
   row("staleness mean / max", [](const RunMetrics& r) {
     return fixed(r.staleness_mean, 2) + " / " + fixed(r.staleness_max, 0);
   });
-  row("bottleneck", [](const RunMetrics& r) {
+  row("bottleneck (busiest resource)", [](const RunMetrics& r) {
     return r.bottleneck.name + " " + percent(r.bottleneck.utilization);
   });
-  row("busiest device", [](const RunMetrics& r) {
-    return r.devices.front().name + " " + percent(r.devices.front().utilization);
-  });
-  row("busiest link", [](const RunMetrics& r) {
-    return r.links.empty() ? std::string("-")
-                           : r.links.front().name + " " + percent(r.links.front().utilization);
+  row("next busiest", [](const RunMetrics& r) {
+    // The busiest of the other kind (a link when the bottleneck is a device, and vice versa).
+    const bool device = !r.devices.empty() && r.devices.front().name == r.bottleneck.name;
+    const std::vector<ResourceUse>& other = device ? r.links : r.devices;
+    return other.empty() ? std::string("-")
+                         : other.front().name + " " + percent(other.front().utilization);
   });
   row("parameter bytes per PS", [](const RunMetrics& r) {
     std::string out;

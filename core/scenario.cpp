@@ -28,7 +28,11 @@ constexpr double kDefaultSwitchLatencyS = 1e-6;
 constexpr int kDefaultWarmupSteps = 10;
 
 bool valid_name(const std::string& name) {
-  return !name.empty() && name.find_first_of("/*? \t\n") == std::string::npos;
+  if (name.empty() || name.find_first_of("/*? ") != std::string::npos) return false;
+  for (unsigned char ch : name) {
+    if (ch < 0x20 || ch == 0x7F) return false;  // control characters, NUL included
+  }
+  return true;
 }
 
 // A link object {"bandwidth", "latency"}. A field missing from the object takes its value from
@@ -37,17 +41,24 @@ LinkSpec parse_link(const JsonCursor& c, const LinkSpec* defaults) {
   c.check_keys({"bandwidth", "latency"});
   LinkSpec link;
   if (c.has("bandwidth") || defaults == nullptr || defaults->bandwidth_bytes_per_s <= 0) {
-    link.bandwidth_bytes_per_s = c.at("bandwidth").as_positive_quantity(Dimension::kBandwidth);
+    link.bandwidth_bytes_per_s =
+        c.at("bandwidth")
+            .as_quantity_in(Dimension::kBandwidth, limits::kMinBandwidthBytesPerS,
+                            limits::kMaxBandwidthBytesPerS);
   } else {
     link.bandwidth_bytes_per_s = defaults->bandwidth_bytes_per_s;
   }
   if (c.has("latency") || defaults == nullptr) {
-    link.latency_s = c.at("latency").as_quantity(Dimension::kTime);
-    if (link.latency_s < 0) c.at("latency").fail("must not be negative");
+    link.latency_s = c.at("latency").as_quantity_in(Dimension::kTime, 0, limits::kMaxLatencyS);
   } else {
     link.latency_s = defaults->latency_s;
   }
   return link;
+}
+
+double speed(const JsonCursor& c) {
+  return c.as_quantity_in(Dimension::kFlopRate, limits::kMinSpeedFlopPerS,
+                          limits::kMaxSpeedFlopPerS);
 }
 
 MachineSpec parse_machine(const JsonCursor& c) {
@@ -55,17 +66,18 @@ MachineSpec parse_machine(const JsonCursor& c) {
   MachineSpec m;
   m.name = c.at("name").as_string();
   if (!valid_name(m.name)) {
-    c.at("name").fail("a machine name must be non-empty without '/', '*', '?' or spaces");
+    c.at("name").fail(
+        "a machine name must be non-empty without '/', '*', '?', spaces or control characters");
   }
   const JsonCursor cpu = c.at("cpu");
   cpu.check_keys({"speed"});
-  m.cpu_speed_flop_per_s = cpu.at("speed").as_positive_quantity(Dimension::kFlopRate);
+  m.cpu_speed_flop_per_s = speed(cpu.at("speed"));
   if (c.has("gpus")) {
     const JsonCursor gpus = c.at("gpus");
     for (size_t i = 0; i < gpus.size(); ++i) {
       const JsonCursor g = gpus.at(i);
       g.check_keys({"speed"});
-      m.gpus.push_back({g.at("speed").as_positive_quantity(Dimension::kFlopRate)});
+      m.gpus.push_back({speed(g.at("speed"))});
     }
   }
   m.nic = parse_link(c.at("nic"), nullptr);
@@ -159,23 +171,26 @@ Costs parse_costs(const JsonCursor* c, const Model& model) {
   }
   c->check_keys({"input_samples_per_s", "apply_flop_per_param", "aggregate_flop_per_param",
                  "loss_flop_per_sample", "per_message_overhead"});
-  auto non_negative_number = [&](const char* key, double* out) {
-    if (!c->has(key)) return;
-    *out = c->at(key).as_number();
-    if (*out < 0) c->at(key).fail("must not be negative");
-  };
-  non_negative_number("input_samples_per_s", &costs.input_samples_per_s);
-  non_negative_number("apply_flop_per_param", &costs.apply_flop_per_param);
-  non_negative_number("aggregate_flop_per_param", &costs.aggregate_flop_per_param);
+  if (c->has("input_samples_per_s")) {
+    const JsonCursor rate = c->at("input_samples_per_s");
+    costs.input_samples_per_s = rate.as_number_in(0, limits::kMaxSamplesPerS);
+    if (costs.input_samples_per_s > 0 && costs.input_samples_per_s < limits::kMinSamplesPerS) {
+      rate.fail("must be 0 (free) or at least 0.001 samples/s");
+    }
+  }
+  for (const auto& [key, field] :
+       {std::make_pair("apply_flop_per_param", &costs.apply_flop_per_param),
+        std::make_pair("aggregate_flop_per_param", &costs.aggregate_flop_per_param)}) {
+    if (c->has(key)) *field = c->at(key).as_number_in(0, limits::kMaxFlopPerParam);
+  }
   if (c->has("loss_flop_per_sample")) {
-    costs.loss_flop_per_sample = c->at("loss_flop_per_sample").as_quantity(Dimension::kFlop);
-    if (costs.loss_flop_per_sample < 0) c->at("loss_flop_per_sample").fail("must not be negative");
+    costs.loss_flop_per_sample =
+        c->at("loss_flop_per_sample")
+            .as_quantity_in(Dimension::kFlop, 0, limits::kMaxFlopPerSample);
   }
   if (c->has("per_message_overhead")) {
-    costs.per_message_overhead_s = c->at("per_message_overhead").as_quantity(Dimension::kTime);
-    if (costs.per_message_overhead_s < 0) {
-      c->at("per_message_overhead").fail("must not be negative");
-    }
+    costs.per_message_overhead_s =
+        c->at("per_message_overhead").as_quantity_in(Dimension::kTime, 0, limits::kMaxDelayS);
   }
   return costs;
 }
@@ -194,8 +209,7 @@ Jitter parse_jitter(const JsonCursor* c) {
     if (stagger.value().is_string() && stagger.as_string() == "auto") {
       jitter.startup_stagger_s = kAutoStagger;
     } else {
-      jitter.startup_stagger_s = stagger.as_quantity(Dimension::kTime);
-      if (jitter.startup_stagger_s < 0) stagger.fail("must not be negative");
+      jitter.startup_stagger_s = stagger.as_quantity_in(Dimension::kTime, 0, limits::kMaxDelayS);
     }
   }
   for (const auto& [key, field] : {std::make_pair("compute", &jitter.compute_fraction),
@@ -211,10 +225,10 @@ TrainingSpec parse_training(const JsonCursor& c, const ClusterSpec& cluster, con
   c.check_keys({"batch_per_replica", "steps", "warmup_steps", "replicas", "client", "ps",
                 "variable_placement", "sync", "costs", "jitter"});
   TrainingSpec t;
-  t.batch_per_replica = int(c.at("batch_per_replica").as_int(1, 1 << 24));
-  t.steps = c.has("steps") ? int(c.at("steps").as_int(1, 100000000)) : kDefaultSteps;
-  t.warmup_steps =
-      c.has("warmup_steps") ? int(c.at("warmup_steps").as_int(0, 100000000)) : kDefaultWarmupSteps;
+  t.batch_per_replica = int(c.at("batch_per_replica").as_int(1, limits::kMaxBatch));
+  t.steps = c.has("steps") ? int(c.at("steps").as_int(1, limits::kMaxSteps)) : kDefaultSteps;
+  t.warmup_steps = c.has("warmup_steps") ? int(c.at("warmup_steps").as_int(0, limits::kMaxSteps))
+                                         : kDefaultWarmupSteps;
   if (t.steps <= t.warmup_steps) {
     (c.has("steps") ? c.at("steps") : c)
         .fail("steps (" + std::to_string(t.steps) + ") must be greater than warmup_steps (" +
@@ -251,9 +265,7 @@ TrainingSpec parse_training(const JsonCursor& c, const ClusterSpec& cluster, con
   if (c.has("sync")) {
     const JsonCursor sync = c.at("sync");
     if (!(sync.value().is_string() && sync.as_string() == "async")) {
-      sync.fail(
-          "only \"async\" is supported yet; synchronous training (SyncReplicasOptimizer) "
-          "is not supported yet");
+      sync.fail("synchronous training (SyncReplicasOptimizer) is not supported yet; use \"async\"");
     }
   }
   const JsonCursor costs_cursor = c.has("costs") ? c.at("costs") : c;

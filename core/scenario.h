@@ -109,6 +109,26 @@ struct Scenario {
   TrainingSpec training;
 };
 
+// Plausibility bounds on scenario quantities (SI units): far outside any real hardware or model,
+// yet tight enough to keep simulated times finite and the simulator's arithmetic meaningful
+// (denormal bandwidths or 1e308-byte tensors deadlock or overflow SimGrid).
+namespace limits {
+inline constexpr double kMinBandwidthBytesPerS = 1;     // 8 bit/s
+inline constexpr double kMaxBandwidthBytesPerS = 1e15;  // 1 PB/s
+inline constexpr double kMinSpeedFlopPerS = 1e3;        // 1 kFLOPS
+inline constexpr double kMaxSpeedFlopPerS = 1e18;       // 1 EFLOPS
+inline constexpr double kMaxLatencyS = 10;
+inline constexpr double kMaxDelayS = 86400;  // start-up stagger, per-message overhead
+inline constexpr double kMaxParams = 1e13;
+inline constexpr double kMaxFlopPerSample = 1e16;
+inline constexpr double kMaxBytesPerSample = 1e13;
+inline constexpr double kMaxFlopPerParam = 1e6;
+inline constexpr double kMinSamplesPerS = 1e-3;  // input pipeline rate when not 0 (free)
+inline constexpr double kMaxSamplesPerS = 1e12;
+inline constexpr int kMaxSteps = 1000000;
+inline constexpr int kMaxBatch = 1 << 24;
+}  // namespace limits
+
 // Parses and validates a scenario. `file` names the source in error messages.
 // Throws InputError (file + JSON path + what was expected) on any bad input.
 Scenario parse_scenario(const nlohmann::json& document, const std::string& file);

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/scenario.h"
 
 namespace replisim::core {
 namespace {
@@ -12,17 +13,13 @@ Layer parse_layer(const JsonCursor& c) {
   Layer layer;
   layer.name = c.at("name").as_string();
   if (layer.name.empty()) c.at("name").fail("a layer name must not be empty");
-  layer.params = c.at("params").as_number();
-  if (layer.params < 0) c.at("params").fail("must not be negative");
-  layer.forward_flop_per_sample = c.at("forward_flops_per_sample").as_quantity(Dimension::kFlop);
-  if (layer.forward_flop_per_sample < 0) {
-    c.at("forward_flops_per_sample").fail("must not be negative");
-  }
+  layer.params = c.at("params").as_number_in(0, limits::kMaxParams);
+  layer.forward_flop_per_sample =
+      c.at("forward_flops_per_sample")
+          .as_quantity_in(Dimension::kFlop, 0, limits::kMaxFlopPerSample);
   layer.activation_bytes_per_sample =
-      c.at("activation_bytes_per_sample").as_quantity(Dimension::kBytes);
-  if (layer.activation_bytes_per_sample < 0) {
-    c.at("activation_bytes_per_sample").fail("must not be negative");
-  }
+      c.at("activation_bytes_per_sample")
+          .as_quantity_in(Dimension::kBytes, 0, limits::kMaxBytesPerSample);
   return layer;
 }
 
@@ -60,10 +57,9 @@ Model parse_model(const JsonCursor& c) {
     model.layers.push_back(std::move(layer));
   }
   if (c.has("input_bytes_per_sample")) {
-    model.input_bytes_per_sample = c.at("input_bytes_per_sample").as_quantity(Dimension::kBytes);
-    if (model.input_bytes_per_sample < 0) {
-      c.at("input_bytes_per_sample").fail("must not be negative");
-    }
+    model.input_bytes_per_sample =
+        c.at("input_bytes_per_sample")
+            .as_quantity_in(Dimension::kBytes, 0, limits::kMaxBytesPerSample);
   }
   return model;
 }

@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "core/error.h"
+#include "core/json_cursor.h"
 
 namespace replisim::core {
 namespace {
@@ -114,7 +115,7 @@ void write_trace_binary(std::ostream& out, const Trace& trace) {
   Writer w(out);
   out.write(kMagic, sizeof kMagic);
   w.pod(kBinaryVersion);
-  w.string(trace.meta.dump());
+  w.string(dump_json(trace.meta));
   w.pod(uint64_t(trace.strings().size()));
   for (const std::string& s : trace.strings()) w.string(s);
   w.pod(uint64_t(trace.events.size()));

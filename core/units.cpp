@@ -34,24 +34,24 @@ struct UnitSymbol {
   const char* symbol;
   double factor;  // multiplies the prefixed number into the SI base unit
   bool takes_prefix;
+  bool binary_prefixes;  // Ki Mi ... make sense for bytes and bits, not for FLOP
 };
 
 std::vector<UnitSymbol> units_for(Dimension dimension) {
   switch (dimension) {
     case Dimension::kBandwidth:
-      return {{"bps", 1.0 / 8.0, true}, {"Bps", 1.0, true}};
+      return {{"bps", 1.0 / 8.0, true, true}, {"Bps", 1.0, true, true}};
     case Dimension::kTime:
-      return {{"s", 1.0, false},
-              {"ms", 1e-3, false},
-              {"us", 1e-6, false},
-              {"\xC2\xB5s", 1e-6, false},
-              {"ns", 1e-9, false}};
+      // "us", the micro sign U+00B5 and the Greek mu U+03BC.
+      return {{"s", 1.0, false, false},          {"ms", 1e-3, false, false},
+              {"us", 1e-6, false, false},        {"\xC2\xB5s", 1e-6, false, false},
+              {"\xCE\xBCs", 1e-6, false, false}, {"ns", 1e-9, false, false}};
     case Dimension::kFlop:
-      return {{"FLOP", 1.0, true}};
+      return {{"FLOP", 1.0, true, false}};
     case Dimension::kFlopRate:
-      return {{"FLOPS", 1.0, true}};
+      return {{"FLOPS", 1.0, true, false}};
     case Dimension::kBytes:
-      return {{"B", 1.0, true}};
+      return {{"B", 1.0, true, true}};
   }
   return {};
 }
@@ -82,6 +82,8 @@ double unit_factor(const std::string& unit_text, Dimension dimension) {
     if (prefix.empty()) return unit.factor;
     if (!unit.takes_prefix) continue;
     for (const Prefix& p : prefixes()) {
+      const bool binary = p.symbol[0] != '\0' && p.symbol[1] == 'i';
+      if (binary && !unit.binary_prefixes) continue;
       if (prefix == p.symbol) return p.factor * unit.factor;
     }
   }
@@ -110,6 +112,9 @@ double parse_quantity(const std::string& text, Dimension dimension) {
   const std::string expected = std::string("expected a quantity such as ") +
                                quantity_example(dimension) +
                                " (units: " + accepted_units(dimension) + ")";
+  if (text.find('\0') != std::string::npos) {
+    throw UnitError(expected + ", got a string containing a NUL character");
+  }
   const char* begin = text.c_str();
   char* end = nullptr;
   // strtod accepts "inf", "nan" and hex floats; the finiteness and digit checks reject them.
@@ -118,7 +123,7 @@ double parse_quantity(const std::string& text, Dimension dimension) {
     throw UnitError(expected + ", got \"" + text + "\"");
   }
   std::string unit_text(end);
-  const size_t first = unit_text.find_first_not_of(' ');
+  const size_t first = unit_text.find_first_not_of(" \t");
   unit_text = first == std::string::npos ? "" : unit_text.substr(first);
   if (unit_text.empty()) {
     throw UnitError(expected + ", got \"" + text + "\" with no unit");
@@ -127,7 +132,9 @@ double parse_quantity(const std::string& text, Dimension dimension) {
   if (std::isnan(factor)) {
     throw UnitError(expected + ", got unknown unit \"" + unit_text + "\" in \"" + text + "\"");
   }
-  return number * factor;
+  const double value = number * factor;
+  if (!std::isfinite(value)) throw UnitError("\"" + text + "\" is out of range");
+  return value;
 }
 
 namespace {
@@ -149,11 +156,16 @@ const std::vector<Scale>& scales_for(Dimension dimension) {
   static const std::vector<Scale> kBytes = {
       {1e12, " TB"}, {1e9, " GB"}, {1e6, " MB"}, {1e3, " kB"}, {1, " B"}};
   switch (dimension) {
-    case Dimension::kBandwidth: return kBandwidth;
-    case Dimension::kTime: return kTime;
-    case Dimension::kFlop: return kFlop;
-    case Dimension::kFlopRate: return kFlopRate;
-    case Dimension::kBytes: return kBytes;
+    case Dimension::kBandwidth:
+      return kBandwidth;
+    case Dimension::kTime:
+      return kTime;
+    case Dimension::kFlop:
+      return kFlop;
+    case Dimension::kFlopRate:
+      return kFlopRate;
+    case Dimension::kBytes:
+      return kBytes;
   }
   return kBytes;
 }

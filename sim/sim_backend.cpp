@@ -1,9 +1,13 @@
 #include "sim/sim_backend.h"
 
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 
+#include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -67,6 +71,18 @@ std::string read_all(int fd) {
   ::_exit(ok ? 0 : 3);
 }
 
+// SimGrid writes diagnostics (deadlock dumps, backtraces) to stderr; the parent reports failures
+// in one line of its own. REPLISIM_SIMGRID_LOG=1 keeps them, for debugging.
+void quiet_simgrid_unless_asked() {
+  const char* keep = std::getenv("REPLISIM_SIMGRID_LOG");
+  if (keep != nullptr && std::string(keep) == "1") return;
+  const int null_fd = ::open("/dev/null", O_WRONLY);
+  if (null_fd >= 0) {
+    ::dup2(null_fd, STDERR_FILENO);
+    ::close(null_fd);
+  }
+}
+
 }  // namespace
 
 std::string simgrid_version() {
@@ -82,6 +98,7 @@ core::Trace SimBackend::run(const core::Plan& plan) {
   if (::pipe(fds) != 0) {
     throw core::BackendError(std::string("cannot create a pipe: ") + std::strerror(errno));
   }
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(fds[0]);
@@ -90,6 +107,10 @@ core::Trace SimBackend::run(const core::Plan& plan) {
   }
   if (pid == 0) {
     ::close(fds[0]);
+    // Die with the parent: a killed replisim must not leave a simulation running.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(4);
+    quiet_simgrid_unless_asked();
     run_child(plan, fds[1]);
   }
   ::close(fds[1]);

@@ -92,6 +92,19 @@ TEST(Cli, BadFlagsExitTwo) {
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"simulate", seed_scenario(), "--seed", "1", "--seed", "2"},
+           {"simulate", seed_scenario(), "--json", ""},
+           {"simulate", seed_scenario(), "--seed", "18446744073709551616"},
+           {"--version", "extra"},
+           {"plan", "/"},
+           {"plan", "/dev/zero"}}) {
+    const test::BinaryResult r = run_replisim(args);
+    EXPECT_EQ(r.exit_code, 2) << args.back() << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  EXPECT_EQ(run_replisim({"plan", seed_scenario(), "--seed", "18446744073709551615"}).exit_code,
+            0);
   const test::BinaryResult typo = run_replisim({"simulate", seed_scenario(), "--forse"});
   EXPECT_NE(typo.err.find("--force"), std::string::npos) << typo.err;
 }
@@ -108,6 +121,20 @@ TEST(Cli, NeverOverwritesUnasked) {
   r = run_replisim({"simulate", scenario, "--json", scenario, "--force"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(test::read_file(scenario), small_valid().dump());
+  // Nor under another spelling of its name.
+  const std::string dotted = dir.path() + "/./s.json";
+  r = run_replisim({"simulate", scenario, "--json", dotted, "--force"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(test::read_file(scenario), small_valid().dump());
+  // Two outputs naming one file are refused before anything is written.
+  r = run_replisim({"simulate", scenario, "--json", dir.file("a.json"), "--trace",
+                    dir.path() + "/./a.json"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_FALSE(test::file_exists(dir.file("a.json")));
+  // Special files are never replaced, even with --force.
+  r = run_replisim({"simulate", scenario, "--json", "/dev/null", "--force"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("not a regular file"), std::string::npos) << r.err;
   // A missing directory is refused before any simulation, leaving nothing behind.
   r = run_replisim({"simulate", scenario, "--trace", dir.file("no/such/dir/t.json")});
   EXPECT_EQ(r.exit_code, 2);

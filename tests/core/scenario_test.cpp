@@ -135,7 +135,59 @@ TEST(Scenario, BadInputNamesTheJsonPath) {
 
   doc = valid();
   doc["cluster"]["machines"][0]["nic"]["latency"] = "-5 us";
-  expect_error(doc, "/cluster/machines/0/nic/latency", "negative");
+  expect_error(doc, "/cluster/machines/0/nic/latency", "between 0 s and 10 s");
+
+  // Values that overflow, or are far outside any hardware, are refused before simulating.
+  doc = valid();
+  doc["cluster"]["machines"][0]["gpus"][0]["speed"] = "1e300 PFLOPS";
+  expect_error(doc, "/cluster/machines/0/gpus/0/speed", "out of range");
+  doc = valid();
+  doc["cluster"]["machines"][0]["nic"]["bandwidth"] = "1e-300 Bps";
+  expect_error(doc, "/cluster/machines/0/nic/bandwidth", "between");
+  doc = valid();
+  doc["model"] = test::one_layer_model(1e308, "1 GFLOP");
+  expect_error(doc, "/model/layers/0/params", "between");
+  doc = valid();
+  doc["training"]["costs"] = {{"input_samples_per_s", 1e-300}};
+  expect_error(doc, "/training/costs/input_samples_per_s", "0.001");
+  doc = valid();
+  doc["training"]["steps"] = 100000000;
+  expect_error(doc, "/training/steps", "integer in [1, 1000000]");
+  doc = valid();
+  doc["cluster"]["machines"][0]["name"] = std::string("pc\r1");
+  expect_error(doc, "/cluster/machines/0/name", "control characters");
+}
+
+TEST(Scenario, StructuralJsonProblemsAreInputErrors) {
+  // Deep nesting is refused before anything walks it recursively.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  try {
+    parse_json_text(deep, "deep.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(e.message().find("nesting deeper"), std::string::npos) << e.what();
+  }
+  try {
+    parse_json_text("{\"cluster\": {\"machines\": [], \"machines\": []}}", "dup.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.json_path(), "/cluster/machines") << e.what();
+    EXPECT_NE(e.message().find("twice"), std::string::npos) << e.what();
+  }
+  try {
+    parse_json_text("{\"a\": [1, {\"b\": 1e400}]}", "big.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(e.message().find("1e400"), std::string::npos) << e.what();
+  }
+  try {
+    parse_json_text("{\"a\": tru}", "t.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(e.message().find("invalid literal"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(read_json_file("/"), InputError);          // a directory
+  EXPECT_THROW(read_json_file("/dev/zero"), InputError);  // not a regular file: never read
 }
 
 TEST(Scenario, EmptyAndMalformedFilesAreInputErrors) {

@@ -45,6 +45,15 @@ TEST(Units, BareNumbersAndGarbageAreErrorsWithAnExample) {
   EXPECT_THROW(parse_quantity("0x10 s", Dimension::kTime), UnitError);
 }
 
+TEST(Units, EdgeCases) {
+  EXPECT_DOUBLE_EQ(parse_quantity("5\tus", Dimension::kTime), 5e-6);
+  EXPECT_DOUBLE_EQ(parse_quantity("5 \xCE\xBCs", Dimension::kTime), 5e-6);  // Greek mu
+  EXPECT_DOUBLE_EQ(parse_quantity("5 \xC2\xB5s", Dimension::kTime), 5e-6);  // micro sign
+  EXPECT_THROW(parse_quantity("1 PiFLOPS", Dimension::kFlopRate), UnitError);  // no binary FLOP
+  EXPECT_THROW(parse_quantity(std::string("10 Gbps\0x", 9), Dimension::kBandwidth), UnitError);
+  EXPECT_THROW(parse_quantity("1e300 PBps", Dimension::kBandwidth), UnitError);  // overflows
+}
+
 TEST(Units, FormatsForPeople) {
   EXPECT_EQ(format_quantity(1.25e9, Dimension::kBandwidth), "1.25 GB/s");
   EXPECT_EQ(format_quantity(0.0125, Dimension::kTime), "12.5 ms");

@@ -12,6 +12,7 @@ namespace replisim {
 namespace {
 
 struct ClosedFormCase {
+  std::string name;
   std::string replica;  // "w/cpu" or "w/gpu0"
   std::string worker_nic;
   std::string ps_nic;
@@ -74,11 +75,12 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, ClosedForm,
     ::testing::Values(
         // CPU replica: worker NIC (1 Gbps) is the narrowest hop; compute and network similar.
-        ClosedFormCase{"w/cpu", "1 Gbps", "10 Gbps", 1e6, 1e9, 8},
+        ClosedFormCase{"CpuReplicaWorkerNicNarrowest", "w/cpu", "1 Gbps", "10 Gbps", 1e6, 1e9, 8},
         // GPU replica: the route adds the PCIe hop's latency; the PS NIC is the narrowest.
-        ClosedFormCase{"w/gpu0", "25 Gbps", "5 Gbps", 5e6, 4e9, 32},
+        ClosedFormCase{"GpuReplicaPsNicNarrowest", "w/gpu0", "25 Gbps", "5 Gbps", 5e6, 4e9, 32},
         // Network-dominated: a big layer, little compute.
-        ClosedFormCase{"w/gpu0", "10 Gbps", "10 Gbps", 25e6, 1e8, 4}));
+        ClosedFormCase{"NetworkDominated", "w/gpu0", "10 Gbps", "10 Gbps", 25e6, 1e8, 4}),
+    [](const ::testing::TestParamInfo<ClosedFormCase>& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace replisim
