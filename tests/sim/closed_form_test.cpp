@@ -21,6 +21,9 @@ struct ClosedFormCase {
   int batch;
 };
 
+// Names the case in test listings (gtest would otherwise print the struct's bytes).
+void PrintTo(const ClosedFormCase& c, std::ostream* os) { *os << c.name; }
+
 class ClosedForm : public ::testing::TestWithParam<ClosedFormCase> {};
 
 TEST_P(ClosedForm, StepTimeMatches) {
