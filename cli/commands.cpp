@@ -22,8 +22,9 @@ struct LoadedScenario {
 };
 
 LoadedScenario load(const std::string& file) {
-  const nlohmann::json document = core::read_json_file(file);
-  return {core::parse_scenario(document, file), core::fnv1a_hex(core::dump_json(document))};
+  const core::ScenarioDocument document = core::load_scenario_document(file);
+  return {core::parse_scenario(document.json, file, &document.sources),
+          core::fnv1a_hex(core::dump_json(document.json))};
 }
 
 nlohmann::json provenance(const CliArgs& args, const LoadedScenario& loaded) {

@@ -15,21 +15,6 @@
 namespace replisim::core {
 namespace {
 
-// JSON pointer escaping (RFC 6901): "~" -> "~0", "/" -> "~1".
-std::string escape_pointer_token(const std::string& token) {
-  std::string out;
-  for (char c : token) {
-    if (c == '~') {
-      out += "~0";
-    } else if (c == '/') {
-      out += "~1";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> row(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
@@ -48,8 +33,58 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 }  // namespace
 
+std::string escape_pointer_token(const std::string& token) {
+  std::string out;
+  for (char c : token) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+const std::string& SourceMap::file_of(const std::string& path) const {
+  std::string p = path;
+  for (;;) {
+    auto found = files_.find(p);
+    if (found != files_.end()) return found->second;
+    if (p.empty()) return root_file_;
+    p = p.substr(0, p.find_last_of('/'));
+  }
+}
+
+void SourceMap::assign(const std::string& path, const std::string& file) {
+  auto it = files_.lower_bound(path + "/");
+  while (it != files_.end() && it->first.compare(0, path.size() + 1, path + "/") == 0) {
+    it = files_.erase(it);
+  }
+  files_[path] = file;
+}
+
+void SourceMap::copy_from(const SourceMap& other, const std::string& path) {
+  assign(path, other.file_of(path));
+  const std::string below = path + "/";
+  for (auto it = other.files_.lower_bound(below);
+       it != other.files_.end() && it->first.compare(0, below.size(), below) == 0; ++it) {
+    files_[it->first] = it->second;
+  }
+}
+
 JsonCursor::JsonCursor(const nlohmann::json& value, std::string file, std::string path)
     : value_(&value), file_(std::move(file)), path_(std::move(path)) {}
+
+JsonCursor::JsonCursor(const nlohmann::json& value, const SourceMap* sources, std::string path)
+    : value_(&value), sources_(sources), path_(std::move(path)) {}
+
+JsonCursor JsonCursor::child(const nlohmann::json& value, std::string path) const {
+  JsonCursor c(value, file_, std::move(path));
+  c.sources_ = sources_;
+  return c;
+}
 
 bool JsonCursor::has(const std::string& key) const {
   return value_->is_object() && value_->contains(key);
@@ -59,14 +94,14 @@ JsonCursor JsonCursor::at(const std::string& key) const {
   expect_object();
   auto it = value_->find(key);
   const std::string child_path = path_ + "/" + escape_pointer_token(key);
-  if (it == value_->end()) throw InputError(file_, child_path, "required field missing");
-  return JsonCursor(*it, file_, child_path);
+  if (it == value_->end()) throw InputError(file(), child_path, "required field missing");
+  return child(*it, child_path);
 }
 
 JsonCursor JsonCursor::at(size_t index) const {
   expect_array();
   if (index >= value_->size()) fail("index " + std::to_string(index) + " out of range");
-  return JsonCursor((*value_)[index], file_, path_ + "/" + std::to_string(index));
+  return child((*value_)[index], path_ + "/" + std::to_string(index));
 }
 
 size_t JsonCursor::size() const {
@@ -93,7 +128,8 @@ void JsonCursor::check_keys(const std::vector<std::string>& known) const {
     } else {
       message += "; known fields: " + join_names(known);
     }
-    throw InputError(file_, path_ + "/" + escape_pointer_token(it.key()), message);
+    const std::string key_path = path_ + "/" + escape_pointer_token(it.key());
+    throw InputError(sources_ ? sources_->file_of(key_path) : file_, key_path, message);
   }
 }
 
@@ -163,7 +199,7 @@ double JsonCursor::as_number_in(double min_value, double max_value) const {
 }
 
 void JsonCursor::fail(const std::string& message) const {
-  throw InputError(file_, path_or_root(), message);
+  throw InputError(file(), path_or_root(), message);
 }
 
 std::string describe_json(const nlohmann::json& value) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -13,13 +14,32 @@
 
 namespace replisim::core {
 
+// Which file each part of a merged document came from (scenario includes): JSON pointer -> file.
+// A path not listed inherits the file of its nearest listed ancestor.
+class SourceMap {
+ public:
+  explicit SourceMap(std::string root_file) : root_file_(std::move(root_file)) {}
+  const std::string& file_of(const std::string& path) const;
+  // Records `file` for `path` and forgets what was recorded below it.
+  void assign(const std::string& path, const std::string& file);
+  // Makes `path` and everything below it come from where `other` says they come from.
+  void copy_from(const SourceMap& other, const std::string& path);
+
+ private:
+  std::string root_file_;
+  std::map<std::string, std::string> files_;
+};
+
 class JsonCursor {
  public:
   // `value` must outlive the cursor and every cursor derived from it (not owned).
   JsonCursor(const nlohmann::json& value, std::string file, std::string path = "");
+  // A cursor whose errors name the file each part came from (`sources` must outlive it).
+  JsonCursor(const nlohmann::json& value, const SourceMap* sources, std::string path = "");
 
   const nlohmann::json& value() const { return *value_; }
-  const std::string& file() const { return file_; }
+  // The file this value came from.
+  const std::string& file() const { return sources_ ? sources_->file_of(path_) : file_; }
   // JSON pointer of this value ("" is the document root, shown as "/").
   const std::string& path() const { return path_; }
   std::string path_or_root() const { return path_.empty() ? "/" : path_; }
@@ -52,10 +72,16 @@ class JsonCursor {
   [[noreturn]] void fail(const std::string& message) const;
 
  private:
+  JsonCursor child(const nlohmann::json& value, std::string path) const;
+
   const nlohmann::json* value_;
   std::string file_;
+  const SourceMap* sources_ = nullptr;
   std::string path_;
 };
+
+// JSON pointer escaping of one token (RFC 6901): "~" -> "~0", "/" -> "~1".
+std::string escape_pointer_token(const std::string& token);
 
 // Name of a JSON value's type for messages ("number 10", "string \"x\"", "object").
 std::string describe_json(const nlohmann::json& value);

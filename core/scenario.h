@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_cursor.h"
 #include "core/model.h"
 
 namespace replisim::core {
@@ -41,6 +42,7 @@ struct LinkSpec {
 
 struct GpuSpec {
   double speed_flop_per_s = 0;
+  double memory_bytes = 0;  // 0 = not given (no memory check)
 };
 
 struct MachineSpec {
@@ -59,7 +61,8 @@ inline constexpr double kDefaultPcieLatencyS = 5e-6;
 
 struct ClusterSpec {
   std::vector<MachineSpec> machines;
-  LinkSpec switch_link;  // one link shared by every flow that crosses the switch
+  LinkSpec switch_link;           // one link shared by every flow that crosses the switch
+  bool switch_is_default = true;  // not given: non-blocking, grows with every machine added
   NetworkModel network_model = NetworkModel::kLv08;
 
   const MachineSpec* find_machine(const std::string& name) const;
@@ -127,13 +130,29 @@ inline constexpr double kMinSamplesPerS = 1e-3;  // input pipeline rate when not
 inline constexpr double kMaxSamplesPerS = 1e12;
 inline constexpr int kMaxSteps = 1000000;
 inline constexpr int kMaxBatch = 1 << 24;
+inline constexpr double kMaxGpuMemoryBytes = 1e15;
 }  // namespace limits
 
-// Parses and validates a scenario. `file` names the source in error messages.
-// Throws InputError (file + JSON path + what was expected) on any bad input.
-Scenario parse_scenario(const nlohmann::json& document, const std::string& file);
+// Parses and validates a scenario. `file` names the source in error messages; `sources`, when
+// given, names the file each part came from (includes). Throws InputError (file + JSON path +
+// what was expected) on any bad input.
+Scenario parse_scenario(const nlohmann::json& document, const std::string& file,
+                        const SourceMap* sources = nullptr);
 
-// Reads, parses and validates a scenario file. Throws InputError.
+// A scenario file with its includes merged in: each "include" (a path or a list of paths,
+// relative to the including file) is read first, in order, and the including file's own fields
+// are deep-merged over the result (objects merge member by member; anything else replaces).
+struct ScenarioDocument {
+  nlohmann::json json;             // the merged document, without "include"
+  SourceMap sources;               // which file each part came from
+  std::vector<std::string> files;  // every file read, the top one first
+};
+
+// Reads `file` and its includes. Throws InputError naming the including file and its
+// /include/<i> path for a missing file or a cycle, and the included file for its own errors.
+ScenarioDocument load_scenario_document(const std::string& file);
+
+// Reads, merges, parses and validates a scenario file. Throws InputError.
 Scenario load_scenario(const std::string& file);
 
 // Parses "<machine>/cpu" or "<machine>/gpu<i>" without checking that it exists.

@@ -1,0 +1,268 @@
+// Parsing of "training": batch and steps, replicas (devices or patterns), the client, parameter
+// servers (devices or a {"count", "on"} template), placement policy, costs and jitter.
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/glob.h"
+#include "core/placement.h"
+#include "core/scenario_parse.h"
+
+namespace replisim::core::scenario_detail {
+namespace {
+
+// Defaults of training.costs (docs/scenario-format.md gives the reasoning for each).
+constexpr double kDefaultInputSamplesPerS = 2000;    // a CPU decoding and augmenting JPEGs
+constexpr double kDefaultApplyFlopPerParam = 2;      // SGD: w -= lr * g (TF ApplyGradientDescent)
+constexpr double kDefaultAggregateFlopPerParam = 1;  // one add per parameter per gradient summed
+constexpr double kDefaultPerMessageOverheadS = 50e-6;
+// Default jitter: workers start spread over about one step ("auto"), each step's compute varies
+// by up to +-2% and each step starts up to 2% of the previous step's time late (GPU clocks,
+// kernel timing and the host's training loop vary by about that much between steps).
+constexpr double kDefaultStartupStaggerS = kAutoStagger;
+constexpr double kDefaultComputeJitterFraction = 0.02;
+constexpr double kDefaultStepJitterFraction = 0.02;
+constexpr int kDefaultSteps = 100;
+constexpr int kDefaultWarmupSteps = 10;
+constexpr int kMaxPsCount = 100000;
+
+// Every device of the cluster, in machine order (CPU, then GPUs).
+std::vector<DeviceRef> all_devices(const ClusterSpec& cluster) {
+  std::vector<DeviceRef> out;
+  for (const MachineSpec& m : cluster.machines) {
+    out.push_back({m.name, DeviceKind::kCpu, 0});
+    for (size_t g = 0; g < m.gpus.size(); ++g) out.push_back({m.name, DeviceKind::kGpu, int(g)});
+  }
+  return out;
+}
+
+// Resolves a device string against the cluster, failing at `c` when it does not exist.
+DeviceRef resolve_device(const JsonCursor& c, const ClusterSpec& cluster) {
+  const std::string text = c.as_string();
+  DeviceRef ref;
+  if (!parse_device_ref(text, &ref)) {
+    c.fail(
+        "expected a device \"<machine>/cpu\" or \"<machine>/gpu<i>\" (or a pattern such as "
+        "\"w*/gpu*\"), got \"" +
+        text + "\"");
+  }
+  const MachineSpec* machine = cluster.find_machine(ref.machine);
+  if (machine == nullptr) {
+    std::vector<std::string> names;
+    for (const MachineSpec& m : cluster.machines) {
+      names.push_back(m.name);
+      if (names.size() == 8 && cluster.machines.size() > 8) {
+        names.push_back("...");
+        break;
+      }
+    }
+    c.fail("no machine named \"" + ref.machine + "\" (machines: " + join_names(names) + ")");
+  }
+  if (ref.kind == DeviceKind::kGpu && ref.gpu_index >= int(machine->gpus.size())) {
+    c.fail("machine \"" + ref.machine + "\" has " + std::to_string(machine->gpus.size()) +
+           " GPU(s); there is no gpu" + std::to_string(ref.gpu_index));
+  }
+  return ref;
+}
+
+// A device, or every device a pattern matches (an error when it matches none).
+std::vector<DeviceRef> resolve_device_or_pattern(const JsonCursor& c, const ClusterSpec& cluster) {
+  const std::string text = c.as_string();
+  if (!is_glob(text)) return {resolve_device(c, cluster)};
+  std::vector<DeviceRef> matched;
+  for (const DeviceRef& d : all_devices(cluster)) {
+    if (glob_match(text, d.str())) matched.push_back(d);
+  }
+  if (matched.empty()) c.fail("pattern \"" + text + "\" matched no device");
+  return matched;
+}
+
+// "replicas": one device or pattern, or a list of them; no device may be listed twice.
+std::vector<DeviceRef> parse_replicas(const JsonCursor& c, const ClusterSpec& cluster) {
+  std::vector<JsonCursor> entries;
+  if (c.value().is_string()) {
+    entries.push_back(c);
+  } else {
+    for (size_t i = 0; i < c.size(); ++i) entries.push_back(c.at(i));
+  }
+  std::vector<DeviceRef> out;
+  for (const JsonCursor& entry : entries) {
+    for (const DeviceRef& ref : resolve_device_or_pattern(entry, cluster)) {
+      if (std::find(out.begin(), out.end(), ref) != out.end()) {
+        entry.fail("duplicate replica \"" + ref.str() + "\" (listed or matched twice)");
+      }
+      out.push_back(ref);
+    }
+  }
+  if (out.empty()) c.fail("at least one replica is needed");
+  return out;
+}
+
+// {"count": N, "on": "dedicated" | "workers", "name", "machine"}.
+std::vector<DeviceRef> parse_ps_template(const JsonCursor& c, ClusterSpec& cluster,
+                                         const std::vector<DeviceRef>& replicas) {
+  c.check_keys({"count", "on", "name", "machine"});
+  const int count = int(c.at("count").as_int(1, kMaxPsCount));
+  const std::string on = c.at("on").as_string();
+  std::vector<DeviceRef> ps;
+  if (on == "workers") {
+    if (c.has("name") || c.has("machine")) {
+      c.fail(
+          "\"name\" and \"machine\" describe dedicated PS machines; not with \"on\": \"workers\"");
+    }
+    std::vector<std::string> machines;  // the replicas' machines, in order, once each
+    for (const DeviceRef& r : replicas) {
+      if (std::find(machines.begin(), machines.end(), r.machine) == machines.end()) {
+        machines.push_back(r.machine);
+      }
+    }
+    for (int i = 0; i < count; ++i) {
+      ps.push_back({machines[size_t(i) % machines.size()], DeviceKind::kCpu, 0});
+    }
+    return ps;
+  }
+  if (on != "dedicated")
+    c.at("on").fail("expected \"dedicated\" or \"workers\", got \"" + on + "\"");
+  // Default dedicated machine: the CPU, NIC and PCIe of the first replica's machine, no GPU.
+  MachineSpec spec = *cluster.find_machine(replicas.front().machine);
+  spec.gpus.clear();
+  if (c.has("machine"))
+    spec = parse_machine_hardware(c.at("machine"), {"cpu", "gpus", "nic", "pcie"});
+  const std::string prefix = c.has("name") ? c.at("name").as_string() : "ps";
+  if (!valid_name(prefix)) (c.has("name") ? c.at("name") : c).fail("invalid machine name prefix");
+  for (int i = 0; i < count; ++i) {
+    spec.name = prefix + std::to_string(i);
+    add_machine(cluster, spec, c.has("name") ? c.at("name") : c);
+    ps.push_back({spec.name, DeviceKind::kCpu, 0});
+  }
+  return ps;
+}
+
+std::vector<DeviceRef> parse_ps(const JsonCursor& c, ClusterSpec& cluster,
+                                const std::vector<DeviceRef>& replicas) {
+  if (c.value().is_object()) return parse_ps_template(c, cluster, replicas);
+  std::vector<DeviceRef> ps;
+  for (size_t i = 0; i < c.size(); ++i) ps.push_back(resolve_device(c.at(i), cluster));
+  if (ps.empty()) c.fail("at least one parameter server is needed");
+  return ps;
+}
+
+Costs parse_costs(const JsonCursor* c, const Model& model) {
+  Costs costs;
+  // Softmax cross-entropy: about 5 FLOP per logit (exp, sum, log, subtract, multiply).
+  const double last_elements =
+      model.layers.empty() ? 0 : model.layers.back().activation_bytes_per_sample / 4.0;
+  costs.loss_flop_per_sample = 5.0 * last_elements;
+  costs.input_samples_per_s = kDefaultInputSamplesPerS;
+  costs.apply_flop_per_param = kDefaultApplyFlopPerParam;
+  costs.aggregate_flop_per_param = kDefaultAggregateFlopPerParam;
+  costs.per_message_overhead_s = kDefaultPerMessageOverheadS;
+  if (c == nullptr) return costs;
+  if (c->value().is_string()) {
+    if (c->as_string() != "none") c->fail("expected an object or \"none\"");
+    return Costs{};
+  }
+  c->check_keys({"input_samples_per_s", "apply_flop_per_param", "aggregate_flop_per_param",
+                 "loss_flop_per_sample", "per_message_overhead"});
+  if (c->has("input_samples_per_s")) {
+    const JsonCursor rate = c->at("input_samples_per_s");
+    costs.input_samples_per_s = rate.as_number_in(0, limits::kMaxSamplesPerS);
+    if (costs.input_samples_per_s > 0 && costs.input_samples_per_s < limits::kMinSamplesPerS) {
+      rate.fail("must be 0 (free) or at least 0.001 samples/s");
+    }
+  }
+  for (const auto& [key, field] :
+       {std::make_pair("apply_flop_per_param", &costs.apply_flop_per_param),
+        std::make_pair("aggregate_flop_per_param", &costs.aggregate_flop_per_param)}) {
+    if (c->has(key)) *field = c->at(key).as_number_in(0, limits::kMaxFlopPerParam);
+  }
+  if (c->has("loss_flop_per_sample")) {
+    costs.loss_flop_per_sample =
+        c->at("loss_flop_per_sample")
+            .as_quantity_in(Dimension::kFlop, 0, limits::kMaxFlopPerSample);
+  }
+  if (c->has("per_message_overhead")) {
+    costs.per_message_overhead_s =
+        c->at("per_message_overhead").as_quantity_in(Dimension::kTime, 0, limits::kMaxDelayS);
+  }
+  return costs;
+}
+
+Jitter parse_jitter(const JsonCursor* c) {
+  Jitter jitter{kDefaultStartupStaggerS, kDefaultComputeJitterFraction, kDefaultStepJitterFraction};
+  if (c == nullptr) return jitter;
+  if (c->value().is_number() || c->value().is_string()) {
+    const bool off = c->value().is_number() ? c->as_number() == 0 : c->as_string() == "none";
+    if (!off) c->fail("expected an object, 0 or \"none\" (0 and \"none\" turn jitter off)");
+    return Jitter{};
+  }
+  c->check_keys({"startup_stagger", "compute", "step"});
+  if (c->has("startup_stagger")) {
+    const JsonCursor stagger = c->at("startup_stagger");
+    if (stagger.value().is_string() && stagger.as_string() == "auto") {
+      jitter.startup_stagger_s = kAutoStagger;
+    } else {
+      jitter.startup_stagger_s = stagger.as_quantity_in(Dimension::kTime, 0, limits::kMaxDelayS);
+    }
+  }
+  for (const auto& [key, field] : {std::make_pair("compute", &jitter.compute_fraction),
+                                   std::make_pair("step", &jitter.step_fraction)}) {
+    if (!c->has(key)) continue;
+    *field = c->at(key).as_number();
+    if (*field < 0 || *field >= 1) c->at(key).fail("expected a fraction in [0, 1), such as 0.02");
+  }
+  return jitter;
+}
+
+}  // namespace
+
+TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Model& model) {
+  c.check_keys({"batch_per_replica", "steps", "warmup_steps", "replicas", "client", "ps",
+                "variable_placement", "sync", "costs", "jitter"});
+  TrainingSpec t;
+  t.batch_per_replica = int(c.at("batch_per_replica").as_int(1, limits::kMaxBatch));
+  t.steps = c.has("steps") ? int(c.at("steps").as_int(1, limits::kMaxSteps)) : kDefaultSteps;
+  t.warmup_steps = c.has("warmup_steps") ? int(c.at("warmup_steps").as_int(0, limits::kMaxSteps))
+                                         : kDefaultWarmupSteps;
+  if (t.steps <= t.warmup_steps) {
+    (c.has("steps") ? c.at("steps") : c)
+        .fail("steps (" + std::to_string(t.steps) + ") must be greater than warmup_steps (" +
+              std::to_string(t.warmup_steps) + ")");
+  }
+  t.replicas = parse_replicas(c.at("replicas"), cluster);
+
+  if (c.has("client")) {
+    t.client = c.at("client").as_string();
+    if (cluster.find_machine(t.client) == nullptr) {
+      c.at("client").fail("no machine named \"" + t.client + "\" (the client is a machine name)");
+    }
+  } else {
+    t.client = t.replicas.front().machine;
+  }
+  if (c.has("ps")) {
+    t.ps = parse_ps(c.at("ps"), cluster, t.replicas);
+  } else {
+    t.ps.push_back(DeviceRef{t.client, DeviceKind::kCpu, 0});
+  }
+  t.variable_placement = "round_robin";
+  if (c.has("variable_placement")) {
+    t.variable_placement = c.at("variable_placement").as_string();
+    if (find_placement_policy(t.variable_placement) == nullptr) {
+      c.at("variable_placement")
+          .fail("unknown variable placement \"" + t.variable_placement +
+                "\"; valid: " + join_names(placement_policy_names()));
+    }
+  }
+  if (c.has("sync")) {
+    const JsonCursor sync = c.at("sync");
+    if (!(sync.value().is_string() && sync.as_string() == "async")) {
+      sync.fail("synchronous training (SyncReplicasOptimizer) is not supported yet; use \"async\"");
+    }
+  }
+  const JsonCursor costs_cursor = c.has("costs") ? c.at("costs") : c;
+  t.costs = parse_costs(c.has("costs") ? &costs_cursor : nullptr, model);
+  const JsonCursor jitter_cursor = c.has("jitter") ? c.at("jitter") : c;
+  t.jitter = parse_jitter(c.has("jitter") ? &jitter_cursor : nullptr);
+  return t;
+}
+
+}  // namespace replisim::core::scenario_detail
