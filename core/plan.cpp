@@ -139,6 +139,15 @@ nlohmann::json plan_to_json(const Plan& plan) {
   j["warmup_steps"] = plan.warmup_steps;
   j["batch_per_replica"] = plan.batch_per_replica;
   j["input_prefetch_batches"] = plan.input_prefetch_batches;
+  j["granularity"] = plan.granularity;
+  j["memory"] = nlohmann::json::array();
+  for (const DeviceMemory& m : plan.memory) {
+    j["memory"].push_back({{"device", m.device},
+                           {"weights_bytes", m.weights_bytes},
+                           {"gradients_bytes", m.gradients_bytes},
+                           {"optimizer_bytes", m.optimizer_bytes},
+                           {"activations_bytes", m.activations_bytes}});
+  }
   j["compute_jitter_fraction"] = plan.compute_jitter_fraction;
   j["step_jitter_fraction"] = plan.step_jitter_fraction;
   j["seed"] = plan.seed;
@@ -172,9 +181,9 @@ nlohmann::json plan_to_json(const Plan& plan) {
 Plan plan_from_json(const nlohmann::json& j, const std::string& file) {
   const JsonCursor c(j, file);
   c.check_keys({"format", "format_version", "scenario", "strategy", "sync", "steps", "warmup_steps",
-                "batch_per_replica", "input_prefetch_batches", "compute_jitter_fraction",
-                "step_jitter_fraction", "seed", "platform", "roles", "ps_roles", "variables",
-                "clients"});
+                "batch_per_replica", "input_prefetch_batches", "granularity", "memory",
+                "compute_jitter_fraction", "step_jitter_fraction", "seed", "platform", "roles",
+                "ps_roles", "variables", "clients"});
   if (c.at("format").as_string() != "replisim-plan") c.at("format").fail("not a replisim plan");
   if (c.at("format_version").as_int(0, 1000) != 1) {
     c.at("format_version").fail("unsupported plan format version (this replisim reads 1)");
@@ -187,6 +196,20 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& file) {
   plan.warmup_steps = int(c.at("warmup_steps").as_int(0, plan.steps - 1));
   plan.batch_per_replica = int(c.at("batch_per_replica").as_int(1, 1 << 24));
   plan.input_prefetch_batches = int(c.at("input_prefetch_batches").as_int(0, 1024));
+  plan.granularity = c.at("granularity").as_string();
+  const JsonCursor memory = c.at("memory");
+  for (size_t i = 0; i < memory.size(); ++i) {
+    const JsonCursor m = memory.at(i);
+    m.check_keys(
+        {"device", "weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes"});
+    DeviceMemory entry;
+    entry.device = int(m.at("device").as_int(0, 1 << 30));
+    entry.weights_bytes = m.at("weights_bytes").as_number_in(0, 1e18);
+    entry.gradients_bytes = m.at("gradients_bytes").as_number_in(0, 1e18);
+    entry.optimizer_bytes = m.at("optimizer_bytes").as_number_in(0, 1e18);
+    entry.activations_bytes = m.at("activations_bytes").as_number_in(0, 1e18);
+    plan.memory.push_back(entry);
+  }
   plan.compute_jitter_fraction = c.at("compute_jitter_fraction").as_number();
   if (plan.compute_jitter_fraction < 0 || plan.compute_jitter_fraction >= 1) {
     c.at("compute_jitter_fraction").fail("expected a fraction in [0, 1)");
@@ -247,6 +270,12 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& file) {
 void validate_plan(const Plan& plan, const std::string& file) {
   if (plan.clients.empty()) throw InputError(file, "/clients", "a plan needs at least one client");
   if (plan.ps_roles.empty()) throw InputError(file, "/ps_roles", "a plan needs a parameter server");
+  for (size_t i = 0; i < plan.memory.size(); ++i) {
+    if (plan.memory[i].device < 0 ||
+        size_t(plan.memory[i].device) >= plan.platform.devices.size()) {
+      throw InputError(file, "/memory/" + std::to_string(i) + "/device", "unknown device");
+    }
+  }
   for (size_t ci = 0; ci < plan.clients.size(); ++ci) {
     const ClientGraph& graph = plan.clients[ci];
     const std::string base = "/clients/" + std::to_string(ci);

@@ -72,6 +72,18 @@ struct ClientGraph {
   std::vector<Op> ops;
 };
 
+// Memory one device needs for the plan (bytes): used to check GPU capacity.
+struct DeviceMemory {
+  int device = -1;
+  double weights_bytes = 0;      // variables it holds or reads
+  double gradients_bytes = 0;    // gradients it computes
+  double optimizer_bytes = 0;    // optimizer slots of the variables it holds (PS)
+  double activations_bytes = 0;  // layer outputs kept for the backward pass, and the input batch
+  double total_bytes() const {
+    return weights_bytes + gradients_bytes + optimizer_bytes + activations_bytes;
+  }
+};
+
 struct Plan {
   std::string scenario_name;
   std::string strategy;  // "in_graph" or "between_graph"
@@ -87,6 +99,8 @@ struct Plan {
   // Input pipeline prefetch depth (tf.data prefetch / queue runners): the next batch is prepared
   // while the current step runs, up to this many batches ahead.
   int input_prefetch_batches = 1;
+  std::string granularity = "layer";   // "layer", or "<N> groups" (training.granularity)
+  std::vector<DeviceMemory> memory;    // per device that holds anything
   double compute_jitter_fraction = 0;  // see Jitter in scenario.h
   double step_jitter_fraction = 0;     // see Jitter in scenario.h
   uint64_t seed = 1;

@@ -16,7 +16,8 @@ struct PlatformDevice {
   int machine = -1;  // index into Platform::machines
   DeviceKind kind = DeviceKind::kCpu;
   double speed_flop_per_s = 0;
-  int pcie_link = -1;  // GPUs: index of the PCIe link to the host; CPUs: -1 (on the host bus)
+  int pcie_link = -1;       // GPUs: index of the PCIe link to the host; CPUs: -1 (on the host bus)
+  double memory_bytes = 0;  // GPUs: capacity when given in the scenario; 0 = unknown
 };
 
 // A link. Split-duplex links (NICs, PCIe) have independent "up" and "down" directions of

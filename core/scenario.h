@@ -91,6 +91,21 @@ struct Jitter {
 
 enum class SyncMode { kAsync };
 
+// The optimizer: what an apply costs on the PS and how much state it keeps per parameter
+// (TF's GradientDescentOptimizer, MomentumOptimizer, AdamOptimizer).
+struct OptimizerSpec {
+  std::string name = "sgd";
+  double apply_flop_per_param = 2;  // sgd: w -= lr g (1 mul + 1 sub)
+  int slots_per_param = 0;          // momentum: 1 accumulator; adam: m and v
+};
+
+// Model-parallel placement rule (in-graph): layers whose name matches `layers` run on `device`.
+struct PlacementRule {
+  std::string layers;  // a name or pattern ("conv*")
+  DeviceRef device;
+  std::string json_path;  // where the rule is, for errors found while compiling
+};
+
 struct TrainingSpec {
   int batch_per_replica = 0;
   int steps = 0;
@@ -102,6 +117,11 @@ struct TrainingSpec {
   SyncMode sync = SyncMode::kAsync;
   Costs costs;
   Jitter jitter;
+  OptimizerSpec optimizer;
+  // Layers per op group: 0 = one group per layer; N > 0 = the model cut into N groups of about
+  // equal forward FLOP (fewer, larger ops and transfers for large simulations).
+  int granularity_groups = 0;
+  std::vector<PlacementRule> placement;  // empty = data parallel only
 };
 
 struct Scenario {

@@ -12,7 +12,6 @@ namespace {
 
 // Defaults of training.costs (docs/scenario-format.md gives the reasoning for each).
 constexpr double kDefaultInputSamplesPerS = 2000;    // a CPU decoding and augmenting JPEGs
-constexpr double kDefaultApplyFlopPerParam = 2;      // SGD: w -= lr * g (TF ApplyGradientDescent)
 constexpr double kDefaultAggregateFlopPerParam = 1;  // one add per parameter per gradient summed
 constexpr double kDefaultPerMessageOverheadS = 50e-6;
 // Default jitter: workers start spread over about one step ("auto"), each step's compute varies
@@ -24,6 +23,49 @@ constexpr double kDefaultStepJitterFraction = 0.02;
 constexpr int kDefaultSteps = 100;
 constexpr int kDefaultWarmupSteps = 10;
 constexpr int kMaxPsCount = 100000;
+constexpr int kMaxGroups = 100000;
+
+DeviceRef resolve_device(const JsonCursor& c, const ClusterSpec& cluster);
+
+// Optimizers: apply cost per parameter (FLOP) and state slots per parameter. Counts follow the
+// update rules of TF's ApplyGradientDescent (w -= lr g), ApplyMomentum (a = m a + g;
+// w -= lr a) and ApplyAdam (m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+// w -= lr m / (sqrt(v) + eps)).
+const std::vector<OptimizerSpec>& optimizers() {
+  static const std::vector<OptimizerSpec> kOptimizers = {
+      {"sgd", 2, 0}, {"momentum", 4, 1}, {"adam", 12, 2}};
+  return kOptimizers;
+}
+
+OptimizerSpec parse_optimizer(const JsonCursor& c) {
+  const std::string name = c.as_string();
+  std::vector<std::string> names;
+  for (const OptimizerSpec& o : optimizers()) {
+    if (o.name == name) return o;
+    names.push_back(o.name);
+  }
+  c.fail("unknown optimizer \"" + name + "\"; valid: " + join_names(names));
+}
+
+int parse_granularity(const JsonCursor& c) {
+  if (c.value().is_string()) {
+    if (c.as_string() == "layer") return 0;
+    c.fail("expected \"layer\" or a number of layer groups, got \"" + c.as_string() + "\"");
+  }
+  return int(c.as_int(1, kMaxGroups));
+}
+
+std::vector<PlacementRule> parse_placement(const JsonCursor& c, const ClusterSpec& cluster) {
+  std::vector<PlacementRule> rules;
+  for (size_t i = 0; i < c.size(); ++i) {
+    const JsonCursor rule = c.at(i);
+    rule.check_keys({"layers", "device"});
+    rules.push_back(
+        {rule.at("layers").as_string(), resolve_device(rule.at("device"), cluster), rule.path()});
+  }
+  if (rules.empty()) c.fail("at least one rule is needed (or leave placement out)");
+  return rules;
+}
 
 // Every device of the cluster, in machine order (CPU, then GPUs).
 std::vector<DeviceRef> all_devices(const ClusterSpec& cluster) {
@@ -146,14 +188,14 @@ std::vector<DeviceRef> parse_ps(const JsonCursor& c, ClusterSpec& cluster,
   return ps;
 }
 
-Costs parse_costs(const JsonCursor* c, const Model& model) {
+Costs parse_costs(const JsonCursor* c, const Model& model, const OptimizerSpec& optimizer) {
   Costs costs;
   // Softmax cross-entropy: about 5 FLOP per logit (exp, sum, log, subtract, multiply).
   const double last_elements =
       model.layers.empty() ? 0 : model.layers.back().activation_bytes_per_sample / 4.0;
   costs.loss_flop_per_sample = 5.0 * last_elements;
   costs.input_samples_per_s = kDefaultInputSamplesPerS;
-  costs.apply_flop_per_param = kDefaultApplyFlopPerParam;
+  costs.apply_flop_per_param = optimizer.apply_flop_per_param;
   costs.aggregate_flop_per_param = kDefaultAggregateFlopPerParam;
   costs.per_message_overhead_s = kDefaultPerMessageOverheadS;
   if (c == nullptr) return costs;
@@ -217,7 +259,8 @@ Jitter parse_jitter(const JsonCursor* c) {
 
 TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Model& model) {
   c.check_keys({"batch_per_replica", "steps", "warmup_steps", "replicas", "client", "ps",
-                "variable_placement", "sync", "costs", "jitter"});
+                "variable_placement", "sync", "optimizer", "costs", "jitter", "granularity",
+                "placement"});
   TrainingSpec t;
   t.batch_per_replica = int(c.at("batch_per_replica").as_int(1, limits::kMaxBatch));
   t.steps = c.has("steps") ? int(c.at("steps").as_int(1, limits::kMaxSteps)) : kDefaultSteps;
@@ -258,8 +301,11 @@ TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Mod
       sync.fail("synchronous training (SyncReplicasOptimizer) is not supported yet; use \"async\"");
     }
   }
+  if (c.has("optimizer")) t.optimizer = parse_optimizer(c.at("optimizer"));
+  if (c.has("granularity")) t.granularity_groups = parse_granularity(c.at("granularity"));
+  if (c.has("placement")) t.placement = parse_placement(c.at("placement"), cluster);
   const JsonCursor costs_cursor = c.has("costs") ? c.at("costs") : c;
-  t.costs = parse_costs(c.has("costs") ? &costs_cursor : nullptr, model);
+  t.costs = parse_costs(c.has("costs") ? &costs_cursor : nullptr, model, t.optimizer);
   const JsonCursor jitter_cursor = c.has("jitter") ? c.at("jitter") : c;
   t.jitter = parse_jitter(c.has("jitter") ? &jitter_cursor : nullptr);
   return t;

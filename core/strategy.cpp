@@ -91,6 +91,9 @@ Plan plan_skeleton(const Scenario& scenario, const std::string& strategy,
   plan.batch_per_replica = scenario.training.batch_per_replica;
   plan.compute_jitter_fraction = scenario.training.jitter.compute_fraction;
   plan.step_jitter_fraction = scenario.training.jitter.step_fraction;
+  plan.granularity = scenario.training.granularity_groups > 0
+                         ? std::to_string(scenario.training.granularity_groups) + " groups"
+                         : "layer";
   plan.seed = options.seed;
   for (size_t i = 0; i < scenario.training.ps.size(); ++i) {
     const int device = plan.platform.find_device(scenario.training.ps[i]);
@@ -130,97 +133,6 @@ int variable_device(const Plan& plan, int v) {
 
 int variable_role(const Plan& plan, int v) {
   return plan.ps_roles[size_t(plan.variables[size_t(v)].ps)];
-}
-
-std::vector<int> add_variable_reads(StepGraphBuilder& builder, const Plan& plan) {
-  std::vector<int> reads;
-  for (size_t v = 0; v < plan.variables.size(); ++v) {
-    Op read;
-    read.name = "read/" + plan.variables[v].name;
-    read.kind = OpKind::kReadVariable;
-    read.device = variable_device(plan, int(v));
-    read.role = variable_role(plan, int(v));
-    read.variable = int(v);
-    reads.push_back(builder.add(std::move(read), {}));
-  }
-  return reads;
-}
-
-std::vector<int> add_forward_chain(StepGraphBuilder& builder, const Scenario& scenario,
-                                   const Plan& plan, int device, int role, Edge input,
-                                   const std::vector<int>& reads, int samples) {
-  std::vector<int> forward;
-  Edge previous = input;
-  for (size_t l = 0; l < scenario.model.layers.size(); ++l) {
-    const Layer& layer = scenario.model.layers[l];
-    Op op;
-    op.name = "forward/" + layer.name;
-    op.kind = OpKind::kForward;
-    op.device = device;
-    op.role = role;
-    op.compute_flop = layer.forward_flop_per_sample * samples;
-    op.jittered = true;
-    const int variable = int(l) + 1;
-    const int id =
-        builder.add(std::move(op),
-                    {previous, {reads[size_t(variable)], plan.variables[size_t(variable)].bytes}});
-    forward.push_back(id);
-    previous = {id, layer.activation_bytes_per_sample * samples};
-  }
-  return forward;
-}
-
-std::vector<int> add_backward_chain(StepGraphBuilder& builder, const Scenario& scenario,
-                                    const Plan& plan, int device, int role, Edge loss_gradient,
-                                    const std::vector<int>& reads, int samples) {
-  const size_t layers = scenario.model.layers.size();
-  std::vector<int> backward(layers, -1);
-  Edge upstream = loss_gradient;
-  for (size_t k = layers; k-- > 0;) {
-    const Layer& layer = scenario.model.layers[k];
-    Op op;
-    op.name = "backward/" + layer.name;
-    op.kind = OpKind::kBackward;
-    op.device = device;
-    op.role = role;
-    op.compute_flop = kBackwardToForwardFlopRatio * layer.forward_flop_per_sample * samples;
-    op.jittered = true;
-    const int variable = int(k) + 1;
-    backward[k] =
-        builder.add(std::move(op),
-                    {upstream, {reads[size_t(variable)], plan.variables[size_t(variable)].bytes}});
-    // The gradient with respect to this layer's input has the shape of the layer below's output.
-    const double below_bytes =
-        k > 0 ? scenario.model.layers[k - 1].activation_bytes_per_sample * samples : 0.0;
-    upstream = {backward[k], below_bytes};
-  }
-  return backward;
-}
-
-int add_applies(StepGraphBuilder& builder, const Scenario& scenario, const Plan& plan,
-                const std::vector<int>& gradient_op) {
-  std::vector<Edge> applied;
-  for (size_t l = 0; l < gradient_op.size(); ++l) {
-    const int variable = int(l) + 1;
-    Op apply;
-    apply.name = "apply/" + plan.variables[size_t(variable)].name;
-    apply.kind = OpKind::kApply;
-    apply.device = variable_device(plan, variable);
-    apply.role = variable_role(plan, variable);
-    apply.variable = variable;
-    apply.compute_flop =
-        scenario.training.costs.apply_flop_per_param * scenario.model.layers[l].params;
-    const int id =
-        builder.add(std::move(apply), {{gradient_op[l], plan.variables[size_t(variable)].bytes}});
-    applied.push_back({id, 0.0});  // control edge: TF sends a dead tensor across devices
-  }
-  Op increment;
-  increment.name = "global_step/increment";
-  increment.kind = OpKind::kGlobalStepIncrement;
-  increment.device = variable_device(plan, 0);
-  increment.role = variable_role(plan, 0);
-  increment.variable = 0;
-  return builder.add(std::move(increment), applied);
 }
 
 }  // namespace strategy_detail

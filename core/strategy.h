@@ -57,22 +57,5 @@ double input_flop(const Scenario& scenario, const Platform& platform, int cpu_de
 int variable_device(const Plan& plan, int v);
 int variable_role(const Plan& plan, int v);
 
-// Reads of every variable (index = variable index; [0] is global_step) on their PS devices.
-std::vector<int> add_variable_reads(StepGraphBuilder& builder, const Plan& plan);
-// The forward chain of one tower/worker on `device`: layer l reads its variable and the previous
-// layer's activations (`input` for layer 0). Returns the forward op of each layer.
-std::vector<int> add_forward_chain(StepGraphBuilder& builder, const Scenario& scenario,
-                                   const Plan& plan, int device, int role, Edge input,
-                                   const std::vector<int>& reads, int samples);
-// The backward chain, from the loss gradient down to layer 0 (backward = 2 x forward FLOP).
-// Returns the backward op of each layer (its output is that layer's gradient).
-std::vector<int> add_backward_chain(StepGraphBuilder& builder, const Scenario& scenario,
-                                    const Plan& plan, int device, int role, Edge loss_gradient,
-                                    const std::vector<int>& reads, int samples);
-// Applies on the PS of each layer variable (gradient from `gradient_op[l]`), then the
-// global_step increment on PS 0 after all of them. Returns the increment op.
-int add_applies(StepGraphBuilder& builder, const Scenario& scenario, const Plan& plan,
-                const std::vector<int>& gradient_op);
-
 }  // namespace strategy_detail
 }  // namespace replisim::core

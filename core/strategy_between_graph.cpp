@@ -5,55 +5,75 @@
 // the increment after the applies). No worker waits for another.
 #include "core/error.h"
 #include "core/random.h"
+#include "core/step_graph_parts.h"
 #include "core/strategy.h"
 
 namespace replisim::core {
 
 using namespace strategy_detail;
 
+namespace {
+
+// One worker's step graph on `device` (its machine's CPU runs the input pipeline).
+ClientGraph worker_graph(const Scenario& scenario, Plan& plan, const ModelLayout& layout,
+                         int device, int role) {
+  const TrainingSpec& t = scenario.training;
+  const int samples = t.batch_per_replica;
+  const int cpu = plan.platform.cpu_of_machine(plan.platform.devices[size_t(device)].machine);
+  StepGraphBuilder builder(plan.platform, t.costs.per_message_overhead_s);
+  Op input;
+  input.name = "input";
+  input.kind = OpKind::kInput;
+  input.device = cpu;
+  input.role = role;
+  input.compute_flop = input_flop(scenario, plan.platform, cpu, samples);
+  const int input_op = builder.add(std::move(input), {});
+  const std::vector<std::vector<int>> reads = add_reads(builder, plan, layout);
+  const GroupPlacement where = on_one_device(layout, device, role);
+  const std::vector<int> forward =
+      add_forward_chain(builder, scenario.model, layout, reads, where,
+                        {input_op, scenario.model.input_bytes_per_sample * samples}, samples);
+  Op loss;
+  loss.name = "loss";
+  loss.kind = OpKind::kLoss;
+  loss.device = device;
+  loss.role = role;
+  loss.compute_flop = t.costs.loss_flop_per_sample * samples;
+  const double logits_bytes = layout.groups.back().activation_bytes_per_sample * samples;
+  const int loss_op = builder.add(std::move(loss), {{forward.back(), logits_bytes}});
+  const std::vector<int> backward = add_backward_chain(builder, scenario.model, layout, reads,
+                                                       where, {loss_op, logits_bytes}, samples);
+  std::vector<std::vector<int>> gradient(layout.groups.size());
+  for (size_t g = 0; g < gradient.size(); ++g) {
+    gradient[g].assign(layout.slices[g].size(), backward[g]);
+  }
+  const int increment = add_applies(builder, scenario, plan, layout, gradient);
+  account_replica_memory(plan, scenario.model, layout, where, samples);
+
+  ClientGraph graph;
+  graph.role = role;
+  graph.samples_per_step = samples;
+  graph.input_op = input_op;
+  graph.global_step_op = increment;
+  graph.ops = builder.take();
+  return graph;
+}
+
+}  // namespace
+
 Plan compile_between_graph(const Scenario& scenario, const CompileOptions& options) {
   Plan plan = plan_skeleton(scenario, "between_graph", options);
   const TrainingSpec& t = scenario.training;
-  const int samples = t.batch_per_replica;
+  // Model-parallel placement is an in-graph construct: every worker keeps its whole graph.
+  const ModelLayout layout = layout_model(scenario, plan);
   for (size_t w = 0; w < t.replicas.size(); ++w) {
     const int device = plan.platform.find_device(t.replicas[w]);
     REPLISIM_ASSERT(device >= 0, "validated replica device not found");
-    const int cpu = plan.platform.cpu_of_machine(plan.platform.devices[size_t(device)].machine);
     const int role = add_role(plan, "worker" + std::to_string(w), RoleKind::kWorker, device,
                               /*chief=*/w == 0);
-    StepGraphBuilder builder(plan.platform, t.costs.per_message_overhead_s);
-
-    Op input;
-    input.name = "input";
-    input.kind = OpKind::kInput;
-    input.device = cpu;
-    input.role = role;
-    input.compute_flop = input_flop(scenario, plan.platform, cpu, samples);
-    const int input_op = builder.add(std::move(input), {});
-    const std::vector<int> reads = add_variable_reads(builder, plan);
-    const std::vector<int> forward = add_forward_chain(
-        builder, scenario, plan, device, role,
-        {input_op, scenario.model.input_bytes_per_sample * samples}, reads, samples);
-    Op loss;
-    loss.name = "loss";
-    loss.kind = OpKind::kLoss;
-    loss.device = device;
-    loss.role = role;
-    loss.compute_flop = t.costs.loss_flop_per_sample * samples;
-    const double logits_bytes = scenario.model.layers.back().activation_bytes_per_sample * samples;
-    const int loss_op = builder.add(std::move(loss), {{forward.back(), logits_bytes}});
-    const std::vector<int> backward = add_backward_chain(builder, scenario, plan, device, role,
-                                                         {loss_op, logits_bytes}, reads, samples);
-    const int increment = add_applies(builder, scenario, plan, backward);
-
-    ClientGraph graph;
-    graph.role = role;
-    graph.samples_per_step = samples;
-    graph.input_op = input_op;
-    graph.global_step_op = increment;
-    graph.ops = builder.take();
-    plan.clients.push_back(std::move(graph));
+    plan.clients.push_back(worker_graph(scenario, plan, layout, device, role));
   }
+  account_ps_memory(plan, scenario);
   // The chief starts first; the others within the stagger, as TF workers come up one by one
   // after the chief has initialised the variables (seeded; docs/scenario-format.md).
   const double stagger_s = t.jitter.startup_stagger_s == kAutoStagger ? estimated_round_time_s(plan)

@@ -4,20 +4,95 @@
 // PS applies them (the seed: everything before the split and after the compute runs on the
 // client, a bottleneck). Each tower reads the variables from their PS. A step ends when every
 // tower and every apply is done, so the slowest tower sets the pace.
+//
+// With `training.placement` the graph is model-parallel instead: one tower whose layers run on
+// the devices the rules name (the seed's "all convolutions on PC1, all dense layers on PC2"),
+// activations and their gradients crossing between them.
+#include <algorithm>
+
 #include "core/error.h"
+#include "core/glob.h"
+#include "core/step_graph_parts.h"
 #include "core/strategy.h"
 
 namespace replisim::core {
 
 using namespace strategy_detail;
 
+namespace {
+
+// The device of every layer under the placement rules (first matching rule wins).
+std::vector<int> place_layers(const Scenario& scenario, const Platform& platform) {
+  const std::vector<PlacementRule>& rules = scenario.training.placement;
+  std::vector<bool> used(rules.size(), false);
+  std::vector<int> device;
+  for (const Layer& layer : scenario.model.layers) {
+    size_t r = 0;
+    while (r < rules.size() && !glob_match(rules[r].layers, layer.name)) ++r;
+    if (r == rules.size()) {
+      throw InputError(scenario.file, "/training/placement",
+                       "layer \"" + layer.name + "\" matches no placement rule");
+    }
+    used[r] = true;
+    device.push_back(platform.find_device(rules[r].device));
+  }
+  for (size_t r = 0; r < rules.size(); ++r) {
+    if (!used[r]) {
+      throw InputError(scenario.file, rules[r].json_path + "/layers",
+                       "\"" + rules[r].layers +
+                           "\" matches no layer (or only layers an earlier "
+                           "rule placed)");
+    }
+  }
+  return device;
+}
+
+// The towers: one per replica (data parallel), or one model-parallel tower of stages.
+std::vector<GroupPlacement> towers(const Scenario& scenario, Plan& plan,
+                                   const ModelLayout& layout) {
+  std::vector<GroupPlacement> out;
+  if (!scenario.training.placement.empty()) {
+    GroupPlacement where;
+    std::vector<int> stage_devices;
+    std::vector<int> stage_roles;
+    for (const LayerGroup& g : layout.groups) {
+      auto found = std::find(stage_devices.begin(), stage_devices.end(), g.device);
+      if (found == stage_devices.end()) {
+        stage_devices.push_back(g.device);
+        stage_roles.push_back(add_role(plan, "stage" + std::to_string(stage_roles.size()),
+                                       RoleKind::kTower, g.device));
+        found = stage_devices.end() - 1;
+      }
+      where.device.push_back(g.device);
+      where.role.push_back(stage_roles[size_t(found - stage_devices.begin())]);
+    }
+    out.push_back(std::move(where));
+    return out;
+  }
+  for (size_t k = 0; k < scenario.training.replicas.size(); ++k) {
+    const int device = plan.platform.find_device(scenario.training.replicas[k]);
+    REPLISIM_ASSERT(device >= 0, "validated replica device not found");
+    const int role = add_role(plan, "tower" + std::to_string(k), RoleKind::kTower, device);
+    out.push_back(on_one_device(layout, device, role));
+  }
+  return out;
+}
+
+Op client_op(const std::string& name, OpKind kind, int cpu, int client, double flop) {
+  Op op;
+  op.name = name;
+  op.kind = kind;
+  op.device = cpu;
+  op.role = client;
+  op.compute_flop = flop;
+  return op;
+}
+
+}  // namespace
+
 Plan compile_in_graph(const Scenario& scenario, const CompileOptions& options) {
   Plan plan = plan_skeleton(scenario, "in_graph", options);
   const TrainingSpec& t = scenario.training;
-  const Model& model = scenario.model;
-  const int sub_batch = t.batch_per_replica;
-  const int towers = int(t.replicas.size());
-  const int batch = sub_batch * towers;
   const int client_machine = [&] {
     for (size_t m = 0; m < plan.platform.machines.size(); ++m) {
       if (plan.platform.machines[m].name == t.client) return int(m);
@@ -27,66 +102,58 @@ Plan compile_in_graph(const Scenario& scenario, const CompileOptions& options) {
   REPLISIM_ASSERT(client_machine >= 0, "validated client machine not found");
   const int cpu = plan.platform.cpu_of_machine(client_machine);
   const int client = add_role(plan, "client", RoleKind::kClient, cpu, /*chief=*/true);
+  const ModelLayout layout =
+      t.placement.empty() ? layout_model(scenario, plan)
+                          : layout_model(scenario, plan, place_layers(scenario, plan.platform));
+  const std::vector<GroupPlacement> tower = towers(scenario, plan, layout);
+  const int sub_batch = t.batch_per_replica;
+  const int batch = sub_batch * int(tower.size());
+
   StepGraphBuilder builder(plan.platform, t.costs.per_message_overhead_s);
-
-  Op input;
-  input.name = "input";
-  input.kind = OpKind::kInput;
-  input.device = cpu;
-  input.role = client;
-  input.compute_flop = input_flop(scenario, plan.platform, cpu, batch);
-  const int input_op = builder.add(std::move(input), {});
-  Op split;
-  split.name = "split";
-  split.kind = OpKind::kSplit;
-  split.device = cpu;
-  split.role = client;
-  const int split_op = builder.add(std::move(split), {{input_op, 0.0}});
-  const std::vector<int> reads = add_variable_reads(builder, plan);
-
-  const double logits_bytes = model.layers.back().activation_bytes_per_sample * sub_batch;
-  std::vector<int> tower_device, tower_role;
+  const int input_op = builder.add(client_op("input", OpKind::kInput, cpu, client,
+                                             input_flop(scenario, plan.platform, cpu, batch)),
+                                   {});
+  const int split_op =
+      builder.add(client_op("split", OpKind::kSplit, cpu, client, 0), {{input_op, 0.0}});
+  const std::vector<std::vector<int>> reads = add_reads(builder, plan, layout);
+  const double logits_bytes = layout.groups.back().activation_bytes_per_sample * sub_batch;
   std::vector<Edge> logits;
-  for (int k = 0; k < towers; ++k) {
-    const int device = plan.platform.find_device(t.replicas[size_t(k)]);
-    REPLISIM_ASSERT(device >= 0, "validated replica device not found");
-    const int role = add_role(plan, "tower" + std::to_string(k), RoleKind::kTower, device);
-    tower_device.push_back(device);
-    tower_role.push_back(role);
+  for (const GroupPlacement& where : tower) {
     const std::vector<int> forward =
-        add_forward_chain(builder, scenario, plan, device, role,
-                          {split_op, model.input_bytes_per_sample * sub_batch}, reads, sub_batch);
+        add_forward_chain(builder, scenario.model, layout, reads, where,
+                          {split_op, scenario.model.input_bytes_per_sample * sub_batch}, sub_batch);
     logits.push_back({forward.back(), logits_bytes});
   }
-  Op loss;
-  loss.name = "loss";
-  loss.kind = OpKind::kLoss;
-  loss.device = cpu;
-  loss.role = client;
-  loss.compute_flop = t.costs.loss_flop_per_sample * batch;
-  const int loss_op = builder.add(std::move(loss), logits);
+  const int loss_op = builder.add(
+      client_op("loss", OpKind::kLoss, cpu, client, t.costs.loss_flop_per_sample * batch), logits);
 
-  const size_t layers = model.layers.size();
-  std::vector<std::vector<Edge>> gradients(layers);
-  for (int k = 0; k < towers; ++k) {
-    const std::vector<int> backward =
-        add_backward_chain(builder, scenario, plan, tower_device[size_t(k)], tower_role[size_t(k)],
-                           {loss_op, logits_bytes}, reads, sub_batch);
-    for (size_t l = 0; l < layers; ++l) {
-      gradients[l].push_back({backward[l], plan.variables[l + 1].bytes});
+  // Every tower's gradient of each slice, summed on the client, then applied on the slice's PS.
+  std::vector<std::vector<std::vector<Edge>>> gradients(layout.groups.size());
+  for (size_t g = 0; g < layout.groups.size(); ++g) gradients[g].resize(layout.slices[g].size());
+  for (const GroupPlacement& where : tower) {
+    const std::vector<int> backward = add_backward_chain(builder, scenario.model, layout, reads,
+                                                         where, {loss_op, logits_bytes}, sub_batch);
+    for (size_t g = 0; g < layout.groups.size(); ++g) {
+      for (size_t s = 0; s < layout.slices[g].size(); ++s) {
+        gradients[g][s].push_back({backward[g], layout.slices[g][s].bytes});
+      }
+    }
+    account_replica_memory(plan, scenario.model, layout, where, sub_batch);
+  }
+  std::vector<std::vector<int>> aggregated(layout.groups.size());
+  for (size_t g = 0; g < layout.groups.size(); ++g) {
+    for (size_t s = 0; s < layout.slices[g].size(); ++s) {
+      const double flop =
+          t.costs.aggregate_flop_per_param * layout.slices[g][s].params * double(tower.size());
+      const std::string name =
+          "aggregate/" + layout.groups[g].name +
+          (layout.slices[g].size() > 1 ? "@ps" + std::to_string(layout.slices[g][s].shard) : "");
+      aggregated[g].push_back(
+          builder.add(client_op(name, OpKind::kAggregate, cpu, client, flop), gradients[g][s]));
     }
   }
-  std::vector<int> aggregated(layers);
-  for (size_t l = 0; l < layers; ++l) {
-    Op aggregate;
-    aggregate.name = "aggregate/" + model.layers[l].name;
-    aggregate.kind = OpKind::kAggregate;
-    aggregate.device = cpu;
-    aggregate.role = client;
-    aggregate.compute_flop = t.costs.aggregate_flop_per_param * model.layers[l].params * towers;
-    aggregated[l] = builder.add(std::move(aggregate), gradients[l]);
-  }
-  const int increment = add_applies(builder, scenario, plan, aggregated);
+  const int increment = add_applies(builder, scenario, plan, layout, aggregated);
+  account_ps_memory(plan, scenario);
 
   ClientGraph graph;
   graph.role = client;

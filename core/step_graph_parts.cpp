@@ -1,0 +1,181 @@
+#include "core/step_graph_parts.h"
+
+#include "core/error.h"
+
+namespace replisim::core::strategy_detail {
+namespace {
+
+int device_of_shard(const Plan& plan, int shard) {
+  return plan.roles[size_t(plan.ps_roles[size_t(shard)])].device;
+}
+
+DeviceMemory& memory_of(Plan& plan, int device) {
+  for (DeviceMemory& m : plan.memory) {
+    if (m.device == device) return m;
+  }
+  plan.memory.push_back(DeviceMemory{});
+  plan.memory.back().device = device;
+  return plan.memory.back();
+}
+
+std::string slice_name(const LayerGroup& group, const std::vector<Slice>& slices, size_t s) {
+  return slices.size() == 1 ? group.name : group.name + "@ps" + std::to_string(slices[s].shard);
+}
+
+}  // namespace
+
+ModelLayout layout_model(const Scenario& scenario, const Plan& plan,
+                         const std::vector<int>& layer_device) {
+  ModelLayout layout;
+  layout.groups = group_layers(scenario.model, scenario.training.granularity_groups, layer_device);
+  for (const LayerGroup& g : layout.groups) {
+    std::vector<Slice> slices;
+    for (int l : g.layers) {
+      const int variable = l + 1;  // variables[0] is global_step
+      const Variable& v = plan.variables[size_t(variable)];
+      Slice* slice = nullptr;
+      for (Slice& s : slices) {
+        if (s.shard == v.ps) slice = &s;
+      }
+      if (slice == nullptr) {
+        slices.push_back(Slice{v.ps, {}, 0, 0});
+        slice = &slices.back();
+      }
+      slice->variables.push_back(variable);
+      slice->bytes += v.bytes;
+      slice->params += scenario.model.layers[size_t(l)].params;
+    }
+    std::sort(slices.begin(), slices.end(),
+              [](const Slice& a, const Slice& b) { return a.shard < b.shard; });
+    layout.slices.push_back(std::move(slices));
+  }
+  return layout;
+}
+
+GroupPlacement on_one_device(const ModelLayout& layout, int device, int role) {
+  return {std::vector<int>(layout.groups.size(), device),
+          std::vector<int>(layout.groups.size(), role)};
+}
+
+std::vector<std::vector<int>> add_reads(StepGraphBuilder& builder, const Plan& plan,
+                                        const ModelLayout& layout) {
+  std::vector<std::vector<int>> reads(layout.groups.size());
+  for (size_t g = 0; g < layout.groups.size(); ++g) {
+    const std::vector<Slice>& slices = layout.slices[g];
+    for (size_t s = 0; s < slices.size(); ++s) {
+      Op read;
+      read.name = "read/" + slice_name(layout.groups[g], slices, s);
+      read.kind = OpKind::kReadVariable;
+      read.device = device_of_shard(plan, slices[s].shard);
+      read.role = plan.ps_roles[size_t(slices[s].shard)];
+      read.variable = slices[s].variables.front();
+      reads[g].push_back(builder.add(std::move(read), {}));
+    }
+  }
+  return reads;
+}
+
+std::vector<int> add_forward_chain(StepGraphBuilder& builder, const Model& /*model*/,
+                                   const ModelLayout& layout,
+                                   const std::vector<std::vector<int>>& reads,
+                                   const GroupPlacement& where, Edge input, int samples) {
+  std::vector<int> forward;
+  Edge previous = input;
+  for (size_t g = 0; g < layout.groups.size(); ++g) {
+    const LayerGroup& group = layout.groups[g];
+    Op op;
+    op.name = "forward/" + group.name;
+    op.kind = OpKind::kForward;
+    op.device = where.device[g];
+    op.role = where.role[g];
+    op.compute_flop = group.forward_flop_per_sample * samples;
+    op.jittered = true;
+    std::vector<Edge> inputs = {previous};
+    for (size_t s = 0; s < reads[g].size(); ++s) {
+      inputs.push_back({reads[g][s], layout.slices[g][s].bytes});
+    }
+    const int id = builder.add(std::move(op), inputs);
+    forward.push_back(id);
+    previous = {id, group.activation_bytes_per_sample * samples};
+  }
+  return forward;
+}
+
+std::vector<int> add_backward_chain(StepGraphBuilder& builder, const Model& /*model*/,
+                                    const ModelLayout& layout,
+                                    const std::vector<std::vector<int>>& reads,
+                                    const GroupPlacement& where, Edge loss_gradient, int samples) {
+  const size_t n = layout.groups.size();
+  std::vector<int> backward(n, -1);
+  Edge upstream = loss_gradient;
+  for (size_t g = n; g-- > 0;) {
+    const LayerGroup& group = layout.groups[g];
+    Op op;
+    op.name = "backward/" + group.name;
+    op.kind = OpKind::kBackward;
+    op.device = where.device[g];
+    op.role = where.role[g];
+    op.compute_flop = kBackwardToForwardFlopRatio * group.forward_flop_per_sample * samples;
+    op.jittered = true;
+    std::vector<Edge> inputs = {upstream};
+    for (size_t s = 0; s < reads[g].size(); ++s) {
+      inputs.push_back({reads[g][s], layout.slices[g][s].bytes});
+    }
+    backward[g] = builder.add(std::move(op), inputs);
+    // The gradient with respect to this group's input has the shape of the group below's output.
+    const double below = g > 0 ? layout.groups[g - 1].activation_bytes_per_sample * samples : 0.0;
+    upstream = {backward[g], below};
+  }
+  return backward;
+}
+
+int add_applies(StepGraphBuilder& builder, const Scenario& scenario, const Plan& plan,
+                const ModelLayout& layout, const std::vector<std::vector<int>>& gradient) {
+  std::vector<Edge> applied;
+  for (size_t g = 0; g < layout.groups.size(); ++g) {
+    const std::vector<Slice>& slices = layout.slices[g];
+    for (size_t s = 0; s < slices.size(); ++s) {
+      Op apply;
+      apply.name = "apply/" + slice_name(layout.groups[g], slices, s);
+      apply.kind = OpKind::kApply;
+      apply.device = device_of_shard(plan, slices[s].shard);
+      apply.role = plan.ps_roles[size_t(slices[s].shard)];
+      apply.variable = slices[s].variables.front();
+      apply.compute_flop = scenario.training.costs.apply_flop_per_param * slices[s].params;
+      const int id = builder.add(std::move(apply), {{gradient[g][s], slices[s].bytes}});
+      applied.push_back({id, 0.0});  // control edge: TF sends a dead tensor across devices
+    }
+  }
+  Op increment;
+  increment.name = "global_step/increment";
+  increment.kind = OpKind::kGlobalStepIncrement;
+  increment.device = device_of_shard(plan, plan.variables[0].ps);
+  increment.role = plan.ps_roles[size_t(plan.variables[0].ps)];
+  increment.variable = 0;
+  return builder.add(std::move(increment), applied);
+}
+
+void account_replica_memory(Plan& plan, const Model& model, const ModelLayout& layout,
+                            const GroupPlacement& where, int samples) {
+  for (size_t g = 0; g < layout.groups.size(); ++g) {
+    DeviceMemory& m = memory_of(plan, where.device[g]);
+    for (const Slice& s : layout.slices[g]) {
+      if (device_of_shard(plan, s.shard) != where.device[g]) m.weights_bytes += s.bytes;
+      m.gradients_bytes += s.bytes;
+    }
+    m.activations_bytes += layout.groups[g].stored_activation_bytes_per_sample * samples;
+  }
+  if (!layout.groups.empty()) {
+    memory_of(plan, where.device[0]).activations_bytes += model.input_bytes_per_sample * samples;
+  }
+}
+
+void account_ps_memory(Plan& plan, const Scenario& scenario) {
+  for (const Variable& v : plan.variables) {
+    DeviceMemory& m = memory_of(plan, device_of_shard(plan, v.ps));
+    m.weights_bytes += v.bytes;
+    m.optimizer_bytes += v.bytes * scenario.training.optimizer.slots_per_param;
+  }
+}
+
+}  // namespace replisim::core::strategy_detail

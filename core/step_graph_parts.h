@@ -1,0 +1,71 @@
+// Building blocks the strategy compilers share: the model cut into layer groups and PS slices,
+// variable reads, forward and backward chains, applies, and the memory each device needs.
+#pragma once
+
+#include <vector>
+
+#include "core/graph_builder.h"
+#include "core/layer_groups.h"
+#include "core/plan.h"
+#include "core/scenario.h"
+
+namespace replisim::core::strategy_detail {
+
+// The variables of one layer group held by one PS shard: read, sent and applied as one tensor.
+struct Slice {
+  int shard = -1;
+  std::vector<int> variables;  // indices into Plan::variables
+  double bytes = 0;
+  double params = 0;
+};
+
+// The model as the step graphs see it: groups (granularity, placement) and their PS slices.
+struct ModelLayout {
+  std::vector<LayerGroup> groups;
+  std::vector<std::vector<Slice>> slices;  // per group, in shard order
+};
+
+// `layer_device`: empty, or the model-parallel device of every layer (training.placement).
+ModelLayout layout_model(const Scenario& scenario, const Plan& plan,
+                         const std::vector<int>& layer_device = {});
+
+// Where each group of one tower/worker runs.
+struct GroupPlacement {
+  std::vector<int> device;  // per group
+  std::vector<int> role;    // per group
+};
+GroupPlacement on_one_device(const ModelLayout& layout, int device, int role);
+
+// One read op per slice on its PS device: reads[g][s].
+std::vector<std::vector<int>> add_reads(StepGraphBuilder& builder, const Plan& plan,
+                                        const ModelLayout& layout);
+
+// Forward of each group: needs its slices' variables and the previous group's output (`input`
+// for the first). Returns the forward op of each group.
+std::vector<int> add_forward_chain(StepGraphBuilder& builder, const Model& model,
+                                   const ModelLayout& layout,
+                                   const std::vector<std::vector<int>>& reads,
+                                   const GroupPlacement& where, Edge input, int samples);
+
+// Backward from the loss gradient down to the first group (2 x forward FLOP). Returns the
+// backward op of each group; its output is that group's gradient.
+std::vector<int> add_backward_chain(StepGraphBuilder& builder, const Model& model,
+                                    const ModelLayout& layout,
+                                    const std::vector<std::vector<int>>& reads,
+                                    const GroupPlacement& where, Edge loss_gradient, int samples);
+
+// Applies each slice on its PS, the gradient coming from `gradient[g][s]` (slice bytes), then
+// increments global_step on PS 0 after all of them (TF's Optimizer.apply_gradients). Returns the
+// increment op.
+int add_applies(StepGraphBuilder& builder, const Scenario& scenario, const Plan& plan,
+                const ModelLayout& layout, const std::vector<std::vector<int>>& gradient);
+
+// Adds to plan.memory what one tower/worker keeps on its devices: the weights it reads (unless
+// they live on that device already), their gradients, and every layer's output for `samples`
+// (kept for the backward pass), plus the input batch on the first group's device.
+void account_replica_memory(Plan& plan, const Model& model, const ModelLayout& layout,
+                            const GroupPlacement& where, int samples);
+// Adds to plan.memory the variables and optimizer slots each PS device holds.
+void account_ps_memory(Plan& plan, const Scenario& scenario);
+
+}  // namespace replisim::core::strategy_detail
