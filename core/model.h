@@ -22,7 +22,10 @@ struct Model {
   std::string name;  // preset name, or "custom" for an explicit layer list
   std::vector<Layer> layers;
   double input_bytes_per_sample = 0;  // bytes of one input sample fed to the first layer
-  double bytes_per_param = 4;         // fp32 weights and gradients
+  // Bytes per weight / gradient value and per activation value: 4 for fp32 (the default), 2 for
+  // fp16 (scenario "dtype"). Activation element counts are activation bytes / this.
+  double bytes_per_param = 4;
+  double bytes_per_activation_element = 4;
 
   double total_params() const;
   double parameter_bytes() const { return total_params() * bytes_per_param; }
@@ -34,11 +37,18 @@ struct Model {
 // "Scaling Laws for Neural Language Models", section 2.1: backward ~ 2 x forward).
 inline constexpr double kBackwardToForwardFlopRatio = 2.0;
 
+// What a preset is built with besides its architecture.
+struct PresetOptions {
+  double bytes_per_element = 4;  // weights, gradients and activations (4: fp32, 2: fp16)
+  std::vector<int> widths;       // layer widths, only for presets that take them (mlp)
+};
+
 // A named model preset (a registry entry): builds the layer list from the architecture.
 struct ModelPreset {
   std::string name;
-  std::string description;  // one line, with the source of the layout
-  std::function<Model()> build;
+  std::string description;    // one line, with the source of the layout
+  bool takes_widths = false;  // needs PresetOptions::widths (>= 2 entries, all > 0)
+  std::function<Model(const PresetOptions&)> build;
 };
 
 // All registered presets, in a stable order.

@@ -6,8 +6,10 @@
 
 namespace replisim::core {
 
-// {"preset": NAME} or {"layers": [...], "input_bytes_per_sample": "..."}.
-// Throws InputError at the offending JSON path (unknown preset lists the valid ones).
+// {"preset": NAME} (plus "widths": [...] for presets that take them, i.e. mlp) or
+// {"layers": [...], "input_bytes_per_sample": "..."}; either may add "dtype": "fp32" | "fp16".
+// Throws InputError at the offending JSON path (an unknown preset or dtype lists the valid ones;
+// widths missing for mlp, given to another model, with fewer than 2 entries or one not > 0).
 Model parse_model(const JsonCursor& c);
 
 }  // namespace replisim::core

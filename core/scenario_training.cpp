@@ -192,7 +192,9 @@ Costs parse_costs(const JsonCursor* c, const Model& model, const OptimizerSpec& 
   Costs costs;
   // Softmax cross-entropy: about 5 FLOP per logit (exp, sum, log, subtract, multiply).
   const double last_elements =
-      model.layers.empty() ? 0 : model.layers.back().activation_bytes_per_sample / 4.0;
+      model.layers.empty()
+          ? 0
+          : model.layers.back().activation_bytes_per_sample / model.bytes_per_activation_element;
   costs.loss_flop_per_sample = 5.0 * last_elements;
   costs.input_samples_per_s = kDefaultInputSamplesPerS;
   costs.apply_flop_per_param = optimizer.apply_flop_per_param;
