@@ -64,6 +64,18 @@ nlohmann::json trace_meta_from_plan(const Plan& plan) {
   }
   meta["ps"] = nlohmann::json::array();
   for (int role : plan.ps_roles) meta["ps"].push_back(plan.roles[size_t(role)].name);
+  meta["granularity"] = plan.granularity;
+  meta["notes"] = plan.notes;
+  meta["memory"] = nlohmann::json::array();
+  for (const MemoryCheck& m : memory_checks(plan)) {
+    meta["memory"].push_back({{"device", m.device},
+                              {"needed_bytes", m.need.total_bytes()},
+                              {"capacity_bytes", m.capacity_bytes},
+                              {"weights_bytes", m.need.weights_bytes},
+                              {"gradients_bytes", m.need.gradients_bytes},
+                              {"optimizer_bytes", m.need.optimizer_bytes},
+                              {"activations_bytes", m.need.activations_bytes}});
+  }
   meta["variables"] = nlohmann::json::array();
   for (const Variable& v : plan.variables) {
     meta["variables"].push_back({{"name", v.name}, {"bytes", v.bytes}, {"ps", v.ps}});

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/json_cursor.h"
 #include "core/platform.h"
+#include "core/units.h"
 
 namespace replisim::core {
 namespace {
@@ -355,6 +356,34 @@ void add_waits(RunMetrics& r, const Trace& trace, const Meta& meta, StepTable& s
   }
 }
 
+// GPU memory from the metadata: tightest first, a warning for each GPU that cannot hold its share.
+void add_memory(RunMetrics& r, const Trace& trace, const std::string& source) {
+  const JsonCursor c(trace.meta, source, "/meta");
+  r.granularity = c.has("granularity") ? c.at("granularity").as_string() : "layer";
+  if (c.has("notes")) {
+    const JsonCursor notes = c.at("notes");
+    for (size_t i = 0; i < notes.size(); ++i) r.warnings.push_back(notes.at(i).as_string());
+  }
+  if (!c.has("memory")) return;
+  const JsonCursor memory = c.at("memory");
+  for (size_t i = 0; i < memory.size(); ++i) {
+    const JsonCursor m = memory.at(i);
+    r.memory.push_back({m.at("device").as_string(), m.at("needed_bytes").as_number(),
+                        m.at("capacity_bytes").as_number()});
+  }
+  std::stable_sort(r.memory.begin(), r.memory.end(), [](const MemoryUse& a, const MemoryUse& b) {
+    return a.needed_bytes / a.capacity_bytes > b.needed_bytes / b.capacity_bytes;
+  });
+  for (const MemoryUse& m : r.memory) {
+    if (m.headroom_bytes() >= 0) continue;
+    r.warnings.push_back(m.device + " needs " + format_quantity(m.needed_bytes, Dimension::kBytes) +
+                         " of memory but has " +
+                         format_quantity(m.capacity_bytes, Dimension::kBytes) +
+                         " (weights, gradients, optimizer state and activations x batch); the "
+                         "run would not fit");
+  }
+}
+
 }  // namespace
 
 RunMetrics compute_metrics(const Trace& trace, const std::string& source) {
@@ -365,6 +394,7 @@ RunMetrics compute_metrics(const Trace& trace, const std::string& source) {
   r.events = trace.events.size();
   r.bytes_per_ps = meta.bytes_per_ps;
   r.simulated_time_s = trace.meta.value("simulated_time_s", 0.0);
+  add_memory(r, trace, source);
   StepTable steps = step_spans(trace, meta);
   find_window(r, trace, meta, steps, source);
   add_update_figures(r, trace);

@@ -40,6 +40,14 @@ struct WaitBreakdown {
   double other = 0;       // nothing of the step active (start-up, jitter, software overhead)
 };
 
+// A GPU's memory need against its capacity (when the scenario gives it).
+struct MemoryUse {
+  std::string device;
+  double needed_bytes = 0;
+  double capacity_bytes = 0;
+  double headroom_bytes() const { return capacity_bytes - needed_bytes; }
+};
+
 struct RunMetrics {
   std::string scenario;
   std::string strategy;
@@ -55,6 +63,8 @@ struct RunMetrics {
   std::vector<ResourceUse> links;    // per direction, highest first
   ResourceUse bottleneck;            // the highest of devices and links
   std::vector<double> bytes_per_ps;  // parameter bytes held by each PS shard
+  std::string granularity;           // "layer" or "<N> groups"
+  std::vector<MemoryUse> memory;     // GPUs with a known capacity, tightest first
   std::vector<ClientMetrics> clients;
   std::vector<WaitBreakdown> waits;
   double simulated_time_s = 0;

@@ -1,5 +1,6 @@
 #include "core/plan.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "core/error.h"
@@ -128,6 +129,18 @@ size_t Plan::op_count() const {
   return n;
 }
 
+std::vector<MemoryCheck> memory_checks(const Plan& plan) {
+  std::vector<MemoryCheck> out;
+  for (const DeviceMemory& m : plan.memory) {
+    const PlatformDevice& d = plan.platform.devices[size_t(m.device)];
+    if (d.memory_bytes > 0) out.push_back({d.name, m, d.memory_bytes});
+  }
+  std::sort(out.begin(), out.end(), [&](const MemoryCheck& a, const MemoryCheck& b) {
+    return plan.platform.find_device(a.device) < plan.platform.find_device(b.device);
+  });
+  return out;
+}
+
 nlohmann::json plan_to_json(const Plan& plan) {
   nlohmann::json j;
   j["format"] = "replisim-plan";
@@ -140,6 +153,7 @@ nlohmann::json plan_to_json(const Plan& plan) {
   j["batch_per_replica"] = plan.batch_per_replica;
   j["input_prefetch_batches"] = plan.input_prefetch_batches;
   j["granularity"] = plan.granularity;
+  j["notes"] = plan.notes;
   j["memory"] = nlohmann::json::array();
   for (const DeviceMemory& m : plan.memory) {
     j["memory"].push_back({{"device", m.device},
@@ -180,10 +194,26 @@ nlohmann::json plan_to_json(const Plan& plan) {
 
 Plan plan_from_json(const nlohmann::json& j, const std::string& file) {
   const JsonCursor c(j, file);
-  c.check_keys({"format", "format_version", "scenario", "strategy", "sync", "steps", "warmup_steps",
-                "batch_per_replica", "input_prefetch_batches", "granularity", "memory",
-                "compute_jitter_fraction", "step_jitter_fraction", "seed", "platform", "roles",
-                "ps_roles", "variables", "clients"});
+  c.check_keys({"format",
+                "format_version",
+                "scenario",
+                "strategy",
+                "sync",
+                "steps",
+                "warmup_steps",
+                "batch_per_replica",
+                "input_prefetch_batches",
+                "granularity",
+                "notes",
+                "memory",
+                "compute_jitter_fraction",
+                "step_jitter_fraction",
+                "seed",
+                "platform",
+                "roles",
+                "ps_roles",
+                "variables",
+                "clients"});
   if (c.at("format").as_string() != "replisim-plan") c.at("format").fail("not a replisim plan");
   if (c.at("format_version").as_int(0, 1000) != 1) {
     c.at("format_version").fail("unsupported plan format version (this replisim reads 1)");
@@ -197,6 +227,8 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& file) {
   plan.batch_per_replica = int(c.at("batch_per_replica").as_int(1, 1 << 24));
   plan.input_prefetch_batches = int(c.at("input_prefetch_batches").as_int(0, 1024));
   plan.granularity = c.at("granularity").as_string();
+  const JsonCursor notes = c.at("notes");
+  for (size_t i = 0; i < notes.size(); ++i) plan.notes.push_back(notes.at(i).as_string());
   const JsonCursor memory = c.at("memory");
   for (size_t i = 0; i < memory.size(); ++i) {
     const JsonCursor m = memory.at(i);

@@ -101,6 +101,7 @@ struct Plan {
   int input_prefetch_batches = 1;
   std::string granularity = "layer";   // "layer", or "<N> groups" (training.granularity)
   std::vector<DeviceMemory> memory;    // per device that holds anything
+  std::vector<std::string> notes;      // caveats from compiling, shown with the report
   double compute_jitter_fraction = 0;  // see Jitter in scenario.h
   double step_jitter_fraction = 0;     // see Jitter in scenario.h
   uint64_t seed = 1;
@@ -108,6 +109,18 @@ struct Plan {
   int role_index(const std::string& name) const;
   size_t op_count() const;
 };
+
+// A GPU whose capacity is known, against what the plan needs on it.
+struct MemoryCheck {
+  std::string device;
+  DeviceMemory need;
+  double capacity_bytes = 0;
+  bool fits() const { return need.total_bytes() <= capacity_bytes; }
+};
+
+// One entry per device with a known capacity (GPUs whose "memory" the scenario gives) that the
+// plan uses, in device order.
+std::vector<MemoryCheck> memory_checks(const Plan& plan);
 
 nlohmann::json plan_to_json(const Plan& plan);
 // Validates structure and indices (ops in topological order, send/recv pairs consistent).

@@ -31,6 +31,9 @@ std::string format_plan(const Plan& plan) {
     bytes[size_t(v.ps)] += v.bytes;
     ++count[size_t(v.ps)];
   }
+  out << "op granularity: " << (plan.granularity == "layer" ? "per layer" : plan.granularity)
+      << "\n";
+  for (const std::string& note : plan.notes) out << "note: " << note << "\n";
   out << "variables: " << plan.variables.size() << " (global_step first)";
   for (size_t i = 0; i < bytes.size(); ++i) {
     out << "; " << plan.roles[size_t(plan.ps_roles[i])].name << " holds " << count[i] << " ("

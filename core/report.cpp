@@ -98,6 +98,16 @@ std::string format_report(const std::vector<RunMetrics>& runs, const std::string
     }
     return out;
   });
+  bool any_memory = false;
+  for (const RunMetrics& r : runs) any_memory |= !r.memory.empty();
+  if (any_memory) {
+    row("GPU memory, tightest (headroom)", [](const RunMetrics& r) {
+      if (r.memory.empty()) return std::string("-");
+      const MemoryUse& m = r.memory.front();
+      return m.device + " " + percent(m.needed_bytes / m.capacity_bytes) + " (" +
+             format_quantity(m.headroom_bytes(), Dimension::kBytes, 3) + ")";
+    });
+  }
   for (const char* kind : {"worker", "tower", "client"}) {
     bool present = false;
     for (const RunMetrics& r : runs) {
@@ -116,6 +126,9 @@ std::string format_report(const std::vector<RunMetrics>& runs, const std::string
   });
   row("simulated time (s)", [](const RunMetrics& r) { return fixed(r.simulated_time_s, 3); });
   row("events", [](const RunMetrics& r) { return std::to_string(r.events); });
+  row("op granularity", [](const RunMetrics& r) {
+    return r.granularity == "layer" ? std::string("per layer") : r.granularity + " of layers";
+  });
 
   size_t label_width = 0;
   std::vector<size_t> widths(runs.size(), 0);
@@ -171,6 +184,14 @@ nlohmann::json summary_json(const std::vector<RunMetrics>& runs, const nlohmann:
                                 {"step_rate_per_s", c.step_rate_per_s}});
     }
     run["warnings"] = r.warnings;
+    run["granularity"] = r.granularity;
+    run["memory"] = nlohmann::json::array();
+    for (const MemoryUse& m : r.memory) {
+      run["memory"].push_back({{"device", m.device},
+                               {"needed_bytes", m.needed_bytes},
+                               {"capacity_bytes", m.capacity_bytes},
+                               {"headroom_bytes", m.headroom_bytes()}});
+    }
     run["waits"] = nlohmann::json::array();
     for (const WaitBreakdown& w : r.waits) {
       run["waits"].push_back({{"role", w.role},

@@ -65,6 +65,11 @@ Plan compile_between_graph(const Scenario& scenario, const CompileOptions& optio
   Plan plan = plan_skeleton(scenario, "between_graph", options);
   const TrainingSpec& t = scenario.training;
   // Model-parallel placement is an in-graph construct: every worker keeps its whole graph.
+  if (!t.placement.empty()) {
+    plan.notes.push_back(
+        "training.placement applies to in_graph only: each between_graph "
+        "worker runs the whole model on its replica device");
+  }
   const ModelLayout layout = layout_model(scenario, plan);
   for (size_t w = 0; w < t.replicas.size(); ++w) {
     const int device = plan.platform.find_device(t.replicas[w]);

@@ -2,7 +2,8 @@
 // runs the input pipeline for the whole batch and the split, receives every tower's logits,
 // computes the loss, sends the loss gradient back, and sums every tower's gradients before the
 // PS applies them (the seed: everything before the split and after the compute runs on the
-// client, a bottleneck). Each tower reads the variables from their PS. A step ends when every
+// client, a bottleneck; with a single tower there is nothing to sum and gradients go straight to
+// the PS). Each tower reads the variables from their PS. A step ends when every
 // tower and every apply is done, so the slowest tower sets the pace.
 //
 // With `training.placement` the graph is model-parallel instead: one tower whose layers run on
@@ -140,9 +141,14 @@ Plan compile_in_graph(const Scenario& scenario, const CompileOptions& options) {
     }
     account_replica_memory(plan, scenario.model, layout, where, sub_batch);
   }
+  // With one tower there is nothing to sum: each gradient goes straight to its apply.
   std::vector<std::vector<int>> aggregated(layout.groups.size());
   for (size_t g = 0; g < layout.groups.size(); ++g) {
     for (size_t s = 0; s < layout.slices[g].size(); ++s) {
+      if (tower.size() == 1) {
+        aggregated[g].push_back(gradients[g][s].front().op);
+        continue;
+      }
       const double flop =
           t.costs.aggregate_flop_per_param * layout.slices[g][s].params * double(tower.size());
       const std::string name =

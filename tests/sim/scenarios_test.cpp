@@ -60,9 +60,32 @@ TEST(Scenarios, PsBottleneck) {
   EXPECT_GT(network, 0.9);
 }
 
+TEST(Scenarios, ModelParallel) {
+  const core::RunMetrics in_graph = run("classroom/model_parallel.json", "in_graph");
+  // VGG-16's convolutions on pc1's GPU: 3 x 2 x 15.47 G multiply-adds x 32 / 10 TFLOPS = 297 ms a
+  // step; the dense layers on pc2 take 2 ms. pc1's GPU is the bottleneck.
+  EXPECT_EQ(in_graph.bottleneck.name, "pc1/gpu0");
+  EXPECT_GE(in_graph.step_time_s.mean, 0.297);
+  EXPECT_LT(in_graph.step_time_s.mean, 0.297 * 1.25);
+  ASSERT_FALSE(in_graph.memory.empty());
+  EXPECT_GT(in_graph.memory.front().headroom_bytes(), 0);
+}
+
+TEST(Scenarios, PlanningResNet50On16Gpus) {
+  const core::Scenario s =
+      core::load_scenario(test::scenario_path("planning/resnet50_16gpu_10gbe.json"));
+  EXPECT_EQ(s.training.replicas.size(), 16u);
+  EXPECT_EQ(s.training.ps.size(), 4u);
+  const core::RunMetrics between = run("planning/resnet50_16gpu_10gbe.json", "between_graph");
+  // 16 workers pull and push ResNet-50 through 4 PS NICs at 10 Gbps: the PS side limits.
+  EXPECT_EQ(between.bottleneck.name.rfind("ps", 0), 0u) << between.bottleneck.name;
+  EXPECT_EQ(between.clients.size(), 16u);
+}
+
 TEST(Scenarios, AllScenarioFilesParse) {
-  for (const char* file :
-       {"seed/two_machines.json", "classroom/heterogeneous.json", "classroom/ps_bottleneck.json"}) {
+  for (const char* file : {"seed/two_machines.json", "classroom/heterogeneous.json",
+                           "classroom/ps_bottleneck.json", "classroom/model_parallel.json",
+                           "planning/resnet50_16gpu_10gbe.json"}) {
     EXPECT_NO_THROW(core::load_scenario(test::scenario_path(file))) << file;
   }
 }
