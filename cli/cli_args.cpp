@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <functional>
 
 #include "core/error.h"
 #include "core/json_cursor.h"
@@ -13,7 +14,16 @@ namespace {
 
 using core::InputError;
 
-const std::vector<std::string> kCommands = {"simulate", "plan", "help", "version"};
+const std::vector<std::string> kCommands = {"simulate", "plan", "report", "help", "version"};
+
+// The flags each command accepts, in the order messages list them.
+std::vector<std::string> flags_of(const std::string& command) {
+  if (command == "simulate") {
+    return {"--strategy", "--seed", "--json", "--help", "--trace", "--force", "--trace-out"};
+  }
+  if (command == "plan") return {"--strategy", "--seed", "--json", "--help"};
+  return {"--json", "--csv", "--trace", "--force", "--help"};
+}
 
 std::string shell_quote(const std::string& word) {
   if (!word.empty() && word.find_first_of(" \t\n'\"\\$`*?") == std::string::npos) return word;
@@ -33,18 +43,83 @@ uint64_t parse_seed(const std::string& text) {
   return seed;
 }
 
+std::string file_name(const std::string& flag, const std::string& value) {
+  if (value.empty()) throw InputError("", flag, "needs a file name, got an empty one");
+  return value;
+}
+
+// Applies `flag`, one of flags_of(args.command); `value()` takes the word after it.
+void apply_flag(CliArgs& args, const std::string& flag, const std::function<std::string()>& value) {
+  if (flag == "--strategy") {
+    args.strategy = value();
+    if (args.strategy != "both" && core::find_strategy(args.strategy) == nullptr) {
+      throw InputError(
+          "", "--strategy",
+          "unknown strategy \"" + args.strategy + "\"; valid: in_graph, between_graph, both");
+    }
+  } else if (flag == "--seed") {
+    args.seed = parse_seed(value());
+  } else if (flag == "--json" && args.command == "plan") {
+    args.json_stdout = true;
+  } else if (flag == "--json") {
+    args.json_path = file_name(flag, value());
+  } else if (flag == "--trace") {
+    args.trace_path = file_name(flag, value());
+  } else if (flag == "--trace-out") {
+    args.trace_out_path = file_name(flag, value());
+  } else if (flag == "--csv") {
+    args.csv_path = file_name(flag, value());
+  } else if (flag == "--force") {
+    args.force = true;
+  }
+}
+
+void add_positional(CliArgs& args, const std::string& word) {
+  if (args.command == "report") {
+    args.trace_files.push_back(word);
+  } else if (args.scenario.empty()) {
+    args.scenario = word;
+  } else {
+    throw InputError("", word, "unexpected argument (one scenario file per run)");
+  }
+}
+
+// Sets args.command from the first word, or throws for an unknown command.
+void parse_command(CliArgs& args, const std::vector<std::string>& words) {
+  if (words.empty()) throw InputError("", "", "no command given; run replisim --help");
+  const std::string& first = words.front();
+  if (first == "--help" || first == "-h" || first == "help" || first == "--version" ||
+      first == "version") {
+    if (words.size() > 1) throw InputError("", words[1], "unexpected argument after " + first);
+    args.command = first.find("version") != std::string::npos ? "version" : "help";
+    return;
+  }
+  if (first != "simulate" && first != "plan" && first != "report") {
+    const std::string near = core::nearest_name(first, kCommands);
+    throw InputError("", first,
+                     "unknown command" +
+                         (near.empty() ? std::string("") : "; did you mean " + near + "?") +
+                         " (commands: simulate, plan, report, --version, --help)");
+  }
+  args.command = first;
+}
+
 }  // namespace
 
 std::string usage_text() {
   return "usage:\n"
          "  replisim simulate SCENARIO [--strategy in_graph|between_graph|both] [--seed N]\n"
-         "                    [--json FILE] [--trace FILE] [--force]\n"
+         "                    [--json FILE] [--trace FILE] [--trace-out FILE] [--force]\n"
+         "  replisim report TRACE... [--json FILE] [--csv FILE] [--trace FILE] [--force]\n"
          "  replisim plan SCENARIO [--strategy in_graph|between_graph|both] [--seed N] [--json]\n"
          "  replisim --version | --help\n"
          "\n"
          "simulate  predicts each strategy with SimGrid and prints a side-by-side report;\n"
-         "          --json writes the summary, --trace a Chrome trace (Perfetto);\n"
+         "          --json writes the summary, --trace a Chrome trace (Perfetto),\n"
+         "          --trace-out the native trace of the runs (for report);\n"
          "          existing files are kept unless --force is given.\n"
+         "report    prints the same report from saved native traces, without simulating;\n"
+         "          --csv writes their events as CSV.\n"
          "plan      prints the compiled plan (--json: the plan data, an array for 'both').\n"
          "exit codes: 0 success, 2 bad input, 1 internal error. Docs: docs/cli.md\n";
 }
@@ -55,77 +130,43 @@ CliArgs parse_cli_args(int argc, const char* const* argv) {
     if (i > 0) args.command_line += " ";
     args.command_line += shell_quote(argv[i]);
   }
-  std::vector<std::string> words(argv + (argc > 0 ? 1 : 0), argv + argc);
-  if (words.empty()) throw InputError("", "", "no command given; run replisim --help");
-  const std::string& first = words.front();
-  if (first == "--help" || first == "-h" || first == "help" || first == "--version" ||
-      first == "version") {
-    if (words.size() > 1) throw InputError("", words[1], "unexpected argument after " + first);
-    args.command = first.find("version") != std::string::npos ? "version" : "help";
-    return args;
-  }
-  if (first != "simulate" && first != "plan") {
-    const std::string near = core::nearest_name(first, kCommands);
-    throw InputError("", first,
-                     "unknown command" +
-                         (near.empty() ? std::string("") : "; did you mean " + near + "?") +
-                         " (commands: simulate, plan, --version, --help)");
-  }
-  args.command = first;
-  const bool simulate = first == "simulate";
-  std::vector<std::string> flags = {"--strategy", "--seed", "--json", "--help"};
-  if (simulate) {
-    flags.push_back("--trace");
-    flags.push_back("--force");
-  }
+  const std::vector<std::string> words(argv + (argc > 0 ? 1 : 0), argv + argc);
+  parse_command(args, words);
+  if (args.command == "help" || args.command == "version") return args;
+  const std::vector<std::string> flags = flags_of(args.command);
   std::vector<std::string> seen;
   for (size_t i = 1; i < words.size(); ++i) {
     const std::string& w = words[i];
-    if (w.size() > 1 && w[0] == '-') {
-      if (std::find(seen.begin(), seen.end(), w) != seen.end()) {
-        throw InputError("", w, "given twice");
-      }
-      seen.push_back(w);
+    if (w.size() <= 1 || w[0] != '-') {
+      add_positional(args, w);
+      continue;
     }
-    auto value = [&](const std::string& flag) {
-      if (i + 1 >= words.size()) throw InputError("", flag, "needs a value");
-      return words[++i];
-    };
+    if (std::find(seen.begin(), seen.end(), w) != seen.end()) {
+      throw InputError("", w, "given twice");
+    }
+    seen.push_back(w);
     if (w == "--help" || w == "-h") {
       args.command = "help";
       return args;
-    } else if (w == "--strategy") {
-      args.strategy = value(w);
-      if (args.strategy != "both" && core::find_strategy(args.strategy) == nullptr) {
-        throw InputError(
-            "", "--strategy",
-            "unknown strategy \"" + args.strategy + "\"; valid: in_graph, between_graph, both");
-      }
-    } else if (w == "--seed") {
-      args.seed = parse_seed(value(w));
-    } else if (w == "--json" && simulate) {
-      args.json_path = value(w);
-      if (args.json_path.empty()) throw InputError("", w, "needs a file name, got an empty one");
-    } else if (w == "--json") {
-      args.json_stdout = true;
-    } else if (w == "--trace" && simulate) {
-      args.trace_path = value(w);
-      if (args.trace_path.empty()) throw InputError("", w, "needs a file name, got an empty one");
-    } else if (w == "--force" && simulate) {
-      args.force = true;
-    } else if (w.size() > 1 && w[0] == '-') {
+    }
+    if (std::find(flags.begin(), flags.end(), w) == flags.end()) {
       const std::string near = core::nearest_name(w, flags);
       throw InputError("", w,
-                       "unknown flag for " + first +
+                       "unknown flag for " + args.command +
                            (near.empty() ? "; flags: " + core::join_names(flags)
                                          : "; did you mean " + near + "?"));
-    } else if (args.scenario.empty()) {
-      args.scenario = w;
-    } else {
-      throw InputError("", w, "unexpected argument (one scenario file per run)");
     }
+    apply_flag(args, w, [&] {
+      if (i + 1 >= words.size()) throw InputError("", w, "needs a value");
+      return words[++i];
+    });
   }
-  if (args.scenario.empty()) throw InputError("", "", first + " needs a SCENARIO file");
+  if (args.command == "report" && args.trace_files.empty()) {
+    throw InputError("", "", "report needs at least one TRACE file");
+  }
+  if (args.command != "report" && args.scenario.empty()) {
+    throw InputError("", "", args.command + " needs a SCENARIO file");
+  }
   return args;
 }
 

@@ -2,11 +2,10 @@
 
 #include <ostream>
 
+#include "cli/run_outputs.h"
 #include "core/backend.h"
-#include "core/chrome_trace.h"
 #include "core/json_cursor.h"
 #include "core/metrics.h"
-#include "core/output_file.h"
 #include "core/plan_text.h"
 #include "core/report.h"
 #include "core/strategy.h"
@@ -44,43 +43,27 @@ std::string version_text() {
 }
 
 int run_simulate(const CliArgs& args, std::ostream& out) {
-  std::vector<core::Trace> traces;
-  std::vector<core::RunMetrics> runs;
-  nlohmann::json prov;
+  RunSet runs;
   // Every output is checked before any simulation runs, and written all-or-nothing at the end.
   core::OutputFiles outputs(args.force);
   outputs.protect(args.scenario);
-  if (!args.json_path.empty()) {
-    outputs.add("--json", args.json_path, [&](std::ostream& file) {
-      file << core::dump_json(core::summary_json(runs, prov), 2) << "\n";
-    });
-  }
-  if (!args.trace_path.empty()) {
-    outputs.add("--trace", args.trace_path, [&](std::ostream& file) {
-      std::vector<core::ChromeTraceInput> inputs;
-      for (const core::Trace& trace : traces) {
-        inputs.push_back({&trace, traces.size() > 1 ? trace.meta.value("strategy", "") + " " : ""});
-      }
-      core::write_chrome_trace(file, inputs, prov);
-    });
-  }
+  add_run_outputs(outputs, args, runs);
   const LoadedScenario loaded = load(args.scenario);
-  prov = provenance(args, loaded);
+  runs.provenance = provenance(args, loaded);
   const std::unique_ptr<core::Backend> backend = core::create_backend("sim");
   for (const std::string& strategy : selected_strategies(args)) {
     const core::Plan plan =
         core::compile_plan(loaded.scenario, strategy, core::CompileOptions{args.seed});
-    prov["plan_hashes"][strategy] = core::plan_hash(plan);
+    runs.provenance["plan_hashes"][strategy] = core::plan_hash(plan);
     core::Trace trace = backend->run(plan);
-    runs.push_back(core::compute_metrics(trace, args.scenario));
-    traces.push_back(std::move(trace));
+    runs.metrics.push_back(core::compute_metrics(trace, args.scenario));
+    runs.traces.push_back(std::move(trace));
   }
-  for (core::Trace& trace : traces) trace.meta["provenance"] = prov;
-  const std::string title = "replisim: scenario \"" + loaded.scenario.name + "\" (" +
-                            args.scenario + "), sim backend, " +
-                            network_model_name(loaded.scenario.cluster.network_model) +
-                            " network, seed " + std::to_string(args.seed);
-  out << core::format_report(runs, title);
+  for (core::Trace& trace : runs.traces) trace.meta["provenance"] = runs.provenance;
+  const RunTitle title{loaded.scenario.name, args.scenario, "sim",
+                       network_model_name(loaded.scenario.cluster.network_model),
+                       std::to_string(args.seed)};
+  out << core::format_report(runs.metrics, title_line(title));
   outputs.write_all();
   return 0;
 }

@@ -11,6 +11,10 @@ namespace replisim::cli {
 // exceptions (exit 1); main() maps them. Reports go to `out`.
 int run_simulate(const CliArgs& args, std::ostream& out);
 int run_plan(const CliArgs& args, std::ostream& out);
+// Rebuilds the report of saved native traces (args.trace_files) without simulating; its table is
+// byte for byte the one `simulate` printed for the same runs. Bad trace files throw InputError
+// naming the file.
+int run_report(const CliArgs& args, std::ostream& out);
 
 // "replisim 0.1.0 (git abc123), SimGrid 3.32.0".
 std::string version_text();

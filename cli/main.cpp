@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
       std::cout << cli::version_text() << "\n";
     } else if (args.command == "plan") {
       code = cli::run_plan(args, std::cout);
+    } else if (args.command == "report") {
+      code = cli::run_report(args, std::cout);
     } else {
       code = cli::run_simulate(args, std::cout);
     }

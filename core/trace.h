@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <iosfwd>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -76,10 +75,6 @@ class Trace {
 // Lane of an event in timeline views: "compute", "send"/"recv" (transfers), "step", "update".
 const char* lane_name(EventKind kind);
 
-// Binary encoding used to ship a trace between processes (little-endian, versioned header
-// "RSTRACE" + version). write_trace_binary throws std::runtime_error on a stream error;
-// read_trace_binary throws InputError(`source`, ...) on a truncated or malformed stream.
-void write_trace_binary(std::ostream& out, const Trace& trace);
-Trace read_trace_binary(std::istream& in, const std::string& source);
+// The native (binary, versioned) trace file: core/trace_format.h.
 
 }  // namespace replisim::core

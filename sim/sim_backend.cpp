@@ -17,6 +17,7 @@
 #include <simgrid/version.h>
 
 #include "core/error.h"
+#include "core/trace_format.h"
 #include "sim/sim_run.h"
 
 namespace replisim::sim {

@@ -1,0 +1,94 @@
+// `replisim report`: the report, summary, Chrome trace and events CSV of saved native traces,
+// rebuilt by the same code as `simulate` without simulating again.
+#include <algorithm>
+#include <ostream>
+
+#include "cli/commands.h"
+#include "cli/run_outputs.h"
+#include "core/report.h"
+#include "core/trace_format.h"
+
+namespace replisim::cli {
+namespace {
+
+// The member at `keys` below `json`, or nullptr when a step is missing or not an object.
+const nlohmann::json* member(const nlohmann::json& json, std::initializer_list<const char*> keys) {
+  const nlohmann::json* at = &json;
+  for (const char* key : keys) {
+    if (!at->is_object()) return nullptr;
+    const auto found = at->find(key);
+    if (found == at->end()) return nullptr;
+    at = &*found;
+  }
+  return at;
+}
+
+std::string text_at(const nlohmann::json& json, std::initializer_list<const char*> keys) {
+  const nlohmann::json* value = member(json, keys);
+  return value != nullptr && value->is_string() ? value->get<std::string>() : "?";
+}
+
+// The title simulate printed for this run, from the trace's metadata and provenance.
+RunTitle title_of(const core::Trace& trace) {
+  const nlohmann::json* seed = member(trace.meta, {"provenance", "seed"});
+  if (seed == nullptr) seed = member(trace.meta, {"seed"});
+  return {text_at(trace.meta, {"scenario"}), text_at(trace.meta, {"provenance", "scenario_file"}),
+          text_at(trace.meta, {"backend"}), text_at(trace.meta, {"platform", "network_model"}),
+          seed != nullptr && seed->is_number_integer() ? seed->dump() : "?"};
+}
+
+// simulate's title (each distinct one when the runs come from different simulations), then
+// where the runs were read from.
+std::string report_title(const std::vector<core::Trace>& traces,
+                         const std::vector<std::string>& files) {
+  std::vector<RunTitle> distinct;
+  for (const core::Trace& trace : traces) {
+    const RunTitle title = title_of(trace);
+    if (std::find(distinct.begin(), distinct.end(), title) == distinct.end()) {
+      distinct.push_back(title);
+    }
+  }
+  const std::string prefix = "replisim: ";
+  std::string line = title_line(distinct.front());
+  for (size_t i = 1; i < distinct.size(); ++i) {
+    line += "; " + title_line(distinct[i]).substr(prefix.size());
+  }
+  line += files.size() == 1 ? ", from saved trace " : ", from saved traces ";
+  for (size_t i = 0; i < files.size(); ++i) line += (i > 0 ? ", " : "") + files[i];
+  return line;
+}
+
+// The runs' common provenance, or an array of each run's when they differ (docs/cli.md).
+nlohmann::json shared_provenance(const std::vector<core::Trace>& traces) {
+  nlohmann::json each = nlohmann::json::array();
+  for (const core::Trace& trace : traces) {
+    const nlohmann::json* p = member(trace.meta, {"provenance"});
+    each.push_back(p != nullptr ? *p : nlohmann::json());
+  }
+  for (const nlohmann::json& p : each) {
+    if (p != each.front()) return each;
+  }
+  return each.front();
+}
+
+}  // namespace
+
+int run_report(const CliArgs& args, std::ostream& out) {
+  RunSet runs;
+  // Outputs are checked before any trace is read, and may not replace one of them.
+  core::OutputFiles outputs(args.force);
+  for (const std::string& file : args.trace_files) outputs.protect(file);
+  add_run_outputs(outputs, args, runs);
+  for (const std::string& file : args.trace_files) {
+    for (core::Trace& trace : core::read_trace_file(file)) {
+      runs.metrics.push_back(core::compute_metrics(trace, file));
+      runs.traces.push_back(std::move(trace));
+    }
+  }
+  runs.provenance = shared_provenance(runs.traces);
+  out << core::format_report(runs.metrics, report_title(runs.traces, args.trace_files));
+  outputs.write_all();
+  return 0;
+}
+
+}  // namespace replisim::cli

@@ -1,0 +1,60 @@
+#include "cli/run_outputs.h"
+
+#include <ostream>
+
+#include "core/chrome_trace.h"
+#include "core/json_cursor.h"
+#include "core/report.h"
+#include "core/trace_csv.h"
+#include "core/trace_format.h"
+
+namespace replisim::cli {
+namespace {
+
+std::vector<const core::Trace*> pointers(const std::vector<core::Trace>& traces) {
+  std::vector<const core::Trace*> out;
+  for (const core::Trace& t : traces) out.push_back(&t);
+  return out;
+}
+
+}  // namespace
+
+bool RunTitle::operator==(const RunTitle& other) const {
+  return scenario_name == other.scenario_name && scenario_file == other.scenario_file &&
+         backend == other.backend && network == other.network && seed == other.seed;
+}
+
+std::string title_line(const RunTitle& title) {
+  return "replisim: scenario \"" + title.scenario_name + "\" (" + title.scenario_file + "), " +
+         title.backend + " backend, " + title.network + " network, seed " + title.seed;
+}
+
+void add_run_outputs(core::OutputFiles& outputs, const CliArgs& args, const RunSet& runs) {
+  if (!args.json_path.empty()) {
+    outputs.add("--json", args.json_path, [&runs](std::ostream& file) {
+      file << core::dump_json(core::summary_json(runs.metrics, runs.provenance), 2) << "\n";
+    });
+  }
+  if (!args.trace_path.empty()) {
+    outputs.add("--trace", args.trace_path, [&runs](std::ostream& file) {
+      std::vector<core::ChromeTraceInput> inputs;
+      for (const core::Trace& trace : runs.traces) {
+        inputs.push_back(
+            {&trace, runs.traces.size() > 1 ? trace.meta.value("strategy", "") + " " : ""});
+      }
+      core::write_chrome_trace(file, inputs, runs.provenance);
+    });
+  }
+  if (!args.trace_out_path.empty()) {
+    outputs.add("--trace-out", args.trace_out_path, [&runs](std::ostream& file) {
+      core::write_traces_binary(file, pointers(runs.traces));
+    });
+  }
+  if (!args.csv_path.empty()) {
+    outputs.add("--csv", args.csv_path, [&runs](std::ostream& file) {
+      core::write_events_csv(file, pointers(runs.traces), runs.provenance);
+    });
+  }
+}
+
+}  // namespace replisim::cli

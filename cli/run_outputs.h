@@ -1,0 +1,43 @@
+// What `simulate` and `report` share: the title of the report and the output files computed
+// from a set of runs (summary JSON, Chrome trace, native trace, events CSV). Both commands go
+// through these, so identical runs give identical reports and files whichever command made them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_args.h"
+#include "core/metrics.h"
+#include "core/output_file.h"
+#include "core/trace.h"
+
+namespace replisim::cli {
+
+// Runs in report order, with what was computed from them.
+struct RunSet {
+  std::vector<core::Trace> traces;
+  std::vector<core::RunMetrics> metrics;  // metrics[i] from traces[i]
+  nlohmann::json provenance;              // goes into every output (docs/cli.md)
+};
+
+// What the report's title line says about a run.
+struct RunTitle {
+  std::string scenario_name;
+  std::string scenario_file;
+  std::string backend;  // "sim"
+  std::string network;  // "lv08", "ideal"
+  std::string seed;
+  bool operator==(const RunTitle& other) const;
+};
+
+// "replisim: scenario "NAME" (FILE), sim backend, lv08 network, seed 1".
+std::string title_line(const RunTitle& title);
+
+// Registers with `outputs` each output flag of `args` that is set (--json, --trace, --trace-out,
+// --csv). The writers read `runs` when outputs.write_all() runs, so `runs` must then be
+// complete and still alive. Throws InputError as OutputFiles::add.
+void add_run_outputs(core::OutputFiles& outputs, const CliArgs& args, const RunSet& runs);
+
+}  // namespace replisim::cli

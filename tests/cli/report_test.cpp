@@ -1,0 +1,172 @@
+// `simulate --trace-out` and `report`: a saved native trace gives back simulate's table, summary
+// JSON and Chrome trace byte for byte, plus the events CSV; bad trace files exit 2 naming them.
+#include <gtest/gtest.h>
+
+#include "core/trace_format.h"
+#include "tests/support/run_binary.h"
+#include "tests/support/test_support.h"
+
+namespace replisim {
+namespace {
+
+using test::run_replisim;
+using test::TempDir;
+
+std::string seed_scenario() {
+  return test::scenario_path("seed/two_machines.json");
+}
+
+std::string first_line(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
+
+// The report without its title line.
+std::string table(const std::string& text) {
+  return text.substr(text.find('\n'));
+}
+
+size_t count_lines(const std::string& text) {
+  return size_t(std::count(text.begin(), text.end(), '\n'));
+}
+
+void expect_one_error_line(const test::BinaryResult& r, const std::string& needle) {
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+}
+
+TEST(Report, SavedTraceGivesBackSimulateOutputs) {
+  TempDir dir;
+  const test::BinaryResult sim =
+      run_replisim({"simulate", seed_scenario(), "--trace-out", dir.file("runs.rstrace"), "--json",
+                    dir.file("sim.json"), "--trace", dir.file("sim-chrome.json")});
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  const test::BinaryResult rep =
+      run_replisim({"report", dir.file("runs.rstrace"), "--json", dir.file("rep.json"), "--trace",
+                    dir.file("rep-chrome.json"), "--csv", dir.file("events.csv")});
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  EXPECT_EQ(table(rep.out), table(sim.out));
+  EXPECT_EQ(first_line(rep.out),
+            first_line(sim.out) + ", from saved trace " + dir.file("runs.rstrace"));
+  EXPECT_EQ(test::read_file(dir.file("rep.json")), test::read_file(dir.file("sim.json")));
+  EXPECT_EQ(test::read_file(dir.file("rep-chrome.json")),
+            test::read_file(dir.file("sim-chrome.json")));
+
+  // Each run of the native trace carries the provenance of the simulation.
+  const std::vector<core::Trace> runs = core::read_trace_file(dir.file("runs.rstrace"));
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].meta["strategy"], "in_graph");
+  EXPECT_EQ(runs[1].meta["strategy"], "between_graph");
+  const nlohmann::json& provenance = runs[1].meta["provenance"];
+  for (const char* key :
+       {"replisim", "simgrid", "scenario_file", "scenario_hash", "seed", "command_line"}) {
+    EXPECT_TRUE(provenance.contains(key)) << key;
+  }
+  EXPECT_EQ(provenance["plan_hashes"].size(), 2u);
+  EXPECT_NE(provenance["command_line"].get<std::string>().find("--trace-out"), std::string::npos);
+
+  // The CSV: a provenance comment, the header, one row per event of both runs.
+  const std::string csv = test::read_file(dir.file("events.csv"));
+  const std::string comment = first_line(csv);
+  ASSERT_EQ(comment.rfind("# ", 0), 0u);
+  for (const std::string& needle :
+       {provenance["scenario_hash"].get<std::string>(),
+        provenance["plan_hashes"]["in_graph"].get<std::string>(), std::string("SimGrid 3.32"),
+        std::string("\"seed\":1"), std::string("--trace-out")}) {
+    EXPECT_NE(comment.find(needle), std::string::npos) << needle << " not in " << comment;
+  }
+  EXPECT_EQ(first_line(csv.substr(comment.size() + 1)),
+            "run,strategy,kind,actor,device,lane,label,client,step,start_s,end_s,bytes,flop,"
+            "peer_actor,peer,message_id,global_step_read,global_step_after,samples");
+  const nlohmann::json summary = nlohmann::json::parse(test::read_file(dir.file("rep.json")));
+  const size_t events =
+      summary["runs"][0]["events"].get<size_t>() + summary["runs"][1]["events"].get<size_t>();
+  EXPECT_EQ(events, runs[0].events.size() + runs[1].events.size());
+  EXPECT_EQ(count_lines(csv), 2 + events);
+}
+
+TEST(Report, RunsFromSeparateFilesMatchOneSimulation) {
+  TempDir dir;
+  const test::BinaryResult both = run_replisim({"simulate", seed_scenario(), "--seed", "3"});
+  ASSERT_EQ(both.exit_code, 0) << both.err;
+  for (const std::string strategy : {"in_graph", "between_graph"}) {
+    const test::BinaryResult one =
+        run_replisim({"simulate", seed_scenario(), "--seed", "3", "--strategy", strategy,
+                      "--trace-out", dir.file(strategy + ".rstrace")});
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    const test::BinaryResult rep = run_replisim({"report", dir.file(strategy + ".rstrace")});
+    ASSERT_EQ(rep.exit_code, 0) << rep.err;
+    EXPECT_EQ(rep.out.substr(rep.out.find('\n')), one.out.substr(one.out.find('\n')));
+  }
+  const test::BinaryResult rep =
+      run_replisim({"report", dir.file("in_graph.rstrace"), dir.file("between_graph.rstrace"),
+                    "--json", dir.file("s.json")});
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  EXPECT_EQ(table(rep.out), table(both.out));
+  EXPECT_NE(first_line(rep.out).find("from saved traces"), std::string::npos) << rep.out;
+  // Two simulations, two provenances: the summary lists each.
+  const nlohmann::json summary = nlohmann::json::parse(test::read_file(dir.file("s.json")));
+  ASSERT_TRUE(summary["provenance"].is_array());
+  EXPECT_EQ(summary["provenance"].size(), 2u);
+}
+
+TEST(Report, BadTraceFilesExitTwoNamingThem) {
+  TempDir dir;
+  const test::BinaryResult sim = run_replisim({"simulate", seed_scenario(), "--strategy",
+                                               "in_graph", "--trace-out", dir.file("t.rstrace")});
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  const std::string good = test::read_file(dir.file("t.rstrace"));
+  std::string flipped = good;
+  flipped[good.size() / 2] = char(flipped[good.size() / 2] ^ 0x10);
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {dir.file("missing.rstrace"), "cannot open"},
+      {dir.path(), "directory"},
+      {dir.write("half.rstrace", good.substr(0, good.size() / 2)), "truncated"},
+      {dir.write("flipped.rstrace", flipped), "run 0"},
+      {dir.write("chrome.json", "{\"traceEvents\": []}"), "not a replisim native trace"},
+      {dir.write("empty.rstrace", ""), "truncated"}};
+  for (const auto& [path, needle] : bad) {
+    const test::BinaryResult r =
+        run_replisim({"report", dir.file("t.rstrace"), path, "--json", dir.file("out.json")});
+    expect_one_error_line(r, needle);
+    EXPECT_NE(r.err.find(path), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    EXPECT_FALSE(test::file_exists(dir.file("out.json"))) << "output written despite " << path;
+  }
+}
+
+TEST(Report, FlagsAndOutputsFollowTheRules) {
+  TempDir dir;
+  const std::string trace = dir.file("t.rstrace");
+  ASSERT_EQ(
+      run_replisim({"simulate", seed_scenario(), "--strategy", "in_graph", "--trace-out", trace})
+          .exit_code,
+      0);
+  expect_one_error_line(run_replisim({"report"}), "TRACE");
+  expect_one_error_line(run_replisim({"report", trace, "--seed", "3"}), "--seed");
+  expect_one_error_line(run_replisim({"report", trace, "--csv"}), "needs a value");
+  expect_one_error_line(run_replisim({"report", trace, "--csv", ""}), "empty");
+  expect_one_error_line(run_replisim({"simulate", seed_scenario(), "--csv", "x.csv"}), "--csv");
+  expect_one_error_line(run_replisim({"plan", seed_scenario(), "--trace-out", "x"}), "--trace-out");
+  expect_one_error_line(run_replisim({"reprot", trace}), "did you mean report");
+
+  // simulate --trace-out never replaces a file unasked, and checks before simulating.
+  const std::string precious = dir.write("precious", "precious");
+  test::BinaryResult r = run_replisim({"simulate", seed_scenario(), "--trace-out", precious});
+  expect_one_error_line(r, "--force");
+  EXPECT_EQ(test::read_file(precious), "precious");
+  // report: neither an existing output without --force, nor its own input even with it.
+  r = run_replisim({"report", trace, "--csv", precious});
+  expect_one_error_line(r, "--force");
+  EXPECT_EQ(test::read_file(precious), "precious");
+  const std::string before = test::read_file(trace);
+  r = run_replisim({"report", trace, "--json", dir.path() + "/./t.rstrace", "--force"});
+  expect_one_error_line(r, "same file");
+  EXPECT_EQ(test::read_file(trace), before);
+  r = run_replisim({"report", trace, "--csv", precious, "--force"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(test::read_file(precious).rfind("# replisim trace events", 0), 0u);
+}
+
+}  // namespace
+}  // namespace replisim
