@@ -350,7 +350,7 @@ void validate_plan(const Plan& plan, const std::string& file) {
 }
 
 std::string fnv1a_hex(const std::string& bytes) {
-  uint64_t hash = 1469598103934665603ULL;  // FNV-1a 64-bit offset basis
+  uint64_t hash = 14695981039346656037ULL;  // FNV-1a 64-bit offset basis (0xcbf29ce484222325)
   for (unsigned char c : bytes) {
     hash ^= c;
     hash *= 1099511628211ULL;  // FNV-1a 64-bit prime

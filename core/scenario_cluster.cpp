@@ -95,7 +95,8 @@ void add_machine(ClusterSpec& cluster, MachineSpec machine, const JsonCursor& wh
     where.fail("duplicate machine name \"" + machine.name + "\"");
   }
   if (cluster.switch_is_default) {
-    cluster.switch_link.bandwidth_bytes_per_s += machine.nic.bandwidth_bytes_per_s;
+    // Non-blocking: every port at full duplex (up and down of each NIC).
+    cluster.switch_link.bandwidth_bytes_per_s += 2 * machine.nic.bandwidth_bytes_per_s;
   }
   cluster.machines.push_back(std::move(machine));
 }
@@ -108,7 +109,7 @@ ClusterSpec parse_cluster(const JsonCursor& c) {
     cluster.switch_link = parse_link(c.at("switch"), &switch_defaults);
     cluster.switch_is_default = false;
   } else {
-    // Default switch: non-blocking (as fast as all NICs together), 1 us.
+    // Default switch: non-blocking (all NICs at full duplex together), 1 us.
     cluster.switch_link.latency_s = kDefaultSwitchLatencyS;
     cluster.switch_is_default = true;
   }

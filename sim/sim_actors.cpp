@@ -1,22 +1,41 @@
-// The three actors of each device: compute (one op at a time), send (admits tensors to their
-// connections) and receive (takes each tensor as it arrives, on any incoming connection).
-#include <memory>
-
+// The actors that do the work: one compute actor per device (one op at a time, suspended while
+// it has none) and pooled transfer actors, each serving one connection while it has tensors.
+// Both wait with suspend/resume and host-to-host transfers (Comm::sendto_async): few simcalls per
+// op and per tensor, which is what bounds the simulation's speed.
 #include <simgrid/s4u.hpp>
 
 #include "core/error.h"
+#include "core/random.h"
 #include "sim/sim_run_state.h"
 
 namespace replisim::sim::detail {
 
+void SimRun::wake_compute(int d) {
+  DeviceState& device = devices_[size_t(d)];
+  if (device.compute_idle) {
+    device.compute_idle = false;
+    device.compute_actor->resume();
+  }
+}
+
+double SimRun::jitter_factor(int c, int device, int64_t step) const {
+  if (plan_.compute_jitter_fraction <= 0) return 1.0;
+  const double u = core::uniform01(plan_.seed, uint64_t(c) + 2, uint64_t(device), uint64_t(step));
+  return 1.0 + plan_.compute_jitter_fraction * (2.0 * u - 1.0);
+}
+
 void SimRun::compute_loop(int d) {
   DeviceState& device = devices_[size_t(d)];
   for (;;) {
-    std::unique_lock<sg4::Mutex> lock(*device.mutex);
-    while (device.compute_queue.empty()) device.compute_ready->wait(lock);
+    if (device.compute_queue.empty()) {
+      // Nothing runs between these two lines: the flag and the suspension are one step for
+      // everyone else (actors only switch at simcalls).
+      device.compute_idle = true;
+      sg4::this_actor::suspend();
+      continue;
+    }
     const ComputeItem item = device.compute_queue.front();
     device.compute_queue.pop_front();
-    lock.unlock();
     ClientState& s = clients_[size_t(item.client)];
     const Op& op = s.graph->ops[size_t(item.op)];
     const double flop =
@@ -42,98 +61,86 @@ void SimRun::compute_loop(int d) {
   }
 }
 
-// Admits released tensors to their connection: an idle connection waits out the route latency
-// once, then carries the tensor; tensors that find it busy queue behind, in order, and follow
-// back to back without paying the latency again (the stream is already flowing).
-void SimRun::send_loop(int d) {
-  DeviceState& device = devices_[size_t(d)];
+// Gives an idle connection that has a tensor waiting a transfer actor on its source's host: one
+// from that host's pool, or a new one.
+void SimRun::activate(int connection) {
+  Connection& c = connections_[size_t(connection)];
+  c.active = true;
+  DeviceState& source = devices_[size_t(c.source)];
+  if (!source.idle_transfers.empty()) {
+    const int t = source.idle_transfers.back();
+    source.idle_transfers.pop_back();
+    transfers_[size_t(t)].connection = connection;
+    transfers_[size_t(t)].actor->resume();
+    return;
+  }
+  const int t = int(transfers_.size());
+  transfers_.push_back({nullptr, c.source, connection});
+  // Any s4u call may yield: the slot is claimed above, before Actor::create runs.
+  sg4::ActorPtr actor = sg4::Actor::create("transfer." + std::to_string(t), source.host,
+                                           [this, t] { transfer_loop(t); });
+  actor->daemonize();
+  transfers_[size_t(t)].actor = actor;
+}
+
+// Serves one connection: waits out the route latency when the connection starts a burst, then
+// sends its tensors one after the other (each after its per-message overhead) until none is
+// left, then goes back to its host's pool.
+void SimRun::transfer_loop(int t) {
+  static int payload;  // transfers carry no data: the plan knows what each one is
   for (;;) {
-    std::unique_lock<sg4::Mutex> lock(*device.mutex);
-    while (device.send_queue.empty()) device.send_ready->wait(lock);
-    SendItem item = device.send_queue.top();
-    const double now = sg4::Engine::get_clock();
-    if (item.release_s > now) {
-      device.send_ready->wait_until(lock, item.release_s);
+    if (transfers_[size_t(t)].connection < 0) {
+      devices_[size_t(transfers_[size_t(t)].device)].idle_transfers.push_back(t);
+      sg4::this_actor::suspend();
       continue;
     }
-    device.send_queue.pop();
-    lock.unlock();
-    Connection& connection =
-        connections_[size_t(clients_[size_t(item.client)].connection[size_t(item.op)])];
-    if (!item.admitted) {
-      if (connection.busy) {
-        connection.waiting.push_back(item);
-        continue;
+    const int id = transfers_[size_t(t)].connection;
+    bool first = true;
+    bool sent = false;
+    while (!connections_[size_t(id)].waiting.empty()) {
+      Connection& connection = connections_[size_t(id)];
+      const PendingSend item = connection.waiting.front();
+      connection.waiting.pop_front();
+      const Op& send = clients_[size_t(item.client)].graph->ops[size_t(item.op)];
+      const double start_s = sg4::Engine::get_clock();
+      const double delay_s = send.overhead_s + (first ? connection.latency_s : 0.0);
+      first = false;
+      if (delay_s > 0) sg4::this_actor::sleep_for(delay_s);
+      const int64_t message_id = next_message_id_++;
+      // A zero-byte tensor (a control edge: TF's dead tensor) is latency only, which the wait
+      // above has charged; it needs no flow on the links.
+      if (send.bytes > 0) {
+        connection.mailbox->put(&payload, uint64_t(send.bytes));
+        sent = true;
       }
-      connection.busy = true;
-      item.admitted = true;
-      item.admitted_s = now;
-      if (connection.latency_s > 0) {
-        item.release_s = now + connection.latency_s;
-        item.sequence = next_send_sequence_++;
-        device.send_queue.push(item);
-        continue;
-      }
+      deliver(item, start_s, message_id);
     }
-    const Op& send = clients_[size_t(item.client)].graph->ops[size_t(item.op)];
-    auto* message = new Message{item.client, item.op, item.admitted_s, next_message_id_++};
-    connection.mailbox->put_init(message, uint64_t(send.bytes))->detach();
+    // Drop the delivered messages the permanent receiver kept (one call per burst).
+    if (sent) connections_[size_t(id)].mailbox->clear();
+    connections_[size_t(id)].active = false;
+    transfers_[size_t(t)].connection = -1;
   }
 }
 
-void SimRun::receive_loop(int d) {
-  DeviceState& device = devices_[size_t(d)];
-  // A get is always posted on every incoming connection; eager mailboxes let a send start at
-  // once even in the instant between a delivery and the next get.
-  std::vector<sg4::CommPtr> gets(device.incoming.size());
-  std::vector<Message*> slots(device.incoming.size(), nullptr);
-  for (size_t i = 0; i < gets.size(); ++i) {
-    sg4::Mailbox* mailbox = connections_[size_t(device.incoming[i])].mailbox;
-    mailbox->set_receiver(sg4::Actor::self());
-    gets[i] = mailbox->get_async<Message>(&slots[i]);
-  }
-  for (;;) {
-    const ssize_t ready = sg4::Comm::wait_any(gets);
-    REPLISIM_ASSERT(ready >= 0, "wait_any returned no communication");
-    const size_t i = size_t(ready);
-    const std::unique_ptr<Message> message(slots[i]);
-    Connection& connection = connections_[size_t(device.incoming[i])];
-    gets[i] = connection.mailbox->get_async<Message>(&slots[i]);
-    deliver(*message, connection);
-  }
-}
-
-void SimRun::deliver(const Message& message, Connection& connection) {
-  ClientState& s = clients_[size_t(message.client)];
-  const Op& send = s.graph->ops[size_t(message.send_op)];
+void SimRun::deliver(const PendingSend& item, double start_s, int64_t message_id) {
+  ClientState& s = clients_[size_t(item.client)];
+  const Op& send = s.graph->ops[size_t(item.op)];
   core::TraceEvent event;
   event.kind = core::EventKind::kTransfer;
-  event.actor = s.actor[size_t(message.send_op)];
-  event.device = s.device_name[size_t(message.send_op)];
+  event.actor = s.actor[size_t(item.op)];
+  event.device = s.device_name[size_t(item.op)];
   event.peer_actor = s.actor[size_t(send.peer)];
   event.peer = s.device_name[size_t(send.peer)];
-  event.label = s.label[size_t(message.send_op)];
+  event.label = s.label[size_t(item.op)];
   event.client = s.role_name;
   event.step = s.step;
-  event.start_s = message.issued_s;
+  event.start_s = start_s;
   event.end_s = sg4::Engine::get_clock();
   event.bytes = send.bytes;
-  event.message_id = message.message_id;
+  event.message_id = message_id;
   trace_.events.push_back(event);
-  // The connection is free: its next tensor goes out now (from the sender's own actor).
-  connection.busy = false;
-  if (!connection.waiting.empty()) {
-    SendItem next = connection.waiting.front();
-    connection.waiting.pop_front();
-    connection.busy = true;
-    next.admitted = true;
-    next.admitted_s = next.release_s = sg4::Engine::get_clock();
-    DeviceState& sender = devices_[size_t(connection.source)];
-    sender.send_queue.push(next);
-    sender.send_ready->notify_all();
-  }
-  pending_.emplace_back(message.client, message.send_op);
-  pending_.emplace_back(message.client, send.peer);
+  pending_.emplace_back(item.client, item.op);
+  pending_.emplace_back(item.client, send.peer);
   drain();
 }
 

@@ -14,6 +14,15 @@ class SimBackend : public core::Backend {
   // Runs the plan in a child process. Throws core::InputError when the plan is invalid and
   // core::BackendError when the simulation fails (deadlock, crash of the child).
   core::Trace run(const core::Plan& plan) override;
+
+  // Wall-clock seconds the last run() spent in SimGrid's engine, and in all (process start,
+  // platform, engine, trace transport and decoding). For benchmarks.
+  double last_engine_wall_s() const { return last_engine_wall_s_; }
+  double last_total_wall_s() const { return last_total_wall_s_; }
+
+ private:
+  double last_engine_wall_s_ = 0;
+  double last_total_wall_s_ = 0;
 };
 
 // "SimGrid <major>.<minor>.<patch>" of the library this binary is linked against.

@@ -15,11 +15,22 @@ namespace replisim::sim {
 // before any platform call (simgrid-notes.md section 5).
 void configure_network_model(core::NetworkModel model);
 
-// Creates and seals the platform. Returns one host per plan device (same indices).
+struct SimPlatform {
+  std::vector<simgrid::s4u::Host*> hosts;  // one per plan device (same indices)
+  // A host with no link that only runs bookkeeping actors (transfers): it is never the end of a
+  // communication and no fault turns it off.
+  simgrid::s4u::Host* service_host = nullptr;
+};
+
+// Whether the switch can ever limit a flow: false when its bandwidth is at least twice the
+// NICs' total (it then takes no part in the SimGrid routes).
+bool switch_can_bind(const core::Platform& platform);
+
+// Creates and seals the platform.
 // Links carry bandwidth only (latency 0): the backend charges route latency itself, once per
 // burst on a connection (sim_run.cpp), because SimGrid would charge it to every tensor while a
 // gRPC connection streams tensors back to back.
-std::vector<simgrid::s4u::Host*> build_sim_platform(const core::Platform& platform);
+SimPlatform build_sim_platform(const core::Platform& platform);
 
 // Multiplier the configured network model applies to latencies (LV08: 13.01, read from
 // SimGrid's "network/latency-factor"; CM02: 1). Call after configure_network_model().

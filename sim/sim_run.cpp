@@ -1,6 +1,7 @@
 #include "sim/sim_run.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 
 #include <xbt/log.h>
@@ -38,11 +39,9 @@ void SimRun::prepare_clients() {
         Connection connection;
         connection.source = ends.first;
         connection.destination = ends.second;
-        connection.mailbox = sg4::Mailbox::by_name("connection:" + std::to_string(it->second));
         connection.latency_s =
             latency_factor_ * plan_.platform.route_latency_s(ends.first, ends.second);
         connections_.push_back(std::move(connection));
-        devices_[size_t(ends.second)].incoming.push_back(it->second);
       }
       s.connection.back() = it->second;
     }
@@ -52,29 +51,25 @@ void SimRun::prepare_clients() {
   }
 }
 
-double SimRun::jitter_factor(int c, int device, int64_t step) const {
-  if (plan_.compute_jitter_fraction <= 0) return 1.0;
-  const double u = core::uniform01(plan_.seed, uint64_t(c) + 2, uint64_t(device), uint64_t(step));
-  return 1.0 + plan_.compute_jitter_fraction * (2.0 * u - 1.0);
-}
-
 void SimRun::dispatch(int c, int op_index) {
   const Op& op = clients_[size_t(c)].graph->ops[size_t(op_index)];
   DeviceState& device = devices_[size_t(op.device)];
   switch (op.kind) {
     case OpKind::kRecv:
       return;  // completes when the receiver actor gets the tensor
-    case OpKind::kSend:
-      device.send_queue.push(
-          SendItem{sg4::Engine::get_clock() + op.overhead_s, next_send_sequence_++, c, op_index});
-      device.send_ready->notify_all();
+    case OpKind::kSend: {
+      const int id = clients_[size_t(c)].connection[size_t(op_index)];
+      Connection& connection = connections_[size_t(id)];
+      connection.waiting.push_back({c, op_index});
+      if (!connection.active) activate(id);
       return;
+    }
     default:
       break;
   }
   if (op.compute_flop > 0) {
     device.compute_queue.push_back({c, op_index, false, clients_[size_t(c)].step});
-    device.compute_ready->notify_all();
+    wake_compute(op.device);
     return;
   }
   complete(c, op_index);
@@ -186,7 +181,7 @@ void SimRun::maybe_produce(int c) {
   }
   DeviceState& device = devices_[size_t(input.device)];
   device.compute_queue.push_back({c, s.graph->input_op, true, s.produced});
-  device.compute_ready->notify_all();
+  wake_compute(input.device);
 }
 
 void SimRun::finish_production(int c) {
@@ -240,41 +235,53 @@ void SimRun::create_actors() {
   for (size_t d = 0; d < devices_.size(); ++d) {
     if (!used[d]) continue;
     DeviceState& device = devices_[d];
-    const std::string& name = plan_.platform.devices[d].name;
-    device.mutex = sg4::Mutex::create();
-    device.compute_ready = sg4::ConditionVariable::create();
-    device.send_ready = sg4::ConditionVariable::create();
     const int index = int(d);
-    sg4::Actor::create(name + "/compute", device.host, [this, index] {
-      compute_loop(index);
-    })->daemonize();
-    sg4::Actor::create(name + "/send", device.host, [this, index] {
-      send_loop(index);
-    })->daemonize();
-    if (!device.incoming.empty()) {
-      sg4::Actor::create(name + "/receive", device.host, [this, index] {
-        receive_loop(index);
-      })->daemonize();
-    }
+    device.compute_actor = sg4::Actor::create(plan_.platform.devices[d].name + "/compute",
+                                              device.host, [this, index] { compute_loop(index); });
+    device.compute_actor->daemonize();
+    device.sink = sg4::Actor::create(plan_.platform.devices[d].name + "/receive", device.host, [] {
+      const sg4::MutexPtr mutex = sg4::Mutex::create();
+      const sg4::ConditionVariablePtr never = sg4::ConditionVariable::create();
+      std::unique_lock<sg4::Mutex> lock(*mutex);
+      for (;;) never->wait(lock);
+    });
+    device.sink->daemonize();
   }
-  sg4::Actor::create("driver", devices_.front().host, [this] { driver(); });
+  for (size_t id = 0; id < connections_.size(); ++id) {
+    Connection& connection = connections_[id];
+    connection.mailbox = sg4::Mailbox::by_name("connection." + std::to_string(id));
+    connection.mailbox->set_receiver(devices_[size_t(connection.destination)].sink);
+  }
+  // The driver runs on the service host: a fault on a device must not stop the step loop.
+  sg4::Actor::create("driver", service_host_, [this] { driver(); });
 }
 
 core::Trace SimRun::run() {
   sg4::Engine engine("replisim");
   xbt_log_control_set("xbt_cfg.thres:warning");
   configure_network_model(plan_.platform.network_model);
-  const std::vector<sg4::Host*> hosts = build_sim_platform(plan_.platform);
+  const SimPlatform platform = build_sim_platform(plan_.platform);
   latency_factor_ = network_latency_factor();
-  devices_.resize(hosts.size());
-  for (size_t d = 0; d < hosts.size(); ++d) devices_[d].host = hosts[d];
+  devices_.resize(platform.hosts.size());
+  for (size_t d = 0; d < platform.hosts.size(); ++d) devices_[d].host = platform.hosts[d];
+  service_host_ = platform.service_host;
   trace_.meta = core::trace_meta_from_plan(plan_);
   global_step_counter_ = trace_.intern("global_step");
   prepare_clients();
+  // Room for every event up front: steps x (ops that leave an event), plus steps and updates.
+  size_t events_per_step = 0;
+  for (const core::ClientGraph& graph : plan_.clients) {
+    for (const Op& op : graph.ops)
+      events_per_step += op.compute_flop > 0 || op.kind == OpKind::kSend;
+    events_per_step += 2;
+  }
+  trace_.events.reserve(events_per_step * size_t(plan_.steps));
   driver_mutex_ = sg4::Mutex::create();
   driver_wake_ = sg4::ConditionVariable::create();
   create_actors();
+  const auto start = std::chrono::steady_clock::now();
   engine.run();
+  engine_wall_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (finished_clients_ < int(clients_.size())) {
     throw core::BackendError(
         "the simulation deadlocked at t=" + std::to_string(sg4::Engine::get_clock()) + " s with " +
@@ -286,8 +293,11 @@ core::Trace SimRun::run() {
 
 }  // namespace detail
 
-core::Trace run_plan_in_this_process(const core::Plan& plan) {
-  return detail::SimRun(plan).run();
+core::Trace run_plan_in_this_process(const core::Plan& plan, double* engine_wall_s) {
+  detail::SimRun run(plan);
+  core::Trace trace = run.run();
+  if (engine_wall_s != nullptr) *engine_wall_s = run.engine_wall_s();
+  return trace;
 }
 
 }  // namespace replisim::sim

@@ -11,6 +11,7 @@ namespace replisim::sim {
 
 // Runs `plan` (validated) to completion in this process and returns its trace.
 // Throws core::BackendError when the simulation deadlocks before every client finished.
-core::Trace run_plan_in_this_process(const core::Plan& plan);
+// `engine_wall_s`, when given, receives the wall-clock seconds SimGrid's engine ran.
+core::Trace run_plan_in_this_process(const core::Plan& plan, double* engine_wall_s = nullptr);
 
 }  // namespace replisim::sim

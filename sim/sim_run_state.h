@@ -21,14 +21,6 @@ namespace sg4 = simgrid::s4u;
 using core::Op;
 using core::OpKind;
 
-// A tensor in flight; the receiver owns it once delivered.
-struct Message {
-  int client;
-  int send_op;
-  double issued_s;
-  int64_t message_id;
-};
-
 struct ComputeItem {
   int client;
   int op;
@@ -36,42 +28,45 @@ struct ComputeItem {
   int64_t step;
 };
 
-struct SendItem {
-  double release_s;
-  int64_t sequence;  // FIFO among equal release times
+// A tensor waiting for its connection.
+struct PendingSend {
   int client;
   int op;
-  bool admitted = false;  // holds its connection; goes on the wire at release_s
-  double admitted_s = 0;  // when it took the connection (start of the transfer event)
-  bool operator>(const SendItem& other) const {
-    return release_s != other.release_s ? release_s > other.release_s : sequence > other.sequence;
-  }
 };
 
 // One connection between two devices: TF sends every tensor between two tasks over one gRPC
 // (HTTP/2) connection, so concurrent tensors share one TCP flow's bandwidth rather than each
-// taking a fair share of its own. Modelled as one transfer in flight per directed device pair,
-// the others waiting in issue order.
-// Each connection has its own mailbox, so a receiver can wait on all of its connections at once
-// and take each tensor when it arrives (one mailbox per device would match gets to puts in issue
-// order and hold a finished tensor behind an unfinished one from another sender).
+// taking a fair share of its own. Modelled as one transfer at a time per directed device pair,
+// the others waiting in issue order. A transfer actor serves the connection while it has
+// tensors: it waits out the route latency once, then sends them back to back.
 struct Connection {
   int source = -1;
   int destination = -1;
+  // Its own mailbox, whose permanent receiver is the destination's compute actor: a put starts
+  // at once from the source host to the destination host and returns when the tensor has
+  // arrived; the transfer actor then takes the delivered message off the mailbox itself.
   sg4::Mailbox* mailbox = nullptr;
   double latency_s = 0;  // one-way latency of the route, charged once per burst
-  bool busy = false;     // a tensor is on its way (or waiting out the latency)
-  std::deque<SendItem> waiting;
+  bool active = false;   // a transfer actor is serving it
+  std::deque<PendingSend> waiting;
+};
+
+// A pooled actor on a device's host that serves one connection from that device at a time.
+struct TransferActor {
+  sg4::ActorPtr actor;
+  int device = -1;      // the source device whose host it runs on
+  int connection = -1;  // -1: idle (suspended, in its device's pool)
 };
 
 struct DeviceState {
   sg4::Host* host = nullptr;
-  std::vector<int> incoming;  // connections ending here
-  sg4::MutexPtr mutex;
-  sg4::ConditionVariablePtr compute_ready;
-  sg4::ConditionVariablePtr send_ready;
+  sg4::ActorPtr compute_actor;
+  // The permanent receiver of the connections ending here. It only blocks, never suspends (SimGrid
+  // suspends a communication whose receiver is suspended, so the compute actor cannot be it).
+  sg4::ActorPtr sink;
+  bool compute_idle = false;        // the compute actor is suspended, waiting for work
+  std::vector<int> idle_transfers;  // pooled transfer actors on this host
   std::deque<ComputeItem> compute_queue;
-  std::priority_queue<SendItem, std::vector<SendItem>, std::greater<SendItem>> send_queue;
 };
 
 // Static facts about one client graph plus its dynamic step state.
@@ -101,14 +96,16 @@ class SimRun {
  public:
   explicit SimRun(const core::Plan& plan) : plan_(plan) {}
   core::Trace run();
+  double engine_wall_s() const { return engine_wall_s_; }
 
  private:
   void prepare_clients();
   void create_actors();
   void compute_loop(int device);
-  void send_loop(int device);
-  void receive_loop(int device);
-  void deliver(const Message& message, Connection& connection);
+  void transfer_loop(int transfer);
+  void activate(int connection);
+  void deliver(const PendingSend& send, double start_s, int64_t message_id);
+  void wake_compute(int device);
   void driver();
 
   void start_step(int c);
@@ -123,15 +120,18 @@ class SimRun {
   double jitter_factor(int c, int device, int64_t step) const;
 
   const core::Plan& plan_;
+  double engine_wall_s_ = 0;
   core::Trace trace_;
   std::vector<DeviceState> devices_;
   std::vector<ClientState> clients_;
   std::vector<Connection> connections_;
+  std::vector<TransferActor> transfers_;
+  std::vector<int> idle_transfers_;
+  sg4::Host* service_host_ = nullptr;        // runs the driver; no links, never fails
   std::deque<std::pair<int, int>> pending_;  // completions waiting to be propagated
   bool draining_ = false;
   int64_t global_step_ = 0;
   int64_t next_message_id_ = 0;
-  int64_t next_send_sequence_ = 0;
   int finished_clients_ = 0;
   // Step starts waiting for their time, served by the driver actor (earliest first).
   std::priority_queue<std::pair<double, int>, std::vector<std::pair<double, int>>,

@@ -1,0 +1,149 @@
+// Speed of replisim's simulation against a bare SimGrid program with the same activity pattern
+// (N workers x S steps of compute + push + pull to P PS), both measured in this run on this
+// machine. Prints activities per second of wall time for each and their ratio (target >= 0.8).
+//
+//   build/bin/bench_vs_bare [--workers N] [--steps S] [--ps P] [--repeat R]
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench/bare_pattern.h"
+#include "core/strategy.h"
+#include "sim/sim_backend.h"
+
+namespace {
+
+using replisim::bench::BarePattern;
+using replisim::bench::BareResult;
+
+// The bare program runs in a child (one SimGrid engine per process).
+BareResult bare_in_child(const BarePattern& p) {
+  int fds[2];
+  if (::pipe(fds) != 0) std::exit(3);
+  std::fflush(stdout);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    const BareResult r = replisim::bench::run_bare_pattern(p);
+    if (::write(fds[1], &r, sizeof r) != ssize_t(sizeof r)) ::_exit(4);
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  BareResult r;
+  if (::read(fds[0], &r, sizeof r) != ssize_t(sizeof r)) std::exit(5);
+  ::close(fds[0]);
+  ::waitpid(pid, nullptr, 0);
+  return r;
+}
+
+// The same pattern as a replisim scenario: P layers of one slice each (round_robin puts one per
+// PS), granularity 1 (one forward and one backward op per step), no extra costs, no jitter.
+nlohmann::json scenario(const BarePattern& p) {
+  auto machine = [&](const std::string& name, double speed, double nic) {
+    return nlohmann::json{{"name", name},
+                          {"cpu", {{"speed", std::to_string(speed) + " FLOPS"}}},
+                          {"nic",
+                           {{"bandwidth", std::to_string(nic) + " Bps"},
+                            {"latency", std::to_string(p.latency_s * 1e6) + " us"}}}};
+  };
+  nlohmann::json worker = machine("w", p.worker_speed_flop_per_s, p.worker_nic_bytes_per_s);
+  worker["count"] = p.workers;
+  nlohmann::json layers = nlohmann::json::array();
+  for (int k = 0; k < p.ps; ++k) {
+    layers.push_back(
+        {{"name", "l" + std::to_string(k)},
+         {"params", p.slice_bytes / 4},
+         {"forward_flops_per_sample", std::to_string(p.compute_flop / 3 / p.ps) + " FLOP"},
+         {"activation_bytes_per_sample", "0 B"}});
+  }
+  return {{"name", "bench-vs-bare"},
+          {"cluster",
+           {{"machines", {worker}},
+            {"switch",
+             {{"bandwidth", std::to_string(p.switch_bytes_per_s) + " Bps"}, {"latency", "0 s"}}}}},
+          {"model", {{"layers", layers}}},
+          {"training",
+           {{"batch_per_replica", 1},
+            {"steps", p.steps},
+            {"warmup_steps", 1},
+            {"replicas", "w*/cpu"},
+            {"ps",
+             {{"count", p.ps},
+              {"on", "dedicated"},
+              {"machine", machine("ps", 1e12, p.ps_nic_bytes_per_s)}}},
+            {"granularity", 1},
+            {"costs", "none"},
+            {"jitter", 0}}}};
+}
+
+struct Measured {
+  double engine_wall_s;  // SimGrid's engine only, as for the bare program
+  double total_wall_s;   // plus process isolation, platform, trace transport and decoding
+  uint64_t activities;
+};
+
+Measured run_replisim(const BarePattern& p) {
+  nlohmann::json doc = scenario(p);
+  doc["training"]["ps"]["machine"].erase("name");
+  const replisim::core::Scenario s = replisim::core::parse_scenario(doc, "bench");
+  const replisim::core::Plan plan = replisim::core::compile_plan(s, "between_graph", {1});
+  replisim::sim::SimBackend backend;
+  const replisim::core::Trace trace = backend.run(plan);
+  uint64_t activities = 0;
+  // SimGrid activities only: computations and transfers that carry bytes (zero-byte control
+  // tensors are charged as latency without a SimGrid communication).
+  for (const auto& e : trace.events) {
+    activities += e.kind == replisim::core::EventKind::kCompute ||
+                  (e.kind == replisim::core::EventKind::kTransfer && e.bytes > 0);
+  }
+  return {backend.last_engine_wall_s(), backend.last_total_wall_s(), activities};
+}
+
+int int_flag(int argc, char** argv, const char* name, int fallback) {
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], name) == 0) return std::atoi(argv[i + 1]);
+  }
+  return fallback;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  BarePattern p;
+  p.workers = int_flag(argc, argv, "--workers", 256);
+  p.steps = int_flag(argc, argv, "--steps", 50);
+  p.ps = int_flag(argc, argv, "--ps", 8);
+  p.latency_s = int_flag(argc, argv, "--latency-us", 10) * 1e-6;
+  const int repeat = std::max(1, int_flag(argc, argv, "--repeat", 3));
+  std::printf("pattern: %d workers x %d steps, compute + push + pull to %d PS, %.0f MB slices\n",
+              p.workers, p.steps, p.ps, p.slice_bytes / 1e6);
+  std::vector<double> engine_ratio, total_ratio;
+  for (int r = 0; r < repeat; ++r) {
+    const BareResult bare = bare_in_child(p);
+    const Measured ours = run_replisim(p);
+    const double bare_rate = double(bare.activities) / bare.wall_s;
+    const double engine_rate = double(ours.activities) / ours.engine_wall_s;
+    const double total_rate = double(ours.activities) / ours.total_wall_s;
+    engine_ratio.push_back(engine_rate / bare_rate);
+    total_ratio.push_back(total_rate / bare_rate);
+    std::printf(
+        "run %d: bare %llu activities in %.3f s = %.0f/s | replisim %llu activities: "
+        "engine %.3f s = %.0f/s (ratio %.2f), end to end %.3f s = %.0f/s (ratio %.2f)\n",
+        r + 1, static_cast<unsigned long long>(bare.activities), bare.wall_s, bare_rate,
+        static_cast<unsigned long long>(ours.activities), ours.engine_wall_s, engine_rate,
+        engine_ratio.back(), ours.total_wall_s, total_rate, total_ratio.back());
+  }
+  std::sort(engine_ratio.begin(), engine_ratio.end());
+  std::sort(total_ratio.begin(), total_ratio.end());
+  std::printf(
+      "median ratio replisim / bare SimGrid, activities per second of engine time: %.2f "
+      "(target >= 0.80); end to end: %.2f\n",
+      engine_ratio[engine_ratio.size() / 2], total_ratio[total_ratio.size() / 2]);
+  return 0;
+}
