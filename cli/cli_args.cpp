@@ -19,7 +19,8 @@ const std::vector<std::string> kCommands = {"simulate", "plan", "report", "help"
 // The flags each command accepts, in the order messages list them.
 std::vector<std::string> flags_of(const std::string& command) {
   if (command == "simulate") {
-    return {"--strategy", "--seed", "--json", "--help", "--trace", "--force", "--trace-out"};
+    return {"--strategy", "--seed",  "--json",      "--help",
+            "--trace",    "--force", "--trace-out", "--strict"};
   }
   if (command == "plan") return {"--strategy", "--seed", "--json", "--help"};
   return {"--json", "--csv", "--trace", "--force", "--help"};
@@ -71,6 +72,8 @@ void apply_flag(CliArgs& args, const std::string& flag, const std::function<std:
     args.csv_path = file_name(flag, value());
   } else if (flag == "--force") {
     args.force = true;
+  } else if (flag == "--strict") {
+    args.strict = true;
   }
 }
 
@@ -109,7 +112,8 @@ void parse_command(CliArgs& args, const std::vector<std::string>& words) {
 std::string usage_text() {
   return "usage:\n"
          "  replisim simulate SCENARIO [--strategy in_graph|between_graph|both] [--seed N]\n"
-         "                    [--json FILE] [--trace FILE] [--trace-out FILE] [--force]\n"
+         "                    [--json FILE] [--trace FILE] [--trace-out FILE] [--force] "
+         "[--strict]\n"
          "  replisim report TRACE... [--json FILE] [--csv FILE] [--trace FILE] [--force]\n"
          "  replisim plan SCENARIO [--strategy in_graph|between_graph|both] [--seed N] [--json]\n"
          "  replisim --version | --help\n"

@@ -19,6 +19,7 @@ struct CliArgs {
   std::string trace_out_path;  // simulate: --trace-out FILE (native trace)
   std::string csv_path;        // report: --csv FILE (events as CSV)
   bool force = false;          // overwrite existing output files
+  bool strict = false;         // simulate: fail when a GPU cannot hold its share of the plan
   std::string command_line;    // as typed, for provenance
 };
 

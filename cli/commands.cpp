@@ -4,11 +4,13 @@
 
 #include "cli/run_outputs.h"
 #include "core/backend.h"
+#include "core/error.h"
 #include "core/json_cursor.h"
 #include "core/metrics.h"
 #include "core/plan_text.h"
 #include "core/report.h"
 #include "core/strategy.h"
+#include "core/units.h"
 #include "core/version.h"
 #include "sim/sim_backend.h"
 
@@ -37,6 +39,27 @@ nlohmann::json provenance(const CliArgs& args, const LoadedScenario& loaded) {
 
 }  // namespace
 
+// --strict: a GPU that cannot hold its share of the plan is bad input, at its "memory" field.
+void require_memory_fits(const core::Scenario& scenario, const core::Plan& plan) {
+  for (const core::MemoryCheck& m : core::memory_checks(plan)) {
+    if (m.fits()) continue;
+    core::DeviceRef ref;
+    core::parse_device_ref(m.device, &ref);
+    const core::MachineSpec* machine = scenario.cluster.find_machine(ref.machine);
+    const std::string path = machine == nullptr ? std::string()
+                                                : machine->json_path + "/gpus/" +
+                                                      std::to_string(ref.gpu_index) + "/memory";
+    auto bytes = [](double b) { return core::format_quantity(b, core::Dimension::kBytes, 3); };
+    throw core::InputError(
+        scenario.file, path,
+        m.device + " cannot hold the " + plan.strategy + " plan: it needs " +
+            bytes(m.need.total_bytes()) + " (weights " + bytes(m.need.weights_bytes) +
+            ", gradients " + bytes(m.need.gradients_bytes) + ", optimizer state " +
+            bytes(m.need.optimizer_bytes) + ", activations " + bytes(m.need.activations_bytes) +
+            ") and has " + bytes(m.capacity_bytes) + " (--strict)");
+  }
+}
+
 std::string version_text() {
   return std::string("replisim ") + core::kVersion + " (" + core::kGitDescribe + "), " +
          sim::simgrid_version();
@@ -55,6 +78,7 @@ int run_simulate(const CliArgs& args, std::ostream& out) {
     const core::Plan plan =
         core::compile_plan(loaded.scenario, strategy, core::CompileOptions{args.seed});
     runs.provenance["plan_hashes"][strategy] = core::plan_hash(plan);
+    if (args.strict) require_memory_fits(loaded.scenario, plan);
     core::Trace trace = backend->run(plan);
     runs.metrics.push_back(core::compute_metrics(trace, args.scenario));
     runs.traces.push_back(std::move(trace));

@@ -47,6 +47,7 @@ struct GpuSpec {
 
 struct MachineSpec {
   std::string name;
+  std::string json_path;  // the scenario entry that describes it (a template may make several)
   double cpu_speed_flop_per_s = 0;
   std::vector<GpuSpec> gpus;
   LinkSpec nic;   // full duplex: each direction has this bandwidth

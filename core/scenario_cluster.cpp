@@ -48,6 +48,7 @@ GpuSpec parse_gpu(const JsonCursor& g) {
 // Expands one "machines" entry: a machine, or {"name": P, "count": N, ...} = P0 ... P(N-1).
 std::vector<MachineSpec> parse_machine_entry(const JsonCursor& c) {
   MachineSpec m = parse_machine_hardware(c, {"name", "count", "cpu", "gpus", "nic", "pcie"});
+  m.json_path = c.path();
   const std::string name = c.at("name").as_string();
   if (!valid_name(name)) {
     c.at("name").fail(

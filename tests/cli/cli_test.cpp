@@ -143,6 +143,24 @@ TEST(Cli, NeverOverwritesUnasked) {
   EXPECT_NE(test::read_file(out), "precious");
 }
 
+TEST(Cli, StrictFailsWhenAGpuCannotHoldThePlan) {
+  TempDir dir;
+  nlohmann::json doc = small_valid();
+  doc["model"] = {{"preset", "resnet50"}};
+  doc["cluster"]["machines"][1]["gpus"][0]["memory"] = "1 GB";  // ResNet-50 x 32 needs ~1.7 GB
+  const std::string scenario = dir.write("s.json", doc.dump());
+  test::BinaryResult r = run_replisim({"simulate", scenario, "--strict", "--json", dir.file("o")});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("/cluster/machines/1/gpus/0/memory"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("pc2/gpu0 cannot hold"), std::string::npos) << r.err;
+  EXPECT_FALSE(test::file_exists(dir.file("o")));
+  // Without --strict the run goes on and the report warns.
+  r = run_replisim({"simulate", scenario, "--strategy", "between_graph"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("pc2/gpu0 needs"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GPU memory"), std::string::npos) << r.out;
+}
+
 TEST(Cli, SimulateWritesTheSummaryJson) {
   TempDir dir;
   const std::string scenario = dir.write("s.json", small_valid().dump());
