@@ -11,8 +11,8 @@ struct BarePattern {
   int workers = 64;
   int steps = 50;
   int ps = 8;
-  double compute_flop = 1e10;   // per worker step
-  double slice_bytes = 1e6;     // per PS, each way
+  double compute_flop = 1e10;  // per worker step
+  double slice_bytes = 1e6;    // per PS, each way
   double worker_speed_flop_per_s = 1e13;
   double worker_nic_bytes_per_s = 1.25e9;
   double ps_nic_bytes_per_s = 1.25e10;
@@ -21,9 +21,9 @@ struct BarePattern {
 };
 
 struct BareResult {
-  double wall_s = 0;          // Engine::run() only
+  double wall_s = 0;  // Engine::run() only
   double simulated_s = 0;
-  uint64_t activities = 0;    // execs + communications completed
+  uint64_t activities = 0;  // execs + communications completed
 };
 
 // Runs the pattern in this process (one SimGrid engine per process: call it in a child).

@@ -10,26 +10,16 @@
 
 #include <sys/resource.h>
 
+#include "bench/bench_flags.h"
 #include "core/metrics.h"
 #include "core/strategy.h"
 #include "sim/sim_backend.h"
 
-namespace {
-
-int int_flag(int argc, char** argv, const char* name, int fallback) {
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], name) == 0) return std::atoi(argv[i + 1]);
-  }
-  return fallback;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
-  const int workers = int_flag(argc, argv, "--workers", 1024);
-  const int steps = int_flag(argc, argv, "--steps", 100);
-  const int ps = int_flag(argc, argv, "--ps", 8);
-  const int granularity = int_flag(argc, argv, "--granularity", 1);
+  const int workers = replisim::bench::int_flag(argc, argv, "--workers", 1024);
+  const int steps = replisim::bench::int_flag(argc, argv, "--steps", 100);
+  const int ps = replisim::bench::int_flag(argc, argv, "--ps", 8);
+  const int granularity = replisim::bench::int_flag(argc, argv, "--granularity", 1);
   // V100-class GPUs (15 TFLOPS) on 25 GbE; PS machines with 100 GbE.
   const nlohmann::json scenario = {
       {"name", "bench-scale"},
@@ -55,19 +45,21 @@ int main(int argc, char** argv) {
         {"granularity", granularity > 0 ? nlohmann::json(granularity) : nlohmann::json("layer")}}}};
   const replisim::core::Scenario s = replisim::core::parse_scenario(scenario, "bench");
   const replisim::core::Plan plan = replisim::core::compile_plan(s, "between_graph", {1});
-  std::printf("%d workers x %d steps of ResNet-50, between_graph, %d PS dedicated, granularity %s,"
-              " %zu ops per step graph\n",
-              workers, steps, ps, plan.granularity.c_str(), plan.clients.front().ops.size());
+  std::printf(
+      "%d workers x %d steps of ResNet-50, between_graph, %d PS dedicated, granularity %s,"
+      " %zu ops per step graph\n",
+      workers, steps, ps, plan.granularity.c_str(), plan.clients.front().ops.size());
   std::fflush(stdout);
   replisim::sim::SimBackend backend;
   const replisim::core::Trace trace = backend.run(plan);
   const replisim::core::RunMetrics m = replisim::core::compute_metrics(trace);
   rusage usage{};
   ::getrusage(RUSAGE_CHILDREN, &usage);
-  std::printf("engine %.1f s, end to end %.1f s, peak memory of the simulation %.0f MB, %zu events,"
-              " simulated %.1f s, throughput %.0f samples/s, bottleneck %s\n",
-              backend.last_engine_wall_s(), backend.last_total_wall_s(),
-              double(usage.ru_maxrss) / 1024.0, trace.events.size(), m.simulated_time_s,
-              m.throughput_samples_per_s, m.bottleneck.name.c_str());
+  std::printf(
+      "engine %.1f s, end to end %.1f s, peak memory of the simulation %.0f MB, %zu events,"
+      " simulated %.1f s, throughput %.0f samples/s, bottleneck %s\n",
+      backend.last_engine_wall_s(), backend.last_total_wall_s(), double(usage.ru_maxrss) / 1024.0,
+      trace.events.size(), m.simulated_time_s, m.throughput_samples_per_s,
+      m.bottleneck.name.c_str());
   return 0;
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "bench/bare_pattern.h"
+#include "bench/bench_flags.h"
 #include "core/strategy.h"
 #include "sim/sim_backend.h"
 
@@ -105,22 +106,15 @@ Measured run_replisim(const BarePattern& p) {
   return {backend.last_engine_wall_s(), backend.last_total_wall_s(), activities};
 }
 
-int int_flag(int argc, char** argv, const char* name, int fallback) {
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], name) == 0) return std::atoi(argv[i + 1]);
-  }
-  return fallback;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   BarePattern p;
-  p.workers = int_flag(argc, argv, "--workers", 256);
-  p.steps = int_flag(argc, argv, "--steps", 50);
-  p.ps = int_flag(argc, argv, "--ps", 8);
-  p.latency_s = int_flag(argc, argv, "--latency-us", 10) * 1e-6;
-  const int repeat = std::max(1, int_flag(argc, argv, "--repeat", 3));
+  p.workers = replisim::bench::int_flag(argc, argv, "--workers", 256);
+  p.steps = replisim::bench::int_flag(argc, argv, "--steps", 50);
+  p.ps = replisim::bench::int_flag(argc, argv, "--ps", 8);
+  p.latency_s = replisim::bench::int_flag(argc, argv, "--latency-us", 10) * 1e-6;
+  const int repeat = std::max(1, replisim::bench::int_flag(argc, argv, "--repeat", 3));
   std::printf("pattern: %d workers x %d steps, compute + push + pull to %d PS, %.0f MB slices\n",
               p.workers, p.steps, p.ps, p.slice_bytes / 1e6);
   std::vector<double> engine_ratio, total_ratio;

@@ -22,6 +22,37 @@ std::string slice_name(const LayerGroup& group, const std::vector<Slice>& slices
   return slices.size() == 1 ? group.name : group.name + "@ps" + std::to_string(slices[s].shard);
 }
 
+// An op on the PS holding slice `s` of group `g` (its read or its apply).
+Op slice_op(const Plan& plan, const ModelLayout& layout, size_t g, size_t s, OpKind kind,
+            const char* prefix) {
+  const Slice& slice = layout.slices[g][s];
+  Op op;
+  op.name = prefix + slice_name(layout.groups[g], layout.slices[g], s);
+  op.kind = kind;
+  op.device = device_of_shard(plan, slice.shard);
+  op.role = plan.ps_roles[size_t(slice.shard)];
+  op.variable = slice.variables.front();
+  return op;
+}
+
+// The forward or backward op of group `g` where `where` places it, reading the group's slices.
+int add_group_op(StepGraphBuilder& builder, const ModelLayout& layout,
+                 const std::vector<std::vector<int>>& reads, const GroupPlacement& where, size_t g,
+                 OpKind kind, double flop, const Edge& upstream) {
+  Op op;
+  op.name = (kind == OpKind::kForward ? "forward/" : "backward/") + layout.groups[g].name;
+  op.kind = kind;
+  op.device = where.device[g];
+  op.role = where.role[g];
+  op.compute_flop = flop;
+  op.jittered = true;
+  std::vector<Edge> inputs = {upstream};
+  for (size_t s = 0; s < reads[g].size(); ++s) {
+    inputs.push_back({reads[g][s], layout.slices[g][s].bytes});
+  }
+  return builder.add(std::move(op), inputs);
+}
+
 }  // namespace
 
 ModelLayout layout_model(const Scenario& scenario, const Plan& plan,
@@ -61,15 +92,9 @@ std::vector<std::vector<int>> add_reads(StepGraphBuilder& builder, const Plan& p
                                         const ModelLayout& layout) {
   std::vector<std::vector<int>> reads(layout.groups.size());
   for (size_t g = 0; g < layout.groups.size(); ++g) {
-    const std::vector<Slice>& slices = layout.slices[g];
-    for (size_t s = 0; s < slices.size(); ++s) {
-      Op read;
-      read.name = "read/" + slice_name(layout.groups[g], slices, s);
-      read.kind = OpKind::kReadVariable;
-      read.device = device_of_shard(plan, slices[s].shard);
-      read.role = plan.ps_roles[size_t(slices[s].shard)];
-      read.variable = slices[s].variables.front();
-      reads[g].push_back(builder.add(std::move(read), {}));
+    for (size_t s = 0; s < layout.slices[g].size(); ++s) {
+      reads[g].push_back(
+          builder.add(slice_op(plan, layout, g, s, OpKind::kReadVariable, "read/"), {}));
     }
   }
   return reads;
@@ -83,18 +108,8 @@ std::vector<int> add_forward_chain(StepGraphBuilder& builder, const Model& /*mod
   Edge previous = input;
   for (size_t g = 0; g < layout.groups.size(); ++g) {
     const LayerGroup& group = layout.groups[g];
-    Op op;
-    op.name = "forward/" + group.name;
-    op.kind = OpKind::kForward;
-    op.device = where.device[g];
-    op.role = where.role[g];
-    op.compute_flop = group.forward_flop_per_sample * samples;
-    op.jittered = true;
-    std::vector<Edge> inputs = {previous};
-    for (size_t s = 0; s < reads[g].size(); ++s) {
-      inputs.push_back({reads[g][s], layout.slices[g][s].bytes});
-    }
-    const int id = builder.add(std::move(op), inputs);
+    const int id = add_group_op(builder, layout, reads, where, g, OpKind::kForward,
+                                group.forward_flop_per_sample * samples, previous);
     forward.push_back(id);
     previous = {id, group.activation_bytes_per_sample * samples};
   }
@@ -109,19 +124,9 @@ std::vector<int> add_backward_chain(StepGraphBuilder& builder, const Model& /*mo
   std::vector<int> backward(n, -1);
   Edge upstream = loss_gradient;
   for (size_t g = n; g-- > 0;) {
-    const LayerGroup& group = layout.groups[g];
-    Op op;
-    op.name = "backward/" + group.name;
-    op.kind = OpKind::kBackward;
-    op.device = where.device[g];
-    op.role = where.role[g];
-    op.compute_flop = kBackwardToForwardFlopRatio * group.forward_flop_per_sample * samples;
-    op.jittered = true;
-    std::vector<Edge> inputs = {upstream};
-    for (size_t s = 0; s < reads[g].size(); ++s) {
-      inputs.push_back({reads[g][s], layout.slices[g][s].bytes});
-    }
-    backward[g] = builder.add(std::move(op), inputs);
+    backward[g] = add_group_op(
+        builder, layout, reads, where, g, OpKind::kBackward,
+        kBackwardToForwardFlopRatio * layout.groups[g].forward_flop_per_sample * samples, upstream);
     // The gradient with respect to this group's input has the shape of the group below's output.
     const double below = g > 0 ? layout.groups[g - 1].activation_bytes_per_sample * samples : 0.0;
     upstream = {backward[g], below};
@@ -135,12 +140,7 @@ int add_applies(StepGraphBuilder& builder, const Scenario& scenario, const Plan&
   for (size_t g = 0; g < layout.groups.size(); ++g) {
     const std::vector<Slice>& slices = layout.slices[g];
     for (size_t s = 0; s < slices.size(); ++s) {
-      Op apply;
-      apply.name = "apply/" + slice_name(layout.groups[g], slices, s);
-      apply.kind = OpKind::kApply;
-      apply.device = device_of_shard(plan, slices[s].shard);
-      apply.role = plan.ps_roles[size_t(slices[s].shard)];
-      apply.variable = slices[s].variables.front();
+      Op apply = slice_op(plan, layout, g, s, OpKind::kApply, "apply/");
       apply.compute_flop = scenario.training.costs.apply_flop_per_param * slices[s].params;
       const int id = builder.add(std::move(apply), {{gradient[g][s], slices[s].bytes}});
       applied.push_back({id, 0.0});  // control edge: TF sends a dead tensor across devices

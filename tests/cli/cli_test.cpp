@@ -11,9 +11,7 @@ namespace {
 using test::run_replisim;
 using test::TempDir;
 
-std::string seed_scenario() {
-  return test::scenario_path("seed/two_machines.json");
-}
+using test::seed_scenario;
 
 nlohmann::json small_valid() {
   return test::scenario_json(
@@ -103,8 +101,7 @@ TEST(Cli, BadFlagsExitTwo) {
     EXPECT_EQ(r.exit_code, 2) << args.back() << ": " << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
-  EXPECT_EQ(run_replisim({"plan", seed_scenario(), "--seed", "18446744073709551615"}).exit_code,
-            0);
+  EXPECT_EQ(run_replisim({"plan", seed_scenario(), "--seed", "18446744073709551615"}).exit_code, 0);
   const test::BinaryResult typo = run_replisim({"simulate", seed_scenario(), "--forse"});
   EXPECT_NE(typo.err.find("--force"), std::string::npos) << typo.err;
 }
@@ -127,8 +124,8 @@ TEST(Cli, NeverOverwritesUnasked) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_EQ(test::read_file(scenario), small_valid().dump());
   // Two outputs naming one file are refused before anything is written.
-  r = run_replisim({"simulate", scenario, "--json", dir.file("a.json"), "--trace",
-                    dir.path() + "/./a.json"});
+  r = run_replisim(
+      {"simulate", scenario, "--json", dir.file("a.json"), "--trace", dir.path() + "/./a.json"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_FALSE(test::file_exists(dir.file("a.json")));
   // Special files are never replaced, even with --force.

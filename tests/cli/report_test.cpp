@@ -12,9 +12,7 @@ namespace {
 using test::run_replisim;
 using test::TempDir;
 
-std::string seed_scenario() {
-  return test::scenario_path("seed/two_machines.json");
-}
+using test::seed_scenario;
 
 std::string first_line(const std::string& text) {
   return text.substr(0, text.find('\n'));

@@ -44,4 +44,9 @@ double client_step_time(const core::RunMetrics& metrics, const std::string& name
 // Path of a file under the source tree's scenarios/ folder.
 std::string scenario_path(const std::string& relative);
 
+// The seed's scenario (scenarios/seed/two_machines.json).
+inline std::string seed_scenario() {
+  return scenario_path("seed/two_machines.json");
+}
+
 }  // namespace replisim::test
