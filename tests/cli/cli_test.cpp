@@ -75,6 +75,18 @@ TEST(Cli, BadScenariosExitTwoWithThePath) {
                    {"/training/bach_per_replica", "batch_per_replica"});
 }
 
+TEST(Cli, IncludeCyclesAndEmptyPatternsExitTwo) {
+  TempDir dir;
+  const std::string a = dir.write("a.json", R"({"include": "b.json"})");
+  dir.write("b.json", R"({"include": ["a.json"]})");
+  test::BinaryResult r = run_replisim({"simulate", a});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("include cycle"), std::string::npos) << r.err;
+  expect_bad_input(with([](nlohmann::json& d) { d["training"]["replicas"] = "gpu*/gpu*"; }),
+                   {"/training/replicas", "pattern \"gpu*/gpu*\" matched no device"});
+}
+
 TEST(Cli, BadFlagsExitTwo) {
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
            {},
