@@ -19,13 +19,14 @@ namespace {
 
 struct LoadedScenario {
   core::Scenario scenario;
-  std::string hash;  // FNV-1a of the canonical JSON (whitespace-independent)
+  std::string hash;                // FNV-1a of the canonical JSON (whitespace-independent)
+  std::vector<std::string> files;  // the scenario and every file it includes
 };
 
 LoadedScenario load(const std::string& file) {
   const core::ScenarioDocument document = core::load_scenario_document(file);
   return {core::parse_scenario(document.json, file, &document.sources),
-          core::fnv1a_hex(core::dump_json(document.json))};
+          core::fnv1a_hex(core::dump_json(document.json)), document.files};
 }
 
 nlohmann::json provenance(const CliArgs& args, const LoadedScenario& loaded) {
@@ -51,7 +52,7 @@ void require_memory_fits(const core::Scenario& scenario, const core::Plan& plan)
                                                       std::to_string(ref.gpu_index) + "/memory";
     auto bytes = [](double b) { return core::format_quantity(b, core::Dimension::kBytes, 3); };
     throw core::InputError(
-        scenario.file, path,
+        scenario.file_of(path), path,
         m.device + " cannot hold the " + plan.strategy + " plan: it needs " +
             bytes(m.need.total_bytes()) + " (weights " + bytes(m.need.weights_bytes) +
             ", gradients " + bytes(m.need.gradients_bytes) + ", optimizer state " +
@@ -70,8 +71,9 @@ int run_simulate(const CliArgs& args, std::ostream& out) {
   // Every output is checked before any simulation runs, and written all-or-nothing at the end.
   core::OutputFiles outputs(args.force);
   outputs.protect(args.scenario);
-  add_run_outputs(outputs, args, runs);
   const LoadedScenario loaded = load(args.scenario);
+  for (const std::string& file : loaded.files) outputs.protect(file);  // includes too
+  add_run_outputs(outputs, args, runs);
   runs.provenance = provenance(args, loaded);
   const std::unique_ptr<core::Backend> backend = core::create_backend("sim");
   for (const std::string& strategy : selected_strategies(args)) {
@@ -80,7 +82,9 @@ int run_simulate(const CliArgs& args, std::ostream& out) {
     runs.provenance["plan_hashes"][strategy] = core::plan_hash(plan);
     if (args.strict) require_memory_fits(loaded.scenario, plan);
     core::Trace trace = backend->run(plan);
-    runs.metrics.push_back(core::compute_metrics(trace, args.scenario));
+    // The only figure that can fail on a fresh run is the window, set by training.steps.
+    runs.metrics.push_back(
+        core::compute_metrics(trace, loaded.scenario.file_of("/training/steps")));
     runs.traces.push_back(std::move(trace));
   }
   for (core::Trace& trace : runs.traces) trace.meta["provenance"] = runs.provenance;

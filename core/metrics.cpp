@@ -296,10 +296,11 @@ void add_utilisation(RunMetrics& r, const Trace& trace, const Meta& meta) {
     r.bottleneck = r.links.front();
   }
   if (r.bottleneck.utilization < kSaturatedUtilization) {
-    r.warnings.push_back("no resource is saturated (the busiest, " + r.bottleneck.name + ", is " +
-                         std::to_string(int(std::lround(r.bottleneck.utilization * 100))) +
-                         "% busy): steps are bound by the chain of dependent compute and "
-                         "transfers; see what each role waited on");
+    r.warnings.push_back(
+        "no resource is saturated over the window (the busiest, " + r.bottleneck.name + ", is " +
+        std::to_string(int(std::lround(r.bottleneck.utilization * 100))) +
+        "% busy): the steps wait along the chain of dependent compute and transfers, or load "
+        "different resources in turn; see what each role waited on");
   }
 }
 
@@ -362,7 +363,7 @@ void add_memory(RunMetrics& r, const Trace& trace, const std::string& source) {
   r.granularity = c.has("granularity") ? c.at("granularity").as_string() : "layer";
   if (c.has("notes")) {
     const JsonCursor notes = c.at("notes");
-    for (size_t i = 0; i < notes.size(); ++i) r.warnings.push_back(notes.at(i).as_string());
+    for (size_t i = 0; i < notes.size(); ++i) r.notes.push_back(notes.at(i).as_string());
   }
   if (!c.has("memory")) return;
   const JsonCursor memory = c.at("memory");
@@ -393,7 +394,10 @@ RunMetrics compute_metrics(const Trace& trace, const std::string& source) {
   r.strategy = meta.strategy;
   r.events = trace.events.size();
   r.bytes_per_ps = meta.bytes_per_ps;
-  r.simulated_time_s = trace.meta.value("simulated_time_s", 0.0);
+  const JsonCursor meta_cursor(trace.meta, source, "/meta");
+  if (meta_cursor.has("simulated_time_s")) {
+    r.simulated_time_s = meta_cursor.at("simulated_time_s").as_number_in(0, 1e300);
+  }
   add_memory(r, trace, source);
   StepTable steps = step_spans(trace, meta);
   find_window(r, trace, meta, steps, source);

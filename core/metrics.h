@@ -71,6 +71,8 @@ struct RunMetrics {
   size_t events = 0;
   // Caveats about the figures, one sentence each (e.g. a client with too few measured steps).
   std::vector<std::string> warnings;
+  // What the plan says about itself (e.g. a scenario field this strategy does not use).
+  std::vector<std::string> notes;
 };
 
 // Below this many steps inside the window a client's step time is flagged as noisy.

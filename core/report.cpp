@@ -1,6 +1,7 @@
 #include "core/report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -39,13 +40,16 @@ std::string wait_text(const WaitBreakdown& w) {
   return out;
 }
 
+std::string rate_text(const ClientMetrics& c) {
+  return c.measured_steps > 0 ? fixed(c.step_rate_per_s, 2) : std::string("-");
+}
+
 std::string client_rates(const RunMetrics& r) {
-  if (r.clients.size() == 1) return fixed(r.clients.front().step_rate_per_s, 2);
   if (r.clients.size() <= 4) {
     std::string out;
     for (const ClientMetrics& c : r.clients) {
       if (!out.empty()) out += " ";
-      out += fixed(c.step_rate_per_s, 2);
+      out += rate_text(c);
     }
     return out;
   }
@@ -67,7 +71,12 @@ std::string format_report(const std::vector<RunMetrics>& runs, const std::string
     for (const RunMetrics& r : runs) cells.push_back(cell(r));
     rows.emplace_back(name, std::move(cells));
   };
-  row("", [](const RunMetrics& r) { return r.strategy; });
+  // Runs of different scenarios (report on several traces) are told apart by their names.
+  bool several_scenarios = false;
+  for (const RunMetrics& r : runs) several_scenarios |= r.scenario != runs.front().scenario;
+  row("", [several_scenarios](const RunMetrics& r) {
+    return several_scenarios ? r.scenario + ": " + r.strategy : r.strategy;
+  });
   row("throughput (samples/s)",
       [](const RunMetrics& r) { return fixed(r.throughput_samples_per_s, 1); });
   row("step time mean (ms)", [](const RunMetrics& r) { return milliseconds(r.step_time_s.mean); });
@@ -83,12 +92,13 @@ std::string format_report(const std::vector<RunMetrics>& runs, const std::string
   row("bottleneck (busiest resource)", [](const RunMetrics& r) {
     return r.bottleneck.name + " " + percent(r.bottleneck.utilization);
   });
-  row("next busiest", [](const RunMetrics& r) {
-    // The busiest of the other kind (a link when the bottleneck is a device, and vice versa).
-    const bool device = !r.devices.empty() && r.devices.front().name == r.bottleneck.name;
-    const std::vector<ResourceUse>& other = device ? r.links : r.devices;
-    return other.empty() ? std::string("-")
-                         : other.front().name + " " + percent(other.front().utilization);
+  row("second busiest resource", [](const RunMetrics& r) {
+    std::vector<ResourceUse> all = r.devices;
+    all.insert(all.end(), r.links.begin(), r.links.end());
+    std::stable_sort(all.begin(), all.end(), [](const ResourceUse& x, const ResourceUse& y) {
+      return x.utilization > y.utilization;
+    });
+    return all.size() < 2 ? std::string("-") : all[1].name + " " + percent(all[1].utilization);
   });
   row("parameter bytes per PS", [](const RunMetrics& r) {
     std::string out;
@@ -101,11 +111,13 @@ std::string format_report(const std::vector<RunMetrics>& runs, const std::string
   bool any_memory = false;
   for (const RunMetrics& r : runs) any_memory |= !r.memory.empty();
   if (any_memory) {
-    row("GPU memory, tightest (headroom)", [](const RunMetrics& r) {
+    row("GPU memory, tightest GPU", [](const RunMetrics& r) {
       if (r.memory.empty()) return std::string("-");
       const MemoryUse& m = r.memory.front();
-      return m.device + " " + percent(m.needed_bytes / m.capacity_bytes) + " (" +
-             format_quantity(m.headroom_bytes(), Dimension::kBytes, 3) + ")";
+      const double headroom = m.headroom_bytes();
+      return m.device + " " + percent(m.needed_bytes / m.capacity_bytes) + " used, " +
+             format_quantity(std::fabs(headroom), Dimension::kBytes, 3) +
+             (headroom >= 0 ? " free" : " short");
     });
   }
   for (const char* kind : {"worker", "tower", "client"}) {
@@ -147,6 +159,7 @@ std::string format_report(const std::vector<RunMetrics>& runs, const std::string
     out << line << "\n";
   }
   for (const RunMetrics& r : runs) {
+    for (const std::string& note : r.notes) out << "note (" << r.strategy << "): " << note << "\n";
     for (const std::string& warning : r.warnings) {
       out << "warning (" << r.strategy << "): " << warning << "\n";
     }
@@ -184,6 +197,7 @@ nlohmann::json summary_json(const std::vector<RunMetrics>& runs, const nlohmann:
                                 {"step_rate_per_s", c.step_rate_per_s}});
     }
     run["warnings"] = r.warnings;
+    run["notes"] = r.notes;
     run["granularity"] = r.granularity;
     run["memory"] = nlohmann::json::array();
     for (const MemoryUse& m : r.memory) {

@@ -27,10 +27,24 @@ const char* network_model_name(NetworkModel model) {
 }
 
 const MachineSpec* ClusterSpec::find_machine(const std::string& name) const {
+  if (machine_index_.size() == machines.size()) {
+    auto found = machine_index_.find(name);
+    return found == machine_index_.end() ? nullptr : &machines[found->second];
+  }
   for (const MachineSpec& m : machines) {
     if (m.name == name) return &m;
   }
   return nullptr;
+}
+
+bool ClusterSpec::add_machine(MachineSpec machine) {
+  if (machine_index_.size() != machines.size()) {
+    machine_index_.clear();
+    for (size_t i = 0; i < machines.size(); ++i) machine_index_[machines[i].name] = i;
+  }
+  if (!machine_index_.emplace(machine.name, machines.size()).second) return false;
+  machines.push_back(std::move(machine));
+  return true;
 }
 
 bool parse_device_ref(const std::string& text, DeviceRef* out) {
@@ -64,6 +78,7 @@ Scenario parse_scenario(const nlohmann::json& document, const std::string& file,
   }
   Scenario s;
   s.file = file;
+  if (sources != nullptr) s.sources = std::make_shared<const SourceMap>(*sources);
   s.name = root.has("name") ? root.at("name").as_string() : file_stem(file);
   if (root.has("description")) root.at("description").as_string();
   s.cluster = scenario_detail::parse_cluster(root.at("cluster"));

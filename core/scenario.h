@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -66,7 +68,16 @@ struct ClusterSpec {
   bool switch_is_default = true;  // not given: non-blocking, grows with every machine added
   NetworkModel network_model = NetworkModel::kLv08;
 
+  // By name, through an index kept by add_machine (parsing); a linear scan when the machines were
+  // filled in directly.
   const MachineSpec* find_machine(const std::string& name) const;
+  // Appends `machine` and indexes it. False (nothing added) when the name is taken.
+  bool add_machine(MachineSpec machine);
+
+ private:
+  std::unordered_map<std::string, size_t> machine_index_;
+
+ public:
 };
 
 // Costs beyond layer compute and tensor transfers (docs/scenario-format.md, "training.costs").
@@ -128,6 +139,12 @@ struct TrainingSpec {
 struct Scenario {
   std::string name;
   std::string file;  // where it was read from ("" when built in code)
+  // Which file each part came from (includes); null when parsed from one document.
+  std::shared_ptr<const SourceMap> sources;
+  // The file that holds `json_path` (for errors found after parsing).
+  const std::string& file_of(const std::string& json_path) const {
+    return sources ? sources->file_of(json_path) : file;
+  }
   ClusterSpec cluster;
   Model model;
   TrainingSpec training;

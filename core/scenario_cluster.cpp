@@ -92,27 +92,38 @@ MachineSpec parse_machine_hardware(const JsonCursor& c,
 }
 
 void add_machine(ClusterSpec& cluster, MachineSpec machine, const JsonCursor& where) {
-  if (cluster.find_machine(machine.name) != nullptr) {
-    where.fail("duplicate machine name \"" + machine.name + "\"");
+  const double nic_bytes_per_s = machine.nic.bandwidth_bytes_per_s;
+  const std::string name = machine.name;
+  if (!cluster.add_machine(std::move(machine))) {
+    where.fail("duplicate machine name \"" + name + "\"");
   }
   if (cluster.switch_is_default) {
     // Non-blocking: every port at full duplex (up and down of each NIC).
-    cluster.switch_link.bandwidth_bytes_per_s += 2 * machine.nic.bandwidth_bytes_per_s;
+    cluster.switch_link.bandwidth_bytes_per_s += 2 * nic_bytes_per_s;
   }
-  cluster.machines.push_back(std::move(machine));
 }
 
 ClusterSpec parse_cluster(const JsonCursor& c) {
   c.check_keys({"machines", "switch", "network_model"});
   ClusterSpec cluster;
+  // Default switch: non-blocking (all NICs at full duplex together), 1 us; each field may be
+  // given alone.
+  cluster.switch_link.latency_s = kDefaultSwitchLatencyS;
+  cluster.switch_is_default = true;
   if (c.has("switch")) {
-    const LinkSpec switch_defaults{0, kDefaultSwitchLatencyS};
-    cluster.switch_link = parse_link(c.at("switch"), &switch_defaults);
-    cluster.switch_is_default = false;
-  } else {
-    // Default switch: non-blocking (all NICs at full duplex together), 1 us.
-    cluster.switch_link.latency_s = kDefaultSwitchLatencyS;
-    cluster.switch_is_default = true;
+    const JsonCursor sw = c.at("switch");
+    sw.check_keys({"bandwidth", "latency"});
+    if (sw.has("bandwidth")) {
+      cluster.switch_link.bandwidth_bytes_per_s =
+          sw.at("bandwidth")
+              .as_quantity_in(Dimension::kBandwidth, limits::kMinBandwidthBytesPerS,
+                              limits::kMaxBandwidthBytesPerS);
+      cluster.switch_is_default = false;
+    }
+    if (sw.has("latency")) {
+      cluster.switch_link.latency_s =
+          sw.at("latency").as_quantity_in(Dimension::kTime, 0, limits::kMaxLatencyS);
+    }
   }
   const JsonCursor machines = c.at("machines");
   if (machines.size() == 0) machines.fail("at least one machine is needed");

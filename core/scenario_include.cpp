@@ -12,6 +12,9 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr size_t kMaxIncludeDepth = 16;
+// Files read per scenario, repeats included: keeps a few small files that include each other
+// many times (20^5 loads from 6 files) from running for hours.
+constexpr size_t kMaxIncludeLoads = 256;
 
 // Deep-merges `overlay` (whose parts come from `overlay_sources`) into `base` at `path`.
 void merge(nlohmann::json& base, const nlohmann::json& overlay, const std::string& path,
@@ -34,7 +37,7 @@ struct Loaded {
   std::vector<std::string> files;
 };
 
-Loaded load(const std::string& file, std::vector<std::string>& chain) {
+Loaded load(const std::string& file, std::vector<std::string>& chain, size_t& loads) {
   nlohmann::json own = read_json_file(file);
   Loaded result{nlohmann::json::object(), SourceMap(file), {file}};
   const JsonCursor root(own, file);
@@ -49,9 +52,18 @@ Loaded load(const std::string& file, std::vector<std::string>& chain) {
     }
     const fs::path dir = fs::path(file).parent_path();
     for (const JsonCursor& entry : entries) {
-      const fs::path target = dir / entry.as_string();
+      const std::string name = entry.as_string();
+      if (name.empty()) entry.fail("an included file name is empty");
+      const fs::path target = dir / name;
       std::error_code error;
       if (!fs::exists(target, error)) entry.fail("included file " + target.string() + " not found");
+      if (!fs::is_regular_file(target, error)) {
+        entry.fail("included " + target.string() + " is not a regular file");
+      }
+      if (++loads > kMaxIncludeLoads) {
+        entry.fail("includes read more than " + std::to_string(kMaxIncludeLoads) +
+                   " files in all (repeats counted)");
+      }
       const std::string canonical = fs::weakly_canonical(target, error).string();
       if (std::find(chain.begin(), chain.end(), canonical) != chain.end()) {
         std::string cycle;
@@ -60,7 +72,7 @@ Loaded load(const std::string& file, std::vector<std::string>& chain) {
       }
       if (chain.size() >= kMaxIncludeDepth) entry.fail("includes nest too deeply");
       chain.push_back(canonical);
-      Loaded included = load(target.string(), chain);
+      Loaded included = load(target.string(), chain, loads);
       chain.pop_back();
       merge(result.json, included.json, "", result.sources, included.sources);
       result.files.insert(result.files.end(), included.files.begin(), included.files.end());
@@ -76,7 +88,8 @@ Loaded load(const std::string& file, std::vector<std::string>& chain) {
 ScenarioDocument load_scenario_document(const std::string& file) {
   std::error_code error;
   std::vector<std::string> chain = {fs::weakly_canonical(fs::path(file), error).string()};
-  Loaded loaded = load(file, chain);
+  size_t loads = 0;
+  Loaded loaded = load(file, chain, loads);
   return {std::move(loaded.json), std::move(loaded.sources), std::move(loaded.files)};
 }
 

@@ -69,6 +69,9 @@ void reject_widths(const JsonCursor& model) {
 }
 
 Model parse_preset(const JsonCursor& c) {
+  if (c.has("layers")) {
+    c.at("layers").fail("a model is either a preset or explicit layers, not both");
+  }
   c.check_keys({"preset", "dtype", "widths"});
   const std::string name = c.at("preset").as_string();
   const ModelPreset* preset = find_model_preset(name);

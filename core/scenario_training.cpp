@@ -1,6 +1,7 @@
 // Parsing of "training": batch and steps, replicas (devices or patterns), the client, parameter
 // servers (devices or a {"count", "on"} template), placement policy, costs and jitter.
 #include <algorithm>
+#include <unordered_set>
 
 #include "core/error.h"
 #include "core/glob.h"
@@ -53,6 +54,24 @@ int parse_granularity(const JsonCursor& c) {
     c.fail("expected \"layer\" or a number of layer groups, got \"" + c.as_string() + "\"");
   }
   return int(c.as_int(1, kMaxGroups));
+}
+
+// Every layer must match a rule (the first that matches places it) and every rule a layer.
+void check_placement_covers(const JsonCursor& c, const std::vector<PlacementRule>& rules,
+                            const Model& model) {
+  std::vector<bool> used(rules.size(), false);
+  for (const Layer& layer : model.layers) {
+    size_t r = 0;
+    while (r < rules.size() && !glob_match(rules[r].layers, layer.name)) ++r;
+    if (r == rules.size()) c.fail("layer \"" + layer.name + "\" matches no placement rule");
+    used[r] = true;
+  }
+  for (size_t r = 0; r < rules.size(); ++r) {
+    if (!used[r]) {
+      c.at(r).at("layers").fail("\"" + rules[r].layers +
+                                "\" matches no layer (or only layers an earlier rule placed)");
+    }
+  }
 }
 
 std::vector<PlacementRule> parse_placement(const JsonCursor& c, const ClusterSpec& cluster) {
@@ -127,9 +146,10 @@ std::vector<DeviceRef> parse_replicas(const JsonCursor& c, const ClusterSpec& cl
     for (size_t i = 0; i < c.size(); ++i) entries.push_back(c.at(i));
   }
   std::vector<DeviceRef> out;
+  std::unordered_set<std::string> seen;
   for (const JsonCursor& entry : entries) {
     for (const DeviceRef& ref : resolve_device_or_pattern(entry, cluster)) {
-      if (std::find(out.begin(), out.end(), ref) != out.end()) {
+      if (!seen.insert(ref.str()).second) {
         entry.fail("duplicate replica \"" + ref.str() + "\" (listed or matched twice)");
       }
       out.push_back(ref);
@@ -167,8 +187,11 @@ std::vector<DeviceRef> parse_ps_template(const JsonCursor& c, ClusterSpec& clust
   // Default dedicated machine: the CPU, NIC and PCIe of the first replica's machine, no GPU.
   MachineSpec spec = *cluster.find_machine(replicas.front().machine);
   spec.gpus.clear();
-  if (c.has("machine"))
+  spec.json_path = c.path();
+  if (c.has("machine")) {
     spec = parse_machine_hardware(c.at("machine"), {"cpu", "gpus", "nic", "pcie"});
+    spec.json_path = c.at("machine").path();
+  }
   const std::string prefix = c.has("name") ? c.at("name").as_string() : "ps";
   if (!valid_name(prefix)) (c.has("name") ? c.at("name") : c).fail("invalid machine name prefix");
   for (int i = 0; i < count; ++i) {
@@ -305,7 +328,10 @@ TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Mod
   }
   if (c.has("optimizer")) t.optimizer = parse_optimizer(c.at("optimizer"));
   if (c.has("granularity")) t.granularity_groups = parse_granularity(c.at("granularity"));
-  if (c.has("placement")) t.placement = parse_placement(c.at("placement"), cluster);
+  if (c.has("placement")) {
+    t.placement = parse_placement(c.at("placement"), cluster);
+    check_placement_covers(c.at("placement"), t.placement, model);
+  }
   const JsonCursor costs_cursor = c.has("costs") ? c.at("costs") : c;
   t.costs = parse_costs(c.has("costs") ? &costs_cursor : nullptr, model, t.optimizer);
   const JsonCursor jitter_cursor = c.has("jitter") ? c.at("jitter") : c;

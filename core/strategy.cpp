@@ -75,6 +75,11 @@ double estimated_round_time_s(const Plan& plan) {
 
 namespace strategy_detail {
 
+std::string granularity_label(const Scenario& scenario, size_t groups) {
+  if (groups >= scenario.model.layers.size()) return "layer";
+  return std::to_string(groups) + (groups == 1 ? " group" : " groups");
+}
+
 int add_role(Plan& plan, const std::string& name, RoleKind kind, int device, bool chief) {
   plan.roles.push_back(Role{name, kind, device, chief});
   return int(plan.roles.size()) - 1;
@@ -91,9 +96,8 @@ Plan plan_skeleton(const Scenario& scenario, const std::string& strategy,
   plan.batch_per_replica = scenario.training.batch_per_replica;
   plan.compute_jitter_fraction = scenario.training.jitter.compute_fraction;
   plan.step_jitter_fraction = scenario.training.jitter.step_fraction;
-  plan.granularity = scenario.training.granularity_groups > 0
-                         ? std::to_string(scenario.training.granularity_groups) + " groups"
-                         : "layer";
+  // Set again by the compilers from the groups actually formed (see granularity_label).
+  plan.granularity = "layer";
   plan.seed = options.seed;
   for (size_t i = 0; i < scenario.training.ps.size(); ++i) {
     const int device = plan.platform.find_device(scenario.training.ps[i]);

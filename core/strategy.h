@@ -51,6 +51,8 @@ namespace strategy_detail {
 Plan plan_skeleton(const Scenario& scenario, const std::string& strategy,
                    const CompileOptions& options);
 int add_role(Plan& plan, const std::string& name, RoleKind kind, int device, bool chief = false);
+// "layer" when every layer is its own group, else "<N> group(s)" (what the report says ran).
+std::string granularity_label(const Scenario& scenario, size_t groups);
 // FLOP that makes a CPU spend batch / input_samples_per_s seconds on the input pipeline.
 double input_flop(const Scenario& scenario, const Platform& platform, int cpu_device, int samples);
 // Device and role of the PS shard holding variable `v`.

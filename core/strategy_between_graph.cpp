@@ -71,6 +71,7 @@ Plan compile_between_graph(const Scenario& scenario, const CompileOptions& optio
         "worker runs the whole model on its replica device");
   }
   const ModelLayout layout = layout_model(scenario, plan);
+  plan.granularity = granularity_label(scenario, layout.groups.size());
   for (size_t w = 0; w < t.replicas.size(); ++w) {
     const int device = plan.platform.find_device(t.replicas[w]);
     REPLISIM_ASSERT(device >= 0, "validated replica device not found");

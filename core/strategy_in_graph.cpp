@@ -31,7 +31,7 @@ std::vector<int> place_layers(const Scenario& scenario, const Platform& platform
     size_t r = 0;
     while (r < rules.size() && !glob_match(rules[r].layers, layer.name)) ++r;
     if (r == rules.size()) {
-      throw InputError(scenario.file, "/training/placement",
+      throw InputError(scenario.file_of("/training/placement"), "/training/placement",
                        "layer \"" + layer.name + "\" matches no placement rule");
     }
     used[r] = true;
@@ -39,7 +39,7 @@ std::vector<int> place_layers(const Scenario& scenario, const Platform& platform
   }
   for (size_t r = 0; r < rules.size(); ++r) {
     if (!used[r]) {
-      throw InputError(scenario.file, rules[r].json_path + "/layers",
+      throw InputError(scenario.file_of(rules[r].json_path), rules[r].json_path + "/layers",
                        "\"" + rules[r].layers +
                            "\" matches no layer (or only layers an earlier "
                            "rule placed)");
@@ -106,6 +106,12 @@ Plan compile_in_graph(const Scenario& scenario, const CompileOptions& options) {
   const ModelLayout layout =
       t.placement.empty() ? layout_model(scenario, plan)
                           : layout_model(scenario, plan, place_layers(scenario, plan.platform));
+  plan.granularity = granularity_label(scenario, layout.groups.size());
+  if (!t.placement.empty()) {
+    plan.notes.push_back(
+        "training.placement makes in_graph one model-parallel tower on the "
+        "placement's devices; training.replicas is used by between_graph only");
+  }
   const std::vector<GroupPlacement> tower = towers(scenario, plan, layout);
   const int sub_batch = t.batch_per_replica;
   const int batch = sub_batch * int(tower.size());

@@ -30,7 +30,7 @@ bool switch_can_bind(const core::Platform& platform) {
   return platform.links[size_t(platform.switch_link)].bandwidth_bytes_per_s < 2 * nic_total;
 }
 
-SimPlatform build_sim_platform(const core::Platform& platform) {
+SimPlatform build_sim_platform(const core::Platform& platform, const std::vector<bool>& used) {
   auto* root = sg4::create_star_zone("cluster");
   // A switch at least twice as fast as all NICs together can never be the bottleneck (every
   // flow also crosses a NIC, and LV08's reverse traffic adds 5%): it then stays out of the
@@ -42,6 +42,9 @@ SimPlatform build_sim_platform(const core::Platform& platform) {
       root->create_link("cluster/" + sw.name, sw.bandwidth_bytes_per_s)->seal();
   std::vector<sg4::Host*> hosts(platform.devices.size(), nullptr);
   for (const core::PlatformMachine& machine : platform.machines) {
+    bool machine_used = false;
+    for (int d : machine.devices) machine_used |= used[size_t(d)];
+    if (!machine_used) continue;
     auto* zone = sg4::create_star_zone("machine:" + machine.name);
     zone->set_parent(root);
     for (int d : machine.devices) {
@@ -72,7 +75,9 @@ SimPlatform build_sim_platform(const core::Platform& platform) {
   }
   sg4::Host* service = root->create_host("replisim:service", 1e9)->seal();
   root->seal();
-  for (sg4::Host* host : hosts) REPLISIM_ASSERT(host != nullptr, "device without a host");
+  for (size_t d = 0; d < hosts.size(); ++d) {
+    REPLISIM_ASSERT(!used[d] || hosts[d] != nullptr, "used device without a host");
+  }
   return {hosts, service};
 }
 

@@ -30,7 +30,9 @@ bool switch_can_bind(const core::Platform& platform);
 // Links carry bandwidth only (latency 0): the backend charges route latency itself, once per
 // burst on a connection (sim_run.cpp), because SimGrid would charge it to every tensor while a
 // gRPC connection streams tensors back to back.
-SimPlatform build_sim_platform(const core::Platform& platform);
+// Machines none of whose devices are in `used` (one flag per plan device) are left out: idle
+// machines of a large template cost SimGrid time and memory for nothing. Their hosts are null.
+SimPlatform build_sim_platform(const core::Platform& platform, const std::vector<bool>& used);
 
 // Multiplier the configured network model applies to latencies (LV08: 13.01, read from
 // SimGrid's "network/latency-factor"; CM02: 1). Call after configure_network_model().

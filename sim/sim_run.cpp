@@ -16,6 +16,15 @@
 namespace replisim::sim {
 namespace detail {
 
+// Which plan devices run at least one op.
+std::vector<bool> devices_used(const core::Plan& plan) {
+  std::vector<bool> used(plan.platform.devices.size(), false);
+  for (const core::ClientGraph& graph : plan.clients) {
+    for (const Op& op : graph.ops) used[size_t(op.device)] = true;
+  }
+  return used;
+}
+
 void SimRun::prepare_clients() {
   std::map<std::pair<int, int>, int> connection_of;  // (source, destination) device
   clients_.resize(plan_.clients.size());
@@ -228,10 +237,7 @@ void SimRun::driver() {
 }
 
 void SimRun::create_actors() {
-  std::vector<bool> used(plan_.platform.devices.size(), false);
-  for (const core::ClientGraph& graph : plan_.clients) {
-    for (const Op& op : graph.ops) used[size_t(op.device)] = true;
-  }
+  const std::vector<bool> used = devices_used(plan_);
   for (size_t d = 0; d < devices_.size(); ++d) {
     if (!used[d]) continue;
     DeviceState& device = devices_[d];
@@ -260,7 +266,8 @@ core::Trace SimRun::run() {
   sg4::Engine engine("replisim");
   xbt_log_control_set("xbt_cfg.thres:warning");
   configure_network_model(plan_.platform.network_model);
-  const SimPlatform platform = build_sim_platform(plan_.platform);
+  const std::vector<bool> used = devices_used(plan_);
+  const SimPlatform platform = build_sim_platform(plan_.platform, used);
   latency_factor_ = network_latency_factor();
   devices_.resize(platform.hosts.size());
   for (size_t d = 0; d < platform.hosts.size(); ++d) devices_[d].host = platform.hosts[d];

@@ -144,6 +144,12 @@ TEST(Cli, NeverOverwritesUnasked) {
   r = run_replisim({"simulate", scenario, "--json", "/dev/null", "--force"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("not a regular file"), std::string::npos) << r.err;
+  // Nor may an output replace a file the scenario includes.
+  const std::string platform = dir.write("platform.json", small_valid().dump());
+  const std::string including = dir.write("inc.json", R"({"include": "platform.json"})");
+  r = run_replisim({"simulate", including, "--json", platform, "--force"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(test::read_file(platform), small_valid().dump());
   // A missing directory is refused before any simulation, leaving nothing behind.
   r = run_replisim({"simulate", scenario, "--trace", dir.file("no/such/dir/t.json")});
   EXPECT_EQ(r.exit_code, 2);

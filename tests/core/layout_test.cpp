@@ -84,7 +84,7 @@ TEST(Granularity, GroupsOpsButKeepsPlacementAndBytes) {
   const Plan fine = compile_plan(test::parse(doc_with({})), "between_graph", {});
   const Plan coarse =
       compile_plan(test::parse(doc_with({{"granularity", 1}})), "between_graph", {});
-  EXPECT_EQ(coarse.granularity, "1 groups");
+  EXPECT_EQ(coarse.granularity, "1 group");
   EXPECT_LT(coarse.clients[0].ops.size(), fine.clients[0].ops.size());
   auto sent = [](const Plan& p) {
     double bytes = 0;

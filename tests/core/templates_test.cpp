@@ -136,6 +136,50 @@ TEST(Includes, MergeBeforeOwnFieldsAndNameTheirFile) {
   }
 }
 
+TEST(Includes, RepeatedIncludesAreBounded) {
+  // Six tiny files including each other 20 times would mean 20^5 loads.
+  test::TempDir dir;
+  dir.write("x5.json", "{}");
+  for (int i = 4; i >= 0; --i) {
+    nlohmann::json include = nlohmann::json::array();
+    for (int k = 0; k < 20; ++k) include.push_back("x" + std::to_string(i + 1) + ".json");
+    dir.write("x" + std::to_string(i) + ".json", nlohmann::json({{"include", include}}).dump());
+  }
+  try {
+    load_scenario_document(dir.file("x0.json"));
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(e.message().find("more than 256 files"), std::string::npos) << e.what();
+  }
+  dir.write("empty.json", R"({"include": [""]})");
+  EXPECT_THROW(load_scenario_document(dir.file("empty.json")), InputError);
+  dir.write("dir.json", R"({"include": ["."]})");
+  try {
+    load_scenario_document(dir.file("dir.json"));
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.json_path(), "/include/0") << e.what();
+  }
+}
+
+TEST(Includes, LaterErrorsNameTheFileTheFieldCameFrom) {
+  test::TempDir dir;
+  nlohmann::json base = templated("w*/gpu*", {"c/cpu"});
+  base["training"]["placement"] = {{{"layers", "nothing*"}, {"device", "w0/gpu0"}}};
+  const std::string tp =
+      dir.write("tp.json", nlohmann::json({{"training", base["training"]}}).dump());
+  base.erase("training");
+  dir.write("base.json", base.dump());
+  const std::string top = dir.write("top.json", R"({"include": ["base.json", "tp.json"]})");
+  try {
+    load_scenario(top);  // placement is checked while parsing, for either strategy
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), tp) << e.what();
+    EXPECT_EQ(e.json_path(), "/training/placement");
+  }
+}
+
 TEST(Includes, MissingFilesAndCyclesAreErrors) {
   test::TempDir dir;
   const std::string a = dir.write("a.json", R"({"include": ["b.json"], "name": "a"})");

@@ -47,8 +47,8 @@ TEST(Units, BareNumbersAndGarbageAreErrorsWithAnExample) {
 
 TEST(Units, EdgeCases) {
   EXPECT_DOUBLE_EQ(parse_quantity("5\tus", Dimension::kTime), 5e-6);
-  EXPECT_DOUBLE_EQ(parse_quantity("5 \xCE\xBCs", Dimension::kTime), 5e-6);  // Greek mu
-  EXPECT_DOUBLE_EQ(parse_quantity("5 \xC2\xB5s", Dimension::kTime), 5e-6);  // micro sign
+  EXPECT_DOUBLE_EQ(parse_quantity("5 \xCE\xBCs", Dimension::kTime), 5e-6);     // Greek mu
+  EXPECT_DOUBLE_EQ(parse_quantity("5 \xC2\xB5s", Dimension::kTime), 5e-6);     // micro sign
   EXPECT_THROW(parse_quantity("1 PiFLOPS", Dimension::kFlopRate), UnitError);  // no binary FLOP
   EXPECT_THROW(parse_quantity(std::string("10 Gbps\0x", 9), Dimension::kBandwidth), UnitError);
   EXPECT_THROW(parse_quantity("1e300 PBps", Dimension::kBandwidth), UnitError);  // overflows
