@@ -22,7 +22,9 @@ struct ClosedFormCase {
 };
 
 // Names the case in test listings (gtest would otherwise print the struct's bytes).
-void PrintTo(const ClosedFormCase& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const ClosedFormCase& c, std::ostream* os) {
+  *os << c.name;
+}
 
 class ClosedForm : public ::testing::TestWithParam<ClosedFormCase> {};
 

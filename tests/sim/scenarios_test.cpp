@@ -83,9 +83,9 @@ TEST(Scenarios, PlanningResNet50On16Gpus) {
 }
 
 TEST(Scenarios, AllScenarioFilesParse) {
-  for (const char* file : {"seed/two_machines.json", "classroom/heterogeneous.json",
-                           "classroom/ps_bottleneck.json", "classroom/model_parallel.json",
-                           "planning/resnet50_16gpu_10gbe.json"}) {
+  for (const char* file :
+       {"seed/two_machines.json", "classroom/heterogeneous.json", "classroom/ps_bottleneck.json",
+        "classroom/model_parallel.json", "planning/resnet50_16gpu_10gbe.json"}) {
     EXPECT_NO_THROW(core::load_scenario(test::scenario_path(file))) << file;
   }
 }
