@@ -192,6 +192,74 @@ nlohmann::json plan_to_json(const Plan& plan) {
   return j;
 }
 
+namespace {
+
+DeviceMemory memory_from_json(const JsonCursor& m) {
+  m.check_keys(
+      {"device", "weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes"});
+  DeviceMemory entry;
+  entry.device = int(m.at("device").as_int(0, 1 << 30));
+  entry.weights_bytes = m.at("weights_bytes").as_number_in(0, 1e18);
+  entry.gradients_bytes = m.at("gradients_bytes").as_number_in(0, 1e18);
+  entry.optimizer_bytes = m.at("optimizer_bytes").as_number_in(0, 1e18);
+  entry.activations_bytes = m.at("activations_bytes").as_number_in(0, 1e18);
+  return entry;
+}
+
+Role role_from_json(const JsonCursor& r, const Plan& plan) {
+  r.check_keys({"name", "kind", "device", "chief"});
+  Role role;
+  role.name = r.at("name").as_string();
+  role.kind = enum_from_name(r.at("kind"), kAllRoleKinds, role_kind_name);
+  role.device = int(r.at("device").as_int(0, int64_t(plan.platform.devices.size()) - 1));
+  role.chief = r.at("chief").as_bool();
+  return role;
+}
+
+ClientGraph client_from_json(const JsonCursor& cc, const Plan& plan) {
+  cc.check_keys(
+      {"role", "start_offset_s", "samples_per_step", "input_op", "global_step_op", "ops"});
+  ClientGraph graph;
+  graph.role = int(cc.at("role").as_int(0, int64_t(plan.roles.size()) - 1));
+  graph.start_offset_s = cc.at("start_offset_s").as_number();
+  if (graph.start_offset_s < 0) cc.at("start_offset_s").fail("must not be negative");
+  graph.samples_per_step = int(cc.at("samples_per_step").as_int(0, 1 << 30));
+  const JsonCursor ops = cc.at("ops");
+  for (size_t k = 0; k < ops.size(); ++k)
+    graph.ops.push_back(op_from_json(ops.at(k), plan, int(k)));
+  const int64_t last_op = int64_t(graph.ops.size()) - 1;
+  graph.input_op = int(cc.at("input_op").as_int(0, last_op));
+  graph.global_step_op = int(cc.at("global_step_op").as_int(0, last_op));
+  return graph;
+}
+
+double fraction_from_json(const JsonCursor& c) {
+  const double f = c.as_number();
+  if (f < 0 || f >= 1) c.fail("expected a fraction in [0, 1)");
+  return f;
+}
+
+// The scalar settings of a plan (everything but the platform and the lists).
+void settings_from_json(const JsonCursor& c, Plan& plan) {
+  if (c.at("format").as_string() != "replisim-plan") c.at("format").fail("not a replisim plan");
+  if (c.at("format_version").as_int(0, 1000) != 1) {
+    c.at("format_version").fail("unsupported plan format version (this replisim reads 1)");
+  }
+  plan.scenario_name = c.at("scenario").as_string();
+  plan.strategy = c.at("strategy").as_string();
+  plan.sync = c.at("sync").as_string();
+  plan.steps = int(c.at("steps").as_int(1, 100000000));
+  plan.warmup_steps = int(c.at("warmup_steps").as_int(0, plan.steps - 1));
+  plan.batch_per_replica = int(c.at("batch_per_replica").as_int(1, 1 << 24));
+  plan.input_prefetch_batches = int(c.at("input_prefetch_batches").as_int(0, 1024));
+  plan.granularity = c.at("granularity").as_string();
+  plan.compute_jitter_fraction = fraction_from_json(c.at("compute_jitter_fraction"));
+  plan.step_jitter_fraction = fraction_from_json(c.at("step_jitter_fraction"));
+  plan.seed = uint64_t(c.at("seed").as_int(0, INT64_MAX));
+}
+
+}  // namespace
+
 Plan plan_from_json(const nlohmann::json& j, const std::string& file) {
   const JsonCursor c(j, file);
   c.check_keys({"format",
@@ -214,55 +282,15 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& file) {
                 "ps_roles",
                 "variables",
                 "clients"});
-  if (c.at("format").as_string() != "replisim-plan") c.at("format").fail("not a replisim plan");
-  if (c.at("format_version").as_int(0, 1000) != 1) {
-    c.at("format_version").fail("unsupported plan format version (this replisim reads 1)");
-  }
   Plan plan;
-  plan.scenario_name = c.at("scenario").as_string();
-  plan.strategy = c.at("strategy").as_string();
-  plan.sync = c.at("sync").as_string();
-  plan.steps = int(c.at("steps").as_int(1, 100000000));
-  plan.warmup_steps = int(c.at("warmup_steps").as_int(0, plan.steps - 1));
-  plan.batch_per_replica = int(c.at("batch_per_replica").as_int(1, 1 << 24));
-  plan.input_prefetch_batches = int(c.at("input_prefetch_batches").as_int(0, 1024));
-  plan.granularity = c.at("granularity").as_string();
+  settings_from_json(c, plan);
   const JsonCursor notes = c.at("notes");
   for (size_t i = 0; i < notes.size(); ++i) plan.notes.push_back(notes.at(i).as_string());
   const JsonCursor memory = c.at("memory");
-  for (size_t i = 0; i < memory.size(); ++i) {
-    const JsonCursor m = memory.at(i);
-    m.check_keys(
-        {"device", "weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes"});
-    DeviceMemory entry;
-    entry.device = int(m.at("device").as_int(0, 1 << 30));
-    entry.weights_bytes = m.at("weights_bytes").as_number_in(0, 1e18);
-    entry.gradients_bytes = m.at("gradients_bytes").as_number_in(0, 1e18);
-    entry.optimizer_bytes = m.at("optimizer_bytes").as_number_in(0, 1e18);
-    entry.activations_bytes = m.at("activations_bytes").as_number_in(0, 1e18);
-    plan.memory.push_back(entry);
-  }
-  plan.compute_jitter_fraction = c.at("compute_jitter_fraction").as_number();
-  if (plan.compute_jitter_fraction < 0 || plan.compute_jitter_fraction >= 1) {
-    c.at("compute_jitter_fraction").fail("expected a fraction in [0, 1)");
-  }
-  plan.step_jitter_fraction = c.at("step_jitter_fraction").as_number();
-  if (plan.step_jitter_fraction < 0 || plan.step_jitter_fraction >= 1) {
-    c.at("step_jitter_fraction").fail("expected a fraction in [0, 1)");
-  }
-  plan.seed = uint64_t(c.at("seed").as_int(0, INT64_MAX));
+  for (size_t i = 0; i < memory.size(); ++i) plan.memory.push_back(memory_from_json(memory.at(i)));
   plan.platform = platform_from_json(c.at("platform").value(), file, "/platform");
   const JsonCursor roles = c.at("roles");
-  for (size_t i = 0; i < roles.size(); ++i) {
-    const JsonCursor r = roles.at(i);
-    r.check_keys({"name", "kind", "device", "chief"});
-    Role role;
-    role.name = r.at("name").as_string();
-    role.kind = enum_from_name(r.at("kind"), kAllRoleKinds, role_kind_name);
-    role.device = int(r.at("device").as_int(0, int64_t(plan.platform.devices.size()) - 1));
-    role.chief = r.at("chief").as_bool();
-    plan.roles.push_back(role);
-  }
+  for (size_t i = 0; i < roles.size(); ++i) plan.roles.push_back(role_from_json(roles.at(i), plan));
   const JsonCursor ps_roles = c.at("ps_roles");
   for (size_t i = 0; i < ps_roles.size(); ++i) {
     plan.ps_roles.push_back(int(ps_roles.at(i).as_int(0, int64_t(plan.roles.size()) - 1)));
@@ -278,22 +306,7 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& file) {
   }
   const JsonCursor clients = c.at("clients");
   for (size_t i = 0; i < clients.size(); ++i) {
-    const JsonCursor cc = clients.at(i);
-    cc.check_keys(
-        {"role", "start_offset_s", "samples_per_step", "input_op", "global_step_op", "ops"});
-    ClientGraph graph;
-    graph.role = int(cc.at("role").as_int(0, int64_t(plan.roles.size()) - 1));
-    graph.start_offset_s = cc.at("start_offset_s").as_number();
-    if (graph.start_offset_s < 0) cc.at("start_offset_s").fail("must not be negative");
-    graph.samples_per_step = int(cc.at("samples_per_step").as_int(0, 1 << 30));
-    const JsonCursor ops = cc.at("ops");
-    for (size_t k = 0; k < ops.size(); ++k) {
-      graph.ops.push_back(op_from_json(ops.at(k), plan, int(k)));
-    }
-    const int64_t last_op = int64_t(graph.ops.size()) - 1;
-    graph.input_op = int(cc.at("input_op").as_int(0, last_op));
-    graph.global_step_op = int(cc.at("global_step_op").as_int(0, last_op));
-    plan.clients.push_back(std::move(graph));
+    plan.clients.push_back(client_from_json(clients.at(i), plan));
   }
   validate_plan(plan, file);
   return plan;
