@@ -43,6 +43,11 @@ nlohmann::json trace_meta_from_plan(const Plan& plan) {
   meta["scenario"] = plan.scenario_name;
   meta["strategy"] = plan.strategy;
   meta["sync"] = plan.sync;
+  if (plan.sync == "sync") {
+    meta["sync_replicas"] = {{"replicas_to_aggregate", plan.sync_replicas.replicas_to_aggregate},
+                             {"total_num_replicas", plan.sync_replicas.total_num_replicas},
+                             {"variant", plan.sync_replicas.variant}};
+  }
   meta["steps"] = plan.steps;
   meta["warmup_steps"] = plan.warmup_steps;
   meta["batch_per_replica"] = plan.batch_per_replica;
@@ -61,6 +66,7 @@ nlohmann::json trace_meta_from_plan(const Plan& plan) {
     meta["clients"].push_back({{"role", plan.roles[size_t(c.role)].name},
                                {"samples_per_step", c.samples_per_step},
                                {"start_offset_s", c.start_offset_s}});
+    if (c.data_steps > 0) meta["clients"].back()["data_steps"] = c.data_steps;
   }
   meta["ps"] = nlohmann::json::array();
   for (int role : plan.ps_roles) meta["ps"].push_back(plan.roles[size_t(role)].name);

@@ -147,6 +147,7 @@ void write_chrome_trace(std::ostream& out, const std::vector<ChromeTraceInput>& 
           slices.push_back({&e, pid_for(e.actor), "step", start, end, false});
           break;
         case EventKind::kUpdate:
+        case EventKind::kDropped:
           break;
       }
     }
@@ -169,6 +170,21 @@ void write_chrome_trace(std::ostream& out, const std::vector<ChromeTraceInput>& 
       stream.emit(flow);
     }
     for (const TraceEvent& e : trace.events) {
+      if (e.kind == EventKind::kDropped) {
+        stream.emit({{"ph", "i"},
+                     {"s", "t"},
+                     {"name", "dropped stale gradient " + trace.str(e.label)},
+                     {"cat", "dropped"},
+                     {"pid", pid_for(e.actor)},
+                     {"tid", 0},
+                     {"ts", ns_to_us(to_ns(e.start_s))},
+                     {"args",
+                      {{"worker", e.client == kNoString ? std::string() : trace.str(e.client)},
+                       {"step", e.step},
+                       {"local_step", e.global_step_read},
+                       {"accumulator_global_step", e.global_step_after}}}});
+        continue;
+      }
       if (e.kind != EventKind::kUpdate) continue;
       stream.emit(
           {{"ph", "i"},

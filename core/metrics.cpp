@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <unordered_map>
 
@@ -27,7 +28,9 @@ struct Meta {
   Platform platform;
   std::map<std::string, std::string> role_kind;  // role name -> "worker", "tower", ...
   std::vector<std::string> clients;
+  std::vector<int> samples_per_step;  // per client
   std::vector<double> bytes_per_ps;
+  bool synchronous = false;  // between_graph with sync "sync": steps count global steps
 };
 
 Meta read_meta(const Trace& trace, const std::string& source) {
@@ -45,7 +48,9 @@ Meta read_meta(const Trace& trace, const std::string& source) {
   const JsonCursor clients = c.at("clients");
   for (size_t i = 0; i < clients.size(); ++i) {
     m.clients.push_back(clients.at(i).at("role").as_string());
+    m.samples_per_step.push_back(int(clients.at(i).at("samples_per_step").as_int(0, 1 << 30)));
   }
+  m.synchronous = c.has("sync") && c.at("sync").as_string() == "sync";
   const JsonCursor ps = c.at("ps");
   m.bytes_per_ps.assign(ps.size(), 0.0);
   const JsonCursor variables = c.at("variables");
@@ -148,15 +153,51 @@ void accumulate_waits(const Trace& trace, const std::vector<const TraceEvent*>& 
 using StepTable = std::unordered_map<uint32_t, std::vector<Span>>;      // client -> spans by step
 using MeasuredTable = std::unordered_map<uint32_t, std::vector<bool>>;  // step inside window?
 
+// Steps by client. A synchronous worker's local steps may outnumber the global steps (a spare
+// token lets it contribute twice), so the table grows with the steps the trace has.
 StepTable step_spans(const Trace& trace, const Meta& meta) {
   StepTable steps;
+  constexpr int64_t kMaxLocalSteps = int64_t(1) << 26;  // far beyond any global step count
+  const int64_t limit = meta.synchronous ? kMaxLocalSteps : meta.steps;
   for (const TraceEvent& e : trace.events) {
-    if (e.kind != EventKind::kStep || e.step < 0 || e.step >= meta.steps) continue;
+    if (e.kind != EventKind::kStep || e.step < 0 || e.step >= limit) continue;
     std::vector<Span>& spans = steps[e.client];
-    spans.resize(size_t(meta.steps));
+    if (spans.size() <= size_t(e.step)) spans.resize(std::max(size_t(e.step) + 1, spans.size()));
     spans[size_t(e.step)] = {e.start_s, e.end_s};
   }
   return steps;
+}
+
+// Synchronous training: the window runs from the update that made global_step warmup_steps (the
+// first step's start when there is no warm-up) to the update that made it steps; a run whose
+// global_step stopped earlier is measured up to its last update, with a warning.
+void find_sync_window(RunMetrics& r, const Trace& trace, const Meta& meta,
+                      const std::string& source) {
+  double start = INFINITY, end = -1;
+  int64_t last_global_step = 0;
+  for (const TraceEvent& e : trace.events) {
+    if (e.kind == EventKind::kStep && meta.warmup_steps == 0) start = std::min(start, e.start_s);
+    if (e.kind != EventKind::kUpdate) continue;
+    if (e.global_step_after == meta.warmup_steps) start = e.end_s;
+    if (e.global_step_after <= meta.steps && e.global_step_after >= last_global_step) {
+      last_global_step = e.global_step_after;
+      end = e.end_s;
+    }
+  }
+  if (!std::isfinite(start) || !(end > start)) {
+    throw InputError(source, "/training/steps",
+                     "the measurement window is empty: global_step reached " +
+                         std::to_string(last_global_step) + " of " + std::to_string(meta.steps) +
+                         " (warm-up " + std::to_string(meta.warmup_steps) + ")");
+  }
+  if (last_global_step < meta.steps && !trace.meta.contains("stall")) {
+    r.warnings.push_back("global_step stopped at " + std::to_string(last_global_step) + " of " +
+                         std::to_string(meta.steps) +
+                         " (t = " + format_quantity(end, Dimension::kTime) +
+                         "): the window ends at the last update");
+  }
+  r.window_start_s = start;
+  r.window_end_s = end;
 }
 
 // The measured window: latest end of a last warm-up step to earliest end of a last step.
@@ -210,6 +251,46 @@ void add_update_figures(RunMetrics& r, const Trace& trace) {
   r.staleness_mean = r.updates_in_window > 0 ? staleness_sum / r.updates_in_window : 0;
 }
 
+// Synchronous training: the sync settings, computed samples and dropped gradients in the window.
+void add_sync_figures(RunMetrics& r, const Trace& trace, const Meta& meta,
+                      const std::string& source) {
+  const JsonCursor sync(trace.meta, source, "/meta");
+  const JsonCursor settings = sync.at("sync_replicas");
+  r.synchronous = true;
+  r.sync_variant = settings.at("variant").as_string();
+  r.replicas_to_aggregate = int(settings.at("replicas_to_aggregate").as_int(1, 1 << 30));
+  r.total_num_replicas = int(settings.at("total_num_replicas").as_int(1, 1 << 30));
+  if (sync.has("stall")) {
+    const JsonCursor stall = sync.at("stall");
+    r.stalled = true;
+    r.stall_start_s = stall.at("time_s").as_number_in(0, 1e300);
+    r.stall_end_s = stall.at("detected_s").as_number_in(r.stall_start_s, 1e300);
+    r.stall_global_step = stall.at("global_step").as_int(0, INT64_MAX);
+    r.stall_cause = stall.at("cause").as_string();
+    r.warnings.push_back("training stalled at global_step " + std::to_string(r.stall_global_step) +
+                         " (t = " + format_quantity(r.stall_start_s, Dimension::kTime) +
+                         "): " + r.stall_cause);
+  }
+  std::unordered_map<uint32_t, int> samples_of;
+  for (size_t i = 0; i < meta.clients.size(); ++i) {
+    samples_of[trace.find(meta.clients[i])] = meta.samples_per_step[i];
+  }
+  double computed = 0;
+  std::vector<std::pair<uint32_t, int64_t>> dropped;
+  for (const TraceEvent& e : trace.events) {
+    if (e.end_s <= r.window_start_s || e.end_s > r.window_end_s) continue;
+    if (e.kind == EventKind::kStep) {
+      auto found = samples_of.find(e.client);
+      if (found != samples_of.end()) computed += found->second;
+    } else if (e.kind == EventKind::kDropped) {
+      dropped.emplace_back(e.client, e.step);
+    }
+  }
+  std::sort(dropped.begin(), dropped.end());
+  r.dropped_gradients = int(std::unique(dropped.begin(), dropped.end()) - dropped.begin());
+  r.computed_samples_per_s = computed / (r.window_end_s - r.window_start_s);
+}
+
 // Step times: the steps wholly inside the window.
 MeasuredTable add_step_times(RunMetrics& r, const Trace& trace, const Meta& meta,
                              StepTable& steps) {
@@ -222,8 +303,8 @@ MeasuredTable add_step_times(RunMetrics& r, const Trace& trace, const Meta& meta
     cm.name = client;
     double sum = 0;
     std::vector<bool>& inside = measured[id];
-    inside.assign(size_t(meta.steps), false);
     const std::vector<Span>& spans = steps[id];
+    inside.assign(spans.size(), false);
     for (size_t k = 0; k < spans.size(); ++k) {
       const Span& s = spans[k];
       if (s.end_s < 0 || s.start_s < window_start - kTimeEpsilonS ||
@@ -400,7 +481,12 @@ RunMetrics compute_metrics(const Trace& trace, const std::string& source) {
   }
   add_memory(r, trace, source);
   StepTable steps = step_spans(trace, meta);
-  find_window(r, trace, meta, steps, source);
+  if (meta.synchronous) {
+    find_sync_window(r, trace, meta, source);
+    add_sync_figures(r, trace, meta, source);
+  } else {
+    find_window(r, trace, meta, steps, source);
+  }
   add_update_figures(r, trace);
   MeasuredTable measured = add_step_times(r, trace, meta, steps);
   add_utilisation(r, trace, meta);

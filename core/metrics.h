@@ -57,6 +57,22 @@ struct RunMetrics {
   Distribution step_time_s;
   double update_interval_s = 0;
   int updates_in_window = 0;
+  // Synchronous between-graph training (sync "sync"): what the workers computed, applied or not
+  // (worker steps ending in the window x their batch / window), and the worker steps whose
+  // gradient (one slice or more) an accumulator dropped as stale in the window.
+  bool synchronous = false;
+  std::string sync_variant;  // "tf" or "strict"
+  int replicas_to_aggregate = 0;
+  int total_num_replicas = 0;
+  double computed_samples_per_s = 0;
+  int dropped_gradients = 0;
+  // A synchronous run whose global_step stopped short of training.steps: from the last update
+  // (`stall_start_s`) to the end of the run, with its cause.
+  bool stalled = false;
+  double stall_start_s = 0;
+  double stall_end_s = 0;
+  int64_t stall_global_step = 0;
+  std::string stall_cause;
   double staleness_mean = 0;
   double staleness_max = 0;
   std::vector<ResourceUse> devices;  // by utilisation, highest first

@@ -9,12 +9,15 @@
 namespace replisim::core {
 namespace {
 
-constexpr OpKind kAllOpKinds[] = {OpKind::kInput,     OpKind::kSplit, OpKind::kReadVariable,
-                                  OpKind::kForward,   OpKind::kLoss,  OpKind::kBackward,
-                                  OpKind::kAggregate, OpKind::kApply, OpKind::kGlobalStepIncrement,
-                                  OpKind::kSend,      OpKind::kRecv};
+constexpr OpKind kAllOpKinds[] = {
+    OpKind::kInput,        OpKind::kSplit,     OpKind::kReadVariable,
+    OpKind::kForward,      OpKind::kLoss,      OpKind::kBackward,
+    OpKind::kAggregate,    OpKind::kApply,     OpKind::kGlobalStepIncrement,
+    OpKind::kSend,         OpKind::kRecv,      OpKind::kAccumulate,
+    OpKind::kTokenDequeue, OpKind::kLocalStep, OpKind::kTakeGradient,
+    OpKind::kTokenEnqueue};
 constexpr RoleKind kAllRoleKinds[] = {RoleKind::kClient, RoleKind::kWorker, RoleKind::kTower,
-                                      RoleKind::kParameterServer};
+                                      RoleKind::kParameterServer, RoleKind::kSyncQueueRunner};
 
 template <typename Enum, size_t N>
 Enum enum_from_name(const JsonCursor& c, const Enum (&all)[N], const char* (*name_of)(Enum)) {
@@ -98,6 +101,16 @@ const char* op_kind_name(OpKind kind) {
       return "send";
     case OpKind::kRecv:
       return "recv";
+    case OpKind::kAccumulate:
+      return "accumulate";
+    case OpKind::kTokenDequeue:
+      return "token_dequeue";
+    case OpKind::kLocalStep:
+      return "local_step";
+    case OpKind::kTakeGradient:
+      return "take_gradient";
+    case OpKind::kTokenEnqueue:
+      return "token_enqueue";
   }
   return "?";
 }
@@ -112,6 +125,8 @@ const char* role_kind_name(RoleKind kind) {
       return "tower";
     case RoleKind::kParameterServer:
       return "ps";
+    case RoleKind::kSyncQueueRunner:
+      return "sync_queue_runner";
   }
   return "?";
 }
@@ -140,6 +155,22 @@ std::vector<MemoryCheck> memory_checks(const Plan& plan) {
   });
   return out;
 }
+
+namespace {
+
+nlohmann::json client_to_json(const ClientGraph& c) {
+  nlohmann::json cj = {{"role", c.role},
+                       {"start_offset_s", c.start_offset_s},
+                       {"samples_per_step", c.samples_per_step},
+                       {"input_op", c.input_op},
+                       {"global_step_op", c.global_step_op},
+                       {"ops", nlohmann::json::array()}};
+  if (c.data_steps > 0) cj["data_steps"] = c.data_steps;
+  for (const Op& op : c.ops) cj["ops"].push_back(op_to_json(op));
+  return cj;
+}
+
+}  // namespace
 
 nlohmann::json plan_to_json(const Plan& plan) {
   nlohmann::json j;
@@ -179,15 +210,15 @@ nlohmann::json plan_to_json(const Plan& plan) {
     j["variables"].push_back({{"name", v.name}, {"bytes", v.bytes}, {"ps", v.ps}});
   }
   j["clients"] = nlohmann::json::array();
-  for (const ClientGraph& c : plan.clients) {
-    nlohmann::json cj = {{"role", c.role},
-                         {"start_offset_s", c.start_offset_s},
-                         {"samples_per_step", c.samples_per_step},
-                         {"input_op", c.input_op},
-                         {"global_step_op", c.global_step_op},
-                         {"ops", nlohmann::json::array()}};
-    for (const Op& op : c.ops) cj["ops"].push_back(op_to_json(op));
-    j["clients"].push_back(std::move(cj));
+  for (const ClientGraph& c : plan.clients) j["clients"].push_back(client_to_json(c));
+  if (plan.sync == "sync") {
+    const SyncReplicas& sr = plan.sync_replicas;
+    j["sync_replicas"] = {{"replicas_to_aggregate", sr.replicas_to_aggregate},
+                          {"total_num_replicas", sr.total_num_replicas},
+                          {"variant", sr.variant},
+                          {"initial_tokens", sr.initial_tokens},
+                          {"tokens_per_step", sr.tokens_per_step},
+                          {"chief_graph", client_to_json(sr.chief_graph)}};
   }
   return j;
 }
@@ -217,20 +248,37 @@ Role role_from_json(const JsonCursor& r, const Plan& plan) {
 }
 
 ClientGraph client_from_json(const JsonCursor& cc, const Plan& plan) {
-  cc.check_keys(
-      {"role", "start_offset_s", "samples_per_step", "input_op", "global_step_op", "ops"});
+  cc.check_keys({"role", "start_offset_s", "samples_per_step", "data_steps", "input_op",
+                 "global_step_op", "ops"});
   ClientGraph graph;
   graph.role = int(cc.at("role").as_int(0, int64_t(plan.roles.size()) - 1));
   graph.start_offset_s = cc.at("start_offset_s").as_number();
   if (graph.start_offset_s < 0) cc.at("start_offset_s").fail("must not be negative");
   graph.samples_per_step = int(cc.at("samples_per_step").as_int(0, 1 << 30));
+  if (cc.has("data_steps")) graph.data_steps = int(cc.at("data_steps").as_int(1, 1 << 30));
   const JsonCursor ops = cc.at("ops");
   for (size_t k = 0; k < ops.size(); ++k)
     graph.ops.push_back(op_from_json(ops.at(k), plan, int(k)));
   const int64_t last_op = int64_t(graph.ops.size()) - 1;
-  graph.input_op = int(cc.at("input_op").as_int(0, last_op));
-  graph.global_step_op = int(cc.at("global_step_op").as_int(0, last_op));
+  graph.input_op = int(cc.at("input_op").as_int(-1, last_op));
+  graph.global_step_op = int(cc.at("global_step_op").as_int(-1, last_op));
   return graph;
+}
+
+SyncReplicas sync_replicas_from_json(const JsonCursor& c, const Plan& plan) {
+  c.check_keys({"replicas_to_aggregate", "total_num_replicas", "variant", "initial_tokens",
+                "tokens_per_step", "chief_graph"});
+  SyncReplicas sr;
+  sr.replicas_to_aggregate = int(c.at("replicas_to_aggregate").as_int(1, 1 << 30));
+  sr.total_num_replicas = int(c.at("total_num_replicas").as_int(1, 1 << 30));
+  sr.variant = c.at("variant").as_string();
+  if (sr.variant != "tf" && sr.variant != "strict") {
+    c.at("variant").fail("unknown sync variant \"" + sr.variant + "\"; valid: tf, strict");
+  }
+  sr.initial_tokens = int(c.at("initial_tokens").as_int(0, 1 << 30));
+  sr.tokens_per_step = int(c.at("tokens_per_step").as_int(0, 1 << 30));
+  sr.chief_graph = client_from_json(c.at("chief_graph"), plan);
+  return sr;
 }
 
 double fraction_from_json(const JsonCursor& c) {
@@ -248,6 +296,9 @@ void settings_from_json(const JsonCursor& c, Plan& plan) {
   plan.scenario_name = c.at("scenario").as_string();
   plan.strategy = c.at("strategy").as_string();
   plan.sync = c.at("sync").as_string();
+  if (plan.sync != "async" && plan.sync != "sync") {
+    c.at("sync").fail("unknown sync mode \"" + plan.sync + "\"; valid: async, sync");
+  }
   plan.steps = int(c.at("steps").as_int(1, 100000000));
   plan.warmup_steps = int(c.at("warmup_steps").as_int(0, plan.steps - 1));
   plan.batch_per_replica = int(c.at("batch_per_replica").as_int(1, 1 << 24));
@@ -281,7 +332,8 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& file) {
                 "roles",
                 "ps_roles",
                 "variables",
-                "clients"});
+                "clients",
+                "sync_replicas"});
   Plan plan;
   settings_from_json(c, plan);
   const JsonCursor notes = c.at("notes");
@@ -308,9 +360,79 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& file) {
   for (size_t i = 0; i < clients.size(); ++i) {
     plan.clients.push_back(client_from_json(clients.at(i), plan));
   }
+  if (plan.sync == "sync") {
+    plan.sync_replicas = sync_replicas_from_json(c.at("sync_replicas"), plan);
+  } else if (c.has("sync_replicas")) {
+    c.at("sync_replicas").fail("only a plan with \"sync\": \"sync\" has sync_replicas");
+  }
   validate_plan(plan, file);
   return plan;
 }
+
+namespace {
+
+bool sync_only(OpKind kind) {
+  return kind == OpKind::kAccumulate || kind == OpKind::kTokenDequeue ||
+         kind == OpKind::kLocalStep || kind == OpKind::kTakeGradient ||
+         kind == OpKind::kTokenEnqueue;
+}
+
+// One step graph: topological order, send/recv pairs, the named input and global_step ops.
+// `chief_sync_op`: the chief's sync op of synchronous training (no input op).
+void validate_graph(const Plan& plan, const ClientGraph& graph, const std::string& base,
+                    const std::string& file, bool chief_sync_op) {
+  auto fail = [&](size_t op, const std::string& message) {
+    throw InputError(file, base + "/ops/" + std::to_string(op), message);
+  };
+  if (graph.ops.empty()) throw InputError(file, base + "/ops", "a step graph needs ops");
+  const bool sync = plan.sync == "sync";
+  for (size_t k = 0; k < graph.ops.size(); ++k) {
+    const Op& op = graph.ops[k];
+    for (int in : op.inputs) {
+      if (in < 0 || size_t(in) >= k) fail(k, "inputs must name earlier ops");
+    }
+    if (sync_only(op.kind) && !sync) fail(k, "a synchronous-training op in an async plan");
+    if ((op.kind == OpKind::kAccumulate || op.kind == OpKind::kTakeGradient) && op.variable < 0) {
+      fail(k, "an accumulator op needs its variable");
+    }
+    const bool transfer = op.kind == OpKind::kSend || op.kind == OpKind::kRecv;
+    if (!transfer) {
+      for (int in : op.inputs) {
+        if (graph.ops[size_t(in)].device != op.device) {
+          fail(k, "an input on another device needs a send/recv pair");
+        }
+      }
+      continue;
+    }
+    if (op.peer < 0 || size_t(op.peer) >= graph.ops.size()) fail(k, "peer out of range");
+    const Op& peer = graph.ops[size_t(op.peer)];
+    const OpKind expected = op.kind == OpKind::kSend ? OpKind::kRecv : OpKind::kSend;
+    if (peer.kind != expected || peer.peer != int(k) || peer.bytes != op.bytes) {
+      fail(k, "send/recv pair is inconsistent");
+    }
+    if (peer.device == op.device) fail(k, "send and recv on the same device");
+    if (op.kind == OpKind::kRecv && (op.inputs.size() != 1 || op.inputs[0] != op.peer)) {
+      fail(k, "a recv has exactly its send as input");
+    }
+  }
+  if (chief_sync_op
+          ? graph.input_op != -1
+          : graph.input_op < 0 || graph.ops[size_t(graph.input_op)].kind != OpKind::kInput) {
+    throw InputError(
+        file, base + "/input_op",
+        chief_sync_op ? "the sync op has no input op (-1)" : "does not name an input op");
+  }
+  const bool needs_increment = chief_sync_op || !sync;
+  if (needs_increment ? graph.global_step_op < 0 || graph.ops[size_t(graph.global_step_op)].kind !=
+                                                        OpKind::kGlobalStepIncrement
+                      : graph.global_step_op != -1) {
+    throw InputError(file, base + "/global_step_op",
+                     needs_increment ? "does not name a global step increment"
+                                     : "a synchronous worker does not increment global_step (-1)");
+  }
+}
+
+}  // namespace
 
 void validate_plan(const Plan& plan, const std::string& file) {
   if (plan.clients.empty()) throw InputError(file, "/clients", "a plan needs at least one client");
@@ -322,44 +444,23 @@ void validate_plan(const Plan& plan, const std::string& file) {
     }
   }
   for (size_t ci = 0; ci < plan.clients.size(); ++ci) {
-    const ClientGraph& graph = plan.clients[ci];
-    const std::string base = "/clients/" + std::to_string(ci);
-    auto fail = [&](size_t op, const std::string& message) {
-      throw InputError(file, base + "/ops/" + std::to_string(op), message);
-    };
-    if (graph.ops.empty()) throw InputError(file, base + "/ops", "a step graph needs ops");
-    for (size_t k = 0; k < graph.ops.size(); ++k) {
-      const Op& op = graph.ops[k];
-      for (int in : op.inputs) {
-        if (in < 0 || size_t(in) >= k) fail(k, "inputs must name earlier ops");
-      }
-      const bool transfer = op.kind == OpKind::kSend || op.kind == OpKind::kRecv;
-      if (!transfer) {
-        for (int in : op.inputs) {
-          if (graph.ops[size_t(in)].device != op.device) {
-            fail(k, "an input on another device needs a send/recv pair");
-          }
-        }
-        continue;
-      }
-      if (op.peer < 0 || size_t(op.peer) >= graph.ops.size()) fail(k, "peer out of range");
-      const Op& peer = graph.ops[size_t(op.peer)];
-      const OpKind expected = op.kind == OpKind::kSend ? OpKind::kRecv : OpKind::kSend;
-      if (peer.kind != expected || peer.peer != int(k) || peer.bytes != op.bytes) {
-        fail(k, "send/recv pair is inconsistent");
-      }
-      if (peer.device == op.device) fail(k, "send and recv on the same device");
-      if (op.kind == OpKind::kRecv && (op.inputs.size() != 1 || op.inputs[0] != op.peer)) {
-        fail(k, "a recv has exactly its send as input");
-      }
-    }
-    if (graph.ops[size_t(graph.input_op)].kind != OpKind::kInput) {
-      throw InputError(file, base + "/input_op", "does not name an input op");
-    }
-    if (graph.ops[size_t(graph.global_step_op)].kind != OpKind::kGlobalStepIncrement) {
-      throw InputError(file, base + "/global_step_op", "does not name a global step increment");
-    }
+    validate_graph(plan, plan.clients[ci], "/clients/" + std::to_string(ci), file, false);
   }
+  if (plan.sync != "sync") return;
+  const SyncReplicas& sr = plan.sync_replicas;
+  if (plan.strategy != "between_graph") {
+    throw InputError(file, "/sync", "synchronous replicas are a between_graph mode");
+  }
+  if (sr.total_num_replicas != int(plan.clients.size())) {
+    throw InputError(
+        file, "/sync_replicas/total_num_replicas",
+        "must equal the number of workers (" + std::to_string(plan.clients.size()) + ")");
+  }
+  if (sr.variant == "strict" && sr.replicas_to_aggregate > sr.total_num_replicas) {
+    throw InputError(file, "/sync_replicas/replicas_to_aggregate",
+                     "cannot exceed total_num_replicas with variant strict");
+  }
+  validate_graph(plan, sr.chief_graph, "/sync_replicas/chief_graph", file, true);
 }
 
 std::string fnv1a_hex(const std::string& bytes) {

@@ -25,10 +25,22 @@ enum class OpKind {
   kGlobalStepIncrement,  // global_step += 1 on the PS holding global_step (after the applies)
   kSend,                 // sending half of a cross-device edge (inserted by partitioning)
   kRecv,                 // receiving half; completes when the tensor has arrived
+  // Synchronous between-graph training (SyncReplicasOptimizer; Plan::sync_replicas):
+  kAccumulate,    // worker: apply_grad of one slice into its accumulator on the PS; dropped when
+                  // the worker's local_step is older than the accumulator's global step
+  kTokenDequeue,  // worker: take a token from the sync token queue (on global_step's PS); waits
+                  // while there is none; the token's value becomes the worker's next local_step
+  kLocalStep,     // worker: local_step = token (its step ends here)
+  kTakeGradient,  // chief's sync op: take_grad(replicas_to_aggregate) of one slice; waits until
+                  // that many fresh gradients are in, then resets the accumulator and bumps its
+                  // global step
+  kTokenEnqueue,  // chief's sync op: enqueue the tokens of the new global_step
 };
 const char* op_kind_name(OpKind kind);
 
-enum class RoleKind { kClient, kWorker, kTower, kParameterServer };
+// kSyncQueueRunner: the chief's thread that runs the sync op of synchronous between-graph
+// training once per global step (TF's chief_queue_runner).
+enum class RoleKind { kClient, kWorker, kTower, kParameterServer, kSyncQueueRunner };
 const char* role_kind_name(RoleKind kind);
 
 // A task of the distributed job. Trace events name their role ("client", "worker3", "ps0").
@@ -67,8 +79,10 @@ struct ClientGraph {
   int role = -1;              // the client / worker role (owner of the step events)
   double start_offset_s = 0;  // seeded start-up stagger
   int samples_per_step = 0;   // samples whose gradients one step applies
-  int input_op = -1;          // the kInput op (runs ahead of the step, see Plan)
-  int global_step_op = -1;    // the kGlobalStepIncrement op; its completion is an update
+  int data_steps = 0;         // steps of data it holds, then it exits; 0 = no limit
+  int input_op = -1;          // the kInput op (runs ahead of the step, see Plan); -1: none
+  int global_step_op = -1;    // the kGlobalStepIncrement op; its completion is an update;
+                              // -1: none (synchronous workers: the chief's sync op increments)
   std::vector<Op> ops;
 };
 
@@ -84,10 +98,27 @@ struct DeviceMemory {
   }
 };
 
+// Synchronous between-graph training (plan.sync == "sync"): TF's SyncReplicasOptimizer.
+// Workers' step graphs end with kAccumulate per slice, then kTokenDequeue and kLocalStep; the
+// chief's sync op (`chief_graph`, run once per global step until global_step reaches
+// Plan::steps) takes every slice's gradients, applies them, increments global_step and enqueues
+// the tokens. Source: tensorflow/python/training/sync_replicas_optimizer.py (TF 1.x).
+struct SyncReplicas {
+  int replicas_to_aggregate = 0;  // R: fresh gradients each take needs
+  int total_num_replicas = 0;     // T: workers
+  std::string variant = "tf";     // "tf" (shared token queue) or "strict" (one per worker)
+  // tf: tokens in the queue at the start (get_init_tokens_op's default: R) and enqueued per
+  // global step (max(T, R)). strict: 0 and 0 (each worker waits for a newer global_step).
+  int initial_tokens = 0;
+  int tokens_per_step = 0;
+  ClientGraph chief_graph;  // the sync op; its role is the kSyncQueueRunner
+};
+
 struct Plan {
   std::string scenario_name;
-  std::string strategy;  // "in_graph" or "between_graph"
-  std::string sync = "async";
+  std::string strategy;        // "in_graph" or "between_graph"
+  std::string sync = "async";  // "async" or "sync" (between_graph; see sync_replicas)
+  SyncReplicas sync_replicas;  // when sync == "sync"
   Platform platform;
   std::vector<Role> roles;
   std::vector<int> ps_roles;        // role index of each PS shard

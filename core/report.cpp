@@ -79,6 +79,26 @@ std::string format_report(const std::vector<RunMetrics>& runs, const std::string
   });
   row("throughput (samples/s)",
       [](const RunMetrics& r) { return fixed(r.throughput_samples_per_s, 1); });
+  bool any_sync = false;
+  for (const RunMetrics& r : runs) any_sync |= r.synchronous;
+  if (any_sync) {
+    row("sync mode", [](const RunMetrics& r) {
+      if (!r.synchronous) return std::string(r.strategy == "in_graph" ? "-" : "async");
+      return "sync " + r.sync_variant + ", R " + std::to_string(r.replicas_to_aggregate) +
+             " of T " + std::to_string(r.total_num_replicas);
+    });
+    row("computed (samples/s)", [](const RunMetrics& r) {
+      return r.synchronous ? fixed(r.computed_samples_per_s, 1) : std::string("-");
+    });
+    row("dropped gradients", [](const RunMetrics& r) {
+      return r.synchronous ? std::to_string(r.dropped_gradients) : std::string("-");
+    });
+    row("stall", [](const RunMetrics& r) {
+      if (!r.stalled) return std::string("-");
+      return "from " + fixed(r.stall_start_s, 3) + " s at global_step " +
+             std::to_string(r.stall_global_step);
+    });
+  }
   row("step time mean (ms)", [](const RunMetrics& r) { return milliseconds(r.step_time_s.mean); });
   row("step time p50 / p95 (ms)", [](const RunMetrics& r) {
     return milliseconds(r.step_time_s.p50) + " / " + milliseconds(r.step_time_s.p95);
@@ -181,6 +201,19 @@ nlohmann::json summary_json(const std::vector<RunMetrics>& runs, const nlohmann:
     run["update_interval_s"] = r.update_interval_s;
     run["updates_in_window"] = r.updates_in_window;
     run["staleness"] = {{"mean", r.staleness_mean}, {"max", r.staleness_max}};
+    if (r.synchronous) {
+      run["sync"] = {{"variant", r.sync_variant},
+                     {"replicas_to_aggregate", r.replicas_to_aggregate},
+                     {"total_num_replicas", r.total_num_replicas}};
+      run["computed_samples_per_s"] = r.computed_samples_per_s;
+      run["dropped_gradients"] = r.dropped_gradients;
+      if (r.stalled) {
+        run["stall"] = {{"start_s", r.stall_start_s},
+                        {"end_s", r.stall_end_s},
+                        {"global_step", r.stall_global_step},
+                        {"cause", r.stall_cause}};
+      }
+    }
     run["bottleneck"] = {{"resource", r.bottleneck.name},
                          {"utilization", r.bottleneck.utilization}};
     run["bytes_per_ps"] = r.bytes_per_ps;

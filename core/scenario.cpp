@@ -26,6 +26,10 @@ const char* network_model_name(NetworkModel model) {
   return model == NetworkModel::kIdeal ? "ideal" : "lv08";
 }
 
+const char* sync_variant_name(SyncVariant variant) {
+  return variant == SyncVariant::kStrict ? "strict" : "tf";
+}
+
 const MachineSpec* ClusterSpec::find_machine(const std::string& name) const {
   if (machine_index_.size() == machines.size()) {
     auto found = machine_index_.find(name);

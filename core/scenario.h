@@ -101,7 +101,24 @@ struct Jitter {
   double step_fraction = 0;     // a step starts U[0, f] x the previous step's time after it
 };
 
-enum class SyncMode { kAsync };
+// Between-graph sync mode. Asynchronous (TF's default): every worker applies its own gradients.
+// Synchronous: TF's SyncReplicasOptimizer — gradients go to per-variable accumulators on the PS;
+// the chief's sync op takes `replicas_to_aggregate` (R) of them per variable, applies, increments
+// global_step and enqueues tokens; a worker dequeues a token after each step, and a gradient
+// computed from an older global_step than the accumulator's is dropped.
+enum class SyncVariant {
+  kTf,      // TF: max(T, R) tokens per global step in one shared queue (R to start with), so a
+            // fast worker may take a spare token and contribute twice to one global step
+  kStrict,  // at most one gradient per worker per global step (each worker waits for the next
+            // global step after its push), for teaching: the "backup workers" scheme
+};
+struct SyncSpec {
+  bool synchronous = false;
+  int replicas_to_aggregate = 0;  // R (1..)
+  int total_num_replicas = 0;     // T: the number of workers; backup workers = T - R
+  SyncVariant variant = SyncVariant::kTf;
+};
+const char* sync_variant_name(SyncVariant variant);
 
 // The optimizer: what an apply costs on the PS and how much state it keeps per parameter
 // (TF's GradientDescentOptimizer, MomentumOptimizer, AdamOptimizer).
@@ -126,7 +143,7 @@ struct TrainingSpec {
   std::string client;              // machine that runs the in-graph client
   std::vector<DeviceRef> ps;       // one parameter server task per entry
   std::string variable_placement;  // a placement policy name (placement.h)
-  SyncMode sync = SyncMode::kAsync;
+  SyncSpec sync;                   // between_graph only
   Costs costs;
   Jitter jitter;
   OptimizerSpec optimizer;
@@ -134,6 +151,9 @@ struct TrainingSpec {
   // equal forward FLOP (fewer, larger ops and transfers for large simulations).
   int granularity_groups = 0;
   std::vector<PlacementRule> placement;  // empty = data parallel only
+  // Between-graph: the steps of data each worker holds (one per replica); a worker out of data
+  // exits. Empty = every worker has data for all its steps.
+  std::vector<int> data_steps_per_worker;
 };
 
 struct Scenario {
@@ -167,6 +187,7 @@ inline constexpr double kMaxFlopPerParam = 1e6;
 inline constexpr double kMinSamplesPerS = 1e-3;  // input pipeline rate when not 0 (free)
 inline constexpr double kMaxSamplesPerS = 1e12;
 inline constexpr int kMaxSteps = 1000000;
+inline constexpr int kMaxReplicas = 1000000;  // replicas_to_aggregate, total_num_replicas
 inline constexpr int kMaxBatch = 1 << 24;
 inline constexpr double kMaxGpuMemoryBytes = 1e15;
 }  // namespace limits

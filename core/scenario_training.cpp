@@ -280,12 +280,76 @@ Jitter parse_jitter(const JsonCursor* c) {
   return jitter;
 }
 
+// A number (every worker) or a list with one number per worker: steps of data, at least 1.
+std::vector<int> parse_data_steps(const JsonCursor& c, int workers) {
+  if (!c.value().is_array()) {
+    return std::vector<int>(size_t(workers), int(c.as_int(1, limits::kMaxSteps)));
+  }
+  if (c.size() != size_t(workers)) {
+    c.fail("expected one entry per worker (" + std::to_string(workers) + "), got " +
+           std::to_string(c.size()));
+  }
+  std::vector<int> steps;
+  for (size_t i = 0; i < c.size(); ++i) steps.push_back(int(c.at(i).as_int(1, limits::kMaxSteps)));
+  return steps;
+}
+
+// "async", "sync" (R = T = workers, variant tf) or {"replicas_to_aggregate", "total_num_replicas",
+// "variant"}.
+SyncSpec parse_sync(const JsonCursor& c, int workers) {
+  SyncSpec sync;
+  if (c.value().is_string()) {
+    const std::string mode = c.as_string();
+    if (mode == "async") return sync;
+    if (mode != "sync") {
+      c.fail("unknown sync mode \"" + mode +
+             "\"; expected \"async\", \"sync\" or {\"replicas_to_aggregate\": R, "
+             "\"total_num_replicas\": T, \"variant\": \"tf\" | \"strict\"}");
+    }
+    sync.synchronous = true;
+    sync.replicas_to_aggregate = sync.total_num_replicas = workers;
+    return sync;
+  }
+  c.check_keys({"replicas_to_aggregate", "total_num_replicas", "variant"});
+  sync.synchronous = true;
+  sync.total_num_replicas = c.has("total_num_replicas")
+                                ? int(c.at("total_num_replicas").as_int(1, limits::kMaxReplicas))
+                                : workers;
+  if (sync.total_num_replicas != workers) {
+    c.at("total_num_replicas")
+        .fail("total_num_replicas (" + std::to_string(sync.total_num_replicas) +
+              ") must equal the number of workers (" + std::to_string(workers) +
+              "); backup workers are total_num_replicas - replicas_to_aggregate");
+  }
+  sync.replicas_to_aggregate =
+      c.has("replicas_to_aggregate")
+          ? int(c.at("replicas_to_aggregate").as_int(1, limits::kMaxReplicas))
+          : workers;
+  if (c.has("variant")) {
+    const std::string variant = c.at("variant").as_string();
+    if (variant == "strict") {
+      sync.variant = SyncVariant::kStrict;
+    } else if (variant != "tf") {
+      c.at("variant").fail("unknown sync variant \"" + variant + "\"; valid: tf, strict");
+    }
+  }
+  if (sync.variant == SyncVariant::kStrict && sync.replicas_to_aggregate > workers) {
+    c.at("replicas_to_aggregate")
+        .fail(
+            "with variant \"strict\" each worker gives at most one gradient per global step, so "
+            "replicas_to_aggregate (" +
+            std::to_string(sync.replicas_to_aggregate) + ") cannot exceed the workers (" +
+            std::to_string(workers) + ")");
+  }
+  return sync;
+}
+
 }  // namespace
 
 TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Model& model) {
   c.check_keys({"batch_per_replica", "steps", "warmup_steps", "replicas", "client", "ps",
                 "variable_placement", "sync", "optimizer", "costs", "jitter", "granularity",
-                "placement"});
+                "placement", "data_steps_per_worker"});
   TrainingSpec t;
   t.batch_per_replica = int(c.at("batch_per_replica").as_int(1, limits::kMaxBatch));
   t.steps = c.has("steps") ? int(c.at("steps").as_int(1, limits::kMaxSteps)) : kDefaultSteps;
@@ -320,11 +384,10 @@ TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Mod
                 "\"; valid: " + join_names(placement_policy_names()));
     }
   }
-  if (c.has("sync")) {
-    const JsonCursor sync = c.at("sync");
-    if (!(sync.value().is_string() && sync.as_string() == "async")) {
-      sync.fail("synchronous training (SyncReplicasOptimizer) is not supported yet; use \"async\"");
-    }
+  if (c.has("sync")) t.sync = parse_sync(c.at("sync"), int(t.replicas.size()));
+  if (c.has("data_steps_per_worker")) {
+    t.data_steps_per_worker =
+        parse_data_steps(c.at("data_steps_per_worker"), int(t.replicas.size()));
   }
   if (c.has("optimizer")) t.optimizer = parse_optimizer(c.at("optimizer"));
   if (c.has("granularity")) t.granularity_groups = parse_granularity(c.at("granularity"));

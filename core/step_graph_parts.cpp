@@ -155,6 +155,64 @@ int add_applies(StepGraphBuilder& builder, const Scenario& scenario, const Plan&
   return builder.add(std::move(increment), applied);
 }
 
+int add_accumulates_and_token(StepGraphBuilder& builder, const Plan& plan,
+                              const ModelLayout& layout,
+                              const std::vector<std::vector<int>>& gradient, int device, int role) {
+  // ConditionalAccumulator.apply_grad sums the gradient into the accumulator: one add per element.
+  constexpr double kAccumulateFlopPerParam = 1;
+  std::vector<Edge> accumulated;
+  for (size_t g = 0; g < layout.groups.size(); ++g) {
+    const std::vector<Slice>& slices = layout.slices[g];
+    for (size_t s = 0; s < slices.size(); ++s) {
+      Op accumulate = slice_op(plan, layout, g, s, OpKind::kAccumulate, "accumulate/");
+      accumulate.compute_flop = kAccumulateFlopPerParam * slices[s].params;
+      const int id = builder.add(std::move(accumulate), {{gradient[g][s], slices[s].bytes}});
+      accumulated.push_back({id, 0.0});  // control edge
+    }
+  }
+  Op dequeue;
+  dequeue.name = "sync_token_q/dequeue";
+  dequeue.kind = OpKind::kTokenDequeue;
+  dequeue.device = device_of_shard(plan, plan.variables[0].ps);
+  dequeue.role = plan.ps_roles[size_t(plan.variables[0].ps)];
+  dequeue.variable = 0;
+  const int token = builder.add(std::move(dequeue), accumulated);
+  Op assign;
+  assign.name = "local_step/assign";
+  assign.kind = OpKind::kLocalStep;
+  assign.device = device;
+  assign.role = role;
+  constexpr double kTokenBytes = 8;  // the token is the int64 global_step
+  return builder.add(std::move(assign), {{token, kTokenBytes}});
+}
+
+ClientGraph chief_sync_graph(const Scenario& scenario, const Plan& plan, const ModelLayout& layout,
+                             int role, int samples_per_step) {
+  StepGraphBuilder builder(plan.platform, scenario.training.costs.per_message_overhead_s);
+  std::vector<std::vector<int>> taken(layout.groups.size());
+  for (size_t g = 0; g < layout.groups.size(); ++g) {
+    for (size_t s = 0; s < layout.slices[g].size(); ++s) {
+      taken[g].push_back(
+          builder.add(slice_op(plan, layout, g, s, OpKind::kTakeGradient, "take_grad/"), {}));
+    }
+  }
+  const int increment = add_applies(builder, scenario, plan, layout, taken);
+  Op enqueue;
+  enqueue.name = "sync_token_q/enqueue";
+  enqueue.kind = OpKind::kTokenEnqueue;
+  enqueue.device = builder.op(increment).device;
+  enqueue.role = builder.op(increment).role;
+  enqueue.variable = 0;
+  builder.add(std::move(enqueue), {{increment, 0.0}});
+  ClientGraph graph;
+  graph.role = role;
+  graph.samples_per_step = samples_per_step;
+  graph.input_op = -1;
+  graph.global_step_op = increment;
+  graph.ops = builder.take();
+  return graph;
+}
+
 void account_replica_memory(Plan& plan, const Model& model, const ModelLayout& layout,
                             const GroupPlacement& where, int samples) {
   for (size_t g = 0; g < layout.groups.size(); ++g) {

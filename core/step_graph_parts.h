@@ -60,6 +60,20 @@ std::vector<int> add_backward_chain(StepGraphBuilder& builder, const Model& mode
 int add_applies(StepGraphBuilder& builder, const Scenario& scenario, const Plan& plan,
                 const ModelLayout& layout, const std::vector<std::vector<int>>& gradient);
 
+// Synchronous training, worker side: each slice's gradient (from `gradient[g][s]`) goes into its
+// accumulator on the PS (kAccumulate: one add per parameter), then, after all of them, the worker
+// dequeues a token on global_step's PS and assigns it to its local_step on `device` (an int64).
+// Returns the kLocalStep op.
+int add_accumulates_and_token(StepGraphBuilder& builder, const Plan& plan,
+                              const ModelLayout& layout,
+                              const std::vector<std::vector<int>>& gradient, int device, int role);
+
+// Synchronous training, the chief's sync op: take every slice's aggregated gradient, apply it,
+// increment global_step after all applies, then enqueue the tokens. `role` is the
+// kSyncQueueRunner; `samples_per_step` the samples one global step applies.
+ClientGraph chief_sync_graph(const Scenario& scenario, const Plan& plan, const ModelLayout& layout,
+                             int role, int samples_per_step);
+
 // Adds to plan.memory what one tower/worker keeps on its devices: the weights it reads (unless
 // they live on that device already), their gradients, and every layer's output for `samples`
 // (kept for the backward pass), plus the input batch on the first group's device.

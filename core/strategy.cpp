@@ -16,7 +16,8 @@ const std::vector<Strategy>& strategies() {
        compile_in_graph},
       {"between_graph",
        "one client per worker with a full graph copy; variables on parameter servers; workers "
-       "pull, compute and push on their own (async); worker 0 is the chief",
+       "pull, compute and push on their own (async) or aggregate through the chief's sync op "
+       "(sync); worker 0 is the chief",
        compile_between_graph},
   };
   return kStrategies;

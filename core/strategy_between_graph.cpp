@@ -1,8 +1,14 @@
-// Between-graph replication, asynchronous: one client per replica with its own full graph
-// (input pipeline, forward, loss, backward); variables on parameter servers. Each step a worker
-// reads every variable from its PS, computes, and sends each gradient to the variable's PS,
-// which applies it; TF's optimizer then increments global_step (Optimizer.apply_gradients puts
-// the increment after the applies). No worker waits for another.
+// Between-graph replication: one client per replica with its own full graph (input pipeline,
+// forward, loss, backward); variables on parameter servers. Each step a worker reads every
+// variable from its PS and computes its gradients.
+// - async: it sends each gradient to the variable's PS, which applies it; TF's optimizer then
+//   increments global_step (Optimizer.apply_gradients puts the increment after the applies). No
+//   worker waits for another.
+// - sync (SyncReplicasOptimizer): it sends each gradient into the variable's accumulator, then
+//   dequeues a token; the chief's sync op aggregates, applies, increments and enqueues tokens
+//   (Plan::sync_replicas).
+#include <algorithm>
+
 #include "core/error.h"
 #include "core/random.h"
 #include "core/step_graph_parts.h"
@@ -47,7 +53,11 @@ ClientGraph worker_graph(const Scenario& scenario, Plan& plan, const ModelLayout
   for (size_t g = 0; g < gradient.size(); ++g) {
     gradient[g].assign(layout.slices[g].size(), backward[g]);
   }
-  const int increment = add_applies(builder, scenario, plan, layout, gradient);
+  const int increment =
+      t.sync.synchronous ? -1 : add_applies(builder, scenario, plan, layout, gradient);
+  if (t.sync.synchronous) {
+    add_accumulates_and_token(builder, plan, layout, gradient, device, role);
+  }
   account_replica_memory(plan, scenario.model, layout, where, samples);
 
   ClientGraph graph;
@@ -57,6 +67,25 @@ ClientGraph worker_graph(const Scenario& scenario, Plan& plan, const ModelLayout
   graph.global_step_op = increment;
   graph.ops = builder.take();
   return graph;
+}
+
+// The sync settings and the chief's sync op (run by its queue runner on the chief's device).
+void add_sync_replicas(const Scenario& scenario, Plan& plan, const ModelLayout& layout) {
+  const SyncSpec& spec = scenario.training.sync;
+  SyncReplicas& sr = plan.sync_replicas;
+  plan.sync = "sync";
+  sr.replicas_to_aggregate = spec.replicas_to_aggregate;
+  sr.total_num_replicas = spec.total_num_replicas;
+  sr.variant = sync_variant_name(spec.variant);
+  if (spec.variant == SyncVariant::kTf) {
+    sr.initial_tokens = spec.replicas_to_aggregate;  // get_init_tokens_op(num_tokens=-1)
+    sr.tokens_per_step = std::max(spec.total_num_replicas, spec.replicas_to_aggregate);
+  }
+  const int chief_device = plan.roles[size_t(plan.clients.front().role)].device;
+  const int role = add_role(plan, "chief/sync", RoleKind::kSyncQueueRunner, chief_device);
+  sr.chief_graph =
+      chief_sync_graph(scenario, plan, layout, role,
+                       spec.replicas_to_aggregate * scenario.training.batch_per_replica);
 }
 
 }  // namespace
@@ -78,7 +107,10 @@ Plan compile_between_graph(const Scenario& scenario, const CompileOptions& optio
     const int role = add_role(plan, "worker" + std::to_string(w), RoleKind::kWorker, device,
                               /*chief=*/w == 0);
     plan.clients.push_back(worker_graph(scenario, plan, layout, device, role));
+    if (!t.data_steps_per_worker.empty())
+      plan.clients.back().data_steps = t.data_steps_per_worker[w];
   }
+  if (t.sync.synchronous) add_sync_replicas(scenario, plan, layout);
   account_ps_memory(plan, scenario);
   // The chief starts first; the others within the stagger, as TF workers come up one by one
   // after the chief has initialised the variables (seeded; docs/scenario-format.md).

@@ -154,6 +154,16 @@ Plan compile_in_graph(const Scenario& scenario, const CompileOptions& options) {
         "training.placement makes in_graph one model-parallel tower on the "
         "placement's devices; training.replicas is used by between_graph only");
   }
+  if (!t.data_steps_per_worker.empty()) {
+    plan.notes.push_back(
+        "training.data_steps_per_worker applies to between_graph only: the in_graph client "
+        "feeds every tower from one input pipeline");
+  }
+  if (t.sync.synchronous) {
+    plan.notes.push_back(
+        "training.sync applies to between_graph only: in_graph is synchronous by construction "
+        "(each global step waits for every tower)");
+  }
   const std::vector<GroupPlacement> tower = towers(scenario, plan, layout);
   const int sub_batch = t.batch_per_replica;
   const int batch = sub_batch * int(tower.size());

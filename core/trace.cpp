@@ -12,6 +12,8 @@ const char* event_kind_name(EventKind kind) {
       return "step";
     case EventKind::kUpdate:
       return "update";
+    case EventKind::kDropped:
+      return "dropped";
   }
   return "?";
 }
@@ -26,6 +28,8 @@ const char* lane_name(EventKind kind) {
       return "step";
     case EventKind::kUpdate:
       return "update";
+    case EventKind::kDropped:
+      return "dropped";
   }
   return "?";
 }

@@ -17,6 +17,9 @@ enum class EventKind : uint8_t {
   kTransfer = 1,  // a tensor from (actor, device) to (peer_actor, peer): bytes, message_id
   kStep = 2,      // one step of a client graph: actor = the client / worker
   kUpdate = 3,    // global_step incremented after a client's step applied its gradients
+  kDropped = 4,   // synchronous training: a stale gradient slice dropped by its accumulator
+                  // (instant, on the PS; step = the worker's local step, global_step_read = the
+                  // worker's local_step, global_step_after = the accumulator's global step)
 };
 const char* event_kind_name(EventKind kind);
 

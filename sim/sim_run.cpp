@@ -22,15 +22,23 @@ std::vector<bool> devices_used(const core::Plan& plan) {
   for (const core::ClientGraph& graph : plan.clients) {
     for (const Op& op : graph.ops) used[size_t(op.device)] = true;
   }
+  for (const Op& op : plan.sync_replicas.chief_graph.ops) used[size_t(op.device)] = true;
   return used;
 }
 
 void SimRun::prepare_clients() {
   std::map<std::pair<int, int>, int> connection_of;  // (source, destination) device
-  clients_.resize(plan_.clients.size());
-  for (size_t c = 0; c < plan_.clients.size(); ++c) {
+  std::vector<const core::ClientGraph*> graphs;
+  for (const core::ClientGraph& graph : plan_.clients) graphs.push_back(&graph);
+  const bool sync = plan_.sync == "sync";
+  if (sync) graphs.push_back(&plan_.sync_replicas.chief_graph);
+  clients_.resize(graphs.size());
+  for (size_t c = 0; c < graphs.size(); ++c) {
     ClientState& s = clients_[c];
-    s.graph = &plan_.clients[c];
+    s.graph = graphs[c];
+    s.loop = !sync                      ? StepLoop::kFixedSteps
+             : c < plan_.clients.size() ? StepLoop::kSyncWorker
+                                        : StepLoop::kChiefSyncOp;
     const std::vector<Op>& ops = s.graph->ops;
     s.dependents.assign(ops.size(), {});
     s.in_degree.assign(ops.size(), 0);
@@ -66,6 +74,11 @@ void SimRun::dispatch(int c, int op_index) {
   switch (op.kind) {
     case OpKind::kRecv:
       return;  // completes when the receiver actor gets the tensor
+    case OpKind::kTakeGradient:
+    case OpKind::kTokenDequeue:
+    case OpKind::kTokenEnqueue:
+      dispatch_sync(c, op_index);
+      return;
     case OpKind::kSend: {
       const int id = clients_[size_t(c)].connection[size_t(op_index)];
       Connection& connection = connections_[size_t(id)];
@@ -121,6 +134,7 @@ void SimRun::complete_now(int c, int op_index) {
     trace_.events.push_back(update);
     trace_.counters.push_back({global_step_counter_, now, double(global_step_)});
   }
+  if (s.graph->ops[size_t(op_index)].kind == OpKind::kAccumulate) accumulate(c, op_index);
   for (int next : s.dependents[size_t(op_index)]) {
     if (--s.remaining_inputs[size_t(next)] == 0) dispatch(c, next);
   }
@@ -139,8 +153,13 @@ void SimRun::finish_step(int c) {
   step.start_s = s.step_start_s;
   step.end_s = sg4::Engine::get_clock();
   step.global_step_read = s.global_step_read;
-  trace_.events.push_back(step);
-  if (++s.step < plan_.steps) {
+  if (s.loop != StepLoop::kChiefSyncOp) trace_.events.push_back(step);
+  ++s.step;
+  if (s.loop == StepLoop::kChiefSyncOp && more_steps(s)) {
+    start_step(c);  // the chief's queue runner runs the sync op again at once
+    return;
+  }
+  if (more_steps(s)) {
     // Host-side noise between steps (session.run dispatch, the training loop): the next step
     // starts after U[0, f] x the step just finished (docs/scenario-format.md, jitter.step).
     const double delay =
@@ -164,10 +183,11 @@ void SimRun::start_step(int c) {
   s.remaining_inputs = s.in_degree;
   s.remaining_ops = s.graph->ops.size();
   s.step_start_s = sg4::Engine::get_clock();
-  s.global_step_read = global_step_;
+  s.global_step_read = s.loop == StepLoop::kSyncWorker ? s.next_local_step : global_step_;
   for (size_t k = 0; k < s.graph->ops.size(); ++k) {
     if (s.in_degree[k] == 0 && int(k) != s.graph->input_op) dispatch(c, int(k));
   }
+  if (s.graph->input_op < 0) return;
   if (s.batches_ready > 0) {
     --s.batches_ready;
     complete(c, s.graph->input_op);
@@ -180,7 +200,9 @@ void SimRun::start_step(int c) {
 // The input pipeline runs ahead of the steps, up to Plan::input_prefetch_batches batches.
 void SimRun::maybe_produce(int c) {
   ClientState& s = clients_[size_t(c)];
-  if (s.producing || s.produced >= plan_.steps) return;
+  if (s.graph->input_op < 0 || s.producing) return;
+  if (s.loop == StepLoop::kFixedSteps && s.produced >= plan_.steps) return;
+  if (s.graph->data_steps > 0 && s.produced >= s.graph->data_steps) return;
   if (s.batches_ready >= plan_.input_prefetch_batches && !s.waiting_for_input) return;
   const Op& input = s.graph->ops[size_t(s.graph->input_op)];
   s.producing = true;
@@ -275,6 +297,7 @@ core::Trace SimRun::run() {
   trace_.meta = core::trace_meta_from_plan(plan_);
   global_step_counter_ = trace_.intern("global_step");
   prepare_clients();
+  prepare_sync();
   // Room for every event up front: steps x (ops that leave an event), plus steps and updates.
   size_t events_per_step = 0;
   for (const core::ClientGraph& graph : plan_.clients) {
@@ -289,7 +312,11 @@ core::Trace SimRun::run() {
   const auto start = std::chrono::steady_clock::now();
   engine.run();
   engine_wall_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (finished_clients_ < int(clients_.size())) {
+  if (sync_.enabled && global_step_ < plan_.steps && finished_clients_ < int(clients_.size())) {
+    // Synchronous training stopped: SimGrid found every actor blocked (a take waiting for
+    // gradients no live worker will send, workers waiting for tokens).
+    trace_.meta["stall"] = sync_stall();
+  } else if (finished_clients_ < int(clients_.size())) {
     throw core::BackendError(
         "the simulation deadlocked at t=" + std::to_string(sg4::Engine::get_clock()) + " s with " +
         std::to_string(clients_.size() - size_t(finished_clients_)) + " client(s) unfinished");

@@ -69,9 +69,17 @@ struct DeviceState {
   std::deque<ComputeItem> compute_queue;
 };
 
+// How a client graph loops over its steps.
+enum class StepLoop {
+  kFixedSteps,   // Plan::steps steps (in-graph client, async worker)
+  kSyncWorker,   // until the token it dequeues says global_step reached Plan::steps
+  kChiefSyncOp,  // the chief's sync op: once per global step until Plan::steps; no step events
+};
+
 // Static facts about one client graph plus its dynamic step state.
 struct ClientState {
   const core::ClientGraph* graph = nullptr;
+  StepLoop loop = StepLoop::kFixedSteps;
   std::vector<std::vector<int>> dependents;
   std::vector<int> in_degree;
   std::vector<uint32_t> label, actor, device_name;  // interned strings per op
@@ -83,13 +91,29 @@ struct ClientState {
   std::vector<int> remaining_inputs;
   size_t remaining_ops = 0;
   double step_start_s = 0;
-  int64_t global_step_read = 0;
+  int64_t global_step_read = 0;  // sync workers: their local_step (the token they hold)
+  int64_t next_local_step = 0;   // sync workers: the token dequeued in this step
   // Input pipeline state.
   int produced = 0;
   int batches_ready = 0;
   bool producing = false;
   bool waiting_for_input = false;
   bool finished = false;
+};
+
+// Synchronous training (SyncReplicasOptimizer): the accumulators, keyed by the first variable of
+// each slice, and the token queue.
+struct SyncState {
+  bool enabled = false;
+  bool strict = false;
+  int replicas_to_aggregate = 0;
+  int tokens_per_step = 0;
+  std::vector<int64_t> accumulator_step;  // the accumulator's global step (bumped by each take)
+  std::vector<int> accumulated;           // fresh gradients in since the last take
+  std::vector<std::pair<int, int>> waiting_take;  // (client, op) of a take waiting; (-1, -1)
+  std::deque<int64_t> tokens;
+  std::deque<std::pair<int, int>> waiting_dequeue;  // (client, op), in arrival order
+  bool done = false;  // global_step reached Plan::steps: dequeues return at once
 };
 
 class SimRun {
@@ -118,12 +142,24 @@ class SimRun {
   void maybe_produce(int c);
   void finish_production(int c);
   double jitter_factor(int c, int device, int64_t step) const;
+  bool more_steps(const ClientState& s) const;
+  // Synchronous training (sim_sync.cpp).
+  void prepare_sync();
+  bool dispatch_sync(int c, int op);  // false: not a sync op
+  void accumulate(int c, int op);
+  void take_gradient(int c, int op);
+  void dequeue_token(int c, int op);
+  void enqueue_tokens();
+  // Why a synchronous run stopped short of Plan::steps: {"time_s" (the last update),
+  // "global_step", "live_workers", "detected_s", "cause"}.
+  nlohmann::json sync_stall() const;
 
   const core::Plan& plan_;
   double engine_wall_s_ = 0;
   core::Trace trace_;
   std::vector<DeviceState> devices_;
-  std::vector<ClientState> clients_;
+  std::vector<ClientState> clients_;  // plan clients, then the chief's sync op when sync
+  SyncState sync_;
   std::vector<Connection> connections_;
   std::vector<TransferActor> transfers_;
   std::vector<int> idle_transfers_;

@@ -108,6 +108,47 @@ TEST(Plan, JsonRoundTrip) {
   }
 }
 
+TEST(Plan, SyncReplicasRoundTripAndShape) {
+  nlohmann::json doc = two_machine_doc();
+  doc["training"]["sync"] = {{"replicas_to_aggregate", 1}};
+  const Plan plan = compile_plan(test::parse(doc), "between_graph", {3});
+  EXPECT_EQ(plan.sync, "sync");
+  EXPECT_EQ(plan.sync_replicas.variant, "tf");
+  EXPECT_EQ(plan.sync_replicas.initial_tokens, 1);   // R, as get_init_tokens_op
+  EXPECT_EQ(plan.sync_replicas.tokens_per_step, 2);  // max(T, R)
+  for (const ClientGraph& worker : plan.clients) {
+    EXPECT_EQ(worker.global_step_op, -1);
+    EXPECT_EQ(count(worker, OpKind::kApply), 0);
+    EXPECT_EQ(count(worker, OpKind::kAccumulate), 2);  // one per layer
+    EXPECT_EQ(count(worker, OpKind::kTokenDequeue), 1);
+    EXPECT_EQ(worker.ops.back().kind, OpKind::kLocalStep);
+  }
+  const ClientGraph& chief = plan.sync_replicas.chief_graph;
+  EXPECT_EQ(count(chief, OpKind::kTakeGradient), 2);
+  EXPECT_EQ(count(chief, OpKind::kApply), 2);
+  EXPECT_EQ(count(chief, OpKind::kTokenEnqueue), 1);
+  EXPECT_EQ(chief.samples_per_step, 32);  // R x batch
+  EXPECT_EQ(plan.roles[size_t(chief.role)].kind, RoleKind::kSyncQueueRunner);
+  const nlohmann::json j = plan_to_json(plan);
+  const Plan back = plan_from_json(j, "plan.json");
+  EXPECT_EQ(plan_to_json(back), j);
+  // A sync op in an async plan, and a sync plan without its settings, are rejected.
+  nlohmann::json bad = j;
+  bad["sync"] = "async";
+  EXPECT_THROW(plan_from_json(bad, "p.json"), InputError);
+  bad = j;
+  bad.erase("sync_replicas");
+  EXPECT_THROW(plan_from_json(bad, "p.json"), InputError);
+  bad = j;
+  bad["sync_replicas"]["total_num_replicas"] = 5;
+  try {
+    plan_from_json(bad, "p.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.json_path(), "/sync_replicas/total_num_replicas") << e.what();
+  }
+}
+
 TEST(Plan, StaggerIsSeededAndChiefStartsFirst) {
   const Scenario s = test::parse(two_machine_doc());
   const Plan a = compile_plan(s, "between_graph", {1});

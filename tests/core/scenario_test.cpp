@@ -118,8 +118,36 @@ TEST(Scenario, BadInputNamesTheJsonPath) {
   expect_error(doc, "/cluster/network_model", "valid: lv08, ideal");
 
   doc = valid();
-  doc["training"]["sync"] = "sync";
-  expect_error(doc, "/training/sync", "not supported yet");
+  doc["training"]["sync"] = "synchronous";
+  expect_error(doc, "/training/sync", "unknown sync mode");
+
+  doc = valid();
+  doc["training"]["sync"] = {{"total_num_replicas", 3}};
+  expect_error(doc, "/training/sync/total_num_replicas", "must equal the number of workers (2)");
+
+  doc = valid();
+  doc["training"]["sync"] = {{"replicas_to_aggregate", 3}, {"variant", "strict"}};
+  expect_error(doc, "/training/sync/replicas_to_aggregate", "cannot exceed the workers");
+
+  doc = valid();
+  doc["training"]["sync"] = {{"variant", "backup"}};
+  expect_error(doc, "/training/sync/variant", "valid: tf, strict");
+
+  doc = valid();
+  doc["training"]["sync"] = {{"replicas_to_aggregate", 0}};
+  expect_error(doc, "/training/sync/replicas_to_aggregate", "");
+
+  doc = valid();
+  doc["training"]["data_steps_per_worker"] = {100};
+  expect_error(doc, "/training/data_steps_per_worker", "one entry per worker (2), got 1");
+
+  doc = valid();
+  doc["training"]["data_steps_per_worker"] = {100, 0};
+  expect_error(doc, "/training/data_steps_per_worker/1", "");
+
+  doc = valid();
+  doc["training"]["sync"] = {{"replicas", 2}};
+  expect_error(doc, "/training/sync/replicas", "unknown field");
 
   doc = valid();
   doc["training"]["variable_placement"] = "random";

@@ -82,6 +82,20 @@ TEST(Scenarios, PlanningResNet50On16Gpus) {
   EXPECT_EQ(between.clients.size(), 16u);
 }
 
+TEST(Scenarios, SyncStraggler) {
+  const core::RunMetrics m = run("classroom/sync_straggler.json", "between_graph");
+  ASSERT_TRUE(m.synchronous);
+  EXPECT_EQ(m.replicas_to_aggregate, 3);
+  // One backup worker: the global step keeps the fast workers' pace (ResNet-50, batch 64 at
+  // 15 TFLOPS: 3 x 8.2 GFLOP x 64 = 105 ms of compute), not the straggler's (twice that).
+  EXPECT_GE(m.update_interval_s, 0.105);
+  EXPECT_LT(m.update_interval_s, 0.15);
+  EXPECT_NEAR(test::client_step_time(m, "worker3"), 2 * test::client_step_time(m, "worker0"),
+              0.3 * test::client_step_time(m, "worker0"));
+  EXPECT_GT(m.dropped_gradients, 0);  // the straggler's, every step
+  EXPECT_GT(m.computed_samples_per_s, m.throughput_samples_per_s);
+}
+
 TEST(Scenarios, AllScenarioFilesParse) {
   for (const char* file :
        {"seed/two_machines.json", "classroom/heterogeneous.json", "classroom/ps_bottleneck.json",
