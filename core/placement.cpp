@@ -31,6 +31,10 @@ const std::vector<PlacementPolicy>& placement_policies() {
       {"greedy_by_bytes",
        "each variable on the PS with the fewest bytes so far (TF GreedyLoadBalancingStrategy)",
        greedy_by_bytes},
+      {"partitioned",
+       "variables above training.partition_min_bytes cut into one partition per PS (TF "
+       "fixed_size_partitioner), then round_robin",
+       round_robin, /*partitions=*/true},
   };
   return kPolicies;
 }

@@ -208,6 +208,7 @@ nlohmann::json plan_to_json(const Plan& plan) {
   j["variables"] = nlohmann::json::array();
   for (const Variable& v : plan.variables) {
     j["variables"].push_back({{"name", v.name}, {"bytes", v.bytes}, {"ps", v.ps}});
+    if (v.layer >= 0) j["variables"].back()["layer"] = v.layer;
   }
   j["clients"] = nlohmann::json::array();
   for (const ClientGraph& c : plan.clients) j["clients"].push_back(client_to_json(c));
@@ -350,9 +351,10 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& file) {
   const JsonCursor variables = c.at("variables");
   for (size_t i = 0; i < variables.size(); ++i) {
     const JsonCursor v = variables.at(i);
-    v.check_keys({"name", "bytes", "ps"});
+    v.check_keys({"name", "bytes", "ps", "layer"});
     Variable var{v.at("name").as_string(), v.at("bytes").as_number(),
-                 int(v.at("ps").as_int(0, int64_t(plan.ps_roles.size()) - 1))};
+                 int(v.at("ps").as_int(0, int64_t(plan.ps_roles.size()) - 1)),
+                 v.has("layer") ? int(v.at("layer").as_int(0, 1 << 30)) : -1};
     if (var.bytes < 0) v.at("bytes").fail("must not be negative");
     plan.variables.push_back(var);
   }

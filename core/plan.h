@@ -70,7 +70,8 @@ struct Op {
 struct Variable {
   std::string name;
   double bytes = 0;
-  int ps = -1;  // index into Plan::ps_roles
+  int ps = -1;     // index into Plan::ps_roles
+  int layer = -1;  // the model layer it belongs to (a partition of it, or all of it); -1: none
 };
 
 // One client and the step graph it runs `steps` times, one step after the other (a TF

@@ -143,7 +143,10 @@ struct TrainingSpec {
   std::string client;              // machine that runs the in-graph client
   std::vector<DeviceRef> ps;       // one parameter server task per entry
   std::string variable_placement;  // a placement policy name (placement.h)
-  SyncSpec sync;                   // between_graph only
+  // partitioned placement: variables above this size are cut into one partition per PS.
+  // Default 256 KiB, the min_slice_size default of TF's min_max_variable_partitioner.
+  double partition_min_bytes = 256 * 1024;
+  SyncSpec sync;  // between_graph only
   Costs costs;
   Jitter jitter;
   OptimizerSpec optimizer;

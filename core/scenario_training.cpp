@@ -349,7 +349,7 @@ SyncSpec parse_sync(const JsonCursor& c, int workers) {
 TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Model& model) {
   c.check_keys({"batch_per_replica", "steps", "warmup_steps", "replicas", "client", "ps",
                 "variable_placement", "sync", "optimizer", "costs", "jitter", "granularity",
-                "placement", "data_steps_per_worker"});
+                "placement", "data_steps_per_worker", "partition_min_bytes"});
   TrainingSpec t;
   t.batch_per_replica = int(c.at("batch_per_replica").as_int(1, limits::kMaxBatch));
   t.steps = c.has("steps") ? int(c.at("steps").as_int(1, limits::kMaxSteps)) : kDefaultSteps;
@@ -385,6 +385,10 @@ TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Mod
     }
   }
   if (c.has("sync")) t.sync = parse_sync(c.at("sync"), int(t.replicas.size()));
+  if (c.has("partition_min_bytes")) {
+    t.partition_min_bytes =
+        c.at("partition_min_bytes").as_quantity_in(Dimension::kBytes, 0, limits::kMaxParams * 8);
+  }
   if (c.has("data_steps_per_worker")) {
     t.data_steps_per_worker =
         parse_data_steps(c.at("data_steps_per_worker"), int(t.replicas.size()));

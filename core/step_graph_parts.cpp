@@ -59,22 +59,32 @@ ModelLayout layout_model(const Scenario& scenario, const Plan& plan,
                          const std::vector<int>& layer_device) {
   ModelLayout layout;
   layout.groups = group_layers(scenario.model, scenario.training.granularity_groups, layer_device);
+  std::vector<std::vector<int>> variables_of_layer(scenario.model.layers.size());
+  for (size_t v = 0; v < plan.variables.size(); ++v) {
+    if (plan.variables[v].layer >= 0) {
+      variables_of_layer[size_t(plan.variables[v].layer)].push_back(int(v));
+    }
+  }
   for (const LayerGroup& g : layout.groups) {
     std::vector<Slice> slices;
     for (int l : g.layers) {
-      const int variable = l + 1;  // variables[0] is global_step
-      const Variable& v = plan.variables[size_t(variable)];
-      Slice* slice = nullptr;
-      for (Slice& s : slices) {
-        if (s.shard == v.ps) slice = &s;
+      const Layer& layer = scenario.model.layers[size_t(l)];
+      const double layer_bytes = layer.params * scenario.model.bytes_per_param;
+      for (int variable : variables_of_layer[size_t(l)]) {
+        const Variable& v = plan.variables[size_t(variable)];
+        Slice* slice = nullptr;
+        for (Slice& s : slices) {
+          if (s.shard == v.ps) slice = &s;
+        }
+        if (slice == nullptr) {
+          slices.push_back(Slice{v.ps, {}, 0, 0});
+          slice = &slices.back();
+        }
+        slice->variables.push_back(variable);
+        slice->bytes += v.bytes;
+        // A partition holds its share of the layer's parameters.
+        slice->params += layer_bytes > 0 ? layer.params * v.bytes / layer_bytes : 0.0;
       }
-      if (slice == nullptr) {
-        slices.push_back(Slice{v.ps, {}, 0, 0});
-        slice = &slices.back();
-      }
-      slice->variables.push_back(variable);
-      slice->bytes += v.bytes;
-      slice->params += scenario.model.layers[size_t(l)].params;
     }
     std::sort(slices.begin(), slices.end(),
               [](const Slice& a, const Slice& b) { return a.shard < b.shard; });

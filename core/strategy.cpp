@@ -108,21 +108,27 @@ Plan plan_skeleton(const Scenario& scenario, const std::string& strategy,
   }
   // global_step: an int64 variable, created first, so on PS 0 (TF replica_device_setter).
   constexpr double kGlobalStepBytes = 8;
-  plan.variables.push_back({"global_step", kGlobalStepBytes, 0});
-  std::vector<double> layer_bytes;
-  for (const Layer& layer : scenario.model.layers) {
-    layer_bytes.push_back(layer.params * scenario.model.bytes_per_param);
-  }
+  plan.variables.push_back({"global_step", kGlobalStepBytes, 0, -1});
   const PlacementPolicy* policy = find_placement_policy(scenario.training.variable_placement);
   REPLISIM_ASSERT(policy != nullptr, "validated placement policy not found");
-  // The policy sees global_step too, as TF's device setter does.
-  std::vector<double> all_bytes = {kGlobalStepBytes};
-  all_bytes.insert(all_bytes.end(), layer_bytes.begin(), layer_bytes.end());
-  const std::vector<int> shard = policy->assign(all_bytes, int(plan.ps_roles.size()));
-  plan.variables[0].ps = shard[0];
-  for (size_t l = 0; l < layer_bytes.size(); ++l) {
-    plan.variables.push_back({scenario.model.layers[l].name, layer_bytes[l], shard[l + 1]});
+  const int num_ps = int(plan.ps_roles.size());
+  for (size_t l = 0; l < scenario.model.layers.size(); ++l) {
+    const Layer& layer = scenario.model.layers[l];
+    const double bytes = layer.params * scenario.model.bytes_per_param;
+    if (!policy->partitions || num_ps == 1 || bytes <= scenario.training.partition_min_bytes) {
+      plan.variables.push_back({layer.name, bytes, -1, int(l)});
+      continue;
+    }
+    for (int k = 0; k < num_ps; ++k) {  // fixed_size_partitioner: equal parts along axis 0
+      plan.variables.push_back(
+          {layer.name + "/part_" + std::to_string(k), bytes / num_ps, -1, int(l)});
+    }
   }
+  // The policy sees global_step too, as TF's device setter does.
+  std::vector<double> all_bytes;
+  for (const Variable& v : plan.variables) all_bytes.push_back(v.bytes);
+  const std::vector<int> shard = policy->assign(all_bytes, num_ps);
+  for (size_t v = 0; v < plan.variables.size(); ++v) plan.variables[v].ps = shard[v];
   return plan;
 }
 
