@@ -139,7 +139,10 @@ struct TrainingSpec {
   int batch_per_replica = 0;
   int steps = 0;
   int warmup_steps = 0;
-  std::vector<DeviceRef> replicas;
+  std::vector<DeviceRef> replicas;  // every tower device (in-graph: one tower each)
+  // Between-graph workers: each one's tower devices, as indices into `replicas`. One worker per
+  // replica, except where a {"towers": ...} entry groups several into one worker.
+  std::vector<std::vector<int>> workers;
   std::string client;              // machine that runs the in-graph client
   std::vector<DeviceRef> ps;       // one parameter server task per entry
   std::string variable_placement;  // a placement policy name (placement.h)

@@ -137,26 +137,66 @@ std::vector<DeviceRef> resolve_device_or_pattern(const JsonCursor& c, const Clus
   return matched;
 }
 
-// "replicas": one device or pattern, or a list of them; no device may be listed twice.
-std::vector<DeviceRef> parse_replicas(const JsonCursor& c, const ClusterSpec& cluster) {
+// "replicas": one device or pattern, or a list of them, each a worker of its own (between-graph);
+// or an entry {"towers": device(s) or pattern(s), "per": "worker" | "machine"}: one worker with a
+// tower on every matched device ("worker", the default), or one such worker per machine
+// ("machine"). No device may be listed twice.
+void parse_replicas(const JsonCursor& c, const ClusterSpec& cluster, TrainingSpec& t) {
   std::vector<JsonCursor> entries;
-  if (c.value().is_string()) {
+  if (c.value().is_string() || c.value().is_object()) {
     entries.push_back(c);
   } else {
     for (size_t i = 0; i < c.size(); ++i) entries.push_back(c.at(i));
   }
-  std::vector<DeviceRef> out;
   std::unordered_set<std::string> seen;
+  auto add = [&](const JsonCursor& at, const DeviceRef& ref) {
+    if (!seen.insert(ref.str()).second) {
+      at.fail("duplicate replica \"" + ref.str() + "\" (listed or matched twice)");
+    }
+    t.replicas.push_back(ref);
+    return int(t.replicas.size()) - 1;
+  };
   for (const JsonCursor& entry : entries) {
-    for (const DeviceRef& ref : resolve_device_or_pattern(entry, cluster)) {
-      if (!seen.insert(ref.str()).second) {
-        entry.fail("duplicate replica \"" + ref.str() + "\" (listed or matched twice)");
+    if (!entry.value().is_object()) {
+      for (const DeviceRef& ref : resolve_device_or_pattern(entry, cluster)) {
+        t.workers.push_back({add(entry, ref)});
       }
-      out.push_back(ref);
+      continue;
+    }
+    entry.check_keys({"towers", "per"});
+    const JsonCursor towers = entry.at("towers");
+    std::vector<std::pair<JsonCursor, DeviceRef>> matched;
+    if (towers.value().is_array()) {
+      if (towers.size() == 0) towers.fail("expected at least one device or pattern");
+      for (size_t i = 0; i < towers.size(); ++i) {
+        for (const DeviceRef& ref : resolve_device_or_pattern(towers.at(i), cluster)) {
+          matched.emplace_back(towers.at(i), ref);
+        }
+      }
+    } else {
+      for (const DeviceRef& ref : resolve_device_or_pattern(towers, cluster)) {
+        matched.emplace_back(towers, ref);
+      }
+    }
+    const std::string per = entry.has("per") ? entry.at("per").as_string() : "worker";
+    if (per != "worker" && per != "machine") {
+      entry.at("per").fail(
+          "expected \"worker\" (one worker for all the towers) or \"machine\" "
+          "(one worker per machine)");
+    }
+    std::vector<std::string> machines;  // per machine: in order of first appearance
+    const size_t first_worker = t.workers.size();
+    for (const auto& [at, ref] : matched) {
+      size_t w = 0;
+      if (per == "machine") {
+        w = size_t(std::find(machines.begin(), machines.end(), ref.machine) - machines.begin());
+        if (w == machines.size()) machines.push_back(ref.machine);
+      }
+      if (t.workers.size() <= first_worker + w) t.workers.emplace_back();
+      t.workers[first_worker + w].push_back(add(at, ref));
     }
   }
-  if (out.empty()) c.fail("at least one replica is needed");
-  return out;
+  if (t.replicas.empty()) c.fail("at least one replica is needed");
 }
 
 // {"count": N, "on": "dedicated" | "workers", "name", "machine"}.
@@ -360,7 +400,7 @@ TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Mod
         .fail("steps (" + std::to_string(t.steps) + ") must be greater than warmup_steps (" +
               std::to_string(t.warmup_steps) + ")");
   }
-  t.replicas = parse_replicas(c.at("replicas"), cluster);
+  parse_replicas(c.at("replicas"), cluster, t);
 
   if (c.has("client")) {
     t.client = c.at("client").as_string();
@@ -384,14 +424,14 @@ TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Mod
                 "\"; valid: " + join_names(placement_policy_names()));
     }
   }
-  if (c.has("sync")) t.sync = parse_sync(c.at("sync"), int(t.replicas.size()));
+  if (c.has("sync")) t.sync = parse_sync(c.at("sync"), int(t.workers.size()));
   if (c.has("partition_min_bytes")) {
     t.partition_min_bytes =
         c.at("partition_min_bytes").as_quantity_in(Dimension::kBytes, 0, limits::kMaxParams * 8);
   }
   if (c.has("data_steps_per_worker")) {
     t.data_steps_per_worker =
-        parse_data_steps(c.at("data_steps_per_worker"), int(t.replicas.size()));
+        parse_data_steps(c.at("data_steps_per_worker"), int(t.workers.size()));
   }
   if (c.has("optimizer")) t.optimizer = parse_optimizer(c.at("optimizer"));
   if (c.has("granularity")) t.granularity_groups = parse_granularity(c.at("granularity"));

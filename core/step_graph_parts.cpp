@@ -110,6 +110,24 @@ std::vector<std::vector<int>> add_reads(StepGraphBuilder& builder, const Plan& p
   return reads;
 }
 
+std::vector<std::vector<int>> add_local_copies(StepGraphBuilder& builder, const ModelLayout& layout,
+                                               const std::vector<std::vector<int>>& reads,
+                                               int device, int role) {
+  std::vector<std::vector<int>> local(layout.groups.size());
+  for (size_t g = 0; g < layout.groups.size(); ++g) {
+    for (size_t s = 0; s < layout.slices[g].size(); ++s) {
+      Op copy;
+      copy.name = "local/" + slice_name(layout.groups[g], layout.slices[g], s);
+      copy.kind = OpKind::kReadVariable;
+      copy.device = device;
+      copy.role = role;
+      copy.variable = layout.slices[g][s].variables.front();
+      local[g].push_back(builder.add(std::move(copy), {{reads[g][s], layout.slices[g][s].bytes}}));
+    }
+  }
+  return local;
+}
+
 std::vector<int> add_forward_chain(StepGraphBuilder& builder, const Model& /*model*/,
                                    const ModelLayout& layout,
                                    const std::vector<std::vector<int>>& reads,
@@ -142,6 +160,44 @@ std::vector<int> add_backward_chain(StepGraphBuilder& builder, const Model& /*mo
     upstream = {backward[g], below};
   }
   return backward;
+}
+
+std::vector<std::vector<int>> add_backward_and_aggregate(
+    StepGraphBuilder& builder, const Scenario& scenario, Plan& plan, const ModelLayout& layout,
+    const std::vector<std::vector<int>>& reads, const std::vector<GroupPlacement>& towers,
+    const std::vector<Edge>& loss_gradient, int device, int role) {
+  const TrainingSpec& t = scenario.training;
+  const int sub_batch = t.batch_per_replica;
+  std::vector<std::vector<std::vector<Edge>>> gradients(layout.groups.size());
+  for (size_t g = 0; g < layout.groups.size(); ++g) gradients[g].resize(layout.slices[g].size());
+  for (size_t k = 0; k < towers.size(); ++k) {
+    const std::vector<int> backward = add_backward_chain(builder, scenario.model, layout, reads,
+                                                         towers[k], loss_gradient[k], sub_batch);
+    for (size_t g = 0; g < layout.groups.size(); ++g) {
+      for (size_t s = 0; s < layout.slices[g].size(); ++s) {
+        gradients[g][s].push_back({backward[g], layout.slices[g][s].bytes});
+      }
+    }
+    account_replica_memory(plan, scenario.model, layout, towers[k], sub_batch);
+  }
+  std::vector<std::vector<int>> aggregated(layout.groups.size());
+  for (size_t g = 0; g < layout.groups.size(); ++g) {
+    for (size_t s = 0; s < layout.slices[g].size(); ++s) {
+      if (towers.size() == 1) {
+        aggregated[g].push_back(gradients[g][s].front().op);
+        continue;
+      }
+      Op aggregate;
+      aggregate.name = "aggregate/" + slice_name(layout.groups[g], layout.slices[g], s);
+      aggregate.kind = OpKind::kAggregate;
+      aggregate.device = device;
+      aggregate.role = role;
+      aggregate.compute_flop =
+          t.costs.aggregate_flop_per_param * layout.slices[g][s].params * double(towers.size());
+      aggregated[g].push_back(builder.add(std::move(aggregate), gradients[g][s]));
+    }
+  }
+  return aggregated;
 }
 
 int add_applies(StepGraphBuilder& builder, const Scenario& scenario, const Plan& plan,

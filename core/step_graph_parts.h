@@ -40,6 +40,13 @@ GroupPlacement on_one_device(const ModelLayout& layout, int device, int role);
 std::vector<std::vector<int>> add_reads(StepGraphBuilder& builder, const Plan& plan,
                                         const ModelLayout& layout);
 
+// A worker with several towers keeps a local copy of each slice on `device` (its first tower's
+// device): one read from the PS per step, then every tower reads the copy
+// (tf_cnn_benchmarks' distributed_replicated). Returns local[g][s], shaped as `reads`.
+std::vector<std::vector<int>> add_local_copies(StepGraphBuilder& builder, const ModelLayout& layout,
+                                               const std::vector<std::vector<int>>& reads,
+                                               int device, int role);
+
 // Forward of each group: needs its slices' variables and the previous group's output (`input`
 // for the first). Returns the forward op of each group.
 std::vector<int> add_forward_chain(StepGraphBuilder& builder, const Model& model,
@@ -53,6 +60,15 @@ std::vector<int> add_backward_chain(StepGraphBuilder& builder, const Model& mode
                                     const ModelLayout& layout,
                                     const std::vector<std::vector<int>>& reads,
                                     const GroupPlacement& where, Edge loss_gradient, int samples);
+
+// The backward pass of every tower (tower k starting from `loss_gradient[k]`), then the sum of
+// each slice's gradients over the towers on `device` (owned by `role`; aggregate_flop_per_param
+// x params x towers). With one tower, nothing to sum: the gradient itself. Returns, per group
+// and slice, the op whose output is the gradient to apply. Accounts the towers' memory.
+std::vector<std::vector<int>> add_backward_and_aggregate(
+    StepGraphBuilder& builder, const Scenario& scenario, Plan& plan, const ModelLayout& layout,
+    const std::vector<std::vector<int>>& reads, const std::vector<GroupPlacement>& towers,
+    const std::vector<Edge>& loss_gradient, int device, int role);
 
 // Applies each slice on its PS, the gradient coming from `gradient[g][s]` (slice bytes), then
 // increments global_step on PS 0 after all of them (TF's Optimizer.apply_gradients). Returns the

@@ -8,6 +8,7 @@
 //   dequeues a token; the chief's sync op aggregates, applies, increments and enqueues tokens
 //   (Plan::sync_replicas).
 #include <algorithm>
+#include <cmath>
 
 #include "core/error.h"
 #include "core/random.h"
@@ -20,11 +21,16 @@ using namespace strategy_detail;
 
 namespace {
 
-// One worker's step graph on `device` (its machine's CPU runs the input pipeline).
+// One worker's step graph with a tower on each of `devices` (its machine's CPU runs the input
+// pipeline for all of them). With several towers the worker splits its batch, keeps local
+// copies of the variables on its first tower's device and sums the towers' gradients there
+// before talking to the PS.
 ClientGraph worker_graph(const Scenario& scenario, Plan& plan, const ModelLayout& layout,
-                         int device, int role) {
+                         const std::vector<int>& devices, int role) {
   const TrainingSpec& t = scenario.training;
-  const int samples = t.batch_per_replica;
+  const int sub_batch = t.batch_per_replica;
+  const int samples = sub_batch * int(devices.size());
+  const int device = devices.front();
   const int cpu = plan.platform.cpu_of_machine(plan.platform.devices[size_t(device)].machine);
   StepGraphBuilder builder(plan.platform, t.costs.per_message_overhead_s);
   Op input;
@@ -33,32 +39,42 @@ ClientGraph worker_graph(const Scenario& scenario, Plan& plan, const ModelLayout
   input.device = cpu;
   input.role = role;
   input.compute_flop = input_flop(scenario, plan.platform, cpu, samples);
-  const int input_op = builder.add(std::move(input), {});
-  const std::vector<std::vector<int>> reads = add_reads(builder, plan, layout);
-  const GroupPlacement where = on_one_device(layout, device, role);
-  const std::vector<int> forward =
-      add_forward_chain(builder, scenario.model, layout, reads, where,
-                        {input_op, scenario.model.input_bytes_per_sample * samples}, samples);
-  Op loss;
-  loss.name = "loss";
-  loss.kind = OpKind::kLoss;
-  loss.device = device;
-  loss.role = role;
-  loss.compute_flop = t.costs.loss_flop_per_sample * samples;
-  const double logits_bytes = layout.groups.back().activation_bytes_per_sample * samples;
-  const int loss_op = builder.add(std::move(loss), {{forward.back(), logits_bytes}});
-  const std::vector<int> backward = add_backward_chain(builder, scenario.model, layout, reads,
-                                                       where, {loss_op, logits_bytes}, samples);
-  std::vector<std::vector<int>> gradient(layout.groups.size());
-  for (size_t g = 0; g < gradient.size(); ++g) {
-    gradient[g].assign(layout.slices[g].size(), backward[g]);
+  int batch_op = builder.add(std::move(input), {});
+  const int input_op = batch_op;
+  if (devices.size() > 1) {
+    Op split;
+    split.name = "split";
+    split.kind = OpKind::kSplit;
+    split.device = cpu;
+    split.role = role;
+    batch_op = builder.add(std::move(split), {{input_op, 0.0}});
   }
+  std::vector<std::vector<int>> reads = add_reads(builder, plan, layout);
+  if (devices.size() > 1) reads = add_local_copies(builder, layout, reads, device, role);
+  const double logits_bytes = layout.groups.back().activation_bytes_per_sample * sub_batch;
+  std::vector<GroupPlacement> towers;
+  std::vector<Edge> loss_gradients;
+  for (size_t k = 0; k < devices.size(); ++k) {
+    towers.push_back(on_one_device(layout, devices[k], role));
+    const std::vector<int> forward =
+        add_forward_chain(builder, scenario.model, layout, reads, towers.back(),
+                          {batch_op, scenario.model.input_bytes_per_sample * sub_batch}, sub_batch);
+    Op loss;
+    loss.name = devices.size() > 1 ? "loss/tower" + std::to_string(k) : "loss";
+    loss.kind = OpKind::kLoss;
+    loss.device = devices[k];
+    loss.role = role;
+    loss.compute_flop = t.costs.loss_flop_per_sample * sub_batch;
+    loss_gradients.push_back(
+        {builder.add(std::move(loss), {{forward.back(), logits_bytes}}), logits_bytes});
+  }
+  const std::vector<std::vector<int>> gradient = add_backward_and_aggregate(
+      builder, scenario, plan, layout, reads, towers, loss_gradients, device, role);
   const int increment =
       t.sync.synchronous ? -1 : add_applies(builder, scenario, plan, layout, gradient);
   if (t.sync.synchronous) {
     add_accumulates_and_token(builder, plan, layout, gradient, device, role);
   }
-  account_replica_memory(plan, scenario.model, layout, where, samples);
 
   ClientGraph graph;
   graph.role = role;
@@ -83,9 +99,13 @@ void add_sync_replicas(const Scenario& scenario, Plan& plan, const ModelLayout& 
   }
   const int chief_device = plan.roles[size_t(plan.clients.front().role)].device;
   const int role = add_role(plan, "chief/sync", RoleKind::kSyncQueueRunner, chief_device);
-  sr.chief_graph =
-      chief_sync_graph(scenario, plan, layout, role,
-                       spec.replicas_to_aggregate * scenario.training.batch_per_replica);
+  // Samples one global step applies: R worker gradients, each of its worker's whole batch (the
+  // mean worker's when workers have different numbers of towers).
+  double worker_samples = 0;
+  for (const ClientGraph& worker : plan.clients) worker_samples += worker.samples_per_step;
+  worker_samples /= double(plan.clients.size());
+  sr.chief_graph = chief_sync_graph(scenario, plan, layout, role,
+                                    int(std::lround(spec.replicas_to_aggregate * worker_samples)));
 }
 
 }  // namespace
@@ -101,12 +121,15 @@ Plan compile_between_graph(const Scenario& scenario, const CompileOptions& optio
   }
   const ModelLayout layout = layout_model(scenario, plan);
   plan.granularity = granularity_label(scenario, layout.groups.size());
-  for (size_t w = 0; w < t.replicas.size(); ++w) {
-    const int device = plan.platform.find_device(t.replicas[w]);
-    REPLISIM_ASSERT(device >= 0, "validated replica device not found");
-    const int role = add_role(plan, "worker" + std::to_string(w), RoleKind::kWorker, device,
-                              /*chief=*/w == 0);
-    plan.clients.push_back(worker_graph(scenario, plan, layout, device, role));
+  for (size_t w = 0; w < t.workers.size(); ++w) {
+    std::vector<int> devices;
+    for (int replica : t.workers[w]) {
+      devices.push_back(plan.platform.find_device(t.replicas[size_t(replica)]));
+      REPLISIM_ASSERT(devices.back() >= 0, "validated replica device not found");
+    }
+    const int role = add_role(plan, "worker" + std::to_string(w), RoleKind::kWorker,
+                              devices.front(), /*chief=*/w == 0);
+    plan.clients.push_back(worker_graph(scenario, plan, layout, devices, role));
     if (!t.data_steps_per_worker.empty())
       plan.clients.back().data_steps = t.data_steps_per_worker[w];
   }

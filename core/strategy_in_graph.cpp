@@ -89,48 +89,6 @@ Op client_op(const std::string& name, OpKind kind, int cpu, int client, double f
   return op;
 }
 
-// The backward pass of every tower, then the client's sum of each slice's gradients (with one
-// tower, nothing to sum: the gradient itself). Returns, per group and slice, the op whose output
-// is the gradient to apply.
-std::vector<std::vector<int>> add_backward_and_aggregate(StepGraphBuilder& builder,
-                                                         const Scenario& scenario, Plan& plan,
-                                                         const ModelLayout& layout,
-                                                         const std::vector<std::vector<int>>& reads,
-                                                         const std::vector<GroupPlacement>& tower,
-                                                         Edge loss_gradient, int cpu, int client) {
-  const TrainingSpec& t = scenario.training;
-  const int sub_batch = t.batch_per_replica;
-  std::vector<std::vector<std::vector<Edge>>> gradients(layout.groups.size());
-  for (size_t g = 0; g < layout.groups.size(); ++g) gradients[g].resize(layout.slices[g].size());
-  for (const GroupPlacement& where : tower) {
-    const std::vector<int> backward =
-        add_backward_chain(builder, scenario.model, layout, reads, where, loss_gradient, sub_batch);
-    for (size_t g = 0; g < layout.groups.size(); ++g) {
-      for (size_t s = 0; s < layout.slices[g].size(); ++s) {
-        gradients[g][s].push_back({backward[g], layout.slices[g][s].bytes});
-      }
-    }
-    account_replica_memory(plan, scenario.model, layout, where, sub_batch);
-  }
-  std::vector<std::vector<int>> aggregated(layout.groups.size());
-  for (size_t g = 0; g < layout.groups.size(); ++g) {
-    for (size_t s = 0; s < layout.slices[g].size(); ++s) {
-      if (tower.size() == 1) {
-        aggregated[g].push_back(gradients[g][s].front().op);
-        continue;
-      }
-      const double flop =
-          t.costs.aggregate_flop_per_param * layout.slices[g][s].params * double(tower.size());
-      const std::string name =
-          "aggregate/" + layout.groups[g].name +
-          (layout.slices[g].size() > 1 ? "@ps" + std::to_string(layout.slices[g][s].shard) : "");
-      aggregated[g].push_back(
-          builder.add(client_op(name, OpKind::kAggregate, cpu, client, flop), gradients[g][s]));
-    }
-  }
-  return aggregated;
-}
-
 }  // namespace
 
 Plan compile_in_graph(const Scenario& scenario, const CompileOptions& options) {
@@ -188,7 +146,8 @@ Plan compile_in_graph(const Scenario& scenario, const CompileOptions& options) {
 
   // Every tower's gradient of each slice, summed on the client, then applied on the slice's PS.
   const std::vector<std::vector<int>> aggregated = add_backward_and_aggregate(
-      builder, scenario, plan, layout, reads, tower, {loss_op, logits_bytes}, cpu, client);
+      builder, scenario, plan, layout, reads, tower,
+      std::vector<Edge>(tower.size(), Edge{loss_op, logits_bytes}), cpu, client);
   const int increment = add_applies(builder, scenario, plan, layout, aggregated);
   account_ps_memory(plan, scenario);
 

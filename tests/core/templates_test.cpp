@@ -67,6 +67,34 @@ TEST(Templates, PatternErrorsNameThePattern) {
   expect_error(doc, "/cluster/machines/1/name", "duplicate machine name \"w5\"");
 }
 
+TEST(Templates, MultiTowerWorkers) {
+  // One worker with a tower on each GPU of w0; then one worker per machine for w1..w63; then
+  // w0's... no: every device at most once.
+  const Scenario s = parse_scenario(
+      templated({{{"towers", "w0/gpu*"}}, {{"towers", "w1?/gpu*"}, {"per", "machine"}}, "w2/gpu0"},
+                {"c/cpu"}),
+      "s.json");
+  ASSERT_EQ(s.training.workers.size(), 1u + 10u + 1u);  // w0; w10..w19; w2/gpu0
+  EXPECT_EQ(s.training.replicas.size(), 2u + 20u + 1u);
+  EXPECT_EQ(s.training.workers[0], (std::vector<int>{0, 1}));
+  EXPECT_EQ(s.training.replicas[size_t(s.training.workers[1][1])].str(), "w10/gpu1");
+  EXPECT_EQ(s.training.workers[11].size(), 1u);
+  // data_steps_per_worker and sync count workers, not towers.
+  nlohmann::json doc = templated({{{"towers", "w0/gpu*"}}, "w1/gpu0"}, {"c/cpu"});
+  doc["training"]["data_steps_per_worker"] = {10, 20};
+  EXPECT_EQ(parse_scenario(doc, "s.json").training.data_steps_per_worker.size(), 2u);
+  doc["training"]["data_steps_per_worker"] = {10, 20, 30};
+  expect_error(doc, "/training/data_steps_per_worker", "one entry per worker (2)");
+  expect_error(templated({{{"towers", "w0/gpu*"}, {"per", "gpu"}}}, {"c/cpu"}),
+               "/training/replicas/0/per", "\"machine\"");
+  expect_error(templated({{{"towers", "w0/gpu*"}}, "w0/gpu1"}, {"c/cpu"}), "/training/replicas/1",
+               "duplicate replica \"w0/gpu1\"");
+  expect_error(templated({{{"towers", "x*/gpu*"}}}, {"c/cpu"}), "/training/replicas/0/towers",
+               "matched no device");
+  expect_error(templated({{{"tower", "w0/gpu*"}}}, {"c/cpu"}), "/training/replicas/0/tower",
+               "unknown field");
+}
+
 TEST(Templates, DedicatedParameterServers) {
   const Scenario s =
       parse_scenario(templated("w*/gpu*", {{"count", 8}, {"on", "dedicated"}}), "s.json");

@@ -1,0 +1,91 @@
+// Multi-GPU workers (tf_cnn_benchmarks' distributed_replicated): one worker with a tower per GPU
+// reads each variable from its PS once, sums its towers' gradients locally and pushes once, so
+// the network carries one worker's traffic instead of one per GPU.
+#include <gtest/gtest.h>
+
+#include "core/strategy.h"
+#include "tests/support/test_support.h"
+
+namespace replisim {
+namespace {
+
+using test::machine;
+
+// A 4-GPU machine and a PS machine on 1 Gbps; a 25 M-parameter layer (100 MB), light compute.
+nlohmann::json four_gpu_doc(const nlohmann::json& replicas) {
+  return test::scenario_json(
+      {machine("w", "1 TFLOPS", {"10 TFLOPS", "10 TFLOPS", "10 TFLOPS", "10 TFLOPS"}, "1 Gbps"),
+       machine("p", "1 TFLOPS", {}, "1 Gbps")},
+      test::one_layer_model(25e6, "1 GFLOP"),
+      {{"replicas", replicas},
+       {"ps", {"p/cpu"}},
+       {"steps", 20},
+       {"warmup_steps", 4},
+       {"costs", "none"},
+       {"jitter", 0}});
+}
+
+int count(const core::ClientGraph& g, core::OpKind kind) {
+  int n = 0;
+  for (const core::Op& op : g.ops) n += op.kind == kind;
+  return n;
+}
+
+TEST(MultiGpuWorkers, OneWorkerTalksToThePsOncePerStep) {
+  const core::Plan plan =
+      core::compile_plan(test::parse(four_gpu_doc({{{"towers", "w/gpu*"}}})), "between_graph", {});
+  ASSERT_EQ(plan.clients.size(), 1u);
+  const core::ClientGraph& worker = plan.clients.front();
+  EXPECT_EQ(worker.samples_per_step, 4 * 32);
+  EXPECT_EQ(count(worker, core::OpKind::kForward), 4);
+  EXPECT_EQ(count(worker, core::OpKind::kLoss), 4);
+  EXPECT_EQ(count(worker, core::OpKind::kAggregate), 1);
+  EXPECT_EQ(count(worker, core::OpKind::kApply), 1);
+  // Transfers that cross machines: one pull and one push of the layer (plus global_step's
+  // control edges, which carry no bytes).
+  const int ps_cpu = plan.platform.find_device("p/cpu");
+  int pulls = 0, pushes = 0;
+  for (const core::Op& op : worker.ops) {
+    if (op.kind != core::OpKind::kSend || op.bytes == 0) continue;
+    const int to = worker.ops[size_t(op.peer)].device;
+    pulls += op.device == ps_cpu;
+    pushes += to == ps_cpu;
+  }
+  EXPECT_EQ(pulls, 1);
+  EXPECT_EQ(pushes, 1);
+}
+
+TEST(MultiGpuWorkers, LocalAggregationBeatsOneWorkerPerGpuOnASlowNetwork) {
+  const core::RunMetrics towers =
+      test::simulate(four_gpu_doc({{{"towers", "w/gpu*"}}}), "between_graph");
+  const core::RunMetrics per_gpu = test::simulate(four_gpu_doc("w/gpu*"), "between_graph");
+  // Per step the 4-tower worker pulls and pushes 100 MB once over the 1 Gbps link (0.8 s each
+  // way, one after the other) for 128 samples; four per-GPU workers move four times the bytes
+  // for the same samples, their pulls and pushes overlapping (3.2 s per direction).
+  const double link_s = 2 * 100e6 / 1.25e8;
+  EXPECT_GE(towers.step_time_s.mean, link_s);
+  EXPECT_LE(towers.step_time_s.mean, 1.1 * link_s);  // + local copies, compute, aggregation
+  EXPECT_GT(towers.throughput_samples_per_s, 1.7 * per_gpu.throughput_samples_per_s);
+  EXPECT_NEAR(towers.throughput_samples_per_s, 128 / towers.step_time_s.mean,
+              0.05 * towers.throughput_samples_per_s);
+  // The per-GPU workers' bound (pulls and pushes overlapping perfectly); without jitter they run
+  // in lockstep and get half of it.
+  const double per_gpu_bound = 128 / (4 * 100e6 / 1.25e8);
+  EXPECT_LE(per_gpu.throughput_samples_per_s, 1.02 * per_gpu_bound);
+  EXPECT_GT(towers.throughput_samples_per_s, 1.8 * per_gpu_bound);
+}
+
+TEST(MultiGpuWorkers, SyncCountsWorkersNotTowers) {
+  nlohmann::json doc =
+      four_gpu_doc({{{"towers", {"w/gpu0", "w/gpu1"}}}, {{"towers", {"w/gpu2", "w/gpu3"}}}});
+  doc["training"]["sync"] = "sync";
+  const core::RunMetrics m = test::simulate(doc, "between_graph");
+  ASSERT_TRUE(m.synchronous);
+  EXPECT_EQ(m.total_num_replicas, 2);
+  // Each global step applies R = 2 worker gradients of 2 x 32 samples.
+  EXPECT_NEAR(m.throughput_samples_per_s, 128 / m.update_interval_s,
+              1e-6 * m.throughput_samples_per_s);
+}
+
+}  // namespace
+}  // namespace replisim
