@@ -24,7 +24,9 @@ int StepGraphBuilder::recv_for(const Edge& edge, int device, int role) {
   send.inputs = {edge.op};
   const bool between_machines = platform_.devices[size_t(producer.device)].machine !=
                                 platform_.devices[size_t(device)].machine;
-  send.overhead_s = between_machines ? per_message_overhead_s_ : 0.0;
+  send.overhead_s = between_machines
+                        ? per_message_overhead_s_ + platform_.transport.send_overhead_s(edge.bytes)
+                        : 0.0;
   Op recv;
   recv.name = "recv/" + producer.name;
   recv.kind = OpKind::kRecv;

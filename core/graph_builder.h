@@ -19,7 +19,8 @@ struct Edge {
 class StepGraphBuilder {
  public:
   // `platform` must outlive the builder. `per_message_overhead_s` is charged on every send
-  // between two machines (not on PCIe copies inside a machine).
+  // between two machines (not on PCIe copies inside a machine), with the platform transport's
+  // per-message and copy costs (Transport::send_overhead_s).
   StepGraphBuilder(const Platform& platform, double per_message_overhead_s);
 
   // Appends `op` (its `inputs` are ignored and rebuilt from `inputs`) and returns its index.

@@ -73,6 +73,7 @@ double Platform::channel_bandwidth_bytes_per_s(int channel) const {
 Platform build_platform(const ClusterSpec& cluster) {
   Platform p;
   p.network_model = cluster.network_model;
+  p.transport = cluster.transport;
   p.links.push_back(
       {"switch", cluster.switch_link.bandwidth_bytes_per_s, cluster.switch_link.latency_s, false});
   p.switch_link = 0;
@@ -103,6 +104,7 @@ nlohmann::json platform_to_json(const Platform& platform) {
   nlohmann::json j;
   j["network_model"] = network_model_name(platform.network_model);
   j["switch_link"] = platform.switch_link;
+  j["transport"] = transport_to_json(platform.transport);
   for (const PlatformLink& l : platform.links) {
     j["links"].push_back({{"name", l.name},
                           {"bandwidth_bytes_per_s", l.bandwidth_bytes_per_s},
@@ -126,8 +128,10 @@ nlohmann::json platform_to_json(const Platform& platform) {
 Platform platform_from_json(const nlohmann::json& j, const std::string& file,
                             const std::string& path) {
   const JsonCursor c(j, file, path);
-  c.check_keys({"network_model", "switch_link", "links", "machines", "devices"});
+  c.check_keys({"network_model", "switch_link", "links", "machines", "devices", "transport"});
   Platform p;
+  // Optional: traces written before transports existed ran with the ideal one.
+  if (c.has("transport")) p.transport = transport_from_json(c.at("transport"));
   const std::string model = c.at("network_model").as_string();
   if (model != "lv08" && model != "ideal") c.at("network_model").fail("expected lv08 or ideal");
   p.network_model = model == "ideal" ? NetworkModel::kIdeal : NetworkModel::kLv08;

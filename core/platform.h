@@ -50,6 +50,7 @@ struct Platform {
   std::vector<PlatformLink> links;
   int switch_link = -1;
   NetworkModel network_model = NetworkModel::kLv08;
+  Transport transport;  // between machines
 
   // Index of the device called `name`, or -1.
   int find_device(const std::string& name) const;

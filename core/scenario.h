@@ -12,6 +12,7 @@
 
 #include "core/json_cursor.h"
 #include "core/model.h"
+#include "core/transport.h"
 
 namespace replisim::core {
 
@@ -67,6 +68,7 @@ struct ClusterSpec {
   LinkSpec switch_link;           // one link shared by every flow that crosses the switch
   bool switch_is_default = true;  // not given: non-blocking, grows with every machine added
   NetworkModel network_model = NetworkModel::kLv08;
+  Transport transport;  // cluster.transport (default: the "ideal" preset)
 
   // By name, through an index kept by add_machine (parsing); a linear scan when the machines were
   // filled in directly.

@@ -104,7 +104,7 @@ void add_machine(ClusterSpec& cluster, MachineSpec machine, const JsonCursor& wh
 }
 
 ClusterSpec parse_cluster(const JsonCursor& c) {
-  c.check_keys({"machines", "switch", "network_model"});
+  c.check_keys({"machines", "switch", "network_model", "transport"});
   ClusterSpec cluster;
   // Default switch: non-blocking (all NICs at full duplex together), 1 us; each field may be
   // given alone.
@@ -142,6 +142,7 @@ ClusterSpec parse_cluster(const JsonCursor& c) {
       c.at("network_model").fail("unknown network model \"" + model + "\"; valid: lv08, ideal");
     }
   }
+  if (c.has("transport")) cluster.transport = parse_transport(c.at("transport"));
   return cluster;
 }
 

@@ -110,7 +110,14 @@ void SimRun::transfer_loop(int t) {
       // A zero-byte tensor (a control edge: TF's dead tensor) is latency only, which the wait
       // above has charged; it needs no flow on the links.
       if (send.bytes > 0) {
-        connection.mailbox->put(&payload, uint64_t(send.bytes));
+        const auto wire_bytes = uint64_t(send.bytes * connection.wire_bytes_per_byte);
+        if (connection.rate_limit_bytes_per_s > 0) {
+          connection.mailbox->put_init(&payload, wire_bytes)
+              ->set_rate(connection.rate_limit_bytes_per_s)
+              ->wait();
+        } else {
+          connection.mailbox->put(&payload, wire_bytes);
+        }
         sent = true;
       }
       deliver(item, start_s, message_id);

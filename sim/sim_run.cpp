@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <tuple>
 
 #include <xbt/log.h>
 #include <simgrid/s4u.hpp>
@@ -27,7 +28,11 @@ std::vector<bool> devices_used(const core::Plan& plan) {
 }
 
 void SimRun::prepare_clients() {
-  std::map<std::pair<int, int>, int> connection_of;  // (source, destination) device
+  // (source, destination, slot) -> connection; a pair of devices on different machines has
+  // transport.connections_per_peer slots, which its tensors take in turn.
+  std::map<std::tuple<int, int, int>, int> connection_of;
+  std::map<std::pair<int, int>, int> sends_of_pair;
+  const core::Transport& transport = plan_.platform.transport;
   std::vector<const core::ClientGraph*> graphs;
   for (const core::ClientGraph& graph : plan_.clients) graphs.push_back(&graph);
   const bool sync = plan_.sync == "sync";
@@ -50,14 +55,24 @@ void SimRun::prepare_clients() {
       s.device_name.push_back(trace_.intern(plan_.platform.devices[size_t(ops[k].device)].name));
       s.connection.push_back(-1);
       if (ops[k].kind != OpKind::kSend) continue;
-      const std::pair<int, int> ends(ops[k].device, ops[size_t(ops[k].peer)].device);
-      auto [it, added] = connection_of.emplace(ends, int(connections_.size()));
+      const int source = ops[k].device, destination = ops[size_t(ops[k].peer)].device;
+      const bool network = plan_.platform.devices[size_t(source)].machine !=
+                           plan_.platform.devices[size_t(destination)].machine;
+      const int slot = network ? sends_of_pair[{source, destination}]++ %
+                                     std::max(1, transport.connections_per_peer)
+                               : 0;
+      auto [it, added] = connection_of.emplace(std::make_tuple(source, destination, slot),
+                                               int(connections_.size()));
       if (added) {
         Connection connection;
-        connection.source = ends.first;
-        connection.destination = ends.second;
+        connection.source = source;
+        connection.destination = destination;
         connection.latency_s =
-            latency_factor_ * plan_.platform.route_latency_s(ends.first, ends.second);
+            latency_factor_ * plan_.platform.route_latency_s(source, destination);
+        if (network) {
+          connection.wire_bytes_per_byte = 1 + transport.header_overhead_fraction;
+          connection.rate_limit_bytes_per_s = transport.flow_rate_limit_bytes_per_s;
+        }
         connections_.push_back(std::move(connection));
       }
       s.connection.back() = it->second;

@@ -47,7 +47,11 @@ struct Connection {
   // arrived; the transfer actor then takes the delivered message off the mailbox itself.
   sg4::Mailbox* mailbox = nullptr;
   double latency_s = 0;  // one-way latency of the route, charged once per burst
-  bool active = false;   // a transfer actor is serving it
+  // Between machines, the platform transport: link bytes per tensor byte (headers) and the
+  // ceiling of one stream (bytes/s; 0 = none).
+  double wire_bytes_per_byte = 1;
+  double rate_limit_bytes_per_s = 0;
+  bool active = false;  // a transfer actor is serving it
   std::deque<PendingSend> waiting;
 };
 
