@@ -148,6 +148,7 @@ void write_chrome_trace(std::ostream& out, const std::vector<ChromeTraceInput>& 
           break;
         case EventKind::kUpdate:
         case EventKind::kDropped:
+        case EventKind::kFault:
           break;
       }
     }
@@ -170,6 +171,17 @@ void write_chrome_trace(std::ostream& out, const std::vector<ChromeTraceInput>& 
       stream.emit(flow);
     }
     for (const TraceEvent& e : trace.events) {
+      if (e.kind == EventKind::kFault) {
+        stream.emit({{"ph", "i"},
+                     {"s", "g"},
+                     {"name", "fault: " + trace.str(e.label)},
+                     {"cat", "fault"},
+                     {"pid", pid_for(e.actor)},
+                     {"tid", 0},
+                     {"ts", ns_to_us(to_ns(e.start_s))},
+                     {"args", {{"until_s", e.end_s}}}});
+        continue;
+      }
       if (e.kind == EventKind::kDropped) {
         stream.emit({{"ph", "i"},
                      {"s", "t"},

@@ -31,6 +31,7 @@ struct Meta {
   std::vector<int> samples_per_step;  // per client
   std::vector<double> bytes_per_ps;
   bool synchronous = false;  // between_graph with sync "sync": steps count global steps
+  std::map<std::string, double> died_at_s;  // clients a fault killed
 };
 
 Meta read_meta(const Trace& trace, const std::string& source) {
@@ -51,6 +52,10 @@ Meta read_meta(const Trace& trace, const std::string& source) {
     m.samples_per_step.push_back(int(clients.at(i).at("samples_per_step").as_int(0, 1 << 30)));
   }
   m.synchronous = c.has("sync") && c.at("sync").as_string() == "sync";
+  for (const TraceEvent& e : trace.events) {
+    if (e.kind != EventKind::kFault || e.client == kNoString) continue;
+    m.died_at_s.emplace(trace.str(e.client), e.start_s);
+  }
   const JsonCursor ps = c.at("ps");
   m.bytes_per_ps.assign(ps.size(), 0.0);
   const JsonCursor variables = c.at("variables");
@@ -206,6 +211,8 @@ void find_window(RunMetrics& r, const Trace& trace, const Meta& meta, StepTable&
   double window_start = 0, window_end = INFINITY;
   std::string last_to_warm, first_to_finish;
   for (const std::string& client : meta.clients) {
+    // A client a fault killed ends early by design: it neither opens nor closes the window.
+    if (meta.died_at_s.count(client) > 0) continue;
     const std::vector<Span>& spans = steps[trace.find(client)];
     if (spans.empty() || spans.back().end_s < 0 ||
         (meta.warmup_steps > 0 && spans[size_t(meta.warmup_steps - 1)].end_s < 0)) {
@@ -221,6 +228,10 @@ void find_window(RunMetrics& r, const Trace& trace, const Meta& meta, StepTable&
       window_end = spans.back().end_s;
       first_to_finish = client;
     }
+  }
+  if (first_to_finish.empty()) {
+    throw InputError(source, "",
+                     "every client died before the end of the run: no window to measure");
   }
   if (!(window_end > window_start)) {
     throw InputError(source, "/training/steps",
@@ -289,6 +300,30 @@ void add_sync_figures(RunMetrics& r, const Trace& trace, const Meta& meta,
   std::sort(dropped.begin(), dropped.end());
   r.dropped_gradients = int(std::unique(dropped.begin(), dropped.end()) - dropped.begin());
   r.computed_samples_per_s = computed / (r.window_end_s - r.window_start_s);
+}
+
+// The faults: roles that died (with the work they lost) and slowdowns, in time order.
+void add_faults(RunMetrics& r, const Trace& trace, StepTable& steps) {
+  for (const TraceEvent& e : trace.events) {
+    if (e.kind != EventKind::kFault) continue;
+    FaultRecord f;
+    f.target = trace.str(e.actor);
+    f.description = trace.str(e.label);
+    f.start_s = e.start_s;
+    f.end_s = e.end_s;
+    if (e.client != kNoString) {
+      double last_end = 0;
+      for (const Span& span : steps[e.client]) {
+        if (span.end_s >= 0 && span.end_s <= e.start_s) last_end = std::max(last_end, span.end_s);
+      }
+      f.lost_work_s = e.start_s - last_end;
+      f.lost_step = e.step;
+    }
+    r.faults.push_back(f);
+  }
+  std::stable_sort(
+      r.faults.begin(), r.faults.end(),
+      [](const FaultRecord& a, const FaultRecord& b) { return a.start_s < b.start_s; });
 }
 
 // Step times: the steps wholly inside the window.
@@ -488,6 +523,7 @@ RunMetrics compute_metrics(const Trace& trace, const std::string& source) {
     find_window(r, trace, meta, steps, source);
   }
   add_update_figures(r, trace);
+  add_faults(r, trace, steps);
   MeasuredTable measured = add_step_times(r, trace, meta, steps);
   add_utilisation(r, trace, meta);
   add_waits(r, trace, meta, steps, measured);

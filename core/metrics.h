@@ -48,6 +48,17 @@ struct MemoryUse {
   double headroom_bytes() const { return capacity_bytes - needed_bytes; }
 };
 
+// A fault the run went through (trace kFault events).
+struct FaultRecord {
+  std::string target;       // the role that died, or the slowed device
+  std::string description;  // "worker2 dies", "machine w3 dies", "w3/gpu0 slowed to 0.5x"
+  double start_s = 0;       // when it struck (a slowdown: its window)
+  double end_s = 0;
+  // A role that died: its work since its last completed step, lost (s), and that step.
+  double lost_work_s = 0;
+  int64_t lost_step = -1;
+};
+
 struct RunMetrics {
   std::string scenario;
   std::string strategy;
@@ -73,6 +84,7 @@ struct RunMetrics {
   double stall_end_s = 0;
   int64_t stall_global_step = 0;
   std::string stall_cause;
+  std::vector<FaultRecord> faults;  // in time order
   double staleness_mean = 0;
   double staleness_max = 0;
   std::vector<ResourceUse> devices;  // by utilisation, highest first

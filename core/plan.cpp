@@ -212,6 +212,19 @@ nlohmann::json plan_to_json(const Plan& plan) {
   }
   j["clients"] = nlohmann::json::array();
   for (const ClientGraph& c : plan.clients) j["clients"].push_back(client_to_json(c));
+  if (!plan.faults.empty()) {
+    j["faults"] = nlohmann::json::array();
+    for (const PlanFault& f : plan.faults) {
+      j["faults"].push_back({{"kind", f.kind},
+                             {"clients", f.clients},
+                             {"device", f.device},
+                             {"at_s", f.at_s},
+                             {"from_s", f.from_s},
+                             {"until_s", f.until_s},
+                             {"factor", f.factor},
+                             {"description", f.description}});
+    }
+  }
   if (plan.sync == "sync") {
     const SyncReplicas& sr = plan.sync_replicas;
     j["sync_replicas"] = {{"replicas_to_aggregate", sr.replicas_to_aggregate},
@@ -264,6 +277,25 @@ ClientGraph client_from_json(const JsonCursor& cc, const Plan& plan) {
   graph.input_op = int(cc.at("input_op").as_int(-1, last_op));
   graph.global_step_op = int(cc.at("global_step_op").as_int(-1, last_op));
   return graph;
+}
+
+PlanFault fault_from_json(const JsonCursor& c, const Plan& plan) {
+  c.check_keys({"kind", "clients", "device", "at_s", "from_s", "until_s", "factor", "description"});
+  PlanFault f;
+  f.kind = c.at("kind").as_string();
+  if (f.kind != "role" && f.kind != "slowdown") c.at("kind").fail("expected role or slowdown");
+  const JsonCursor clients = c.at("clients");
+  for (size_t i = 0; i < clients.size(); ++i) {
+    f.clients.push_back(int(clients.at(i).as_int(0, int64_t(plan.clients.size()) - 1)));
+  }
+  f.device = int(c.at("device").as_int(-1, int64_t(plan.platform.devices.size()) - 1));
+  if (f.kind == "slowdown" && f.device < 0) c.at("device").fail("a slowdown needs its device");
+  f.at_s = c.at("at_s").as_number_in(0, 1e12);
+  f.from_s = c.at("from_s").as_number_in(0, 1e12);
+  f.until_s = c.at("until_s").as_number_in(f.from_s, 1e12);
+  f.factor = c.at("factor").as_number_in(1e-6, 1);
+  f.description = c.at("description").as_string();
+  return f;
 }
 
 SyncReplicas sync_replicas_from_json(const JsonCursor& c, const Plan& plan) {
@@ -334,7 +366,8 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& file) {
                 "ps_roles",
                 "variables",
                 "clients",
-                "sync_replicas"});
+                "sync_replicas",
+                "faults"});
   Plan plan;
   settings_from_json(c, plan);
   const JsonCursor notes = c.at("notes");
@@ -361,6 +394,12 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& file) {
   const JsonCursor clients = c.at("clients");
   for (size_t i = 0; i < clients.size(); ++i) {
     plan.clients.push_back(client_from_json(clients.at(i), plan));
+  }
+  if (c.has("faults")) {
+    const JsonCursor faults = c.at("faults");
+    for (size_t i = 0; i < faults.size(); ++i) {
+      plan.faults.push_back(fault_from_json(faults.at(i), plan));
+    }
   }
   if (plan.sync == "sync") {
     plan.sync_replicas = sync_replicas_from_json(c.at("sync_replicas"), plan);

@@ -115,6 +115,19 @@ struct SyncReplicas {
   ClientGraph chief_graph;  // the sync op; its role is the kSyncQueueRunner
 };
 
+// A fault the backend injects (from the scenario's "faults", resolved against the plan).
+struct PlanFault {
+  std::string kind;          // "role": clients die at at_s; "slowdown": a device's speed scaled
+  std::vector<int> clients;  // role: indices into Plan::clients (worker 0 takes the chief's sync
+                             // op with it)
+  int device = -1;           // slowdown
+  double at_s = 0;           // role
+  double from_s = 0;         // slowdown: [from_s, until_s)
+  double until_s = 0;
+  double factor = 1;        // slowdown: speed multiplier in (0, 1]
+  std::string description;  // "machine w3 dies", "w3/gpu0 at 0.5x", ... (reports, trace)
+};
+
 struct Plan {
   std::string scenario_name;
   std::string strategy;        // "in_graph" or "between_graph"
@@ -125,6 +138,7 @@ struct Plan {
   std::vector<int> ps_roles;        // role index of each PS shard
   std::vector<Variable> variables;  // creation order; variables[0] is global_step
   std::vector<ClientGraph> clients;
+  std::vector<PlanFault> faults;
   int steps = 0;
   int warmup_steps = 0;
   int batch_per_replica = 0;

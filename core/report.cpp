@@ -99,6 +99,19 @@ std::string format_report(const std::vector<RunMetrics>& runs, const std::string
              std::to_string(r.stall_global_step);
     });
   }
+  bool any_fault = false;
+  for (const RunMetrics& r : runs) any_fault |= !r.faults.empty();
+  if (any_fault) {
+    row("faults", [](const RunMetrics& r) {
+      std::string out;
+      for (const FaultRecord& f : r.faults) {
+        if (!out.empty()) out += "; ";
+        out += f.description + " at " + fixed(f.start_s, 3) + " s";
+        if (f.lost_step >= 0) out += " (" + f.target + " lost " + fixed(f.lost_work_s, 3) + " s)";
+      }
+      return out.empty() ? std::string("-") : out;
+    });
+  }
   row("step time mean (ms)", [](const RunMetrics& r) { return milliseconds(r.step_time_s.mean); });
   row("step time p50 / p95 (ms)", [](const RunMetrics& r) {
     return milliseconds(r.step_time_s.p50) + " / " + milliseconds(r.step_time_s.p95);
@@ -228,6 +241,15 @@ nlohmann::json summary_json(const std::vector<RunMetrics>& runs, const nlohmann:
                                 {"measured_steps", c.measured_steps},
                                 {"mean_step_time_s", c.mean_step_time_s},
                                 {"step_rate_per_s", c.step_rate_per_s}});
+    }
+    run["faults"] = nlohmann::json::array();
+    for (const FaultRecord& f : r.faults) {
+      run["faults"].push_back({{"target", f.target},
+                               {"description", f.description},
+                               {"start_s", f.start_s},
+                               {"end_s", f.end_s},
+                               {"lost_work_s", f.lost_work_s},
+                               {"lost_step", f.lost_step}});
     }
     run["warnings"] = r.warnings;
     run["notes"] = r.notes;

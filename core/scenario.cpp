@@ -76,7 +76,7 @@ Scenario parse_scenario(const nlohmann::json& document, const std::string& file,
                         const SourceMap* sources) {
   const JsonCursor root = sources ? JsonCursor(document, sources) : JsonCursor(document, file);
   root.expect_object();
-  root.check_keys({"name", "description", "include", "cluster", "model", "training"});
+  root.check_keys({"name", "description", "include", "cluster", "model", "training", "faults"});
   if (root.has("include")) {
     root.at("include").fail("includes are resolved when a scenario is loaded from a file");
   }
@@ -88,6 +88,9 @@ Scenario parse_scenario(const nlohmann::json& document, const std::string& file,
   s.cluster = scenario_detail::parse_cluster(root.at("cluster"));
   s.model = parse_model(root.at("model"));
   s.training = scenario_detail::parse_training(root.at("training"), s.cluster, s.model);
+  if (root.has("faults")) {
+    s.faults = scenario_detail::parse_faults(root.at("faults"), s.cluster, s.training);
+  }
   return s;
 }
 

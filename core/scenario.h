@@ -164,6 +164,24 @@ struct TrainingSpec {
   std::vector<int> data_steps_per_worker;
 };
 
+// A fault (top-level "faults"): what goes wrong, where and when.
+enum class FaultKind {
+  kRole,      // a between-graph worker's processes die at `at_s` (its devices stay up)
+  kMachine,   // a machine dies at `at_s`: every worker with a tower on it dies
+  kSlowdown,  // a device runs at `factor` x its speed in [from_s, until_s)
+};
+struct FaultSpec {
+  FaultKind kind = FaultKind::kRole;
+  int worker = -1;        // kRole: index into TrainingSpec::workers
+  std::string machine;    // kMachine
+  DeviceRef device;       // kSlowdown
+  double at_s = 0;        // kRole, kMachine
+  double from_s = 0;      // kSlowdown
+  double until_s = 0;     // kSlowdown
+  double factor = 1;      // kSlowdown, in (0, 1]
+  std::string json_path;  // where it is, for errors found while compiling
+};
+
 struct Scenario {
   std::string name;
   std::string file;  // where it was read from ("" when built in code)
@@ -176,6 +194,7 @@ struct Scenario {
   ClusterSpec cluster;
   Model model;
   TrainingSpec training;
+  std::vector<FaultSpec> faults;
 };
 
 // Plausibility bounds on scenario quantities (SI units): far outside any real hardware or model,

@@ -26,4 +26,8 @@ void add_machine(ClusterSpec& cluster, MachineSpec machine, const JsonCursor& wh
 // "training". May add dedicated PS machines to `cluster`.
 TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Model& model);
 
+// "faults": a list of {"kind": "role" | "machine" | "slowdown", ...} (docs/scenario-format.md).
+std::vector<FaultSpec> parse_faults(const JsonCursor& c, const ClusterSpec& cluster,
+                                    const TrainingSpec& training);
+
 }  // namespace replisim::core::scenario_detail

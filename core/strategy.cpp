@@ -132,6 +132,51 @@ Plan plan_skeleton(const Scenario& scenario, const std::string& strategy,
   return plan;
 }
 
+void add_faults(const Scenario& scenario, Plan& plan) {
+  const TrainingSpec& t = scenario.training;
+  bool noted = false;
+  for (const FaultSpec& spec : scenario.faults) {
+    PlanFault f;
+    if (spec.kind == FaultKind::kSlowdown) {
+      f.kind = "slowdown";
+      f.device = plan.platform.find_device(spec.device);
+      REPLISIM_ASSERT(f.device >= 0, "validated fault device not found");
+      f.from_s = spec.from_s;
+      f.until_s = spec.until_s;
+      f.factor = spec.factor;
+      f.description =
+          spec.device.str() + " slowed to " + dump_json(nlohmann::json(spec.factor)) + "x";
+      plan.faults.push_back(std::move(f));
+      continue;
+    }
+    if (plan.strategy != "between_graph") {
+      if (!noted) {
+        plan.notes.push_back(
+            "role and machine faults are simulated for between_graph only: an in_graph "
+            "failure restarts from a checkpoint, which is not supported yet");
+      }
+      noted = true;
+      continue;
+    }
+    f.kind = "role";
+    f.at_s = spec.at_s;
+    if (spec.kind == FaultKind::kRole) {
+      f.clients.push_back(spec.worker);
+      f.description = "worker" + std::to_string(spec.worker) + " dies";
+    } else {
+      for (size_t w = 0; w < t.workers.size(); ++w) {
+        for (int replica : t.workers[w]) {
+          if (t.replicas[size_t(replica)].machine != spec.machine) continue;
+          f.clients.push_back(int(w));
+          break;
+        }
+      }
+      f.description = "machine " + spec.machine + " dies";
+    }
+    plan.faults.push_back(std::move(f));
+  }
+}
+
 double input_flop(const Scenario& scenario, const Platform& platform, int cpu_device, int samples) {
   const double rate = scenario.training.costs.input_samples_per_s;
   if (rate <= 0) return 0;

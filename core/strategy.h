@@ -51,6 +51,9 @@ namespace strategy_detail {
 Plan plan_skeleton(const Scenario& scenario, const std::string& strategy,
                    const CompileOptions& options);
 int add_role(Plan& plan, const std::string& name, RoleKind kind, int device, bool chief = false);
+// The scenario's faults, resolved against the compiled plan: slowdowns for every strategy; role
+// and machine faults kill between_graph workers (for in_graph they are noted, not simulated).
+void add_faults(const Scenario& scenario, Plan& plan);
 // "layer" when every layer is its own group, else "<N> group(s)" (what the report says ran).
 std::string granularity_label(const Scenario& scenario, size_t groups);
 // FLOP that makes a CPU spend batch / input_samples_per_s seconds on the input pipeline.

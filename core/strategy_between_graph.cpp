@@ -134,6 +134,7 @@ Plan compile_between_graph(const Scenario& scenario, const CompileOptions& optio
       plan.clients.back().data_steps = t.data_steps_per_worker[w];
   }
   if (t.sync.synchronous) add_sync_replicas(scenario, plan, layout);
+  add_faults(scenario, plan);
   account_ps_memory(plan, scenario);
   // The chief starts first; the others within the stagger, as TF workers come up one by one
   // after the chief has initialised the variables (seeded; docs/scenario-format.md).

@@ -149,6 +149,7 @@ Plan compile_in_graph(const Scenario& scenario, const CompileOptions& options) {
       builder, scenario, plan, layout, reads, tower,
       std::vector<Edge>(tower.size(), Edge{loss_op, logits_bytes}), cpu, client);
   const int increment = add_applies(builder, scenario, plan, layout, aggregated);
+  add_faults(scenario, plan);
   account_ps_memory(plan, scenario);
 
   ClientGraph graph;

@@ -14,6 +14,8 @@ const char* event_kind_name(EventKind kind) {
       return "update";
     case EventKind::kDropped:
       return "dropped";
+    case EventKind::kFault:
+      return "fault";
   }
   return "?";
 }
@@ -30,6 +32,8 @@ const char* lane_name(EventKind kind) {
       return "update";
     case EventKind::kDropped:
       return "dropped";
+    case EventKind::kFault:
+      return "fault";
   }
   return "?";
 }

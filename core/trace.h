@@ -20,6 +20,8 @@ enum class EventKind : uint8_t {
   kDropped = 4,   // synchronous training: a stale gradient slice dropped by its accumulator
                   // (instant, on the PS; step = the worker's local step, global_step_read = the
                   // worker's local_step, global_step_after = the accumulator's global step)
+  kFault = 5,     // a fault happened (instant): actor = the role it hit (or the device for a
+                  // slowdown), label = what happened; a slowdown spans [start_s, end_s]
 };
 const char* event_kind_name(EventKind kind);
 

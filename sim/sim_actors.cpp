@@ -37,6 +37,7 @@ void SimRun::compute_loop(int d) {
     const ComputeItem item = device.compute_queue.front();
     device.compute_queue.pop_front();
     ClientState& s = clients_[size_t(item.client)];
+    if (s.dead) continue;  // its client died while the op was queued
     const Op& op = s.graph->ops[size_t(item.op)];
     const double flop =
         op.compute_flop * (op.jittered ? jitter_factor(item.client, d, item.step) : 1.0);
@@ -101,6 +102,7 @@ void SimRun::transfer_loop(int t) {
       Connection& connection = connections_[size_t(id)];
       const PendingSend item = connection.waiting.front();
       connection.waiting.pop_front();
+      if (clients_[size_t(item.client)].dead) continue;  // its client died while it waited
       const Op& send = clients_[size_t(item.client)].graph->ops[size_t(item.op)];
       const double start_s = sg4::Engine::get_clock();
       const double delay_s = send.overhead_s + (first ? connection.latency_s : 0.0);

@@ -84,6 +84,7 @@ void SimRun::prepare_clients() {
 }
 
 void SimRun::dispatch(int c, int op_index) {
+  if (clients_[size_t(c)].dead) return;
   const Op& op = clients_[size_t(c)].graph->ops[size_t(op_index)];
   DeviceState& device = devices_[size_t(op.device)];
   switch (op.kind) {
@@ -132,6 +133,7 @@ void SimRun::drain() {
 
 void SimRun::complete_now(int c, int op_index) {
   ClientState& s = clients_[size_t(c)];
+  if (s.dead) return;
   const double now = sg4::Engine::get_clock();
   if (op_index == s.graph->global_step_op) {
     ++global_step_;
@@ -195,6 +197,7 @@ void SimRun::finish_step(int c) {
 
 void SimRun::start_step(int c) {
   ClientState& s = clients_[size_t(c)];
+  if (s.dead) return;
   s.remaining_inputs = s.in_degree;
   s.remaining_ops = s.graph->ops.size();
   s.step_start_s = sg4::Engine::get_clock();
@@ -232,6 +235,7 @@ void SimRun::maybe_produce(int c) {
 
 void SimRun::finish_production(int c) {
   ClientState& s = clients_[size_t(c)];
+  if (s.dead) return;
   s.producing = false;
   ++s.produced;
   if (s.waiting_for_input) {
@@ -254,6 +258,7 @@ void SimRun::driver() {
   for (size_t c = 0; c < clients_.size(); ++c) {
     timers_.emplace(clients_[c].graph->start_offset_s, -1 - int(c));  // -1 - c: first start
   }
+  schedule_faults();
   std::unique_lock<sg4::Mutex> lock(*driver_mutex_);
   while (finished_clients_ < int(clients_.size())) {
     if (timers_.empty()) {
@@ -266,6 +271,11 @@ void SimRun::driver() {
       continue;
     }
     timers_.pop();
+    const int clients = int(clients_.size());
+    if (code < -clients) {
+      inject_fault(-1 - clients - code);
+      continue;
+    }
     const int c = code < 0 ? -1 - code : code;
     if (code < 0) maybe_produce(c);
     start_step(c);
@@ -313,6 +323,7 @@ core::Trace SimRun::run() {
   global_step_counter_ = trace_.intern("global_step");
   prepare_clients();
   prepare_sync();
+  apply_slowdowns();
   // Room for every event up front: steps x (ops that leave an event), plus steps and updates.
   size_t events_per_step = 0;
   for (const core::ClientGraph& graph : plan_.clients) {
@@ -327,7 +338,7 @@ core::Trace SimRun::run() {
   const auto start = std::chrono::steady_clock::now();
   engine.run();
   engine_wall_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (sync_.enabled && global_step_ < plan_.steps && finished_clients_ < int(clients_.size())) {
+  if (sync_.enabled && global_step_ < plan_.steps) {
     // Synchronous training stopped: SimGrid found every actor blocked (a take waiting for
     // gradients no live worker will send, workers waiting for tokens).
     trace_.meta["stall"] = sync_stall();

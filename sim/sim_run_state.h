@@ -103,6 +103,7 @@ struct ClientState {
   bool producing = false;
   bool waiting_for_input = false;
   bool finished = false;
+  bool dead = false;  // killed by a fault: its ops are dropped, it runs no more steps
 };
 
 // Synchronous training (SyncReplicasOptimizer): the accumulators, keyed by the first variable of
@@ -157,6 +158,11 @@ class SimRun {
   // Why a synchronous run stopped short of Plan::steps: {"time_s" (the last update),
   // "global_step", "live_workers", "detected_s", "cause"}.
   nlohmann::json sync_stall() const;
+  // Faults (sim_faults.cpp).
+  void apply_slowdowns();
+  void schedule_faults();
+  void inject_fault(int fault);
+  void kill_client(int c);
 
   const core::Plan& plan_;
   double engine_wall_s_ = 0;

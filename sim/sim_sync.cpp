@@ -82,6 +82,7 @@ void SimRun::take_gradient(int c, int op_index) {
 
 void SimRun::dequeue_token(int c, int op_index) {
   ClientState& s = clients_[size_t(c)];
+  if (s.dead) return;
   if (sync_.done || (sync_.strict && global_step_ > s.global_step_read)) {
     s.next_local_step = global_step_;
   } else if (!sync_.strict && !sync_.tokens.empty()) {
@@ -119,11 +120,23 @@ bool SimRun::more_steps(const ClientState& s) const {
 
 nlohmann::json SimRun::sync_stall() const {
   const int workers = int(plan_.clients.size());
-  int live = 0, waiting = int(sync_.waiting_dequeue.size());
-  for (int c = 0; c < workers; ++c) live += !clients_[size_t(c)].finished;
+  int live = 0, dead = 0, waiting = 0;
+  for (int c = 0; c < workers; ++c) {
+    live += !clients_[size_t(c)].finished;
+    dead += clients_[size_t(c)].dead;
+  }
+  for (const auto& [c, op] : sync_.waiting_dequeue) waiting += !clients_[size_t(c)].dead;
   const int r = sync_.replicas_to_aggregate;
   std::string cause;
-  if (live == 0) {
+  if (clients_.back().dead) {
+    cause =
+        "the chief (worker0) died: its sync op, which applies the gradients and hands out "
+        "the tokens, no longer runs";
+  } else if (sync_.strict && live < r && dead > 0) {
+    cause = "live workers (" + std::to_string(live) + ") < replicas_to_aggregate (" +
+            std::to_string(r) + "): " + std::to_string(dead) +
+            " died and each live one gives one gradient per global step";
+  } else if (live == 0) {
     cause = "every worker ran out of data (training.data_steps_per_worker)";
   } else if (sync_.strict && live < r) {
     cause = "live workers (" + std::to_string(live) + ") < replicas_to_aggregate (" +
