@@ -398,7 +398,7 @@ void add_utilisation(RunMetrics& r, const Trace& trace, const Meta& meta) {
     }
   }
   for (size_t d = 0; d < p.devices.size(); ++d) {
-    r.devices.push_back({p.devices[d].name, busy[d] / window});
+    r.devices.push_back({p.devices[d].name, busy[d] / (window * p.devices[d].cores)});
   }
   for (int ch = 0; ch < p.channel_count(); ++ch) {
     if (!p.channel_exists(ch)) continue;

@@ -84,8 +84,8 @@ Platform build_platform(const ClusterSpec& cluster) {
     machine.nic_link = int(p.links.size());
     p.links.push_back({m.name + "/nic", m.nic.bandwidth_bytes_per_s, m.nic.latency_s, true});
     machine.devices.push_back(int(p.devices.size()));
-    p.devices.push_back(
-        {m.name + "/cpu", machine_index, DeviceKind::kCpu, m.cpu_speed_flop_per_s, -1});
+    p.devices.push_back({m.name + "/cpu", machine_index, DeviceKind::kCpu, m.cpu_speed_flop_per_s,
+                         m.cpu_cores, -1});
     for (size_t g = 0; g < m.gpus.size(); ++g) {
       const std::string gpu_name = "gpu" + std::to_string(g);
       const int pcie = int(p.links.size());
@@ -93,7 +93,7 @@ Platform build_platform(const ClusterSpec& cluster) {
           {m.name + "/pcie/" + gpu_name, m.pcie.bandwidth_bytes_per_s, m.pcie.latency_s, true});
       machine.devices.push_back(int(p.devices.size()));
       p.devices.push_back({m.name + "/" + gpu_name, machine_index, DeviceKind::kGpu,
-                           m.gpus[g].speed_flop_per_s, pcie, m.gpus[g].memory_bytes});
+                           m.gpus[g].speed_flop_per_s, 1, pcie, m.gpus[g].memory_bytes});
     }
     p.machines.push_back(std::move(machine));
   }
@@ -119,6 +119,7 @@ nlohmann::json platform_to_json(const Platform& platform) {
                             {"machine", d.machine},
                             {"kind", device_kind_name(d.kind)},
                             {"speed_flop_per_s", d.speed_flop_per_s},
+                            {"cores", d.cores},
                             {"pcie_link", d.pcie_link},
                             {"memory_bytes", d.memory_bytes}});
   }
@@ -152,7 +153,8 @@ Platform platform_from_json(const nlohmann::json& j, const std::string& file,
   const int64_t machine_count = int64_t(machines.size());
   for (size_t i = 0; i < devices.size(); ++i) {
     const JsonCursor d = devices.at(i);
-    d.check_keys({"name", "machine", "kind", "speed_flop_per_s", "pcie_link", "memory_bytes"});
+    d.check_keys(
+        {"name", "machine", "kind", "speed_flop_per_s", "cores", "pcie_link", "memory_bytes"});
     PlatformDevice device;
     device.name = d.at("name").as_string();
     device.machine = int(d.at("machine").as_int(0, machine_count - 1));
@@ -161,6 +163,8 @@ Platform platform_from_json(const nlohmann::json& j, const std::string& file,
     device.kind = kind == "gpu" ? DeviceKind::kGpu : DeviceKind::kCpu;
     device.speed_flop_per_s = d.at("speed_flop_per_s").as_number();
     if (!(device.speed_flop_per_s > 0)) d.at("speed_flop_per_s").fail("must be > 0");
+    // Optional: traces written before CPU cores existed had one.
+    if (d.has("cores")) device.cores = int(d.at("cores").as_int(1, limits::kMaxCpuCores));
     device.pcie_link = int(d.at("pcie_link").as_int(-1, link_count - 1));
     if (d.has("memory_bytes")) device.memory_bytes = d.at("memory_bytes").as_number_in(0, 1e18);
     p.devices.push_back(device);

@@ -15,7 +15,8 @@ struct PlatformDevice {
   std::string name;  // "<machine>/cpu" or "<machine>/gpu<i>"
   int machine = -1;  // index into Platform::machines
   DeviceKind kind = DeviceKind::kCpu;
-  double speed_flop_per_s = 0;
+  double speed_flop_per_s = 0;  // one core's (a GPU: the device's)
+  int cores = 1;                // ops it runs at once (CPUs: cpu.cores; GPUs: 1, one stream)
   int pcie_link = -1;       // GPUs: index of the PCIe link to the host; CPUs: -1 (on the host bus)
   double memory_bytes = 0;  // GPUs: capacity when given in the scenario; 0 = unknown
 };

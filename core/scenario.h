@@ -51,7 +51,8 @@ struct GpuSpec {
 struct MachineSpec {
   std::string name;
   std::string json_path;  // the scenario entry that describes it (a template may make several)
-  double cpu_speed_flop_per_s = 0;
+  double cpu_speed_flop_per_s = 0;  // one core's speed
+  int cpu_cores = 1;                // the CPU runs up to this many ops at once
   std::vector<GpuSpec> gpus;
   LinkSpec nic;   // full duplex: each direction has this bandwidth
   LinkSpec pcie;  // one per GPU, between the GPU and the host (CPU and NIC)
@@ -84,7 +85,10 @@ struct ClusterSpec {
 
 // Costs beyond layer compute and tensor transfers (docs/scenario-format.md, "training.costs").
 struct Costs {
-  double input_samples_per_s = 0;       // input pipeline rate of one CPU device; 0 = free
+  double input_samples_per_s = 0;  // input pipeline rate of one CPU device; 0 = free
+  // When > 0, replaces input_samples_per_s: the rate of one core, the pipeline using every core
+  // of the CPU (tf.data's parallel map), so a machine's rate is this x cpu.cores.
+  double input_samples_per_s_per_core = 0;
   double apply_flop_per_param = 0;      // optimizer update on the parameter server
   double aggregate_flop_per_param = 0;  // per gradient summed (in-graph aggregation)
   double loss_flop_per_sample = 0;      // loss and summary ops
@@ -214,7 +218,8 @@ inline constexpr double kMaxFlopPerParam = 1e6;
 inline constexpr double kMinSamplesPerS = 1e-3;  // input pipeline rate when not 0 (free)
 inline constexpr double kMaxSamplesPerS = 1e12;
 inline constexpr int kMaxSteps = 1000000;
-inline constexpr int kMaxReplicas = 1000000;  // replicas_to_aggregate, total_num_replicas
+inline constexpr int kMaxReplicas = 1000000;
+inline constexpr int kMaxCpuCores = 4096;  // replicas_to_aggregate, total_num_replicas
 inline constexpr int kMaxBatch = 1 << 24;
 inline constexpr double kMaxGpuMemoryBytes = 1e15;
 }  // namespace limits

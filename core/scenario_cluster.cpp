@@ -79,8 +79,9 @@ MachineSpec parse_machine_hardware(const JsonCursor& c,
   c.check_keys(allowed_keys);
   MachineSpec m;
   const JsonCursor cpu = c.at("cpu");
-  cpu.check_keys({"speed"});
+  cpu.check_keys({"speed", "cores"});
   m.cpu_speed_flop_per_s = speed(cpu.at("speed"));
+  if (cpu.has("cores")) m.cpu_cores = int(cpu.at("cores").as_int(1, limits::kMaxCpuCores));
   if (c.has("gpus")) {
     const JsonCursor gpus = c.at("gpus");
     for (size_t i = 0; i < gpus.size(); ++i) m.gpus.push_back(parse_gpu(gpus.at(i)));

@@ -268,8 +268,18 @@ Costs parse_costs(const JsonCursor* c, const Model& model, const OptimizerSpec& 
     if (c->as_string() != "none") c->fail("expected an object or \"none\"");
     return Costs{};
   }
-  c->check_keys({"input_samples_per_s", "apply_flop_per_param", "aggregate_flop_per_param",
-                 "loss_flop_per_sample", "per_message_overhead"});
+  c->check_keys({"input_samples_per_s", "input_samples_per_s_per_core", "apply_flop_per_param",
+                 "aggregate_flop_per_param", "loss_flop_per_sample", "per_message_overhead"});
+  if (c->has("input_samples_per_s") && c->has("input_samples_per_s_per_core")) {
+    c->at("input_samples_per_s_per_core")
+        .fail("give input_samples_per_s (one CPU) or input_samples_per_s_per_core, not both");
+  }
+  if (c->has("input_samples_per_s_per_core")) {
+    const JsonCursor rate = c->at("input_samples_per_s_per_core");
+    costs.input_samples_per_s_per_core =
+        rate.as_number_in(limits::kMinSamplesPerS, limits::kMaxSamplesPerS);
+    costs.input_samples_per_s = 0;
+  }
   if (c->has("input_samples_per_s")) {
     const JsonCursor rate = c->at("input_samples_per_s");
     costs.input_samples_per_s = rate.as_number_in(0, limits::kMaxSamplesPerS);

@@ -178,9 +178,15 @@ void add_faults(const Scenario& scenario, Plan& plan) {
 }
 
 double input_flop(const Scenario& scenario, const Platform& platform, int cpu_device, int samples) {
-  const double rate = scenario.training.costs.input_samples_per_s;
+  const Costs& costs = scenario.training.costs;
+  const PlatformDevice& cpu = platform.devices[size_t(cpu_device)];
+  // Per core: the pipeline spreads a batch over every core, so the op (on one core) takes
+  // samples / (rate x cores).
+  const double rate = costs.input_samples_per_s_per_core > 0
+                          ? costs.input_samples_per_s_per_core * cpu.cores
+                          : costs.input_samples_per_s;
   if (rate <= 0) return 0;
-  return double(samples) / rate * platform.devices[size_t(cpu_device)].speed_flop_per_s;
+  return double(samples) / rate * cpu.speed_flop_per_s;
 }
 
 int variable_device(const Plan& plan, int v) {

@@ -12,9 +12,10 @@ namespace replisim::sim::detail {
 
 void SimRun::wake_compute(int d) {
   DeviceState& device = devices_[size_t(d)];
-  if (device.compute_idle) {
-    device.compute_idle = false;
-    device.compute_actor->resume();
+  if (!device.idle_compute.empty()) {
+    const int core = device.idle_compute.back();
+    device.idle_compute.pop_back();
+    device.compute_actors[size_t(core)]->resume();
   }
 }
 
@@ -24,13 +25,13 @@ double SimRun::jitter_factor(int c, int device, int64_t step) const {
   return 1.0 + plan_.compute_jitter_fraction * (2.0 * u - 1.0);
 }
 
-void SimRun::compute_loop(int d) {
+void SimRun::compute_loop(int d, int core) {
   DeviceState& device = devices_[size_t(d)];
   for (;;) {
     if (device.compute_queue.empty()) {
       // Nothing runs between these two lines: the flag and the suspension are one step for
       // everyone else (actors only switch at simcalls).
-      device.compute_idle = true;
+      device.idle_compute.push_back(core);
       sg4::this_actor::suspend();
       continue;
     }

@@ -49,7 +49,9 @@ SimPlatform build_sim_platform(const core::Platform& platform, const std::vector
     zone->set_parent(root);
     for (int d : machine.devices) {
       const core::PlatformDevice& device = platform.devices[size_t(d)];
-      sg4::Host* host = zone->create_host(device.name, device.speed_flop_per_s)->seal();
+      sg4::Host* host = zone->create_host(device.name, device.speed_flop_per_s)
+                            ->set_core_count(device.cores)
+                            ->seal();
       hosts[size_t(d)] = host;
       if (device.pcie_link < 0) {
         // The CPU sits on the host bus: no link between it and the NIC or the GPUs' PCIe.

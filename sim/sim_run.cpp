@@ -289,9 +289,12 @@ void SimRun::create_actors() {
     if (!used[d]) continue;
     DeviceState& device = devices_[d];
     const int index = int(d);
-    device.compute_actor = sg4::Actor::create(plan_.platform.devices[d].name + "/compute",
-                                              device.host, [this, index] { compute_loop(index); });
-    device.compute_actor->daemonize();
+    for (int core = 0; core < plan_.platform.devices[d].cores; ++core) {
+      device.compute_actors.push_back(
+          sg4::Actor::create(plan_.platform.devices[d].name + "/compute." + std::to_string(core),
+                             device.host, [this, index, core] { compute_loop(index, core); }));
+      device.compute_actors.back()->daemonize();
+    }
     device.sink = sg4::Actor::create(plan_.platform.devices[d].name + "/receive", device.host, [] {
       const sg4::MutexPtr mutex = sg4::Mutex::create();
       const sg4::ConditionVariablePtr never = sg4::ConditionVariable::create();

@@ -64,11 +64,12 @@ struct TransferActor {
 
 struct DeviceState {
   sg4::Host* host = nullptr;
-  sg4::ActorPtr compute_actor;
+  // One compute actor per core (a GPU: one, its stream), taking ops from one queue.
+  std::vector<sg4::ActorPtr> compute_actors;
   // The permanent receiver of the connections ending here. It only blocks, never suspends (SimGrid
   // suspends a communication whose receiver is suspended, so the compute actor cannot be it).
   sg4::ActorPtr sink;
-  bool compute_idle = false;        // the compute actor is suspended, waiting for work
+  std::vector<int> idle_compute;    // compute actors suspended, waiting for work
   std::vector<int> idle_transfers;  // pooled transfer actors on this host
   std::deque<ComputeItem> compute_queue;
 };
@@ -130,7 +131,7 @@ class SimRun {
  private:
   void prepare_clients();
   void create_actors();
-  void compute_loop(int device);
+  void compute_loop(int device, int core);
   void transfer_loop(int transfer);
   void activate(int connection);
   void deliver(const PendingSend& send, double start_s, int64_t message_id);

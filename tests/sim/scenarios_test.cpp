@@ -97,11 +97,10 @@ TEST(Scenarios, SyncStraggler) {
 }
 
 TEST(Scenarios, AllScenarioFilesParse) {
-  for (const char* file :
-       {"seed/two_machines.json", "classroom/heterogeneous.json", "classroom/ps_bottleneck.json",
-        "classroom/model_parallel.json", "classroom/sync_straggler.json",
-        "planning/resnet50_16gpu_10gbe.json", "published/resnet50_64gpu.json",
-        "published/inception_v3_1gpu.json"}) {
+  for (const char* file : {"seed/two_machines.json", "classroom/heterogeneous.json",
+                           "classroom/ps_bottleneck.json", "classroom/model_parallel.json",
+                           "classroom/sync_straggler.json", "planning/resnet50_16gpu_10gbe.json",
+                           "published/resnet50_64gpu.json", "published/inception_v3_1gpu.json"}) {
     EXPECT_NO_THROW(core::load_scenario(test::scenario_path(file))) << file;
   }
 }
