@@ -8,14 +8,16 @@ StepGraphBuilder::StepGraphBuilder(const Platform& platform, double per_message_
     : platform_(platform), per_message_overhead_s_(per_message_overhead_s) {}
 
 int StepGraphBuilder::recv_for(const Edge& edge, int device, int role) {
-  const auto key = std::make_pair(edge.op, device);
+  const auto key = std::make_tuple(edge.op, edge.output, device);
   auto found = recv_of_tensor_on_device_.find(key);
   if (found != recv_of_tensor_on_device_.end()) return found->second;
   const Op& producer = ops_[size_t(edge.op)];
   const int send_index = int(ops_.size());
   const int recv_index = send_index + 1;
   Op send;
-  send.name = "send/" + producer.name;
+  const std::string tensor =
+      producer.name + (edge.output > 0 ? ":" + std::to_string(edge.output) : std::string());
+  send.name = "send/" + tensor;
   send.kind = OpKind::kSend;
   send.device = producer.device;
   send.role = producer.role;
@@ -28,7 +30,7 @@ int StepGraphBuilder::recv_for(const Edge& edge, int device, int role) {
                         ? per_message_overhead_s_ + platform_.transport.send_overhead_s(edge.bytes)
                         : 0.0;
   Op recv;
-  recv.name = "recv/" + producer.name;
+  recv.name = "recv/" + tensor;
   recv.kind = OpKind::kRecv;
   recv.device = device;
   recv.role = role;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -10,10 +11,13 @@
 
 namespace replisim::core {
 
-// An input edge: the producing op and the bytes of the tensor it carries to the consumer.
+// An input edge: the producing op, the bytes of the tensor it carries to the consumer, and which
+// of the producer's outputs it is: 0 its main output; a backward op also outputs the gradient of
+// each PS slice of its group (1 + slice index), distinct tensors sent on their own.
 struct Edge {
   int op = -1;
   double bytes = 0;
+  int output = 0;
 };
 
 class StepGraphBuilder {
@@ -25,8 +29,8 @@ class StepGraphBuilder {
 
   // Appends `op` (its `inputs` are ignored and rebuilt from `inputs`) and returns its index.
   // An input on another device goes through a send (placed with the producer, owned by its
-  // role) and a recv (placed with `op`, owned by `op.role`). One tensor sent to one device is
-  // sent once, whatever the number of consumers there (as TF's partitioner does).
+  // role) and a recv (placed with `op`, owned by `op.role`). One tensor (an op's output) sent to
+  // one device is sent once, whatever the number of consumers there (as TF's partitioner does).
   int add(Op op, const std::vector<Edge>& inputs);
 
   const Op& op(int index) const { return ops_[size_t(index)]; }
@@ -38,7 +42,7 @@ class StepGraphBuilder {
   const Platform& platform_;
   double per_message_overhead_s_;
   std::vector<Op> ops_;
-  std::map<std::pair<int, int>, int> recv_of_tensor_on_device_;
+  std::map<std::tuple<int, int, int>, int> recv_of_tensor_on_device_;  // (op, output, device)
 };
 
 }  // namespace replisim::core

@@ -175,7 +175,7 @@ std::vector<std::vector<int>> add_backward_and_aggregate(
                                                          towers[k], loss_gradient[k], sub_batch);
     for (size_t g = 0; g < layout.groups.size(); ++g) {
       for (size_t s = 0; s < layout.slices[g].size(); ++s) {
-        gradients[g][s].push_back({backward[g], layout.slices[g][s].bytes});
+        gradients[g][s].push_back({backward[g], layout.slices[g][s].bytes, int(s) + 1});
       }
     }
     account_replica_memory(plan, scenario.model, layout, towers[k], sub_batch);
@@ -208,7 +208,7 @@ int add_applies(StepGraphBuilder& builder, const Scenario& scenario, const Plan&
     for (size_t s = 0; s < slices.size(); ++s) {
       Op apply = slice_op(plan, layout, g, s, OpKind::kApply, "apply/");
       apply.compute_flop = scenario.training.costs.apply_flop_per_param * slices[s].params;
-      const int id = builder.add(std::move(apply), {{gradient[g][s], slices[s].bytes}});
+      const int id = builder.add(std::move(apply), {{gradient[g][s], slices[s].bytes, int(s) + 1}});
       applied.push_back({id, 0.0});  // control edge: TF sends a dead tensor across devices
     }
   }
@@ -232,7 +232,8 @@ int add_accumulates_and_token(StepGraphBuilder& builder, const Plan& plan,
     for (size_t s = 0; s < slices.size(); ++s) {
       Op accumulate = slice_op(plan, layout, g, s, OpKind::kAccumulate, "accumulate/");
       accumulate.compute_flop = kAccumulateFlopPerParam * slices[s].params;
-      const int id = builder.add(std::move(accumulate), {{gradient[g][s], slices[s].bytes}});
+      const int id =
+          builder.add(std::move(accumulate), {{gradient[g][s], slices[s].bytes, int(s) + 1}});
       accumulated.push_back({id, 0.0});  // control edge
     }
   }

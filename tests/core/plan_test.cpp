@@ -149,6 +149,34 @@ TEST(Plan, SyncReplicasRoundTripAndShape) {
   }
 }
 
+TEST(Plan, EverySliceOfAGradientIsSentOnItsOwn) {
+  // Four PS shards on one device and every layer cut into partitions: a tower's backward op
+  // outputs one gradient per slice, and each must travel in full (not once per producer).
+  nlohmann::json doc = two_machine_doc();
+  doc["training"]["ps"] = {"p/cpu", "p/cpu", "p/cpu", "p/cpu"};
+  doc["training"]["variable_placement"] = "partitioned";
+  doc["training"]["partition_min_bytes"] = "0 B";
+  double variable_bytes = 0;
+  const Plan in_graph = compile_plan(test::parse(doc), "in_graph", {});
+  for (size_t v = 1; v < in_graph.variables.size(); ++v)
+    variable_bytes += in_graph.variables[v].bytes;
+  for (const std::string strategy : {"in_graph", "between_graph"}) {
+    const Plan plan = compile_plan(test::parse(doc), strategy, {});
+    const ClientGraph& graph = plan.clients.front();
+    const int tower = plan.platform.find_device("w/gpu0");
+    double gradient_bytes = 0;
+    for (const Op& op : graph.ops) {
+      if (op.kind == OpKind::kSend && op.device == tower &&
+          graph.ops[size_t(op.inputs[0])].kind == OpKind::kBackward &&
+          graph.ops[size_t(op.peer)].device != tower) {
+        gradient_bytes += op.bytes;
+      }
+    }
+    // in_graph: to the client for the sum; between_graph: to the PS; both the whole model.
+    EXPECT_NEAR(gradient_bytes, variable_bytes, 1e-6 * variable_bytes) << strategy;
+  }
+}
+
 TEST(Plan, StaggerIsSeededAndChiefStartsFirst) {
   const Scenario s = test::parse(two_machine_doc());
   const Plan a = compile_plan(s, "between_graph", {1});
