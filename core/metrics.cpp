@@ -32,6 +32,7 @@ struct Meta {
   std::vector<double> bytes_per_ps;
   bool synchronous = false;  // between_graph with sync "sync": steps count global steps
   std::map<std::string, double> died_at_s;  // clients a fault killed
+  std::map<std::string, int> data_limited;  // clients with a data limit: their steps of data
 };
 
 Meta read_meta(const Trace& trace, const std::string& source) {
@@ -50,6 +51,9 @@ Meta read_meta(const Trace& trace, const std::string& source) {
   for (size_t i = 0; i < clients.size(); ++i) {
     m.clients.push_back(clients.at(i).at("role").as_string());
     m.samples_per_step.push_back(int(clients.at(i).at("samples_per_step").as_int(0, 1 << 30)));
+    if (clients.at(i).has("data_steps")) {
+      m.data_limited[m.clients.back()] = int(clients.at(i).at("data_steps").as_int(1, 1 << 30));
+    }
   }
   m.synchronous = c.has("sync") && c.at("sync").as_string() == "sync";
   for (const TraceEvent& e : trace.events) {
@@ -190,10 +194,15 @@ void find_sync_window(RunMetrics& r, const Trace& trace, const Meta& meta,
     }
   }
   if (!std::isfinite(start) || !(end > start)) {
-    throw InputError(source, "/training/steps",
+    std::string why;
+    if (trace.meta.contains("stall") && trace.meta["stall"].is_object() &&
+        trace.meta["stall"].contains("cause") && trace.meta["stall"]["cause"].is_string()) {
+      why = "; training stalled: " + trace.meta["stall"]["cause"].get<std::string>();
+    }
+    throw InputError(source, why.empty() ? "/training/steps" : "/training/warmup_steps",
                      "the measurement window is empty: global_step reached " +
                          std::to_string(last_global_step) + " of " + std::to_string(meta.steps) +
-                         " (warm-up " + std::to_string(meta.warmup_steps) + ")");
+                         " (warm-up " + std::to_string(meta.warmup_steps) + ")" + why);
   }
   if (last_global_step < meta.steps && !trace.meta.contains("stall")) {
     r.warnings.push_back("global_step stopped at " + std::to_string(last_global_step) + " of " +
@@ -230,14 +239,17 @@ void find_window(RunMetrics& r, const Trace& trace, const Meta& meta, StepTable&
     }
   }
   if (first_to_finish.empty()) {
-    throw InputError(source, "",
+    throw InputError(source, "/faults",
                      "every client died before the end of the run: no window to measure");
   }
   if (!(window_end > window_start)) {
-    throw InputError(source, "/training/steps",
+    const bool data_limited = meta.data_limited.count(first_to_finish) > 0;
+    throw InputError(source, data_limited ? "/training/data_steps_per_worker" : "/training/steps",
                      "the measurement window is empty: " + first_to_finish +
                          " finished its last step before " + last_to_warm +
-                         " finished warming up; raise training.steps");
+                         (meta.warmup_steps > 0 ? " finished warming up" : " started") +
+                         (data_limited ? "; give it more data (training.data_steps_per_worker)"
+                                       : "; raise training.steps"));
   }
   r.window_start_s = window_start;
   r.window_end_s = window_end;
@@ -286,16 +298,27 @@ void add_sync_figures(RunMetrics& r, const Trace& trace, const Meta& meta,
   for (size_t i = 0; i < meta.clients.size(); ++i) {
     samples_of[trace.find(meta.clients[i])] = meta.samples_per_step[i];
   }
-  double computed = 0;
+  // A worker step's gradient reached the PS when its first slice was accumulated (or dropped)
+  // there: count each (worker, step) once, at that time.
+  std::map<std::pair<uint32_t, int64_t>, double> pushed_at;
   std::vector<std::pair<uint32_t, int64_t>> dropped;
+  const uint32_t chief_sync = trace.find("chief/sync");
   for (const TraceEvent& e : trace.events) {
-    if (e.end_s <= r.window_start_s || e.end_s > r.window_end_s) continue;
-    if (e.kind == EventKind::kStep) {
-      auto found = samples_of.find(e.client);
-      if (found != samples_of.end()) computed += found->second;
-    } else if (e.kind == EventKind::kDropped) {
+    const bool accumulate = e.kind == EventKind::kCompute && e.client != chief_sync &&
+                            trace.str(e.label).rfind("accumulate/", 0) == 0;
+    if (accumulate || e.kind == EventKind::kDropped) {
+      auto [it, added] = pushed_at.emplace(std::make_pair(e.client, e.step), e.end_s);
+      if (!added) it->second = std::min(it->second, e.end_s);
+    }
+    if (e.kind == EventKind::kDropped && e.end_s > r.window_start_s && e.end_s <= r.window_end_s) {
       dropped.emplace_back(e.client, e.step);
     }
+  }
+  double computed = 0;
+  for (const auto& [key, time_s] : pushed_at) {
+    if (time_s <= r.window_start_s || time_s > r.window_end_s) continue;
+    auto found = samples_of.find(key.first);
+    if (found != samples_of.end()) computed += found->second;
   }
   std::sort(dropped.begin(), dropped.end());
   r.dropped_gradients = int(std::unique(dropped.begin(), dropped.end()) - dropped.begin());
@@ -355,7 +378,8 @@ MeasuredTable add_step_times(RunMetrics& r, const Trace& trace, const Meta& meta
       cm.mean_step_time_s = sum / cm.measured_steps;
       cm.step_rate_per_s = cm.mean_step_time_s > 0 ? 1.0 / cm.mean_step_time_s : 0;
     }
-    if (cm.measured_steps < kFewMeasuredSteps) {
+    if (cm.measured_steps < kFewMeasuredSteps && meta.died_at_s.count(client) == 0 &&
+        meta.data_limited.count(client) == 0) {
       r.warnings.push_back(client + " has " + std::to_string(cm.measured_steps) +
                            " step(s) wholly inside the measured window, so its step time is "
                            "noisy or missing; raise training.steps");

@@ -18,7 +18,7 @@ FaultSpec parse_role_fault(const JsonCursor& c, const TrainingSpec& training) {
   const std::string prefix = "worker";
   if (role.rfind(prefix, 0) == 0 && role.size() > prefix.size() &&
       role.find_first_not_of("0123456789", prefix.size()) == std::string::npos &&
-      role.size() - prefix.size() <= 9) {
+      role.size() - prefix.size() <= 9 && (role[prefix.size()] != '0' || role.size() == 7)) {
     f.worker = std::stoi(role.substr(prefix.size()));
   }
   if (f.worker < 0 || f.worker >= int(training.workers.size())) {

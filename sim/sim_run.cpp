@@ -193,6 +193,8 @@ void SimRun::finish_step(int c) {
   }
   s.finished = true;
   if (++finished_clients_ == int(clients_.size())) driver_wake_->notify_all();
+  // A chief out of data stops training itself but its process, and the sync op its queue runner
+  // runs, stay up (only its death stops them; docs/scenario-format.md).
 }
 
 void SimRun::start_step(int c) {

@@ -130,8 +130,8 @@ nlohmann::json SimRun::sync_stall() const {
   std::string cause;
   if (clients_.back().dead) {
     cause =
-        "the chief (worker0) died: its sync op, which applies the gradients and hands out "
-        "the tokens, no longer runs";
+        "the chief (worker0) died: its sync op, which applies the gradients and hands out the "
+        "tokens, no longer runs";
   } else if (sync_.strict && live < r && dead > 0) {
     cause = "live workers (" + std::to_string(live) + ") < replicas_to_aggregate (" +
             std::to_string(r) + "): " + std::to_string(dead) +
