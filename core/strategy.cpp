@@ -173,6 +173,11 @@ void add_faults(const Scenario& scenario, Plan& plan) {
       }
       f.description = "machine " + spec.machine + " dies";
     }
+    if (f.clients.empty()) {
+      plan.notes.push_back("fault " + spec.json_path + " (" + f.description +
+                           ") hits no worker: it changes nothing");
+      continue;
+    }
     plan.faults.push_back(std::move(f));
   }
 }
