@@ -1,5 +1,6 @@
 #include "core/plan_text.h"
 
+#include <cmath>
 #include <map>
 #include <sstream>
 
@@ -17,6 +18,41 @@ std::string format_plan(const Plan& plan) {
   out << "platform: " << p.machines.size() << " machine(s), " << p.devices.size() << " device(s), "
       << p.links.size() << " link(s), network model " << network_model_name(p.network_model)
       << "\n";
+  const Transport& t = p.transport;
+  out << "transport between machines: " << t.preset;
+  if (t.flow_rate_limit_bytes_per_s > 0) {
+    out << ", at most " << format_quantity(t.flow_rate_limit_bytes_per_s, Dimension::kBandwidth)
+        << " per stream";
+  }
+  if (t.header_overhead_fraction > 0) {
+    out << ", headers +" << std::lround(1000 * t.header_overhead_fraction) / 10.0 << "%";
+  }
+  if (t.copy_bandwidth_bytes_per_s > 0) {
+    out << ", copies at " << format_quantity(t.copy_bandwidth_bytes_per_s, Dimension::kBandwidth);
+  }
+  out << ", " << t.connections_per_peer << " connection(s) per peer\n";
+  if (plan.sync == "sync") {
+    const SyncReplicas& sr = plan.sync_replicas;
+    out << "sync: " << sr.variant << ", replicas_to_aggregate " << sr.replicas_to_aggregate
+        << " of total_num_replicas " << sr.total_num_replicas << ", tokens " << sr.initial_tokens
+        << " at the start and " << sr.tokens_per_step
+        << " per global step; the chief's sync op: " << sr.chief_graph.ops.size()
+        << " ops on the PS devices\n";
+  }
+  for (const PlanFault& f : plan.faults) {
+    out << "fault: " << f.description;
+    if (f.kind == "role") {
+      out << " at " << format_quantity(f.at_s, Dimension::kTime) << " (";
+      for (size_t i = 0; i < f.clients.size(); ++i) {
+        out << (i ? " " : "") << plan.roles[size_t(plan.clients[size_t(f.clients[i])].role)].name;
+      }
+      out << ")";
+    } else {
+      out << " from " << format_quantity(f.from_s, Dimension::kTime) << " to "
+          << format_quantity(f.until_s, Dimension::kTime);
+    }
+    out << "\n";
+  }
   out << "steps: " << plan.steps << " (" << plan.warmup_steps << " warm-up), batch per replica "
       << plan.batch_per_replica << ", input prefetch " << plan.input_prefetch_batches
       << " batch(es)\n";
