@@ -90,7 +90,7 @@ void sort_by_use(std::vector<ResourceUse>& uses) {
   });
 }
 
-enum WaitCategory { kCompute, kNetwork, kClient, kPeers, kPs, kOther, kCategories };
+enum WaitCategory { kCompute, kNetwork, kClient, kPeers, kPs, kToken, kOther, kCategories };
 
 // Classifies the time of `role` inside one step span from the events of that step.
 void accumulate_waits(const Trace& trace, const std::vector<const TraceEvent*>& group,
@@ -104,6 +104,12 @@ void accumulate_waits(const Trace& trace, const std::vector<const TraceEvent*>& 
   // Counters: 0 own compute, 1 own transfer, 2 client compute, 3 peer compute, 4 ps compute,
   // 5 any transfer.
   std::vector<Boundary> boundaries;
+  double last_event_end = span.start_s;
+  for (const TraceEvent* e : group) {
+    // The token's own 8-byte trip back to the worker ends the wait; it does not start it.
+    if (meta.synchronous && trace.str(e->label).rfind("send/sync_token_q/", 0) == 0) continue;
+    last_event_end = std::max(last_event_end, std::min(e->end_s, span.end_s));
+  }
   auto kind_of = [&](uint32_t actor) {
     auto found = meta.role_kind.find(trace.str(actor));
     return found == meta.role_kind.end() ? std::string() : found->second;
@@ -135,7 +141,9 @@ void accumulate_waits(const Trace& trace, const std::vector<const TraceEvent*>& 
   double t = span.start_s;
   auto charge = [&](double until) {
     if (until <= t) return;
-    WaitCategory category = kOther;
+    // Synchronous workers: once every op of the step is done, the rest of the step is the wait
+    // for a token (the other workers' gradients and the chief's update).
+    WaitCategory category = meta.synchronous && t >= last_event_end ? kToken : kOther;
     if (active[0] > 0) {
       category = kCompute;
     } else if (active[1] > 0) {
@@ -492,6 +500,7 @@ void add_waits(RunMetrics& r, const Trace& trace, const Meta& meta, StepTable& s
     w.client = seconds[kClient] / total;
     w.peers = seconds[kPeers] / total;
     w.ps = seconds[kPs] / total;
+    w.token = seconds[kToken] / total;
     w.other = seconds[kOther] / total;
     r.waits.push_back(w);
   }
@@ -568,11 +577,13 @@ std::vector<WaitBreakdown> average_waits_by_kind(const std::vector<WaitBreakdown
       sum.client += w.client;
       sum.peers += w.peers;
       sum.ps += w.ps;
+      sum.token += w.token;
       sum.other += w.other;
       ++n;
     }
     if (n == 0) continue;
-    for (double* f : {&sum.compute, &sum.network, &sum.client, &sum.peers, &sum.ps, &sum.other}) {
+    for (double* f :
+         {&sum.compute, &sum.network, &sum.client, &sum.peers, &sum.ps, &sum.token, &sum.other}) {
       *f /= n;
     }
     out.push_back(sum);

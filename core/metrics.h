@@ -37,6 +37,7 @@ struct WaitBreakdown {
   double peers = 0;       // other towers/workers of the same step computing
   double client = 0;      // the in-graph client computing
   double ps = 0;          // a parameter server applying
+  double token = 0;       // sync: its gradients in, waiting for a token (the global step)
   double other = 0;       // nothing of the step active (start-up, jitter, software overhead)
 };
 

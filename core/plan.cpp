@@ -218,6 +218,7 @@ nlohmann::json plan_to_json(const Plan& plan) {
       j["faults"].push_back({{"kind", f.kind},
                              {"clients", f.clients},
                              {"device", f.device},
+                             {"link", f.link},
                              {"at_s", f.at_s},
                              {"from_s", f.from_s},
                              {"until_s", f.until_s},
@@ -280,16 +281,21 @@ ClientGraph client_from_json(const JsonCursor& cc, const Plan& plan) {
 }
 
 PlanFault fault_from_json(const JsonCursor& c, const Plan& plan) {
-  c.check_keys({"kind", "clients", "device", "at_s", "from_s", "until_s", "factor", "description"});
+  c.check_keys(
+      {"kind", "clients", "device", "link", "at_s", "from_s", "until_s", "factor", "description"});
   PlanFault f;
   f.kind = c.at("kind").as_string();
-  if (f.kind != "role" && f.kind != "slowdown") c.at("kind").fail("expected role or slowdown");
+  if (f.kind != "role" && f.kind != "slowdown" && f.kind != "link") {
+    c.at("kind").fail("expected role, slowdown or link");
+  }
   const JsonCursor clients = c.at("clients");
   for (size_t i = 0; i < clients.size(); ++i) {
     f.clients.push_back(int(clients.at(i).as_int(0, int64_t(plan.clients.size()) - 1)));
   }
   f.device = int(c.at("device").as_int(-1, int64_t(plan.platform.devices.size()) - 1));
   if (f.kind == "slowdown" && f.device < 0) c.at("device").fail("a slowdown needs its device");
+  f.link = int(c.at("link").as_int(-1, int64_t(plan.platform.links.size()) - 1));
+  if (f.kind == "link" && f.link < 0) c.at("link").fail("a link fault needs its link");
   f.at_s = c.at("at_s").as_number_in(0, 1e12);
   f.from_s = c.at("from_s").as_number_in(0, 1e12);
   f.until_s = c.at("until_s").as_number_in(f.from_s, 1e12);

@@ -117,14 +117,17 @@ struct SyncReplicas {
 
 // A fault the backend injects (from the scenario's "faults", resolved against the plan).
 struct PlanFault {
-  std::string kind;          // "role": clients die at at_s; "slowdown": a device's speed scaled
+  // "role": clients die at at_s; "slowdown": a device's speed scaled; "link": a link's bandwidth
+  // scaled (both directions).
+  std::string kind;
   std::vector<int> clients;  // role: indices into Plan::clients (worker 0 takes the chief's sync
                              // op with it)
   int device = -1;           // slowdown
+  int link = -1;             // link: index into Platform::links
   double at_s = 0;           // role
-  double from_s = 0;         // slowdown: [from_s, until_s)
+  double from_s = 0;         // slowdown, link: [from_s, until_s)
   double until_s = 0;
-  double factor = 1;        // slowdown: speed multiplier in (0, 1]
+  double factor = 1;        // slowdown, link: speed or bandwidth multiplier in (0, 1]
   std::string description;  // "machine w3 dies", "w3/gpu0 at 0.5x", ... (reports, trace)
 };
 

@@ -30,7 +30,8 @@ std::string wait_text(const WaitBreakdown& w) {
     double value;
   };
   std::vector<Part> parts = {{"compute", w.compute}, {"network", w.network}, {"peers", w.peers},
-                             {"client", w.client},   {"ps", w.ps},           {"other", w.other}};
+                             {"client", w.client},   {"ps", w.ps},           {"token", w.token},
+                             {"other", w.other}};
   std::string out;
   for (const Part& p : parts) {
     if (p.value < 0.005) continue;
@@ -106,7 +107,9 @@ std::string format_report(const std::vector<RunMetrics>& runs, const std::string
       std::string out;
       for (const FaultRecord& f : r.faults) {
         if (!out.empty()) out += "; ";
-        out += f.description + " at " + fixed(f.start_s, 3) + " s";
+        out += f.description + (f.end_s > f.start_s ? " from " + fixed(f.start_s, 3) + " s to " +
+                                                          fixed(f.end_s, 3) + " s"
+                                                    : " at " + fixed(f.start_s, 3) + " s");
         if (f.lost_step >= 0) out += " (" + f.target + " lost " + fixed(f.lost_work_s, 3) + " s)";
       }
       return out.empty() ? std::string("-") : out;
@@ -270,6 +273,7 @@ nlohmann::json summary_json(const std::vector<RunMetrics>& runs, const nlohmann:
                               {"peers", w.peers},
                               {"client", w.client},
                               {"ps", w.ps},
+                              {"token", w.token},
                               {"other", w.other}});
     }
     j["runs"].push_back(std::move(run));

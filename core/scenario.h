@@ -173,16 +173,17 @@ enum class FaultKind {
   kRole,      // a between-graph worker's processes die at `at_s` (its devices stay up)
   kMachine,   // a machine dies at `at_s`: every worker with a tower on it dies
   kSlowdown,  // a device runs at `factor` x its speed in [from_s, until_s)
+  kLink,      // a machine's NIC runs at `factor` x its bandwidth in [from_s, until_s)
 };
 struct FaultSpec {
   FaultKind kind = FaultKind::kRole;
   int worker = -1;        // kRole: index into TrainingSpec::workers
-  std::string machine;    // kMachine
+  std::string machine;    // kMachine, kLink (its NIC)
   DeviceRef device;       // kSlowdown
   double at_s = 0;        // kRole, kMachine
-  double from_s = 0;      // kSlowdown
-  double until_s = 0;     // kSlowdown
-  double factor = 1;      // kSlowdown, in (0, 1]
+  double from_s = 0;      // kSlowdown, kLink
+  double until_s = 0;     // kSlowdown, kLink
+  double factor = 1;      // kSlowdown, kLink, in (0, 1]
   std::string json_path;  // where it is, for errors found while compiling
 };
 

@@ -54,6 +54,38 @@ FaultSpec parse_machine_fault(const JsonCursor& c, const ClusterSpec& cluster,
   return f;
 }
 
+// The window and factor of a slowdown or a link fault.
+void parse_window(const JsonCursor& c, FaultSpec& f) {
+  f.from_s = time_at(c.at("from"));
+  f.until_s = c.has("until") ? time_at(c.at("until")) : limits::kMaxDelayS * 365;
+  if (!(f.until_s > f.from_s)) c.at("until").fail("must be later than \"from\"");
+  if (c.at("factor").value().is_number() && c.at("factor").as_number() == 0) {
+    c.at("factor").fail(
+        "a factor of 0 (a cut) is not supported yet: it needs failing transfers; "
+        "use a small factor such as 0.001");
+  }
+  f.factor = c.at("factor").as_number_in(1e-6, 1);
+}
+
+FaultSpec parse_link_fault(const JsonCursor& c, const ClusterSpec& cluster) {
+  c.check_keys({"kind", "link", "from", "until", "factor"});
+  FaultSpec f;
+  f.kind = FaultKind::kLink;
+  const std::string link = c.at("link").as_string();
+  const std::string suffix = "/nic";
+  if (link.size() <= suffix.size() ||
+      link.compare(link.size() - suffix.size(), suffix.size(), suffix) != 0 ||
+      cluster.find_machine(link.substr(0, link.size() - suffix.size())) == nullptr) {
+    c.at("link").fail(
+        "expected a machine's NIC, \"<machine>/nic\" (faults of the switch and of "
+        "PCIe links are not supported yet), got \"" +
+        link + "\"");
+  }
+  f.machine = link.substr(0, link.size() - suffix.size());
+  parse_window(c, f);
+  return f;
+}
+
 FaultSpec parse_slowdown(const JsonCursor& c, const ClusterSpec& cluster) {
   c.check_keys({"kind", "device", "from", "until", "factor"});
   FaultSpec f;
@@ -67,10 +99,7 @@ FaultSpec parse_slowdown(const JsonCursor& c, const ClusterSpec& cluster) {
       (f.device.kind == DeviceKind::kGpu && f.device.gpu_index >= int(machine->gpus.size()))) {
     c.at("device").fail("no device \"" + text + "\" in the cluster");
   }
-  f.from_s = time_at(c.at("from"));
-  f.until_s = c.has("until") ? time_at(c.at("until")) : limits::kMaxDelayS * 365;
-  if (!(f.until_s > f.from_s)) c.at("until").fail("must be later than \"from\"");
-  f.factor = c.at("factor").as_number_in(1e-6, 1);
+  parse_window(c, f);
   return f;
 }
 
@@ -90,10 +119,11 @@ std::vector<FaultSpec> parse_faults(const JsonCursor& c, const ClusterSpec& clus
       f = parse_machine_fault(entry, cluster, training);
     } else if (kind == "slowdown") {
       f = parse_slowdown(entry, cluster);
+    } else if (kind == "link") {
+      f = parse_link_fault(entry, cluster);
     } else {
       entry.at("kind").fail("unknown fault kind \"" + kind +
-                            "\"; valid: role, machine, slowdown (link faults are not supported "
-                            "yet)");
+                            "\"; valid: role, machine, slowdown, link");
     }
     f.json_path = "/faults/" + std::to_string(i);
     faults.push_back(std::move(f));

@@ -149,6 +149,19 @@ void add_faults(const Scenario& scenario, Plan& plan) {
       plan.faults.push_back(std::move(f));
       continue;
     }
+    if (spec.kind == FaultKind::kLink) {
+      f.kind = "link";
+      for (const PlatformMachine& m : plan.platform.machines) {
+        if (m.name == spec.machine) f.link = m.nic_link;
+      }
+      REPLISIM_ASSERT(f.link >= 0, "validated fault machine not found");
+      f.from_s = spec.from_s;
+      f.until_s = spec.until_s;
+      f.factor = spec.factor;
+      f.description = spec.machine + "/nic at " + dump_json(nlohmann::json(spec.factor)) + "x";
+      plan.faults.push_back(std::move(f));
+      continue;
+    }
     if (plan.strategy != "between_graph") {
       if (!noted) {
         plan.notes.push_back(

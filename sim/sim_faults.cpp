@@ -55,14 +55,47 @@ void SimRun::apply_slowdowns() {
 }
 
 void SimRun::schedule_faults() {
+  // Codes below -clients are fault events: -1 - clients - (2 f + phase), phase 0 when fault f
+  // strikes, 1 when its window ends (see driver()).
+  const int base = -1 - int(clients_.size());
   for (size_t f = 0; f < plan_.faults.size(); ++f) {
-    if (plan_.faults[f].kind != "role") continue;
-    // Codes below -clients are faults (see driver()).
-    timers_.emplace(plan_.faults[f].at_s, -1 - int(clients_.size()) - int(f));
+    const core::PlanFault& fault = plan_.faults[f];
+    if (fault.kind == "role") timers_.emplace(fault.at_s, base - 2 * int(f));
+    if (fault.kind == "link") {
+      timers_.emplace(fault.from_s, base - 2 * int(f));
+      timers_.emplace(fault.until_s, base - 2 * int(f) - 1);
+    }
   }
 }
 
-void SimRun::inject_fault(int fault) {
+// A link fault: both directions of the link at factor x their bandwidth while it lasts (runtime
+// Link::set_bandwidth applies to flows in progress; simgrid-notes.md).
+void SimRun::degrade_link(int fault, bool start) {
+  const core::PlanFault& f = plan_.faults[size_t(fault)];
+  const core::PlatformLink& link = plan_.platform.links[size_t(f.link)];
+  bool present = false;
+  for (const char* direction : {"_UP", "_DOWN"}) {
+    sg4::Link* l = sg4::Link::by_name_or_null(link.name + direction);
+    if (l == nullptr) continue;  // a machine the plan does not use
+    l->set_bandwidth(link.bandwidth_bytes_per_s * (start ? f.factor : 1.0));
+    present = true;
+  }
+  if (!start || !present) return;
+  core::TraceEvent event;
+  event.kind = core::EventKind::kFault;
+  event.actor = trace_.intern(link.name);
+  event.label = trace_.intern(f.description);
+  event.start_s = f.from_s;
+  event.end_s = f.until_s;
+  trace_.events.push_back(event);
+}
+
+void SimRun::inject_fault(int code) {
+  const int fault = code / 2;
+  if (plan_.faults[size_t(fault)].kind == "link") {
+    degrade_link(fault, code % 2 == 0);
+    return;
+  }
   const core::PlanFault& f = plan_.faults[size_t(fault)];
   for (int c : f.clients) {
     ClientState& s = clients_[size_t(c)];

@@ -162,7 +162,8 @@ class SimRun {
   // Faults (sim_faults.cpp).
   void apply_slowdowns();
   void schedule_faults();
-  void inject_fault(int fault);
+  void inject_fault(int code);  // 2 x fault index + phase (0 strikes, 1 its window ends)
+  void degrade_link(int fault, bool start);
   void kill_client(int c);
 
   const core::Plan& plan_;
