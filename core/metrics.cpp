@@ -367,6 +367,7 @@ MeasuredTable add_step_times(RunMetrics& r, const Trace& trace, const Meta& meta
     const uint32_t id = trace.find(client);
     ClientMetrics cm;
     cm.name = client;
+    cm.died = meta.died_at_s.count(client) > 0;
     double sum = 0;
     std::vector<bool>& inside = measured[id];
     const std::vector<Span>& spans = steps[id];

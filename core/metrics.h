@@ -26,6 +26,7 @@ struct ClientMetrics {
   int measured_steps = 0;  // steps that lie wholly inside the window
   double mean_step_time_s = 0;
   double step_rate_per_s = 0;  // 1 / mean_step_time_s (0 when no step was measured)
+  bool died = false;           // a fault killed it (its rate covers its steps before that)
 };
 
 // What one role's time in its steps went to (fractions summing to 1).

@@ -42,7 +42,8 @@ std::string wait_text(const WaitBreakdown& w) {
 }
 
 std::string rate_text(const ClientMetrics& c) {
-  return c.measured_steps > 0 ? fixed(c.step_rate_per_s, 2) : std::string("-");
+  return (c.measured_steps > 0 ? fixed(c.step_rate_per_s, 2) : std::string("-")) +
+         (c.died ? " (died)" : "");
 }
 
 std::string client_rates(const RunMetrics& r) {
@@ -243,7 +244,8 @@ nlohmann::json summary_json(const std::vector<RunMetrics>& runs, const nlohmann:
       run["clients"].push_back({{"name", c.name},
                                 {"measured_steps", c.measured_steps},
                                 {"mean_step_time_s", c.mean_step_time_s},
-                                {"step_rate_per_s", c.step_rate_per_s}});
+                                {"step_rate_per_s", c.step_rate_per_s},
+                                {"died", c.died}});
     }
     run["faults"] = nlohmann::json::array();
     for (const FaultRecord& f : r.faults) {
