@@ -35,6 +35,36 @@ Op slice_op(const Plan& plan, const ModelLayout& layout, size_t g, size_t s, OpK
   return op;
 }
 
+// One op per slice on its PS (an apply or an accumulate), fed the slice's gradient (output
+// 1 + s of gradient[g][s]); returns control edges from all of them.
+std::vector<Edge> add_slice_ops(StepGraphBuilder& builder, const Plan& plan,
+                                const ModelLayout& layout,
+                                const std::vector<std::vector<int>>& gradient, OpKind kind,
+                                const char* prefix, double flop_per_param) {
+  std::vector<Edge> done;
+  for (size_t g = 0; g < layout.groups.size(); ++g) {
+    const std::vector<Slice>& slices = layout.slices[g];
+    for (size_t s = 0; s < slices.size(); ++s) {
+      Op op = slice_op(plan, layout, g, s, kind, prefix);
+      op.compute_flop = flop_per_param * slices[s].params;
+      const int id = builder.add(std::move(op), {{gradient[g][s], slices[s].bytes, int(s) + 1}});
+      done.push_back({id, 0.0});  // control edge: TF sends a dead tensor across devices
+    }
+  }
+  return done;
+}
+
+// An op (no compute) on the PS holding global_step.
+Op op_on_global_step_ps(const Plan& plan, const char* name, OpKind kind) {
+  Op op;
+  op.name = name;
+  op.kind = kind;
+  op.device = device_of_shard(plan, plan.variables[0].ps);
+  op.role = plan.ps_roles[size_t(plan.variables[0].ps)];
+  op.variable = 0;
+  return op;
+}
+
 // The forward or backward op of group `g` where `where` places it, reading the group's slices.
 int add_group_op(StepGraphBuilder& builder, const ModelLayout& layout,
                  const std::vector<std::vector<int>>& reads, const GroupPlacement& where, size_t g,
@@ -202,22 +232,10 @@ std::vector<std::vector<int>> add_backward_and_aggregate(
 
 int add_applies(StepGraphBuilder& builder, const Scenario& scenario, const Plan& plan,
                 const ModelLayout& layout, const std::vector<std::vector<int>>& gradient) {
-  std::vector<Edge> applied;
-  for (size_t g = 0; g < layout.groups.size(); ++g) {
-    const std::vector<Slice>& slices = layout.slices[g];
-    for (size_t s = 0; s < slices.size(); ++s) {
-      Op apply = slice_op(plan, layout, g, s, OpKind::kApply, "apply/");
-      apply.compute_flop = scenario.training.costs.apply_flop_per_param * slices[s].params;
-      const int id = builder.add(std::move(apply), {{gradient[g][s], slices[s].bytes, int(s) + 1}});
-      applied.push_back({id, 0.0});  // control edge: TF sends a dead tensor across devices
-    }
-  }
-  Op increment;
-  increment.name = "global_step/increment";
-  increment.kind = OpKind::kGlobalStepIncrement;
-  increment.device = device_of_shard(plan, plan.variables[0].ps);
-  increment.role = plan.ps_roles[size_t(plan.variables[0].ps)];
-  increment.variable = 0;
+  const std::vector<Edge> applied =
+      add_slice_ops(builder, plan, layout, gradient, OpKind::kApply, "apply/",
+                    scenario.training.costs.apply_flop_per_param);
+  Op increment = op_on_global_step_ps(plan, "global_step/increment", OpKind::kGlobalStepIncrement);
   return builder.add(std::move(increment), applied);
 }
 
@@ -226,23 +244,9 @@ int add_accumulates_and_token(StepGraphBuilder& builder, const Plan& plan,
                               const std::vector<std::vector<int>>& gradient, int device, int role) {
   // ConditionalAccumulator.apply_grad sums the gradient into the accumulator: one add per element.
   constexpr double kAccumulateFlopPerParam = 1;
-  std::vector<Edge> accumulated;
-  for (size_t g = 0; g < layout.groups.size(); ++g) {
-    const std::vector<Slice>& slices = layout.slices[g];
-    for (size_t s = 0; s < slices.size(); ++s) {
-      Op accumulate = slice_op(plan, layout, g, s, OpKind::kAccumulate, "accumulate/");
-      accumulate.compute_flop = kAccumulateFlopPerParam * slices[s].params;
-      const int id =
-          builder.add(std::move(accumulate), {{gradient[g][s], slices[s].bytes, int(s) + 1}});
-      accumulated.push_back({id, 0.0});  // control edge
-    }
-  }
-  Op dequeue;
-  dequeue.name = "sync_token_q/dequeue";
-  dequeue.kind = OpKind::kTokenDequeue;
-  dequeue.device = device_of_shard(plan, plan.variables[0].ps);
-  dequeue.role = plan.ps_roles[size_t(plan.variables[0].ps)];
-  dequeue.variable = 0;
+  const std::vector<Edge> accumulated = add_slice_ops(
+      builder, plan, layout, gradient, OpKind::kAccumulate, "accumulate/", kAccumulateFlopPerParam);
+  Op dequeue = op_on_global_step_ps(plan, "sync_token_q/dequeue", OpKind::kTokenDequeue);
   const int token = builder.add(std::move(dequeue), accumulated);
   Op assign;
   assign.name = "local_step/assign";
