@@ -85,6 +85,12 @@ nlohmann::json slice_json(const Trace& trace, const Slice& s) {
     args["message_id"] = e.message_id;
   } else if (e.kind == EventKind::kStep) {
     args["global_step_read"] = e.global_step_read;
+  } else if (e.kind == EventKind::kCheckpoint) {
+    args["bytes"] = e.bytes;
+    args["global_step"] = e.global_step_after;
+  } else if (e.kind == EventKind::kRecovery) {
+    args["restored_global_step"] = e.global_step_read;
+    args["global_step_at_failure"] = e.global_step_after;
   }
   return {
       {"ph", "X"},
@@ -145,6 +151,12 @@ void write_chrome_trace(std::ostream& out, const std::vector<ChromeTraceInput>& 
           break;
         case EventKind::kStep:
           slices.push_back({&e, pid_for(e.actor), "step", start, end, false});
+          break;
+        case EventKind::kCheckpoint:
+          slices.push_back({&e, pid_for(e.actor), "checkpoint", start, end, false});
+          break;
+        case EventKind::kRecovery:
+          slices.push_back({&e, pid_for(e.actor), "recovery", start, end, false});
           break;
         case EventKind::kUpdate:
         case EventKind::kDropped:

@@ -180,7 +180,8 @@ StepTable step_spans(const Trace& trace, const Meta& meta) {
     if (e.kind != EventKind::kStep || e.step < 0 || e.step >= limit) continue;
     std::vector<Span>& spans = steps[e.client];
     if (spans.size() <= size_t(e.step)) spans.resize(std::max(size_t(e.step) + 1, spans.size()));
-    spans[size_t(e.step)] = {e.start_s, e.end_s};
+    // A job restart runs steps again from its checkpoint: the first run of a step defines it.
+    if (spans[size_t(e.step)].end_s < 0) spans[size_t(e.step)] = {e.start_s, e.end_s};
   }
   return steps;
 }
@@ -192,10 +193,15 @@ void find_sync_window(RunMetrics& r, const Trace& trace, const Meta& meta,
                       const std::string& source) {
   double start = INFINITY, end = -1;
   int64_t last_global_step = 0;
+  bool warm = false;
   for (const TraceEvent& e : trace.events) {
     if (e.kind == EventKind::kStep && meta.warmup_steps == 0) start = std::min(start, e.start_s);
     if (e.kind != EventKind::kUpdate) continue;
-    if (e.global_step_after == meta.warmup_steps) start = e.end_s;
+    // The first time (a restart may reach it again).
+    if (e.global_step_after == meta.warmup_steps && !warm) {
+      start = e.end_s;
+      warm = true;
+    }
     if (e.global_step_after <= meta.steps && e.global_step_after >= last_global_step) {
       last_global_step = e.global_step_after;
       end = e.end_s;
@@ -212,7 +218,8 @@ void find_sync_window(RunMetrics& r, const Trace& trace, const Meta& meta,
                          std::to_string(last_global_step) + " of " + std::to_string(meta.steps) +
                          " (warm-up " + std::to_string(meta.warmup_steps) + ")" + why);
   }
-  if (last_global_step < meta.steps && !trace.meta.contains("stall")) {
+  if (last_global_step < meta.steps && !trace.meta.contains("stall") &&
+      !trace.meta.contains("job_failure")) {
     r.warnings.push_back("global_step stopped at " + std::to_string(last_global_step) + " of " +
                          std::to_string(meta.steps) +
                          " (t = " + format_quantity(end, Dimension::kTime) +
@@ -263,14 +270,22 @@ void find_window(RunMetrics& r, const Trace& trace, const Meta& meta, StepTable&
   r.window_end_s = window_end;
 }
 
-// Throughput, update interval and staleness: updates whose time lies in (start, end].
+// Throughput, update interval and staleness: updates whose time lies in (start, end] and that no
+// restart rolled back.
 void add_update_figures(RunMetrics& r, const Trace& trace) {
   const double window_start = r.window_start_s, window_end = r.window_end_s;
   const double window = window_end - window_start;
   double samples = 0, staleness_sum = 0;
+  auto rolled_back = [&r](double time_s) {
+    for (const RecoveryRecord& k : r.recoveries) {
+      // After the checkpoint's save started, up to the failure's detection.
+      if (time_s > k.fault_s - k.lost_work_s && time_s <= k.detected_s) return true;
+    }
+    return false;
+  };
   for (const TraceEvent& e : trace.events) {
     if (e.kind != EventKind::kUpdate) continue;
-    if (e.end_s <= window_start || e.end_s > window_end) continue;
+    if (e.end_s <= window_start || e.end_s > window_end || rolled_back(e.end_s)) continue;
     samples += e.samples;
     ++r.updates_in_window;
     const double staleness = double(e.global_step_after - 1 - e.global_step_read);
@@ -355,6 +370,49 @@ void add_faults(RunMetrics& r, const Trace& trace, StepTable& steps) {
   std::stable_sort(
       r.faults.begin(), r.faults.end(),
       [](const FaultRecord& a, const FaultRecord& b) { return a.start_s < b.start_s; });
+}
+
+// Job restarts, a job failure that ended the run, and the chief's checkpoints and summaries.
+void add_recoveries(RunMetrics& r, const Trace& trace, const std::string& source) {
+  const JsonCursor meta(trace.meta, source, "/meta");
+  if (meta.has("restarts")) {
+    const JsonCursor restarts = meta.at("restarts");
+    for (size_t i = 0; i < restarts.size(); ++i) {
+      const JsonCursor k = restarts.at(i);
+      RecoveryRecord rec;
+      rec.cause = k.at("cause").as_string();
+      rec.fault_s = k.at("fault_s").as_number_in(0, 1e300);
+      rec.detected_s = k.at("detected_s").as_number_in(rec.fault_s, 1e300);
+      rec.resumed_s = k.at("resumed_s").as_number_in(rec.detected_s, 1e300);
+      rec.workers_resumed_s = k.at("workers_resumed_s").as_number_in(rec.detected_s, 1e300);
+      rec.recovery_time_s = rec.resumed_s - rec.fault_s;
+      const double checkpoint_s = k.at("checkpoint_start_s").as_number_in(0, rec.fault_s);
+      rec.lost_work_s = rec.fault_s - checkpoint_s;
+      rec.checkpoint_global_step = k.at("checkpoint_global_step").as_int(0, INT64_MAX);
+      rec.global_step_at_failure =
+          k.at("global_step_at_failure").as_int(rec.checkpoint_global_step, INT64_MAX);
+      rec.lost_global_steps = rec.global_step_at_failure - rec.checkpoint_global_step;
+      r.recoveries.push_back(rec);
+    }
+  }
+  if (meta.has("job_failure")) {
+    const JsonCursor failure = meta.at("job_failure");
+    r.job_failed = true;
+    r.job_failure_s = failure.at("time_s").as_number_in(0, 1e300);
+    r.job_failure_cause = failure.at("cause").as_string();
+    r.warnings.push_back(
+        "the job failed at t = " + format_quantity(r.job_failure_s, Dimension::kTime) + ": " +
+        r.job_failure_cause + "; the window ends at the last step before it");
+  }
+  for (const TraceEvent& e : trace.events) {
+    if (e.kind != EventKind::kCheckpoint) continue;
+    if (trace.str(e.label) == "summaries") {
+      ++r.summaries_written;
+    } else {
+      ++r.checkpoints_written;
+    }
+    r.chief_writing_s += e.end_s - e.start_s;
+  }
 }
 
 // Step times: the steps wholly inside the window.
@@ -549,6 +607,7 @@ RunMetrics compute_metrics(const Trace& trace, const std::string& source) {
     r.simulated_time_s = meta_cursor.at("simulated_time_s").as_number_in(0, 1e300);
   }
   add_memory(r, trace, source);
+  add_recoveries(r, trace, source);
   StepTable steps = step_spans(trace, meta);
   if (meta.synchronous) {
     find_sync_window(r, trace, meta, source);

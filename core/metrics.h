@@ -61,11 +61,29 @@ struct FaultRecord {
   int64_t lost_step = -1;
 };
 
+// A job failure (a parameter server, the in-graph client or a tower died) and its restart from
+// the last checkpoint (trace metadata "restarts", kRecovery events).
+struct RecoveryRecord {
+  std::string cause;                   // "ps0 dies", "machine w3 dies"
+  double fault_s = 0;                  // the death
+  double detected_s = 0;               // every client failed (fault + detect_timeout)
+  double resumed_s = 0;                // the chief restored the checkpoint; training goes on
+  double workers_resumed_s = 0;        // the other workers found the model ready (their next poll)
+  double recovery_time_s = 0;          // resumed_s - fault_s
+  int64_t checkpoint_global_step = 0;  // where training resumed (0: no checkpoint, from scratch)
+  int64_t global_step_at_failure = 0;
+  int64_t lost_global_steps = 0;  // updates rolled back
+  // Training time thrown away: from the checkpoint's save (or the start) to the death.
+  double lost_work_s = 0;
+};
+
 struct RunMetrics {
   std::string scenario;
   std::string strategy;
   double window_start_s = 0;
   double window_end_s = 0;
+  // Samples of the updates applied in the window and kept: updates a restart rolled back (after
+  // the checkpoint it restored) do not count.
   double throughput_samples_per_s = 0;
   Distribution step_time_s;
   double update_interval_s = 0;
@@ -86,7 +104,16 @@ struct RunMetrics {
   double stall_end_s = 0;
   int64_t stall_global_step = 0;
   std::string stall_cause;
-  std::vector<FaultRecord> faults;  // in time order
+  std::vector<FaultRecord> faults;         // in time order
+  std::vector<RecoveryRecord> recoveries;  // job restarts, in time order
+  // A job failure with no training.recovery: the run ended there.
+  bool job_failed = false;
+  double job_failure_s = 0;
+  std::string job_failure_cause;
+  // The chief's checkpoints and summaries over the whole run: how many, and its time writing.
+  int checkpoints_written = 0;
+  int summaries_written = 0;
+  double chief_writing_s = 0;
   double staleness_mean = 0;
   double staleness_max = 0;
   std::vector<ResourceUse> devices;  // by utilisation, highest first

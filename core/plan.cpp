@@ -217,6 +217,7 @@ nlohmann::json plan_to_json(const Plan& plan) {
     for (const PlanFault& f : plan.faults) {
       j["faults"].push_back({{"kind", f.kind},
                              {"clients", f.clients},
+                             {"roles", f.roles},
                              {"device", f.device},
                              {"link", f.link},
                              {"at_s", f.at_s},
@@ -225,6 +226,21 @@ nlohmann::json plan_to_json(const Plan& plan) {
                              {"factor", f.factor},
                              {"description", f.description}});
     }
+  }
+  const CheckpointPolicy& cp = plan.checkpoints;
+  if (cp.every_s > 0 || cp.summary_every_steps > 0) {
+    j["checkpoints"] = {
+        {"every_s", cp.every_s},
+        {"bytes", cp.bytes},
+        {"disk_bandwidth_bytes_per_s", cp.disk_bandwidth_bytes_per_s},
+        {"summary_every_steps", cp.summary_every_steps},
+        {"summary_bytes", cp.summary_bytes},
+        {"summary_disk_bandwidth_bytes_per_s", cp.summary_disk_bandwidth_bytes_per_s}};
+  }
+  if (plan.recovery.enabled) {
+    j["recovery"] = {{"detect_timeout_s", plan.recovery.detect_timeout_s},
+                     {"restart_delay_s", plan.recovery.restart_delay_s},
+                     {"recovery_wait_s", plan.recovery.recovery_wait_s}};
   }
   if (plan.sync == "sync") {
     const SyncReplicas& sr = plan.sync_replicas;
@@ -281,17 +297,25 @@ ClientGraph client_from_json(const JsonCursor& cc, const Plan& plan) {
 }
 
 PlanFault fault_from_json(const JsonCursor& c, const Plan& plan) {
-  c.check_keys(
-      {"kind", "clients", "device", "link", "at_s", "from_s", "until_s", "factor", "description"});
+  c.check_keys({"kind", "clients", "roles", "device", "link", "at_s", "from_s", "until_s", "factor",
+                "description"});
   PlanFault f;
   f.kind = c.at("kind").as_string();
-  if (f.kind != "role" && f.kind != "slowdown" && f.kind != "link") {
-    c.at("kind").fail("expected role, slowdown or link");
+  if (f.kind != "role" && f.kind != "job" && f.kind != "slowdown" && f.kind != "link") {
+    c.at("kind").fail("expected role, job, slowdown or link");
   }
   const JsonCursor clients = c.at("clients");
   for (size_t i = 0; i < clients.size(); ++i) {
     f.clients.push_back(int(clients.at(i).as_int(0, int64_t(plan.clients.size()) - 1)));
   }
+  if (c.has("roles")) {
+    const JsonCursor roles = c.at("roles");
+    for (size_t i = 0; i < roles.size(); ++i) {
+      f.roles.push_back(int(roles.at(i).as_int(0, int64_t(plan.roles.size()) - 1)));
+    }
+  }
+  if (f.kind == "job" && f.roles.empty())
+    c.at("roles").fail("a job fault needs the roles that die");
   f.device = int(c.at("device").as_int(-1, int64_t(plan.platform.devices.size()) - 1));
   if (f.kind == "slowdown" && f.device < 0) c.at("device").fail("a slowdown needs its device");
   f.link = int(c.at("link").as_int(-1, int64_t(plan.platform.links.size()) - 1));
@@ -299,9 +323,39 @@ PlanFault fault_from_json(const JsonCursor& c, const Plan& plan) {
   f.at_s = c.at("at_s").as_number_in(0, 1e12);
   f.from_s = c.at("from_s").as_number_in(0, 1e12);
   f.until_s = c.at("until_s").as_number_in(f.from_s, 1e12);
-  f.factor = c.at("factor").as_number_in(1e-6, 1);
+  f.factor = c.at("factor").as_number_in(f.kind == "link" ? 0 : 1e-6, 1);
   f.description = c.at("description").as_string();
   return f;
+}
+
+CheckpointPolicy checkpoints_from_json(const JsonCursor& c) {
+  c.check_keys({"every_s", "bytes", "disk_bandwidth_bytes_per_s", "summary_every_steps",
+                "summary_bytes", "summary_disk_bandwidth_bytes_per_s"});
+  CheckpointPolicy cp;
+  cp.every_s = c.at("every_s").as_number_in(0, 1e12);
+  cp.bytes = c.at("bytes").as_number_in(0, 1e18);
+  cp.disk_bandwidth_bytes_per_s = c.at("disk_bandwidth_bytes_per_s").as_number_in(0, 1e18);
+  if (cp.every_s > 0 && cp.disk_bandwidth_bytes_per_s <= 0) {
+    c.at("disk_bandwidth_bytes_per_s").fail("checkpoints need a positive disk bandwidth");
+  }
+  cp.summary_every_steps = int(c.at("summary_every_steps").as_int(0, 1 << 30));
+  cp.summary_bytes = c.at("summary_bytes").as_number_in(0, 1e18);
+  cp.summary_disk_bandwidth_bytes_per_s =
+      c.at("summary_disk_bandwidth_bytes_per_s").as_number_in(0, 1e18);
+  if (cp.summary_every_steps > 0 && cp.summary_disk_bandwidth_bytes_per_s <= 0) {
+    c.at("summary_disk_bandwidth_bytes_per_s").fail("summaries need a positive disk bandwidth");
+  }
+  return cp;
+}
+
+RecoveryPolicy recovery_from_json(const JsonCursor& c) {
+  c.check_keys({"detect_timeout_s", "restart_delay_s", "recovery_wait_s"});
+  RecoveryPolicy r;
+  r.enabled = true;
+  r.detect_timeout_s = c.at("detect_timeout_s").as_number_in(0, 1e12);
+  r.restart_delay_s = c.at("restart_delay_s").as_number_in(0, 1e12);
+  r.recovery_wait_s = c.at("recovery_wait_s").as_number_in(1e-6, 1e12);
+  return r;
 }
 
 SyncReplicas sync_replicas_from_json(const JsonCursor& c, const Plan& plan) {
@@ -373,7 +427,9 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& file) {
                 "variables",
                 "clients",
                 "sync_replicas",
-                "faults"});
+                "faults",
+                "checkpoints",
+                "recovery"});
   Plan plan;
   settings_from_json(c, plan);
   const JsonCursor notes = c.at("notes");
@@ -407,6 +463,8 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& file) {
       plan.faults.push_back(fault_from_json(faults.at(i), plan));
     }
   }
+  if (c.has("checkpoints")) plan.checkpoints = checkpoints_from_json(c.at("checkpoints"));
+  if (c.has("recovery")) plan.recovery = recovery_from_json(c.at("recovery"));
   if (plan.sync == "sync") {
     plan.sync_replicas = sync_replicas_from_json(c.at("sync_replicas"), plan);
   } else if (c.has("sync_replicas")) {

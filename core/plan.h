@@ -115,19 +115,42 @@ struct SyncReplicas {
   ClientGraph chief_graph;  // the sync op; its role is the kSyncQueueRunner
 };
 
+// The chief's checkpoints and summaries (training.checkpoint, training.summaries; CheckpointSpec
+// and SummarySpec in scenario.h). The chief is the role with `chief` set: worker 0 in
+// between-graph, the client in in-graph.
+struct CheckpointPolicy {
+  double every_s = 0;  // 0: no checkpoints
+  double bytes = 0;    // every variable and optimizer slot (TF's Saver saves both)
+  double disk_bandwidth_bytes_per_s = 0;
+  int summary_every_steps = 0;  // 0: no summaries
+  double summary_bytes = 0;
+  double summary_disk_bandwidth_bytes_per_s = 0;
+};
+
+// What follows a job failure (training.recovery; RecoverySpec in scenario.h).
+struct RecoveryPolicy {
+  bool enabled = false;  // false: a job failure ends the run
+  double detect_timeout_s = 0;
+  double restart_delay_s = 0;
+  double recovery_wait_s = 30;
+};
+
 // A fault the backend injects (from the scenario's "faults", resolved against the plan).
 struct PlanFault {
-  // "role": clients die at at_s; "slowdown": a device's speed scaled; "link": a link's bandwidth
-  // scaled (both directions).
+  // "role": clients die at at_s; "job": roles the job cannot lose (a parameter server, the
+  // in-graph client or a tower) die at at_s, failing every client (RecoveryPolicy);
+  // "slowdown": a device's speed scaled; "link": a link's bandwidth scaled (both directions;
+  // factor 0 cuts it).
   std::string kind;
   std::vector<int> clients;  // role: indices into Plan::clients (worker 0 takes the chief's sync
                              // op with it)
+  std::vector<int> roles;    // job: indices into Plan::roles that die
   int device = -1;           // slowdown
   int link = -1;             // link: index into Platform::links
   double at_s = 0;           // role
   double from_s = 0;         // slowdown, link: [from_s, until_s)
   double until_s = 0;
-  double factor = 1;        // slowdown, link: speed or bandwidth multiplier in (0, 1]
+  double factor = 1;  // slowdown: speed multiplier in (0, 1]; link: bandwidth multiplier in [0, 1]
   std::string description;  // "machine w3 dies", "w3/gpu0 at 0.5x", ... (reports, trace)
 };
 
@@ -142,6 +165,8 @@ struct Plan {
   std::vector<Variable> variables;  // creation order; variables[0] is global_step
   std::vector<ClientGraph> clients;
   std::vector<PlanFault> faults;
+  CheckpointPolicy checkpoints;
+  RecoveryPolicy recovery;
   int steps = 0;
   int warmup_steps = 0;
   int batch_per_replica = 0;

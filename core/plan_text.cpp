@@ -39,9 +39,33 @@ std::string format_plan(const Plan& plan) {
         << " per global step; the chief's sync op: " << sr.chief_graph.ops.size()
         << " ops on the PS devices\n";
   }
+  const CheckpointPolicy& cp = plan.checkpoints;
+  if (cp.every_s > 0) {
+    out << "checkpoints: every " << format_quantity(cp.every_s, Dimension::kTime) << " (and at "
+        << "session start), " << format_quantity(cp.bytes, Dimension::kBytes) << " at "
+        << format_quantity(cp.disk_bandwidth_bytes_per_s, Dimension::kBandwidth) << " = "
+        << format_quantity(cp.bytes / cp.disk_bandwidth_bytes_per_s, Dimension::kTime)
+        << " of chief pause each\n";
+  }
+  if (cp.summary_every_steps > 0) {
+    out << "summaries: every " << cp.summary_every_steps << " chief steps, "
+        << format_quantity(cp.summary_bytes, Dimension::kBytes) << " at "
+        << format_quantity(cp.summary_disk_bandwidth_bytes_per_s, Dimension::kBandwidth) << "\n";
+  }
+  if (plan.recovery.enabled) {
+    out << "recovery: failures detected after "
+        << format_quantity(plan.recovery.detect_timeout_s, Dimension::kTime) << ", tasks restarted "
+        << format_quantity(plan.recovery.restart_delay_s, Dimension::kTime)
+        << " later, workers poll for the restored model every "
+        << format_quantity(plan.recovery.recovery_wait_s, Dimension::kTime) << "\n";
+  }
   for (const PlanFault& f : plan.faults) {
     out << "fault: " << f.description;
-    if (f.kind == "role") {
+    if (f.kind == "job") {
+      out << " at " << format_quantity(f.at_s, Dimension::kTime) << ": the job fails"
+          << (plan.recovery.enabled ? " and restarts from its last checkpoint"
+                                    : " (no training.recovery: the run ends)");
+    } else if (f.kind == "role") {
       out << " at " << format_quantity(f.at_s, Dimension::kTime) << " (";
       for (size_t i = 0; i < f.clients.size(); ++i) {
         out << (i ? " " : "") << plan.roles[size_t(plan.clients[size_t(f.clients[i])].role)].name;

@@ -116,6 +116,35 @@ std::string format_report(const std::vector<RunMetrics>& runs, const std::string
       return out.empty() ? std::string("-") : out;
     });
   }
+  bool any_recovery = false, any_checkpoint = false;
+  for (const RunMetrics& r : runs) {
+    any_recovery |= !r.recoveries.empty() || r.job_failed;
+    any_checkpoint |= r.checkpoints_written + r.summaries_written > 0;
+  }
+  if (any_recovery) {
+    row("job failures", [](const RunMetrics& r) {
+      std::string out;
+      for (const RecoveryRecord& k : r.recoveries) {
+        if (!out.empty()) out += "; ";
+        out += k.cause + " at " + fixed(k.fault_s, 3) + " s: restarted from global_step " +
+               std::to_string(k.checkpoint_global_step) + ", lost " +
+               std::to_string(k.lost_global_steps) + " global steps (" + fixed(k.lost_work_s, 3) +
+               " s of work), recovery " + fixed(k.recovery_time_s, 3) +
+               " s (every worker back after " + fixed(k.workers_resumed_s - k.fault_s, 3) + " s)";
+      }
+      if (r.job_failed) {
+        out += std::string(out.empty() ? "" : "; ") + "failed at " + fixed(r.job_failure_s, 3) +
+               " s, not restarted";
+      }
+      return out.empty() ? std::string("-") : out;
+    });
+  }
+  if (any_checkpoint) {
+    row("chief checkpoints / summaries", [](const RunMetrics& r) {
+      return std::to_string(r.checkpoints_written) + " / " + std::to_string(r.summaries_written) +
+             " (" + fixed(r.chief_writing_s, 3) + " s writing)";
+    });
+  }
   row("step time mean (ms)", [](const RunMetrics& r) { return milliseconds(r.step_time_s.mean); });
   row("step time p50 / p95 (ms)", [](const RunMetrics& r) {
     return milliseconds(r.step_time_s.p50) + " / " + milliseconds(r.step_time_s.p95);
@@ -256,6 +285,25 @@ nlohmann::json summary_json(const std::vector<RunMetrics>& runs, const nlohmann:
                                {"lost_work_s", f.lost_work_s},
                                {"lost_step", f.lost_step}});
     }
+    run["recoveries"] = nlohmann::json::array();
+    for (const RecoveryRecord& k : r.recoveries) {
+      run["recoveries"].push_back({{"cause", k.cause},
+                                   {"fault_s", k.fault_s},
+                                   {"detected_s", k.detected_s},
+                                   {"resumed_s", k.resumed_s},
+                                   {"workers_resumed_s", k.workers_resumed_s},
+                                   {"recovery_time_s", k.recovery_time_s},
+                                   {"checkpoint_global_step", k.checkpoint_global_step},
+                                   {"global_step_at_failure", k.global_step_at_failure},
+                                   {"lost_global_steps", k.lost_global_steps},
+                                   {"lost_work_s", k.lost_work_s}});
+    }
+    if (r.job_failed) {
+      run["job_failure"] = {{"time_s", r.job_failure_s}, {"cause", r.job_failure_cause}};
+    }
+    run["checkpoints"] = {{"checkpoints_written", r.checkpoints_written},
+                          {"summaries_written", r.summaries_written},
+                          {"chief_writing_s", r.chief_writing_s}};
     run["warnings"] = r.warnings;
     run["notes"] = r.notes;
     run["granularity"] = r.granularity;

@@ -141,6 +141,38 @@ struct PlacementRule {
   std::string json_path;  // where the rule is, for errors found while compiling
 };
 
+// The chief's checkpoints (TF's CheckpointSaverHook in MonitoredTrainingSession): one right after
+// the session is created, then after the first chief step ending `every_s` or more after the
+// last one. The chief pauses while every variable and optimizer slot is written at
+// `disk_bandwidth_bytes_per_s` (sharded saving onto one store: the PS write their shards while
+// the chief's save call waits).
+struct CheckpointSpec {
+  bool enabled = false;
+  double every_s = 0;
+  double disk_bandwidth_bytes_per_s = 0;
+};
+
+// The chief's summaries (SummarySaverHook): every `every_steps` chief steps, `bytes` of event
+// file written at `disk_bandwidth_bytes_per_s`; the chief pauses while writing.
+struct SummarySpec {
+  int every_steps = 0;  // 0: no summaries
+  double bytes = 0;
+  double disk_bandwidth_bytes_per_s = 0;
+};
+
+// What happens when the job fails (a parameter server, the in-graph client or a tower dies):
+// every client fails `detect_timeout_s` after the death (its RPCs to the dead task time out; 0: a
+// crash that resets the connections), the launcher restarts every task `restart_delay_s` later,
+// the chief restores the last checkpoint (its bytes / disk bandwidth) and the other workers poll
+// for the restored model every `recovery_wait_s` (TF SessionManager's recovery_wait_secs,
+// default 30 s). Not enabled: a job failure ends the run.
+struct RecoverySpec {
+  bool enabled = false;
+  double detect_timeout_s = 0;
+  double restart_delay_s = 0;
+  double recovery_wait_s = 30;
+};
+
 struct TrainingSpec {
   int batch_per_replica = 0;
   int steps = 0;
@@ -166,24 +198,30 @@ struct TrainingSpec {
   // Between-graph: the steps of data each worker holds (one per replica); a worker out of data
   // exits. Empty = every worker has data for all its steps.
   std::vector<int> data_steps_per_worker;
+  CheckpointSpec checkpoint;
+  SummarySpec summaries;
+  RecoverySpec recovery;
 };
 
 // A fault (top-level "faults"): what goes wrong, where and when.
 enum class FaultKind {
-  kRole,      // a between-graph worker's processes die at `at_s` (its devices stay up)
-  kMachine,   // a machine dies at `at_s`: every worker with a tower on it dies
+  kRole,      // a role's process dies at `at_s` (its devices stay up): a between-graph worker,
+              // a parameter server, the in-graph client or an in-graph tower
+  kMachine,   // a machine dies at `at_s`: every role with a device on it dies
   kSlowdown,  // a device runs at `factor` x its speed in [from_s, until_s)
-  kLink,      // a machine's NIC runs at `factor` x its bandwidth in [from_s, until_s)
+  kLink,      // a machine's NIC or the switch runs at `factor` x its bandwidth in
+              // [from_s, until_s); factor 0 cuts it
 };
 struct FaultSpec {
   FaultKind kind = FaultKind::kRole;
-  int worker = -1;        // kRole: index into TrainingSpec::workers
-  std::string machine;    // kMachine, kLink (its NIC)
+  std::string role;       // kRole: "worker<i>", "ps<k>", "client", "tower<i>"
+  int worker = -1;        // kRole: index into TrainingSpec::workers ("worker<i>")
+  std::string machine;    // kMachine, kLink (its NIC; "" with kLink: the switch)
   DeviceRef device;       // kSlowdown
   double at_s = 0;        // kRole, kMachine
   double from_s = 0;      // kSlowdown, kLink
   double until_s = 0;     // kSlowdown, kLink
-  double factor = 1;      // kSlowdown, kLink, in (0, 1]
+  double factor = 1;      // kSlowdown (0, 1], kLink [0, 1]
   std::string json_path;  // where it is, for errors found while compiling
 };
 
@@ -250,5 +288,9 @@ Scenario load_scenario(const std::string& file);
 // Parses "<machine>/cpu" or "<machine>/gpu<i>" without checking that it exists.
 // Returns false when the text has another form.
 bool parse_device_ref(const std::string& text, DeviceRef* out);
+
+// The index in a numbered name "<prefix><i>" without leading zeros ("worker3" -> 3), or -1 when
+// `text` has another form.
+int numbered_name(const std::string& text, const std::string& prefix);
 
 }  // namespace replisim::core

@@ -10,45 +10,37 @@ double time_at(const JsonCursor& c) {
   return c.as_quantity_in(Dimension::kTime, 0, limits::kMaxDelayS * 365);
 }
 
+// Roles by their plan names: between-graph workers, parameter servers, and the in-graph client
+// and towers (which exists depends on the strategy; the compiler ignores the others with a note).
 FaultSpec parse_role_fault(const JsonCursor& c, const TrainingSpec& training) {
   c.check_keys({"kind", "role", "at"});
   FaultSpec f;
   f.kind = FaultKind::kRole;
-  const std::string role = c.at("role").as_string();
-  const std::string prefix = "worker";
-  if (role.rfind(prefix, 0) == 0 && role.size() > prefix.size() &&
-      role.find_first_not_of("0123456789", prefix.size()) == std::string::npos &&
-      role.size() - prefix.size() <= 9 && (role[prefix.size()] != '0' || role.size() == 7)) {
-    f.worker = std::stoi(role.substr(prefix.size()));
+  f.role = c.at("role").as_string();
+  const int worker = numbered_name(f.role, "worker"), ps = numbered_name(f.role, "ps"),
+            tower = numbered_name(f.role, "tower");
+  const bool valid = (worker >= 0 && worker < int(training.workers.size())) ||
+                     (ps >= 0 && ps < int(training.ps.size())) ||
+                     (tower >= 0 && tower < int(training.replicas.size())) || f.role == "client";
+  if (!valid) {
+    c.at("role").fail("expected \"worker0\" .. \"worker" +
+                      std::to_string(training.workers.size() - 1) + "\", \"ps0\" .. \"ps" +
+                      std::to_string(training.ps.size() - 1) + "\", \"client\" or \"tower0\" .. " +
+                      "\"tower" + std::to_string(training.replicas.size() - 1) + "\", got \"" +
+                      f.role + "\"");
   }
-  if (f.worker < 0 || f.worker >= int(training.workers.size())) {
-    if (role.rfind("ps", 0) == 0 || role == "client" || role.rfind("tower", 0) == 0) {
-      c.at("role").fail("faults of \"" + role +
-                        "\" (parameter servers, the in-graph client and towers) need "
-                        "checkpoints and restarts, which are not supported yet");
-    }
-    c.at("role").fail("expected a between-graph worker, \"worker0\" .. \"worker" +
-                      std::to_string(training.workers.size() - 1) + "\", got \"" + role + "\"");
-  }
+  f.worker = worker;
   f.at_s = time_at(c.at("at"));
   return f;
 }
 
-FaultSpec parse_machine_fault(const JsonCursor& c, const ClusterSpec& cluster,
-                              const TrainingSpec& training) {
+FaultSpec parse_machine_fault(const JsonCursor& c, const ClusterSpec& cluster) {
   c.check_keys({"kind", "machine", "at"});
   FaultSpec f;
   f.kind = FaultKind::kMachine;
   f.machine = c.at("machine").as_string();
   if (cluster.find_machine(f.machine) == nullptr) {
     c.at("machine").fail("no machine named \"" + f.machine + "\"");
-  }
-  for (const DeviceRef& ps : training.ps) {
-    if (ps.machine == f.machine) {
-      c.at("machine").fail("machine \"" + f.machine + "\" holds a parameter server (" + ps.str() +
-                           "); its death needs checkpoints and restarts, which are not "
-                           "supported yet");
-    }
   }
   f.at_s = time_at(c.at("at"));
   return f;
@@ -59,12 +51,10 @@ void parse_window(const JsonCursor& c, FaultSpec& f) {
   f.from_s = time_at(c.at("from"));
   f.until_s = c.has("until") ? time_at(c.at("until")) : limits::kMaxDelayS * 365;
   if (!(f.until_s > f.from_s)) c.at("until").fail("must be later than \"from\"");
-  if (c.at("factor").value().is_number() && c.at("factor").as_number() == 0) {
-    c.at("factor").fail(
-        "a factor of 0 (a cut) is not supported yet: it needs failing transfers; "
-        "use a small factor such as 0.001");
+  f.factor = c.at("factor").as_number_in(0, 1);
+  if (f.kind == FaultKind::kSlowdown && f.factor == 0) {
+    c.at("factor").fail("a device cannot run at speed 0; kill its role instead (kind \"role\")");
   }
-  f.factor = c.at("factor").as_number_in(1e-6, 1);
 }
 
 FaultSpec parse_link_fault(const JsonCursor& c, const ClusterSpec& cluster) {
@@ -73,12 +63,16 @@ FaultSpec parse_link_fault(const JsonCursor& c, const ClusterSpec& cluster) {
   f.kind = FaultKind::kLink;
   const std::string link = c.at("link").as_string();
   const std::string suffix = "/nic";
+  if (link == "switch") {
+    parse_window(c, f);
+    return f;
+  }
   if (link.size() <= suffix.size() ||
       link.compare(link.size() - suffix.size(), suffix.size(), suffix) != 0 ||
       cluster.find_machine(link.substr(0, link.size() - suffix.size())) == nullptr) {
     c.at("link").fail(
-        "expected a machine's NIC, \"<machine>/nic\" (faults of the switch and of "
-        "PCIe links are not supported yet), got \"" +
+        "expected a machine's NIC, \"<machine>/nic\", or \"switch\" (faults of PCIe links "
+        "are not supported), got \"" +
         link + "\"");
   }
   f.machine = link.substr(0, link.size() - suffix.size());
@@ -116,7 +110,7 @@ std::vector<FaultSpec> parse_faults(const JsonCursor& c, const ClusterSpec& clus
     if (kind == "role") {
       f = parse_role_fault(entry, training);
     } else if (kind == "machine") {
-      f = parse_machine_fault(entry, cluster, training);
+      f = parse_machine_fault(entry, cluster);
     } else if (kind == "slowdown") {
       f = parse_slowdown(entry, cluster);
     } else if (kind == "link") {
@@ -132,3 +126,17 @@ std::vector<FaultSpec> parse_faults(const JsonCursor& c, const ClusterSpec& clus
 }
 
 }  // namespace replisim::core::scenario_detail
+
+namespace replisim::core {
+
+int numbered_name(const std::string& text, const std::string& prefix) {
+  if (text.rfind(prefix, 0) != 0 || text.size() == prefix.size() ||
+      text.size() - prefix.size() > 9 ||
+      text.find_first_not_of("0123456789", prefix.size()) != std::string::npos ||
+      (text[prefix.size()] == '0' && text.size() > prefix.size() + 1)) {
+    return -1;
+  }
+  return std::stoi(text.substr(prefix.size()));
+}
+
+}  // namespace replisim::core

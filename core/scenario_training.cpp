@@ -394,12 +394,59 @@ SyncSpec parse_sync(const JsonCursor& c, int workers) {
   return sync;
 }
 
+double bandwidth_at(const JsonCursor& c) {
+  return c.as_quantity_in(Dimension::kBandwidth, limits::kMinBandwidthBytesPerS,
+                          limits::kMaxBandwidthBytesPerS);
+}
+
+double delay_at(const JsonCursor& c) {
+  return c.as_quantity_in(Dimension::kTime, 0, limits::kMaxDelayS);
+}
+
+CheckpointSpec parse_checkpoint(const JsonCursor& c) {
+  c.check_keys({"every", "disk_bandwidth"});
+  CheckpointSpec spec;
+  spec.enabled = true;
+  spec.every_s = c.at("every").as_quantity_in(Dimension::kTime, 1e-3, limits::kMaxDelayS);
+  spec.disk_bandwidth_bytes_per_s = bandwidth_at(c.at("disk_bandwidth"));
+  return spec;
+}
+
+SummarySpec parse_summaries(const JsonCursor& c, const CheckpointSpec& checkpoint) {
+  c.check_keys({"every_steps", "bytes", "disk_bandwidth"});
+  SummarySpec spec;
+  spec.every_steps = int(c.at("every_steps").as_int(1, limits::kMaxSteps));
+  spec.bytes = c.at("bytes").as_quantity_in(Dimension::kBytes, 0, limits::kMaxParams * 8);
+  if (c.has("disk_bandwidth")) {
+    spec.disk_bandwidth_bytes_per_s = bandwidth_at(c.at("disk_bandwidth"));
+  } else if (checkpoint.enabled) {
+    spec.disk_bandwidth_bytes_per_s = checkpoint.disk_bandwidth_bytes_per_s;
+  } else {
+    c.fail("needs \"disk_bandwidth\" (or training.checkpoint.disk_bandwidth)");
+  }
+  return spec;
+}
+
+RecoverySpec parse_recovery(const JsonCursor& c) {
+  c.check_keys({"detect_timeout", "restart_delay", "recovery_wait"});
+  RecoverySpec spec;
+  spec.enabled = true;
+  spec.detect_timeout_s = delay_at(c.at("detect_timeout"));
+  spec.restart_delay_s = delay_at(c.at("restart_delay"));
+  if (c.has("recovery_wait")) {
+    spec.recovery_wait_s =
+        c.at("recovery_wait").as_quantity_in(Dimension::kTime, 1e-3, limits::kMaxDelayS);
+  }
+  return spec;
+}
+
 }  // namespace
 
 TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Model& model) {
   c.check_keys({"batch_per_replica", "steps", "warmup_steps", "replicas", "client", "ps",
                 "variable_placement", "sync", "optimizer", "costs", "jitter", "granularity",
-                "placement", "data_steps_per_worker", "partition_min_bytes"});
+                "placement", "data_steps_per_worker", "partition_min_bytes", "variables_on",
+                "checkpoint", "summaries", "recovery"});
   TrainingSpec t;
   t.batch_per_replica = int(c.at("batch_per_replica").as_int(1, limits::kMaxBatch));
   t.steps = c.has("steps") ? int(c.at("steps").as_int(1, limits::kMaxSteps)) : kDefaultSteps;
@@ -420,8 +467,17 @@ TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Mod
   } else {
     t.client = t.replicas.front().machine;
   }
+  if (c.has("ps") && c.has("variables_on")) {
+    c.at("variables_on").fail("give either \"ps\" or \"variables_on\", not both");
+  }
   if (c.has("ps")) {
     t.ps = parse_ps(c.at("ps"), cluster, t.replicas);
+  } else if (c.has("variables_on")) {
+    // In-graph: where the client keeps the variables, "client" (its CPU) or a device.
+    const JsonCursor on = c.at("variables_on");
+    t.ps.push_back(on.value().is_string() && on.as_string() == "client"
+                       ? DeviceRef{t.client, DeviceKind::kCpu, 0}
+                       : resolve_device(on, cluster));
   } else {
     t.ps.push_back(DeviceRef{t.client, DeviceKind::kCpu, 0});
   }
@@ -444,6 +500,9 @@ TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Mod
         parse_data_steps(c.at("data_steps_per_worker"), int(t.workers.size()));
   }
   if (c.has("optimizer")) t.optimizer = parse_optimizer(c.at("optimizer"));
+  if (c.has("checkpoint")) t.checkpoint = parse_checkpoint(c.at("checkpoint"));
+  if (c.has("summaries")) t.summaries = parse_summaries(c.at("summaries"), t.checkpoint);
+  if (c.has("recovery")) t.recovery = parse_recovery(c.at("recovery"));
   if (c.has("granularity")) t.granularity_groups = parse_granularity(c.at("granularity"));
   if (c.has("placement")) {
     t.placement = parse_placement(c.at("placement"), cluster);

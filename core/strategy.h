@@ -51,8 +51,10 @@ namespace strategy_detail {
 Plan plan_skeleton(const Scenario& scenario, const std::string& strategy,
                    const CompileOptions& options);
 int add_role(Plan& plan, const std::string& name, RoleKind kind, int device, bool chief = false);
-// The scenario's faults, resolved against the compiled plan: slowdowns for every strategy; role
-// and machine faults kill between_graph workers (for in_graph they are noted, not simulated).
+// Resolves the scenario's faults against the plan (plan.faults, notes for faults hitting no role)
+// and sets plan.checkpoints and plan.recovery. A role or machine fault kills between-graph
+// workers (kind "role") or, when it hits a PS, the in-graph client or a tower, fails the job
+// (kind "job").
 void add_faults(const Scenario& scenario, Plan& plan);
 // "layer" when every layer is its own group, else "<N> group(s)" (what the report says ran).
 std::string granularity_label(const Scenario& scenario, size_t groups);

@@ -16,6 +16,10 @@ const char* event_kind_name(EventKind kind) {
       return "dropped";
     case EventKind::kFault:
       return "fault";
+    case EventKind::kCheckpoint:
+      return "checkpoint";
+    case EventKind::kRecovery:
+      return "recovery";
   }
   return "?";
 }
@@ -34,6 +38,10 @@ const char* lane_name(EventKind kind) {
       return "dropped";
     case EventKind::kFault:
       return "fault";
+    case EventKind::kCheckpoint:
+      return "checkpoint";
+    case EventKind::kRecovery:
+      return "recovery";
   }
   return "?";
 }

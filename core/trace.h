@@ -13,15 +13,22 @@
 namespace replisim::core {
 
 enum class EventKind : uint8_t {
-  kCompute = 0,   // an op occupying a device: [start_s, end_s], flop
-  kTransfer = 1,  // a tensor from (actor, device) to (peer_actor, peer): bytes, message_id
-  kStep = 2,      // one step of a client graph: actor = the client / worker
-  kUpdate = 3,    // global_step incremented after a client's step applied its gradients
-  kDropped = 4,   // synchronous training: a stale gradient slice dropped by its accumulator
-                  // (instant, on the PS; step = the worker's local step, global_step_read = the
-                  // worker's local_step, global_step_after = the accumulator's global step)
-  kFault = 5,     // a fault happened (instant): actor = the role it hit (or the device for a
-                  // slowdown), label = what happened; a slowdown spans [start_s, end_s]
+  kCompute = 0,     // an op occupying a device: [start_s, end_s], flop
+  kTransfer = 1,    // a tensor from (actor, device) to (peer_actor, peer): bytes, message_id
+  kStep = 2,        // one step of a client graph: actor = the client / worker
+  kUpdate = 3,      // global_step incremented after a client's step applied its gradients
+  kDropped = 4,     // synchronous training: a stale gradient slice dropped by its accumulator
+                    // (instant, on the PS; step = the worker's local step, global_step_read = the
+                    // worker's local_step, global_step_after = the accumulator's global step)
+  kFault = 5,       // a fault happened (instant): actor = the role it hit (or the device for a
+                    // slowdown), label = what happened; a slowdown spans [start_s, end_s]
+  kCheckpoint = 6,  // the chief writing a checkpoint (label "checkpoint") or summaries
+                    // ("summaries"): [start_s, end_s], bytes, global_step_after = the global
+                    // step saved
+  kRecovery = 7,    // a job failure and its restart: start_s = the death, end_s = training
+                    // resumes (the chief restored the checkpoint); actor = the role that died;
+                    // global_step_read = the checkpoint's global step, global_step_after = the
+                    // global step when the failure was detected
 };
 const char* event_kind_name(EventKind kind);
 

@@ -65,7 +65,7 @@ std::string number_text(double value) {
 
 // Why `e` is not a valid event of a run whose string table has `strings` entries ("" if valid).
 std::string event_problem(const TraceEvent& e, uint32_t strings) {
-  if (uint8_t(e.kind) > uint8_t(EventKind::kFault)) {
+  if (uint8_t(e.kind) > uint8_t(EventKind::kRecovery)) {
     return "unknown event kind " + std::to_string(int(e.kind));
   }
   for (uint32_t index : {e.actor, e.device, e.label, e.client, e.peer_actor, e.peer}) {

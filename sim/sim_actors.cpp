@@ -38,7 +38,8 @@ void SimRun::compute_loop(int d, int core) {
     const ComputeItem item = device.compute_queue.front();
     device.compute_queue.pop_front();
     ClientState& s = clients_[size_t(item.client)];
-    if (s.dead) continue;  // its client died while the op was queued
+    // Its client (or the role it runs for) died while the op was queued.
+    if (void_item(item.client, item.incarnation, item.op)) continue;
     const Op& op = s.graph->ops[size_t(item.op)];
     const double flop =
         op.compute_flop * (op.jittered ? jitter_factor(item.client, d, item.step) : 1.0);
@@ -54,6 +55,7 @@ void SimRun::compute_loop(int d, int core) {
     event.step = item.step;
     event.flop = flop;
     trace_.events.push_back(event);
+    if (void_item(item.client, item.incarnation, item.op)) continue;  // died while it ran
     if (item.production) {
       finish_production(item.client);
       drain();
@@ -103,7 +105,8 @@ void SimRun::transfer_loop(int t) {
       Connection& connection = connections_[size_t(id)];
       const PendingSend item = connection.waiting.front();
       connection.waiting.pop_front();
-      if (clients_[size_t(item.client)].dead) continue;  // its client died while it waited
+      // Its client, or a role at either end, died while it waited.
+      if (void_item(item.client, item.incarnation, item.op)) continue;
       const Op& send = clients_[size_t(item.client)].graph->ops[size_t(item.op)];
       const double start_s = sg4::Engine::get_clock();
       const double delay_s = send.overhead_s + (first ? connection.latency_s : 0.0);
@@ -123,6 +126,7 @@ void SimRun::transfer_loop(int t) {
         }
         sent = true;
       }
+      if (void_item(item.client, item.incarnation, item.op)) continue;
       deliver(item, start_s, message_id);
     }
     // Drop the delivered messages the permanent receiver kept (one call per burst).

@@ -55,29 +55,40 @@ void SimRun::apply_slowdowns() {
 }
 
 void SimRun::schedule_faults() {
-  // Codes below -clients are fault events: -1 - clients - (2 f + phase), phase 0 when fault f
-  // strikes, 1 when its window ends (see driver()).
+  // At one time, faults come before first starts and steps: orders below -clients.
   const int base = -1 - int(clients_.size());
   for (size_t f = 0; f < plan_.faults.size(); ++f) {
     const core::PlanFault& fault = plan_.faults[f];
-    if (fault.kind == "role") timers_.emplace(fault.at_s, base - 2 * int(f));
+    const int order = base - 2 * int(f);
+    if (fault.kind == "role" || fault.kind == "job") {
+      timers_.push({fault.at_s, order, TimerKind::kFault, int(f)});
+    }
     if (fault.kind == "link") {
-      timers_.emplace(fault.from_s, base - 2 * int(f));
-      timers_.emplace(fault.until_s, base - 2 * int(f) - 1);
+      timers_.push({fault.from_s, order, TimerKind::kFault, int(f)});
+      timers_.push({fault.until_s, order - 1, TimerKind::kFaultEnd, int(f)});
     }
   }
 }
 
-// A link fault: both directions of the link at factor x their bandwidth while it lasts (runtime
-// Link::set_bandwidth applies to flows in progress; simgrid-notes.md).
+// A link fault: both directions of a NIC, or the switch, at factor x their bandwidth while it
+// lasts (runtime Link::set_bandwidth applies to flows in progress; simgrid-notes.md). A cut
+// (factor 0) leaves kCutBandwidthBytesPerS: transfers in flight hold still until it ends, as TCP
+// retransmits and gRPC waits through an outage shorter than its timeouts.
 void SimRun::degrade_link(int fault, bool start) {
+  constexpr double kCutBandwidthBytesPerS = 1;  // limits::kMinBandwidthBytesPerS
   const core::PlanFault& f = plan_.faults[size_t(fault)];
   const core::PlatformLink& link = plan_.platform.links[size_t(f.link)];
+  const double bandwidth =
+      start ? std::max(kCutBandwidthBytesPerS, link.bandwidth_bytes_per_s * f.factor)
+            : link.bandwidth_bytes_per_s;
   bool present = false;
-  for (const char* direction : {"_UP", "_DOWN"}) {
-    sg4::Link* l = sg4::Link::by_name_or_null(link.name + direction);
+  const bool is_switch = f.link == plan_.platform.switch_link;
+  for (const std::string& name :
+       is_switch ? std::vector<std::string>{"cluster/" + link.name}
+                 : std::vector<std::string>{link.name + "_UP", link.name + "_DOWN"}) {
+    sg4::Link* l = sg4::Link::by_name_or_null(name);
     if (l == nullptr) continue;  // a machine the plan does not use
-    l->set_bandwidth(link.bandwidth_bytes_per_s * (start ? f.factor : 1.0));
+    l->set_bandwidth(bandwidth);
     present = true;
   }
   if (!start || !present) return;
@@ -94,6 +105,10 @@ void SimRun::inject_fault(int code) {
   const int fault = code / 2;
   if (plan_.faults[size_t(fault)].kind == "link") {
     degrade_link(fault, code % 2 == 0);
+    return;
+  }
+  if (plan_.faults[size_t(fault)].kind == "job") {
+    fail_job(fault);
     return;
   }
   const core::PlanFault& f = plan_.faults[size_t(fault)];

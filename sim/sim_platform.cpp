@@ -30,13 +30,14 @@ bool switch_can_bind(const core::Platform& platform) {
   return platform.links[size_t(platform.switch_link)].bandwidth_bytes_per_s < 2 * nic_total;
 }
 
-SimPlatform build_sim_platform(const core::Platform& platform, const std::vector<bool>& used) {
+SimPlatform build_sim_platform(const core::Platform& platform, const std::vector<bool>& used,
+                               bool keep_switch) {
   auto* root = sg4::create_star_zone("cluster");
   // A switch at least twice as fast as all NICs together can never be the bottleneck (every
   // flow also crosses a NIC, and LV08's reverse traffic adds 5%): it then stays out of the
   // routes, which changes no result but keeps it from tying every flow of the cluster into one
   // sharing problem, re-solved at each event.
-  const bool shared_switch = switch_can_bind(platform);
+  const bool shared_switch = keep_switch || switch_can_bind(platform);
   const core::PlatformLink& sw = platform.links[size_t(platform.switch_link)];
   const sg4::Link* switch_link =
       root->create_link("cluster/" + sw.name, sw.bandwidth_bytes_per_s)->seal();

@@ -32,7 +32,9 @@ bool switch_can_bind(const core::Platform& platform);
 // gRPC connection streams tensors back to back.
 // Machines none of whose devices are in `used` (one flag per plan device) are left out: idle
 // machines of a large template cost SimGrid time and memory for nothing. Their hosts are null.
-SimPlatform build_sim_platform(const core::Platform& platform, const std::vector<bool>& used);
+// `keep_switch`: the switch stays in the routes even when it cannot bind (a fault changes it).
+SimPlatform build_sim_platform(const core::Platform& platform, const std::vector<bool>& used,
+                               bool keep_switch = false);
 
 // Multiplier the configured network model applies to latencies (LV08: 13.01, read from
 // SimGrid's "network/latency-factor"; CM02: 1). Call after configure_network_model().

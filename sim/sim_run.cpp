@@ -86,6 +86,13 @@ void SimRun::prepare_clients() {
 void SimRun::dispatch(int c, int op_index) {
   if (clients_[size_t(c)].dead) return;
   const Op& op = clients_[size_t(c)].graph->ops[size_t(op_index)];
+  // An op of a role a job fault killed never runs, nor a tensor to or from it: the step hangs
+  // until the failure is detected.
+  if (job_down_ && (role_dead_[size_t(op.role)] ||
+                    (op.kind == OpKind::kSend &&
+                     role_dead_[size_t(clients_[size_t(c)].graph->ops[size_t(op.peer)].role)]))) {
+    return;
+  }
   DeviceState& device = devices_[size_t(op.device)];
   switch (op.kind) {
     case OpKind::kRecv:
@@ -98,7 +105,7 @@ void SimRun::dispatch(int c, int op_index) {
     case OpKind::kSend: {
       const int id = clients_[size_t(c)].connection[size_t(op_index)];
       Connection& connection = connections_[size_t(id)];
-      connection.waiting.push_back({c, op_index});
+      connection.waiting.push_back({c, op_index, clients_[size_t(c)].incarnation});
       if (!connection.active) activate(id);
       return;
     }
@@ -106,7 +113,8 @@ void SimRun::dispatch(int c, int op_index) {
       break;
   }
   if (op.compute_flop > 0) {
-    device.compute_queue.push_back({c, op_index, false, clients_[size_t(c)].step});
+    device.compute_queue.push_back(
+        {c, op_index, false, clients_[size_t(c)].step, clients_[size_t(c)].incarnation});
     wake_compute(op.device);
     return;
   }
@@ -172,6 +180,8 @@ void SimRun::finish_step(int c) {
   step.global_step_read = s.global_step_read;
   if (s.loop != StepLoop::kChiefSyncOp) trace_.events.push_back(step);
   ++s.step;
+  // The chief's hooks run after its step: a checkpoint or summaries delay its next step.
+  const double pause_s = c == chief_client_ ? chief_duties(c, step.end_s) : 0.0;
   if (s.loop == StepLoop::kChiefSyncOp && more_steps(s)) {
     start_step(c);  // the chief's queue runner runs the sync op again at once
     return;
@@ -184,10 +194,10 @@ void SimRun::finish_step(int c) {
             ? plan_.step_jitter_fraction * (step.end_s - step.start_s) *
                   core::uniform01(plan_.seed, uint64_t(c) + 2, 0xD1A7, uint64_t(s.step))
             : 0.0;
-    if (delay <= 0) {
+    if (delay + pause_s <= 0) {
       start_step(c);
     } else {
-      schedule_step(c, step.end_s + delay);
+      schedule_step(c, step.end_s + pause_s + delay);
     }
     return;
   }
@@ -231,7 +241,7 @@ void SimRun::maybe_produce(int c) {
     return;
   }
   DeviceState& device = devices_[size_t(input.device)];
-  device.compute_queue.push_back({c, s.graph->input_op, true, s.produced});
+  device.compute_queue.push_back({c, s.graph->input_op, true, s.produced, s.incarnation});
   wake_compute(input.device);
 }
 
@@ -250,37 +260,51 @@ void SimRun::finish_production(int c) {
 }
 
 void SimRun::schedule_step(int c, double at_s) {
-  timers_.emplace(at_s, c);
+  timers_.push({at_s, c, TimerKind::kStep, c, clients_[size_t(c)].incarnation});
   driver_wake_->notify_all();
 }
 
-// Starts every client at its start-up offset, then serves delayed step starts until all clients
-// have finished (the only non-daemon actor: the simulation ends when it returns).
+// Starts every client at its start-up offset, then serves delayed step starts, faults and
+// restarts until all clients have finished with no restart pending (the only non-daemon actor:
+// the simulation ends when it returns).
 void SimRun::driver() {
   for (size_t c = 0; c < clients_.size(); ++c) {
-    timers_.emplace(clients_[c].graph->start_offset_s, -1 - int(c));  // -1 - c: first start
+    timers_.push({clients_[c].graph->start_offset_s, -1 - int(c), TimerKind::kStart, int(c), 0});
   }
   schedule_faults();
   std::unique_lock<sg4::Mutex> lock(*driver_mutex_);
-  while (finished_clients_ < int(clients_.size())) {
+  while (finished_clients_ < int(clients_.size()) || job_down_) {
     if (timers_.empty()) {
       driver_wake_->wait(lock);
       continue;
     }
-    const auto [at_s, code] = timers_.top();
-    if (at_s > sg4::Engine::get_clock()) {
-      driver_wake_->wait_until(lock, at_s);
+    const Timer timer = timers_.top();
+    if (timer.at_s > sg4::Engine::get_clock()) {
+      driver_wake_->wait_until(lock, timer.at_s);
       continue;
     }
     timers_.pop();
-    const int clients = int(clients_.size());
-    if (code < -clients) {
-      inject_fault(-1 - clients - code);
-      continue;
+    switch (timer.kind) {
+      case TimerKind::kStart:
+      case TimerKind::kStep:
+        if (clients_[size_t(timer.index)].incarnation != timer.incarnation) break;
+        if (timer.kind == TimerKind::kStart) {
+          start_client(timer.index);
+        } else {
+          start_step(timer.index);
+        }
+        break;
+      case TimerKind::kFault:
+      case TimerKind::kFaultEnd:
+        inject_fault(2 * timer.index + (timer.kind == TimerKind::kFaultEnd));
+        break;
+      case TimerKind::kDetect:
+        detect_job_failure();
+        break;
+      case TimerKind::kRestart:
+        restart_job();
+        break;
     }
-    const int c = code < 0 ? -1 - code : code;
-    if (code < 0) maybe_produce(c);
-    start_step(c);
     drain();
   }
 }
@@ -319,7 +343,11 @@ core::Trace SimRun::run() {
   xbt_log_control_set("xbt_cfg.thres:warning");
   configure_network_model(plan_.platform.network_model);
   const std::vector<bool> used = devices_used(plan_);
-  const SimPlatform platform = build_sim_platform(plan_.platform, used);
+  bool switch_fault = false;
+  for (const core::PlanFault& f : plan_.faults) {
+    switch_fault |= f.kind == "link" && f.link == plan_.platform.switch_link;
+  }
+  const SimPlatform platform = build_sim_platform(plan_.platform, used, switch_fault);
   latency_factor_ = network_latency_factor();
   devices_.resize(platform.hosts.size());
   for (size_t d = 0; d < platform.hosts.size(); ++d) devices_[d].host = platform.hosts[d];
@@ -328,6 +356,10 @@ core::Trace SimRun::run() {
   global_step_counter_ = trace_.intern("global_step");
   prepare_clients();
   prepare_sync();
+  role_dead_.assign(plan_.roles.size(), false);
+  for (size_t c = 0; c < plan_.clients.size(); ++c) {
+    if (plan_.roles[size_t(plan_.clients[c].role)].chief) chief_client_ = int(c);
+  }
   apply_slowdowns();
   // Room for every event up front: steps x (ops that leave an event), plus steps and updates.
   size_t events_per_step = 0;
@@ -343,7 +375,15 @@ core::Trace SimRun::run() {
   const auto start = std::chrono::steady_clock::now();
   engine.run();
   engine_wall_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (sync_.enabled && global_step_ < plan_.steps) {
+  if (!restarts_.empty()) trace_.meta["restarts"] = restarts_;
+  if (failure_.fault >= 0 && !plan_.recovery.enabled) {
+    trace_.meta["job_failure"] = {
+        {"time_s", failure_.fault_s},
+        {"detected_s", failure_.detected_s},
+        {"global_step", failure_.global_step},
+        {"cause", plan_.faults[size_t(failure_.fault)].description +
+                      "; training.recovery is not set, so the job is not restarted"}};
+  } else if (sync_.enabled && global_step_ < plan_.steps) {
     // Synchronous training stopped: SimGrid found every actor blocked (a take waiting for
     // gradients no live worker will send, workers waiting for tokens).
     trace_.meta["stall"] = sync_stall();

@@ -21,17 +21,21 @@ namespace sg4 = simgrid::s4u;
 using core::Op;
 using core::OpKind;
 
+// Work queued for a device or a connection belongs to one incarnation of its client: a job
+// restart (a new incarnation) makes everything the failed one left behind void.
 struct ComputeItem {
   int client;
   int op;
   bool production;  // an input-pipeline batch rather than an op of the current step
   int64_t step;
+  int incarnation;
 };
 
 // A tensor waiting for its connection.
 struct PendingSend {
   int client;
   int op;
+  int incarnation;
 };
 
 // One connection between two devices: TF sends every tensor between two tasks over one gRPC
@@ -104,7 +108,44 @@ struct ClientState {
   bool producing = false;
   bool waiting_for_input = false;
   bool finished = false;
-  bool dead = false;  // killed by a fault: its ops are dropped, it runs no more steps
+  bool dead = false;    // killed by a fault: its ops are dropped, it runs no more steps
+  int incarnation = 0;  // bumped by each job restart
+};
+
+// What the driver actor does at a time (Timer::kind).
+enum class TimerKind {
+  kStart,     // a client's first step of its incarnation (its input pipeline starts too)
+  kStep,      // a client's next step
+  kFault,     // a fault strikes (index: the fault)
+  kFaultEnd,  // a fault's window ends
+  kDetect,    // the clients find out that the job failed
+  kRestart,   // the launcher restarts every task
+};
+struct Timer {
+  double at_s;
+  int order;  // ties at one time: lower first (faults, then first starts, then steps)
+  TimerKind kind;
+  int index;            // the client, or the fault
+  int incarnation = 0;  // kStart, kStep: the client's incarnation that asked for it
+  bool operator>(const Timer& other) const {
+    return at_s > other.at_s || (at_s == other.at_s && order > other.order);
+  }
+};
+
+// A checkpoint the chief wrote: the state a restart resumes from.
+struct Checkpoint {
+  double start_s = 0;  // when the save read the variables
+  double end_s = 0;    // when it was on disk
+  int64_t global_step = 0;
+  std::vector<int> client_steps;  // each client's completed steps at start_s
+};
+
+// A job failure in progress (a PS, the in-graph client or a tower died).
+struct JobFailure {
+  int fault = -1;
+  double fault_s = 0;
+  double detected_s = 0;
+  int64_t global_step = 0;  // at detection
 };
 
 // Synchronous training (SyncReplicasOptimizer): the accumulators, keyed by the first variable of
@@ -151,6 +192,7 @@ class SimRun {
   bool more_steps(const ClientState& s) const;
   // Synchronous training (sim_sync.cpp).
   void prepare_sync();
+  void reset_sync();
   bool dispatch_sync(int c, int op);  // false: not a sync op
   void accumulate(int c, int op);
   void take_gradient(int c, int op);
@@ -165,6 +207,15 @@ class SimRun {
   void inject_fault(int code);  // 2 x fault index + phase (0 strikes, 1 its window ends)
   void degrade_link(int fault, bool start);
   void kill_client(int c);
+  // Job failures and restarts (sim_recovery.cpp).
+  bool void_item(int c, int incarnation, int op) const;  // work that must not run or complete
+  void fail_job(int fault);
+  void detect_job_failure();
+  void restart_job();
+  void start_client(int c);  // kStart: the chief first restores/saves, then steps
+  // After the chief's step: its checkpoint and summaries, if due; returns the pause (s).
+  double chief_duties(int c, double now);
+  double write_checkpoint(double now, const char* why);
 
   const core::Plan& plan_;
   double engine_wall_s_ = 0;
@@ -182,9 +233,15 @@ class SimRun {
   int64_t next_message_id_ = 0;
   int finished_clients_ = 0;
   // Step starts waiting for their time, served by the driver actor (earliest first).
-  std::priority_queue<std::pair<double, int>, std::vector<std::pair<double, int>>,
-                      std::greater<std::pair<double, int>>>
-      timers_;
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
+  // Checkpoints, summaries and restarts.
+  int chief_client_ = -1;  // the client graph of the chief role (-1: none)
+  double last_checkpoint_s_ = 0;
+  std::vector<Checkpoint> checkpoints_;
+  std::vector<bool> role_dead_;  // roles a job fault killed, until the restart
+  bool job_down_ = false;        // failed, not yet restarted
+  JobFailure failure_;
+  nlohmann::json restarts_ = nlohmann::json::array();
   sg4::MutexPtr driver_mutex_;
   sg4::ConditionVariablePtr driver_wake_;
   uint32_t global_step_counter_ = core::kNoString;

@@ -21,10 +21,18 @@ void SimRun::prepare_sync() {
   sync_.strict = sr.variant == "strict";
   sync_.replicas_to_aggregate = sr.replicas_to_aggregate;
   sync_.tokens_per_step = sr.tokens_per_step;
-  sync_.accumulator_step.assign(plan_.variables.size(), 0);
+  reset_sync();
+}
+
+// Empty accumulators at global_step and the chief's initial tokens (get_init_tokens_op), as a new
+// session (the first, or after a restart) starts them.
+void SimRun::reset_sync() {
+  sync_.accumulator_step.assign(plan_.variables.size(), global_step_);
   sync_.accumulated.assign(plan_.variables.size(), 0);
   sync_.waiting_take.assign(plan_.variables.size(), {-1, -1});
-  sync_.tokens.assign(size_t(sr.initial_tokens), 0);
+  sync_.tokens.assign(size_t(plan_.sync_replicas.initial_tokens), global_step_);
+  sync_.waiting_dequeue.clear();
+  sync_.done = global_step_ >= plan_.steps;
 }
 
 bool SimRun::dispatch_sync(int c, int op) {

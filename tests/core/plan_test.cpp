@@ -108,6 +108,51 @@ TEST(Plan, JsonRoundTrip) {
   }
 }
 
+TEST(Plan, CheckpointsRecoveryAndJobFaultsRoundTrip) {
+  nlohmann::json doc = two_machine_doc();
+  doc["training"]["checkpoint"] = {{"every", "10 s"}, {"disk_bandwidth", "100 MBps"}};
+  doc["training"]["summaries"] = {{"every_steps", 5}, {"bytes", "1 MB"}};
+  doc["training"]["recovery"] = {{"detect_timeout", "2 s"}, {"restart_delay", "3 s"}};
+  doc["faults"] = {{{"kind", "role"}, {"role", "ps0"}, {"at", "5 s"}},
+                   {{"kind", "role"}, {"role", "tower1"}, {"at", "6 s"}},
+                   {{"kind", "link"}, {"link", "p/nic"}, {"from", "1 s"}, {"factor", 0}}};
+  for (const std::string strategy : {"in_graph", "between_graph"}) {
+    const Plan plan = compile_plan(test::parse(doc), strategy, {});
+    double variable_bytes = 0;
+    for (const Variable& v : plan.variables) variable_bytes += v.bytes;
+    EXPECT_DOUBLE_EQ(plan.checkpoints.bytes, variable_bytes);  // sgd: no optimizer slots
+    EXPECT_DOUBLE_EQ(plan.checkpoints.every_s, 10);
+    EXPECT_EQ(plan.checkpoints.summary_every_steps, 5);
+    EXPECT_DOUBLE_EQ(plan.checkpoints.summary_disk_bandwidth_bytes_per_s, 100e6);
+    EXPECT_TRUE(plan.recovery.enabled);
+    EXPECT_DOUBLE_EQ(plan.recovery.recovery_wait_s, 30);  // TF's recovery_wait_secs
+    // ps0 fails the job in both; tower1 exists in in_graph only (noted in between_graph).
+    ASSERT_EQ(plan.faults.size(), strategy == "in_graph" ? 3u : 2u) << strategy;
+    EXPECT_EQ(plan.faults[0].kind, "job");
+    EXPECT_EQ(plan.roles[size_t(plan.faults[0].roles.at(0))].name, "ps0");
+    EXPECT_EQ(plan.faults.back().description, "p/nic cut");
+    const nlohmann::json j = plan_to_json(plan);
+    const Plan back = plan_from_json(j, "plan.json");
+    EXPECT_EQ(plan_to_json(back), j);
+  }
+}
+
+TEST(Plan, VariablesOnPutsTheInGraphVariablesOnADevice) {
+  nlohmann::json doc = two_machine_doc();
+  doc["training"].erase("ps");
+  doc["training"]["variables_on"] = "w/gpu0";
+  const Plan plan = compile_plan(test::parse(doc), "in_graph", {});
+  ASSERT_EQ(plan.ps_roles.size(), 1u);
+  EXPECT_EQ(plan.platform.devices[size_t(plan.roles[size_t(plan.ps_roles[0])].device)].name,
+            "w/gpu0");
+  doc["training"]["variables_on"] = "client";
+  const Plan on_client = compile_plan(test::parse(doc), "in_graph", {});
+  EXPECT_EQ(
+      on_client.platform.devices[size_t(on_client.roles[size_t(on_client.ps_roles[0])].device)]
+          .name,
+      "w/cpu");
+}
+
 TEST(Plan, SyncReplicasRoundTripAndShape) {
   nlohmann::json doc = two_machine_doc();
   doc["training"]["sync"] = {{"replicas_to_aggregate", 1}};

@@ -167,13 +167,19 @@ TEST(Faults, ALinkFaultSlowsTheTransfersCrossingIt) {
 
 TEST(Faults, BadFaultsAreInputErrors) {
   const std::vector<std::pair<nlohmann::json, std::string>> cases = {
-      {{{"kind", "role"}, {"role", "ps0"}, {"at", "1 s"}}, "/faults/0/role"},
+      {{{"kind", "role"}, {"role", "ps1"}, {"at", "1 s"}}, "/faults/0/role"},
       {{{"kind", "role"}, {"role", "worker9"}, {"at", "1 s"}}, "/faults/0/role"},
+      {{{"kind", "role"}, {"role", "worker01"}, {"at", "1 s"}}, "/faults/0/role"},
+      {{{"kind", "role"}, {"role", "tower4"}, {"at", "1 s"}}, "/faults/0/role"},
+      {{{"kind", "role"}, {"role", "chief"}, {"at", "1 s"}}, "/faults/0/role"},
       {{{"kind", "role"}, {"role", "worker1"}, {"at", 1}}, "/faults/0/at"},
-      {{{"kind", "machine"}, {"machine", "p"}, {"at", "1 s"}}, "/faults/0/machine"},
+      {{{"kind", "machine"}, {"machine", "q"}, {"at", "1 s"}}, "/faults/0/machine"},
       {{{"kind", "cable"}, {"at", "1 s"}}, "/faults/0/kind"},
-      {{{"kind", "link"}, {"link", "switch"}, {"from", "1 s"}, {"factor", 0.5}}, "/faults/0/link"},
-      {{{"kind", "link"}, {"link", "p/nic"}, {"from", "1 s"}, {"factor", 0}}, "/faults/0/factor"},
+      {{{"kind", "link"}, {"link", "w1/pcie"}, {"from", "1 s"}, {"factor", 0.5}}, "/faults/0/link"},
+      {{{"kind", "link"}, {"link", "p/nic"}, {"from", "1 s"}, {"factor", -0.1}},
+       "/faults/0/factor"},
+      {{{"kind", "slowdown"}, {"device", "w1/gpu0"}, {"from", "1 s"}, {"factor", 0}},
+       "/faults/0/factor"},
       {{{"kind", "slowdown"}, {"device", "w1/gpu3"}, {"from", "1 s"}, {"factor", 0.5}},
        "/faults/0/device"},
       {{{"kind", "slowdown"},

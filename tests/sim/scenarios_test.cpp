@@ -96,11 +96,28 @@ TEST(Scenarios, SyncStraggler) {
   EXPECT_GT(m.computed_samples_per_s, m.throughput_samples_per_s);
 }
 
+TEST(Scenarios, PsFailure) {
+  const core::RunMetrics m = run("classroom/ps_failure.json", "between_graph");
+  ASSERT_EQ(m.recoveries.size(), 1u);
+  const core::RecoveryRecord& k = m.recoveries[0];
+  EXPECT_EQ(k.cause, "ps1 dies");
+  // Restored from the checkpoint saved at about 30 s: at most one period (15 s) of work lost.
+  EXPECT_GT(k.checkpoint_global_step, 0);
+  EXPECT_GT(k.lost_global_steps, 0);
+  EXPECT_GT(k.lost_work_s, 0);
+  EXPECT_LT(k.lost_work_s, 15 + 1);
+  // 5 s to detect, 10 s to restart, ResNet-50's 102.2 MB restored at 500 MB/s.
+  EXPECT_NEAR(k.recovery_time_s, 5 + 10 + 102.2e6 / 500e6, 0.01);
+  EXPECT_DOUBLE_EQ(k.workers_resumed_s - k.fault_s, 15 + 30);  // first poll after the restore
+  EXPECT_GE(m.checkpoints_written, 4);
+}
+
 TEST(Scenarios, AllScenarioFilesParse) {
-  for (const char* file : {"seed/two_machines.json", "classroom/heterogeneous.json",
-                           "classroom/ps_bottleneck.json", "classroom/model_parallel.json",
-                           "classroom/sync_straggler.json", "planning/resnet50_16gpu_10gbe.json",
-                           "published/resnet50_64gpu.json", "published/inception_v3_1gpu.json"}) {
+  for (const char* file :
+       {"seed/two_machines.json", "classroom/heterogeneous.json", "classroom/ps_bottleneck.json",
+        "classroom/model_parallel.json", "classroom/sync_straggler.json",
+        "classroom/ps_failure.json", "planning/resnet50_16gpu_10gbe.json",
+        "published/resnet50_64gpu.json", "published/inception_v3_1gpu.json"}) {
     EXPECT_NO_THROW(core::load_scenario(test::scenario_path(file))) << file;
   }
 }

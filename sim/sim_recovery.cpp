@@ -1,0 +1,190 @@
+// The chief's checkpoints and summaries, and job failures with their restarts.
+//
+// TF 1.x behaviour modelled (tensorflow/python/training/basic_session_run_hooks.py,
+// session_manager.py, monitored_session.py):
+// - CheckpointSaverHook saves once the session is created, then after the first chief step
+//   ending save_checkpoint_secs or more after the last save; the save blocks the chief's loop.
+// - SummarySaverHook writes summaries every save_summaries_steps chief steps.
+// - When a parameter server (or, in-graph, the client or a tower) dies, every client's session
+//   fails once its RPCs to the dead task fail; the launcher restarts the tasks; the chief's
+//   SessionManager restores the last checkpoint; the other workers' wait_for_session polls for
+//   a ready model every recovery_wait_secs.
+#include <climits>
+#include <cmath>
+
+#include "sim/sim_run_state.h"
+
+namespace replisim::sim::detail {
+
+bool SimRun::void_item(int c, int incarnation, int op_index) const {
+  const ClientState& s = clients_[size_t(c)];
+  if (s.dead || incarnation != s.incarnation) return true;
+  if (!job_down_) return false;
+  const Op& op = s.graph->ops[size_t(op_index)];
+  return role_dead_[size_t(op.role)] ||
+         (op.kind == OpKind::kSend && role_dead_[size_t(s.graph->ops[size_t(op.peer)].role)]);
+}
+
+double SimRun::write_checkpoint(double now, const char* label) {
+  const core::CheckpointPolicy& policy = plan_.checkpoints;
+  const double duration_s = policy.bytes / policy.disk_bandwidth_bytes_per_s;
+  Checkpoint checkpoint;
+  checkpoint.start_s = now;
+  checkpoint.end_s = now + duration_s;
+  checkpoint.global_step = global_step_;
+  for (const ClientState& s : clients_) checkpoint.client_steps.push_back(s.step);
+  checkpoints_.push_back(std::move(checkpoint));
+  last_checkpoint_s_ = now;
+  const ClientState& chief = clients_[size_t(chief_client_)];
+  core::TraceEvent event;
+  event.kind = core::EventKind::kCheckpoint;
+  event.actor = event.client = chief.role_name;
+  event.device = trace_.intern(plan_.platform.devices[size_t(chief.role_device)].name);
+  event.label = trace_.intern(label);
+  event.step = chief.step;
+  event.start_s = now;
+  event.end_s = now + duration_s;
+  event.bytes = policy.bytes;
+  event.global_step_after = global_step_;
+  trace_.events.push_back(event);
+  return duration_s;
+}
+
+double SimRun::chief_duties(int c, double now) {
+  const core::CheckpointPolicy& policy = plan_.checkpoints;
+  const ClientState& s = clients_[size_t(c)];
+  double pause_s = 0;
+  if (policy.every_s > 0 && now - last_checkpoint_s_ >= policy.every_s) {
+    pause_s += write_checkpoint(now, "checkpoint");
+  }
+  if (policy.summary_every_steps > 0 && s.step % policy.summary_every_steps == 0) {
+    const double duration_s = policy.summary_bytes / policy.summary_disk_bandwidth_bytes_per_s;
+    core::TraceEvent event;
+    event.kind = core::EventKind::kCheckpoint;
+    event.actor = event.client = s.role_name;
+    event.device = trace_.intern(plan_.platform.devices[size_t(s.role_device)].name);
+    event.label = trace_.intern("summaries");
+    event.step = s.step;
+    event.start_s = now + pause_s;
+    event.end_s = now + pause_s + duration_s;
+    event.bytes = policy.summary_bytes;
+    event.global_step_after = global_step_;
+    trace_.events.push_back(event);
+    pause_s += duration_s;
+  }
+  return pause_s;
+}
+
+// A client's first step of an incarnation. The chief first saves a checkpoint (the hook's save
+// at session creation) when checkpoints are on.
+void SimRun::start_client(int c) {
+  if (clients_[size_t(c)].dead) return;
+  maybe_produce(c);
+  if (c == chief_client_ && plan_.checkpoints.every_s > 0) {
+    const double now = sg4::Engine::get_clock();
+    schedule_step(c, now + write_checkpoint(now, "checkpoint"));
+    return;
+  }
+  start_step(c);
+}
+
+void SimRun::fail_job(int fault) {
+  if (job_down_) return;  // already failed: the restart brings every task back
+  const core::PlanFault& f = plan_.faults[size_t(fault)];
+  const double now = sg4::Engine::get_clock();
+  for (int r : f.roles) {
+    role_dead_[size_t(r)] = true;
+    core::TraceEvent event;
+    event.kind = core::EventKind::kFault;
+    event.actor = trace_.intern(plan_.roles[size_t(r)].name);
+    event.device =
+        trace_.intern(plan_.platform.devices[size_t(plan_.roles[size_t(r)].device)].name);
+    event.label = trace_.intern(f.description);
+    event.start_s = event.end_s = now;
+    trace_.events.push_back(event);
+  }
+  // Workers on a machine that died stop with it (their ops no longer run).
+  for (int c : f.clients) role_dead_[size_t(plan_.clients[size_t(c)].role)] = true;
+  job_down_ = true;
+  failure_ = {fault, now, now, global_step_};
+  const double detect_s = plan_.recovery.enabled ? plan_.recovery.detect_timeout_s : 0.0;
+  timers_.push({now + detect_s, INT_MIN, TimerKind::kDetect, fault});
+}
+
+void SimRun::detect_job_failure() {
+  failure_.detected_s = sg4::Engine::get_clock();
+  failure_.global_step = global_step_;
+  for (size_t c = 0; c < clients_.size(); ++c) kill_client(int(c));
+  if (!plan_.recovery.enabled) {
+    job_down_ = false;  // for good: the run ends here
+    return;
+  }
+  timers_.push({failure_.detected_s + plan_.recovery.restart_delay_s, INT_MIN, TimerKind::kRestart,
+                failure_.fault});
+}
+
+void SimRun::restart_job() {
+  const double now = sg4::Engine::get_clock();
+  role_dead_.assign(role_dead_.size(), false);
+  job_down_ = false;
+  // The last checkpoint on disk before the failure; none: a fresh start from global_step 0.
+  const Checkpoint* checkpoint = nullptr;
+  for (const Checkpoint& k : checkpoints_) {
+    if (k.end_s <= failure_.fault_s) checkpoint = &k;
+  }
+  global_step_ = checkpoint != nullptr ? checkpoint->global_step : 0;
+  trace_.counters.push_back({global_step_counter_, now, double(global_step_)});
+  const double restore_s =
+      checkpoint != nullptr ? plan_.checkpoints.bytes / plan_.checkpoints.disk_bandwidth_bytes_per_s
+                            : 0.0;
+  const double chief_ready_s = now + restore_s;
+  // A non-chief worker checks for a ready model at once, then every recovery_wait.
+  const double wait_s = plan_.recovery.recovery_wait_s;
+  const double worker_start_s = now + std::ceil(restore_s / wait_s) * wait_s;
+  for (size_t c = 0; c < clients_.size(); ++c) {
+    ClientState& s = clients_[c];
+    ++s.incarnation;
+    s.dead = false;
+    if (s.finished) {
+      s.finished = false;
+      --finished_clients_;
+    }
+    s.step = checkpoint != nullptr ? checkpoint->client_steps[c] : 0;
+    s.produced = s.step;
+    s.batches_ready = 0;
+    s.producing = false;
+    s.waiting_for_input = false;
+    s.next_local_step = global_step_;
+    const bool with_chief = int(c) == chief_client_ || s.loop == StepLoop::kChiefSyncOp;
+    timers_.push({with_chief ? chief_ready_s : worker_start_s, -1 - int(c), TimerKind::kStart,
+                  int(c), s.incarnation});
+  }
+  if (sync_.enabled) reset_sync();
+  const core::PlanFault& f = plan_.faults[size_t(failure_.fault)];
+  const int64_t from_step = checkpoint != nullptr ? checkpoint->global_step : 0;
+  restarts_.push_back({{"cause", f.description},
+                       {"fault_s", failure_.fault_s},
+                       {"detected_s", failure_.detected_s},
+                       {"restart_s", now},
+                       {"resumed_s", chief_ready_s},
+                       {"workers_resumed_s", clients_.size() > 1 ? worker_start_s : chief_ready_s},
+                       {"restore_s", restore_s},
+                       {"checkpoint_start_s", checkpoint != nullptr ? checkpoint->start_s : 0.0},
+                       {"checkpoint_global_step", from_step},
+                       {"global_step_at_failure", failure_.global_step},
+                       {"lost_global_steps", failure_.global_step - from_step}});
+  core::TraceEvent event;
+  event.kind = core::EventKind::kRecovery;
+  event.actor = trace_.intern(f.roles.empty() ? std::string("job")
+                                              : plan_.roles[size_t(f.roles.front())].name);
+  event.label =
+      trace_.intern(f.description + ": restart from global_step " + std::to_string(from_step));
+  event.start_s = failure_.fault_s;
+  event.end_s = chief_ready_s;
+  event.global_step_read = from_step;
+  event.global_step_after = failure_.global_step;
+  trace_.events.push_back(event);
+  driver_wake_->notify_all();
+}
+
+}  // namespace replisim::sim::detail

@@ -1,0 +1,309 @@
+// The chief's checkpoints and summaries, job failures (a parameter server, the in-graph client or
+// a tower dies) with and without restarts from the last checkpoint, and link cuts.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "tests/support/test_support.h"
+
+namespace replisim {
+namespace {
+
+using test::machine;
+
+constexpr double kBatch = 32;
+constexpr double kStepS = 3 * 1e9 * kBatch / 2e12;  // compute of one step at 2 TFLOPS: 48 ms
+// 1e6 fp32 parameters (plus global_step) at 40 MB/s: a checkpoint takes 0.1 s to write.
+constexpr double kCheckpointS = (4e6 + 8) / 40e6;
+
+// Four compute-bound workers and a PS machine (100 steps, about 5 s), checkpoints every second.
+nlohmann::json four_workers(const nlohmann::json& extra_training, const nlohmann::json& faults) {
+  std::vector<nlohmann::json> machines = {machine("p", "1 TFLOPS", {}, "100 Gbps")};
+  for (int i = 0; i < 4; ++i) {
+    machines.push_back(machine("w" + std::to_string(i), "1 TFLOPS", {"2 TFLOPS"}, "100 Gbps"));
+  }
+  nlohmann::json training = {{"replicas", "w*/gpu0"},
+                             {"ps", {"p/cpu"}},
+                             {"steps", 100},
+                             {"warmup_steps", 10},
+                             {"batch_per_replica", kBatch},
+                             {"costs", "none"},
+                             {"checkpoint", {{"every", "1 s"}, {"disk_bandwidth", "40 MBps"}}}};
+  training.update(extra_training);
+  nlohmann::json doc =
+      test::scenario_json(machines, test::one_layer_model(1e6, "1 GFLOP"), training);
+  doc["faults"] = faults;
+  return doc;
+}
+
+const nlohmann::json kRecovery = {
+    {"recovery",
+     {{"detect_timeout", "0.5 s"}, {"restart_delay", "1 s"}, {"recovery_wait", "0.3 s"}}}};
+
+std::vector<const core::TraceEvent*> events_of(const core::Trace& trace, core::EventKind kind,
+                                               const std::string& client = "") {
+  std::vector<const core::TraceEvent*> out;
+  for (const core::TraceEvent& e : trace.events) {
+    if (e.kind == kind && (client.empty() || trace.str(e.client) == client)) out.push_back(&e);
+  }
+  std::sort(out.begin(), out.end(), [](const core::TraceEvent* a, const core::TraceEvent* b) {
+    return a->start_s < b->start_s;
+  });
+  return out;
+}
+
+TEST(Checkpoints, TheChiefPausesWhileWriting) {
+  const core::Trace trace = test::simulate_trace(
+      four_workers(nlohmann::json::object(), nlohmann::json::array()), "between_graph");
+  const auto checkpoints = events_of(trace, core::EventKind::kCheckpoint);
+  const auto chief_steps = events_of(trace, core::EventKind::kStep, "worker0");
+  ASSERT_GE(checkpoints.size(), 5u);
+  // One when the session starts, before the first step.
+  EXPECT_LE(checkpoints.front()->end_s, chief_steps.front()->start_s + 1e-9);
+  for (size_t i = 0; i < checkpoints.size(); ++i) {
+    const core::TraceEvent& c = *checkpoints[i];
+    EXPECT_EQ(trace.str(c.actor), "worker0");
+    EXPECT_NEAR(c.end_s - c.start_s, kCheckpointS, 1e-9);
+    if (i > 0) {
+      // After the first chief step that ends a period or more after the last save.
+      const double gap = c.start_s - checkpoints[i - 1]->start_s;
+      EXPECT_GE(gap, 1.0 - 1e-9);
+      EXPECT_LT(gap, 1.0 + 2 * kStepS + kCheckpointS);
+    }
+    // The chief's next step waits for the write.
+    for (const core::TraceEvent* s : chief_steps) {
+      EXPECT_FALSE(s->start_s > c.start_s + 1e-9 && s->start_s < c.end_s - 1e-9)
+          << "step " << s->step << " starts during the checkpoint at " << c.start_s;
+    }
+  }
+  const core::RunMetrics m = core::compute_metrics(trace);
+  EXPECT_EQ(m.checkpoints_written, int(checkpoints.size()));
+  EXPECT_NEAR(m.chief_writing_s, kCheckpointS * double(checkpoints.size()), 1e-6);
+  // The chief loses the write time (its steps end later by about that much), the others nothing.
+  const double chief_end = chief_steps.back()->end_s;
+  const double other_end = events_of(trace, core::EventKind::kStep, "worker1").back()->end_s;
+  EXPECT_NEAR(chief_end - other_end, m.chief_writing_s, 3 * kStepS);
+}
+
+TEST(Checkpoints, SummariesEveryNChiefSteps) {
+  const core::RunMetrics m =
+      test::simulate(four_workers({{"summaries", {{"every_steps", 10}, {"bytes", "4 MB"}}}},
+                                  nlohmann::json::array()),
+                     "between_graph");
+  EXPECT_EQ(m.summaries_written, 10);
+  EXPECT_NEAR(m.chief_writing_s, 10 * 0.1 + kCheckpointS * m.checkpoints_written, 1e-6);
+}
+
+TEST(Recovery, APsDeathFailsEveryWorkerAndTheJobRestartsFromTheCheckpoint) {
+  const double death_s = 2.5, detect_s = 0.5, restart_delay_s = 1, wait_s = 0.3;
+  const core::Trace trace = test::simulate_trace(
+      four_workers(kRecovery, {{{"kind", "role"}, {"role", "ps0"}, {"at", "2.5 s"}}}),
+      "between_graph");
+  const core::RunMetrics m = core::compute_metrics(trace);
+  ASSERT_EQ(m.recoveries.size(), 1u);
+  const core::RecoveryRecord& k = m.recoveries[0];
+  EXPECT_EQ(k.cause, "ps0 dies");
+  EXPECT_DOUBLE_EQ(k.fault_s, death_s);
+  EXPECT_DOUBLE_EQ(k.detected_s, death_s + detect_s);
+  const double restart_s = death_s + detect_s + restart_delay_s;
+  EXPECT_NEAR(k.resumed_s, restart_s + kCheckpointS, 1e-9);  // the chief restores
+  EXPECT_NEAR(k.recovery_time_s, detect_s + restart_delay_s + kCheckpointS, 1e-9);
+  // It restored the last checkpoint on disk before the death.
+  const core::TraceEvent* last = nullptr;
+  for (const core::TraceEvent* c : events_of(trace, core::EventKind::kCheckpoint)) {
+    if (c->end_s <= death_s) last = c;
+  }
+  ASSERT_NE(last, nullptr);
+  EXPECT_EQ(k.checkpoint_global_step, last->global_step_after);
+  EXPECT_NEAR(k.lost_work_s, death_s - last->start_s, 1e-9);
+  EXPECT_GT(k.lost_global_steps, 4);
+  // No worker finishes a step between the death and the restart.
+  for (const core::TraceEvent* s : events_of(trace, core::EventKind::kStep)) {
+    EXPECT_FALSE(s->end_s > death_s && s->end_s < restart_s) << trace.str(s->client);
+  }
+  for (int w = 0; w < 4; ++w) {
+    const std::string name = "worker" + std::to_string(w);
+    const auto steps = events_of(trace, core::EventKind::kStep, name);
+    // Training resumes: the chief after its restore and its session-start save, the others at
+    // their first poll for a ready model after the restore.
+    const core::TraceEvent* first_after = nullptr;
+    for (const core::TraceEvent* s : steps) {
+      if (s->start_s > restart_s && first_after == nullptr) first_after = s;
+    }
+    ASSERT_NE(first_after, nullptr) << name;
+    const double expected = w == 0 ? restart_s + 2 * kCheckpointS
+                                   : restart_s + wait_s * std::ceil(kCheckpointS / wait_s);
+    EXPECT_NEAR(first_after->start_s, expected, 1e-6) << name;
+    // Every worker still completes all its steps.
+    EXPECT_EQ(steps.back()->step, 99) << name;
+  }
+  // Rolled-back updates do not count as throughput.
+  int updates = 0, rolled_back = 0;
+  for (const core::TraceEvent* u : events_of(trace, core::EventKind::kUpdate)) {
+    if (u->end_s <= m.window_start_s || u->end_s > m.window_end_s) continue;
+    ++updates;
+    rolled_back += u->end_s > last->start_s && u->end_s <= k.detected_s;
+  }
+  EXPECT_GT(rolled_back, 0);
+  EXPECT_EQ(m.updates_in_window, updates - rolled_back);
+}
+
+TEST(Recovery, WithoutRecoveryAPsDeathEndsTheRun) {
+  const core::Trace trace =
+      test::simulate_trace(four_workers(nlohmann::json::object(),
+                                        {{{"kind", "role"}, {"role", "ps0"}, {"at", "2.5 s"}}}),
+                           "between_graph");
+  const core::RunMetrics m = core::compute_metrics(trace);
+  EXPECT_TRUE(m.job_failed);
+  EXPECT_DOUBLE_EQ(m.job_failure_s, 2.5);
+  EXPECT_NE(m.job_failure_cause.find("ps0 dies"), std::string::npos) << m.job_failure_cause;
+  EXPECT_TRUE(m.recoveries.empty());
+  EXPECT_LE(m.window_end_s, 2.5);
+  for (const core::TraceEvent* s : events_of(trace, core::EventKind::kStep)) {
+    EXPECT_LE(s->end_s, 2.5);
+  }
+}
+
+TEST(Recovery, TheChiefsDeathStopsCheckpointsAsyncGoesOn) {
+  const core::Trace trace = test::simulate_trace(
+      four_workers(kRecovery, {{{"kind", "role"}, {"role", "worker0"}, {"at", "2.5 s"}}}),
+      "between_graph");
+  const auto checkpoints = events_of(trace, core::EventKind::kCheckpoint);
+  ASSERT_GE(checkpoints.size(), 2u);
+  EXPECT_LT(checkpoints.back()->start_s, 2.5);
+  for (int w = 1; w < 4; ++w) {
+    EXPECT_EQ(events_of(trace, core::EventKind::kStep, "worker" + std::to_string(w)).back()->step,
+              99);
+  }
+  EXPECT_TRUE(core::compute_metrics(trace).recoveries.empty());  // a worker's death: no restart
+}
+
+// In-graph: two towers on two machines, the client and the variables on the first.
+nlohmann::json in_graph(const nlohmann::json& faults) {
+  nlohmann::json training = {{"replicas", {"a/gpu0", "b/gpu0"}},
+                             {"steps", 60},
+                             {"warmup_steps", 5},
+                             {"costs", "none"},
+                             {"checkpoint", {{"every", "1 s"}, {"disk_bandwidth", "40 MBps"}}}};
+  training.update(kRecovery);
+  nlohmann::json doc = test::scenario_json({machine("a", "1 TFLOPS", {"2 TFLOPS"}, "100 Gbps"),
+                                            machine("b", "1 TFLOPS", {"2 TFLOPS"}, "100 Gbps")},
+                                           test::one_layer_model(1e6, "1 GFLOP"), training);
+  doc["faults"] = faults;
+  return doc;
+}
+
+TEST(Recovery, InGraphATowerOrTheClientDyingRestartsFromTheCheckpoint) {
+  for (const std::string role : {"tower1", "client"}) {
+    const core::Trace trace = test::simulate_trace(
+        in_graph({{{"kind", "role"}, {"role", role}, {"at", "1.5 s"}}}), "in_graph");
+    const core::RunMetrics m = core::compute_metrics(trace);
+    ASSERT_EQ(m.recoveries.size(), 1u) << role;
+    EXPECT_EQ(m.recoveries[0].cause, role + " dies");
+    const double restart_s = 1.5 + 0.5 + 1;
+    const auto steps = events_of(trace, core::EventKind::kStep, "client");
+    const core::TraceEvent* first_after = nullptr;
+    for (const core::TraceEvent* s : steps) {
+      EXPECT_FALSE(s->end_s > 1.5 && s->end_s < restart_s) << role;
+      if (s->start_s > restart_s && first_after == nullptr) first_after = s;
+    }
+    ASSERT_NE(first_after, nullptr);
+    // In-graph, the client's step is the global step: it resumes at the checkpoint's.
+    EXPECT_EQ(first_after->step, m.recoveries[0].checkpoint_global_step) << role;
+    EXPECT_NEAR(first_after->start_s, restart_s + 2 * kCheckpointS, 1e-6) << role;
+    EXPECT_EQ(steps.back()->step, 59) << role;
+    EXPECT_GT(m.recoveries[0].lost_global_steps, 0) << role;
+  }
+}
+
+// One worker, network-bound over the PS machine's 10 Gbps NIC: 100 MB each way per step.
+nlohmann::json network_bound(const nlohmann::json& faults, const std::string& switch_bandwidth) {
+  nlohmann::json doc = test::scenario_json({machine("w", "1 TFLOPS", {"100 TFLOPS"}, "100 Gbps"),
+                                            machine("p", "1 TFLOPS", {}, "10 Gbps")},
+                                           test::one_layer_model(25e6, "1 MFLOP"),
+                                           {{"replicas", {"w/gpu0"}},
+                                            {"ps", {"p/cpu"}},
+                                            {"steps", 40},
+                                            {"costs", "none"},
+                                            {"jitter", 0}},
+                                           "ideal", switch_bandwidth);
+  doc["faults"] = faults;
+  return doc;
+}
+
+TEST(LinkFaults, ACutHoldsTransfersUntilItEnds) {
+  const core::Trace trace = test::simulate_trace(
+      network_bound(
+          {{{"kind", "link"}, {"link", "p/nic"}, {"from", "2 s"}, {"until", "3 s"}, {"factor", 0}}},
+          "1 TBps"),
+      "between_graph");
+  int crossing = 0;
+  for (const core::TraceEvent* t : events_of(trace, core::EventKind::kTransfer)) {
+    if (t->bytes < 1e6) continue;
+    ++crossing;
+    EXPECT_FALSE(t->end_s > 2 + 1e-3 && t->end_s < 3) << trace.str(t->label) << " " << t->end_s;
+  }
+  EXPECT_GT(crossing, 40);
+  // The step in flight at the cut takes the cut's second longer.
+  const double link_s = 2 * 100e6 / 1.25e9;
+  for (const core::TraceEvent* s : events_of(trace, core::EventKind::kStep)) {
+    if (s->start_s < 2 && s->end_s > 2) EXPECT_NEAR(s->end_s - s->start_s, link_s + 1, 0.05);
+  }
+  const core::RunMetrics m = core::compute_metrics(trace);
+  ASSERT_EQ(m.faults.size(), 1u);
+  EXPECT_EQ(m.faults[0].description, "p/nic cut");
+}
+
+TEST(LinkFaults, ADegradedSwitchSlowsEveryCrossMachineFlow) {
+  // A 10 GB/s switch at 1/32 = 312.5 MB/s, a quarter of the NIC, from 2 s to 6 s.
+  const core::Trace trace = test::simulate_trace(network_bound({{{"kind", "link"},
+                                                                 {"link", "switch"},
+                                                                 {"from", "2 s"},
+                                                                 {"until", "6 s"},
+                                                                 {"factor", 1.0 / 32}}},
+                                                               "10 GBps"),
+                                                 "between_graph");
+  double inside = 0, outside = 0;
+  int n_inside = 0, n_outside = 0;
+  for (const core::TraceEvent* e : events_of(trace, core::EventKind::kStep)) {
+    if (e->start_s >= 2 && e->end_s <= 6) inside += e->end_s - e->start_s, ++n_inside;
+    if (e->end_s < 2 || e->start_s > 6) outside += e->end_s - e->start_s, ++n_outside;
+  }
+  ASSERT_GT(n_inside, 2);
+  ASSERT_GT(n_outside, 2);
+  EXPECT_NEAR(inside / n_inside, 4 * outside / n_outside, 0.05 * 4 * outside / n_outside);
+}
+
+TEST(Recovery, BadSettingsAreInputErrors) {
+  const std::vector<std::pair<nlohmann::json, std::string>> cases = {
+      {{{"checkpoint", {{"every", "1 s"}}}}, "/training/checkpoint/disk_bandwidth"},
+      {{{"checkpoint", {{"every", 0}, {"disk_bandwidth", "1 GBps"}}}},
+       "/training/checkpoint/every"},
+      {{{"checkpoint", {{"every", "1 s"}, {"disk_bandwidth", "1 GBps"}, {"at", 1}}}},
+       "/training/checkpoint/at"},
+      {{{"checkpoint", nullptr}, {"summaries", {{"every_steps", 10}, {"bytes", "1 MB"}}}},
+       "/training/summaries"},
+      {{{"summaries", {{"every_steps", 0}, {"bytes", "1 MB"}}}}, "/training/summaries/every_steps"},
+      {{{"recovery", {{"detect_timeout", "1 s"}}}}, "/training/recovery/restart_delay"},
+      {{{"recovery",
+         {{"detect_timeout", "1 s"}, {"restart_delay", "1 s"}, {"recovery_wait", "0 s"}}}},
+       "/training/recovery/recovery_wait"},
+      {{{"variables_on", "w0/gpu0"}}, "/training/variables_on"},  // with "ps"
+  };
+  for (const auto& [training, path] : cases) {
+    nlohmann::json doc = four_workers(training, nlohmann::json::array());
+    if (training.contains("checkpoint") && training["checkpoint"].is_null()) {
+      doc["training"].erase("checkpoint");
+    }
+    try {
+      test::parse(doc);
+      ADD_FAILURE() << training.dump();
+    } catch (const core::InputError& e) {
+      EXPECT_EQ(e.json_path(), path) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace replisim
