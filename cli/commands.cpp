@@ -1,5 +1,6 @@
 #include "cli/commands.h"
 
+#include <iostream>
 #include <ostream>
 
 #include "cli/run_outputs.h"
@@ -69,7 +70,7 @@ std::string version_text() {
 int run_simulate(const CliArgs& args, std::ostream& out) {
   RunSet runs;
   // Every output is checked before any simulation runs, and written all-or-nothing at the end.
-  core::OutputFiles outputs(args.force);
+  core::OutputFiles outputs(args.force, &out);
   outputs.protect(args.scenario);
   const LoadedScenario loaded = load(args.scenario);
   for (const std::string& file : loaded.files) outputs.protect(file);  // includes too
@@ -91,7 +92,9 @@ int run_simulate(const CliArgs& args, std::ostream& out) {
   const RunTitle title{loaded.scenario.name, args.scenario, "sim",
                        network_model_name(loaded.scenario.cluster.network_model),
                        std::to_string(args.seed)};
-  out << core::format_report(runs.metrics, title_line(title));
+  // With an output on standard output ("-"), the text report goes to standard error.
+  (outputs.writes_standard_output() ? std::cerr : out)
+      << core::format_report(runs.metrics, title_line(title));
   outputs.write_all();
   return 0;
 }

@@ -1,6 +1,7 @@
 // `replisim report`: the report, summary, Chrome trace and events CSV of saved native traces,
 // rebuilt by the same code as `simulate` without simulating again.
 #include <algorithm>
+#include <iostream>
 #include <ostream>
 
 #include "cli/commands.h"
@@ -76,7 +77,7 @@ nlohmann::json shared_provenance(const std::vector<core::Trace>& traces) {
 int run_report(const CliArgs& args, std::ostream& out) {
   RunSet runs;
   // Outputs are checked before any trace is read, and may not replace one of them.
-  core::OutputFiles outputs(args.force);
+  core::OutputFiles outputs(args.force, &out);
   for (const std::string& file : args.trace_files) outputs.protect(file);
   add_run_outputs(outputs, args, runs);
   for (const std::string& file : args.trace_files) {
@@ -86,7 +87,8 @@ int run_report(const CliArgs& args, std::ostream& out) {
     }
   }
   runs.provenance = shared_provenance(runs.traces);
-  out << core::format_report(runs.metrics, report_title(runs.traces, args.trace_files));
+  (outputs.writes_standard_output() ? std::cerr : out)
+      << core::format_report(runs.metrics, report_title(runs.traces, args.trace_files));
   outputs.write_all();
   return 0;
 }

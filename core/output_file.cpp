@@ -73,6 +73,13 @@ bool OutputFiles::same_file_as_registered(const std::string& path, std::string* 
 void OutputFiles::add(const std::string& flag, const std::string& path,
                       std::function<void(std::ostream&)> writer) {
   if (path.empty()) throw InputError("", flag, "needs a file name, got an empty one");
+  if (path == "-" && standard_output_ != nullptr) {
+    if (to_standard_output_) {
+      throw InputError("", flag, "only one output can go to standard output (\"-\")");
+    }
+    to_standard_output_ = std::move(writer);
+    return;
+  }
   std::string which;
   if (same_file_as_registered(path, &which)) {
     throw InputError(path, "", "is the same file as " + which);
@@ -138,6 +145,10 @@ void OutputFiles::write_all() {
       throw std::runtime_error("cannot rename a temporary file to " + outputs_[i].path + ": " +
                                why);
     }
+  }
+  if (to_standard_output_) {
+    to_standard_output_(*standard_output_);
+    standard_output_->flush();
   }
 }
 

@@ -13,23 +13,29 @@ namespace replisim::core {
 class OutputFiles {
  public:
   // `overwrite`: whether existing regular files may be replaced (the user's --force).
-  explicit OutputFiles(bool overwrite) : overwrite_(overwrite) {}
+  // `standard_output`: where the output named "-" goes (not owned; must outlive write_all).
+  explicit OutputFiles(bool overwrite, std::ostream* standard_output = nullptr)
+      : overwrite_(overwrite), standard_output_(standard_output) {}
 
   // Marks an input (e.g. the scenario) that no output may replace, whatever its spelling
   // (./s.json, a symlink or a hard link to it).
   void protect(const std::string& input_path);
 
-  // Registers an output given by `flag` (for messages). Throws InputError(path, ...) at once when
-  // the name is empty; the file exists and overwrite is off; it exists and is not a regular file
-  // (a directory, device or FIFO); it is the same file as a protected input or another output;
-  // its directory is missing, not a directory, or not writable (probed by creating and removing a
-  // temporary file there).
+  // Registers an output given by `flag` (for messages). The name "-" is standard output (at most
+  // one output, and only when the constructor was given a stream). Throws InputError(path, ...)
+  // at once when the name is empty; a second output names "-"; the file exists and overwrite is
+  // off; it exists and is not a regular file (a directory, device or FIFO); it is the same file as
+  // a protected input or another output; its directory is missing, not a directory, or not writable
+  // (probed by creating and removing a temporary file there).
   void add(const std::string& flag, const std::string& path,
            std::function<void(std::ostream&)> writer);
 
-  bool empty() const { return outputs_.empty(); }
+  bool empty() const { return outputs_.empty() && !to_standard_output_; }
+  // Whether an output goes to standard output (then the caller prints its text elsewhere).
+  bool writes_standard_output() const { return bool(to_standard_output_); }
 
-  // Writes every registered output to a temporary file, then renames them all into place.
+  // Writes every registered output to a temporary file, then renames them all into place, then
+  // writes the standard-output one.
   // On any failure no target is touched and the temporaries are removed; throws InputError if a
   // target appeared meanwhile (and overwrite is off), std::runtime_error for I/O failures.
   void write_all();
@@ -43,6 +49,8 @@ class OutputFiles {
   bool same_file_as_registered(const std::string& path, std::string* which) const;
 
   bool overwrite_;
+  std::ostream* standard_output_;
+  std::function<void(std::ostream&)> to_standard_output_;
   std::vector<std::string> protected_;
   std::vector<Output> outputs_;
 };

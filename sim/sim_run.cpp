@@ -11,6 +11,7 @@
 #include "core/backend.h"
 #include "core/error.h"
 #include "core/random.h"
+#include "core/units.h"
 #include "sim/sim_platform.h"
 #include "sim/sim_run_state.h"
 
@@ -392,7 +393,16 @@ core::Trace SimRun::run() {
         "the simulation deadlocked at t=" + std::to_string(sg4::Engine::get_clock()) + " s with " +
         std::to_string(clients_.size() - size_t(finished_clients_)) + " client(s) unfinished");
   }
-  trace_.meta["simulated_time_s"] = sg4::Engine::get_clock();
+  const double end_s = sg4::Engine::get_clock();
+  for (const core::PlanFault& f : plan_.faults) {
+    const double strikes_s = f.kind == "role" || f.kind == "job" ? f.at_s : f.from_s;
+    if (strikes_s < end_s) continue;
+    trace_.meta["notes"].push_back(
+        "fault \"" + f.description + "\" at " +
+        core::format_quantity(strikes_s, core::Dimension::kTime) + " comes after the run's end (" +
+        core::format_quantity(end_s, core::Dimension::kTime) + "): it changed nothing");
+  }
+  trace_.meta["simulated_time_s"] = end_s;
   return std::move(trace_);
 }
 

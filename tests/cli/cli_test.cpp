@@ -202,6 +202,24 @@ TEST(Cli, SimulateWritesTheSummaryJson) {
   EXPECT_NE(j["provenance"]["command_line"].get<std::string>().find("--seed 5"), std::string::npos);
 }
 
+TEST(Cli, DashSendsOneOutputToStandardOutput) {
+  TempDir dir;
+  const std::string scenario = dir.write("s.json", small_valid().dump());
+  const test::BinaryResult r =
+      run_replisim({"simulate", scenario, "--strategy", "between_graph", "--json", "-"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Standard output is the JSON alone; the text report goes to standard error.
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["runs"].size(), 1u);
+  EXPECT_NE(r.err.find("between_graph"), std::string::npos);
+  EXPECT_FALSE(test::file_exists("-"));  // not a file named "-" in the working directory
+  const test::BinaryResult two =
+      run_replisim({"simulate", scenario, "--json", "-", "--trace", "-"});
+  EXPECT_EQ(two.exit_code, 2);
+  EXPECT_NE(two.err.find("only one output can go to standard output"), std::string::npos)
+      << two.err;
+}
+
 TEST(Cli, PlanPrintsTextAndJson) {
   test::BinaryResult r = run_replisim({"plan", seed_scenario(), "--strategy", "in_graph"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -275,6 +275,17 @@ TEST(LinkFaults, ADegradedSwitchSlowsEveryCrossMachineFlow) {
   EXPECT_NEAR(inside / n_inside, 4 * outside / n_outside, 0.05 * 4 * outside / n_outside);
 }
 
+TEST(Recovery, AFaultAfterTheEndIsNotedNotApplied) {
+  const core::RunMetrics m = test::simulate(
+      four_workers(kRecovery, {{{"kind", "role"}, {"role", "ps0"}, {"at", "500 s"}}}),
+      "between_graph");
+  EXPECT_TRUE(m.recoveries.empty());
+  bool noted = false;
+  for (const std::string& note : m.notes)
+    noted |= note.find("after the run's end") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
 TEST(Recovery, BadSettingsAreInputErrors) {
   const std::vector<std::pair<nlohmann::json, std::string>> cases = {
       {{{"checkpoint", {{"every", "1 s"}}}}, "/training/checkpoint/disk_bandwidth"},
