@@ -60,6 +60,12 @@ Meta read_meta(const Trace& trace, const std::string& source) {
     if (e.kind != EventKind::kFault || e.client == kNoString) continue;
     m.died_at_s.emplace(trace.str(e.client), e.start_s);
   }
+  // A job restart brings dead workers back: one that steps again after its death is not dead.
+  for (const TraceEvent& e : trace.events) {
+    if (e.kind != EventKind::kStep) continue;
+    auto died = m.died_at_s.find(trace.str(e.client));
+    if (died != m.died_at_s.end() && e.end_s > died->second) m.died_at_s.erase(died);
+  }
   const JsonCursor ps = c.at("ps");
   m.bytes_per_ps.assign(ps.size(), 0.0);
   const JsonCursor variables = c.at("variables");
@@ -238,8 +244,15 @@ void find_window(RunMetrics& r, const Trace& trace, const Meta& meta, StepTable&
     // A client a fault killed ends early by design: it neither opens nor closes the window.
     if (meta.died_at_s.count(client) > 0) continue;
     const std::vector<Span>& spans = steps[trace.find(client)];
-    if (spans.empty() || spans.back().end_s < 0 ||
-        (meta.warmup_steps > 0 && spans[size_t(meta.warmup_steps - 1)].end_s < 0)) {
+    const size_t needed = size_t(std::max(1, meta.warmup_steps));
+    if (spans.size() < needed || spans.back().end_s < 0 || spans[needed - 1].end_s < 0) {
+      if (trace.meta.contains("job_failure")) {
+        throw InputError(source, "/faults",
+                         "the job failed (" + trace.meta["job_failure"].value("cause", "") +
+                             ") before " + client + " finished " +
+                             (meta.warmup_steps > 0 ? "its warm-up" : "a step") +
+                             ": no window to measure");
+      }
       throw InputError(source, "", "the trace has no complete steps for " + client);
     }
     const double warm =
@@ -279,7 +292,7 @@ void add_update_figures(RunMetrics& r, const Trace& trace) {
   auto rolled_back = [&r](double time_s) {
     for (const RecoveryRecord& k : r.recoveries) {
       // After the checkpoint's save started, up to the failure's detection.
-      if (time_s > k.fault_s - k.lost_work_s && time_s <= k.detected_s) return true;
+      if (time_s > k.checkpoint_start_s && time_s <= k.detected_s) return true;
     }
     return false;
   };
@@ -386,8 +399,8 @@ void add_recoveries(RunMetrics& r, const Trace& trace, const std::string& source
       rec.resumed_s = k.at("resumed_s").as_number_in(rec.detected_s, 1e300);
       rec.workers_resumed_s = k.at("workers_resumed_s").as_number_in(rec.detected_s, 1e300);
       rec.recovery_time_s = rec.resumed_s - rec.fault_s;
-      const double checkpoint_s = k.at("checkpoint_start_s").as_number_in(0, rec.fault_s);
-      rec.lost_work_s = rec.fault_s - checkpoint_s;
+      rec.checkpoint_start_s = k.at("checkpoint_start_s").as_number_in(0, rec.fault_s);
+      rec.lost_work_s = k.at("lost_work_s").as_number_in(0, rec.fault_s);
       rec.checkpoint_global_step = k.at("checkpoint_global_step").as_int(0, INT64_MAX);
       rec.global_step_at_failure =
           k.at("global_step_at_failure").as_int(rec.checkpoint_global_step, INT64_MAX);

@@ -71,9 +71,11 @@ struct RecoveryRecord {
   double workers_resumed_s = 0;        // the other workers found the model ready (their next poll)
   double recovery_time_s = 0;          // resumed_s - fault_s
   int64_t checkpoint_global_step = 0;  // where training resumed (0: no checkpoint, from scratch)
+  double checkpoint_start_s = 0;       // when that checkpoint's save read the variables
   int64_t global_step_at_failure = 0;
   int64_t lost_global_steps = 0;  // updates rolled back
-  // Training time thrown away: from the checkpoint's save (or the start) to the death.
+  // Training time thrown away: from the checkpoint's save (or the start, or the last restart's
+  // resumption if later) to the death.
   double lost_work_s = 0;
 };
 

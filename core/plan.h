@@ -135,6 +135,9 @@ struct RecoveryPolicy {
   double recovery_wait_s = 30;
 };
 
+// The `until` of a fault window given without one: the end of any run (a year).
+inline constexpr double kOpenEndedFaultS = 86400.0 * 365;
+
 // A fault the backend injects (from the scenario's "faults", resolved against the plan).
 struct PlanFault {
   // "role": clients die at at_s; "job": roles the job cannot lose (a parameter server, the

@@ -72,8 +72,10 @@ std::string format_plan(const Plan& plan) {
       }
       out << ")";
     } else {
-      out << " from " << format_quantity(f.from_s, Dimension::kTime) << " to "
-          << format_quantity(f.until_s, Dimension::kTime);
+      out << " from " << format_quantity(f.from_s, Dimension::kTime)
+          << (f.until_s >= kOpenEndedFaultS
+                  ? std::string(" on")
+                  : " to " + format_quantity(f.until_s, Dimension::kTime));
     }
     out << "\n";
   }

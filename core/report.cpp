@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "core/plan.h"
 #include "core/units.h"
 
 namespace replisim::core {
@@ -108,8 +109,9 @@ std::string format_report(const std::vector<RunMetrics>& runs, const std::string
       std::string out;
       for (const FaultRecord& f : r.faults) {
         if (!out.empty()) out += "; ";
-        out += f.description + (f.end_s > f.start_s ? " from " + fixed(f.start_s, 3) + " s to " +
-                                                          fixed(f.end_s, 3) + " s"
+        const std::string until =
+            f.end_s >= kOpenEndedFaultS ? " on" : " to " + fixed(f.end_s, 3) + " s";
+        out += f.description + (f.end_s > f.start_s ? " from " + fixed(f.start_s, 3) + " s" + until
                                                     : " at " + fixed(f.start_s, 3) + " s");
         if (f.lost_step >= 0) out += " (" + f.target + " lost " + fixed(f.lost_work_s, 3) + " s)";
       }

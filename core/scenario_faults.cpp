@@ -1,6 +1,7 @@
 // The "faults" list of a scenario.
 #include <string>
 
+#include "core/plan.h"
 #include "core/scenario_parse.h"
 
 namespace replisim::core::scenario_detail {
@@ -23,11 +24,13 @@ FaultSpec parse_role_fault(const JsonCursor& c, const TrainingSpec& training) {
                      (ps >= 0 && ps < int(training.ps.size())) ||
                      (tower >= 0 && tower < int(training.replicas.size())) || f.role == "client";
   if (!valid) {
-    c.at("role").fail("expected \"worker0\" .. \"worker" +
-                      std::to_string(training.workers.size() - 1) + "\", \"ps0\" .. \"ps" +
-                      std::to_string(training.ps.size() - 1) + "\", \"client\" or \"tower0\" .. " +
-                      "\"tower" + std::to_string(training.replicas.size() - 1) + "\", got \"" +
-                      f.role + "\"");
+    auto range = [](const std::string& prefix, size_t n) {
+      const std::string first = "\"" + prefix + "0\"";
+      return n == 1 ? first : first + " .. \"" + prefix + std::to_string(n - 1) + "\"";
+    };
+    c.at("role").fail("expected " + range("worker", training.workers.size()) + ", " +
+                      range("ps", training.ps.size()) + ", \"client\" or " +
+                      range("tower", training.replicas.size()) + ", got \"" + f.role + "\"");
   }
   f.worker = worker;
   f.at_s = time_at(c.at("at"));
@@ -49,9 +52,14 @@ FaultSpec parse_machine_fault(const JsonCursor& c, const ClusterSpec& cluster) {
 // The window and factor of a slowdown or a link fault.
 void parse_window(const JsonCursor& c, FaultSpec& f) {
   f.from_s = time_at(c.at("from"));
-  f.until_s = c.has("until") ? time_at(c.at("until")) : limits::kMaxDelayS * 365;
+  f.until_s = c.has("until") ? time_at(c.at("until")) : kOpenEndedFaultS;
   if (!(f.until_s > f.from_s)) c.at("until").fail("must be later than \"from\"");
   f.factor = c.at("factor").as_number_in(0, 1);
+  if (f.kind == FaultKind::kLink && f.factor == 0 && !c.has("until")) {
+    c.fail(
+        "a cut (factor 0) needs \"until\": a link that never comes back leaves every transfer "
+        "across it waiting forever (to take machines out for good, use a machine fault)");
+  }
   if (f.kind == FaultKind::kSlowdown && f.factor == 0) {
     c.at("factor").fail("a device cannot run at speed 0; kill its role instead (kind \"role\")");
   }

@@ -475,9 +475,11 @@ TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Mod
   } else if (c.has("variables_on")) {
     // In-graph: where the client keeps the variables, "client" (its CPU) or a device.
     const JsonCursor on = c.at("variables_on");
-    t.ps.push_back(on.value().is_string() && on.as_string() == "client"
-                       ? DeviceRef{t.client, DeviceKind::kCpu, 0}
-                       : resolve_device(on, cluster));
+    if (on.as_string().find_first_of("*?") != std::string::npos) {
+      on.fail("expected \"client\" or one device such as \"pc1/gpu0\", not a pattern");
+    }
+    t.ps.push_back(on.as_string() == "client" ? DeviceRef{t.client, DeviceKind::kCpu, 0}
+                                              : resolve_device(on, cluster));
   } else {
     t.ps.push_back(DeviceRef{t.client, DeviceKind::kCpu, 0});
   }

@@ -101,36 +101,48 @@ void SimRun::transfer_loop(int t) {
     const int id = transfers_[size_t(t)].connection;
     bool first = true;
     bool sent = false;
-    while (!connections_[size_t(id)].waiting.empty()) {
-      Connection& connection = connections_[size_t(id)];
-      const PendingSend item = connection.waiting.front();
-      connection.waiting.pop_front();
-      // Its client, or a role at either end, died while it waited.
-      if (void_item(item.client, item.incarnation, item.op)) continue;
-      const Op& send = clients_[size_t(item.client)].graph->ops[size_t(item.op)];
-      const double start_s = sg4::Engine::get_clock();
-      const double delay_s = send.overhead_s + (first ? connection.latency_s : 0.0);
-      first = false;
-      if (delay_s > 0) sg4::this_actor::sleep_for(delay_s);
-      const int64_t message_id = next_message_id_++;
-      // A zero-byte tensor (a control edge: TF's dead tensor) is latency only, which the wait
-      // above has charged; it needs no flow on the links.
-      if (send.bytes > 0) {
-        const auto wire_bytes = uint64_t(send.bytes * connection.wire_bytes_per_byte);
-        if (connection.rate_limit_bytes_per_s > 0) {
-          connection.mailbox->put_init(&payload, wire_bytes)
-              ->set_rate(connection.rate_limit_bytes_per_s)
-              ->wait();
-        } else {
-          connection.mailbox->put(&payload, wire_bytes);
+    for (;;) {
+      while (!connections_[size_t(id)].waiting.empty()) {
+        Connection& connection = connections_[size_t(id)];
+        const PendingSend item = connection.waiting.front();
+        connection.waiting.pop_front();
+        // Its client, or a role at either end, died while it waited.
+        if (void_item(item.client, item.incarnation, item.op)) continue;
+        const Op& send = clients_[size_t(item.client)].graph->ops[size_t(item.op)];
+        const double start_s = sg4::Engine::get_clock();
+        const double delay_s = send.overhead_s + (first ? connection.latency_s : 0.0);
+        first = false;
+        if (delay_s > 0) sg4::this_actor::sleep_for(delay_s);
+        const int64_t message_id = next_message_id_++;
+        // A zero-byte tensor (a control edge: TF's dead tensor) is latency only, which the wait
+        // above has charged; it needs no flow on the links.
+        if (send.bytes > 0) {
+          double bytes = send.bytes * connection.wire_bytes_per_byte;
+          while (bytes >= 1) {
+            wait_while_cut(id);
+            const double chunk = chunk_bytes(id, bytes);
+            TransferActor& self = transfers_[size_t(t)];
+            self.comm = connection.mailbox->put_init(&payload, uint64_t(chunk));
+            if (connection.rate_limit_bytes_per_s > 0) {
+              self.comm->set_rate(connection.rate_limit_bytes_per_s);
+            }
+            self.comm->wait();
+            transfers_[size_t(t)].comm = nullptr;
+            transfers_[size_t(t)].suspended = false;
+            bytes -= chunk;
+          }
+          sent = true;
         }
-        sent = true;
+        if (void_item(item.client, item.incarnation, item.op)) continue;
+        deliver(item, start_s, message_id);
       }
-      if (void_item(item.client, item.incarnation, item.op)) continue;
-      deliver(item, start_s, message_id);
+      // Drop the delivered messages the permanent receiver kept (one call per burst). The call
+      // may let other actors run: a tensor queued meanwhile (the connection still looked served)
+      // is sent before the connection goes idle.
+      if (sent) connections_[size_t(id)].mailbox->clear();
+      sent = false;
+      if (connections_[size_t(id)].waiting.empty()) break;
     }
-    // Drop the delivered messages the permanent receiver kept (one call per burst).
-    if (sent) connections_[size_t(id)].mailbox->clear();
     connections_[size_t(id)].active = false;
     transfers_[size_t(t)].connection = -1;
   }

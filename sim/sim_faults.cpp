@@ -3,11 +3,13 @@
 // A dead client's queued ops are dropped; an op already running on a device finishes (its device
 // is not failed) but nothing follows from it.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <sstream>
 
 #include <simgrid/kernel/ProfileBuilder.hpp>
 
+#include "core/units.h"
 #include "sim/sim_run_state.h"
 
 namespace replisim::sim::detail {
@@ -71,27 +73,67 @@ void SimRun::schedule_faults() {
 }
 
 // A link fault: both directions of a NIC, or the switch, at factor x their bandwidth while it
-// lasts (runtime Link::set_bandwidth applies to flows in progress; simgrid-notes.md). A cut
-// (factor 0) leaves kCutBandwidthBytesPerS: transfers in flight hold still until it ends, as TCP
-// retransmits and gRPC waits through an outage shorter than its timeouts.
+// lasts; windows on one link multiply.
+// - Degraded (factor > 0): Link::set_bandwidth at run time, which applies to flows in progress
+//   (simgrid-notes.md). SimGrid caps a communication at the narrowest link of its route when it
+//   starts, so a transfer that starts while a link of its route is lowered is sent in pieces
+//   that end when the link comes back (chunk_bytes).
+// - Cut (factor 0): the communications crossing it are suspended and new ones wait until it
+//   ends, as TCP retransmits and gRPC waits through an outage shorter than its timeouts.
 void SimRun::degrade_link(int fault, bool start) {
-  constexpr double kCutBandwidthBytesPerS = 1;  // limits::kMinBandwidthBytesPerS
   const core::PlanFault& f = plan_.faults[size_t(fault)];
   const core::PlatformLink& link = plan_.platform.links[size_t(f.link)];
-  const double bandwidth =
-      start ? std::max(kCutBandwidthBytesPerS, link.bandwidth_bytes_per_s * f.factor)
-            : link.bandwidth_bytes_per_s;
-  bool present = false;
-  const bool is_switch = f.link == plan_.platform.switch_link;
-  for (const std::string& name :
-       is_switch ? std::vector<std::string>{"cluster/" + link.name}
-                 : std::vector<std::string>{link.name + "_UP", link.name + "_DOWN"}) {
-    sg4::Link* l = sg4::Link::by_name_or_null(name);
-    if (l == nullptr) continue;  // a machine the plan does not use
-    l->set_bandwidth(bandwidth);
-    present = true;
+  const double now = sg4::Engine::get_clock();
+  double factor = 1, until_s = INFINITY;
+  bool cut = false;
+  for (const core::PlanFault& other : plan_.faults) {
+    if (other.kind != "link" || other.link != f.link || now < other.from_s ||
+        now >= other.until_s) {
+      continue;
+    }
+    if (other.factor == 0) {
+      cut = true;
+    } else {
+      factor *= other.factor;
+      until_s = std::min(until_s, other.until_s);
+    }
   }
-  if (!start || !present) return;
+  const bool is_switch = f.link == plan_.platform.switch_link;
+  const std::vector<std::string> names =
+      is_switch ? std::vector<std::string>{"cluster/" + link.name}
+                : std::vector<std::string>{link.name + "_UP", link.name + "_DOWN"};
+  const bool present = sg4::Link::by_name_or_null(names.front()) != nullptr;
+  if (present) {
+    for (const std::string& name : names) {
+      sg4::Link* l = sg4::Link::by_name_or_null(name);
+      if (l != nullptr) l->set_bandwidth(link.bandwidth_bytes_per_s * factor);
+    }
+  }
+  if (factor < 1) {
+    lowered_until_s_[f.link] = until_s;
+  } else {
+    lowered_until_s_.erase(f.link);
+  }
+  const bool was_cut = cut_links_.count(f.link) > 0;
+  if (cut && !was_cut) cut_links_.insert(f.link);
+  if (!cut && was_cut) cut_links_.erase(f.link);
+  if (cut != was_cut) {
+    // Hold, or let go, the communications in flight whose route crosses a cut link.
+    for (TransferActor& transfer : transfers_) {
+      if (!transfer.comm || transfer.connection < 0) continue;
+      const bool hold = crosses_cut(transfer.connection);
+      if (hold && !transfer.suspended) transfer.comm->suspend();
+      if (!hold && transfer.suspended) transfer.comm->resume();
+      transfer.suspended = hold;
+    }
+    if (!cut) links_restored_->notify_all();
+  }
+  if (start && !present && !cut) {
+    trace_.meta["notes"].push_back(
+        "fault \"" + f.description +
+        "\": no transfer of the plan crosses that link; it changed nothing");
+  }
+  if (!start || (!present && !cut)) return;
   core::TraceEvent event;
   event.kind = core::EventKind::kFault;
   event.actor = trace_.intern(link.name);
@@ -99,6 +141,44 @@ void SimRun::degrade_link(int fault, bool start) {
   event.start_s = f.from_s;
   event.end_s = f.until_s;
   trace_.events.push_back(event);
+}
+
+bool SimRun::crosses_cut(int connection) const {
+  if (cut_links_.empty()) return false;
+  for (int link : connections_[size_t(connection)].links) {
+    if (cut_links_.count(link) > 0) return true;
+  }
+  return false;
+}
+
+void SimRun::wait_while_cut(int connection) {
+  if (!crosses_cut(connection)) return;
+  std::unique_lock<sg4::Mutex> lock(*links_mutex_);
+  while (crosses_cut(connection)) links_restored_->wait(lock);
+}
+
+// While a link of the route is lowered, a piece that at the lowered rate ends when the link's
+// bandwidth goes back up (at least kMinChunkBytes); otherwise everything.
+double SimRun::chunk_bytes(int connection, double bytes) const {
+  constexpr double kMinChunkBytes = 64 * 1024;
+  if (lowered_until_s_.empty()) return bytes;
+  const double now = sg4::Engine::get_clock();
+  double until_s = INFINITY, rate = INFINITY;
+  for (int link : connections_[size_t(connection)].links) {
+    auto lowered = lowered_until_s_.find(link);
+    if (lowered == lowered_until_s_.end()) continue;
+    until_s = std::min(until_s, lowered->second);
+    double factor = 1;
+    for (const core::PlanFault& f : plan_.faults) {
+      if (f.kind == "link" && f.link == link && f.factor > 0 && now >= f.from_s &&
+          now < f.until_s) {
+        factor *= f.factor;
+      }
+    }
+    rate = std::min(rate, plan_.platform.links[size_t(link)].bandwidth_bytes_per_s * factor);
+  }
+  if (!std::isfinite(until_s)) return bytes;
+  return std::min(bytes, std::max(kMinChunkBytes, rate * (until_s - now)));
 }
 
 void SimRun::inject_fault(int code) {
@@ -112,6 +192,13 @@ void SimRun::inject_fault(int code) {
     return;
   }
   const core::PlanFault& f = plan_.faults[size_t(fault)];
+  if (job_down_) {
+    trace_.meta["notes"].push_back(
+        "fault \"" + f.description + "\" struck while the job was down (" +
+        core::format_quantity(sg4::Engine::get_clock(), core::Dimension::kTime) +
+        "): the restart brings every task back");
+    return;
+  }
   for (int c : f.clients) {
     ClientState& s = clients_[size_t(c)];
     if (s.dead || s.finished) continue;  // already gone: nothing to kill

@@ -9,9 +9,11 @@
 //   fails once its RPCs to the dead task fail; the launcher restarts the tasks; the chief's
 //   SessionManager restores the last checkpoint; the other workers' wait_for_session polls for
 //   a ready model every recovery_wait_secs.
+#include <algorithm>
 #include <climits>
 #include <cmath>
 
+#include "core/units.h"
 #include "sim/sim_run_state.h"
 
 namespace replisim::sim::detail {
@@ -26,6 +28,8 @@ bool SimRun::void_item(int c, int incarnation, int op_index) const {
 }
 
 double SimRun::write_checkpoint(double now, const char* label) {
+  // With a role of the job dead, the save cannot read its variables: it fails with the job.
+  if (job_down_) return 0;
   const core::CheckpointPolicy& policy = plan_.checkpoints;
   const double duration_s = policy.bytes / policy.disk_bandwidth_bytes_per_s;
   Checkpoint checkpoint;
@@ -89,9 +93,16 @@ void SimRun::start_client(int c) {
 }
 
 void SimRun::fail_job(int fault) {
-  if (job_down_) return;  // already failed: the restart brings every task back
   const core::PlanFault& f = plan_.faults[size_t(fault)];
   const double now = sg4::Engine::get_clock();
+  if (job_down_) {  // already failed: the restart brings every task back
+    trace_.meta["notes"].push_back(
+        "fault \"" + f.description + "\" struck while the job was down (" +
+        core::format_quantity(now, core::Dimension::kTime) + "): it changed nothing");
+    return;
+  }
+  // A checkpoint still being written never completes.
+  while (!checkpoints_.empty() && checkpoints_.back().end_s > now) checkpoints_.pop_back();
   for (int r : f.roles) {
     role_dead_[size_t(r)] = true;
     core::TraceEvent event;
@@ -162,17 +173,24 @@ void SimRun::restart_job() {
   if (sync_.enabled) reset_sync();
   const core::PlanFault& f = plan_.faults[size_t(failure_.fault)];
   const int64_t from_step = checkpoint != nullptr ? checkpoint->global_step : 0;
-  restarts_.push_back({{"cause", f.description},
-                       {"fault_s", failure_.fault_s},
-                       {"detected_s", failure_.detected_s},
-                       {"restart_s", now},
-                       {"resumed_s", chief_ready_s},
-                       {"workers_resumed_s", clients_.size() > 1 ? worker_start_s : chief_ready_s},
-                       {"restore_s", restore_s},
-                       {"checkpoint_start_s", checkpoint != nullptr ? checkpoint->start_s : 0.0},
-                       {"checkpoint_global_step", from_step},
-                       {"global_step_at_failure", failure_.global_step},
-                       {"lost_global_steps", failure_.global_step - from_step}});
+  // Training time thrown away: since the checkpoint's save, or since training last resumed.
+  double work_from_s = checkpoint != nullptr ? checkpoint->start_s : 0.0;
+  if (!restarts_.empty()) {
+    work_from_s = std::max(work_from_s, restarts_.back()["resumed_s"].get<double>());
+  }
+  restarts_.push_back(
+      {{"cause", f.description},
+       {"fault_s", failure_.fault_s},
+       {"detected_s", failure_.detected_s},
+       {"restart_s", now},
+       {"resumed_s", chief_ready_s},
+       {"workers_resumed_s", plan_.clients.size() > 1 ? worker_start_s : chief_ready_s},
+       {"restore_s", restore_s},
+       {"checkpoint_start_s", checkpoint != nullptr ? checkpoint->start_s : 0.0},
+       {"checkpoint_global_step", from_step},
+       {"lost_work_s", std::max(0.0, failure_.fault_s - work_from_s)},
+       {"global_step_at_failure", failure_.global_step},
+       {"lost_global_steps", failure_.global_step - from_step}});
   core::TraceEvent event;
   event.kind = core::EventKind::kRecovery;
   event.actor = trace_.intern(f.roles.empty() ? std::string("job")

@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <queue>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -57,13 +59,16 @@ struct Connection {
   double rate_limit_bytes_per_s = 0;
   bool active = false;  // a transfer actor is serving it
   std::deque<PendingSend> waiting;
+  std::vector<int> links;  // Platform::links its route crosses (link faults)
 };
 
 // A pooled actor on a device's host that serves one connection from that device at a time.
 struct TransferActor {
   sg4::ActorPtr actor;
-  int device = -1;      // the source device whose host it runs on
-  int connection = -1;  // -1: idle (suspended, in its device's pool)
+  int device = -1;         // the source device whose host it runs on
+  int connection = -1;     // -1: idle (suspended, in its device's pool)
+  sg4::CommPtr comm;       // the SimGrid communication in flight (link cuts suspend it)
+  bool suspended = false;  // by a link cut
 };
 
 struct DeviceState {
@@ -206,6 +211,11 @@ class SimRun {
   void schedule_faults();
   void inject_fault(int code);  // 2 x fault index + phase (0 strikes, 1 its window ends)
   void degrade_link(int fault, bool start);
+  // Link faults at run time (sim_faults.cpp): whether a connection's route crosses a cut link,
+  // and how many bytes its next communication may carry (see there).
+  bool crosses_cut(int connection) const;
+  double chunk_bytes(int connection, double bytes) const;
+  void wait_while_cut(int connection);
   void kill_client(int c);
   // Job failures and restarts (sim_recovery.cpp).
   bool void_item(int c, int incarnation, int op) const;  // work that must not run or complete
@@ -239,7 +249,13 @@ class SimRun {
   double last_checkpoint_s_ = 0;
   std::vector<Checkpoint> checkpoints_;
   std::vector<bool> role_dead_;  // roles a job fault killed, until the restart
-  bool job_down_ = false;        // failed, not yet restarted
+  // Link faults in force: the links cut, and the lowered links with the time their bandwidth
+  // next goes up.
+  std::set<int> cut_links_;
+  std::map<int, double> lowered_until_s_;
+  sg4::MutexPtr links_mutex_;
+  sg4::ConditionVariablePtr links_restored_;
+  bool job_down_ = false;  // failed, not yet restarted
   JobFailure failure_;
   nlohmann::json restarts_ = nlohmann::json::array();
   sg4::MutexPtr driver_mutex_;

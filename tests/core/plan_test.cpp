@@ -113,9 +113,10 @@ TEST(Plan, CheckpointsRecoveryAndJobFaultsRoundTrip) {
   doc["training"]["checkpoint"] = {{"every", "10 s"}, {"disk_bandwidth", "100 MBps"}};
   doc["training"]["summaries"] = {{"every_steps", 5}, {"bytes", "1 MB"}};
   doc["training"]["recovery"] = {{"detect_timeout", "2 s"}, {"restart_delay", "3 s"}};
-  doc["faults"] = {{{"kind", "role"}, {"role", "ps0"}, {"at", "5 s"}},
-                   {{"kind", "role"}, {"role", "tower1"}, {"at", "6 s"}},
-                   {{"kind", "link"}, {"link", "p/nic"}, {"from", "1 s"}, {"factor", 0}}};
+  doc["faults"] = {
+      {{"kind", "role"}, {"role", "ps0"}, {"at", "5 s"}},
+      {{"kind", "role"}, {"role", "tower1"}, {"at", "6 s"}},
+      {{"kind", "link"}, {"link", "p/nic"}, {"from", "1 s"}, {"until", "2 s"}, {"factor", 0}}};
   for (const std::string strategy : {"in_graph", "between_graph"}) {
     const Plan plan = compile_plan(test::parse(doc), strategy, {});
     double variable_bytes = 0;

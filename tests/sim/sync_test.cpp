@@ -122,6 +122,20 @@ TEST(SyncReplicas, TfSpareTokensCostMoreThanStrictWithAStraggler) {
   }
 }
 
+TEST(SyncReplicas, IdenticalWorkersWithoutJitterDoNotStall) {
+  // Without jitter, every worker's token arrives in the same instant and their reads queue on
+  // the PS's connections together: none may be left behind (a connection going idle while a
+  // tensor was queued on it once stalled global_step at 2).
+  for (const nlohmann::json& sync : {nlohmann::json("sync"), strict(2)}) {
+    nlohmann::json doc = workers_doc({"2 TFLOPS", "2 TFLOPS"}, sync, 40);
+    doc["training"]["jitter"] = 0;
+    doc["cluster"]["network_model"] = "lv08";
+    const core::RunMetrics m = test::simulate(doc, "between_graph");
+    EXPECT_FALSE(m.stalled) << sync.dump() << ": " << m.stall_cause;
+    EXPECT_GT(m.throughput_samples_per_s, 0);
+  }
+}
+
 TEST(SyncReplicas, SyncIsBetweenGraphOnly) {
   const core::RunMetrics m = test::simulate(workers_doc(kWithoutStraggler, "sync"), "in_graph");
   EXPECT_FALSE(m.synchronous);
