@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <unordered_map>
 
@@ -378,6 +379,15 @@ void add_faults(RunMetrics& r, const Trace& trace, StepTable& steps) {
       f.lost_work_s = e.start_s - last_end;
       f.lost_step = e.step;
     }
+    // One fault that kills several roles (a machine) is one record naming them all.
+    auto same = std::find_if(r.faults.begin(), r.faults.end(), [&f](const FaultRecord& g) {
+      return g.description == f.description && g.start_s == f.start_s && g.lost_step < 0 &&
+             f.lost_step < 0;
+    });
+    if (same != r.faults.end()) {
+      same->target += ", " + f.target;
+      continue;
+    }
     r.faults.push_back(f);
   }
   std::stable_sort(
@@ -429,6 +439,13 @@ void add_recoveries(RunMetrics& r, const Trace& trace, const std::string& source
 }
 
 // Step times: the steps wholly inside the window.
+// "12.3" (one decimal).
+std::string fixed_ratio(double a, double b) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", a / b);
+  return text;
+}
+
 MeasuredTable add_step_times(RunMetrics& r, const Trace& trace, const Meta& meta,
                              StepTable& steps) {
   const double window_start = r.window_start_s, window_end = r.window_end_s;
@@ -457,6 +474,26 @@ MeasuredTable add_step_times(RunMetrics& r, const Trace& trace, const Meta& meta
     if (cm.measured_steps > 0) {
       cm.mean_step_time_s = sum / cm.measured_steps;
       cm.step_rate_per_s = cm.mean_step_time_s > 0 ? 1.0 / cm.mean_step_time_s : 0;
+      // A step that overlaps the window without lying in it is left out of the step times: say
+      // so when one is much longer than the rest (a stall behind a link cut, say).
+      const Span* longest = nullptr;
+      for (size_t k = 0; k < spans.size(); ++k) {
+        const Span& span = spans[k];
+        if (inside[k] || span.end_s < 0 || span.end_s <= window_start || span.start_s >= window_end)
+          continue;
+        if (longest == nullptr || span.end_s - span.start_s > longest->end_s - longest->start_s) {
+          longest = &span;
+        }
+      }
+      if (longest != nullptr &&
+          longest->end_s - longest->start_s > kLongStepFactor * cm.mean_step_time_s) {
+        r.warnings.push_back(client + " has a step of " +
+                             format_quantity(longest->end_s - longest->start_s, Dimension::kTime) +
+                             " from t = " + format_quantity(longest->start_s, Dimension::kTime) +
+                             " across the window's edge, " +
+                             fixed_ratio(longest->end_s - longest->start_s, cm.mean_step_time_s) +
+                             "x its mean step time; the step times leave it out");
+      }
     }
     if (cm.measured_steps < kFewMeasuredSteps && meta.died_at_s.count(client) == 0 &&
         meta.data_limited.count(client) == 0) {

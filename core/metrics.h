@@ -136,6 +136,8 @@ struct RunMetrics {
 
 // Below this many steps inside the window a client's step time is flagged as noisy.
 inline constexpr int kFewMeasuredSteps = 3;
+// A step overlapping the window's edge this many times longer than the client's mean is flagged.
+inline constexpr double kLongStepFactor = 3;
 // Below this utilisation the bottleneck is reported as not saturated: the steps are then bound
 // by waiting along the chain of dependent compute and transfers, not by one resource.
 inline constexpr double kSaturatedUtilization = 0.7;

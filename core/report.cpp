@@ -132,7 +132,7 @@ std::string format_report(const std::vector<RunMetrics>& runs, const std::string
                std::to_string(k.checkpoint_global_step) + ", lost " +
                std::to_string(k.lost_global_steps) + " global steps (" + fixed(k.lost_work_s, 3) +
                " s of work), recovery " + fixed(k.recovery_time_s, 3) +
-               " s (every worker back after " + fixed(k.workers_resumed_s - k.fault_s, 3) + " s)";
+               " s (every client back after " + fixed(k.workers_resumed_s - k.fault_s, 3) + " s)";
       }
       if (r.job_failed) {
         out += std::string(out.empty() ? "" : "; ") + "failed at " + fixed(r.job_failure_s, 3) +

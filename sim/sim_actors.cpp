@@ -79,7 +79,10 @@ void SimRun::activate(int connection) {
     return;
   }
   const int t = int(transfers_.size());
-  transfers_.push_back({nullptr, c.source, connection});
+  TransferActor added;
+  added.device = c.source;
+  added.connection = connection;
+  transfers_.push_back(added);
   // Any s4u call may yield: the slot is claimed above, before Actor::create runs.
   sg4::ActorPtr actor = sg4::Actor::create("transfer." + std::to_string(t), source.host,
                                            [this, t] { transfer_loop(t); });

@@ -83,6 +83,10 @@ double SimRun::chief_duties(int c, double now) {
 // at session creation) when checkpoints are on.
 void SimRun::start_client(int c) {
   if (clients_[size_t(c)].dead) return;
+  if (!more_steps(clients_[size_t(c)])) {  // restored past its last step
+    mark_finished(c);
+    return;
+  }
   maybe_produce(c);
   if (c == chief_client_ && plan_.checkpoints.every_s > 0) {
     const double now = sg4::Engine::get_clock();
@@ -103,7 +107,10 @@ void SimRun::fail_job(int fault) {
   }
   // A checkpoint still being written never completes.
   while (!checkpoints_.empty() && checkpoints_.back().end_s > now) checkpoints_.pop_back();
-  for (int r : f.roles) {
+  std::vector<int> dying = f.roles;
+  // Workers on a machine that died stop with it (their ops no longer run).
+  for (int c : f.clients) dying.push_back(plan_.clients[size_t(c)].role);
+  for (int r : dying) {
     role_dead_[size_t(r)] = true;
     core::TraceEvent event;
     event.kind = core::EventKind::kFault;
@@ -114,8 +121,6 @@ void SimRun::fail_job(int fault) {
     event.start_s = event.end_s = now;
     trace_.events.push_back(event);
   }
-  // Workers on a machine that died stop with it (their ops no longer run).
-  for (int c : f.clients) role_dead_[size_t(plan_.clients[size_t(c)].role)] = true;
   job_down_ = true;
   failure_ = {fault, now, now, global_step_};
   const double detect_s = plan_.recovery.enabled ? plan_.recovery.detect_timeout_s : 0.0;

@@ -205,6 +205,19 @@ void SimRun::finish_step(int c) {
     }
     return;
   }
+  // The chief's checkpoint hook saves once more when its session ends.
+  if (c == chief_client_ && plan_.checkpoints.every_s > 0 && !job_down_) {
+    const double write_s = write_checkpoint(step.end_s, "checkpoint");
+    timers_.push({step.end_s + write_s, c, TimerKind::kFinish, c, s.incarnation});
+    driver_wake_->notify_all();
+    return;
+  }
+  mark_finished(c);
+}
+
+void SimRun::mark_finished(int c) {
+  ClientState& s = clients_[size_t(c)];
+  if (s.finished) return;
   s.finished = true;
   if (++finished_clients_ == int(clients_.size())) driver_wake_->notify_all();
   // A chief out of data stops training itself but its process, and the sync op its queue runner
@@ -291,11 +304,14 @@ void SimRun::driver() {
     switch (timer.kind) {
       case TimerKind::kStart:
       case TimerKind::kStep:
+      case TimerKind::kFinish:
         if (clients_[size_t(timer.index)].incarnation != timer.incarnation) break;
         if (timer.kind == TimerKind::kStart) {
           start_client(timer.index);
-        } else {
+        } else if (timer.kind == TimerKind::kStep) {
           start_step(timer.index);
+        } else if (!clients_[size_t(timer.index)].dead) {
+          mark_finished(timer.index);
         }
         break;
       case TimerKind::kFault:

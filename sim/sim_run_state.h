@@ -121,6 +121,7 @@ struct ClientState {
 enum class TimerKind {
   kStart,     // a client's first step of its incarnation (its input pipeline starts too)
   kStep,      // a client's next step
+  kFinish,    // the chief done with its final checkpoint
   kFault,     // a fault strikes (index: the fault)
   kFaultEnd,  // a fault's window ends
   kDetect,    // the clients find out that the job failed
@@ -191,6 +192,7 @@ class SimRun {
   void drain();
   void complete_now(int c, int op);
   void finish_step(int c);
+  void mark_finished(int c);
   void maybe_produce(int c);
   void finish_production(int c);
   double jitter_factor(int c, int device, int64_t step) const;
