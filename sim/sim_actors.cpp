@@ -2,6 +2,7 @@
 // it has none) and pooled transfer actors, each serving one connection while it has tensors.
 // Both wait with suspend/resume and host-to-host transfers (Comm::sendto_async): few simcalls per
 // op and per tensor, which is what bounds the simulation's speed.
+#include <simgrid/Exception.hpp>
 #include <simgrid/s4u.hpp>
 
 #include "core/error.h"
@@ -123,16 +124,24 @@ void SimRun::transfer_loop(int t) {
           double bytes = send.bytes * connection.wire_bytes_per_byte;
           while (bytes >= 1) {
             wait_while_cut(id);
-            const double chunk = chunk_bytes(id, bytes);
             TransferActor& self = transfers_[size_t(t)];
-            self.comm = connection.mailbox->put_init(&payload, uint64_t(chunk));
+            self.comm = connection.mailbox->put_init(&payload, uint64_t(bytes));
             if (connection.rate_limit_bytes_per_s > 0) {
               self.comm->set_rate(connection.rate_limit_bytes_per_s);
             }
-            self.comm->wait();
+            self.comm_start_s = sg4::Engine::get_clock();
+            self.resend_bytes = 0;
+            // Started before the wait, so that a link cut can suspend it (an s4u activity that
+            // wait() starts itself is not marked started, and suspend() then does nothing).
+            self.comm->start();
+            try {
+              self.comm->wait();
+              bytes = 0;
+            } catch (const simgrid::Exception&) {
+              bytes = transfers_[size_t(t)].resend_bytes;  // cancelled when a link came back
+            }
             transfers_[size_t(t)].comm = nullptr;
             transfers_[size_t(t)].suspended = false;
-            bytes -= chunk;
           }
           sent = true;
         }

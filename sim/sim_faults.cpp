@@ -76,15 +76,15 @@ void SimRun::schedule_faults() {
 // lasts; windows on one link multiply.
 // - Degraded (factor > 0): Link::set_bandwidth at run time, which applies to flows in progress
 //   (simgrid-notes.md). SimGrid caps a communication at the narrowest link of its route when it
-//   starts, so a transfer that starts while a link of its route is lowered is sent in pieces
-//   that end when the link comes back (chunk_bytes).
+//   starts, so when the link comes back, the communications that started while it was lowered
+//   are cancelled and their transfers send the remaining bytes anew (restart_capped_transfers).
 // - Cut (factor 0): the communications crossing it are suspended and new ones wait until it
 //   ends, as TCP retransmits and gRPC waits through an outage shorter than its timeouts.
 void SimRun::degrade_link(int fault, bool start) {
   const core::PlanFault& f = plan_.faults[size_t(fault)];
   const core::PlatformLink& link = plan_.platform.links[size_t(f.link)];
   const double now = sg4::Engine::get_clock();
-  double factor = 1, until_s = INFINITY;
+  double factor = 1;
   bool cut = false;
   for (const core::PlanFault& other : plan_.faults) {
     if (other.kind != "link" || other.link != f.link || now < other.from_s ||
@@ -95,7 +95,6 @@ void SimRun::degrade_link(int fault, bool start) {
       cut = true;
     } else {
       factor *= other.factor;
-      until_s = std::min(until_s, other.until_s);
     }
   }
   const bool is_switch = f.link == plan_.platform.switch_link;
@@ -103,17 +102,22 @@ void SimRun::degrade_link(int fault, bool start) {
       is_switch ? std::vector<std::string>{"cluster/" + link.name}
                 : std::vector<std::string>{link.name + "_UP", link.name + "_DOWN"};
   const bool present = sg4::Link::by_name_or_null(names.front()) != nullptr;
+  // The factor in force until now, read back from the link.
+  const double lowered_factor =
+      present ? sg4::Link::by_name(names.front())->get_bandwidth() / link.bandwidth_bytes_per_s
+              : 1.0;
   if (present) {
     for (const std::string& name : names) {
       sg4::Link* l = sg4::Link::by_name_or_null(name);
       if (l != nullptr) l->set_bandwidth(link.bandwidth_bytes_per_s * factor);
     }
   }
-  if (factor < 1) {
-    lowered_until_s_[f.link] = until_s;
-  } else {
-    lowered_until_s_.erase(f.link);
+  auto lowered = lowered_since_s_.find(f.link);
+  if (lowered != lowered_since_s_.end() && factor > lowered_factor) {
+    restart_capped_transfers(f.link, lowered->second);
   }
+  if (factor < 1 && lowered == lowered_since_s_.end()) lowered_since_s_[f.link] = now;
+  if (factor >= 1) lowered_since_s_.erase(f.link);
   const bool was_cut = cut_links_.count(f.link) > 0;
   if (cut && !was_cut) cut_links_.insert(f.link);
   if (!cut && was_cut) cut_links_.erase(f.link);
@@ -157,28 +161,14 @@ void SimRun::wait_while_cut(int connection) {
   while (crosses_cut(connection)) links_restored_->wait(lock);
 }
 
-// While a link of the route is lowered, a piece that at the lowered rate ends when the link's
-// bandwidth goes back up (at least kMinChunkBytes); otherwise everything.
-double SimRun::chunk_bytes(int connection, double bytes) const {
-  constexpr double kMinChunkBytes = 64 * 1024;
-  if (lowered_until_s_.empty()) return bytes;
-  const double now = sg4::Engine::get_clock();
-  double until_s = INFINITY, rate = INFINITY;
-  for (int link : connections_[size_t(connection)].links) {
-    auto lowered = lowered_until_s_.find(link);
-    if (lowered == lowered_until_s_.end()) continue;
-    until_s = std::min(until_s, lowered->second);
-    double factor = 1;
-    for (const core::PlanFault& f : plan_.faults) {
-      if (f.kind == "link" && f.link == link && f.factor > 0 && now >= f.from_s &&
-          now < f.until_s) {
-        factor *= f.factor;
-      }
-    }
-    rate = std::min(rate, plan_.platform.links[size_t(link)].bandwidth_bytes_per_s * factor);
+void SimRun::restart_capped_transfers(int link, double since_s) {
+  for (TransferActor& transfer : transfers_) {
+    if (!transfer.comm || transfer.connection < 0 || transfer.comm_start_s < since_s) continue;
+    const std::vector<int>& links = connections_[size_t(transfer.connection)].links;
+    if (std::find(links.begin(), links.end(), link) == links.end()) continue;
+    transfer.resend_bytes = transfer.comm->get_remaining();
+    transfer.comm->cancel();
   }
-  if (!std::isfinite(until_s)) return bytes;
-  return std::min(bytes, std::max(kMinChunkBytes, rate * (until_s - now)));
 }
 
 void SimRun::inject_fault(int code) {

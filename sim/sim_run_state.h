@@ -65,10 +65,13 @@ struct Connection {
 // A pooled actor on a device's host that serves one connection from that device at a time.
 struct TransferActor {
   sg4::ActorPtr actor;
-  int device = -1;         // the source device whose host it runs on
-  int connection = -1;     // -1: idle (suspended, in its device's pool)
-  sg4::CommPtr comm;       // the SimGrid communication in flight (link cuts suspend it)
-  bool suspended = false;  // by a link cut
+  int device = -1;          // the source device whose host it runs on
+  int connection = -1;      // -1: idle (suspended, in its device's pool)
+  sg4::CommPtr comm;        // the SimGrid communication in flight (link cuts suspend it)
+  double comm_start_s = 0;  // when it started
+  bool suspended = false;   // by a link cut
+  // Bytes still to send when a link fault cancelled the communication (see degrade_link).
+  double resend_bytes = 0;
 };
 
 struct DeviceState {
@@ -216,7 +219,9 @@ class SimRun {
   // Link faults at run time (sim_faults.cpp): whether a connection's route crosses a cut link,
   // and how many bytes its next communication may carry (see there).
   bool crosses_cut(int connection) const;
-  double chunk_bytes(int connection, double bytes) const;
+  // Cancels the communications crossing `link` that started at or after since_s; their transfer
+  // actors send the remaining bytes as new communications.
+  void restart_capped_transfers(int link, double since_s);
   void wait_while_cut(int connection);
   void kill_client(int c);
   // Job failures and restarts (sim_recovery.cpp).
@@ -251,10 +256,9 @@ class SimRun {
   double last_checkpoint_s_ = 0;
   std::vector<Checkpoint> checkpoints_;
   std::vector<bool> role_dead_;  // roles a job fault killed, until the restart
-  // Link faults in force: the links cut, and the lowered links with the time their bandwidth
-  // next goes up.
+  // Link faults in force: the links cut, and the lowered links with the time they went down.
   std::set<int> cut_links_;
-  std::map<int, double> lowered_until_s_;
+  std::map<int, double> lowered_since_s_;
   sg4::MutexPtr links_mutex_;
   sg4::ConditionVariablePtr links_restored_;
   bool job_down_ = false;  // failed, not yet restarted
