@@ -131,9 +131,11 @@ void SimRun::transfer_loop(int t) {
             }
             self.comm_start_s = sg4::Engine::get_clock();
             self.resend_bytes = 0;
-            // Started before the wait, so that a link cut can suspend it (an s4u activity that
-            // wait() starts itself is not marked started, and suspend() then does nothing).
-            self.comm->start();
+            // With link faults, started before the wait so that a cut can suspend it and a
+            // recovered link cancel it (an s4u activity that wait() starts itself is not marked
+            // started, and suspend() then does nothing); without, wait() alone is one simcall
+            // fewer per tensor.
+            if (link_faults_) self.comm->start();
             try {
               self.comm->wait();
               bytes = 0;

@@ -363,7 +363,10 @@ core::Trace SimRun::run() {
   xbt_log_control_set("xbt_cfg.thres:warning");
   configure_network_model(plan_.platform.network_model);
   bool degraded_links = false;
-  for (const core::PlanFault& f : plan_.faults) degraded_links |= f.kind == "link" && f.factor > 0;
+  for (const core::PlanFault& f : plan_.faults) {
+    degraded_links |= f.kind == "link" && f.factor > 0;
+    link_faults_ |= f.kind == "link";
+  }
   if (degraded_links && plan_.platform.network_model == core::NetworkModel::kLv08) {
     // SimGrid 3.32's update of flow penalties on a bandwidth change assumes each flow saw the
     // link's previous bandwidth when it started, which LV08's reverse traffic breaks (negative

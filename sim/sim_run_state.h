@@ -257,6 +257,7 @@ class SimRun {
   std::vector<Checkpoint> checkpoints_;
   std::vector<bool> role_dead_;  // roles a job fault killed, until the restart
   // Link faults in force: the links cut, and the lowered links with the time they went down.
+  bool link_faults_ = false;  // the plan has link faults
   std::set<int> cut_links_;
   std::map<int, double> lowered_since_s_;
   sg4::MutexPtr links_mutex_;
