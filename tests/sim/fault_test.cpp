@@ -1,6 +1,6 @@
 // Faults: a dead async worker costs its share; synchronous training stalls without backups (and
 // says why), goes on with them, and stops when the chief dies; a slowdown window slows one
-// device's steps.
+// device's steps. Link faults and restarts: recovery_test.cpp.
 #include <gtest/gtest.h>
 
 #include "core/error.h"
@@ -132,37 +132,6 @@ TEST(Faults, ASlowdownWindowSlowsThatDevicesSteps) {
   ASSERT_EQ(m.faults.size(), 1u);
   EXPECT_EQ(m.faults[0].target, "w1/gpu0");
   EXPECT_DOUBLE_EQ(m.faults[0].end_s, 3);
-}
-
-TEST(Faults, ALinkFaultSlowsTheTransfersCrossingIt) {
-  // One worker, network-bound: 100 MB each way over the PS machine's 10 Gbps NIC, which runs at
-  // a quarter of its bandwidth from 2 s to 6 s.
-  nlohmann::json doc = test::scenario_json({machine("w", "1 TFLOPS", {"100 TFLOPS"}, "100 Gbps"),
-                                            machine("p", "1 TFLOPS", {}, "10 Gbps")},
-                                           test::one_layer_model(25e6, "1 MFLOP"),
-                                           {{"replicas", {"w/gpu0"}},
-                                            {"ps", {"p/cpu"}},
-                                            {"steps", 40},
-                                            {"costs", "none"},
-                                            {"jitter", 0}});
-  doc["faults"] = {
-      {{"kind", "link"}, {"link", "p/nic"}, {"from", "2 s"}, {"until", "6 s"}, {"factor", 0.25}}};
-  const core::Trace trace = test::simulate_trace(doc, "between_graph");
-  double inside = 0, outside = 0;
-  int n_inside = 0, n_outside = 0;
-  for (const core::TraceEvent& e : trace.events) {
-    if (e.kind != core::EventKind::kStep) continue;
-    if (e.start_s >= 2 && e.end_s <= 6) inside += e.end_s - e.start_s, ++n_inside;
-    if (e.end_s < 2 || e.start_s > 6) outside += e.end_s - e.start_s, ++n_outside;
-  }
-  ASSERT_GT(n_inside, 2);
-  ASSERT_GT(n_outside, 2);
-  const double link_s = 2 * 100e6 / 1.25e9;  // 160 ms per step at full bandwidth
-  EXPECT_NEAR(outside / n_outside, link_s, 0.05 * link_s);
-  EXPECT_NEAR(inside / n_inside, 4 * link_s, 0.05 * 4 * link_s);
-  const core::RunMetrics m = core::compute_metrics(trace);
-  ASSERT_EQ(m.faults.size(), 1u);
-  EXPECT_EQ(m.faults[0].target, "p/nic");
 }
 
 TEST(Faults, BadFaultsAreInputErrors) {

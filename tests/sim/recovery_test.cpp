@@ -312,6 +312,38 @@ TEST(LinkFaults, AStepStalledAcrossTheWindowsEdgeIsFlagged) {
   EXPECT_TRUE(flagged);
 }
 
+// Mean step time of steps wholly inside [from_s, until_s) and wholly outside it.
+std::pair<double, double> mean_steps_inside_outside(const core::Trace& trace, double from_s,
+                                                    double until_s) {
+  double inside = 0, outside = 0;
+  int n_inside = 0, n_outside = 0;
+  for (const core::TraceEvent* e : events_of(trace, core::EventKind::kStep)) {
+    if (e->start_s >= from_s && e->end_s <= until_s) inside += e->end_s - e->start_s, ++n_inside;
+    if (e->end_s < from_s || e->start_s > until_s) outside += e->end_s - e->start_s, ++n_outside;
+  }
+  EXPECT_GT(n_inside, 2);
+  EXPECT_GT(n_outside, 2);
+  return {inside / std::max(1, n_inside), outside / std::max(1, n_outside)};
+}
+
+TEST(LinkFaults, ADegradedNicSlowsTheTransfersCrossingIt) {
+  // The PS machine's NIC at a quarter of its bandwidth from 2 s to 6 s.
+  const core::Trace trace = test::simulate_trace(network_bound({{{"kind", "link"},
+                                                                 {"link", "p/nic"},
+                                                                 {"from", "2 s"},
+                                                                 {"until", "6 s"},
+                                                                 {"factor", 0.25}}},
+                                                               "1 TBps"),
+                                                 "between_graph");
+  const auto [inside, outside] = mean_steps_inside_outside(trace, 2, 6);
+  const double link_s = 2 * 100e6 / 1.25e9;  // 160 ms per step at full bandwidth
+  EXPECT_NEAR(outside, link_s, 0.05 * link_s);
+  EXPECT_NEAR(inside, 4 * link_s, 0.05 * 4 * link_s);
+  const core::RunMetrics m = core::compute_metrics(trace);
+  ASSERT_EQ(m.faults.size(), 1u);
+  EXPECT_EQ(m.faults[0].target, "p/nic");
+}
+
 TEST(LinkFaults, ADegradedSwitchSlowsEveryCrossMachineFlow) {
   // A 10 GB/s switch at 1/32 = 312.5 MB/s, a quarter of the NIC, from 2 s to 6 s.
   const core::Trace trace = test::simulate_trace(network_bound({{{"kind", "link"},
@@ -321,74 +353,8 @@ TEST(LinkFaults, ADegradedSwitchSlowsEveryCrossMachineFlow) {
                                                                  {"factor", 1.0 / 32}}},
                                                                "10 GBps"),
                                                  "between_graph");
-  double inside = 0, outside = 0;
-  int n_inside = 0, n_outside = 0;
-  for (const core::TraceEvent* e : events_of(trace, core::EventKind::kStep)) {
-    if (e->start_s >= 2 && e->end_s <= 6) inside += e->end_s - e->start_s, ++n_inside;
-    if (e->end_s < 2 || e->start_s > 6) outside += e->end_s - e->start_s, ++n_outside;
-  }
-  ASSERT_GT(n_inside, 2);
-  ASSERT_GT(n_outside, 2);
-  EXPECT_NEAR(inside / n_inside, 4 * outside / n_outside, 0.05 * 4 * outside / n_outside);
-}
-
-TEST(Recovery, ARestoreUsesOnlyCheckpointsThatFinished) {
-  // Two workers, checkpoints every 0.5 s (0.1 s each). ps0 dies at 1.1 s while the checkpoint
-  // saved after about 1.08 s is being written, and again at 2.75 s while the restarted chief
-  // writes its session-start checkpoint: both restarts restore the checkpoint finished before.
-  nlohmann::json doc = test::scenario_json(
-      {machine("p", "1 TFLOPS", {}, "10 Gbps"), machine("w0", "1 TFLOPS", {"2 TFLOPS"}, "10 Gbps"),
-       machine("w1", "1 TFLOPS", {"2 TFLOPS"}, "10 Gbps")},
-      test::one_layer_model(1e6, "1 GFLOP"),
-      {{"replicas", "w*/gpu0"},
-       {"ps", {"p/cpu"}},
-       {"costs", "none"},
-       {"jitter", 0},
-       {"checkpoint", {{"every", "0.5 s"}, {"disk_bandwidth", "40 MBps"}}},
-       {"recovery", kRecovery["recovery"]}},
-      "lv08");
-  doc["faults"] = {{{"kind", "role"}, {"role", "ps0"}, {"at", "1.1 s"}},
-                   {{"kind", "role"}, {"role", "ps0"}, {"at", "2.75 s"}}};
-  const core::Trace trace = test::simulate_trace(doc, "between_graph");
-  const core::RunMetrics m = core::compute_metrics(trace);
-  ASSERT_EQ(m.recoveries.size(), 2u);
-  const auto checkpoints = events_of(trace, core::EventKind::kCheckpoint);
-  for (const core::RecoveryRecord& k : m.recoveries) {
-    const core::TraceEvent* finished = nullptr;
-    for (const core::TraceEvent* c : checkpoints) {
-      if (c->end_s <= k.fault_s) finished = c;
-    }
-    ASSERT_NE(finished, nullptr);
-    // Not the one cut short: the last written before the death (and, for the second death,
-    // the same one again, as the restarted chief had not finished its own).
-    EXPECT_LE(k.checkpoint_global_step, k.global_step_at_failure);
-    EXPECT_EQ(k.checkpoint_global_step, m.recoveries[0].checkpoint_global_step);
-  }
-  EXPECT_LT(m.recoveries[1].lost_work_s, 2.75 - m.recoveries[0].resumed_s + 1e-9);
-}
-
-TEST(Recovery, AJobFailureBeforeTheWarmUpEndsIsAnError) {
-  try {
-    test::simulate(four_workers(nlohmann::json::object(),
-                                {{{"kind", "role"}, {"role", "ps0"}, {"at", "0.2 s"}}}),
-                   "between_graph");
-    ADD_FAILURE() << "no error";
-  } catch (const core::InputError& e) {
-    EXPECT_EQ(e.json_path(), "/faults");
-    EXPECT_NE(std::string(e.what()).find("before worker0 finished its warm-up"), std::string::npos)
-        << e.what();
-  }
-}
-
-TEST(Recovery, AFaultAfterTheEndIsNotedNotApplied) {
-  const core::RunMetrics m = test::simulate(
-      four_workers(kRecovery, {{{"kind", "role"}, {"role", "ps0"}, {"at", "500 s"}}}),
-      "between_graph");
-  EXPECT_TRUE(m.recoveries.empty());
-  bool noted = false;
-  for (const std::string& note : m.notes)
-    noted |= note.find("after the run's end") != std::string::npos;
-  EXPECT_TRUE(noted);
+  const auto [inside, outside] = mean_steps_inside_outside(trace, 2, 6);
+  EXPECT_NEAR(inside, 4 * outside, 0.05 * 4 * outside);
 }
 
 TEST(Recovery, BadSettingsAreInputErrors) {
