@@ -55,6 +55,12 @@ void parse_window(const JsonCursor& c, FaultSpec& f) {
   f.until_s = c.has("until") ? time_at(c.at("until")) : kOpenEndedFaultS;
   if (!(f.until_s > f.from_s)) c.at("until").fail("must be later than \"from\"");
   f.factor = c.at("factor").as_number_in(0, 1);
+  // Below 1e-6 a window only stretches simulated time into the astronomical: 0 (a cut) says it.
+  constexpr double kMinFactor = 1e-6;
+  if (f.factor > 0 && f.factor < kMinFactor) {
+    c.at("factor").fail("expected 0 (a cut) or at least 1e-6, got " +
+                        dump_json(nlohmann::json(f.factor)));
+  }
   if (f.kind == FaultKind::kLink && f.factor == 0 && !c.has("until")) {
     c.fail(
         "a cut (factor 0) needs \"until\": a link that never comes back leaves every transfer "
