@@ -357,6 +357,65 @@ TEST(LinkFaults, ADegradedSwitchSlowsEveryCrossMachineFlow) {
   EXPECT_NEAR(inside, 4 * outside, 0.05 * 4 * outside);
 }
 
+TEST(Recovery, ARestoreUsesOnlyCheckpointsThatFinished) {
+  // Two workers, checkpoints every 0.5 s (0.1 s each). ps0 dies at 1.1 s while the checkpoint
+  // saved after about 1.08 s is being written, and again at 2.75 s while the restarted chief
+  // writes its session-start checkpoint: both restarts restore the checkpoint finished before.
+  nlohmann::json doc = test::scenario_json(
+      {machine("p", "1 TFLOPS", {}, "10 Gbps"), machine("w0", "1 TFLOPS", {"2 TFLOPS"}, "10 Gbps"),
+       machine("w1", "1 TFLOPS", {"2 TFLOPS"}, "10 Gbps")},
+      test::one_layer_model(1e6, "1 GFLOP"),
+      {{"replicas", "w*/gpu0"},
+       {"ps", {"p/cpu"}},
+       {"costs", "none"},
+       {"jitter", 0},
+       {"checkpoint", {{"every", "0.5 s"}, {"disk_bandwidth", "40 MBps"}}},
+       {"recovery", kRecovery["recovery"]}},
+      "lv08");
+  doc["faults"] = {{{"kind", "role"}, {"role", "ps0"}, {"at", "1.1 s"}},
+                   {{"kind", "role"}, {"role", "ps0"}, {"at", "2.75 s"}}};
+  const core::Trace trace = test::simulate_trace(doc, "between_graph");
+  const core::RunMetrics m = core::compute_metrics(trace);
+  ASSERT_EQ(m.recoveries.size(), 2u);
+  const auto checkpoints = events_of(trace, core::EventKind::kCheckpoint);
+  for (const core::RecoveryRecord& k : m.recoveries) {
+    const core::TraceEvent* finished = nullptr;
+    for (const core::TraceEvent* c : checkpoints) {
+      if (c->end_s <= k.fault_s) finished = c;
+    }
+    ASSERT_NE(finished, nullptr);
+    // Not the one cut short: the last written before the death (and, for the second death,
+    // the same one again, as the restarted chief had not finished its own).
+    EXPECT_LE(k.checkpoint_global_step, k.global_step_at_failure);
+    EXPECT_EQ(k.checkpoint_global_step, m.recoveries[0].checkpoint_global_step);
+  }
+  EXPECT_LT(m.recoveries[1].lost_work_s, 2.75 - m.recoveries[0].resumed_s + 1e-9);
+}
+
+TEST(Recovery, AJobFailureBeforeTheWarmUpEndsIsAnError) {
+  try {
+    test::simulate(four_workers(nlohmann::json::object(),
+                                {{{"kind", "role"}, {"role", "ps0"}, {"at", "0.2 s"}}}),
+                   "between_graph");
+    ADD_FAILURE() << "no error";
+  } catch (const core::InputError& e) {
+    EXPECT_EQ(e.json_path(), "/faults");
+    EXPECT_NE(std::string(e.what()).find("before worker0 finished its warm-up"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Recovery, AFaultAfterTheEndIsNotedNotApplied) {
+  const core::RunMetrics m = test::simulate(
+      four_workers(kRecovery, {{{"kind", "role"}, {"role", "ps0"}, {"at", "500 s"}}}),
+      "between_graph");
+  EXPECT_TRUE(m.recoveries.empty());
+  bool noted = false;
+  for (const std::string& note : m.notes)
+    noted |= note.find("after the run's end") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
 TEST(Recovery, BadSettingsAreInputErrors) {
   const std::vector<std::pair<nlohmann::json, std::string>> cases = {
       {{{"checkpoint", {{"every", "1 s"}}}}, "/training/checkpoint/disk_bandwidth"},
