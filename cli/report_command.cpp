@@ -6,11 +6,14 @@
 
 #include "cli/commands.h"
 #include "cli/run_outputs.h"
+#include "core/error.h"
 #include "core/report.h"
 #include "core/trace_format.h"
 
 namespace replisim::cli {
 namespace {
+
+constexpr const char* kStandardInput = "-";
 
 // The member at `keys` below `json`, or nullptr when a step is missing or not an object.
 const nlohmann::json* member(const nlohmann::json& json, std::initializer_list<const char*> keys) {
@@ -55,7 +58,9 @@ std::string report_title(const std::vector<core::Trace>& traces,
     line += "; " + title_line(distinct[i]).substr(prefix.size());
   }
   line += files.size() == 1 ? ", from saved trace " : ", from saved traces ";
-  for (size_t i = 0; i < files.size(); ++i) line += (i > 0 ? ", " : "") + files[i];
+  for (size_t i = 0; i < files.size(); ++i) {
+    line += (i > 0 ? ", " : "") + (files[i] == kStandardInput ? "standard input" : files[i]);
+  }
   return line;
 }
 
@@ -78,10 +83,19 @@ int run_report(const CliArgs& args, std::ostream& out) {
   RunSet runs;
   // Outputs are checked before any trace is read, and may not replace one of them.
   core::OutputFiles outputs(args.force, &out);
-  for (const std::string& file : args.trace_files) outputs.protect(file);
+  if (std::count(args.trace_files.begin(), args.trace_files.end(), kStandardInput) > 1) {
+    throw core::InputError("", kStandardInput, "given twice (standard input can be read once)");
+  }
+  for (const std::string& file : args.trace_files) {
+    if (file != kStandardInput) outputs.protect(file);
+  }
   add_run_outputs(outputs, args, runs);
   for (const std::string& file : args.trace_files) {
-    for (core::Trace& trace : core::read_trace_file(file)) {
+    // "-": a trace piped in (`replisim simulate s.json --trace-out - | replisim report -`).
+    std::vector<core::Trace> read = file == kStandardInput
+                                        ? core::read_traces_binary(std::cin, "<standard input>")
+                                        : core::read_trace_file(file);
+    for (core::Trace& trace : read) {
       runs.metrics.push_back(core::compute_metrics(trace, file));
       runs.traces.push_back(std::move(trace));
     }

@@ -74,12 +74,21 @@ std::string format_report(const std::vector<RunMetrics>& runs, const std::string
     for (const RunMetrics& r : runs) cells.push_back(cell(r));
     rows.emplace_back(name, std::move(cells));
   };
-  // Runs of different scenarios (report on several traces) are told apart by their names.
+  // Runs of different scenarios (report on several traces) are told apart by their names, and
+  // runs that would still share a heading by their column number (the order of the traces).
   bool several_scenarios = false;
   for (const RunMetrics& r : runs) several_scenarios |= r.scenario != runs.front().scenario;
-  row("", [several_scenarios](const RunMetrics& r) {
-    return several_scenarios ? r.scenario + ": " + r.strategy : r.strategy;
-  });
+  std::vector<std::string> headings;
+  for (const RunMetrics& r : runs) {
+    headings.push_back(several_scenarios ? r.scenario + ": " + r.strategy : r.strategy);
+  }
+  std::vector<std::string> cells = headings;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (std::count(headings.begin(), headings.end(), headings[i]) > 1) {
+      cells[i] += " #" + std::to_string(i + 1);
+    }
+  }
+  rows.emplace_back("", std::move(cells));
   row("throughput (samples/s)",
       [](const RunMetrics& r) { return fixed(r.throughput_samples_per_s, 1); });
   bool any_sync = false;

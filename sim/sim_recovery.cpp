@@ -154,9 +154,11 @@ void SimRun::restart_job() {
       checkpoint != nullptr ? plan_.checkpoints.bytes / plan_.checkpoints.disk_bandwidth_bytes_per_s
                             : 0.0;
   const double chief_ready_s = now + restore_s;
-  // A non-chief worker checks for a ready model at once, then every recovery_wait.
+  // The launcher brings the tasks up one by one, in the order and spacing of the first start
+  // (each client's start_offset_s, 0 for the chief); a non-chief worker checks for a ready model
+  // as soon as it is up, then every recovery_wait (SessionManager.wait_for_session).
   const double wait_s = plan_.recovery.recovery_wait_s;
-  const double worker_start_s = now + std::ceil(restore_s / wait_s) * wait_s;
+  double workers_resumed_s = chief_ready_s;
   for (size_t c = 0; c < clients_.size(); ++c) {
     ClientState& s = clients_[c];
     ++s.incarnation;
@@ -172,8 +174,13 @@ void SimRun::restart_job() {
     s.waiting_for_input = false;
     s.next_local_step = global_step_;
     const bool with_chief = int(c) == chief_client_ || s.loop == StepLoop::kChiefSyncOp;
-    timers_.push({with_chief ? chief_ready_s : worker_start_s, -1 - int(c), TimerKind::kStart,
-                  int(c), s.incarnation});
+    double start_s = chief_ready_s;
+    if (!with_chief) {
+      const double up_s = now + s.graph->start_offset_s;
+      start_s = up_s + std::ceil(std::max(0.0, chief_ready_s - up_s) / wait_s) * wait_s;
+      workers_resumed_s = std::max(workers_resumed_s, start_s);
+    }
+    timers_.push({start_s, -1 - int(c), TimerKind::kStart, int(c), s.incarnation});
   }
   if (sync_.enabled) reset_sync();
   const core::PlanFault& f = plan_.faults[size_t(failure_.fault)];
@@ -183,19 +190,18 @@ void SimRun::restart_job() {
   if (!restarts_.empty()) {
     work_from_s = std::max(work_from_s, restarts_.back()["resumed_s"].get<double>());
   }
-  restarts_.push_back(
-      {{"cause", f.description},
-       {"fault_s", failure_.fault_s},
-       {"detected_s", failure_.detected_s},
-       {"restart_s", now},
-       {"resumed_s", chief_ready_s},
-       {"workers_resumed_s", plan_.clients.size() > 1 ? worker_start_s : chief_ready_s},
-       {"restore_s", restore_s},
-       {"checkpoint_start_s", checkpoint != nullptr ? checkpoint->start_s : 0.0},
-       {"checkpoint_global_step", from_step},
-       {"lost_work_s", std::max(0.0, failure_.fault_s - work_from_s)},
-       {"global_step_at_failure", failure_.global_step},
-       {"lost_global_steps", failure_.global_step - from_step}});
+  restarts_.push_back({{"cause", f.description},
+                       {"fault_s", failure_.fault_s},
+                       {"detected_s", failure_.detected_s},
+                       {"restart_s", now},
+                       {"resumed_s", chief_ready_s},
+                       {"workers_resumed_s", workers_resumed_s},
+                       {"restore_s", restore_s},
+                       {"checkpoint_start_s", checkpoint != nullptr ? checkpoint->start_s : 0.0},
+                       {"checkpoint_global_step", from_step},
+                       {"lost_work_s", std::max(0.0, failure_.fault_s - work_from_s)},
+                       {"global_step_at_failure", failure_.global_step},
+                       {"lost_global_steps", failure_.global_step - from_step}});
   core::TraceEvent event;
   event.kind = core::EventKind::kRecovery;
   event.actor = trace_.intern(f.roles.empty() ? std::string("job")

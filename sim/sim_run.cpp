@@ -192,10 +192,11 @@ void SimRun::finish_step(int c) {
   }
   if (more_steps(s)) {
     // Host-side noise between steps (session.run dispatch, the training loop): the next step
-    // starts after U[0, f] x the step just finished (docs/scenario-format.md, jitter.step).
+    // starts after U[0, f] x the client's typical step, the median of its last few
+    // (docs/scenario-format.md, jitter.step).
     const double delay =
         plan_.step_jitter_fraction > 0
-            ? plan_.step_jitter_fraction * (step.end_s - step.start_s) *
+            ? plan_.step_jitter_fraction * typical_step_s(s, step.end_s - step.start_s) *
                   core::uniform01(plan_.seed, uint64_t(c) + 2, 0xD1A7, uint64_t(s.step))
             : 0.0;
     if (delay + pause_s <= 0) {
@@ -213,6 +214,15 @@ void SimRun::finish_step(int c) {
     return;
   }
   mark_finished(c);
+}
+
+double SimRun::typical_step_s(ClientState& s, double step_s) {
+  s.recent_step_s[size_t(s.recent_steps % int(s.recent_step_s.size()))] = step_s;
+  ++s.recent_steps;
+  const size_t n = std::min(size_t(s.recent_steps), s.recent_step_s.size());
+  std::array<double, 5> sorted = s.recent_step_s;
+  std::sort(sorted.begin(), sorted.begin() + long(n));
+  return n % 2 == 1 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
 }
 
 void SimRun::mark_finished(int c) {

@@ -2,6 +2,7 @@
 // connections, per-client step state, and the SimRun class that drives them. Not a public API.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -108,6 +109,10 @@ struct ClientState {
   std::vector<int> remaining_inputs;
   size_t remaining_ops = 0;
   double step_start_s = 0;
+  // The durations of the last few steps (a ring): the step jitter's scale is their median, so
+  // one step stalled by a fault does not delay the next start by a share of the stall.
+  std::array<double, 5> recent_step_s{};
+  int recent_steps = 0;
   int64_t global_step_read = 0;  // sync workers: their local_step (the token they hold)
   int64_t next_local_step = 0;   // sync workers: the token dequeued in this step
   // Input pipeline state.
@@ -196,6 +201,8 @@ class SimRun {
   void complete_now(int c, int op);
   void finish_step(int c);
   void mark_finished(int c);
+  // Records a finished step's duration; returns the median of the client's last few (s).
+  static double typical_step_s(ClientState& s, double step_s);
   void maybe_produce(int c);
   void finish_production(int c);
   double jitter_factor(int c, int device, int64_t step) const;

@@ -108,6 +108,27 @@ TEST(Report, RunsFromSeparateFilesMatchOneSimulation) {
   EXPECT_EQ(summary["provenance"].size(), 2u);
 }
 
+TEST(Report, ReadsATraceFromStandardInputAndNumbersSharedHeadings) {
+  TempDir dir;
+  const test::BinaryResult sim = run_replisim(
+      {"simulate", seed_scenario(), "--strategy", "between_graph", "--trace-out", "-"});
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  const std::string saved = dir.write("b.rstrace", sim.out);
+  const test::BinaryResult piped = run_replisim({"report", "-"}, sim.out);
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_EQ(table(piped.out), table(sim.err));
+  EXPECT_NE(first_line(piped.out).find("from saved trace standard input"), std::string::npos)
+      << piped.out;
+  // The same run twice: the columns are told apart by their number.
+  const test::BinaryResult twice = run_replisim({"report", saved, "-"}, sim.out);
+  ASSERT_EQ(twice.exit_code, 0) << twice.err;
+  const std::string headings = first_line(table(twice.out).substr(2));
+  EXPECT_NE(headings.find("between_graph #1"), std::string::npos) << headings;
+  EXPECT_NE(headings.find("between_graph #2"), std::string::npos) << headings;
+  expect_one_error_line(run_replisim({"report", "-", "-"}, sim.out), "standard input");
+  expect_one_error_line(run_replisim({"report", "-"}, "not a trace"), "<standard input>");
+}
+
 TEST(Report, BadTraceFilesExitTwoNamingThem) {
   TempDir dir;
   const test::BinaryResult sim = run_replisim({"simulate", seed_scenario(), "--strategy",

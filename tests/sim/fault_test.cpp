@@ -3,6 +3,8 @@
 // device's steps. Link faults and restarts: recovery_test.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "tests/support/test_support.h"
 
@@ -132,6 +134,32 @@ TEST(Faults, ASlowdownWindowSlowsThatDevicesSteps) {
   ASSERT_EQ(m.faults.size(), 1u);
   EXPECT_EQ(m.faults[0].target, "w1/gpu0");
   EXPECT_DOUBLE_EQ(m.faults[0].end_s, 3);
+}
+
+TEST(Faults, AStalledStepDoesNotScaleTheNextStartsJitter) {
+  // w1's NIC is cut for 3 s: the step caught in it lasts about 3 s. The next starts within the
+  // step jitter (2%) of a typical step, not of the stalled one (up to 60 ms).
+  const core::Trace trace = test::simulate_trace(four_workers("async", {{{"kind", "link"},
+                                                                         {"link", "w1/nic"},
+                                                                         {"from", "1 s"},
+                                                                         {"until", "4 s"},
+                                                                         {"factor", 0}}}),
+                                                 "between_graph");
+  std::vector<const core::TraceEvent*> steps;
+  for (const core::TraceEvent& e : trace.events) {
+    if (e.kind == core::EventKind::kStep && trace.str(e.client) == "worker1") steps.push_back(&e);
+  }
+  std::sort(steps.begin(), steps.end(), [](const core::TraceEvent* a, const core::TraceEvent* b) {
+    return a->start_s < b->start_s;
+  });
+  int stalled = 0;
+  for (size_t i = 0; i + 1 < steps.size(); ++i) {
+    const double duration_s = steps[i]->end_s - steps[i]->start_s;
+    if (duration_s > 2) ++stalled;
+    EXPECT_LE(steps[i + 1]->start_s - steps[i]->end_s, 0.02 * 2 * kStepS + 1e-9)
+        << "after step " << steps[i]->step << " of " << duration_s << " s";
+  }
+  EXPECT_EQ(stalled, 1);
 }
 
 TEST(Faults, BadFaultsAreInputErrors) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/strategy.h"
 #include "tests/support/test_support.h"
 
 namespace replisim {
@@ -102,9 +103,10 @@ TEST(Checkpoints, SummariesEveryNChiefSteps) {
 
 TEST(Recovery, APsDeathFailsEveryWorkerAndTheJobRestartsFromTheCheckpoint) {
   const double death_s = 2.5, detect_s = 0.5, restart_delay_s = 1, wait_s = 0.3;
-  const core::Trace trace = test::simulate_trace(
-      four_workers(kRecovery, {{{"kind", "role"}, {"role", "ps0"}, {"at", "2.5 s"}}}),
-      "between_graph");
+  const nlohmann::json doc =
+      four_workers(kRecovery, {{{"kind", "role"}, {"role", "ps0"}, {"at", "2.5 s"}}});
+  const core::Trace trace = test::simulate_trace(doc, "between_graph");
+  const core::Plan plan = core::compile_plan(test::parse(doc), "between_graph", {1});
   const core::RunMetrics m = core::compute_metrics(trace);
   ASSERT_EQ(m.recoveries.size(), 1u);
   const core::RecoveryRecord& k = m.recoveries[0];
@@ -127,22 +129,36 @@ TEST(Recovery, APsDeathFailsEveryWorkerAndTheJobRestartsFromTheCheckpoint) {
   for (const core::TraceEvent* s : events_of(trace, core::EventKind::kStep)) {
     EXPECT_FALSE(s->end_s > death_s && s->end_s < restart_s) << trace.str(s->client);
   }
+  double last_worker_back_s = 0;
+  std::vector<double> workers_back_s;
   for (int w = 0; w < 4; ++w) {
     const std::string name = "worker" + std::to_string(w);
     const auto steps = events_of(trace, core::EventKind::kStep, name);
     // Training resumes: the chief after its restore and its session-start save, the others at
-    // their first poll for a ready model after the restore.
+    // their first poll for a ready model after the restore; they come up one by one, as at
+    // the first start, so their polls are staggered.
     const core::TraceEvent* first_after = nullptr;
     for (const core::TraceEvent* s : steps) {
       if (s->start_s > restart_s && first_after == nullptr) first_after = s;
     }
     ASSERT_NE(first_after, nullptr) << name;
-    const double expected = w == 0 ? restart_s + 2 * kCheckpointS
-                                   : restart_s + wait_s * std::ceil(kCheckpointS / wait_s);
+    const double up_s = restart_s + plan.clients[size_t(w)].start_offset_s;
+    const double expected =
+        w == 0 ? restart_s + 2 * kCheckpointS
+               : up_s + wait_s * std::ceil(std::max(0.0, restart_s + kCheckpointS - up_s) / wait_s);
     EXPECT_NEAR(first_after->start_s, expected, 1e-6) << name;
+    if (w > 0) {
+      last_worker_back_s = std::max(last_worker_back_s, expected);
+      workers_back_s.push_back(first_after->start_s);
+    }
     // Every worker still completes all its steps.
     EXPECT_EQ(steps.back()->step, 99) << name;
   }
+  EXPECT_NEAR(k.workers_resumed_s, last_worker_back_s, 1e-6);
+  // Not in lock step: the three non-chief workers come back at different times.
+  std::sort(workers_back_s.begin(), workers_back_s.end());
+  EXPECT_GT(workers_back_s[1] - workers_back_s[0], 1e-3);
+  EXPECT_GT(workers_back_s[2] - workers_back_s[1], 1e-3);
   // Rolled-back updates do not count as throughput.
   int updates = 0, rolled_back = 0;
   for (const core::TraceEvent* u : events_of(trace, core::EventKind::kUpdate)) {

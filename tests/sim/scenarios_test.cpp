@@ -108,7 +108,10 @@ TEST(Scenarios, PsFailure) {
   EXPECT_LT(k.lost_work_s, 15 + 1);
   // 5 s to detect, 10 s to restart, ResNet-50's 102.2 MB restored at 500 MB/s.
   EXPECT_NEAR(k.recovery_time_s, 5 + 10 + 102.2e6 / 500e6, 0.01);
-  EXPECT_DOUBLE_EQ(k.workers_resumed_s - k.fault_s, 15 + 30);  // first poll after the restore
+  // Each worker's first poll after the restore: 30 s after it came up, the last of them within
+  // the start-up stagger (about one step) of the restart.
+  EXPECT_GE(k.workers_resumed_s - k.fault_s, 15 + 30);
+  EXPECT_LT(k.workers_resumed_s - k.fault_s, 15 + 30 + 1);
   EXPECT_GE(m.checkpoints_written, 4);
 }
 

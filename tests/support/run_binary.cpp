@@ -15,13 +15,21 @@
 namespace replisim::test {
 
 BinaryResult run_replisim(const std::vector<std::string>& args, int timeout_s) {
+  return run_replisim(args, std::string(), timeout_s);
+}
+
+BinaryResult run_replisim(const std::vector<std::string>& args, const std::string& standard_input,
+                          int timeout_s) {
   TempDir capture;
   const std::string out_path = capture.file("stdout"), err_path = capture.file("stderr");
+  const std::string in_path = capture.write("stdin", standard_input);
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
+    const int in = ::open(in_path.c_str(), O_RDONLY);
     const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(in, 0);
     ::dup2(out, 1);
     ::dup2(err, 2);
     std::vector<char*> argv;

@@ -12,8 +12,11 @@ struct BinaryResult {
   std::string err;
 };
 
-// Runs REPLISIM_BINARY with `args` (no shell), waiting at most `timeout_s` seconds.
+// Runs REPLISIM_BINARY with `args` (no shell), waiting at most `timeout_s` seconds; its standard
+// input is empty, or `standard_input`.
 BinaryResult run_replisim(const std::vector<std::string>& args, int timeout_s = 120);
+BinaryResult run_replisim(const std::vector<std::string>& args, const std::string& standard_input,
+                          int timeout_s = 120);
 
 // A fresh temporary directory, removed with its content by the destructor.
 class TempDir {
