@@ -162,6 +162,15 @@ std::vector<int> clients_of_role(const Plan& plan, int r) {
   return clients;
 }
 
+// Whether PS role `r` holds a variable (global_step, whose PS also holds the sync queues, is
+// one); a PS without variables runs nothing of any step.
+bool holds_variables(const Plan& plan, int r) {
+  for (const Variable& v : plan.variables) {
+    if (v.ps >= 0 && plan.ps_roles[size_t(v.ps)] == r) return true;
+  }
+  return false;
+}
+
 // A role or machine fault: the workers that die (kind "role"), or, when a role the job cannot
 // lose dies (a PS, the in-graph client or a tower), a job failure (kind "job").
 PlanFault death_fault(const FaultSpec& spec, const Plan& plan, const TrainingSpec& t) {
@@ -194,6 +203,10 @@ PlanFault death_fault(const FaultSpec& spec, const Plan& plan, const TrainingSpe
   for (int r : dying) {
     if (plan.roles[size_t(r)].kind == RoleKind::kWorker) {
       for (int c : clients_of_role(plan, r)) f.clients.push_back(c);
+    } else if (plan.roles[size_t(r)].kind == RoleKind::kParameterServer &&
+               !holds_variables(plan, r)) {
+      // A task no step touches (a PS left without variables): no RPC to it fails.
+      continue;
     } else {
       f.kind = "job";
       f.roles.push_back(r);
@@ -241,7 +254,8 @@ void add_faults(const Scenario& scenario, Plan& plan) {
     f = death_fault(spec, plan, t);
     if (f.clients.empty() && f.roles.empty()) {
       plan.notes.push_back("fault " + spec.json_path + " (" + f.description +
-                           ") hits no role of this " + plan.strategy + " plan: it changes nothing");
+                           ") kills no worker and nothing the steps of this " + plan.strategy +
+                           " plan use (e.g. a PS without variables): it changes nothing");
       continue;
     }
     plan.faults.push_back(std::move(f));

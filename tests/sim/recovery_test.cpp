@@ -170,6 +170,31 @@ TEST(Recovery, APsDeathFailsEveryWorkerAndTheJobRestartsFromTheCheckpoint) {
   EXPECT_EQ(m.updates_in_window, updates - rolled_back);
 }
 
+TEST(Recovery, APsWithoutVariablesDiesHarmlessly) {
+  // Three PS for two variables (global_step and one layer): ps2 holds nothing, no step touches
+  // it, and no RPC to it fails when it dies.
+  std::vector<nlohmann::json> machines;
+  for (int i = 0; i < 3; ++i)
+    machines.push_back(machine("p" + std::to_string(i), "1 TFLOPS", {}, "100 Gbps"));
+  for (int i = 0; i < 2; ++i) {
+    machines.push_back(machine("w" + std::to_string(i), "1 TFLOPS", {"2 TFLOPS"}, "100 Gbps"));
+  }
+  nlohmann::json doc = test::scenario_json(
+      machines, test::one_layer_model(1e6, "1 GFLOP"),
+      {{"replicas", "w*/gpu0"}, {"ps", {"p0/cpu", "p1/cpu", "p2/cpu"}}, {"costs", "none"}});
+  doc["faults"] = {{{"kind", "role"}, {"role", "ps2"}, {"at", "1 s"}}};
+  const core::Plan plan = core::compile_plan(test::parse(doc), "between_graph", {1});
+  EXPECT_TRUE(plan.faults.empty());
+  ASSERT_EQ(plan.notes.size(), 1u);
+  EXPECT_NE(plan.notes[0].find("ps2 dies"), std::string::npos) << plan.notes[0];
+  const core::RunMetrics m = test::simulate(doc, "between_graph");
+  EXPECT_FALSE(m.job_failed);
+  EXPECT_TRUE(m.recoveries.empty());
+  // The PS holding the layer does fail the job.
+  doc["faults"][0]["role"] = "ps1";
+  EXPECT_TRUE(test::simulate(doc, "between_graph").job_failed);
+}
+
 TEST(Recovery, WithoutRecoveryAPsDeathEndsTheRun) {
   const core::Trace trace =
       test::simulate_trace(four_workers(nlohmann::json::object(),
