@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/json_cursor.h"
 #include "core/strategy.h"
+#include "core/units.h"
 
 namespace replisim::cli {
 namespace {
@@ -19,11 +20,11 @@ const std::vector<std::string> kCommands = {"simulate", "plan", "report", "help"
 // The flags each command accepts, in the order messages list them.
 std::vector<std::string> flags_of(const std::string& command) {
   if (command == "simulate") {
-    return {"--strategy", "--seed",  "--json",      "--help",
-            "--trace",    "--force", "--trace-out", "--strict"};
+    return {"--strategy", "--seed",      "--json",   "--help",        "--trace",
+            "--force",    "--trace-out", "--strict", "--trace-window"};
   }
   if (command == "plan") return {"--strategy", "--seed", "--json", "--help"};
-  return {"--json", "--csv", "--trace", "--force", "--help"};
+  return {"--json", "--csv", "--trace", "--force", "--help", "--trace-window"};
 }
 
 std::string shell_quote(const std::string& word) {
@@ -42,6 +43,37 @@ uint64_t parse_seed(const std::string& text) {
                      "expected an integer from 0 to 18446744073709551615, got \"" + text + "\"");
   }
   return seed;
+}
+
+// "FROM..UNTIL": two times ("30 s", "500 ms", or bare seconds), either may be empty (from the
+// start, to the end); FROM <= UNTIL.
+void parse_trace_window(CliArgs& args, const std::string& text) {
+  const size_t dots = text.find("..");
+  if (dots == std::string::npos) {
+    throw InputError(
+        "", "--trace-window",
+        "expected FROM..UNTIL in simulated time (e.g. 30..40 or \"30 s..45 s\"), got \"" + text +
+            "\"");
+  }
+  auto time_at = [&](std::string part, double otherwise) {
+    part.erase(0, part.find_first_not_of(' '));
+    part.erase(part.find_last_not_of(' ') + 1);
+    if (part.empty()) return otherwise;
+    try {
+      const bool bare = part.find_first_not_of("0123456789.eE+-") == std::string::npos;
+      const double s = core::parse_quantity(bare ? part + " s" : part, core::Dimension::kTime);
+      if (s < 0) throw core::UnitError("a time cannot be negative");
+      return s;
+    } catch (const core::UnitError& e) {
+      throw InputError("", "--trace-window", "\"" + part + "\": " + e.what());
+    }
+  };
+  args.trace_from_s = time_at(text.substr(0, dots), 0.0);
+  args.trace_until_s = time_at(text.substr(dots + 2), std::numeric_limits<double>::infinity());
+  if (args.trace_from_s > args.trace_until_s) {
+    throw InputError("", "--trace-window", "FROM is after UNTIL in \"" + text + "\"");
+  }
+  args.trace_window = true;
 }
 
 std::string file_name(const std::string& flag, const std::string& value) {
@@ -66,6 +98,8 @@ void apply_flag(CliArgs& args, const std::string& flag, const std::function<std:
     args.json_path = file_name(flag, value());
   } else if (flag == "--trace") {
     args.trace_path = file_name(flag, value());
+  } else if (flag == "--trace-window") {
+    parse_trace_window(args, value());
   } else if (flag == "--trace-out") {
     args.trace_out_path = file_name(flag, value());
   } else if (flag == "--csv") {
@@ -112,14 +146,16 @@ void parse_command(CliArgs& args, const std::vector<std::string>& words) {
 std::string usage_text() {
   return "usage:\n"
          "  replisim simulate SCENARIO [--strategy in_graph|between_graph|both] [--seed N]\n"
-         "                    [--json FILE] [--trace FILE] [--trace-out FILE] [--force] "
-         "[--strict]\n"
-         "  replisim report TRACE... [--json FILE] [--csv FILE] [--trace FILE] [--force]\n"
+         "                    [--json FILE] [--trace FILE [--trace-window FROM..UNTIL]]\n"
+         "                    [--trace-out FILE] [--force] [--strict]\n"
+         "  replisim report TRACE... [--json FILE] [--csv FILE]\n"
+         "                    [--trace FILE [--trace-window FROM..UNTIL]] [--force]\n"
          "  replisim plan SCENARIO [--strategy in_graph|between_graph|both] [--seed N] [--json]\n"
          "  replisim --version | --help\n"
          "\n"
          "simulate  predicts each strategy with SimGrid and prints a side-by-side report;\n"
          "          --json writes the summary, --trace a Chrome trace (Perfetto),\n"
+         "          --trace-window keeps the Chrome trace to a span of simulated time;\n"
          "          --trace-out the native trace of the runs (for report);\n"
          "          existing files are kept unless --force is given.\n"
          "report    prints the same report from saved native traces, without simulating;\n"
@@ -164,6 +200,9 @@ CliArgs parse_cli_args(int argc, const char* const* argv) {
       if (i + 1 >= words.size()) throw InputError("", w, "needs a value");
       return words[++i];
     });
+  }
+  if (args.trace_window && args.trace_path.empty()) {
+    throw InputError("", "--trace-window", "limits the Chrome trace: give --trace FILE too");
   }
   if (args.command == "report" && args.trace_files.empty()) {
     throw InputError("", "", "report needs at least one TRACE file");

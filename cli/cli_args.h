@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -13,9 +14,12 @@ struct CliArgs {
   std::vector<std::string> trace_files;  // report: native trace files, in the order given
   std::string strategy = "both";         // in_graph | between_graph | both
   uint64_t seed = 1;
-  std::string json_path;       // simulate, report: --json FILE
-  bool json_stdout = false;    // plan: --json (print the plan data)
-  std::string trace_path;      // simulate, report: --trace FILE (Chrome Trace Event JSON)
+  std::string json_path;     // simulate, report: --json FILE
+  bool json_stdout = false;  // plan: --json (print the plan data)
+  std::string trace_path;    // simulate, report: --trace FILE (Chrome Trace Event JSON)
+  double trace_from_s = 0;   // simulate, report: --trace-window FROM..UNTIL (seconds)
+  double trace_until_s = std::numeric_limits<double>::infinity();
+  bool trace_window = false;   // --trace-window given
   std::string trace_out_path;  // simulate: --trace-out FILE (native trace)
   std::string csv_path;        // report: --csv FILE (events as CSV)
   bool force = false;          // overwrite existing output files

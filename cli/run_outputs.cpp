@@ -36,13 +36,14 @@ void add_run_outputs(core::OutputFiles& outputs, const CliArgs& args, const RunS
     });
   }
   if (!args.trace_path.empty()) {
-    outputs.add("--trace", args.trace_path, [&runs](std::ostream& file) {
+    outputs.add("--trace", args.trace_path, [&runs, &args](std::ostream& file) {
       std::vector<core::ChromeTraceInput> inputs;
       for (const core::Trace& trace : runs.traces) {
         inputs.push_back(
             {&trace, runs.traces.size() > 1 ? trace.meta.value("strategy", "") + " " : ""});
       }
-      core::write_chrome_trace(file, inputs, runs.provenance);
+      core::write_chrome_trace(file, inputs, runs.provenance,
+                               {args.trace_from_s, args.trace_until_s});
     });
   }
   if (!args.trace_out_path.empty()) {

@@ -106,7 +106,7 @@ nlohmann::json slice_json(const Trace& trace, const Slice& s) {
 }  // namespace
 
 void write_chrome_trace(std::ostream& out, const std::vector<ChromeTraceInput>& inputs,
-                        const nlohmann::json& provenance) {
+                        const nlohmann::json& provenance, const ChromeTraceWindow& window) {
   out << "{\"traceEvents\":[";
   EventStream stream(out);
   int next_pid = 1;
@@ -139,6 +139,7 @@ void write_chrome_trace(std::ostream& out, const std::vector<ChromeTraceInput>& 
     }
     std::vector<Slice> slices;
     for (const TraceEvent& e : trace.events) {
+      if (!window.overlaps(e.start_s, e.end_s)) continue;
       const int64_t start = to_ns(e.start_s), end = std::max(to_ns(e.end_s), to_ns(e.start_s));
       switch (e.kind) {
         case EventKind::kCompute:
@@ -183,6 +184,7 @@ void write_chrome_trace(std::ostream& out, const std::vector<ChromeTraceInput>& 
       stream.emit(flow);
     }
     for (const TraceEvent& e : trace.events) {
+      if (!window.overlaps(e.start_s, std::max(e.start_s, e.end_s))) continue;
       if (e.kind == EventKind::kFault) {
         stream.emit({{"ph", "i"},
                      {"s", "g"},
@@ -228,6 +230,7 @@ void write_chrome_trace(std::ostream& out, const std::vector<ChromeTraceInput>& 
       counter_actor = trace.find(trace.meta["ps"][0].get<std::string>());
     }
     for (const CounterSample& c : trace.counters) {
+      if (!window.overlaps(c.time_s, c.time_s)) continue;
       const int pid = counter_actor != kNoString ? pid_for(counter_actor) : 0;
       stream.emit({{"ph", "C"},
                    {"name", trace.str(c.name)},
@@ -239,7 +242,12 @@ void write_chrome_trace(std::ostream& out, const std::vector<ChromeTraceInput>& 
     for (const TraceEvent& e : trace.events) max_id = std::max(max_id, e.message_id);
     flow_id_base += max_id + 1;
   }
-  out << "\n],\"displayTimeUnit\":\"ms\",\"otherData\":" << dump_json(provenance) << "}\n";
+  nlohmann::json other = provenance;
+  if (!window.whole()) {
+    if (!other.is_object()) other = {{"provenance", provenance}};
+    other["window_s"] = {window.from_s, window.until_s};
+  }
+  out << "\n],\"displayTimeUnit\":\"ms\",\"otherData\":" << dump_json(other) << "}\n";
   if (!out) throw std::runtime_error("cannot write the Chrome trace");
 }
 

@@ -2,6 +2,9 @@
 // flow event binds to a slice of its thread (what Perfetto needs to draw the arrows).
 #include <cmath>
 #include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -85,6 +88,57 @@ TEST(ChromeTrace, SeedScenarioNestsAndBindsFlows) {
     EXPECT_EQ(n, 1);
     EXPECT_EQ(finishes[id], 1) << id;
   }
+}
+
+// The slices ("X") of a Chrome trace file that overlap [from_us, until_us], as (name, ts) pairs.
+std::vector<std::pair<std::string, int64_t>> slices_within(const nlohmann::json& trace,
+                                                           double from_us, double until_us) {
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    const double start = e["ts"], end = start + e["dur"].get<double>();
+    if (end >= from_us && start <= until_us) out.emplace_back(e["name"], ns(start));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(ChromeTrace, AWindowKeepsTheSlicesOverlappingIt) {
+  test::TempDir dir;
+  const std::string saved = dir.file("runs.rstrace");
+  ASSERT_EQ(test::run_replisim({"simulate", test::seed_scenario(), "--trace-out", saved}).exit_code,
+            0);
+  ASSERT_EQ(test::run_replisim({"report", saved, "--trace", dir.file("all.json")}).exit_code, 0);
+  const test::BinaryResult r = test::run_replisim(
+      {"report", saved, "--trace", dir.file("part.json"), "--trace-window", "1 s..1500 ms"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json all = nlohmann::json::parse(test::read_file(dir.file("all.json")));
+  const nlohmann::json part = nlohmann::json::parse(test::read_file(dir.file("part.json")));
+  EXPECT_EQ(part["otherData"]["window_s"], nlohmann::json::array({1.0, 1.5}));
+  // Exactly the slices of the whole trace that overlap the window, none else.
+  const auto expected = slices_within(all, 1e6, 1.5e6);
+  ASSERT_GT(expected.size(), 100u);
+  EXPECT_EQ(slices_within(part, 0, 1e300), expected);
+  EXPECT_LT(expected.size() * 4, slices_within(all, 0, 1e300).size());
+  // Instants and counters inside it; every flow that starts also finishes.
+  std::map<int64_t, int> flows;
+  for (const auto& e : part["traceEvents"]) {
+    const std::string ph = e["ph"];
+    if (ph == "C" || (ph == "i" && e["cat"] != "fault")) {
+      EXPECT_GE(e["ts"].get<double>(), 1e6);
+      EXPECT_LE(e["ts"].get<double>(), 1.5e6);
+    }
+    if (ph == "s") flows[e["id"].get<int64_t>()]++;
+    if (ph == "f") flows[e["id"].get<int64_t>()]--;
+  }
+  for (const auto& [id, balance] : flows) EXPECT_EQ(balance, 0) << id;
+  // From a time to the end.
+  ASSERT_EQ(test::run_replisim(
+                {"report", saved, "--trace", dir.file("tail.json"), "--trace-window", "9.."})
+                .exit_code,
+            0);
+  const nlohmann::json tail = nlohmann::json::parse(test::read_file(dir.file("tail.json")));
+  EXPECT_EQ(slices_within(tail, 0, 1e300), slices_within(all, 9e6, 1e300));
 }
 
 }  // namespace

@@ -97,7 +97,12 @@ TEST(Cli, BadFlagsExitTwo) {
            {"simulate", seed_scenario(), "--seed", "-3"},
            {"simulate", seed_scenario(), "--json"},
            {"simulate", "/nonexistent/s.json"},
-           {"plan", seed_scenario(), "--trace", "x.json"}}) {
+           {"plan", seed_scenario(), "--trace", "x.json"},
+           {"simulate", seed_scenario(), "--trace-window", "1..2"},
+           {"simulate", seed_scenario(), "--trace", "x.json", "--trace-window", "2..1"},
+           {"simulate", seed_scenario(), "--trace", "x.json", "--trace-window", "2"},
+           {"simulate", seed_scenario(), "--trace", "x.json", "--trace-window", "1 h..2 h"},
+           {"report", "t.rstrace", "--trace", "x.json", "--trace-window", "-1..2"}}) {
     const test::BinaryResult r = run_replisim(args);
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
