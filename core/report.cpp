@@ -65,111 +65,147 @@ std::string client_rates(const RunMetrics& r) {
          " clients)";
 }
 
-}  // namespace
-
-std::string format_report(const std::vector<RunMetrics>& runs, const std::string& title) {
-  std::vector<std::pair<std::string, std::vector<std::string>>> rows;
-  auto row = [&](const std::string& name, auto&& cell) {
+// The report's rows: a label and one cell per run.
+class ReportTable {
+ public:
+  explicit ReportTable(const std::vector<RunMetrics>& runs) : runs_(runs) {}
+  const std::vector<RunMetrics>& runs() const { return runs_; }
+  template <typename Cell>
+  void row(const std::string& label, Cell&& cell) {
     std::vector<std::string> cells;
-    for (const RunMetrics& r : runs) cells.push_back(cell(r));
-    rows.emplace_back(name, std::move(cells));
-  };
-  // Runs of different scenarios (report on several traces) are told apart by their names, and
-  // runs that would still share a heading by their column number (the order of the traces).
-  bool several_scenarios = false;
-  for (const RunMetrics& r : runs) several_scenarios |= r.scenario != runs.front().scenario;
+    for (const RunMetrics& r : runs_) cells.push_back(cell(r));
+    rows_.emplace_back(label, std::move(cells));
+  }
+  template <typename Predicate>
+  bool any(Predicate&& predicate) const {
+    return std::any_of(runs_.begin(), runs_.end(), predicate);
+  }
+  // The title, a blank line, then the rows in aligned columns.
+  std::string render(const std::string& title) const {
+    size_t label_width = 0;
+    std::vector<size_t> widths(runs_.size(), 0);
+    for (const auto& [label, cells] : rows_) {
+      label_width = std::max(label_width, label.size());
+      for (size_t i = 0; i < cells.size(); ++i) widths[i] = std::max(widths[i], cells[i].size());
+    }
+    std::string out = title + "\n\n";
+    for (const auto& [label, cells] : rows_) {
+      std::string line = label + std::string(label_width - label.size() + 2, ' ');
+      for (size_t i = 0; i < cells.size(); ++i) {
+        line += cells[i] + std::string(widths[i] - cells[i].size() + 3, ' ');
+      }
+      line.erase(line.find_last_not_of(' ') + 1);
+      out += line + "\n";
+    }
+    return out;
+  }
+
+ private:
+  const std::vector<RunMetrics>& runs_;
+  std::vector<std::pair<std::string, std::vector<std::string>>> rows_;
+};
+
+// Column headings. Runs of different scenarios (report on several traces) are told apart by
+// their names, and runs that would still share a heading by their column number.
+void add_headings(ReportTable& t) {
+  const std::vector<RunMetrics>& runs = t.runs();
+  const bool several_scenarios =
+      t.any([&](const RunMetrics& r) { return r.scenario != runs.front().scenario; });
   std::vector<std::string> headings;
   for (const RunMetrics& r : runs) {
     headings.push_back(several_scenarios ? r.scenario + ": " + r.strategy : r.strategy);
   }
-  std::vector<std::string> cells = headings;
-  for (size_t i = 0; i < runs.size(); ++i) {
-    if (std::count(headings.begin(), headings.end(), headings[i]) > 1) {
-      cells[i] += " #" + std::to_string(i + 1);
-    }
+  size_t column = 0;
+  t.row("", [&](const RunMetrics&) {
+    const std::string& h = headings[column++];
+    return std::count(headings.begin(), headings.end(), h) > 1 ? h + " #" + std::to_string(column)
+                                                               : h;
+  });
+}
+
+void add_sync_rows(ReportTable& t) {
+  if (!t.any([](const RunMetrics& r) { return r.synchronous; })) return;
+  t.row("sync mode", [](const RunMetrics& r) {
+    if (!r.synchronous) return std::string(r.strategy == "in_graph" ? "-" : "async");
+    return "sync " + r.sync_variant + ", R " + std::to_string(r.replicas_to_aggregate) + " of T " +
+           std::to_string(r.total_num_replicas);
+  });
+  t.row("computed (samples/s)", [](const RunMetrics& r) {
+    return r.synchronous ? fixed(r.computed_samples_per_s, 1) : std::string("-");
+  });
+  t.row("dropped gradients", [](const RunMetrics& r) {
+    return r.synchronous ? std::to_string(r.dropped_gradients) : std::string("-");
+  });
+  t.row("stall", [](const RunMetrics& r) {
+    if (!r.stalled) return std::string("-");
+    return "from " + fixed(r.stall_start_s, 3) + " s at global_step " +
+           std::to_string(r.stall_global_step);
+  });
+}
+
+std::string faults_text(const RunMetrics& r) {
+  std::string out;
+  for (const FaultRecord& f : r.faults) {
+    if (!out.empty()) out += "; ";
+    const std::string until =
+        f.end_s >= kOpenEndedFaultS ? " on" : " to " + fixed(f.end_s, 3) + " s";
+    out += f.description + (f.end_s > f.start_s ? " from " + fixed(f.start_s, 3) + " s" + until
+                                                : " at " + fixed(f.start_s, 3) + " s");
+    if (f.lost_step >= 0) out += " (" + f.target + " lost " + fixed(f.lost_work_s, 3) + " s)";
   }
-  rows.emplace_back("", std::move(cells));
-  row("throughput (samples/s)",
-      [](const RunMetrics& r) { return fixed(r.throughput_samples_per_s, 1); });
-  bool any_sync = false;
-  for (const RunMetrics& r : runs) any_sync |= r.synchronous;
-  if (any_sync) {
-    row("sync mode", [](const RunMetrics& r) {
-      if (!r.synchronous) return std::string(r.strategy == "in_graph" ? "-" : "async");
-      return "sync " + r.sync_variant + ", R " + std::to_string(r.replicas_to_aggregate) +
-             " of T " + std::to_string(r.total_num_replicas);
-    });
-    row("computed (samples/s)", [](const RunMetrics& r) {
-      return r.synchronous ? fixed(r.computed_samples_per_s, 1) : std::string("-");
-    });
-    row("dropped gradients", [](const RunMetrics& r) {
-      return r.synchronous ? std::to_string(r.dropped_gradients) : std::string("-");
-    });
-    row("stall", [](const RunMetrics& r) {
-      if (!r.stalled) return std::string("-");
-      return "from " + fixed(r.stall_start_s, 3) + " s at global_step " +
-             std::to_string(r.stall_global_step);
-    });
+  return out.empty() ? std::string("-") : out;
+}
+
+std::string job_failures_text(const RunMetrics& r) {
+  std::string out;
+  for (const RecoveryRecord& k : r.recoveries) {
+    if (!out.empty()) out += "; ";
+    out += k.cause + " at " + fixed(k.fault_s, 3) + " s: restarted from global_step " +
+           std::to_string(k.checkpoint_global_step) + ", lost " +
+           std::to_string(k.lost_global_steps) + " global steps (" + fixed(k.lost_work_s, 3) +
+           " s of work), recovery " + fixed(k.recovery_time_s, 3) + " s (every client back after " +
+           fixed(k.workers_resumed_s - k.fault_s, 3) + " s)";
   }
-  bool any_fault = false;
-  for (const RunMetrics& r : runs) any_fault |= !r.faults.empty();
-  if (any_fault) {
-    row("faults", [](const RunMetrics& r) {
-      std::string out;
-      for (const FaultRecord& f : r.faults) {
-        if (!out.empty()) out += "; ";
-        const std::string until =
-            f.end_s >= kOpenEndedFaultS ? " on" : " to " + fixed(f.end_s, 3) + " s";
-        out += f.description + (f.end_s > f.start_s ? " from " + fixed(f.start_s, 3) + " s" + until
-                                                    : " at " + fixed(f.start_s, 3) + " s");
-        if (f.lost_step >= 0) out += " (" + f.target + " lost " + fixed(f.lost_work_s, 3) + " s)";
-      }
-      return out.empty() ? std::string("-") : out;
-    });
+  if (r.job_failed) {
+    out += std::string(out.empty() ? "" : "; ") + "failed at " + fixed(r.job_failure_s, 3) +
+           " s, not restarted";
   }
-  bool any_recovery = false, any_checkpoint = false;
-  for (const RunMetrics& r : runs) {
-    any_recovery |= !r.recoveries.empty() || r.job_failed;
-    any_checkpoint |= r.checkpoints_written + r.summaries_written > 0;
+  return out.empty() ? std::string("-") : out;
+}
+
+// Faults, job failures and the chief's writes, when any run has them.
+void add_fault_rows(ReportTable& t) {
+  if (t.any([](const RunMetrics& r) { return !r.faults.empty(); })) t.row("faults", faults_text);
+  if (t.any([](const RunMetrics& r) { return !r.recoveries.empty() || r.job_failed; })) {
+    t.row("job failures", job_failures_text);
   }
-  if (any_recovery) {
-    row("job failures", [](const RunMetrics& r) {
-      std::string out;
-      for (const RecoveryRecord& k : r.recoveries) {
-        if (!out.empty()) out += "; ";
-        out += k.cause + " at " + fixed(k.fault_s, 3) + " s: restarted from global_step " +
-               std::to_string(k.checkpoint_global_step) + ", lost " +
-               std::to_string(k.lost_global_steps) + " global steps (" + fixed(k.lost_work_s, 3) +
-               " s of work), recovery " + fixed(k.recovery_time_s, 3) +
-               " s (every client back after " + fixed(k.workers_resumed_s - k.fault_s, 3) + " s)";
-      }
-      if (r.job_failed) {
-        out += std::string(out.empty() ? "" : "; ") + "failed at " + fixed(r.job_failure_s, 3) +
-               " s, not restarted";
-      }
-      return out.empty() ? std::string("-") : out;
-    });
-  }
-  if (any_checkpoint) {
-    row("chief checkpoints / summaries", [](const RunMetrics& r) {
+  if (t.any([](const RunMetrics& r) { return r.checkpoints_written + r.summaries_written > 0; })) {
+    t.row("chief checkpoints / summaries", [](const RunMetrics& r) {
       return std::to_string(r.checkpoints_written) + " / " + std::to_string(r.summaries_written) +
              " (" + fixed(r.chief_writing_s, 3) + " s writing)";
     });
   }
-  row("step time mean (ms)", [](const RunMetrics& r) { return milliseconds(r.step_time_s.mean); });
-  row("step time p50 / p95 (ms)", [](const RunMetrics& r) {
+}
+
+void add_step_rows(ReportTable& t) {
+  t.row("step time mean (ms)",
+        [](const RunMetrics& r) { return milliseconds(r.step_time_s.mean); });
+  t.row("step time p50 / p95 (ms)", [](const RunMetrics& r) {
     return milliseconds(r.step_time_s.p50) + " / " + milliseconds(r.step_time_s.p95);
   });
-  row("step rate per client (steps/s)", client_rates);
-  row("global update interval (ms)",
-      [](const RunMetrics& r) { return milliseconds(r.update_interval_s); });
-  row("staleness mean / max", [](const RunMetrics& r) {
+  t.row("step rate per client (steps/s)", client_rates);
+  t.row("global update interval (ms)",
+        [](const RunMetrics& r) { return milliseconds(r.update_interval_s); });
+  t.row("staleness mean / max", [](const RunMetrics& r) {
     return fixed(r.staleness_mean, 2) + " / " + fixed(r.staleness_max, 0);
   });
-  row("bottleneck (busiest resource)", [](const RunMetrics& r) {
+}
+
+void add_resource_rows(ReportTable& t) {
+  t.row("bottleneck (busiest resource)", [](const RunMetrics& r) {
     return r.bottleneck.name + " " + percent(r.bottleneck.utilization);
   });
-  row("second busiest resource", [](const RunMetrics& r) {
+  t.row("second busiest resource", [](const RunMetrics& r) {
     std::vector<ResourceUse> all = r.devices;
     all.insert(all.end(), r.links.begin(), r.links.end());
     std::stable_sort(all.begin(), all.end(), [](const ResourceUse& x, const ResourceUse& y) {
@@ -177,7 +213,7 @@ std::string format_report(const std::vector<RunMetrics>& runs, const std::string
     });
     return all.size() < 2 ? std::string("-") : all[1].name + " " + percent(all[1].utilization);
   });
-  row("parameter bytes per PS", [](const RunMetrics& r) {
+  t.row("parameter bytes per PS", [](const RunMetrics& r) {
     std::string out;
     for (double b : r.bytes_per_ps) {
       if (!out.empty()) out += " ";
@@ -185,10 +221,8 @@ std::string format_report(const std::vector<RunMetrics>& runs, const std::string
     }
     return out;
   });
-  bool any_memory = false;
-  for (const RunMetrics& r : runs) any_memory |= !r.memory.empty();
-  if (any_memory) {
-    row("GPU memory, tightest GPU", [](const RunMetrics& r) {
+  if (t.any([](const RunMetrics& r) { return !r.memory.empty(); })) {
+    t.row("GPU memory, tightest GPU", [](const RunMetrics& r) {
       if (r.memory.empty()) return std::string("-");
       const MemoryUse& m = r.memory.front();
       const double headroom = m.headroom_bytes();
@@ -197,51 +231,57 @@ std::string format_report(const std::vector<RunMetrics>& runs, const std::string
              (headroom >= 0 ? " free" : " short");
     });
   }
+}
+
+// Where each kind of role spent its time, for the kinds present.
+void add_wait_rows(ReportTable& t) {
   for (const char* kind : {"worker", "tower", "client"}) {
-    bool present = false;
-    for (const RunMetrics& r : runs) {
-      for (const WaitBreakdown& w : r.waits) present |= w.role_kind == kind;
-    }
+    const bool present = t.any([kind](const RunMetrics& r) {
+      return std::any_of(r.waits.begin(), r.waits.end(),
+                         [kind](const WaitBreakdown& w) { return w.role_kind == kind; });
+    });
     if (!present) continue;
-    row(std::string("time of ") + kind + "s", [kind](const RunMetrics& r) {
+    t.row(std::string("time of ") + kind + "s", [kind](const RunMetrics& r) {
       for (const WaitBreakdown& w : average_waits_by_kind(r.waits)) {
         if (w.role_kind == kind) return wait_text(w);
       }
       return std::string("-");
     });
   }
-  row("measured window (s)", [](const RunMetrics& r) {
+}
+
+void add_run_rows(ReportTable& t) {
+  t.row("measured window (s)", [](const RunMetrics& r) {
     return fixed(r.window_start_s, 3) + " .. " + fixed(r.window_end_s, 3);
   });
-  row("simulated time (s)", [](const RunMetrics& r) { return fixed(r.simulated_time_s, 3); });
-  row("events", [](const RunMetrics& r) { return std::to_string(r.events); });
-  row("op granularity", [](const RunMetrics& r) {
+  t.row("simulated time (s)", [](const RunMetrics& r) { return fixed(r.simulated_time_s, 3); });
+  t.row("events", [](const RunMetrics& r) { return std::to_string(r.events); });
+  t.row("op granularity", [](const RunMetrics& r) {
     return r.granularity == "layer" ? std::string("per layer") : r.granularity + " of layers";
   });
+}
 
-  size_t label_width = 0;
-  std::vector<size_t> widths(runs.size(), 0);
-  for (const auto& [label, cells] : rows) {
-    label_width = std::max(label_width, label.size());
-    for (size_t i = 0; i < cells.size(); ++i) widths[i] = std::max(widths[i], cells[i].size());
-  }
-  std::ostringstream out;
-  out << title << "\n\n";
-  for (const auto& [label, cells] : rows) {
-    std::string line = label + std::string(label_width - label.size() + 2, ' ');
-    for (size_t i = 0; i < cells.size(); ++i) {
-      line += cells[i] + std::string(widths[i] - cells[i].size() + 3, ' ');
-    }
-    line.erase(line.find_last_not_of(' ') + 1);
-    out << line << "\n";
-  }
+}  // namespace
+
+std::string format_report(const std::vector<RunMetrics>& runs, const std::string& title) {
+  ReportTable table(runs);
+  add_headings(table);
+  table.row("throughput (samples/s)",
+            [](const RunMetrics& r) { return fixed(r.throughput_samples_per_s, 1); });
+  add_sync_rows(table);
+  add_fault_rows(table);
+  add_step_rows(table);
+  add_resource_rows(table);
+  add_wait_rows(table);
+  add_run_rows(table);
+  std::string out = table.render(title);
   for (const RunMetrics& r : runs) {
-    for (const std::string& note : r.notes) out << "note (" << r.strategy << "): " << note << "\n";
+    for (const std::string& note : r.notes) out += "note (" + r.strategy + "): " + note + "\n";
     for (const std::string& warning : r.warnings) {
-      out << "warning (" << r.strategy << "): " << warning << "\n";
+      out += "warning (" + r.strategy + "): " + warning + "\n";
     }
   }
-  return out.str();
+  return out;
 }
 
 nlohmann::json summary_json(const std::vector<RunMetrics>& runs, const nlohmann::json& provenance) {
