@@ -139,6 +139,43 @@ void SimRun::detect_job_failure() {
                 failure_.fault});
 }
 
+// The restart's record (trace metadata "restarts") and its trace event.
+void SimRun::record_restart(const Checkpoint* checkpoint, double restore_s,
+                            double workers_resumed_s) {
+  const double now = sg4::Engine::get_clock();
+  const double chief_ready_s = now + restore_s;
+  const core::PlanFault& f = plan_.faults[size_t(failure_.fault)];
+  const int64_t from_step = checkpoint != nullptr ? checkpoint->global_step : 0;
+  // Training time thrown away: since the checkpoint's save, or since training last resumed.
+  double work_from_s = checkpoint != nullptr ? checkpoint->start_s : 0.0;
+  if (!restarts_.empty()) {
+    work_from_s = std::max(work_from_s, restarts_.back()["resumed_s"].get<double>());
+  }
+  restarts_.push_back({{"cause", f.description},
+                       {"fault_s", failure_.fault_s},
+                       {"detected_s", failure_.detected_s},
+                       {"restart_s", now},
+                       {"resumed_s", chief_ready_s},
+                       {"workers_resumed_s", workers_resumed_s},
+                       {"restore_s", restore_s},
+                       {"checkpoint_start_s", checkpoint != nullptr ? checkpoint->start_s : 0.0},
+                       {"checkpoint_global_step", from_step},
+                       {"lost_work_s", std::max(0.0, failure_.fault_s - work_from_s)},
+                       {"global_step_at_failure", failure_.global_step},
+                       {"lost_global_steps", failure_.global_step - from_step}});
+  core::TraceEvent event;
+  event.kind = core::EventKind::kRecovery;
+  event.actor = trace_.intern(f.roles.empty() ? std::string("job")
+                                              : plan_.roles[size_t(f.roles.front())].name);
+  event.label =
+      trace_.intern(f.description + ": restart from global_step " + std::to_string(from_step));
+  event.start_s = failure_.fault_s;
+  event.end_s = chief_ready_s;
+  event.global_step_read = from_step;
+  event.global_step_after = failure_.global_step;
+  trace_.events.push_back(event);
+}
+
 void SimRun::restart_job() {
   const double now = sg4::Engine::get_clock();
   role_dead_.assign(role_dead_.size(), false);
@@ -183,36 +220,7 @@ void SimRun::restart_job() {
     timers_.push({start_s, -1 - int(c), TimerKind::kStart, int(c), s.incarnation});
   }
   if (sync_.enabled) reset_sync();
-  const core::PlanFault& f = plan_.faults[size_t(failure_.fault)];
-  const int64_t from_step = checkpoint != nullptr ? checkpoint->global_step : 0;
-  // Training time thrown away: since the checkpoint's save, or since training last resumed.
-  double work_from_s = checkpoint != nullptr ? checkpoint->start_s : 0.0;
-  if (!restarts_.empty()) {
-    work_from_s = std::max(work_from_s, restarts_.back()["resumed_s"].get<double>());
-  }
-  restarts_.push_back({{"cause", f.description},
-                       {"fault_s", failure_.fault_s},
-                       {"detected_s", failure_.detected_s},
-                       {"restart_s", now},
-                       {"resumed_s", chief_ready_s},
-                       {"workers_resumed_s", workers_resumed_s},
-                       {"restore_s", restore_s},
-                       {"checkpoint_start_s", checkpoint != nullptr ? checkpoint->start_s : 0.0},
-                       {"checkpoint_global_step", from_step},
-                       {"lost_work_s", std::max(0.0, failure_.fault_s - work_from_s)},
-                       {"global_step_at_failure", failure_.global_step},
-                       {"lost_global_steps", failure_.global_step - from_step}});
-  core::TraceEvent event;
-  event.kind = core::EventKind::kRecovery;
-  event.actor = trace_.intern(f.roles.empty() ? std::string("job")
-                                              : plan_.roles[size_t(f.roles.front())].name);
-  event.label =
-      trace_.intern(f.description + ": restart from global_step " + std::to_string(from_step));
-  event.start_s = failure_.fault_s;
-  event.end_s = chief_ready_s;
-  event.global_step_read = from_step;
-  event.global_step_after = failure_.global_step;
-  trace_.events.push_back(event);
+  record_restart(checkpoint, restore_s, workers_resumed_s);
   driver_wake_->notify_all();
 }
 

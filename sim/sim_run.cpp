@@ -368,61 +368,52 @@ void SimRun::create_actors() {
   sg4::Actor::create("driver", service_host_, [this] { driver(); });
 }
 
-core::Trace SimRun::run() {
-  sg4::Engine engine("replisim");
-  xbt_log_control_set("xbt_cfg.thres:warning");
+// The network model, and the platform's hosts and links for the devices the plan uses.
+void SimRun::build_platform() {
   configure_network_model(plan_.platform.network_model);
-  bool degraded_links = false;
+  bool degraded_links = false, switch_fault = false;
   for (const core::PlanFault& f : plan_.faults) {
     degraded_links |= f.kind == "link" && f.factor > 0;
     link_faults_ |= f.kind == "link";
+    switch_fault |= f.kind == "link" && f.link == plan_.platform.switch_link;
   }
-  if (degraded_links && plan_.platform.network_model == core::NetworkModel::kLv08) {
+  const bool no_crosstraffic =
+      degraded_links && plan_.platform.network_model == core::NetworkModel::kLv08;
+  if (no_crosstraffic) {
     // SimGrid 3.32's update of flow penalties on a bandwidth change assumes each flow saw the
     // link's previous bandwidth when it started, which LV08's reverse traffic breaks (negative
     // penalty, abort): with a link degraded at run time, the reverse-traffic term is off.
     sg4::Engine::set_config("network/crosstraffic:0");
   }
-  const std::vector<bool> used = devices_used(plan_);
-  bool switch_fault = false;
-  for (const core::PlanFault& f : plan_.faults) {
-    switch_fault |= f.kind == "link" && f.link == plan_.platform.switch_link;
-  }
-  const SimPlatform platform = build_sim_platform(plan_.platform, used, switch_fault);
+  const SimPlatform platform =
+      build_sim_platform(plan_.platform, devices_used(plan_), switch_fault);
   latency_factor_ = network_latency_factor();
   devices_.resize(platform.hosts.size());
   for (size_t d = 0; d < platform.hosts.size(); ++d) devices_[d].host = platform.hosts[d];
   service_host_ = platform.service_host;
   trace_.meta = core::trace_meta_from_plan(plan_);
-  if (degraded_links && plan_.platform.network_model == core::NetworkModel::kLv08) {
+  if (no_crosstraffic) {
     trace_.meta["notes"].push_back(
         "a link fault changes a bandwidth at run time, so LV08's reverse-traffic term (5% of each "
         "flow on the opposite direction) is off in this run");
   }
-  global_step_counter_ = trace_.intern("global_step");
-  prepare_clients();
-  prepare_sync();
-  role_dead_.assign(plan_.roles.size(), false);
-  for (size_t c = 0; c < plan_.clients.size(); ++c) {
-    if (plan_.roles[size_t(plan_.clients[c].role)].chief) chief_client_ = int(c);
-  }
-  apply_slowdowns();
-  // Room for every event up front: steps x (ops that leave an event), plus steps and updates.
+}
+
+// Room for every event up front: steps x (ops that leave an event), plus steps and updates.
+void SimRun::reserve_events() {
   size_t events_per_step = 0;
   for (const core::ClientGraph& graph : plan_.clients) {
-    for (const Op& op : graph.ops)
+    for (const Op& op : graph.ops) {
       events_per_step += op.compute_flop > 0 || op.kind == OpKind::kSend;
+    }
     events_per_step += 2;
   }
   trace_.events.reserve(events_per_step * size_t(plan_.steps));
-  driver_mutex_ = sg4::Mutex::create();
-  driver_wake_ = sg4::ConditionVariable::create();
-  links_mutex_ = sg4::Mutex::create();
-  links_restored_ = sg4::ConditionVariable::create();
-  create_actors();
-  const auto start = std::chrono::steady_clock::now();
-  engine.run();
-  engine_wall_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// How the run ended (restarts, a job failure, a sync stall; a deadlock is a backend error) and
+// the faults that struck after it, into the trace's metadata.
+void SimRun::record_outcome() {
   if (!restarts_.empty()) trace_.meta["restarts"] = restarts_;
   if (failure_.fault >= 0 && !plan_.recovery.enabled) {
     trace_.meta["job_failure"] = {
@@ -450,6 +441,30 @@ core::Trace SimRun::run() {
         core::format_quantity(end_s, core::Dimension::kTime) + "): it changed nothing");
   }
   trace_.meta["simulated_time_s"] = end_s;
+}
+
+core::Trace SimRun::run() {
+  sg4::Engine engine("replisim");
+  xbt_log_control_set("xbt_cfg.thres:warning");
+  build_platform();
+  global_step_counter_ = trace_.intern("global_step");
+  prepare_clients();
+  prepare_sync();
+  role_dead_.assign(plan_.roles.size(), false);
+  for (size_t c = 0; c < plan_.clients.size(); ++c) {
+    if (plan_.roles[size_t(plan_.clients[c].role)].chief) chief_client_ = int(c);
+  }
+  apply_slowdowns();
+  reserve_events();
+  driver_mutex_ = sg4::Mutex::create();
+  driver_wake_ = sg4::ConditionVariable::create();
+  links_mutex_ = sg4::Mutex::create();
+  links_restored_ = sg4::ConditionVariable::create();
+  create_actors();
+  const auto start = std::chrono::steady_clock::now();
+  engine.run();
+  engine_wall_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  record_outcome();
   return std::move(trace_);
 }
 

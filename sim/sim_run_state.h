@@ -201,6 +201,10 @@ class SimRun {
   void complete_now(int c, int op);
   void finish_step(int c);
   void mark_finished(int c);
+  void build_platform();
+  void reserve_events();
+  void record_outcome();
+  void record_restart(const Checkpoint* checkpoint, double restore_s, double workers_resumed_s);
   // Records a finished step's duration; returns the median of the client's last few (s).
   static double typical_step_s(ClientState& s, double step_s);
   void maybe_produce(int c);
