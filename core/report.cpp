@@ -284,101 +284,116 @@ std::string format_report(const std::vector<RunMetrics>& runs, const std::string
   return out;
 }
 
+namespace {
+
+// The sync settings, stall, faults, job failures and the chief's writes of a run.
+void add_training_events_json(const RunMetrics& r, nlohmann::json& run) {
+  if (r.synchronous) {
+    run["sync"] = {{"variant", r.sync_variant},
+                   {"replicas_to_aggregate", r.replicas_to_aggregate},
+                   {"total_num_replicas", r.total_num_replicas}};
+    run["computed_samples_per_s"] = r.computed_samples_per_s;
+    run["dropped_gradients"] = r.dropped_gradients;
+    if (r.stalled) {
+      run["stall"] = {{"start_s", r.stall_start_s},
+                      {"end_s", r.stall_end_s},
+                      {"global_step", r.stall_global_step},
+                      {"cause", r.stall_cause}};
+    }
+  }
+  run["faults"] = nlohmann::json::array();
+  for (const FaultRecord& f : r.faults) {
+    run["faults"].push_back({{"target", f.target},
+                             {"description", f.description},
+                             {"start_s", f.start_s},
+                             {"end_s", f.end_s},
+                             {"lost_work_s", f.lost_work_s},
+                             {"lost_step", f.lost_step}});
+  }
+  run["recoveries"] = nlohmann::json::array();
+  for (const RecoveryRecord& k : r.recoveries) {
+    run["recoveries"].push_back({{"cause", k.cause},
+                                 {"fault_s", k.fault_s},
+                                 {"detected_s", k.detected_s},
+                                 {"resumed_s", k.resumed_s},
+                                 {"workers_resumed_s", k.workers_resumed_s},
+                                 {"recovery_time_s", k.recovery_time_s},
+                                 {"checkpoint_global_step", k.checkpoint_global_step},
+                                 {"global_step_at_failure", k.global_step_at_failure},
+                                 {"lost_global_steps", k.lost_global_steps},
+                                 {"lost_work_s", k.lost_work_s}});
+  }
+  if (r.job_failed) {
+    run["job_failure"] = {{"time_s", r.job_failure_s}, {"cause", r.job_failure_cause}};
+  }
+  run["checkpoints"] = {{"checkpoints_written", r.checkpoints_written},
+                        {"summaries_written", r.summaries_written},
+                        {"chief_writing_s", r.chief_writing_s}};
+}
+
+// Per client, per GPU and per role: step rates, memory and where the time went.
+void add_per_role_json(const RunMetrics& r, nlohmann::json& run) {
+  run["clients"] = nlohmann::json::array();
+  for (const ClientMetrics& c : r.clients) {
+    run["clients"].push_back({{"name", c.name},
+                              {"measured_steps", c.measured_steps},
+                              {"mean_step_time_s", c.mean_step_time_s},
+                              {"step_rate_per_s", c.step_rate_per_s},
+                              {"died", c.died}});
+  }
+  run["memory"] = nlohmann::json::array();
+  for (const MemoryUse& m : r.memory) {
+    run["memory"].push_back({{"device", m.device},
+                             {"needed_bytes", m.needed_bytes},
+                             {"capacity_bytes", m.capacity_bytes},
+                             {"headroom_bytes", m.headroom_bytes()}});
+  }
+  run["waits"] = nlohmann::json::array();
+  for (const WaitBreakdown& w : r.waits) {
+    run["waits"].push_back({{"role", w.role},
+                            {"role_kind", w.role_kind},
+                            {"compute", w.compute},
+                            {"network", w.network},
+                            {"peers", w.peers},
+                            {"client", w.client},
+                            {"ps", w.ps},
+                            {"token", w.token},
+                            {"other", w.other}});
+  }
+}
+
+nlohmann::json run_json(const RunMetrics& r) {
+  nlohmann::json run;
+  run["strategy"] = r.strategy;
+  run["throughput_samples_per_s"] = r.throughput_samples_per_s;
+  run["step_time_s"] = {
+      {"mean", r.step_time_s.mean}, {"p50", r.step_time_s.p50}, {"p95", r.step_time_s.p95}};
+  run["update_interval_s"] = r.update_interval_s;
+  run["updates_in_window"] = r.updates_in_window;
+  run["staleness"] = {{"mean", r.staleness_mean}, {"max", r.staleness_max}};
+  run["bottleneck"] = {{"resource", r.bottleneck.name}, {"utilization", r.bottleneck.utilization}};
+  run["bytes_per_ps"] = r.bytes_per_ps;
+  run["simulated_time_s"] = r.simulated_time_s;
+  run["events"] = r.events;
+  run["window_s"] = {r.window_start_s, r.window_end_s};
+  for (const ResourceUse& d : r.devices) run["utilization"]["devices"][d.name] = d.utilization;
+  for (const ResourceUse& l : r.links) run["utilization"]["links"][l.name] = l.utilization;
+  add_training_events_json(r, run);
+  add_per_role_json(r, run);
+  run["warnings"] = r.warnings;
+  run["notes"] = r.notes;
+  run["granularity"] = r.granularity;
+  return run;
+}
+
+}  // namespace
+
 nlohmann::json summary_json(const std::vector<RunMetrics>& runs, const nlohmann::json& provenance) {
   nlohmann::json j;
   j["scenario"] = runs.empty() ? "" : runs.front().scenario;
   j["provenance"] = provenance;
   j["runs"] = nlohmann::json::array();
-  for (const RunMetrics& r : runs) {
-    nlohmann::json run;
-    run["strategy"] = r.strategy;
-    run["throughput_samples_per_s"] = r.throughput_samples_per_s;
-    run["step_time_s"] = {
-        {"mean", r.step_time_s.mean}, {"p50", r.step_time_s.p50}, {"p95", r.step_time_s.p95}};
-    run["update_interval_s"] = r.update_interval_s;
-    run["updates_in_window"] = r.updates_in_window;
-    run["staleness"] = {{"mean", r.staleness_mean}, {"max", r.staleness_max}};
-    if (r.synchronous) {
-      run["sync"] = {{"variant", r.sync_variant},
-                     {"replicas_to_aggregate", r.replicas_to_aggregate},
-                     {"total_num_replicas", r.total_num_replicas}};
-      run["computed_samples_per_s"] = r.computed_samples_per_s;
-      run["dropped_gradients"] = r.dropped_gradients;
-      if (r.stalled) {
-        run["stall"] = {{"start_s", r.stall_start_s},
-                        {"end_s", r.stall_end_s},
-                        {"global_step", r.stall_global_step},
-                        {"cause", r.stall_cause}};
-      }
-    }
-    run["bottleneck"] = {{"resource", r.bottleneck.name},
-                         {"utilization", r.bottleneck.utilization}};
-    run["bytes_per_ps"] = r.bytes_per_ps;
-    run["simulated_time_s"] = r.simulated_time_s;
-    run["events"] = r.events;
-    run["window_s"] = {r.window_start_s, r.window_end_s};
-    for (const ResourceUse& d : r.devices) run["utilization"]["devices"][d.name] = d.utilization;
-    for (const ResourceUse& l : r.links) run["utilization"]["links"][l.name] = l.utilization;
-    run["clients"] = nlohmann::json::array();
-    for (const ClientMetrics& c : r.clients) {
-      run["clients"].push_back({{"name", c.name},
-                                {"measured_steps", c.measured_steps},
-                                {"mean_step_time_s", c.mean_step_time_s},
-                                {"step_rate_per_s", c.step_rate_per_s},
-                                {"died", c.died}});
-    }
-    run["faults"] = nlohmann::json::array();
-    for (const FaultRecord& f : r.faults) {
-      run["faults"].push_back({{"target", f.target},
-                               {"description", f.description},
-                               {"start_s", f.start_s},
-                               {"end_s", f.end_s},
-                               {"lost_work_s", f.lost_work_s},
-                               {"lost_step", f.lost_step}});
-    }
-    run["recoveries"] = nlohmann::json::array();
-    for (const RecoveryRecord& k : r.recoveries) {
-      run["recoveries"].push_back({{"cause", k.cause},
-                                   {"fault_s", k.fault_s},
-                                   {"detected_s", k.detected_s},
-                                   {"resumed_s", k.resumed_s},
-                                   {"workers_resumed_s", k.workers_resumed_s},
-                                   {"recovery_time_s", k.recovery_time_s},
-                                   {"checkpoint_global_step", k.checkpoint_global_step},
-                                   {"global_step_at_failure", k.global_step_at_failure},
-                                   {"lost_global_steps", k.lost_global_steps},
-                                   {"lost_work_s", k.lost_work_s}});
-    }
-    if (r.job_failed) {
-      run["job_failure"] = {{"time_s", r.job_failure_s}, {"cause", r.job_failure_cause}};
-    }
-    run["checkpoints"] = {{"checkpoints_written", r.checkpoints_written},
-                          {"summaries_written", r.summaries_written},
-                          {"chief_writing_s", r.chief_writing_s}};
-    run["warnings"] = r.warnings;
-    run["notes"] = r.notes;
-    run["granularity"] = r.granularity;
-    run["memory"] = nlohmann::json::array();
-    for (const MemoryUse& m : r.memory) {
-      run["memory"].push_back({{"device", m.device},
-                               {"needed_bytes", m.needed_bytes},
-                               {"capacity_bytes", m.capacity_bytes},
-                               {"headroom_bytes", m.headroom_bytes()}});
-    }
-    run["waits"] = nlohmann::json::array();
-    for (const WaitBreakdown& w : r.waits) {
-      run["waits"].push_back({{"role", w.role},
-                              {"role_kind", w.role_kind},
-                              {"compute", w.compute},
-                              {"network", w.network},
-                              {"peers", w.peers},
-                              {"client", w.client},
-                              {"ps", w.ps},
-                              {"token", w.token},
-                              {"other", w.other}});
-    }
-    j["runs"].push_back(std::move(run));
-  }
+  for (const RunMetrics& r : runs) j["runs"].push_back(run_json(r));
   return j;
 }
 
