@@ -15,6 +15,11 @@ namespace {
 
 constexpr const char* kStandardInput = "-";
 
+// How messages name a TRACE argument.
+std::string source_name(const std::string& file) {
+  return file == kStandardInput ? "<standard input>" : file;
+}
+
 // The member at `keys` below `json`, or nullptr when a step is missing or not an object.
 const nlohmann::json* member(const nlohmann::json& json, std::initializer_list<const char*> keys) {
   const nlohmann::json* at = &json;
@@ -87,16 +92,18 @@ int run_report(const CliArgs& args, std::ostream& out) {
     throw core::InputError("", kStandardInput, "given twice (standard input can be read once)");
   }
   for (const std::string& file : args.trace_files) {
-    if (file != kStandardInput) outputs.protect(file);
+    // Standard input redirected from a file: that file is an input too.
+    outputs.protect(file == kStandardInput ? "/proc/self/fd/0" : file,
+                    file == kStandardInput ? "read from standard input" : "");
   }
   add_run_outputs(outputs, args, runs);
   for (const std::string& file : args.trace_files) {
     // "-": a trace piped in (`replisim simulate s.json --trace-out - | replisim report -`).
     std::vector<core::Trace> read = file == kStandardInput
-                                        ? core::read_traces_binary(std::cin, "<standard input>")
+                                        ? core::read_traces_binary(std::cin, source_name(file))
                                         : core::read_trace_file(file);
     for (core::Trace& trace : read) {
-      runs.metrics.push_back(core::compute_metrics(trace, file));
+      runs.metrics.push_back(core::compute_metrics(trace, source_name(file)));
       runs.traces.push_back(std::move(trace));
     }
   }

@@ -50,14 +50,14 @@ std::string make_temporary(const std::string& dir) {
 
 }  // namespace
 
-void OutputFiles::protect(const std::string& input_path) {
-  protected_.push_back(input_path);
+void OutputFiles::protect(const std::string& input_path, const std::string& name) {
+  protected_.emplace_back(input_path, name.empty() ? input_path : name);
 }
 
 bool OutputFiles::same_file_as_registered(const std::string& path, std::string* which) const {
-  for (const std::string& p : protected_) {
+  for (const auto& [p, name] : protected_) {
     if (same_file(path, p)) {
-      *which = "the input " + p;
+      *which = "the input " + name;
       return true;
     }
   }

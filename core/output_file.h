@@ -6,6 +6,7 @@
 #include <functional>
 #include <iosfwd>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace replisim::core {
@@ -19,7 +20,8 @@ class OutputFiles {
 
   // Marks an input (e.g. the scenario) that no output may replace, whatever its spelling
   // (./s.json, a symlink or a hard link to it).
-  void protect(const std::string& input_path);
+  // `name` is how errors call it (default: the path itself).
+  void protect(const std::string& input_path, const std::string& name = "");
 
   // Registers an output given by `flag` (for messages). The name "-" is standard output (at most
   // one output, and only when the constructor was given a stream). Throws InputError(path, ...)
@@ -51,7 +53,7 @@ class OutputFiles {
   bool overwrite_;
   std::ostream* standard_output_;
   std::function<void(std::ostream&)> to_standard_output_;
-  std::vector<std::string> protected_;
+  std::vector<std::pair<std::string, std::string>> protected_;  // path, name
   std::vector<Output> outputs_;
 };
 

@@ -105,22 +105,23 @@ class ReportTable {
   std::vector<std::pair<std::string, std::vector<std::string>>> rows_;
 };
 
-// Column headings. Runs of different scenarios (report on several traces) are told apart by
-// their names, and runs that would still share a heading by their column number.
-void add_headings(ReportTable& t) {
-  const std::vector<RunMetrics>& runs = t.runs();
-  const bool several_scenarios =
-      t.any([&](const RunMetrics& r) { return r.scenario != runs.front().scenario; });
+// Column headings, also naming the runs' notes and warnings. Runs of different scenarios
+// (report on several traces) are told apart by their names, and runs that would still share a
+// heading by their column number.
+std::vector<std::string> column_labels(const std::vector<RunMetrics>& runs) {
+  bool several_scenarios = false;
+  for (const RunMetrics& r : runs) several_scenarios |= r.scenario != runs.front().scenario;
   std::vector<std::string> headings;
   for (const RunMetrics& r : runs) {
     headings.push_back(several_scenarios ? r.scenario + ": " + r.strategy : r.strategy);
   }
-  size_t column = 0;
-  t.row("", [&](const RunMetrics&) {
-    const std::string& h = headings[column++];
-    return std::count(headings.begin(), headings.end(), h) > 1 ? h + " #" + std::to_string(column)
-                                                               : h;
-  });
+  std::vector<std::string> labels = headings;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (std::count(headings.begin(), headings.end(), headings[i]) > 1) {
+      labels[i] += " #" + std::to_string(i + 1);
+    }
+  }
+  return labels;
 }
 
 void add_sync_rows(ReportTable& t) {
@@ -265,7 +266,9 @@ void add_run_rows(ReportTable& t) {
 
 std::string format_report(const std::vector<RunMetrics>& runs, const std::string& title) {
   ReportTable table(runs);
-  add_headings(table);
+  const std::vector<std::string> labels = column_labels(runs);
+  size_t column = 0;
+  table.row("", [&](const RunMetrics&) { return labels[column++]; });
   table.row("throughput (samples/s)",
             [](const RunMetrics& r) { return fixed(r.throughput_samples_per_s, 1); });
   add_sync_rows(table);
@@ -275,10 +278,10 @@ std::string format_report(const std::vector<RunMetrics>& runs, const std::string
   add_wait_rows(table);
   add_run_rows(table);
   std::string out = table.render(title);
-  for (const RunMetrics& r : runs) {
-    for (const std::string& note : r.notes) out += "note (" + r.strategy + "): " + note + "\n";
-    for (const std::string& warning : r.warnings) {
-      out += "warning (" + r.strategy + "): " + warning + "\n";
+  for (size_t i = 0; i < runs.size(); ++i) {
+    for (const std::string& note : runs[i].notes) out += "note (" + labels[i] + "): " + note + "\n";
+    for (const std::string& warning : runs[i].warnings) {
+      out += "warning (" + labels[i] + "): " + warning + "\n";
     }
   }
   return out;

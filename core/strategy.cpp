@@ -173,7 +173,9 @@ bool holds_variables(const Plan& plan, int r) {
 
 // A role or machine fault: the workers that die (kind "role"), or, when a role the job cannot
 // lose dies (a PS, the in-graph client or a tower), a job failure (kind "job").
-PlanFault death_fault(const FaultSpec& spec, const Plan& plan, const TrainingSpec& t) {
+// `idle_ps` gets the PS roles that die without variables (their deaths change nothing).
+PlanFault death_fault(const FaultSpec& spec, const Plan& plan, const TrainingSpec& t,
+                      std::vector<std::string>& idle_ps) {
   PlanFault f;
   f.at_s = spec.at_s;
   std::vector<int> dying;  // role indices
@@ -206,6 +208,7 @@ PlanFault death_fault(const FaultSpec& spec, const Plan& plan, const TrainingSpe
     } else if (plan.roles[size_t(r)].kind == RoleKind::kParameterServer &&
                !holds_variables(plan, r)) {
       // A task no step touches (a PS left without variables): no RPC to it fails.
+      idle_ps.push_back(plan.roles[size_t(r)].name);
       continue;
     } else {
       f.kind = "job";
@@ -251,11 +254,21 @@ void add_faults(const Scenario& scenario, Plan& plan) {
       plan.faults.push_back(std::move(f));
       continue;
     }
-    f = death_fault(spec, plan, t);
-    if (f.clients.empty() && f.roles.empty()) {
+    std::vector<std::string> idle_ps;
+    f = death_fault(spec, plan, t, idle_ps);
+    if (!idle_ps.empty()) {
+      const bool one = idle_ps.size() == 1;
       plan.notes.push_back("fault " + spec.json_path + " (" + f.description +
-                           ") kills no worker and nothing the steps of this " + plan.strategy +
-                           " plan use (e.g. a PS without variables): it changes nothing");
+                           "): " + join_names(idle_ps) + (one ? " holds" : " hold") +
+                           " no variables, so no step uses " + (one ? "it" : "them") +
+                           " and nothing fails there");
+    }
+    if (f.clients.empty() && f.roles.empty()) {
+      if (idle_ps.empty()) {
+        plan.notes.push_back("fault " + spec.json_path + " (" + f.description +
+                             ") hits no role of this " + plan.strategy +
+                             " plan: it changes nothing");
+      }
       continue;
     }
     plan.faults.push_back(std::move(f));

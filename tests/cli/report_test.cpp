@@ -2,6 +2,8 @@
 // JSON and Chrome trace byte for byte, plus the events CSV; bad trace files exit 2 naming them.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "core/trace_format.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/test_support.h"
@@ -110,8 +112,7 @@ TEST(Report, RunsFromSeparateFilesMatchOneSimulation) {
 
 TEST(Report, ReadsATraceFromStandardInputAndNumbersSharedHeadings) {
   TempDir dir;
-  const test::BinaryResult sim = run_replisim(
-      {"simulate", seed_scenario(), "--strategy", "between_graph", "--trace-out", "-"});
+  const test::BinaryResult sim = run_replisim({"simulate", seed_scenario(), "--trace-out", "-"});
   ASSERT_EQ(sim.exit_code, 0) << sim.err;
   const std::string saved = dir.write("b.rstrace", sim.out);
   const test::BinaryResult piped = run_replisim({"report", "-"}, sim.out);
@@ -123,10 +124,21 @@ TEST(Report, ReadsATraceFromStandardInputAndNumbersSharedHeadings) {
   const test::BinaryResult twice = run_replisim({"report", saved, "-"}, sim.out);
   ASSERT_EQ(twice.exit_code, 0) << twice.err;
   const std::string headings = first_line(table(twice.out).substr(2));
-  EXPECT_NE(headings.find("between_graph #1"), std::string::npos) << headings;
-  EXPECT_NE(headings.find("between_graph #2"), std::string::npos) << headings;
+  for (const char* label : {"in_graph #1", "between_graph #2", "in_graph #3", "between_graph #4"}) {
+    EXPECT_NE(headings.find(label), std::string::npos) << headings;
+  }
+  // Their warnings say which column they belong to (the seed's in_graph run has one).
+  EXPECT_NE(twice.out.find("\nwarning (in_graph #1): "), std::string::npos) << twice.out;
+  EXPECT_NE(twice.out.find("\nwarning (in_graph #3): "), std::string::npos) << twice.out;
   expect_one_error_line(run_replisim({"report", "-", "-"}, sim.out), "standard input");
   expect_one_error_line(run_replisim({"report", "-"}, "not a trace"), "<standard input>");
+  // A trace redirected from a file is an input: --force does not let an output replace it.
+  const std::string command = std::string(REPLISIM_BINARY) + " report - --json " + saved +
+                              " --force < " + saved + " 2> " + dir.file("err.txt");
+  EXPECT_NE(std::system(command.c_str()), 0);
+  EXPECT_EQ(test::read_file(saved), sim.out);
+  EXPECT_NE(test::read_file(dir.file("err.txt")).find("standard input"), std::string::npos)
+      << test::read_file(dir.file("err.txt"));
 }
 
 TEST(Report, BadTraceFilesExitTwoNamingThem) {

@@ -193,6 +193,19 @@ TEST(Recovery, APsWithoutVariablesDiesHarmlessly) {
   // The PS holding the layer does fail the job.
   doc["faults"][0]["role"] = "ps1";
   EXPECT_TRUE(test::simulate(doc, "between_graph").job_failed);
+  // A machine with a worker and a PS without variables: the worker dies, the job goes on.
+  doc["training"]["ps"] = {"p0/cpu", "p1/cpu", "w1/cpu"};
+  doc["faults"] = {{{"kind", "machine"}, {"machine", "w1"}, {"at", "1 s"}}};
+  const core::Plan machine_plan = core::compile_plan(test::parse(doc), "between_graph", {1});
+  ASSERT_EQ(machine_plan.faults.size(), 1u);
+  EXPECT_EQ(machine_plan.faults[0].kind, "role");
+  EXPECT_EQ(machine_plan.faults[0].clients.size(), 1u);
+  ASSERT_EQ(machine_plan.notes.size(), 1u);
+  EXPECT_NE(machine_plan.notes[0].find("ps2 holds no variables"), std::string::npos)
+      << machine_plan.notes[0];
+  const core::RunMetrics after_machine = test::simulate(doc, "between_graph");
+  EXPECT_FALSE(after_machine.job_failed);
+  ASSERT_EQ(after_machine.faults.size(), 1u);
 }
 
 TEST(Recovery, WithoutRecoveryAPsDeathEndsTheRun) {
