@@ -408,6 +408,10 @@ void add_recoveries(RunMetrics& r, const Trace& trace, const std::string& source
       rec.detected_s = k.at("detected_s").as_number_in(rec.fault_s, 1e300);
       rec.resumed_s = k.at("resumed_s").as_number_in(rec.detected_s, 1e300);
       rec.workers_resumed_s = k.at("workers_resumed_s").as_number_in(rec.detected_s, 1e300);
+      if (k.has("interrupted_s")) {
+        rec.interrupted_s =
+            k.at("interrupted_s").as_number_in(rec.detected_s, rec.workers_resumed_s);
+      }
       rec.recovery_time_s = rec.resumed_s - rec.fault_s;
       rec.checkpoint_start_s = k.at("checkpoint_start_s").as_number_in(0, rec.fault_s);
       rec.lost_work_s = k.at("lost_work_s").as_number_in(0, rec.fault_s);

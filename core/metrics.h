@@ -64,12 +64,13 @@ struct FaultRecord {
 // A job failure (a parameter server, the in-graph client or a tower died) and its restart from
 // the last checkpoint (trace metadata "restarts", kRecovery events).
 struct RecoveryRecord {
-  std::string cause;                   // "ps0 dies", "machine w3 dies"
-  double fault_s = 0;                  // the death
-  double detected_s = 0;               // every client failed (fault + detect_timeout)
-  double resumed_s = 0;                // the chief restored the checkpoint; training goes on
-  double workers_resumed_s = 0;        // the other workers found the model ready (their next poll)
-  double recovery_time_s = 0;          // resumed_s - fault_s
+  std::string cause;             // "ps0 dies", "machine w3 dies"
+  double fault_s = 0;            // the death
+  double detected_s = 0;         // every client failed (fault + detect_timeout)
+  double resumed_s = 0;          // the chief restored the checkpoint; training goes on
+  double workers_resumed_s = 0;  // the other workers found the model ready (their next poll)
+  double interrupted_s = -1;     // the next job failure, when it came before workers_resumed_s
+  double recovery_time_s = 0;    // resumed_s - fault_s
   int64_t checkpoint_global_step = 0;  // where training resumed (0: no checkpoint, from scratch)
   double checkpoint_start_s = 0;       // when that checkpoint's save read the variables
   int64_t global_step_at_failure = 0;

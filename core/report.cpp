@@ -161,11 +161,14 @@ std::string job_failures_text(const RunMetrics& r) {
   std::string out;
   for (const RecoveryRecord& k : r.recoveries) {
     if (!out.empty()) out += "; ";
-    out += k.cause + " at " + fixed(k.fault_s, 3) + " s: restarted from global_step " +
-           std::to_string(k.checkpoint_global_step) + ", lost " +
-           std::to_string(k.lost_global_steps) + " global steps (" + fixed(k.lost_work_s, 3) +
-           " s of work), recovery " + fixed(k.recovery_time_s, 3) + " s (every client back after " +
-           fixed(k.workers_resumed_s - k.fault_s, 3) + " s)";
+    out +=
+        k.cause + " at " + fixed(k.fault_s, 3) + " s: restarted from global_step " +
+        std::to_string(k.checkpoint_global_step) + ", lost " + std::to_string(k.lost_global_steps) +
+        " global steps (" + fixed(k.lost_work_s, 3) + " s of work), recovery " +
+        fixed(k.recovery_time_s, 3) + " s " +
+        (k.interrupted_s >= 0
+             ? "(failed again at " + fixed(k.interrupted_s, 3) + " s, before every client was back)"
+             : "(every client back after " + fixed(k.workers_resumed_s - k.fault_s, 3) + " s)");
   }
   if (r.job_failed) {
     out += std::string(out.empty() ? "" : "; ") + "failed at " + fixed(r.job_failure_s, 3) +
@@ -325,6 +328,7 @@ void add_training_events_json(const RunMetrics& r, nlohmann::json& run) {
                                  {"global_step_at_failure", k.global_step_at_failure},
                                  {"lost_global_steps", k.lost_global_steps},
                                  {"lost_work_s", k.lost_work_s}});
+    if (k.interrupted_s >= 0) run["recoveries"].back()["interrupted_s"] = k.interrupted_s;
   }
   if (r.job_failed) {
     run["job_failure"] = {{"time_s", r.job_failure_s}, {"cause", r.job_failure_cause}};

@@ -105,6 +105,10 @@ void SimRun::fail_job(int fault) {
         core::format_quantity(now, core::Dimension::kTime) + "): it changed nothing");
     return;
   }
+  // The last restart had not brought every worker back yet.
+  if (!restarts_.empty() && restarts_.back()["workers_resumed_s"].get<double>() > now) {
+    restarts_.back()["interrupted_s"] = now;
+  }
   // A checkpoint still being written never completes.
   while (!checkpoints_.empty() && checkpoints_.back().end_s > now) checkpoints_.pop_back();
   std::vector<int> dying = f.roles;

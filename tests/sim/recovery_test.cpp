@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/report.h"
 #include "core/strategy.h"
 #include "tests/support/test_support.h"
 
@@ -444,6 +445,14 @@ TEST(Recovery, ARestoreUsesOnlyCheckpointsThatFinished) {
     EXPECT_EQ(k.checkpoint_global_step, m.recoveries[0].checkpoint_global_step);
   }
   EXPECT_LT(m.recoveries[1].lost_work_s, 2.75 - m.recoveries[0].resumed_s + 1e-9);
+  // worker1's first poll after the first restart (2.6 s + 0.3 s) comes after the second death:
+  // that recovery never had every client back, and the report says so.
+  EXPECT_DOUBLE_EQ(m.recoveries[0].interrupted_s, 2.75);
+  EXPECT_LT(m.recoveries[1].interrupted_s, 0);
+  const std::string report = core::format_report({m}, "title");
+  EXPECT_NE(report.find("(failed again at 2.750 s, before every client was back)"),
+            std::string::npos)
+      << report;
 }
 
 TEST(Recovery, AJobFailureBeforeTheWarmUpEndsIsAnError) {
