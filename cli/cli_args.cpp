@@ -49,24 +49,28 @@ uint64_t parse_seed(const std::string& text) {
 // start, to the end); FROM <= UNTIL.
 void parse_trace_window(CliArgs& args, const std::string& text) {
   const size_t dots = text.find("..");
-  if (dots == std::string::npos) {
-    throw InputError(
-        "", "--trace-window",
-        "expected FROM..UNTIL in simulated time (e.g. 30..40 or \"30 s..45 s\"), got \"" + text +
-            "\"");
+  const std::string expected =
+      "expected FROM..UNTIL in simulated time, each a time (30 s, 500 ms) or seconds (30), either "
+      "left out for the start or the end (30..), got \"" +
+      text + "\"";
+  if (dots == std::string::npos || text.find("..", dots + 1) != std::string::npos) {
+    throw InputError("", "--trace-window", expected);
   }
   auto time_at = [&](std::string part, double otherwise) {
-    part.erase(0, part.find_first_not_of(' '));
-    part.erase(part.find_last_not_of(' ') + 1);
+    part.erase(0, part.find_first_not_of(" \t"));
+    part.erase(part.find_last_not_of(" \t") + 1);
     if (part.empty()) return otherwise;
+    const bool bare = part.find_first_not_of("0123456789.eE+-") == std::string::npos;
+    double s = 0;
     try {
-      const bool bare = part.find_first_not_of("0123456789.eE+-") == std::string::npos;
-      const double s = core::parse_quantity(bare ? part + " s" : part, core::Dimension::kTime);
-      if (s < 0) throw core::UnitError("a time cannot be negative");
-      return s;
+      s = core::parse_quantity(bare ? part + " s" : part, core::Dimension::kTime);
     } catch (const core::UnitError& e) {
-      throw InputError("", "--trace-window", "\"" + part + "\": " + e.what());
+      throw InputError("", "--trace-window",
+                       "\"" + part + "\": " + (bare ? expected : std::string(e.what())));
     }
+    if (s < 0)
+      throw InputError("", "--trace-window", "\"" + part + "\": a time cannot be negative");
+    return s + 0.0;  // -0 reads as 0
   };
   args.trace_from_s = time_at(text.substr(0, dots), 0.0);
   args.trace_until_s = time_at(text.substr(dots + 2), std::numeric_limits<double>::infinity());

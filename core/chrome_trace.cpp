@@ -242,10 +242,14 @@ void write_chrome_trace(std::ostream& out, const std::vector<ChromeTraceInput>& 
     for (const TraceEvent& e : trace.events) max_id = std::max(max_id, e.message_id);
     flow_id_base += max_id + 1;
   }
-  nlohmann::json other = provenance;
+  // An object, as the format wants: the provenance's fields, or {"provenance": [...]} when the
+  // runs come from several simulations.
+  nlohmann::json other =
+      provenance.is_object() ? provenance : nlohmann::json{{"provenance", provenance}};
   if (!window.whole()) {
-    if (!other.is_object()) other = {{"provenance", provenance}};
-    other["window_s"] = {window.from_s, window.until_s};
+    other["window_s"] = {window.from_s, std::isinf(window.until_s)
+                                            ? nlohmann::json()
+                                            : nlohmann::json(window.until_s)};
   }
   out << "\n],\"displayTimeUnit\":\"ms\",\"otherData\":" << dump_json(other) << "}\n";
   if (!out) throw std::runtime_error("cannot write the Chrome trace");

@@ -371,7 +371,7 @@ void add_faults(RunMetrics& r, const Trace& trace, StepTable& steps) {
     f.description = trace.str(e.label);
     f.start_s = e.start_s;
     f.end_s = e.end_s;
-    if (e.client != kNoString) {
+    if (e.client != kNoString && e.step >= 0) {  // -1: it was running no step
       double last_end = 0;
       for (const Span& span : steps[e.client]) {
         if (span.end_s >= 0 && span.end_s <= e.start_s) last_end = std::max(last_end, span.end_s);
@@ -408,6 +408,10 @@ void add_recoveries(RunMetrics& r, const Trace& trace, const std::string& source
       rec.detected_s = k.at("detected_s").as_number_in(rec.fault_s, 1e300);
       rec.resumed_s = k.at("resumed_s").as_number_in(rec.detected_s, 1e300);
       rec.workers_resumed_s = k.at("workers_resumed_s").as_number_in(rec.detected_s, 1e300);
+      if (k.has("workers_lost")) {
+        const JsonCursor lost = k.at("workers_lost");
+        for (size_t w = 0; w < lost.size(); ++w) rec.workers_lost.push_back(lost.at(w).as_string());
+      }
       if (k.has("interrupted_s")) {
         rec.interrupted_s =
             k.at("interrupted_s").as_number_in(rec.detected_s, rec.workers_resumed_s);

@@ -70,9 +70,10 @@ struct RecoveryRecord {
   double resumed_s = 0;          // the chief restored the checkpoint; training goes on
   double workers_resumed_s = 0;  // the other workers found the model ready (their next poll)
   double interrupted_s = -1;     // the next job failure, when it came before workers_resumed_s
-  double recovery_time_s = 0;    // resumed_s - fault_s
-  int64_t checkpoint_global_step = 0;  // where training resumed (0: no checkpoint, from scratch)
-  double checkpoint_start_s = 0;       // when that checkpoint's save read the variables
+  std::vector<std::string> workers_lost;  // died before this restart brought them back
+  double recovery_time_s = 0;             // resumed_s - fault_s
+  int64_t checkpoint_global_step = 0;     // where training resumed (0: no checkpoint, from scratch)
+  double checkpoint_start_s = 0;          // when that checkpoint's save read the variables
   int64_t global_step_at_failure = 0;
   int64_t lost_global_steps = 0;  // updates rolled back
   // Training time thrown away: from the checkpoint's save (or the start, or the last restart's

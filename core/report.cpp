@@ -157,18 +157,35 @@ std::string faults_text(const RunMetrics& r) {
   return out.empty() ? std::string("-") : out;
 }
 
+// How a restart ended: every client back, a failure before that, or workers that died first.
+std::string restart_outcome_text(const RecoveryRecord& k) {
+  if (k.interrupted_s >= 0 && k.interrupted_s < k.resumed_s) {
+    return "failed again at " + fixed(k.interrupted_s, 3) + " s while the chief was restoring";
+  }
+  std::string out = "recovery " + fixed(k.recovery_time_s, 3) + " s ";
+  if (k.interrupted_s >= 0) {
+    return out + "(failed again at " + fixed(k.interrupted_s, 3) +
+           " s, before every client was back)";
+  }
+  out += "(every " + std::string(k.workers_lost.empty() ? "" : "other ") + "client back after " +
+         fixed(k.workers_resumed_s - k.fault_s, 3) + " s";
+  if (!k.workers_lost.empty()) {
+    std::string names;
+    for (const std::string& w : k.workers_lost) names += (names.empty() ? "" : ", ") + w;
+    out += "; " + names + " died before " + (k.workers_lost.size() == 1 ? "it was" : "they were") +
+           " back";
+  }
+  return out + ")";
+}
+
 std::string job_failures_text(const RunMetrics& r) {
   std::string out;
   for (const RecoveryRecord& k : r.recoveries) {
     if (!out.empty()) out += "; ";
-    out +=
-        k.cause + " at " + fixed(k.fault_s, 3) + " s: restarted from global_step " +
-        std::to_string(k.checkpoint_global_step) + ", lost " + std::to_string(k.lost_global_steps) +
-        " global steps (" + fixed(k.lost_work_s, 3) + " s of work), recovery " +
-        fixed(k.recovery_time_s, 3) + " s " +
-        (k.interrupted_s >= 0
-             ? "(failed again at " + fixed(k.interrupted_s, 3) + " s, before every client was back)"
-             : "(every client back after " + fixed(k.workers_resumed_s - k.fault_s, 3) + " s)");
+    out += k.cause + " at " + fixed(k.fault_s, 3) + " s: restarted from global_step " +
+           std::to_string(k.checkpoint_global_step) + ", lost " +
+           std::to_string(k.lost_global_steps) + " global steps (" + fixed(k.lost_work_s, 3) +
+           " s of work), " + restart_outcome_text(k);
   }
   if (r.job_failed) {
     out += std::string(out.empty() ? "" : "; ") + "failed at " + fixed(r.job_failure_s, 3) +
@@ -329,6 +346,7 @@ void add_training_events_json(const RunMetrics& r, nlohmann::json& run) {
                                  {"lost_global_steps", k.lost_global_steps},
                                  {"lost_work_s", k.lost_work_s}});
     if (k.interrupted_s >= 0) run["recoveries"].back()["interrupted_s"] = k.interrupted_s;
+    if (!k.workers_lost.empty()) run["recoveries"].back()["workers_lost"] = k.workers_lost;
   }
   if (r.job_failed) {
     run["job_failure"] = {{"time_s", r.job_failure_s}, {"cause", r.job_failure_cause}};

@@ -198,12 +198,15 @@ void SimRun::inject_fault(int code) {
     event.client = s.role_name;
     event.device = trace_.intern(plan_.platform.devices[size_t(s.role_device)].name);
     event.label = trace_.intern(f.description);
-    event.step = s.step;
+    // A worker still waiting for a restart to bring it back was running no step: -1.
+    const bool awaiting_restart = s.awaiting_restart;
+    event.step = awaiting_restart ? -1 : s.step;
     event.start_s = event.end_s = sg4::Engine::get_clock();
     trace_.events.push_back(event);
     kill_client(c);
     // The chief's sync op runs in the chief's process: it dies with worker 0.
     if (c == 0 && sync_.enabled) kill_client(int(clients_.size()) - 1);
+    if (awaiting_restart) note_lost_before_back(c);
   }
 }
 

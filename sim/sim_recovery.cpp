@@ -83,6 +83,7 @@ double SimRun::chief_duties(int c, double now) {
 // at session creation) when checkpoints are on.
 void SimRun::start_client(int c) {
   if (clients_[size_t(c)].dead) return;
+  clients_[size_t(c)].awaiting_restart = false;
   if (!more_steps(clients_[size_t(c)])) {  // restored past its last step
     mark_finished(c);
     return;
@@ -105,9 +106,15 @@ void SimRun::fail_job(int fault) {
         core::format_quantity(now, core::Dimension::kTime) + "): it changed nothing");
     return;
   }
-  // The last restart had not brought every worker back yet.
+  // The last restart had not brought every worker back yet (or the chief was still restoring:
+  // its recovery slice ends here).
   if (!restarts_.empty() && restarts_.back()["workers_resumed_s"].get<double>() > now) {
     restarts_.back()["interrupted_s"] = now;
+    for (auto e = trace_.events.rbegin(); e != trace_.events.rend(); ++e) {
+      if (e->kind != core::EventKind::kRecovery) continue;
+      e->end_s = std::min(e->end_s, now);
+      break;
+    }
   }
   // A checkpoint still being written never completes.
   while (!checkpoints_.empty() && checkpoints_.back().end_s > now) checkpoints_.pop_back();
@@ -180,6 +187,20 @@ void SimRun::record_restart(const Checkpoint* checkpoint, double restore_s,
   trace_.events.push_back(event);
 }
 
+// Worker `c` died before its restart brought it back: the restart record names it, and "every
+// worker back" becomes the last of the others.
+void SimRun::note_lost_before_back(int c) {
+  if (restarts_.empty()) return;
+  clients_[size_t(c)].lost_before_back = true;
+  nlohmann::json& k = restarts_.back();
+  k["workers_lost"].push_back(trace_.str(clients_[size_t(c)].role_name));
+  double back_s = k["resumed_s"].get<double>();
+  for (const ClientState& s : clients_) {
+    if (!s.lost_before_back) back_s = std::max(back_s, s.restart_start_s);
+  }
+  k["workers_resumed_s"] = back_s;
+}
+
 void SimRun::restart_job() {
   const double now = sg4::Engine::get_clock();
   role_dead_.assign(role_dead_.size(), false);
@@ -221,6 +242,9 @@ void SimRun::restart_job() {
       start_s = up_s + std::ceil(std::max(0.0, chief_ready_s - up_s) / wait_s) * wait_s;
       workers_resumed_s = std::max(workers_resumed_s, start_s);
     }
+    s.restart_start_s = start_s;
+    s.awaiting_restart = true;
+    s.lost_before_back = false;
     timers_.push({start_s, -1 - int(c), TimerKind::kStart, int(c), s.incarnation});
   }
   if (sync_.enabled) reset_sync();

@@ -123,6 +123,11 @@ struct ClientState {
   bool finished = false;
   bool dead = false;    // killed by a fault: its ops are dropped, it runs no more steps
   int incarnation = 0;  // bumped by each job restart
+  // After a job restart: when this incarnation starts (its first poll, the chief's restore), and
+  // whether that start is still to come.
+  double restart_start_s = 0;
+  bool awaiting_restart = false;
+  bool lost_before_back = false;  // killed while awaiting its restart
 };
 
 // What the driver actor does at a time (Timer::kind).
@@ -205,6 +210,7 @@ class SimRun {
   void reserve_events();
   void record_outcome();
   void record_restart(const Checkpoint* checkpoint, double restore_s, double workers_resumed_s);
+  void note_lost_before_back(int c);
   // Records a finished step's duration; returns the median of the client's last few (s).
   static double typical_step_s(ClientState& s, double step_s);
   void maybe_produce(int c);

@@ -139,6 +139,7 @@ TEST(ChromeTrace, AWindowKeepsTheSlicesOverlappingIt) {
             0);
   const nlohmann::json tail = nlohmann::json::parse(test::read_file(dir.file("tail.json")));
   EXPECT_EQ(slices_within(tail, 0, 1e300), slices_within(all, 9e6, 1e300));
+  EXPECT_EQ(tail["otherData"]["window_s"], nlohmann::json::parse("[9.0, null]"));
 }
 
 }  // namespace

@@ -101,6 +101,8 @@ TEST(Cli, BadFlagsExitTwo) {
            {"simulate", seed_scenario(), "--trace-window", "1..2"},
            {"simulate", seed_scenario(), "--trace", "x.json", "--trace-window", "2..1"},
            {"simulate", seed_scenario(), "--trace", "x.json", "--trace-window", "2"},
+           {"simulate", seed_scenario(), "--trace", "x.json", "--trace-window", "0...5"},
+           {"simulate", seed_scenario(), "--trace", "x.json", "--trace-window", "1..2..3"},
            {"simulate", seed_scenario(), "--trace", "x.json", "--trace-window", "1 h..2 h"},
            {"report", "t.rstrace", "--trace", "x.json", "--trace-window", "-1..2"}}) {
     const test::BinaryResult r = run_replisim(args);

@@ -455,6 +455,39 @@ TEST(Recovery, ARestoreUsesOnlyCheckpointsThatFinished) {
       << report;
 }
 
+TEST(Recovery, DeathsBeforeTheRestartBringsEveryoneBackAreReportedAsSuch) {
+  // ps0 dies at 2.5 s: restart at 4 s, the chief restores until 4.1 s, the others start at
+  // their polls after that.
+  const double restart_s = 2.5 + 0.5 + 1;
+  // worker1 dies at 4.05 s, before its first poll: it lost no work (it ran no step), and the
+  // restart names it instead of counting it among the clients that came back.
+  core::RunMetrics m = test::simulate(
+      four_workers(kRecovery, {{{"kind", "role"}, {"role", "ps0"}, {"at", "2.5 s"}},
+                               {{"kind", "role"}, {"role", "worker1"}, {"at", "4.05 s"}}}),
+      "between_graph");
+  ASSERT_EQ(m.recoveries.size(), 1u);
+  EXPECT_EQ(m.recoveries[0].workers_lost, std::vector<std::string>{"worker1"});
+  ASSERT_EQ(m.faults.size(), 2u);
+  EXPECT_EQ(m.faults[1].target, "worker1");
+  EXPECT_LT(m.faults[1].lost_step, 0);
+  EXPECT_DOUBLE_EQ(m.faults[1].lost_work_s, 0);
+  std::string report = core::format_report({m}, "title");
+  EXPECT_NE(report.find("every other client back after"), std::string::npos) << report;
+  EXPECT_NE(report.find("worker1 died before it was back"), std::string::npos) << report;
+  // ps0 dies again at 4.05 s, while the chief restores: no recovery time is claimed.
+  m = test::simulate(
+      four_workers(kRecovery, {{{"kind", "role"}, {"role", "ps0"}, {"at", "2.5 s"}},
+                               {{"kind", "role"}, {"role", "ps0"}, {"at", "4.05 s"}}}),
+      "between_graph");
+  ASSERT_EQ(m.recoveries.size(), 2u);
+  EXPECT_DOUBLE_EQ(m.recoveries[0].interrupted_s, 4.05);
+  EXPECT_LT(m.recoveries[0].interrupted_s, m.recoveries[0].resumed_s);
+  EXPECT_NEAR(m.recoveries[0].resumed_s, restart_s + kCheckpointS, 1e-9);
+  report = core::format_report({m}, "title");
+  EXPECT_NE(report.find("failed again at 4.050 s while the chief was restoring"), std::string::npos)
+      << report;
+}
+
 TEST(Recovery, AJobFailureBeforeTheWarmUpEndsIsAnError) {
   try {
     test::simulate(four_workers(nlohmann::json::object(),
