@@ -162,7 +162,7 @@ std::string restart_outcome_text(const RecoveryRecord& k) {
   if (k.interrupted_s >= 0 && k.interrupted_s < k.resumed_s) {
     return "failed again at " + fixed(k.interrupted_s, 3) + " s while the chief was restoring";
   }
-  std::string out = "recovery " + fixed(k.recovery_time_s, 3) + " s ";
+  std::string out = "training again after " + fixed(k.recovery_time_s, 3) + " s ";
   if (k.interrupted_s >= 0) {
     return out + "(failed again at " + fixed(k.interrupted_s, 3) +
            " s, before every client was back)";
