@@ -11,8 +11,8 @@
 #include <sys/resource.h>
 
 #include "bench/bench_flags.h"
-#include "core/metrics.h"
-#include "core/strategy.h"
+#include "core/metrics/metrics.h"
+#include "core/strategy/strategy.h"
 #include "sim/sim_backend.h"
 
 int main(int argc, char** argv) {

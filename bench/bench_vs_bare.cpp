@@ -15,7 +15,7 @@
 
 #include "bench/bare_pattern.h"
 #include "bench/bench_flags.h"
-#include "core/strategy.h"
+#include "core/strategy/strategy.h"
 #include "sim/sim_backend.h"
 
 namespace {

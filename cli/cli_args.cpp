@@ -5,10 +5,10 @@
 #include <cstdlib>
 #include <functional>
 
-#include "core/error.h"
-#include "core/json_cursor.h"
-#include "core/strategy.h"
-#include "core/units.h"
+#include "core/base/error.h"
+#include "core/base/json_cursor.h"
+#include "core/base/units.h"
+#include "core/strategy/strategy.h"
 
 namespace replisim::cli {
 namespace {

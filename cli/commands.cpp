@@ -4,15 +4,15 @@
 #include <ostream>
 
 #include "cli/run_outputs.h"
-#include "core/backend.h"
-#include "core/error.h"
-#include "core/json_cursor.h"
-#include "core/metrics.h"
-#include "core/plan_text.h"
-#include "core/report.h"
-#include "core/strategy.h"
-#include "core/units.h"
-#include "core/version.h"
+#include "core/backend/backend.h"
+#include "core/base/error.h"
+#include "core/base/json_cursor.h"
+#include "core/base/units.h"
+#include "core/base/version.h"
+#include "core/metrics/metrics.h"
+#include "core/metrics/report.h"
+#include "core/plan/plan_text.h"
+#include "core/strategy/strategy.h"
 #include "sim/sim_backend.h"
 
 namespace replisim::cli {

@@ -4,7 +4,7 @@
 
 #include "cli/cli_args.h"
 #include "cli/commands.h"
-#include "core/error.h"
+#include "core/base/error.h"
 #include "sim/sim_backend.h"
 
 int main(int argc, char** argv) {

@@ -6,9 +6,9 @@
 
 #include "cli/commands.h"
 #include "cli/run_outputs.h"
-#include "core/error.h"
-#include "core/report.h"
-#include "core/trace_format.h"
+#include "core/base/error.h"
+#include "core/metrics/report.h"
+#include "core/trace/trace_format.h"
 
 namespace replisim::cli {
 namespace {

@@ -2,11 +2,11 @@
 
 #include <ostream>
 
-#include "core/chrome_trace.h"
-#include "core/json_cursor.h"
-#include "core/report.h"
-#include "core/trace_csv.h"
-#include "core/trace_format.h"
+#include "core/base/json_cursor.h"
+#include "core/metrics/report.h"
+#include "core/trace/chrome_trace.h"
+#include "core/trace/trace_csv.h"
+#include "core/trace/trace_format.h"
 
 namespace replisim::cli {
 namespace {

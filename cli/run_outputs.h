@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_args.h"
-#include "core/metrics.h"
-#include "core/output_file.h"
-#include "core/trace.h"
+#include "core/base/output_file.h"
+#include "core/metrics/metrics.h"
+#include "core/trace/trace.h"
 
 namespace replisim::cli {
 

@@ -5,8 +5,8 @@
 #include <simgrid/Exception.hpp>
 #include <simgrid/s4u.hpp>
 
-#include "core/error.h"
-#include "core/random.h"
+#include "core/base/error.h"
+#include "core/base/random.h"
 #include "sim/sim_run_state.h"
 
 namespace replisim::sim::detail {

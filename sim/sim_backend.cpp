@@ -23,8 +23,8 @@
 
 #include <simgrid/version.h>
 
-#include "core/error.h"
-#include "core/trace_format.h"
+#include "core/base/error.h"
+#include "core/trace/trace_format.h"
 #include "sim/sim_run.h"
 
 namespace replisim::sim {

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "core/backend.h"
+#include "core/backend/backend.h"
 
 namespace replisim::sim {
 

@@ -9,7 +9,7 @@
 
 #include <simgrid/kernel/ProfileBuilder.hpp>
 
-#include "core/units.h"
+#include "core/base/units.h"
 #include "sim/sim_run_state.h"
 
 namespace replisim::sim::detail {

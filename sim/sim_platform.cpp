@@ -2,7 +2,7 @@
 
 #include <xbt/config.hpp>
 
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace sg4 = simgrid::s4u;
 

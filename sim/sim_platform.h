@@ -7,7 +7,7 @@
 
 #include <simgrid/s4u.hpp>
 
-#include "core/platform.h"
+#include "core/hardware/platform.h"
 
 namespace replisim::sim {
 

@@ -13,7 +13,7 @@
 #include <climits>
 #include <cmath>
 
-#include "core/units.h"
+#include "core/base/units.h"
 #include "sim/sim_run_state.h"
 
 namespace replisim::sim::detail {

@@ -8,10 +8,10 @@
 #include <xbt/log.h>
 #include <simgrid/s4u.hpp>
 
-#include "core/backend.h"
-#include "core/error.h"
-#include "core/random.h"
-#include "core/units.h"
+#include "core/backend/backend.h"
+#include "core/base/error.h"
+#include "core/base/random.h"
+#include "core/base/units.h"
 #include "sim/sim_platform.h"
 #include "sim/sim_run_state.h"
 

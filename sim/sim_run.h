@@ -4,8 +4,8 @@
 // One SimRun per process (SimGrid allows one engine per process): use SimBackend, which forks.
 #pragma once
 
-#include "core/plan.h"
-#include "core/trace.h"
+#include "core/plan/plan.h"
+#include "core/trace/trace.h"
 
 namespace replisim::sim {
 

@@ -14,8 +14,8 @@
 
 #include <simgrid/s4u.hpp>
 
-#include "core/plan.h"
-#include "core/trace.h"
+#include "core/plan/plan.h"
+#include "core/trace/trace.h"
 
 namespace replisim::sim::detail {
 

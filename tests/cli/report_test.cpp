@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 
-#include "core/trace_format.h"
+#include "core/trace/trace_format.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/test_support.h"
 

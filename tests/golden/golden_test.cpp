@@ -170,7 +170,8 @@ TEST_P(Golden, OutputsAreUnchanged) {
     std::string file = scenario;
     std::replace(file.begin(), file.end(), '/', '+');
     std::ofstream out(std::string(out_dir) + "/" + file + ".txt");
-    for (const auto& [output, hash] : hashes) out << scenario << " " << output << " " << hash << "\n";
+    for (const auto& [output, hash] : hashes)
+      out << scenario << " " << output << " " << hash << "\n";
     ASSERT_TRUE(out.good()) << "cannot write into " << out_dir;
     return;
   }

@@ -5,7 +5,7 @@
 // (pull the weights, forward + backward = 3 F b, push the gradients).
 #include <gtest/gtest.h>
 
-#include "core/strategy.h"
+#include "core/strategy/strategy.h"
 #include "tests/support/test_support.h"
 
 namespace replisim {

@@ -2,7 +2,7 @@
 // and the input pipeline can be given per core.
 #include <gtest/gtest.h>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "tests/support/test_support.h"
 
 namespace replisim {

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "tests/support/test_support.h"
 
 namespace replisim {

@@ -3,7 +3,7 @@
 // the network carries one worker's traffic instead of one per GPU.
 #include <gtest/gtest.h>
 
-#include "core/strategy.h"
+#include "core/strategy/strategy.h"
 #include "tests/support/test_support.h"
 
 namespace replisim {

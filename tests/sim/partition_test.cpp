@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/strategy.h"
+#include "core/strategy/strategy.h"
 #include "tests/support/test_support.h"
 
 namespace replisim {

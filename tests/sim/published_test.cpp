@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/strategy.h"
+#include "core/strategy/strategy.h"
 #include "sim/sim_backend.h"
 #include "tests/support/test_support.h"
 

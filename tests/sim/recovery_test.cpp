@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
-#include "core/error.h"
-#include "core/report.h"
-#include "core/strategy.h"
+#include "core/base/error.h"
+#include "core/metrics/report.h"
+#include "core/strategy/strategy.h"
 #include "tests/support/test_support.h"
 
 namespace replisim {

@@ -1,8 +1,8 @@
 // The scenarios under scenarios/ are regression tests: each one's key figures are checked.
 #include <gtest/gtest.h>
 
-#include "core/json_cursor.h"
-#include "core/strategy.h"
+#include "core/base/json_cursor.h"
+#include "core/strategy/strategy.h"
 #include "sim/sim_backend.h"
 #include "tests/support/test_support.h"
 

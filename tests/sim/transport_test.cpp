@@ -5,8 +5,8 @@
 // overhead(x) = per_message_overhead x chunks + 2 x / copy_bandwidth.
 #include <gtest/gtest.h>
 
-#include "core/error.h"
-#include "core/strategy.h"
+#include "core/base/error.h"
+#include "core/strategy/strategy.h"
 #include "tests/support/test_support.h"
 
 namespace replisim {

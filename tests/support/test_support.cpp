@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/strategy.h"
+#include "core/strategy/strategy.h"
 #include "sim/sim_backend.h"
 
 namespace replisim::test {

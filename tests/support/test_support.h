@@ -7,10 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/metrics.h"
-#include "core/plan.h"
-#include "core/scenario.h"
-#include "core/trace.h"
+#include "core/metrics/metrics.h"
+#include "core/plan/plan.h"
+#include "core/scenario/scenario.h"
+#include "core/trace/trace.h"
 
 namespace replisim::test {
 

@@ -1,0 +1,155 @@
+#include "core/base/output_file.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/base/error.h"
+
+namespace replisim::core {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string directory_of(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// Two names for one file: the same inode when both exist, else the same canonical path.
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {
+  }, sb{};
+  const bool ea = ::stat(a.c_str(), &sa) == 0, eb = ::stat(b.c_str(), &sb) == 0;
+  if (ea && eb) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  if (ea != eb) return false;
+  std::error_code ignored;
+  return fs::weakly_canonical(fs::absolute(a), ignored) ==
+         fs::weakly_canonical(fs::absolute(b), ignored);
+}
+
+// A new temporary file in `dir` (short name: the target's own name may be near NAME_MAX).
+// Returns its path, or "" with errno set.
+std::string make_temporary(const std::string& dir) {
+  std::string pattern = dir + "/.replisim-XXXXXX";
+  const int fd = ::mkstemp(pattern.data());
+  if (fd < 0) return "";
+  // mkstemp creates 0600; give the file the usual mode under the caller's umask.
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd, 0666 & ~mask);
+  ::close(fd);
+  return pattern;
+}
+
+}  // namespace
+
+void OutputFiles::protect(const std::string& input_path, const std::string& name) {
+  protected_.emplace_back(input_path, name.empty() ? input_path : name);
+}
+
+bool OutputFiles::same_file_as_registered(const std::string& path, std::string* which) const {
+  for (const auto& [p, name] : protected_) {
+    if (same_file(path, p)) {
+      *which = "the input " + name;
+      return true;
+    }
+  }
+  for (const Output& o : outputs_) {
+    if (same_file(path, o.path)) {
+      *which = "the " + o.flag + " output";
+      return true;
+    }
+  }
+  return false;
+}
+
+void OutputFiles::add(const std::string& flag, const std::string& path,
+                      std::function<void(std::ostream&)> writer) {
+  if (path.empty()) throw InputError("", flag, "needs a file name, got an empty one");
+  if (path == "-" && standard_output_ != nullptr) {
+    if (to_standard_output_) {
+      throw InputError("", flag, "only one output can go to standard output (\"-\")");
+    }
+    to_standard_output_ = std::move(writer);
+    return;
+  }
+  std::string which;
+  if (same_file_as_registered(path, &which)) {
+    throw InputError(path, "", "is the same file as " + which);
+  }
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0) {
+    if (S_ISDIR(info.st_mode)) throw InputError(path, "", "is a directory, not a file");
+    if (!S_ISREG(info.st_mode)) {
+      throw InputError(path, "", "exists and is not a regular file; refusing to replace it");
+    }
+    if (!overwrite_) {
+      throw InputError(path, "", "already exists; refusing to overwrite it (pass --force)");
+    }
+  }
+  const std::string dir = directory_of(path);
+  if (::stat(dir.c_str(), &info) != 0) {
+    throw InputError(path, "", "its directory " + dir + " does not exist");
+  }
+  if (!S_ISDIR(info.st_mode)) throw InputError(path, "", dir + " is not a directory");
+  const std::string probe = make_temporary(dir);
+  if (probe.empty()) {
+    throw InputError(path, "", "cannot write in " + dir + ": " + std::strerror(errno));
+  }
+  std::remove(probe.c_str());
+  outputs_.push_back({flag, path, std::move(writer)});
+}
+
+void OutputFiles::write_all() {
+  std::vector<std::string> temporaries;
+  auto discard = [&] {
+    for (const std::string& t : temporaries) std::remove(t.c_str());
+  };
+  try {
+    for (const Output& o : outputs_) {
+      const std::string temporary = make_temporary(directory_of(o.path));
+      if (temporary.empty()) {
+        throw std::runtime_error("cannot create a temporary file for " + o.path + ": " +
+                                 std::strerror(errno));
+      }
+      temporaries.push_back(temporary);
+      std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+      if (!out) throw std::runtime_error("cannot open " + temporary);
+      o.writer(out);
+      out.flush();
+      if (!out) throw std::runtime_error("cannot write " + o.path + " (disk full?)");
+    }
+    if (!overwrite_) {
+      for (const Output& o : outputs_) {
+        struct stat info {};
+        if (::stat(o.path.c_str(), &info) == 0) {
+          throw InputError(o.path, "", "appeared during the run; refusing to overwrite it");
+        }
+      }
+    }
+  } catch (...) {
+    discard();
+    throw;
+  }
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    if (std::rename(temporaries[i].c_str(), outputs_[i].path.c_str()) != 0) {
+      const std::string why = std::strerror(errno);
+      for (size_t k = i; k < temporaries.size(); ++k) std::remove(temporaries[k].c_str());
+      throw std::runtime_error("cannot rename a temporary file to " + outputs_[i].path + ": " +
+                               why);
+    }
+  }
+  if (to_standard_output_) {
+    to_standard_output_(*standard_output_);
+    standard_output_->flush();
+  }
+}
+
+}  // namespace replisim::core

@@ -1,0 +1,195 @@
+#include "core/hardware/platform.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "core/base/error.h"
+#include "core/base/json_cursor.h"
+
+namespace replisim::core {
+
+const char* device_kind_name(DeviceKind kind) {
+  return kind == DeviceKind::kGpu ? "gpu" : "cpu";
+}
+
+int Platform::find_device(const std::string& name) const {
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (devices[i].name == name) return int(i);
+  }
+  return -1;
+}
+
+std::vector<Hop> Platform::route(int src, int dst) const {
+  REPLISIM_ASSERT(
+      src >= 0 && size_t(src) < devices.size() && dst >= 0 && size_t(dst) < devices.size(),
+      "route between unknown devices");
+  std::vector<Hop> hops;
+  if (src == dst) return hops;
+  const PlatformDevice& s = devices[size_t(src)];
+  const PlatformDevice& d = devices[size_t(dst)];
+  if (s.pcie_link >= 0) hops.push_back({s.pcie_link, LinkDirection::kUp});
+  if (s.machine != d.machine) {
+    hops.push_back({machines[size_t(s.machine)].nic_link, LinkDirection::kUp});
+    hops.push_back({switch_link, LinkDirection::kShared});
+    hops.push_back({machines[size_t(d.machine)].nic_link, LinkDirection::kDown});
+  }
+  if (d.pcie_link >= 0) hops.push_back({d.pcie_link, LinkDirection::kDown});
+  return hops;
+}
+
+double Platform::route_latency_s(int src, int dst) const {
+  double latency = 0;
+  for (const Hop& hop : route(src, dst)) latency += links[size_t(hop.link)].latency_s;
+  return latency;
+}
+
+double Platform::route_bandwidth_bytes_per_s(int src, int dst) const {
+  double bandwidth = std::numeric_limits<double>::infinity();
+  for (const Hop& hop : route(src, dst)) {
+    bandwidth = std::min(bandwidth, links[size_t(hop.link)].bandwidth_bytes_per_s);
+  }
+  return bandwidth;
+}
+
+int Platform::channel_of(const Hop& hop) const {
+  return hop.link * 2 + (hop.direction == LinkDirection::kDown ? 1 : 0);
+}
+
+bool Platform::channel_exists(int channel) const {
+  if (channel < 0 || channel >= channel_count()) return false;
+  return channel % 2 == 0 || links[size_t(channel / 2)].split_duplex;
+}
+
+std::string Platform::channel_name(int channel) const {
+  const PlatformLink& link = links[size_t(channel / 2)];
+  if (!link.split_duplex) return link.name;
+  return link.name + (channel % 2 == 0 ? "/up" : "/down");
+}
+
+double Platform::channel_bandwidth_bytes_per_s(int channel) const {
+  return links[size_t(channel / 2)].bandwidth_bytes_per_s;
+}
+
+Platform build_platform(const ClusterSpec& cluster) {
+  Platform p;
+  p.network_model = cluster.network_model;
+  p.transport = cluster.transport;
+  p.links.push_back(
+      {"switch", cluster.switch_link.bandwidth_bytes_per_s, cluster.switch_link.latency_s, false});
+  p.switch_link = 0;
+  for (const MachineSpec& m : cluster.machines) {
+    PlatformMachine machine;
+    machine.name = m.name;
+    const int machine_index = int(p.machines.size());
+    machine.nic_link = int(p.links.size());
+    p.links.push_back({m.name + "/nic", m.nic.bandwidth_bytes_per_s, m.nic.latency_s, true});
+    machine.devices.push_back(int(p.devices.size()));
+    p.devices.push_back({m.name + "/cpu", machine_index, DeviceKind::kCpu, m.cpu_speed_flop_per_s,
+                         m.cpu_cores, -1});
+    for (size_t g = 0; g < m.gpus.size(); ++g) {
+      const std::string gpu_name = "gpu" + std::to_string(g);
+      const int pcie = int(p.links.size());
+      p.links.push_back(
+          {m.name + "/pcie/" + gpu_name, m.pcie.bandwidth_bytes_per_s, m.pcie.latency_s, true});
+      machine.devices.push_back(int(p.devices.size()));
+      p.devices.push_back({m.name + "/" + gpu_name, machine_index, DeviceKind::kGpu,
+                           m.gpus[g].speed_flop_per_s, 1, pcie, m.gpus[g].memory_bytes});
+    }
+    p.machines.push_back(std::move(machine));
+  }
+  return p;
+}
+
+nlohmann::json platform_to_json(const Platform& platform) {
+  nlohmann::json j;
+  j["network_model"] = network_model_name(platform.network_model);
+  j["switch_link"] = platform.switch_link;
+  j["transport"] = transport_to_json(platform.transport);
+  for (const PlatformLink& l : platform.links) {
+    j["links"].push_back({{"name", l.name},
+                          {"bandwidth_bytes_per_s", l.bandwidth_bytes_per_s},
+                          {"latency_s", l.latency_s},
+                          {"split_duplex", l.split_duplex}});
+  }
+  for (const PlatformMachine& m : platform.machines) {
+    j["machines"].push_back({{"name", m.name}, {"nic_link", m.nic_link}, {"devices", m.devices}});
+  }
+  for (const PlatformDevice& d : platform.devices) {
+    j["devices"].push_back({{"name", d.name},
+                            {"machine", d.machine},
+                            {"kind", device_kind_name(d.kind)},
+                            {"speed_flop_per_s", d.speed_flop_per_s},
+                            {"cores", d.cores},
+                            {"pcie_link", d.pcie_link},
+                            {"memory_bytes", d.memory_bytes}});
+  }
+  return j;
+}
+
+Platform platform_from_json(const nlohmann::json& j, const std::string& file,
+                            const std::string& path) {
+  const JsonCursor c(j, file, path);
+  c.check_keys({"network_model", "switch_link", "links", "machines", "devices", "transport"});
+  Platform p;
+  // Optional: traces written before transports existed ran with the ideal one.
+  if (c.has("transport")) p.transport = transport_from_json(c.at("transport"));
+  const std::string model = c.at("network_model").as_string();
+  if (model != "lv08" && model != "ideal") c.at("network_model").fail("expected lv08 or ideal");
+  p.network_model = model == "ideal" ? NetworkModel::kIdeal : NetworkModel::kLv08;
+  const JsonCursor links = c.at("links");
+  for (size_t i = 0; i < links.size(); ++i) {
+    const JsonCursor l = links.at(i);
+    l.check_keys({"name", "bandwidth_bytes_per_s", "latency_s", "split_duplex"});
+    PlatformLink link{l.at("name").as_string(), l.at("bandwidth_bytes_per_s").as_number(),
+                      l.at("latency_s").as_number(), l.at("split_duplex").as_bool()};
+    if (!(link.bandwidth_bytes_per_s > 0)) l.at("bandwidth_bytes_per_s").fail("must be > 0");
+    if (link.latency_s < 0) l.at("latency_s").fail("must not be negative");
+    p.links.push_back(link);
+  }
+  const int64_t link_count = int64_t(p.links.size());
+  p.switch_link = int(c.at("switch_link").as_int(0, link_count - 1));
+  const JsonCursor devices = c.at("devices");
+  const JsonCursor machines = c.at("machines");
+  const int64_t machine_count = int64_t(machines.size());
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const JsonCursor d = devices.at(i);
+    d.check_keys(
+        {"name", "machine", "kind", "speed_flop_per_s", "cores", "pcie_link", "memory_bytes"});
+    PlatformDevice device;
+    device.name = d.at("name").as_string();
+    device.machine = int(d.at("machine").as_int(0, machine_count - 1));
+    const std::string kind = d.at("kind").as_string();
+    if (kind != "cpu" && kind != "gpu") d.at("kind").fail("expected cpu or gpu");
+    device.kind = kind == "gpu" ? DeviceKind::kGpu : DeviceKind::kCpu;
+    device.speed_flop_per_s = d.at("speed_flop_per_s").as_number();
+    if (!(device.speed_flop_per_s > 0)) d.at("speed_flop_per_s").fail("must be > 0");
+    // Optional: traces written before CPU cores existed had one.
+    if (d.has("cores")) device.cores = int(d.at("cores").as_int(1, limits::kMaxCpuCores));
+    device.pcie_link = int(d.at("pcie_link").as_int(-1, link_count - 1));
+    if (d.has("memory_bytes")) device.memory_bytes = d.at("memory_bytes").as_number_in(0, 1e18);
+    p.devices.push_back(device);
+  }
+  for (size_t i = 0; i < machines.size(); ++i) {
+    const JsonCursor m = machines.at(i);
+    m.check_keys({"name", "nic_link", "devices"});
+    PlatformMachine machine;
+    machine.name = m.at("name").as_string();
+    machine.nic_link = int(m.at("nic_link").as_int(0, link_count - 1));
+    const JsonCursor list = m.at("devices");
+    for (size_t k = 0; k < list.size(); ++k) {
+      const int device = int(list.at(k).as_int(0, int64_t(p.devices.size()) - 1));
+      if (p.devices[size_t(device)].machine != int(i)) {
+        list.at(k).fail("device belongs to another machine");
+      }
+      machine.devices.push_back(device);
+    }
+    if (machine.devices.empty() ||
+        p.devices[size_t(machine.devices.front())].kind != DeviceKind::kCpu) {
+      list.fail("a machine lists its CPU first");
+    }
+    p.machines.push_back(std::move(machine));
+  }
+  return p;
+}
+
+}  // namespace replisim::core

@@ -1,0 +1,154 @@
+// Metrics of one run, computed from its trace alone (events + metadata), so simulated and real
+// runs are measured by the same code. Definitions: docs/metrics.md.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/trace/trace.h"
+
+namespace replisim::core {
+
+struct Distribution {
+  double mean = 0;
+  double p50 = 0;
+  double p95 = 0;
+};
+
+struct ResourceUse {
+  std::string name;        // "<machine>/cpu", "<machine>/gpu0", "<machine>/nic/up", "switch", ...
+  double utilization = 0;  // busy time / window (devices); bytes / (bandwidth x window) (links)
+};
+
+// Per client graph (a worker, or the in-graph client).
+struct ClientMetrics {
+  std::string name;
+  int measured_steps = 0;  // steps that lie wholly inside the window
+  double mean_step_time_s = 0;
+  double step_rate_per_s = 0;  // 1 / mean_step_time_s (0 when no step was measured)
+  bool died = false;           // a fault killed it (its rate covers its steps before that)
+};
+
+// What one role's time in its steps went to (fractions summing to 1).
+struct WaitBreakdown {
+  std::string role;       // role name
+  std::string role_kind;  // "worker", "tower", "client"
+  double compute = 0;     // its own ops running
+  double network = 0;     // a transfer it sends or receives in flight
+  double peers = 0;       // other towers/workers of the same step computing
+  double client = 0;      // the in-graph client computing
+  double ps = 0;          // a parameter server applying
+  double token = 0;       // sync: its gradients in, waiting for a token (the global step)
+  double other = 0;       // nothing of the step active (start-up, jitter, software overhead)
+};
+
+// A GPU's memory need against its capacity (when the scenario gives it).
+struct MemoryUse {
+  std::string device;
+  double needed_bytes = 0;
+  double capacity_bytes = 0;
+  double headroom_bytes() const { return capacity_bytes - needed_bytes; }
+};
+
+// A fault the run went through (trace kFault events).
+struct FaultRecord {
+  std::string target;       // the role that died, or the slowed device
+  std::string description;  // "worker2 dies", "machine w3 dies", "w3/gpu0 slowed to 0.5x"
+  double start_s = 0;       // when it struck (a slowdown: its window)
+  double end_s = 0;
+  // A role that died: its work since its last completed step, lost (s), and that step.
+  double lost_work_s = 0;
+  int64_t lost_step = -1;
+};
+
+// A job failure (a parameter server, the in-graph client or a tower died) and its restart from
+// the last checkpoint (trace metadata "restarts", kRecovery events).
+struct RecoveryRecord {
+  std::string cause;             // "ps0 dies", "machine w3 dies"
+  double fault_s = 0;            // the death
+  double detected_s = 0;         // every client failed (fault + detect_timeout)
+  double resumed_s = 0;          // the chief restored the checkpoint; training goes on
+  double workers_resumed_s = 0;  // the other workers found the model ready (their next poll)
+  double interrupted_s = -1;     // the next job failure, when it came before workers_resumed_s
+  std::vector<std::string> workers_lost;  // died before this restart brought them back
+  double recovery_time_s = 0;             // resumed_s - fault_s
+  int64_t checkpoint_global_step = 0;     // where training resumed (0: no checkpoint, from scratch)
+  double checkpoint_start_s = 0;          // when that checkpoint's save read the variables
+  int64_t global_step_at_failure = 0;
+  int64_t lost_global_steps = 0;  // updates rolled back
+  // Training time thrown away: from the checkpoint's save (or the start, or the last restart's
+  // resumption if later) to the death.
+  double lost_work_s = 0;
+};
+
+struct RunMetrics {
+  std::string scenario;
+  std::string strategy;
+  double window_start_s = 0;
+  double window_end_s = 0;
+  // Samples of the updates applied in the window and kept: updates a restart rolled back (after
+  // the checkpoint it restored) do not count.
+  double throughput_samples_per_s = 0;
+  Distribution step_time_s;
+  double update_interval_s = 0;
+  int updates_in_window = 0;
+  // Synchronous between-graph training (sync "sync"): what the workers computed, applied or not
+  // (worker steps ending in the window x their batch / window), and the worker steps whose
+  // gradient (one slice or more) an accumulator dropped as stale in the window.
+  bool synchronous = false;
+  std::string sync_variant;  // "tf" or "strict"
+  int replicas_to_aggregate = 0;
+  int total_num_replicas = 0;
+  double computed_samples_per_s = 0;
+  int dropped_gradients = 0;
+  // A synchronous run whose global_step stopped short of training.steps: from the last update
+  // (`stall_start_s`) to the end of the run, with its cause.
+  bool stalled = false;
+  double stall_start_s = 0;
+  double stall_end_s = 0;
+  int64_t stall_global_step = 0;
+  std::string stall_cause;
+  std::vector<FaultRecord> faults;         // in time order
+  std::vector<RecoveryRecord> recoveries;  // job restarts, in time order
+  // A job failure with no training.recovery: the run ended there.
+  bool job_failed = false;
+  double job_failure_s = 0;
+  std::string job_failure_cause;
+  // The chief's checkpoints and summaries over the whole run: how many, and its time writing.
+  int checkpoints_written = 0;
+  int summaries_written = 0;
+  double chief_writing_s = 0;
+  double staleness_mean = 0;
+  double staleness_max = 0;
+  std::vector<ResourceUse> devices;  // by utilisation, highest first
+  std::vector<ResourceUse> links;    // per direction, highest first
+  ResourceUse bottleneck;            // the highest of devices and links
+  std::vector<double> bytes_per_ps;  // parameter bytes held by each PS shard
+  std::string granularity;           // "layer" or "<N> groups"
+  std::vector<MemoryUse> memory;     // GPUs with a known capacity, tightest first
+  std::vector<ClientMetrics> clients;
+  std::vector<WaitBreakdown> waits;
+  double simulated_time_s = 0;
+  size_t events = 0;
+  // Caveats about the figures, one sentence each (e.g. a client with too few measured steps).
+  std::vector<std::string> warnings;
+  // What the plan says about itself (e.g. a scenario field this strategy does not use).
+  std::vector<std::string> notes;
+};
+
+// Below this many steps inside the window a client's step time is flagged as noisy.
+inline constexpr int kFewMeasuredSteps = 3;
+// A step overlapping the window's edge this many times longer than the client's mean is flagged.
+inline constexpr double kLongStepFactor = 3;
+// Below this utilisation the bottleneck is reported as not saturated: the steps are then bound
+// by waiting along the chain of dependent compute and transfers, not by one resource.
+inline constexpr double kSaturatedUtilization = 0.7;
+
+// Computes every metric. Throws InputError(`source`, ...) when the trace lacks the metadata or
+// the steps needed to define the measurement window.
+RunMetrics compute_metrics(const Trace& trace, const std::string& source = "<trace>");
+
+// Role-kind averages of `waits` ("worker", "tower", "client"), in that order, kinds present only.
+std::vector<WaitBreakdown> average_waits_by_kind(const std::vector<WaitBreakdown>& waits);
+
+}  // namespace replisim::core

@@ -1,0 +1,24 @@
+// The side-by-side report of one or more runs (text for people, JSON for tools).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/metrics/metrics.h"
+
+namespace replisim::core {
+
+// A table with one column per run: throughput, step time, update interval, staleness,
+// bottleneck, busiest link, bytes per PS, where each role's time went, window and run size.
+// `title` is printed above it (scenario, backend, seed).
+std::string format_report(const std::vector<RunMetrics>& runs, const std::string& title);
+
+// {"scenario": NAME, "provenance": ..., "runs": [{"strategy", "throughput_samples_per_s",
+//  "step_time_s": {"mean","p50","p95"}, "update_interval_s", "staleness": {"mean","max"},
+//  "bottleneck": {"resource","utilization"}, "bytes_per_ps": [...], "simulated_time_s",
+//  "events", ...}]} — docs/metrics.md lists every field.
+nlohmann::json summary_json(const std::vector<RunMetrics>& runs, const nlohmann::json& provenance);
+
+}  // namespace replisim::core

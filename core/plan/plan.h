@@ -1,0 +1,214 @@
+// The plan: what a strategy compiler produces and every backend consumes. Per client, one step
+// graph of placed ops (send/recv already inserted at device boundaries), the platform, the
+// roles, the variables and their parameter server shards. Plain data; round-trips JSON.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/hardware/platform.h"
+
+namespace replisim::core {
+
+enum class OpKind {
+  kInput,                // input pipeline: produces one batch on a CPU (prefetched, see Plan)
+  kSplit,                // in-graph: split the big batch into sub-batches (no compute)
+  kReadVariable,         // read a variable on its PS (no compute; its output is sent on)
+  kForward,              // forward pass of one layer on a tower / worker device
+  kLoss,                 // loss (and summary) ops
+  kBackward,             // backward pass of one layer
+  kAggregate,            // in-graph: sum the towers' gradients of one variable on the client
+  kApply,                // optimizer update of one variable on its PS
+  kGlobalStepIncrement,  // global_step += 1 on the PS holding global_step (after the applies)
+  kSend,                 // sending half of a cross-device edge (inserted by partitioning)
+  kRecv,                 // receiving half; completes when the tensor has arrived
+  // Synchronous between-graph training (SyncReplicasOptimizer; Plan::sync_replicas):
+  kAccumulate,    // worker: apply_grad of one slice into its accumulator on the PS; dropped when
+                  // the worker's local_step is older than the accumulator's global step
+  kTokenDequeue,  // worker: take a token from the sync token queue (on global_step's PS); waits
+                  // while there is none; the token's value becomes the worker's next local_step
+  kLocalStep,     // worker: local_step = token (its step ends here)
+  kTakeGradient,  // chief's sync op: take_grad(replicas_to_aggregate) of one slice; waits until
+                  // that many fresh gradients are in, then resets the accumulator and bumps its
+                  // global step
+  kTokenEnqueue,  // chief's sync op: enqueue the tokens of the new global_step
+};
+const char* op_kind_name(OpKind kind);
+
+// kSyncQueueRunner: the chief's thread that runs the sync op of synchronous between-graph
+// training once per global step (TF's chief_queue_runner).
+enum class RoleKind { kClient, kWorker, kTower, kParameterServer, kSyncQueueRunner };
+const char* role_kind_name(RoleKind kind);
+
+// A task of the distributed job. Trace events name their role ("client", "worker3", "ps0").
+struct Role {
+  std::string name;
+  RoleKind kind = RoleKind::kWorker;
+  int device = -1;     // main device: a worker's or tower's compute device, a client's or PS's CPU
+  bool chief = false;  // between-graph worker 0 (initialisation, checkpoints, summaries)
+};
+
+// One op of a step graph, placed on a device. `inputs` index earlier ops of the same graph
+// (ops are stored in topological order). A kSend's `peer` is its kRecv and vice versa.
+struct Op {
+  std::string name;
+  OpKind kind = OpKind::kForward;
+  int device = -1;
+  int role = -1;
+  double compute_flop = 0;  // 0 = completes at once, occupying nothing
+  double bytes = 0;         // kSend/kRecv: tensor bytes carried
+  double overhead_s = 0;    // kSend: fixed software cost before the transfer starts
+  int peer = -1;
+  int variable = -1;      // kReadVariable/kApply: index into Plan::variables
+  bool jittered = false;  // forward/backward compute scaled by the step's jitter factor
+  std::vector<int> inputs;
+};
+
+struct Variable {
+  std::string name;
+  double bytes = 0;
+  int ps = -1;     // index into Plan::ps_roles
+  int layer = -1;  // the model layer it belongs to (a partition of it, or all of it); -1: none
+};
+
+// One client and the step graph it runs `steps` times, one step after the other (a TF
+// session.run returns only when every op of the step, on every device, is done).
+struct ClientGraph {
+  int role = -1;              // the client / worker role (owner of the step events)
+  double start_offset_s = 0;  // seeded start-up stagger
+  int samples_per_step = 0;   // samples whose gradients one step applies
+  int data_steps = 0;         // steps of data it holds, then it exits; 0 = no limit
+  int input_op = -1;          // the kInput op (runs ahead of the step, see Plan); -1: none
+  int global_step_op = -1;    // the kGlobalStepIncrement op; its completion is an update;
+                              // -1: none (synchronous workers: the chief's sync op increments)
+  std::vector<Op> ops;
+};
+
+// Memory one device needs for the plan (bytes): used to check GPU capacity.
+struct DeviceMemory {
+  int device = -1;
+  double weights_bytes = 0;      // variables it holds or reads
+  double gradients_bytes = 0;    // gradients it computes
+  double optimizer_bytes = 0;    // optimizer slots of the variables it holds (PS)
+  double activations_bytes = 0;  // layer outputs kept for the backward pass, and the input batch
+  double total_bytes() const {
+    return weights_bytes + gradients_bytes + optimizer_bytes + activations_bytes;
+  }
+};
+
+// Synchronous between-graph training (plan.sync == "sync"): TF's SyncReplicasOptimizer.
+// Workers' step graphs end with kAccumulate per slice, then kTokenDequeue and kLocalStep; the
+// chief's sync op (`chief_graph`, run once per global step until global_step reaches
+// Plan::steps) takes every slice's gradients, applies them, increments global_step and enqueues
+// the tokens. Source: tensorflow/python/training/sync_replicas_optimizer.py (TF 1.x).
+struct SyncReplicas {
+  int replicas_to_aggregate = 0;  // R: fresh gradients each take needs
+  int total_num_replicas = 0;     // T: workers
+  std::string variant = "tf";     // "tf" (shared token queue) or "strict" (one per worker)
+  // tf: tokens in the queue at the start (get_init_tokens_op's default: R) and enqueued per
+  // global step (max(T, R)). strict: 0 and 0 (each worker waits for a newer global_step).
+  int initial_tokens = 0;
+  int tokens_per_step = 0;
+  ClientGraph chief_graph;  // the sync op; its role is the kSyncQueueRunner
+};
+
+// The chief's checkpoints and summaries (training.checkpoint, training.summaries; CheckpointSpec
+// and SummarySpec in scenario.h). The chief is the role with `chief` set: worker 0 in
+// between-graph, the client in in-graph.
+struct CheckpointPolicy {
+  double every_s = 0;  // 0: no checkpoints
+  double bytes = 0;    // every variable and optimizer slot (TF's Saver saves both)
+  double disk_bandwidth_bytes_per_s = 0;
+  int summary_every_steps = 0;  // 0: no summaries
+  double summary_bytes = 0;
+  double summary_disk_bandwidth_bytes_per_s = 0;
+};
+
+// What follows a job failure (training.recovery; RecoverySpec in scenario.h).
+struct RecoveryPolicy {
+  bool enabled = false;  // false: a job failure ends the run
+  double detect_timeout_s = 0;
+  double restart_delay_s = 0;
+  double recovery_wait_s = 30;
+};
+
+// The `until` of a fault window given without one: the end of any run (a year).
+inline constexpr double kOpenEndedFaultS = 86400.0 * 365;
+
+// A fault the backend injects (from the scenario's "faults", resolved against the plan).
+struct PlanFault {
+  // "role": clients die at at_s; "job": roles the job cannot lose (a parameter server, the
+  // in-graph client or a tower) die at at_s, failing every client (RecoveryPolicy);
+  // "slowdown": a device's speed scaled; "link": a link's bandwidth scaled (both directions;
+  // factor 0 cuts it).
+  std::string kind;
+  std::vector<int> clients;  // role: indices into Plan::clients (worker 0 takes the chief's sync
+                             // op with it)
+  std::vector<int> roles;    // job: indices into Plan::roles that die
+  int device = -1;           // slowdown
+  int link = -1;             // link: index into Platform::links
+  double at_s = 0;           // role
+  double from_s = 0;         // slowdown, link: [from_s, until_s)
+  double until_s = 0;
+  double factor = 1;  // slowdown: speed multiplier in (0, 1]; link: bandwidth multiplier in [0, 1]
+  std::string description;  // "machine w3 dies", "w3/gpu0 at 0.5x", ... (reports, trace)
+};
+
+struct Plan {
+  std::string scenario_name;
+  std::string strategy;        // "in_graph" or "between_graph"
+  std::string sync = "async";  // "async" or "sync" (between_graph; see sync_replicas)
+  SyncReplicas sync_replicas;  // when sync == "sync"
+  Platform platform;
+  std::vector<Role> roles;
+  std::vector<int> ps_roles;        // role index of each PS shard
+  std::vector<Variable> variables;  // creation order; variables[0] is global_step
+  std::vector<ClientGraph> clients;
+  std::vector<PlanFault> faults;
+  CheckpointPolicy checkpoints;
+  RecoveryPolicy recovery;
+  int steps = 0;
+  int warmup_steps = 0;
+  int batch_per_replica = 0;
+  // Input pipeline prefetch depth (tf.data prefetch / queue runners): the next batch is prepared
+  // while the current step runs, up to this many batches ahead.
+  int input_prefetch_batches = 1;
+  std::string granularity = "layer";   // "layer", or "<N> groups" (training.granularity)
+  std::vector<DeviceMemory> memory;    // per device that holds anything
+  std::vector<std::string> notes;      // caveats from compiling, shown with the report
+  double compute_jitter_fraction = 0;  // see Jitter in scenario.h
+  double step_jitter_fraction = 0;     // see Jitter in scenario.h
+  uint64_t seed = 1;
+
+  int role_index(const std::string& name) const;
+  size_t op_count() const;
+};
+
+// A GPU whose capacity is known, against what the plan needs on it.
+struct MemoryCheck {
+  std::string device;
+  DeviceMemory need;
+  double capacity_bytes = 0;
+  bool fits() const { return need.total_bytes() <= capacity_bytes; }
+};
+
+// One entry per device with a known capacity (GPUs whose "memory" the scenario gives) that the
+// plan uses, in device order.
+std::vector<MemoryCheck> memory_checks(const Plan& plan);
+
+nlohmann::json plan_to_json(const Plan& plan);
+// Validates structure and indices (ops in topological order, send/recv pairs consistent).
+// Throws InputError naming `file` and the JSON path.
+Plan plan_from_json(const nlohmann::json& j, const std::string& file);
+
+// 64-bit FNV-1a of the plan's canonical JSON, as 16 hex digits (provenance).
+std::string plan_hash(const Plan& plan);
+std::string fnv1a_hex(const std::string& bytes);
+
+// Checks plan invariants; throws InputError(file, path, ...) on the first violation.
+void validate_plan(const Plan& plan, const std::string& file);
+
+}  // namespace replisim::core

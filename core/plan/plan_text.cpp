@@ -1,0 +1,169 @@
+#include "core/plan/plan_text.h"
+
+#include <cmath>
+#include <map>
+#include <ostream>
+#include <sstream>
+
+#include "core/base/units.h"
+
+namespace replisim::core {
+
+namespace {
+
+void write_transport(std::ostream& out, const Transport& t) {
+  out << "transport between machines: " << t.preset;
+  if (t.flow_rate_limit_bytes_per_s > 0) {
+    out << ", at most " << format_quantity(t.flow_rate_limit_bytes_per_s, Dimension::kBandwidth)
+        << " per stream";
+  }
+  if (t.header_overhead_fraction > 0) {
+    out << ", headers +" << std::lround(1000 * t.header_overhead_fraction) / 10.0 << "%";
+  }
+  if (t.copy_bandwidth_bytes_per_s > 0) {
+    out << ", copies at " << format_quantity(t.copy_bandwidth_bytes_per_s, Dimension::kBandwidth);
+  }
+  out << ", " << t.connections_per_peer << " connection(s) per peer\n";
+}
+
+// Sync replicas, the chief's checkpoints and summaries, recovery: the lines of those in use.
+void write_training_policies(std::ostream& out, const Plan& plan) {
+  if (plan.sync == "sync") {
+    const SyncReplicas& sr = plan.sync_replicas;
+    out << "sync: " << sr.variant << ", replicas_to_aggregate " << sr.replicas_to_aggregate
+        << " of total_num_replicas " << sr.total_num_replicas << ", tokens " << sr.initial_tokens
+        << " at the start and " << sr.tokens_per_step
+        << " per global step; the chief's sync op: " << sr.chief_graph.ops.size()
+        << " ops on the PS devices\n";
+  }
+  const CheckpointPolicy& cp = plan.checkpoints;
+  if (cp.every_s > 0) {
+    out << "checkpoints: every " << format_quantity(cp.every_s, Dimension::kTime) << " (and at "
+        << "session start), " << format_quantity(cp.bytes, Dimension::kBytes) << " at "
+        << format_quantity(cp.disk_bandwidth_bytes_per_s, Dimension::kBandwidth) << " = "
+        << format_quantity(cp.bytes / cp.disk_bandwidth_bytes_per_s, Dimension::kTime)
+        << " of chief pause each\n";
+  }
+  if (cp.summary_every_steps > 0) {
+    out << "summaries: every " << cp.summary_every_steps << " chief steps, "
+        << format_quantity(cp.summary_bytes, Dimension::kBytes) << " at "
+        << format_quantity(cp.summary_disk_bandwidth_bytes_per_s, Dimension::kBandwidth) << "\n";
+  }
+  if (plan.recovery.enabled) {
+    out << "recovery: failures detected after "
+        << format_quantity(plan.recovery.detect_timeout_s, Dimension::kTime) << ", tasks restarted "
+        << format_quantity(plan.recovery.restart_delay_s, Dimension::kTime)
+        << " later, workers poll for the restored model every "
+        << format_quantity(plan.recovery.recovery_wait_s, Dimension::kTime) << "\n";
+  }
+}
+
+void write_faults(std::ostream& out, const Plan& plan) {
+  for (const PlanFault& f : plan.faults) {
+    out << "fault: " << f.description;
+    if (f.kind == "job") {
+      out << " at " << format_quantity(f.at_s, Dimension::kTime) << ": the job fails"
+          << (plan.recovery.enabled ? " and restarts from its last checkpoint"
+                                    : " (no training.recovery: the run ends)");
+    } else if (f.kind == "role") {
+      out << " at " << format_quantity(f.at_s, Dimension::kTime) << " (";
+      for (size_t i = 0; i < f.clients.size(); ++i) {
+        out << (i ? " " : "") << plan.roles[size_t(plan.clients[size_t(f.clients[i])].role)].name;
+      }
+      out << ")";
+    } else {
+      out << " from " << format_quantity(f.from_s, Dimension::kTime)
+          << (f.until_s >= kOpenEndedFaultS
+                  ? std::string(" on")
+                  : " to " + format_quantity(f.until_s, Dimension::kTime));
+    }
+    out << "\n";
+  }
+}
+
+// Steps, roles, notes and where the variables live.
+void write_roles_and_variables(std::ostream& out, const Plan& plan) {
+  const Platform& p = plan.platform;
+  out << "steps: " << plan.steps << " (" << plan.warmup_steps << " warm-up), batch per replica "
+      << plan.batch_per_replica << ", input prefetch " << plan.input_prefetch_batches
+      << " batch(es)\n";
+  out << "roles:";
+  for (const Role& r : plan.roles) {
+    out << " " << r.name << (r.chief ? "*" : "") << "@" << p.devices[size_t(r.device)].name;
+  }
+  out << "   (* chief)\n";
+  std::vector<double> bytes(plan.ps_roles.size(), 0.0);
+  std::vector<int> count(plan.ps_roles.size(), 0);
+  for (const Variable& v : plan.variables) {
+    bytes[size_t(v.ps)] += v.bytes;
+    ++count[size_t(v.ps)];
+  }
+  out << "op granularity: " << (plan.granularity == "layer" ? "per layer" : plan.granularity)
+      << "\n";
+  for (const std::string& note : plan.notes) out << "note: " << note << "\n";
+  out << "variables: " << plan.variables.size() << " (global_step first)";
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    out << "; " << plan.roles[size_t(plan.ps_roles[i])].name << " holds " << count[i] << " ("
+        << format_quantity(bytes[i], Dimension::kBytes, 4) << ")";
+  }
+  out << "\n";
+}
+
+// One client graph: its ops by kind, the work per device and the transfers per step.
+void write_client_graph(std::ostream& out, const Plan& plan, const ClientGraph& graph) {
+  const Platform& p = plan.platform;
+  out << "\nclient graph " << plan.roles[size_t(graph.role)].name << ": " << graph.ops.size()
+      << " ops, " << graph.samples_per_step << " samples per step, starts at "
+      << format_quantity(graph.start_offset_s, Dimension::kTime) << "\n  ops by kind:";
+  std::map<std::string, int> kinds;
+  std::map<int, std::pair<int, double>> per_device;                 // ops, flop
+  std::map<std::pair<int, int>, std::pair<int, double>> transfers;  // tensors, bytes
+  for (const Op& op : graph.ops) {
+    ++kinds[op_kind_name(op.kind)];
+    auto& d = per_device[op.device];
+    ++d.first;
+    d.second += op.compute_flop;
+    if (op.kind == OpKind::kSend) {
+      auto& t = transfers[{op.device, graph.ops[size_t(op.peer)].device}];
+      ++t.first;
+      t.second += op.bytes;
+    }
+  }
+  for (const auto& [kind, n] : kinds) out << " " << kind << " " << n;
+  out << "\n  work per device:\n";
+  for (const auto& [device, work] : per_device) {
+    const PlatformDevice& dev = p.devices[size_t(device)];
+    out << "    " << dev.name << ": " << work.first << " ops, "
+        << format_quantity(work.second, Dimension::kFlop) << " = "
+        << format_quantity(work.second / dev.speed_flop_per_s, Dimension::kTime)
+        << " of compute per step\n";
+  }
+  out << "  transfers per step:\n";
+  for (const auto& [pair, t] : transfers) {
+    out << "    " << p.devices[size_t(pair.first)].name << " -> "
+        << p.devices[size_t(pair.second)].name << ": " << t.first << " tensor(s), "
+        << format_quantity(t.second, Dimension::kBytes) << "\n";
+  }
+}
+
+}  // namespace
+
+std::string format_plan(const Plan& plan) {
+  std::ostringstream out;
+  const Platform& p = plan.platform;
+  out << "plan: " << plan.strategy
+      << (plan.strategy == "between_graph" ? " (" + plan.sync + ")" : std::string())
+      << " for scenario \"" << plan.scenario_name << "\", hash " << plan_hash(plan) << ", seed "
+      << plan.seed << "\n";
+  out << "platform: " << p.machines.size() << " machine(s), " << p.devices.size() << " device(s), "
+      << p.links.size() << " link(s), network model " << network_model_name(p.network_model)
+      << "\n";
+  write_transport(out, p.transport);
+  write_training_policies(out, plan);
+  write_faults(out, plan);
+  write_roles_and_variables(out, plan);
+  for (const ClientGraph& graph : plan.clients) write_client_graph(out, plan, graph);
+  return out.str();
+}
+
+}  // namespace replisim::core

@@ -1,0 +1,102 @@
+#include "core/scenario/scenario.h"
+
+#include <cstdlib>
+
+#include "core/base/error.h"
+#include "core/base/json_cursor.h"
+#include "core/scenario/scenario_model.h"
+#include "core/scenario/scenario_parse.h"
+
+namespace replisim::core {
+namespace {
+
+std::string file_stem(const std::string& file) {
+  std::string base = file.substr(file.find_last_of('/') + 1);
+  const size_t dot = base.rfind('.');
+  return dot == std::string::npos || dot == 0 ? base : base.substr(0, dot);
+}
+
+}  // namespace
+
+std::string DeviceRef::str() const {
+  return machine + (kind == DeviceKind::kCpu ? "/cpu" : "/gpu" + std::to_string(gpu_index));
+}
+
+const char* network_model_name(NetworkModel model) {
+  return model == NetworkModel::kIdeal ? "ideal" : "lv08";
+}
+
+const char* sync_variant_name(SyncVariant variant) {
+  return variant == SyncVariant::kStrict ? "strict" : "tf";
+}
+
+const MachineSpec* ClusterSpec::find_machine(const std::string& name) const {
+  if (machine_index_.size() == machines.size()) {
+    auto found = machine_index_.find(name);
+    return found == machine_index_.end() ? nullptr : &machines[found->second];
+  }
+  for (const MachineSpec& m : machines) {
+    if (m.name == name) return &m;
+  }
+  return nullptr;
+}
+
+bool ClusterSpec::add_machine(MachineSpec machine) {
+  if (machine_index_.size() != machines.size()) {
+    machine_index_.clear();
+    for (size_t i = 0; i < machines.size(); ++i) machine_index_[machines[i].name] = i;
+  }
+  if (!machine_index_.emplace(machine.name, machines.size()).second) return false;
+  machines.push_back(std::move(machine));
+  return true;
+}
+
+bool parse_device_ref(const std::string& text, DeviceRef* out) {
+  const size_t slash = text.find('/');
+  if (slash == std::string::npos || slash == 0 || text.find('/', slash + 1) != std::string::npos) {
+    return false;
+  }
+  DeviceRef ref;
+  ref.machine = text.substr(0, slash);
+  const std::string device = text.substr(slash + 1);
+  if (device == "cpu") {
+    ref.kind = DeviceKind::kCpu;
+  } else if (device.size() > 3 && device.compare(0, 3, "gpu") == 0 &&
+             device.find_first_not_of("0123456789", 3) == std::string::npos && device.size() <= 9) {
+    ref.kind = DeviceKind::kGpu;
+    ref.gpu_index = std::atoi(device.c_str() + 3);
+  } else {
+    return false;
+  }
+  *out = ref;
+  return true;
+}
+
+Scenario parse_scenario(const nlohmann::json& document, const std::string& file,
+                        const SourceMap* sources) {
+  const JsonCursor root = sources ? JsonCursor(document, sources) : JsonCursor(document, file);
+  root.expect_object();
+  root.check_keys({"name", "description", "include", "cluster", "model", "training", "faults"});
+  if (root.has("include")) {
+    root.at("include").fail("includes are resolved when a scenario is loaded from a file");
+  }
+  Scenario s;
+  s.file = file;
+  if (sources != nullptr) s.sources = std::make_shared<const SourceMap>(*sources);
+  s.name = root.has("name") ? root.at("name").as_string() : file_stem(file);
+  if (root.has("description")) root.at("description").as_string();
+  s.cluster = scenario_detail::parse_cluster(root.at("cluster"));
+  s.model = parse_model(root.at("model"));
+  s.training = scenario_detail::parse_training(root.at("training"), s.cluster, s.model);
+  if (root.has("faults")) {
+    s.faults = scenario_detail::parse_faults(root.at("faults"), s.cluster, s.training);
+  }
+  return s;
+}
+
+Scenario load_scenario(const std::string& file) {
+  const ScenarioDocument document = load_scenario_document(file);
+  return parse_scenario(document.json, file, &document.sources);
+}
+
+}  // namespace replisim::core

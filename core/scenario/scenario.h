@@ -1,0 +1,296 @@
+// A scenario: the cluster (machines, devices, links), the model and the training setup, parsed
+// and validated from JSON (docs/scenario-format.md). A Scenario that exists is valid.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/base/json_cursor.h"
+#include "core/hardware/transport.h"
+#include "core/model/model.h"
+
+namespace replisim::core {
+
+enum class DeviceKind { kCpu, kGpu };
+
+// "<machine>/cpu" or "<machine>/gpu<i>".
+struct DeviceRef {
+  std::string machine;
+  DeviceKind kind = DeviceKind::kCpu;
+  int gpu_index = 0;  // meaningful for kGpu only
+
+  std::string str() const;
+  bool operator==(const DeviceRef& other) const {
+    return machine == other.machine && kind == other.kind &&
+           (kind == DeviceKind::kCpu || gpu_index == other.gpu_index);
+  }
+};
+
+// Transfer model used by the simulator (docs/scenario-format.md, "network_model").
+enum class NetworkModel {
+  kLv08,   // SimGrid's default TCP model (latency x13.01, bandwidth x0.97, cross-traffic)
+  kIdeal,  // bytes / bandwidth + latency exactly: CM02, no cross-traffic, no TCP window bound
+};
+const char* network_model_name(NetworkModel model);
+
+struct LinkSpec {
+  double bandwidth_bytes_per_s = 0;
+  double latency_s = 0;
+};
+
+struct GpuSpec {
+  double speed_flop_per_s = 0;
+  double memory_bytes = 0;  // 0 = not given (no memory check)
+};
+
+struct MachineSpec {
+  std::string name;
+  std::string json_path;  // the scenario entry that describes it (a template may make several)
+  double cpu_speed_flop_per_s = 0;  // one core's speed
+  int cpu_cores = 1;                // the CPU runs up to this many ops at once
+  std::vector<GpuSpec> gpus;
+  LinkSpec nic;   // full duplex: each direction has this bandwidth
+  LinkSpec pcie;  // one per GPU, between the GPU and the host (CPU and NIC)
+};
+
+// Default PCIe link of a GPU: PCIe 3.0 x16 is 15.75 GB/s per direction in theory (8 GT/s per
+// lane, 128b/130b encoding, PCI-SIG); pinned cudaMemcpy typically reaches about 12 GB/s, which is
+// the default. 5 us is the usual order of a cudaMemcpy call's fixed cost.
+inline constexpr double kDefaultPcieBandwidthBytesPerS = 12e9;
+inline constexpr double kDefaultPcieLatencyS = 5e-6;
+
+struct ClusterSpec {
+  std::vector<MachineSpec> machines;
+  LinkSpec switch_link;           // one link shared by every flow that crosses the switch
+  bool switch_is_default = true;  // not given: non-blocking, grows with every machine added
+  NetworkModel network_model = NetworkModel::kLv08;
+  Transport transport;  // cluster.transport (default: the "ideal" preset)
+
+  // By name, through an index kept by add_machine (parsing); a linear scan when the machines were
+  // filled in directly.
+  const MachineSpec* find_machine(const std::string& name) const;
+  // Appends `machine` and indexes it. False (nothing added) when the name is taken.
+  bool add_machine(MachineSpec machine);
+
+ private:
+  std::unordered_map<std::string, size_t> machine_index_;
+
+ public:
+};
+
+// Costs beyond layer compute and tensor transfers (docs/scenario-format.md, "training.costs").
+struct Costs {
+  double input_samples_per_s = 0;  // input pipeline rate of one CPU device; 0 = free
+  // When > 0, replaces input_samples_per_s: the rate of one core, the pipeline using every core
+  // of the CPU (tf.data's parallel map), so a machine's rate is this x cpu.cores.
+  double input_samples_per_s_per_core = 0;
+  double apply_flop_per_param = 0;      // optimizer update on the parameter server
+  double aggregate_flop_per_param = 0;  // per gradient summed (in-graph aggregation)
+  double loss_flop_per_sample = 0;      // loss and summary ops
+  double per_message_overhead_s = 0;    // fixed software cost of a message between machines
+};
+
+// Seeded variability that keeps identical workers from running in artificial lockstep
+// (simgrid-notes.md section 9: lockstep halves a PS-bound plateau).
+inline constexpr double kAutoStagger = -1;
+
+struct Jitter {
+  // Worker i > 0 starts at U[0, stagger]; the chief at 0. kAutoStagger: one estimated step
+  // (estimated_round_time_s in strategy.h).
+  double startup_stagger_s = 0;
+  double compute_fraction = 0;  // each step's compute is scaled by 1 + U[-f, +f]
+  double step_fraction = 0;     // a step starts U[0, f] x the previous step's time after it
+};
+
+// Between-graph sync mode. Asynchronous (TF's default): every worker applies its own gradients.
+// Synchronous: TF's SyncReplicasOptimizer — gradients go to per-variable accumulators on the PS;
+// the chief's sync op takes `replicas_to_aggregate` (R) of them per variable, applies, increments
+// global_step and enqueues tokens; a worker dequeues a token after each step, and a gradient
+// computed from an older global_step than the accumulator's is dropped.
+enum class SyncVariant {
+  kTf,      // TF: max(T, R) tokens per global step in one shared queue (R to start with), so a
+            // fast worker may take a spare token and contribute twice to one global step
+  kStrict,  // at most one gradient per worker per global step (each worker waits for the next
+            // global step after its push), for teaching: the "backup workers" scheme
+};
+struct SyncSpec {
+  bool synchronous = false;
+  int replicas_to_aggregate = 0;  // R (1..)
+  int total_num_replicas = 0;     // T: the number of workers; backup workers = T - R
+  SyncVariant variant = SyncVariant::kTf;
+};
+const char* sync_variant_name(SyncVariant variant);
+
+// The optimizer: what an apply costs on the PS and how much state it keeps per parameter
+// (TF's GradientDescentOptimizer, MomentumOptimizer, AdamOptimizer).
+struct OptimizerSpec {
+  std::string name = "sgd";
+  double apply_flop_per_param = 2;  // sgd: w -= lr g (1 mul + 1 sub)
+  int slots_per_param = 0;          // momentum: 1 accumulator; adam: m and v
+};
+
+// Model-parallel placement rule (in-graph): layers whose name matches `layers` run on `device`.
+struct PlacementRule {
+  std::string layers;  // a name or pattern ("conv*")
+  DeviceRef device;
+  std::string json_path;  // where the rule is, for errors found while compiling
+};
+
+// The chief's checkpoints (TF's CheckpointSaverHook in MonitoredTrainingSession): one right after
+// the session is created, then after the first chief step ending `every_s` or more after the
+// last one. The chief pauses while every variable and optimizer slot is written at
+// `disk_bandwidth_bytes_per_s` (sharded saving onto one store: the PS write their shards while
+// the chief's save call waits).
+struct CheckpointSpec {
+  bool enabled = false;
+  double every_s = 0;
+  double disk_bandwidth_bytes_per_s = 0;
+};
+
+// The chief's summaries (SummarySaverHook): every `every_steps` chief steps, `bytes` of event
+// file written at `disk_bandwidth_bytes_per_s`; the chief pauses while writing.
+struct SummarySpec {
+  int every_steps = 0;  // 0: no summaries
+  double bytes = 0;
+  double disk_bandwidth_bytes_per_s = 0;
+};
+
+// What happens when the job fails (a parameter server, the in-graph client or a tower dies):
+// every client fails `detect_timeout_s` after the death (its RPCs to the dead task time out; 0: a
+// crash that resets the connections), the launcher restarts every task `restart_delay_s` later,
+// the chief restores the last checkpoint (its bytes / disk bandwidth) and the other workers poll
+// for the restored model every `recovery_wait_s` (TF SessionManager's recovery_wait_secs,
+// default 30 s). Not enabled: a job failure ends the run.
+struct RecoverySpec {
+  bool enabled = false;
+  double detect_timeout_s = 0;
+  double restart_delay_s = 0;
+  double recovery_wait_s = 30;
+};
+
+struct TrainingSpec {
+  int batch_per_replica = 0;
+  int steps = 0;
+  int warmup_steps = 0;
+  std::vector<DeviceRef> replicas;  // every tower device (in-graph: one tower each)
+  // Between-graph workers: each one's tower devices, as indices into `replicas`. One worker per
+  // replica, except where a {"towers": ...} entry groups several into one worker.
+  std::vector<std::vector<int>> workers;
+  std::string client;              // machine that runs the in-graph client
+  std::vector<DeviceRef> ps;       // one parameter server task per entry
+  std::string variable_placement;  // a placement policy name (placement.h)
+  // partitioned placement: variables above this size are cut into one partition per PS.
+  // Default 256 KiB, the min_slice_size default of TF's min_max_variable_partitioner.
+  double partition_min_bytes = 256 * 1024;
+  SyncSpec sync;  // between_graph only
+  Costs costs;
+  Jitter jitter;
+  OptimizerSpec optimizer;
+  // Layers per op group: 0 = one group per layer; N > 0 = the model cut into N groups of about
+  // equal forward FLOP (fewer, larger ops and transfers for large simulations).
+  int granularity_groups = 0;
+  std::vector<PlacementRule> placement;  // empty = data parallel only
+  // Between-graph: the steps of data each worker holds (one per replica); a worker out of data
+  // exits. Empty = every worker has data for all its steps.
+  std::vector<int> data_steps_per_worker;
+  CheckpointSpec checkpoint;
+  SummarySpec summaries;
+  RecoverySpec recovery;
+};
+
+// A fault (top-level "faults"): what goes wrong, where and when.
+enum class FaultKind {
+  kRole,      // a role's process dies at `at_s` (its devices stay up): a between-graph worker,
+              // a parameter server, the in-graph client or an in-graph tower
+  kMachine,   // a machine dies at `at_s`: every role with a device on it dies
+  kSlowdown,  // a device runs at `factor` x its speed in [from_s, until_s)
+  kLink,      // a machine's NIC or the switch runs at `factor` x its bandwidth in
+              // [from_s, until_s); factor 0 cuts it
+};
+struct FaultSpec {
+  FaultKind kind = FaultKind::kRole;
+  std::string role;       // kRole: "worker<i>", "ps<k>", "client", "tower<i>"
+  int worker = -1;        // kRole: index into TrainingSpec::workers ("worker<i>")
+  std::string machine;    // kMachine, kLink (its NIC; "" with kLink: the switch)
+  DeviceRef device;       // kSlowdown
+  double at_s = 0;        // kRole, kMachine
+  double from_s = 0;      // kSlowdown, kLink
+  double until_s = 0;     // kSlowdown, kLink
+  double factor = 1;      // kSlowdown (0, 1], kLink [0, 1]
+  std::string json_path;  // where it is, for errors found while compiling
+};
+
+struct Scenario {
+  std::string name;
+  std::string file;  // where it was read from ("" when built in code)
+  // Which file each part came from (includes); null when parsed from one document.
+  std::shared_ptr<const SourceMap> sources;
+  // The file that holds `json_path` (for errors found after parsing).
+  const std::string& file_of(const std::string& json_path) const {
+    return sources ? sources->file_of(json_path) : file;
+  }
+  ClusterSpec cluster;
+  Model model;
+  TrainingSpec training;
+  std::vector<FaultSpec> faults;
+};
+
+// Plausibility bounds on scenario quantities (SI units): far outside any real hardware or model,
+// yet tight enough to keep simulated times finite and the simulator's arithmetic meaningful
+// (denormal bandwidths or 1e308-byte tensors deadlock or overflow SimGrid).
+namespace limits {
+inline constexpr double kMinBandwidthBytesPerS = 1;     // 8 bit/s
+inline constexpr double kMaxBandwidthBytesPerS = 1e15;  // 1 PB/s
+inline constexpr double kMinSpeedFlopPerS = 1e3;        // 1 kFLOPS
+inline constexpr double kMaxSpeedFlopPerS = 1e18;       // 1 EFLOPS
+inline constexpr double kMaxLatencyS = 10;
+inline constexpr double kMaxDelayS = 86400;  // start-up stagger, per-message overhead
+inline constexpr double kMaxParams = 1e13;
+inline constexpr double kMaxFlopPerSample = 1e16;
+inline constexpr double kMaxBytesPerSample = 1e13;
+inline constexpr double kMaxFlopPerParam = 1e6;
+inline constexpr double kMinSamplesPerS = 1e-3;  // input pipeline rate when not 0 (free)
+inline constexpr double kMaxSamplesPerS = 1e12;
+inline constexpr int kMaxSteps = 1000000;
+inline constexpr int kMaxReplicas = 1000000;
+inline constexpr int kMaxCpuCores = 4096;  // replicas_to_aggregate, total_num_replicas
+inline constexpr int kMaxBatch = 1 << 24;
+inline constexpr double kMaxGpuMemoryBytes = 1e15;
+}  // namespace limits
+
+// Parses and validates a scenario. `file` names the source in error messages; `sources`, when
+// given, names the file each part came from (includes). Throws InputError (file + JSON path +
+// what was expected) on any bad input.
+Scenario parse_scenario(const nlohmann::json& document, const std::string& file,
+                        const SourceMap* sources = nullptr);
+
+// A scenario file with its includes merged in: each "include" (a path or a list of paths,
+// relative to the including file) is read first, in order, and the including file's own fields
+// are deep-merged over the result (objects merge member by member; anything else replaces).
+struct ScenarioDocument {
+  nlohmann::json json;             // the merged document, without "include"
+  SourceMap sources;               // which file each part came from
+  std::vector<std::string> files;  // every file read, the top one first
+};
+
+// Reads `file` and its includes. Throws InputError naming the including file and its
+// /include/<i> path for a missing file or a cycle, and the included file for its own errors.
+ScenarioDocument load_scenario_document(const std::string& file);
+
+// Reads, merges, parses and validates a scenario file. Throws InputError.
+Scenario load_scenario(const std::string& file);
+
+// Parses "<machine>/cpu" or "<machine>/gpu<i>" without checking that it exists.
+// Returns false when the text has another form.
+bool parse_device_ref(const std::string& text, DeviceRef* out);
+
+// The index in a numbered name "<prefix><i>" without leading zeros ("worker3" -> 3), or -1 when
+// `text` has another form.
+int numbered_name(const std::string& text, const std::string& prefix);
+
+}  // namespace replisim::core

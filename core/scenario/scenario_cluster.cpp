@@ -1,0 +1,150 @@
+// Parsing of "cluster": machines (and "count" templates), the switch and the network model.
+#include "core/base/error.h"
+#include "core/scenario/scenario_parse.h"
+
+namespace replisim::core::scenario_detail {
+namespace {
+
+constexpr double kDefaultSwitchLatencyS = 1e-6;
+constexpr int kMaxMachineCount = 100000;
+
+// A link object {"bandwidth", "latency"}. A field missing from the object takes its value from
+// `defaults` when given (bandwidth <= 0 there means "required"), else it is required.
+LinkSpec parse_link(const JsonCursor& c, const LinkSpec* defaults) {
+  c.check_keys({"bandwidth", "latency"});
+  LinkSpec link;
+  if (c.has("bandwidth") || defaults == nullptr || defaults->bandwidth_bytes_per_s <= 0) {
+    link.bandwidth_bytes_per_s =
+        c.at("bandwidth")
+            .as_quantity_in(Dimension::kBandwidth, limits::kMinBandwidthBytesPerS,
+                            limits::kMaxBandwidthBytesPerS);
+  } else {
+    link.bandwidth_bytes_per_s = defaults->bandwidth_bytes_per_s;
+  }
+  if (c.has("latency") || defaults == nullptr) {
+    link.latency_s = c.at("latency").as_quantity_in(Dimension::kTime, 0, limits::kMaxLatencyS);
+  } else {
+    link.latency_s = defaults->latency_s;
+  }
+  return link;
+}
+
+double speed(const JsonCursor& c) {
+  return c.as_quantity_in(Dimension::kFlopRate, limits::kMinSpeedFlopPerS,
+                          limits::kMaxSpeedFlopPerS);
+}
+
+GpuSpec parse_gpu(const JsonCursor& g) {
+  g.check_keys({"speed", "memory"});
+  GpuSpec gpu;
+  gpu.speed_flop_per_s = speed(g.at("speed"));
+  if (g.has("memory")) {
+    gpu.memory_bytes =
+        g.at("memory").as_quantity_in(Dimension::kBytes, 1, limits::kMaxGpuMemoryBytes);
+  }
+  return gpu;
+}
+
+// Expands one "machines" entry: a machine, or {"name": P, "count": N, ...} = P0 ... P(N-1).
+std::vector<MachineSpec> parse_machine_entry(const JsonCursor& c) {
+  MachineSpec m = parse_machine_hardware(c, {"name", "count", "cpu", "gpus", "nic", "pcie"});
+  m.json_path = c.path();
+  const std::string name = c.at("name").as_string();
+  if (!valid_name(name)) {
+    c.at("name").fail(
+        "a machine name must be non-empty without '/', '*', '?', spaces or control characters");
+  }
+  if (!c.has("count")) {
+    m.name = name;
+    return {m};
+  }
+  const int count = int(c.at("count").as_int(1, kMaxMachineCount));
+  std::vector<MachineSpec> out(size_t(count), m);
+  for (int i = 0; i < count; ++i) out[size_t(i)].name = name + std::to_string(i);
+  return out;
+}
+
+}  // namespace
+
+bool valid_name(const std::string& name) {
+  if (name.empty() || name.find_first_of("/*? ") != std::string::npos) return false;
+  for (unsigned char ch : name) {
+    if (ch < 0x20 || ch == 0x7F) return false;  // control characters, NUL included
+  }
+  return true;
+}
+
+MachineSpec parse_machine_hardware(const JsonCursor& c,
+                                   const std::vector<std::string>& allowed_keys) {
+  c.check_keys(allowed_keys);
+  MachineSpec m;
+  const JsonCursor cpu = c.at("cpu");
+  cpu.check_keys({"speed", "cores"});
+  m.cpu_speed_flop_per_s = speed(cpu.at("speed"));
+  if (cpu.has("cores")) m.cpu_cores = int(cpu.at("cores").as_int(1, limits::kMaxCpuCores));
+  if (c.has("gpus")) {
+    const JsonCursor gpus = c.at("gpus");
+    for (size_t i = 0; i < gpus.size(); ++i) m.gpus.push_back(parse_gpu(gpus.at(i)));
+  }
+  m.nic = parse_link(c.at("nic"), nullptr);
+  const LinkSpec pcie_defaults{kDefaultPcieBandwidthBytesPerS, kDefaultPcieLatencyS};
+  m.pcie = c.has("pcie") ? parse_link(c.at("pcie"), &pcie_defaults) : pcie_defaults;
+  return m;
+}
+
+void add_machine(ClusterSpec& cluster, MachineSpec machine, const JsonCursor& where) {
+  const double nic_bytes_per_s = machine.nic.bandwidth_bytes_per_s;
+  const std::string name = machine.name;
+  if (!cluster.add_machine(std::move(machine))) {
+    where.fail("duplicate machine name \"" + name + "\"");
+  }
+  if (cluster.switch_is_default) {
+    // Non-blocking: every port at full duplex (up and down of each NIC).
+    cluster.switch_link.bandwidth_bytes_per_s += 2 * nic_bytes_per_s;
+  }
+}
+
+ClusterSpec parse_cluster(const JsonCursor& c) {
+  c.check_keys({"machines", "switch", "network_model", "transport"});
+  ClusterSpec cluster;
+  // Default switch: non-blocking (all NICs at full duplex together), 1 us; each field may be
+  // given alone.
+  cluster.switch_link.latency_s = kDefaultSwitchLatencyS;
+  cluster.switch_is_default = true;
+  if (c.has("switch")) {
+    const JsonCursor sw = c.at("switch");
+    sw.check_keys({"bandwidth", "latency"});
+    if (sw.has("bandwidth")) {
+      cluster.switch_link.bandwidth_bytes_per_s =
+          sw.at("bandwidth")
+              .as_quantity_in(Dimension::kBandwidth, limits::kMinBandwidthBytesPerS,
+                              limits::kMaxBandwidthBytesPerS);
+      cluster.switch_is_default = false;
+    }
+    if (sw.has("latency")) {
+      cluster.switch_link.latency_s =
+          sw.at("latency").as_quantity_in(Dimension::kTime, 0, limits::kMaxLatencyS);
+    }
+  }
+  const JsonCursor machines = c.at("machines");
+  if (machines.size() == 0) machines.fail("at least one machine is needed");
+  for (size_t i = 0; i < machines.size(); ++i) {
+    for (MachineSpec& m : parse_machine_entry(machines.at(i))) {
+      add_machine(cluster, std::move(m), machines.at(i).at("name"));
+    }
+  }
+  if (c.has("network_model")) {
+    const std::string model = c.at("network_model").as_string();
+    if (model == "lv08") {
+      cluster.network_model = NetworkModel::kLv08;
+    } else if (model == "ideal") {
+      cluster.network_model = NetworkModel::kIdeal;
+    } else {
+      c.at("network_model").fail("unknown network model \"" + model + "\"; valid: lv08, ideal");
+    }
+  }
+  if (c.has("transport")) cluster.transport = parse_transport(c.at("transport"));
+  return cluster;
+}
+
+}  // namespace replisim::core::scenario_detail

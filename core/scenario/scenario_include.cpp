@@ -1,0 +1,96 @@
+// Scenario includes: "include": ["platform.json", ...] merges other files before the scenario's
+// own fields, remembering which file every part came from so errors can name it.
+#include <algorithm>
+#include <filesystem>
+
+#include "core/base/error.h"
+#include "core/scenario/scenario.h"
+
+namespace replisim::core {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr size_t kMaxIncludeDepth = 16;
+// Files read per scenario, repeats included: keeps a few small files that include each other
+// many times (20^5 loads from 6 files) from running for hours.
+constexpr size_t kMaxIncludeLoads = 256;
+
+// Deep-merges `overlay` (whose parts come from `overlay_sources`) into `base` at `path`.
+void merge(nlohmann::json& base, const nlohmann::json& overlay, const std::string& path,
+           SourceMap& sources, const SourceMap& overlay_sources) {
+  for (auto it = overlay.begin(); it != overlay.end(); ++it) {
+    const std::string child = path + "/" + escape_pointer_token(it.key());
+    auto existing = base.find(it.key());
+    if (existing != base.end() && existing->is_object() && it->is_object()) {
+      merge(*existing, *it, child, sources, overlay_sources);
+    } else {
+      base[it.key()] = *it;
+      sources.copy_from(overlay_sources, child);
+    }
+  }
+}
+
+struct Loaded {
+  nlohmann::json json;
+  SourceMap sources;
+  std::vector<std::string> files;
+};
+
+Loaded load(const std::string& file, std::vector<std::string>& chain, size_t& loads) {
+  nlohmann::json own = read_json_file(file);
+  Loaded result{nlohmann::json::object(), SourceMap(file), {file}};
+  const JsonCursor root(own, file);
+  root.expect_object();
+  if (root.has("include")) {
+    const JsonCursor include = root.at("include");
+    std::vector<JsonCursor> entries;
+    if (include.value().is_string()) {
+      entries.push_back(include);
+    } else {
+      for (size_t i = 0; i < include.size(); ++i) entries.push_back(include.at(i));
+    }
+    const fs::path dir = fs::path(file).parent_path();
+    for (const JsonCursor& entry : entries) {
+      const std::string name = entry.as_string();
+      if (name.empty()) entry.fail("an included file name is empty");
+      const fs::path target = dir / name;
+      std::error_code error;
+      if (!fs::exists(target, error)) entry.fail("included file " + target.string() + " not found");
+      if (!fs::is_regular_file(target, error)) {
+        entry.fail("included " + target.string() + " is not a regular file");
+      }
+      if (++loads > kMaxIncludeLoads) {
+        entry.fail("includes read more than " + std::to_string(kMaxIncludeLoads) +
+                   " files in all (repeats counted)");
+      }
+      const std::string canonical = fs::weakly_canonical(target, error).string();
+      if (std::find(chain.begin(), chain.end(), canonical) != chain.end()) {
+        std::string cycle;
+        for (const std::string& f : chain) cycle += f + " -> ";
+        entry.fail("include cycle: " + cycle + canonical);
+      }
+      if (chain.size() >= kMaxIncludeDepth) entry.fail("includes nest too deeply");
+      chain.push_back(canonical);
+      Loaded included = load(target.string(), chain, loads);
+      chain.pop_back();
+      merge(result.json, included.json, "", result.sources, included.sources);
+      result.files.insert(result.files.end(), included.files.begin(), included.files.end());
+    }
+    own.erase("include");
+  }
+  merge(result.json, own, "", result.sources, SourceMap(file));
+  return result;
+}
+
+}  // namespace
+
+ScenarioDocument load_scenario_document(const std::string& file) {
+  std::error_code error;
+  std::vector<std::string> chain = {fs::weakly_canonical(fs::path(file), error).string()};
+  size_t loads = 0;
+  Loaded loaded = load(file, chain, loads);
+  return {std::move(loaded.json), std::move(loaded.sources), std::move(loaded.files)};
+}
+
+}  // namespace replisim::core

@@ -1,0 +1,60 @@
+#include "core/strategy/graph_builder.h"
+
+#include "core/base/error.h"
+
+namespace replisim::core {
+
+StepGraphBuilder::StepGraphBuilder(const Platform& platform, double per_message_overhead_s)
+    : platform_(platform), per_message_overhead_s_(per_message_overhead_s) {}
+
+int StepGraphBuilder::recv_for(const Edge& edge, int device, int role) {
+  const auto key = std::make_tuple(edge.op, edge.output, device);
+  auto found = recv_of_tensor_on_device_.find(key);
+  if (found != recv_of_tensor_on_device_.end()) return found->second;
+  const Op& producer = ops_[size_t(edge.op)];
+  const int send_index = int(ops_.size());
+  const int recv_index = send_index + 1;
+  Op send;
+  const std::string tensor =
+      producer.name + (edge.output > 0 ? ":" + std::to_string(edge.output) : std::string());
+  send.name = "send/" + tensor;
+  send.kind = OpKind::kSend;
+  send.device = producer.device;
+  send.role = producer.role;
+  send.bytes = edge.bytes;
+  send.peer = recv_index;
+  send.inputs = {edge.op};
+  const bool between_machines = platform_.devices[size_t(producer.device)].machine !=
+                                platform_.devices[size_t(device)].machine;
+  send.overhead_s = between_machines
+                        ? per_message_overhead_s_ + platform_.transport.send_overhead_s(edge.bytes)
+                        : 0.0;
+  Op recv;
+  recv.name = "recv/" + tensor;
+  recv.kind = OpKind::kRecv;
+  recv.device = device;
+  recv.role = role;
+  recv.bytes = edge.bytes;
+  recv.peer = send_index;
+  recv.inputs = {send_index};
+  ops_.push_back(std::move(send));
+  ops_.push_back(std::move(recv));
+  recv_of_tensor_on_device_[key] = recv_index;
+  return recv_index;
+}
+
+int StepGraphBuilder::add(Op op, const std::vector<Edge>& inputs) {
+  REPLISIM_ASSERT(op.device >= 0 && size_t(op.device) < platform_.devices.size(),
+                  "op placed on an unknown device");
+  op.inputs.clear();
+  for (const Edge& edge : inputs) {
+    REPLISIM_ASSERT(edge.op >= 0 && size_t(edge.op) < ops_.size(), "edge from an unknown op");
+    const int producer_device = ops_[size_t(edge.op)].device;
+    op.inputs.push_back(producer_device == op.device ? edge.op
+                                                     : recv_for(edge, op.device, op.role));
+  }
+  ops_.push_back(std::move(op));
+  return int(ops_.size()) - 1;
+}
+
+}  // namespace replisim::core

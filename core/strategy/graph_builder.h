@@ -1,0 +1,48 @@
+// Builds one client's step graph: ops are added already placed on devices; wherever an edge
+// crosses devices a send/recv pair is inserted ("the framework inserts the transfers").
+#pragma once
+
+#include <map>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "core/plan/plan.h"
+
+namespace replisim::core {
+
+// An input edge: the producing op, the bytes of the tensor it carries to the consumer, and which
+// of the producer's outputs it is: 0 its main output; a backward op also outputs the gradient of
+// each PS slice of its group (1 + slice index), distinct tensors sent on their own.
+struct Edge {
+  int op = -1;
+  double bytes = 0;
+  int output = 0;
+};
+
+class StepGraphBuilder {
+ public:
+  // `platform` must outlive the builder. `per_message_overhead_s` is charged on every send
+  // between two machines (not on PCIe copies inside a machine), with the platform transport's
+  // per-message and copy costs (Transport::send_overhead_s).
+  StepGraphBuilder(const Platform& platform, double per_message_overhead_s);
+
+  // Appends `op` (its `inputs` are ignored and rebuilt from `inputs`) and returns its index.
+  // An input on another device goes through a send (placed with the producer, owned by its
+  // role) and a recv (placed with `op`, owned by `op.role`). One tensor (an op's output) sent to
+  // one device is sent once, whatever the number of consumers there (as TF's partitioner does).
+  int add(Op op, const std::vector<Edge>& inputs);
+
+  const Op& op(int index) const { return ops_[size_t(index)]; }
+  std::vector<Op> take() { return std::move(ops_); }
+
+ private:
+  int recv_for(const Edge& edge, int device, int role);
+
+  const Platform& platform_;
+  double per_message_overhead_s_;
+  std::vector<Op> ops_;
+  std::map<std::tuple<int, int, int>, int> recv_of_tensor_on_device_;  // (op, output, device)
+};
+
+}  // namespace replisim::core

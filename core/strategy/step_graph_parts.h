@@ -1,0 +1,101 @@
+// Building blocks the strategy compilers share: the model cut into layer groups and PS slices,
+// variable reads, forward and backward chains, applies, and the memory each device needs.
+#pragma once
+
+#include <vector>
+
+#include "core/plan/plan.h"
+#include "core/scenario/scenario.h"
+#include "core/strategy/graph_builder.h"
+#include "core/strategy/layer_groups.h"
+
+namespace replisim::core::strategy_detail {
+
+// The variables of one layer group held by one PS shard: read, sent and applied as one tensor.
+struct Slice {
+  int shard = -1;
+  std::vector<int> variables;  // indices into Plan::variables
+  double bytes = 0;
+  double params = 0;
+};
+
+// The model as the step graphs see it: groups (granularity, placement) and their PS slices.
+struct ModelLayout {
+  std::vector<LayerGroup> groups;
+  std::vector<std::vector<Slice>> slices;  // per group, in shard order
+};
+
+// `layer_device`: empty, or the model-parallel device of every layer (training.placement).
+ModelLayout layout_model(const Scenario& scenario, const Plan& plan,
+                         const std::vector<int>& layer_device = {});
+
+// Where each group of one tower/worker runs.
+struct GroupPlacement {
+  std::vector<int> device;  // per group
+  std::vector<int> role;    // per group
+};
+GroupPlacement on_one_device(const ModelLayout& layout, int device, int role);
+
+// One read op per slice on its PS device: reads[g][s].
+std::vector<std::vector<int>> add_reads(StepGraphBuilder& builder, const Plan& plan,
+                                        const ModelLayout& layout);
+
+// A worker with several towers keeps a local copy of each slice on `device` (its first tower's
+// device): one read from the PS per step, then every tower reads the copy
+// (tf_cnn_benchmarks' distributed_replicated). Returns local[g][s], shaped as `reads`.
+std::vector<std::vector<int>> add_local_copies(StepGraphBuilder& builder, const ModelLayout& layout,
+                                               const std::vector<std::vector<int>>& reads,
+                                               int device, int role);
+
+// Forward of each group: needs its slices' variables and the previous group's output (`input`
+// for the first). Returns the forward op of each group.
+std::vector<int> add_forward_chain(StepGraphBuilder& builder, const Model& model,
+                                   const ModelLayout& layout,
+                                   const std::vector<std::vector<int>>& reads,
+                                   const GroupPlacement& where, Edge input, int samples);
+
+// Backward from the loss gradient down to the first group (2 x forward FLOP). Returns the
+// backward op of each group; its output is that group's gradient.
+std::vector<int> add_backward_chain(StepGraphBuilder& builder, const Model& model,
+                                    const ModelLayout& layout,
+                                    const std::vector<std::vector<int>>& reads,
+                                    const GroupPlacement& where, Edge loss_gradient, int samples);
+
+// The backward pass of every tower (tower k starting from `loss_gradient[k]`), then the sum of
+// each slice's gradients over the towers on `device` (owned by `role`; aggregate_flop_per_param
+// x params x towers). With one tower, nothing to sum: the gradient itself. Returns, per group
+// and slice, the op whose output is the gradient to apply. Accounts the towers' memory.
+std::vector<std::vector<int>> add_backward_and_aggregate(
+    StepGraphBuilder& builder, const Scenario& scenario, Plan& plan, const ModelLayout& layout,
+    const std::vector<std::vector<int>>& reads, const std::vector<GroupPlacement>& towers,
+    const std::vector<Edge>& loss_gradient, int device, int role);
+
+// Applies each slice on its PS, the gradient coming from `gradient[g][s]` (slice bytes), then
+// increments global_step on PS 0 after all of them (TF's Optimizer.apply_gradients). Returns the
+// increment op.
+int add_applies(StepGraphBuilder& builder, const Scenario& scenario, const Plan& plan,
+                const ModelLayout& layout, const std::vector<std::vector<int>>& gradient);
+
+// Synchronous training, worker side: each slice's gradient (from `gradient[g][s]`) goes into its
+// accumulator on the PS (kAccumulate: one add per parameter), then, after all of them, the worker
+// dequeues a token on global_step's PS and assigns it to its local_step on `device` (an int64).
+// Returns the kLocalStep op.
+int add_accumulates_and_token(StepGraphBuilder& builder, const Plan& plan,
+                              const ModelLayout& layout,
+                              const std::vector<std::vector<int>>& gradient, int device, int role);
+
+// Synchronous training, the chief's sync op: take every slice's aggregated gradient, apply it,
+// increment global_step after all applies, then enqueue the tokens. `role` is the
+// kSyncQueueRunner; `samples_per_step` the samples one global step applies.
+ClientGraph chief_sync_graph(const Scenario& scenario, const Plan& plan, const ModelLayout& layout,
+                             int role, int samples_per_step);
+
+// Adds to plan.memory what one tower/worker keeps on its devices: the weights it reads (unless
+// they live on that device already), their gradients, and every layer's output for `samples`
+// (kept for the backward pass), plus the input batch on the first group's device.
+void account_replica_memory(Plan& plan, const Model& model, const ModelLayout& layout,
+                            const GroupPlacement& where, int samples);
+// Adds to plan.memory the variables and optimizer slots each PS device holds.
+void account_ps_memory(Plan& plan, const Scenario& scenario);
+
+}  // namespace replisim::core::strategy_detail

@@ -1,0 +1,68 @@
+// Strategy compilers: a validated Scenario in, a Plan out. Registered by name.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/plan/plan.h"
+#include "core/scenario/scenario.h"
+#include "core/strategy/graph_builder.h"
+
+namespace replisim::core {
+
+struct CompileOptions {
+  uint64_t seed = 1;  // start-up stagger and per-step jitter draws (random.h)
+};
+
+struct Strategy {
+  std::string name;
+  std::string description;
+  std::function<Plan(const Scenario&, const CompileOptions&)> compile;
+};
+
+// "in_graph" and "between_graph", in that order.
+const std::vector<Strategy>& strategies();
+const Strategy* find_strategy(const std::string& name);
+std::vector<std::string> strategy_names();
+
+// Compiles `scenario` with the named strategy; an unknown name throws InputError listing the
+// valid ones (`flag` names the flag or field that gave it).
+Plan compile_plan(const Scenario& scenario, const std::string& strategy,
+                  const CompileOptions& options, const std::string& flag = "--strategy");
+
+// Strategy entry points (strategy_in_graph.cpp, strategy_between_graph.cpp).
+Plan compile_in_graph(const Scenario& scenario, const CompileOptions& options);
+Plan compile_between_graph(const Scenario& scenario, const CompileOptions& options);
+
+// A rough duration of one step of every client at once, used to scale the "auto" start-up
+// stagger: the larger of (a) the slowest client's compute plus its transfers, each at its route's
+// bandwidth, with no overlap, and (b) the busiest link direction's bytes for one step of every
+// client divided by its bandwidth. Seconds; 0 for a plan without work.
+double estimated_round_time_s(const Plan& plan);
+
+// Parts shared by the compilers (strategy.cpp).
+namespace strategy_detail {
+
+// A plan with the platform, PS roles and variables (global_step first, on PS shard 0 as TF's
+// replica_device_setter puts it when it is created before the model; then one variable per layer
+// placed by the scenario's policy).
+Plan plan_skeleton(const Scenario& scenario, const std::string& strategy,
+                   const CompileOptions& options);
+int add_role(Plan& plan, const std::string& name, RoleKind kind, int device, bool chief = false);
+// Resolves the scenario's faults against the plan (plan.faults, notes for faults hitting no role)
+// and sets plan.checkpoints and plan.recovery. A role or machine fault kills between-graph
+// workers (kind "role") or, when it hits a PS, the in-graph client or a tower, fails the job
+// (kind "job").
+void add_faults(const Scenario& scenario, Plan& plan);
+// "layer" when every layer is its own group, else "<N> group(s)" (what the report says ran).
+std::string granularity_label(const Scenario& scenario, size_t groups);
+// FLOP that makes a CPU spend batch / input_samples_per_s seconds on the input pipeline.
+double input_flop(const Scenario& scenario, const Platform& platform, int cpu_device, int samples);
+// Device and role of the PS shard holding variable `v`.
+int variable_device(const Plan& plan, int v);
+int variable_role(const Plan& plan, int v);
+
+}  // namespace strategy_detail
+}  // namespace replisim::core

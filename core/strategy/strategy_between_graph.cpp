@@ -1,0 +1,149 @@
+// Between-graph replication: one client per replica with its own full graph (input pipeline,
+// forward, loss, backward); variables on parameter servers. Each step a worker reads every
+// variable from its PS and computes its gradients.
+// - async: it sends each gradient to the variable's PS, which applies it; TF's optimizer then
+//   increments global_step (Optimizer.apply_gradients puts the increment after the applies). No
+//   worker waits for another.
+// - sync (SyncReplicasOptimizer): it sends each gradient into the variable's accumulator, then
+//   dequeues a token; the chief's sync op aggregates, applies, increments and enqueues tokens
+//   (Plan::sync_replicas).
+#include <algorithm>
+#include <cmath>
+
+#include "core/base/error.h"
+#include "core/base/random.h"
+#include "core/strategy/step_graph_parts.h"
+#include "core/strategy/strategy.h"
+
+namespace replisim::core {
+
+using namespace strategy_detail;
+
+namespace {
+
+// One worker's step graph with a tower on each of `devices` (its machine's CPU runs the input
+// pipeline for all of them). With several towers the worker splits its batch, keeps local
+// copies of the variables on its first tower's device and sums the towers' gradients there
+// before talking to the PS.
+ClientGraph worker_graph(const Scenario& scenario, Plan& plan, const ModelLayout& layout,
+                         const std::vector<int>& devices, int role) {
+  const TrainingSpec& t = scenario.training;
+  const int sub_batch = t.batch_per_replica;
+  const int samples = sub_batch * int(devices.size());
+  const int device = devices.front();
+  const int cpu = plan.platform.cpu_of_machine(plan.platform.devices[size_t(device)].machine);
+  StepGraphBuilder builder(plan.platform, t.costs.per_message_overhead_s);
+  Op input;
+  input.name = "input";
+  input.kind = OpKind::kInput;
+  input.device = cpu;
+  input.role = role;
+  input.compute_flop = input_flop(scenario, plan.platform, cpu, samples);
+  int batch_op = builder.add(std::move(input), {});
+  const int input_op = batch_op;
+  if (devices.size() > 1) {
+    Op split;
+    split.name = "split";
+    split.kind = OpKind::kSplit;
+    split.device = cpu;
+    split.role = role;
+    batch_op = builder.add(std::move(split), {{input_op, 0.0}});
+  }
+  std::vector<std::vector<int>> reads = add_reads(builder, plan, layout);
+  if (devices.size() > 1) reads = add_local_copies(builder, layout, reads, device, role);
+  const double logits_bytes = layout.groups.back().activation_bytes_per_sample * sub_batch;
+  std::vector<GroupPlacement> towers;
+  std::vector<Edge> loss_gradients;
+  for (size_t k = 0; k < devices.size(); ++k) {
+    towers.push_back(on_one_device(layout, devices[k], role));
+    const std::vector<int> forward =
+        add_forward_chain(builder, scenario.model, layout, reads, towers.back(),
+                          {batch_op, scenario.model.input_bytes_per_sample * sub_batch}, sub_batch);
+    Op loss;
+    loss.name = devices.size() > 1 ? "loss/tower" + std::to_string(k) : "loss";
+    loss.kind = OpKind::kLoss;
+    loss.device = devices[k];
+    loss.role = role;
+    loss.compute_flop = t.costs.loss_flop_per_sample * sub_batch;
+    loss_gradients.push_back(
+        {builder.add(std::move(loss), {{forward.back(), logits_bytes}}), logits_bytes});
+  }
+  const std::vector<std::vector<int>> gradient = add_backward_and_aggregate(
+      builder, scenario, plan, layout, reads, towers, loss_gradients, device, role);
+  const int increment =
+      t.sync.synchronous ? -1 : add_applies(builder, scenario, plan, layout, gradient);
+  if (t.sync.synchronous) {
+    add_accumulates_and_token(builder, plan, layout, gradient, device, role);
+  }
+
+  ClientGraph graph;
+  graph.role = role;
+  graph.samples_per_step = samples;
+  graph.input_op = input_op;
+  graph.global_step_op = increment;
+  graph.ops = builder.take();
+  return graph;
+}
+
+// The sync settings and the chief's sync op (run by its queue runner on the chief's device).
+void add_sync_replicas(const Scenario& scenario, Plan& plan, const ModelLayout& layout) {
+  const SyncSpec& spec = scenario.training.sync;
+  SyncReplicas& sr = plan.sync_replicas;
+  plan.sync = "sync";
+  sr.replicas_to_aggregate = spec.replicas_to_aggregate;
+  sr.total_num_replicas = spec.total_num_replicas;
+  sr.variant = sync_variant_name(spec.variant);
+  if (spec.variant == SyncVariant::kTf) {
+    sr.initial_tokens = spec.replicas_to_aggregate;  // get_init_tokens_op(num_tokens=-1)
+    sr.tokens_per_step = std::max(spec.total_num_replicas, spec.replicas_to_aggregate);
+  }
+  const int chief_device = plan.roles[size_t(plan.clients.front().role)].device;
+  const int role = add_role(plan, "chief/sync", RoleKind::kSyncQueueRunner, chief_device);
+  // Samples one global step applies: R worker gradients, each of its worker's whole batch (the
+  // mean worker's when workers have different numbers of towers).
+  double worker_samples = 0;
+  for (const ClientGraph& worker : plan.clients) worker_samples += worker.samples_per_step;
+  worker_samples /= double(plan.clients.size());
+  sr.chief_graph = chief_sync_graph(scenario, plan, layout, role,
+                                    int(std::lround(spec.replicas_to_aggregate * worker_samples)));
+}
+
+}  // namespace
+
+Plan compile_between_graph(const Scenario& scenario, const CompileOptions& options) {
+  Plan plan = plan_skeleton(scenario, "between_graph", options);
+  const TrainingSpec& t = scenario.training;
+  // Model-parallel placement is an in-graph construct: every worker keeps its whole graph.
+  if (!t.placement.empty()) {
+    plan.notes.push_back(
+        "training.placement applies to in_graph only: each between_graph "
+        "worker runs the whole model on its replica device");
+  }
+  const ModelLayout layout = layout_model(scenario, plan);
+  plan.granularity = granularity_label(scenario, layout.groups.size());
+  for (size_t w = 0; w < t.workers.size(); ++w) {
+    std::vector<int> devices;
+    for (int replica : t.workers[w]) {
+      devices.push_back(plan.platform.find_device(t.replicas[size_t(replica)]));
+      REPLISIM_ASSERT(devices.back() >= 0, "validated replica device not found");
+    }
+    const int role = add_role(plan, "worker" + std::to_string(w), RoleKind::kWorker,
+                              devices.front(), /*chief=*/w == 0);
+    plan.clients.push_back(worker_graph(scenario, plan, layout, devices, role));
+    if (!t.data_steps_per_worker.empty())
+      plan.clients.back().data_steps = t.data_steps_per_worker[w];
+  }
+  if (t.sync.synchronous) add_sync_replicas(scenario, plan, layout);
+  add_faults(scenario, plan);
+  account_ps_memory(plan, scenario);
+  // The chief starts first; the others within the stagger, as TF workers come up one by one
+  // after the chief has initialised the variables (seeded; docs/scenario-format.md).
+  const double stagger_s = t.jitter.startup_stagger_s == kAutoStagger ? estimated_round_time_s(plan)
+                                                                      : t.jitter.startup_stagger_s;
+  for (size_t w = 1; w < plan.clients.size(); ++w) {
+    plan.clients[w].start_offset_s = stagger_s * uniform01(options.seed, 1, w);
+  }
+  return plan;
+}
+
+}  // namespace replisim::core

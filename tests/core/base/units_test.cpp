@@ -1,0 +1,65 @@
+#include "core/base/units.h"
+
+#include <gtest/gtest.h>
+
+namespace replisim::core {
+namespace {
+
+TEST(Units, BitsAndBytesPerSecond) {
+  EXPECT_DOUBLE_EQ(parse_quantity("10 Gbps", Dimension::kBandwidth), 1.25e9);
+  EXPECT_DOUBLE_EQ(parse_quantity("1.25 GBps", Dimension::kBandwidth), 1.25e9);
+  EXPECT_DOUBLE_EQ(parse_quantity("1 Mibps", Dimension::kBandwidth), 1048576.0 / 8);
+  EXPECT_DOUBLE_EQ(parse_quantity("100kBps", Dimension::kBandwidth), 1e5);
+}
+
+TEST(Units, TimesFlopAndBytes) {
+  EXPECT_DOUBLE_EQ(parse_quantity("50 us", Dimension::kTime), 50e-6);
+  EXPECT_DOUBLE_EQ(parse_quantity("2 ms", Dimension::kTime), 2e-3);
+  EXPECT_DOUBLE_EQ(parse_quantity("3 ns", Dimension::kTime), 3e-9);
+  EXPECT_DOUBLE_EQ(parse_quantity("1.5 s", Dimension::kTime), 1.5);
+  EXPECT_DOUBLE_EQ(parse_quantity("14 TFLOPS", Dimension::kFlopRate), 14e12);
+  EXPECT_DOUBLE_EQ(parse_quantity("4.1 GFLOP", Dimension::kFlop), 4.1e9);
+  EXPECT_DOUBLE_EQ(parse_quantity("95 MiB", Dimension::kBytes), 95.0 * 1048576);
+  EXPECT_DOUBLE_EQ(parse_quantity("1 kB", Dimension::kBytes), 1000);
+}
+
+TEST(Units, CaseAndDimensionAreStrict) {
+  EXPECT_THROW(parse_quantity("10 gbps", Dimension::kBandwidth), UnitError);
+  EXPECT_THROW(parse_quantity("10 GFLOPS", Dimension::kFlop), UnitError);  // speed, not amount
+  EXPECT_THROW(parse_quantity("10 GFLOP", Dimension::kFlopRate), UnitError);
+  EXPECT_THROW(parse_quantity("10 kms", Dimension::kTime), UnitError);  // no prefix on times
+  EXPECT_THROW(parse_quantity("10 Gbps", Dimension::kTime), UnitError);
+}
+
+TEST(Units, BareNumbersAndGarbageAreErrorsWithAnExample) {
+  try {
+    parse_quantity("10", Dimension::kBandwidth);
+    FAIL() << "a bare number must be rejected";
+  } catch (const UnitError& e) {
+    EXPECT_NE(std::string(e.what()).find("\"10 Gbps\""), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(parse_quantity("", Dimension::kTime), UnitError);
+  EXPECT_THROW(parse_quantity("fast", Dimension::kTime), UnitError);
+  EXPECT_THROW(parse_quantity("inf s", Dimension::kTime), UnitError);
+  EXPECT_THROW(parse_quantity("nan s", Dimension::kTime), UnitError);
+  EXPECT_THROW(parse_quantity("0x10 s", Dimension::kTime), UnitError);
+}
+
+TEST(Units, EdgeCases) {
+  EXPECT_DOUBLE_EQ(parse_quantity("5\tus", Dimension::kTime), 5e-6);
+  EXPECT_DOUBLE_EQ(parse_quantity("5 \xCE\xBCs", Dimension::kTime), 5e-6);     // Greek mu
+  EXPECT_DOUBLE_EQ(parse_quantity("5 \xC2\xB5s", Dimension::kTime), 5e-6);     // micro sign
+  EXPECT_THROW(parse_quantity("1 PiFLOPS", Dimension::kFlopRate), UnitError);  // no binary FLOP
+  EXPECT_THROW(parse_quantity(std::string("10 Gbps\0x", 9), Dimension::kBandwidth), UnitError);
+  EXPECT_THROW(parse_quantity("1e300 PBps", Dimension::kBandwidth), UnitError);  // overflows
+}
+
+TEST(Units, FormatsForPeople) {
+  EXPECT_EQ(format_quantity(1.25e9, Dimension::kBandwidth), "1.25 GB/s");
+  EXPECT_EQ(format_quantity(0.0125, Dimension::kTime), "12.5 ms");
+  EXPECT_EQ(format_quantity(0, Dimension::kTime), "0 s");
+  EXPECT_EQ(format_quantity(102.2e6, Dimension::kBytes), "102.2 MB");
+}
+
+}  // namespace
+}  // namespace replisim::core

@@ -1,0 +1,247 @@
+#include "core/scenario/scenario.h"
+
+#include <gtest/gtest.h>
+
+#include "core/base/error.h"
+#include "core/base/json_cursor.h"
+#include "tests/support/test_support.h"
+
+namespace replisim::core {
+namespace {
+
+nlohmann::json valid() {
+  return test::scenario_json({test::machine("pc1", "400 GFLOPS", {"10 TFLOPS"}, "10 Gbps"),
+                              test::machine("pc2", "400 GFLOPS", {"5 TFLOPS"}, "10 Gbps")},
+                             {{"preset", "resnet50"}},
+                             {{"replicas", {"pc1/gpu0", "pc2/gpu0"}}, {"ps", {"pc1/cpu"}}});
+}
+
+// Expects parse_scenario to fail at `path` with a message containing `needle`.
+void expect_error(const nlohmann::json& doc, const std::string& path, const std::string& needle) {
+  try {
+    parse_scenario(doc, "s.json");
+    ADD_FAILURE() << "expected an error at " << path;
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), "s.json");
+    EXPECT_EQ(e.json_path(), path) << e.what();
+    EXPECT_NE(e.message().find(needle), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+  }
+}
+
+TEST(Scenario, ParsesTheIssueExample) {
+  const Scenario s = parse_scenario(valid(), "s.json");
+  ASSERT_EQ(s.cluster.machines.size(), 2u);
+  EXPECT_DOUBLE_EQ(s.cluster.machines[0].nic.bandwidth_bytes_per_s, 1.25e9);
+  EXPECT_DOUBLE_EQ(s.cluster.machines[1].gpus[0].speed_flop_per_s, 5e12);
+  EXPECT_DOUBLE_EQ(s.cluster.machines[0].pcie.bandwidth_bytes_per_s,
+                   kDefaultPcieBandwidthBytesPerS);
+  EXPECT_EQ(s.training.replicas[1].str(), "pc2/gpu0");
+  EXPECT_EQ(s.training.client, "pc1");  // defaults to the first replica's machine
+  EXPECT_EQ(s.training.variable_placement, "round_robin");
+  EXPECT_EQ(s.model.name, "resnet50");
+  EXPECT_GT(s.training.costs.input_samples_per_s, 0);
+  EXPECT_EQ(s.training.jitter.startup_stagger_s, kAutoStagger);
+  EXPECT_GT(s.training.jitter.step_fraction, 0);
+}
+
+TEST(Scenario, CostsAndJitterCanBeTurnedOff) {
+  nlohmann::json doc = valid();
+  doc["training"]["costs"] = "none";
+  doc["training"]["jitter"] = 0;
+  const Scenario s = parse_scenario(doc, "s.json");
+  EXPECT_EQ(s.training.costs.input_samples_per_s, 0);
+  EXPECT_EQ(s.training.costs.apply_flop_per_param, 0);
+  EXPECT_EQ(s.training.costs.loss_flop_per_sample, 0);
+  EXPECT_EQ(s.training.costs.per_message_overhead_s, 0);
+  EXPECT_EQ(s.training.jitter.startup_stagger_s, 0);
+  EXPECT_EQ(s.training.jitter.compute_fraction, 0);
+  EXPECT_EQ(s.training.jitter.step_fraction, 0);
+}
+
+TEST(Scenario, BadInputNamesTheJsonPath) {
+  nlohmann::json doc = valid();
+  doc.erase("training");
+  expect_error(doc, "/training", "required field missing");
+
+  doc = valid();
+  doc["model"]["preset"] = "resnet5O";
+  expect_error(doc, "/model/preset", "valid presets: resnet50");
+
+  doc = valid();
+  doc["cluster"]["machines"][0]["nic"]["bandwidth"] = 10;
+  expect_error(doc, "/cluster/machines/0/nic/bandwidth", "\"10 Gbps\"");
+
+  doc = valid();
+  doc["cluster"]["machines"][1]["nic"]["bandwidth"] = "-1 Gbps";
+  expect_error(doc, "/cluster/machines/1/nic/bandwidth", "greater than zero");
+
+  doc = valid();
+  doc["cluster"]["machines"][0]["gpus"][0]["speed"] = "0 TFLOPS";
+  expect_error(doc, "/cluster/machines/0/gpus/0/speed", "greater than zero");
+
+  doc = valid();
+  doc["cluster"]["machines"][0]["cpu"]["speed"] = "-3 GFLOPS";
+  expect_error(doc, "/cluster/machines/0/cpu/speed", "greater than zero");
+
+  doc = valid();
+  doc["training"]["replicas"][1] = "pc3/gpu0";
+  expect_error(doc, "/training/replicas/1", "no machine named \"pc3\"");
+
+  doc = valid();
+  doc["training"]["replicas"][1] = "pc2/gpu1";
+  expect_error(doc, "/training/replicas/1", "no gpu1");
+
+  doc = valid();
+  doc["cluster"]["machines"][1]["name"] = "pc1";
+  expect_error(doc, "/cluster/machines/1/name", "duplicate machine name");
+
+  doc = valid();
+  doc["training"]["replicas"] = nlohmann::json::array();
+  expect_error(doc, "/training/replicas", "at least one replica");
+
+  doc = valid();
+  doc["training"]["steps"] = 5;
+  doc["training"]["warmup_steps"] = 5;
+  expect_error(doc, "/training/steps", "greater than warmup_steps");
+
+  doc = valid();
+  doc["training"]["batch_size"] = 32;
+  expect_error(doc, "/training/batch_size", "unknown field");
+
+  doc = valid();
+  doc["training"]["warmup_step"] = 3;
+  expect_error(doc, "/training/warmup_step", "did you mean \"warmup_steps\"");
+
+  doc = valid();
+  doc["cluster"]["network_model"] = "ns3";
+  expect_error(doc, "/cluster/network_model", "valid: lv08, ideal");
+
+  doc = valid();
+  doc["training"]["sync"] = "synchronous";
+  expect_error(doc, "/training/sync", "unknown sync mode");
+
+  doc = valid();
+  doc["training"]["sync"] = {{"total_num_replicas", 3}};
+  expect_error(doc, "/training/sync/total_num_replicas", "must equal the number of workers (2)");
+
+  doc = valid();
+  doc["training"]["sync"] = {{"replicas_to_aggregate", 3}, {"variant", "strict"}};
+  expect_error(doc, "/training/sync/replicas_to_aggregate", "cannot exceed the workers");
+
+  doc = valid();
+  doc["training"]["sync"] = {{"variant", "backup"}};
+  expect_error(doc, "/training/sync/variant", "valid: tf, strict");
+
+  doc = valid();
+  doc["training"]["sync"] = {{"replicas_to_aggregate", 0}};
+  expect_error(doc, "/training/sync/replicas_to_aggregate", "");
+
+  doc = valid();
+  doc["training"]["data_steps_per_worker"] = {100};
+  expect_error(doc, "/training/data_steps_per_worker", "one entry per worker (2), got 1");
+
+  doc = valid();
+  doc["training"]["data_steps_per_worker"] = {100, 0};
+  expect_error(doc, "/training/data_steps_per_worker/1", "");
+
+  doc = valid();
+  doc["training"]["sync"] = {{"replicas", 2}};
+  expect_error(doc, "/training/sync/replicas", "unknown field");
+
+  doc = valid();
+  doc["training"]["variable_placement"] = "random";
+  expect_error(doc, "/training/variable_placement", "round_robin");
+
+  doc = valid();
+  doc["training"]["replicas"][1] = "pc1/gpu0";
+  expect_error(doc, "/training/replicas/1", "duplicate replica");
+
+  doc = valid();
+  doc["training"]["batch_per_replica"] = 2.5;
+  expect_error(doc, "/training/batch_per_replica", "expected an integer");
+
+  doc = valid();
+  doc["cluster"]["machines"][0]["nic"]["latency"] = "-5 us";
+  expect_error(doc, "/cluster/machines/0/nic/latency", "between 0 s and 10 s");
+
+  // Values that overflow, or are far outside any hardware, are refused before simulating.
+  doc = valid();
+  doc["cluster"]["machines"][0]["gpus"][0]["speed"] = "1e300 PFLOPS";
+  expect_error(doc, "/cluster/machines/0/gpus/0/speed", "out of range");
+  doc = valid();
+  doc["cluster"]["machines"][0]["nic"]["bandwidth"] = "1e-300 Bps";
+  expect_error(doc, "/cluster/machines/0/nic/bandwidth", "between");
+  doc = valid();
+  doc["model"] = test::one_layer_model(1e308, "1 GFLOP");
+  expect_error(doc, "/model/layers/0/params", "between");
+  doc = valid();
+  doc["training"]["costs"] = {{"input_samples_per_s", 1e-300}};
+  expect_error(doc, "/training/costs/input_samples_per_s", "0.001");
+  doc = valid();
+  doc["training"]["steps"] = 100000000;
+  expect_error(doc, "/training/steps", "integer in [1, 1000000]");
+  doc = valid();
+  doc["cluster"]["machines"][0]["name"] = std::string("pc\r1");
+  expect_error(doc, "/cluster/machines/0/name", "control characters");
+}
+
+TEST(Scenario, StructuralJsonProblemsAreInputErrors) {
+  // Deep nesting is refused before anything walks it recursively.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  try {
+    parse_json_text(deep, "deep.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(e.message().find("nesting deeper"), std::string::npos) << e.what();
+  }
+  try {
+    parse_json_text("{\"cluster\": {\"machines\": [], \"machines\": []}}", "dup.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.json_path(), "/cluster/machines") << e.what();
+    EXPECT_NE(e.message().find("twice"), std::string::npos) << e.what();
+  }
+  try {
+    parse_json_text("{\"a\": [1, {\"b\": 1e400}]}", "big.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(e.message().find("1e400"), std::string::npos) << e.what();
+  }
+  try {
+    parse_json_text("{\"a\": tru}", "t.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(e.message().find("invalid literal"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(read_json_file("/"), InputError);          // a directory
+  EXPECT_THROW(read_json_file("/dev/zero"), InputError);  // not a regular file: never read
+}
+
+TEST(Scenario, EmptyAndMalformedFilesAreInputErrors) {
+  EXPECT_THROW(parse_json_text("", "e.json"), InputError);
+  EXPECT_THROW(parse_json_text("  \n", "e.json"), InputError);
+  try {
+    parse_json_text("{\n  \"name\": ,\n}", "bad.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(load_scenario("/nonexistent/dir/x.json"), InputError);
+  expect_error(nlohmann::json::array(), "/", "expected an object");
+}
+
+TEST(Scenario, ExplicitLayers) {
+  nlohmann::json doc = valid();
+  doc["model"] = test::one_layer_model(1000, "2 MFLOP", "64 B");
+  doc["model"]["input_bytes_per_sample"] = "1 kB";
+  const Scenario s = parse_scenario(doc, "s.json");
+  ASSERT_EQ(s.model.layers.size(), 1u);
+  EXPECT_DOUBLE_EQ(s.model.layers[0].forward_flop_per_sample, 2e6);
+  EXPECT_DOUBLE_EQ(s.model.input_bytes_per_sample, 1000);
+  doc["model"]["layers"][0]["forward_flops_per_sample"] = 2e6;
+  expect_error(doc, "/model/layers/0/forward_flops_per_sample", "\"4.1 GFLOP\"");
+}
+
+}  // namespace
+}  // namespace replisim::core
