@@ -208,5 +208,33 @@ TEST(GoldenHashes, MaskingChangesOnlyTheMaskedValues) {
   EXPECT_EQ(mask_fields(R"({"scenario_hash":"abc"})"), R"({"scenario_hash":"abc"})");
 }
 
+std::string file_hash(const std::string& path) {
+  return sha256(read_file(path));
+}
+
+// Traces of the previous native format (version 2, tests/fixtures/trace_v2) read into the very
+// outputs the replisim that wrote them printed.
+TEST(Version2Traces, ReportAsTheyDidWhenWritten) {
+  const std::string fixtures = std::string(REPLISIM_SOURCE_DIR) + "/tests/fixtures/trace_v2";
+  fs::current_path(fixtures);  // the report's title names the trace as given
+  std::ifstream expected(fixtures + "/expected_hashes.txt");
+  std::map<std::string, std::map<std::string, std::string>> hashes;
+  std::string file, output, hash;
+  while (expected >> file >> output >> hash) hashes[file][output] = hash;
+  ASSERT_EQ(hashes.size(), 2u);
+  for (const auto& [trace, outputs] : hashes) {
+    TempDir dir;
+    const BinaryResult report =
+        run_replisim({"report", trace, "--json", dir.file("json"), "--trace",
+                      dir.file("chrome.json"), "--csv", dir.file("csv")});
+    ASSERT_EQ(report.exit_code, 0) << report.err;
+    const std::string stem = trace.substr(0, trace.find('.'));
+    EXPECT_EQ(report.out, read_file(fixtures + "/" + stem + ".report.txt")) << trace;
+    for (const auto& [name, recorded] : outputs) {
+      EXPECT_EQ(file_hash(dir.file(name)), recorded) << trace << " " << name;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace replisim::test
