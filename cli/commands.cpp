@@ -13,7 +13,6 @@
 #include "core/metrics/report.h"
 #include "core/plan/plan_text.h"
 #include "core/strategy/strategy.h"
-#include "sim/sim_backend.h"
 
 namespace replisim::cli {
 namespace {
@@ -32,7 +31,6 @@ LoadedScenario load(const std::string& file) {
 
 nlohmann::json provenance(const CliArgs& args, const LoadedScenario& loaded) {
   return {{"replisim", std::string(core::kVersion) + " (" + core::kGitDescribe + ")"},
-          {"simgrid", sim::simgrid_version()},
           {"scenario_file", args.scenario},
           {"scenario_hash", loaded.hash},
           {"seed", args.seed},
@@ -63,8 +61,15 @@ void require_memory_fits(const core::Scenario& scenario, const core::Plan& plan)
 }
 
 std::string version_text() {
-  return std::string("replisim ") + core::kVersion + " (" + core::kGitDescribe + "), " +
-         sim::simgrid_version();
+  std::string text = std::string("replisim ") + core::kVersion + " (" + core::kGitDescribe + ")";
+  // Each backend's engine, as its traces record it ("SimGrid 3.32.0").
+  for (const core::BackendEntry& entry : core::registered_backends()) {
+    const nlohmann::json provenance = entry.create()->info().provenance;
+    for (const auto& [key, value] : provenance.items()) {
+      text += ", " + (value.is_string() ? value.get<std::string>() : value.dump());
+    }
+  }
+  return text;
 }
 
 int run_simulate(const CliArgs& args, std::ostream& out) {
@@ -75,8 +80,9 @@ int run_simulate(const CliArgs& args, std::ostream& out) {
   const LoadedScenario loaded = load(args.scenario);
   for (const std::string& file : loaded.files) outputs.protect(file);  // includes too
   add_run_outputs(outputs, args, runs);
-  runs.provenance = provenance(args, loaded);
   const std::unique_ptr<core::Backend> backend = core::create_backend("sim");
+  runs.provenance = provenance(args, loaded);
+  runs.provenance.update(backend->info().provenance);
   for (const std::string& strategy : selected_strategies(args)) {
     const core::Plan plan =
         core::compile_plan(loaded.scenario, strategy, core::CompileOptions{args.seed});
@@ -88,7 +94,8 @@ int run_simulate(const CliArgs& args, std::ostream& out) {
         core::compute_metrics(trace, loaded.scenario.file_of("/training/steps")));
     runs.traces.push_back(std::move(trace));
   }
-  for (core::Trace& trace : runs.traces) trace.meta["provenance"] = runs.provenance;
+  // What the backend recorded about itself stays; the command's provenance joins it.
+  for (core::Trace& trace : runs.traces) trace.meta["provenance"].update(runs.provenance);
   const RunTitle title{loaded.scenario.name, args.scenario, "sim",
                        network_model_name(loaded.scenario.cluster.network_model),
                        std::to_string(args.seed)};

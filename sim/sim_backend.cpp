@@ -158,9 +158,17 @@ core::Trace SimBackend::run(const core::Plan& plan) {
   throw core::BackendError(text);
 }
 
+namespace {
+constexpr const char* kName = "sim";
+constexpr const char* kDescription = "SimGrid simulation (predicts the plan)";
+}  // namespace
+
+core::BackendInfo SimBackend::info() const {
+  return {kName, kDescription, {{"simgrid", simgrid_version()}}};
+}
+
 void register_sim_backend() {
-  core::register_backend({"sim", "SimGrid simulation (predicts the plan)",
-                          [] { return std::make_unique<SimBackend>(); }});
+  core::register_backend({kName, kDescription, [] { return std::make_unique<SimBackend>(); }});
 }
 
 }  // namespace replisim::sim

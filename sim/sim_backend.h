@@ -14,6 +14,8 @@ class SimBackend : public core::Backend {
   // Runs the plan in a child process. Throws core::InputError when the plan is invalid and
   // core::BackendError when the simulation fails (deadlock, crash of the child).
   core::Trace run(const core::Plan& plan) override;
+  // "sim", with {"simgrid": simgrid_version()} as provenance.
+  core::BackendInfo info() const override;
 
   // Wall-clock seconds the last run() spent in SimGrid's engine, and in all (process start,
   // platform, engine, trace transport and decoding). For benchmarks.

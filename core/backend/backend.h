@@ -19,9 +19,19 @@ class BackendError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// What a backend says about itself: its registered name, one line, and what every trace it
+// writes records about it under "provenance" (e.g. {"simgrid": "SimGrid 3.32.0"}: its engine's
+// version), merged with the caller's provenance.
+struct BackendInfo {
+  std::string name;
+  std::string description;
+  nlohmann::json provenance = nlohmann::json::object();
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
+  virtual BackendInfo info() const = 0;
   // Runs every step of `plan` and returns the trace (its `meta` filled by trace_meta_from_plan
   // plus the backend's own provenance). Blocking. Throws InputError for a plan the backend
   // cannot run and BackendError when the run fails.

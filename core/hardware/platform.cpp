@@ -8,10 +8,6 @@
 
 namespace replisim::core {
 
-const char* device_kind_name(DeviceKind kind) {
-  return kind == DeviceKind::kGpu ? "gpu" : "cpu";
-}
-
 int Platform::find_device(const std::string& name) const {
   for (size_t i = 0; i < devices.size(); ++i) {
     if (devices[i].name == name) return int(i);
@@ -68,36 +64,6 @@ std::string Platform::channel_name(int channel) const {
 
 double Platform::channel_bandwidth_bytes_per_s(int channel) const {
   return links[size_t(channel / 2)].bandwidth_bytes_per_s;
-}
-
-Platform build_platform(const ClusterSpec& cluster) {
-  Platform p;
-  p.network_model = cluster.network_model;
-  p.transport = cluster.transport;
-  p.links.push_back(
-      {"switch", cluster.switch_link.bandwidth_bytes_per_s, cluster.switch_link.latency_s, false});
-  p.switch_link = 0;
-  for (const MachineSpec& m : cluster.machines) {
-    PlatformMachine machine;
-    machine.name = m.name;
-    const int machine_index = int(p.machines.size());
-    machine.nic_link = int(p.links.size());
-    p.links.push_back({m.name + "/nic", m.nic.bandwidth_bytes_per_s, m.nic.latency_s, true});
-    machine.devices.push_back(int(p.devices.size()));
-    p.devices.push_back({m.name + "/cpu", machine_index, DeviceKind::kCpu, m.cpu_speed_flop_per_s,
-                         m.cpu_cores, -1});
-    for (size_t g = 0; g < m.gpus.size(); ++g) {
-      const std::string gpu_name = "gpu" + std::to_string(g);
-      const int pcie = int(p.links.size());
-      p.links.push_back(
-          {m.name + "/pcie/" + gpu_name, m.pcie.bandwidth_bytes_per_s, m.pcie.latency_s, true});
-      machine.devices.push_back(int(p.devices.size()));
-      p.devices.push_back({m.name + "/" + gpu_name, machine_index, DeviceKind::kGpu,
-                           m.gpus[g].speed_flop_per_s, 1, pcie, m.gpus[g].memory_bytes});
-    }
-    p.machines.push_back(std::move(machine));
-  }
-  return p;
 }
 
 nlohmann::json platform_to_json(const Platform& platform) {
@@ -164,7 +130,7 @@ Platform platform_from_json(const nlohmann::json& j, const std::string& file,
     device.speed_flop_per_s = d.at("speed_flop_per_s").as_number();
     if (!(device.speed_flop_per_s > 0)) d.at("speed_flop_per_s").fail("must be > 0");
     // Optional: traces written before CPU cores existed had one.
-    if (d.has("cores")) device.cores = int(d.at("cores").as_int(1, limits::kMaxCpuCores));
+    if (d.has("cores")) device.cores = int(d.at("cores").as_int(1, kMaxDeviceCores));
     device.pcie_link = int(d.at("pcie_link").as_int(-1, link_count - 1));
     if (d.has("memory_bytes")) device.memory_bytes = d.at("memory_bytes").as_number_in(0, 1e18);
     p.devices.push_back(device);

@@ -7,7 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/scenario/scenario.h"
+#include "core/hardware/device.h"
+#include "core/hardware/transport.h"
 
 namespace replisim::core {
 
@@ -76,14 +77,9 @@ struct Platform {
   double channel_bandwidth_bytes_per_s(int channel) const;
 };
 
-// Builds the platform of a validated cluster (devices in machine order, CPU first).
-Platform build_platform(const ClusterSpec& cluster);
-
 nlohmann::json platform_to_json(const Platform& platform);
 // Throws InputError naming `file` and the JSON path on a malformed platform.
 Platform platform_from_json(const nlohmann::json& j, const std::string& file,
                             const std::string& path);
-
-const char* device_kind_name(DeviceKind kind);
 
 }  // namespace replisim::core

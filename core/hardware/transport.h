@@ -42,9 +42,8 @@ std::vector<std::string> transport_preset_names();
 // Throws std::out_of_range for an unknown name.
 Transport transport_preset(const std::string& name);
 
-// cluster.transport: {"preset", and any field to override}. Throws InputError at `c`.
-Transport parse_transport(const JsonCursor& c);
-
+// The plan's and the trace's form (every field, SI units). transport_from_json throws InputError
+// at `c` on a missing or out-of-range field.
 nlohmann::json transport_to_json(const Transport& t);
 Transport transport_from_json(const JsonCursor& c);
 

@@ -371,6 +371,7 @@ void add_faults(RunMetrics& r, const Trace& trace, StepTable& steps) {
     f.description = trace.str(e.label);
     f.start_s = e.start_s;
     f.end_s = e.end_s;
+    f.open_ended = e.end_s >= 86400.0 * 365;     // until the trace records it
     if (e.client != kNoString && e.step >= 0) {  // -1: it was running no step
       double last_end = 0;
       for (const Span& span : steps[e.client]) {

@@ -56,6 +56,7 @@ struct FaultRecord {
   std::string description;  // "worker2 dies", "machine w3 dies", "w3/gpu0 slowed to 0.5x"
   double start_s = 0;       // when it struck (a slowdown: its window)
   double end_s = 0;
+  bool open_ended = false;  // a window with no end: it lasts to the end of the run
   // A role that died: its work since its last completed step, lost (s), and that step.
   double lost_work_s = 0;
   int64_t lost_step = -1;

@@ -6,7 +6,6 @@
 #include <sstream>
 
 #include "core/base/units.h"
-#include "core/plan/plan.h"
 
 namespace replisim::core {
 namespace {
@@ -148,8 +147,7 @@ std::string faults_text(const RunMetrics& r) {
   std::string out;
   for (const FaultRecord& f : r.faults) {
     if (!out.empty()) out += "; ";
-    const std::string until =
-        f.end_s >= kOpenEndedFaultS ? " on" : " to " + fixed(f.end_s, 3) + " s";
+    const std::string until = f.open_ended ? " on" : " to " + fixed(f.end_s, 3) + " s";
     out += f.description + (f.end_s > f.start_s ? " from " + fixed(f.start_s, 3) + " s" + until
                                                 : " at " + fixed(f.start_s, 3) + " s");
     if (f.lost_step >= 0) out += " (" + f.target + " lost " + fixed(f.lost_work_s, 3) + " s)";

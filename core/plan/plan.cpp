@@ -225,6 +225,7 @@ nlohmann::json plan_to_json(const Plan& plan) {
                              {"until_s", f.until_s},
                              {"factor", f.factor},
                              {"description", f.description}});
+      if (f.open_ended) j["faults"].back()["open_ended"] = true;
     }
   }
   const CheckpointPolicy& cp = plan.checkpoints;
@@ -298,7 +299,7 @@ ClientGraph client_from_json(const JsonCursor& cc, const Plan& plan) {
 
 PlanFault fault_from_json(const JsonCursor& c, const Plan& plan) {
   c.check_keys({"kind", "clients", "roles", "device", "link", "at_s", "from_s", "until_s", "factor",
-                "description"});
+                "description", "open_ended"});
   PlanFault f;
   f.kind = c.at("kind").as_string();
   if (f.kind != "role" && f.kind != "job" && f.kind != "slowdown" && f.kind != "link") {
@@ -323,6 +324,7 @@ PlanFault fault_from_json(const JsonCursor& c, const Plan& plan) {
   f.at_s = c.at("at_s").as_number_in(0, 1e12);
   f.from_s = c.at("from_s").as_number_in(0, 1e12);
   f.until_s = c.at("until_s").as_number_in(f.from_s, 1e12);
+  if (c.has("open_ended")) f.open_ended = c.at("open_ended").as_bool();
   f.factor = c.at("factor").as_number_in(f.kind == "link" ? 0 : 1e-6, 1);
   f.description = c.at("description").as_string();
   return f;

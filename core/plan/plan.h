@@ -135,9 +135,6 @@ struct RecoveryPolicy {
   double recovery_wait_s = 30;
 };
 
-// The `until` of a fault window given without one: the end of any run (a year).
-inline constexpr double kOpenEndedFaultS = 86400.0 * 365;
-
 // A fault the backend injects (from the scenario's "faults", resolved against the plan).
 struct PlanFault {
   // "role": clients die at at_s; "job": roles the job cannot lose (a parameter server, the
@@ -153,6 +150,9 @@ struct PlanFault {
   double at_s = 0;           // role
   double from_s = 0;         // slowdown, link: [from_s, until_s)
   double until_s = 0;
+  // slowdown, link: the scenario gave no `until` (until_s then lies past the end of any run);
+  // traces record it and reports say "on" rather than a time.
+  bool open_ended = false;
   double factor = 1;  // slowdown: speed multiplier in (0, 1]; link: bandwidth multiplier in [0, 1]
   std::string description;  // "machine w3 dies", "w3/gpu0 at 0.5x", ... (reports, trace)
 };

@@ -73,9 +73,8 @@ void write_faults(std::ostream& out, const Plan& plan) {
       out << ")";
     } else {
       out << " from " << format_quantity(f.from_s, Dimension::kTime)
-          << (f.until_s >= kOpenEndedFaultS
-                  ? std::string(" on")
-                  : " to " + format_quantity(f.until_s, Dimension::kTime));
+          << (f.open_ended ? std::string(" on")
+                           : " to " + format_quantity(f.until_s, Dimension::kTime));
     }
     out << "\n";
   }

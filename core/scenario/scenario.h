@@ -11,32 +11,12 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/json_cursor.h"
+#include "core/hardware/device.h"
+#include "core/hardware/platform.h"
 #include "core/hardware/transport.h"
 #include "core/model/model.h"
 
 namespace replisim::core {
-
-enum class DeviceKind { kCpu, kGpu };
-
-// "<machine>/cpu" or "<machine>/gpu<i>".
-struct DeviceRef {
-  std::string machine;
-  DeviceKind kind = DeviceKind::kCpu;
-  int gpu_index = 0;  // meaningful for kGpu only
-
-  std::string str() const;
-  bool operator==(const DeviceRef& other) const {
-    return machine == other.machine && kind == other.kind &&
-           (kind == DeviceKind::kCpu || gpu_index == other.gpu_index);
-  }
-};
-
-// Transfer model used by the simulator (docs/scenario-format.md, "network_model").
-enum class NetworkModel {
-  kLv08,   // SimGrid's default TCP model (latency x13.01, bandwidth x0.97, cross-traffic)
-  kIdeal,  // bytes / bandwidth + latency exactly: CM02, no cross-traffic, no TCP window bound
-};
-const char* network_model_name(NetworkModel model);
 
 struct LinkSpec {
   double bandwidth_bytes_per_s = 0;
@@ -214,15 +194,16 @@ enum class FaultKind {
 };
 struct FaultSpec {
   FaultKind kind = FaultKind::kRole;
-  std::string role;       // kRole: "worker<i>", "ps<k>", "client", "tower<i>"
-  int worker = -1;        // kRole: index into TrainingSpec::workers ("worker<i>")
-  std::string machine;    // kMachine, kLink (its NIC; "" with kLink: the switch)
-  DeviceRef device;       // kSlowdown
-  double at_s = 0;        // kRole, kMachine
-  double from_s = 0;      // kSlowdown, kLink
-  double until_s = 0;     // kSlowdown, kLink
-  double factor = 1;      // kSlowdown (0, 1], kLink [0, 1]
-  std::string json_path;  // where it is, for errors found while compiling
+  std::string role;         // kRole: "worker<i>", "ps<k>", "client", "tower<i>"
+  int worker = -1;          // kRole: index into TrainingSpec::workers ("worker<i>")
+  std::string machine;      // kMachine, kLink (its NIC; "" with kLink: the switch)
+  DeviceRef device;         // kSlowdown
+  double at_s = 0;          // kRole, kMachine
+  double from_s = 0;        // kSlowdown, kLink
+  double until_s = 0;       // kSlowdown, kLink (limits::kOpenEndedFaultS when open_ended)
+  bool open_ended = false;  // kSlowdown, kLink: no "until" given, the window lasts to the end
+  double factor = 1;        // kSlowdown (0, 1], kLink [0, 1]
+  std::string json_path;    // where it is, for errors found while compiling
 };
 
 struct Scenario {
@@ -258,9 +239,13 @@ inline constexpr double kMinSamplesPerS = 1e-3;  // input pipeline rate when not
 inline constexpr double kMaxSamplesPerS = 1e12;
 inline constexpr int kMaxSteps = 1000000;
 inline constexpr int kMaxReplicas = 1000000;
-inline constexpr int kMaxCpuCores = 4096;  // replicas_to_aggregate, total_num_replicas
+inline constexpr int kMaxCpuCores =
+    kMaxDeviceCores;  // also replicas_to_aggregate, total_num_replicas
 inline constexpr int kMaxBatch = 1 << 24;
 inline constexpr double kMaxGpuMemoryBytes = 1e15;
+// The `until` of a fault window given without one: past the end of any run (a year). Plans keep
+// this value (with PlanFault::open_ended), so a backend needs no special case for it.
+inline constexpr double kOpenEndedFaultS = 86400.0 * 365;
 }  // namespace limits
 
 // Parses and validates a scenario. `file` names the source in error messages; `sources`, when
@@ -285,9 +270,9 @@ ScenarioDocument load_scenario_document(const std::string& file);
 // Reads, merges, parses and validates a scenario file. Throws InputError.
 Scenario load_scenario(const std::string& file);
 
-// Parses "<machine>/cpu" or "<machine>/gpu<i>" without checking that it exists.
-// Returns false when the text has another form.
-bool parse_device_ref(const std::string& text, DeviceRef* out);
+// The platform of a validated cluster: per machine its NIC, its CPU (device first), then each
+// GPU behind its own PCIe link; the switch is link 0 (scenario_platform.cpp).
+Platform build_platform(const ClusterSpec& cluster);
 
 // The index in a numbered name "<prefix><i>" without leading zeros ("worker3" -> 3), or -1 when
 // `text` has another form.

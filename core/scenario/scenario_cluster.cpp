@@ -1,9 +1,46 @@
 // Parsing of "cluster": machines (and "count" templates), the switch and the network model.
+#include <algorithm>
+
 #include "core/base/error.h"
+#include "core/base/units.h"
 #include "core/scenario/scenario_parse.h"
 
 namespace replisim::core::scenario_detail {
 namespace {
+
+// cluster.transport: {"preset", and any field to override} (docs/scenario-format.md).
+Transport parse_transport(const JsonCursor& c) {
+  c.check_keys({"preset", "flow_rate_limit", "per_message_overhead", "copy_bandwidth",
+                "header_overhead", "chunk_size", "connections_per_peer"});
+  Transport t;
+  if (c.has("preset")) {
+    const std::string name = c.at("preset").as_string();
+    const std::vector<std::string> names = transport_preset_names();
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      c.at("preset").fail("unknown transport preset \"" + name + "\"; valid: " + join_names(names));
+    }
+    t = transport_preset(name);
+  }
+  auto bandwidth = [&](const char* key, double* out) {
+    if (!c.has(key)) return;
+    *out = c.at(key).as_quantity_in(Dimension::kBandwidth, 0, 1e15);
+  };
+  bandwidth("flow_rate_limit", &t.flow_rate_limit_bytes_per_s);
+  bandwidth("copy_bandwidth", &t.copy_bandwidth_bytes_per_s);
+  if (c.has("per_message_overhead")) {
+    t.per_message_overhead_s = c.at("per_message_overhead").as_quantity_in(Dimension::kTime, 0, 10);
+  }
+  if (c.has("header_overhead")) {
+    t.header_overhead_fraction = c.at("header_overhead").as_number_in(0, 10);
+  }
+  if (c.has("chunk_size")) {
+    t.chunk_bytes = c.at("chunk_size").as_quantity_in(Dimension::kBytes, 0, 1e15);
+  }
+  if (c.has("connections_per_peer")) {
+    t.connections_per_peer = int(c.at("connections_per_peer").as_int(1, 64));
+  }
+  return t;
+}
 
 constexpr double kDefaultSwitchLatencyS = 1e-6;
 constexpr int kMaxMachineCount = 100000;

@@ -1,7 +1,6 @@
 // The "faults" list of a scenario.
 #include <string>
 
-#include "core/plan/plan.h"
 #include "core/scenario/scenario_parse.h"
 
 namespace replisim::core::scenario_detail {
@@ -52,7 +51,8 @@ FaultSpec parse_machine_fault(const JsonCursor& c, const ClusterSpec& cluster) {
 // The window and factor of a slowdown or a link fault.
 void parse_window(const JsonCursor& c, FaultSpec& f) {
   f.from_s = time_at(c.at("from"));
-  f.until_s = c.has("until") ? time_at(c.at("until")) : kOpenEndedFaultS;
+  f.open_ended = !c.has("until");
+  f.until_s = f.open_ended ? limits::kOpenEndedFaultS : time_at(c.at("until"));
   if (!(f.until_s > f.from_s)) c.at("until").fail("must be later than \"from\"");
   f.factor = c.at("factor").as_number_in(0, 1);
   // Below 1e-6 a window only stretches simulated time into the astronomical: 0 (a cut) says it.

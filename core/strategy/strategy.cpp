@@ -231,6 +231,7 @@ void add_faults(const Scenario& scenario, Plan& plan) {
       REPLISIM_ASSERT(f.device >= 0, "validated fault device not found");
       f.from_s = spec.from_s;
       f.until_s = spec.until_s;
+      f.open_ended = spec.open_ended;
       f.factor = spec.factor;
       f.description =
           spec.device.str() + " slowed to " + dump_json(nlohmann::json(spec.factor)) + "x";
@@ -246,6 +247,7 @@ void add_faults(const Scenario& scenario, Plan& plan) {
       REPLISIM_ASSERT(f.link >= 0, "validated fault link not found");
       f.from_s = spec.from_s;
       f.until_s = spec.until_s;
+      f.open_ended = spec.open_ended;
       f.factor = spec.factor;
       const std::string link = spec.machine.empty() ? "switch" : spec.machine + "/nic";
       f.description = spec.factor == 0
