@@ -6,6 +6,7 @@
 #include "cli/run_outputs.h"
 #include "core/backend/backend.h"
 #include "core/base/error.h"
+#include "core/base/hash.h"
 #include "core/base/json_cursor.h"
 #include "core/base/units.h"
 #include "core/base/version.h"

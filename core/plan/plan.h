@@ -10,38 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/hardware/platform.h"
+#include "core/plan/kinds.h"
 
 namespace replisim::core {
-
-enum class OpKind {
-  kInput,                // input pipeline: produces one batch on a CPU (prefetched, see Plan)
-  kSplit,                // in-graph: split the big batch into sub-batches (no compute)
-  kReadVariable,         // read a variable on its PS (no compute; its output is sent on)
-  kForward,              // forward pass of one layer on a tower / worker device
-  kLoss,                 // loss (and summary) ops
-  kBackward,             // backward pass of one layer
-  kAggregate,            // in-graph: sum the towers' gradients of one variable on the client
-  kApply,                // optimizer update of one variable on its PS
-  kGlobalStepIncrement,  // global_step += 1 on the PS holding global_step (after the applies)
-  kSend,                 // sending half of a cross-device edge (inserted by partitioning)
-  kRecv,                 // receiving half; completes when the tensor has arrived
-  // Synchronous between-graph training (SyncReplicasOptimizer; Plan::sync_replicas):
-  kAccumulate,    // worker: apply_grad of one slice into its accumulator on the PS; dropped when
-                  // the worker's local_step is older than the accumulator's global step
-  kTokenDequeue,  // worker: take a token from the sync token queue (on global_step's PS); waits
-                  // while there is none; the token's value becomes the worker's next local_step
-  kLocalStep,     // worker: local_step = token (its step ends here)
-  kTakeGradient,  // chief's sync op: take_grad(replicas_to_aggregate) of one slice; waits until
-                  // that many fresh gradients are in, then resets the accumulator and bumps its
-                  // global step
-  kTokenEnqueue,  // chief's sync op: enqueue the tokens of the new global_step
-};
-const char* op_kind_name(OpKind kind);
-
-// kSyncQueueRunner: the chief's thread that runs the sync op of synchronous between-graph
-// training once per global step (TF's chief_queue_runner).
-enum class RoleKind { kClient, kWorker, kTower, kParameterServer, kSyncQueueRunner };
-const char* role_kind_name(RoleKind kind);
 
 // A task of the distributed job. Trace events name their role ("client", "worker3", "ps0").
 struct Role {
@@ -204,9 +175,9 @@ nlohmann::json plan_to_json(const Plan& plan);
 // Throws InputError naming `file` and the JSON path.
 Plan plan_from_json(const nlohmann::json& j, const std::string& file);
 
-// 64-bit FNV-1a of the plan's canonical JSON, as 16 hex digits (provenance).
+// 64-bit FNV-1a (core/base/hash.h) of the plan's canonical JSON, as 16 hex digits: how traces
+// and provenance name a plan.
 std::string plan_hash(const Plan& plan);
-std::string fnv1a_hex(const std::string& bytes);
 
 // Checks plan invariants; throws InputError(file, path, ...) on the first violation.
 void validate_plan(const Plan& plan, const std::string& file);

@@ -23,6 +23,11 @@ MachineSpec parse_machine_hardware(const JsonCursor& c,
 // switch non-blocking. Throws InputError at `where` when the name is taken.
 void add_machine(ClusterSpec& cluster, MachineSpec machine, const JsonCursor& where);
 
+// Where things run, from "training": replicas and workers, the client, the parameter servers (or
+// variables_on) and model-parallel placement, into `t` (scenario_devices.cpp). May add
+// dedicated PS machines to `cluster`.
+void parse_where(const JsonCursor& c, ClusterSpec& cluster, const Model& model, TrainingSpec& t);
+
 // "training". May add dedicated PS machines to `cluster`.
 TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Model& model);
 

@@ -89,24 +89,8 @@ Op client_op(const std::string& name, OpKind kind, int cpu, int client, double f
   return op;
 }
 
-}  // namespace
-
-Plan compile_in_graph(const Scenario& scenario, const CompileOptions& options) {
-  Plan plan = plan_skeleton(scenario, "in_graph", options);
-  const TrainingSpec& t = scenario.training;
-  const int client_machine = [&] {
-    for (size_t m = 0; m < plan.platform.machines.size(); ++m) {
-      if (plan.platform.machines[m].name == t.client) return int(m);
-    }
-    return -1;
-  }();
-  REPLISIM_ASSERT(client_machine >= 0, "validated client machine not found");
-  const int cpu = plan.platform.cpu_of_machine(client_machine);
-  const int client = add_role(plan, "client", RoleKind::kClient, cpu, /*chief=*/true);
-  const ModelLayout layout =
-      t.placement.empty() ? layout_model(scenario, plan)
-                          : layout_model(scenario, plan, place_layers(scenario, plan.platform));
-  plan.granularity = granularity_label(scenario, layout.groups.size());
+// What the in-graph plan leaves out of the scenario, said in its notes.
+void note_unused_fields(const TrainingSpec& t, Plan& plan) {
   if (!t.placement.empty()) {
     plan.notes.push_back(
         "training.placement makes in_graph one model-parallel tower on the "
@@ -122,6 +106,28 @@ Plan compile_in_graph(const Scenario& scenario, const CompileOptions& options) {
         "training.sync applies to between_graph only: in_graph is synchronous by construction "
         "(each global step waits for every tower)");
   }
+}
+
+// The CPU of the machine that runs the client.
+int client_cpu(const TrainingSpec& t, const Plan& plan) {
+  for (size_t m = 0; m < plan.platform.machines.size(); ++m) {
+    if (plan.platform.machines[m].name == t.client) return plan.platform.cpu_of_machine(int(m));
+  }
+  REPLISIM_ASSERT(false, "validated client machine not found");
+}
+
+}  // namespace
+
+Plan compile_in_graph(const Scenario& scenario, const CompileOptions& options) {
+  Plan plan = plan_skeleton(scenario, "in_graph", options);
+  const TrainingSpec& t = scenario.training;
+  const int cpu = client_cpu(t, plan);
+  const int client = add_role(plan, "client", RoleKind::kClient, cpu, /*chief=*/true);
+  const ModelLayout layout =
+      t.placement.empty() ? layout_model(scenario, plan)
+                          : layout_model(scenario, plan, place_layers(scenario, plan.platform));
+  plan.granularity = granularity_label(scenario, layout.groups.size());
+  note_unused_fields(t, plan);
   const std::vector<GroupPlacement> tower = towers(scenario, plan, layout);
   const int sub_batch = t.batch_per_replica;
   const int batch = sub_batch * int(tower.size());

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "core/base/error.h"
+#include "core/base/hash.h"
 #include "core/base/json_cursor.h"
 
 namespace replisim::core {
@@ -21,16 +22,6 @@ constexpr size_t kEventBytes = 93;
 constexpr size_t kCounterBytes = 20;
 // Writers flush and readers grow long strings in pieces of this size.
 constexpr size_t kChunkBytes = size_t(64) << 10;
-constexpr uint64_t kFnvBasis = 14695981039346656037ULL;  // FNV-1a 64-bit offset basis
-constexpr uint64_t kFnvPrime = 1099511628211ULL;         // FNV-1a 64-bit prime
-
-uint64_t fnv1a(uint64_t hash, const char* bytes, size_t size) {
-  for (size_t i = 0; i < size; ++i) {
-    hash ^= uint8_t(bytes[i]);
-    hash *= kFnvPrime;
-  }
-  return hash;
-}
 
 // Little-endian encoding, whatever the host's byte order.
 void put_u64(std::string& out, uint64_t value, int bytes = 8) {
@@ -192,7 +183,7 @@ class RunWriter {
   std::ostream& out_;
   size_t run_;
   std::string buffer_;
-  uint64_t hash_ = kFnvBasis;
+  uint64_t hash_ = kFnv1aBasis;
 };
 
 // Reads bytes from the stream, tracking the offset, the running checksum of the current run,
@@ -208,7 +199,7 @@ class Decoder {
     section_ = section;
     index_ = index;
   }
-  void reset_hash() { hash_ = kFnvBasis; }
+  void reset_hash() { hash_ = kFnv1aBasis; }
   uint64_t hash() const { return hash_; }
   uint64_t offset() const { return offset_; }
 
@@ -289,7 +280,7 @@ class Decoder {
   uint64_t offset_ = 0;
   bool size_known_ = false;
   uint64_t size_ = 0;
-  uint64_t hash_ = kFnvBasis;
+  uint64_t hash_ = kFnv1aBasis;
   int64_t run_ = -1;
   const char* section_ = nullptr;
   uint64_t index_ = kNoIndex;

@@ -1,0 +1,101 @@
+// Plan invariants (validate_plan): what every backend may rely on, whatever made the plan.
+#include "core/base/error.h"
+#include "core/plan/plan.h"
+
+namespace replisim::core {
+
+namespace {
+
+bool sync_only(OpKind kind) {
+  return kind == OpKind::kAccumulate || kind == OpKind::kTokenDequeue ||
+         kind == OpKind::kLocalStep || kind == OpKind::kTakeGradient ||
+         kind == OpKind::kTokenEnqueue;
+}
+
+// One step graph: topological order, send/recv pairs, the named input and global_step ops.
+// `chief_sync_op`: the chief's sync op of synchronous training (no input op).
+void validate_graph(const Plan& plan, const ClientGraph& graph, const std::string& base,
+                    const std::string& file, bool chief_sync_op) {
+  auto fail = [&](size_t op, const std::string& message) {
+    throw InputError(file, base + "/ops/" + std::to_string(op), message);
+  };
+  if (graph.ops.empty()) throw InputError(file, base + "/ops", "a step graph needs ops");
+  const bool sync = plan.sync == "sync";
+  for (size_t k = 0; k < graph.ops.size(); ++k) {
+    const Op& op = graph.ops[k];
+    for (int in : op.inputs) {
+      if (in < 0 || size_t(in) >= k) fail(k, "inputs must name earlier ops");
+    }
+    if (sync_only(op.kind) && !sync) fail(k, "a synchronous-training op in an async plan");
+    if ((op.kind == OpKind::kAccumulate || op.kind == OpKind::kTakeGradient) && op.variable < 0) {
+      fail(k, "an accumulator op needs its variable");
+    }
+    const bool transfer = op.kind == OpKind::kSend || op.kind == OpKind::kRecv;
+    if (!transfer) {
+      for (int in : op.inputs) {
+        if (graph.ops[size_t(in)].device != op.device) {
+          fail(k, "an input on another device needs a send/recv pair");
+        }
+      }
+      continue;
+    }
+    if (op.peer < 0 || size_t(op.peer) >= graph.ops.size()) fail(k, "peer out of range");
+    const Op& peer = graph.ops[size_t(op.peer)];
+    const OpKind expected = op.kind == OpKind::kSend ? OpKind::kRecv : OpKind::kSend;
+    if (peer.kind != expected || peer.peer != int(k) || peer.bytes != op.bytes) {
+      fail(k, "send/recv pair is inconsistent");
+    }
+    if (peer.device == op.device) fail(k, "send and recv on the same device");
+    if (op.kind == OpKind::kRecv && (op.inputs.size() != 1 || op.inputs[0] != op.peer)) {
+      fail(k, "a recv has exactly its send as input");
+    }
+  }
+  if (chief_sync_op
+          ? graph.input_op != -1
+          : graph.input_op < 0 || graph.ops[size_t(graph.input_op)].kind != OpKind::kInput) {
+    throw InputError(
+        file, base + "/input_op",
+        chief_sync_op ? "the sync op has no input op (-1)" : "does not name an input op");
+  }
+  const bool needs_increment = chief_sync_op || !sync;
+  if (needs_increment ? graph.global_step_op < 0 || graph.ops[size_t(graph.global_step_op)].kind !=
+                                                        OpKind::kGlobalStepIncrement
+                      : graph.global_step_op != -1) {
+    throw InputError(file, base + "/global_step_op",
+                     needs_increment ? "does not name a global step increment"
+                                     : "a synchronous worker does not increment global_step (-1)");
+  }
+}
+
+}  // namespace
+
+void validate_plan(const Plan& plan, const std::string& file) {
+  if (plan.clients.empty()) throw InputError(file, "/clients", "a plan needs at least one client");
+  if (plan.ps_roles.empty()) throw InputError(file, "/ps_roles", "a plan needs a parameter server");
+  for (size_t i = 0; i < plan.memory.size(); ++i) {
+    if (plan.memory[i].device < 0 ||
+        size_t(plan.memory[i].device) >= plan.platform.devices.size()) {
+      throw InputError(file, "/memory/" + std::to_string(i) + "/device", "unknown device");
+    }
+  }
+  for (size_t ci = 0; ci < plan.clients.size(); ++ci) {
+    validate_graph(plan, plan.clients[ci], "/clients/" + std::to_string(ci), file, false);
+  }
+  if (plan.sync != "sync") return;
+  const SyncReplicas& sr = plan.sync_replicas;
+  if (plan.strategy != "between_graph") {
+    throw InputError(file, "/sync", "synchronous replicas are a between_graph mode");
+  }
+  if (sr.total_num_replicas != int(plan.clients.size())) {
+    throw InputError(
+        file, "/sync_replicas/total_num_replicas",
+        "must equal the number of workers (" + std::to_string(plan.clients.size()) + ")");
+  }
+  if (sr.variant == "strict" && sr.replicas_to_aggregate > sr.total_num_replicas) {
+    throw InputError(file, "/sync_replicas/replicas_to_aggregate",
+                     "cannot exceed total_num_replicas with variant strict");
+  }
+  validate_graph(plan, sr.chief_graph, "/sync_replicas/chief_graph", file, true);
+}
+
+}  // namespace replisim::core

@@ -1,0 +1,419 @@
+// The plan's JSON form (format "replisim-plan", version 1) and its hash: what `replisim plan
+// --json` prints, what a backend may read from a file, and what every trace names its plan by.
+#include "core/base/error.h"
+#include "core/base/hash.h"
+#include "core/base/json_cursor.h"
+#include "core/plan/plan.h"
+
+namespace replisim::core {
+namespace {
+
+template <typename Enum>
+Enum enum_from_name(const JsonCursor& c, const std::vector<Enum>& all,
+                    const char* (*name_of)(Enum)) {
+  const std::string text = c.as_string();
+  std::vector<std::string> names;
+  for (Enum e : all) {
+    if (text == name_of(e)) return e;
+    names.push_back(name_of(e));
+  }
+  c.fail("unknown value \"" + text + "\"; valid: " + join_names(names));
+}
+
+nlohmann::json op_to_json(const Op& op) {
+  nlohmann::json j = {{"name", op.name},
+                      {"kind", op_kind_name(op.kind)},
+                      {"device", op.device},
+                      {"role", op.role},
+                      {"inputs", op.inputs}};
+  if (op.compute_flop != 0) j["compute_flop"] = op.compute_flop;
+  if (op.kind == OpKind::kSend || op.kind == OpKind::kRecv) {
+    j["bytes"] = op.bytes;
+    j["peer"] = op.peer;
+  }
+  if (op.overhead_s != 0) j["overhead_s"] = op.overhead_s;
+  if (op.variable >= 0) j["variable"] = op.variable;
+  if (op.jittered) j["jittered"] = true;
+  return j;
+}
+
+Op op_from_json(const JsonCursor& c, const Plan& plan, int index) {
+  c.check_keys({"name", "kind", "device", "role", "inputs", "compute_flop", "bytes", "peer",
+                "overhead_s", "variable", "jittered"});
+  Op op;
+  op.name = c.at("name").as_string();
+  op.kind = enum_from_name(c.at("kind"), all_op_kinds(), op_kind_name);
+  op.device = int(c.at("device").as_int(0, int64_t(plan.platform.devices.size()) - 1));
+  op.role = int(c.at("role").as_int(0, int64_t(plan.roles.size()) - 1));
+  const JsonCursor inputs = c.at("inputs");
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    op.inputs.push_back(int(inputs.at(k).as_int(0, index - 1)));
+  }
+  auto non_negative = [&](const char* key, double* out) {
+    if (!c.has(key)) return;
+    *out = c.at(key).as_number();
+    if (*out < 0) c.at(key).fail("must not be negative");
+  };
+  non_negative("compute_flop", &op.compute_flop);
+  non_negative("bytes", &op.bytes);
+  non_negative("overhead_s", &op.overhead_s);
+  if (c.has("peer")) op.peer = int(c.at("peer").as_int(0, 1 << 30));
+  if (c.has("variable")) {
+    op.variable = int(c.at("variable").as_int(0, int64_t(plan.variables.size()) - 1));
+  }
+  if (c.has("jittered")) op.jittered = c.at("jittered").as_bool();
+  return op;
+}
+
+}  // namespace
+
+namespace {
+
+nlohmann::json client_to_json(const ClientGraph& c) {
+  nlohmann::json cj = {{"role", c.role},
+                       {"start_offset_s", c.start_offset_s},
+                       {"samples_per_step", c.samples_per_step},
+                       {"input_op", c.input_op},
+                       {"global_step_op", c.global_step_op},
+                       {"ops", nlohmann::json::array()}};
+  if (c.data_steps > 0) cj["data_steps"] = c.data_steps;
+  for (const Op& op : c.ops) cj["ops"].push_back(op_to_json(op));
+  return cj;
+}
+
+// The scalar settings, the notes and the memory table.
+void settings_to_json(const Plan& plan, nlohmann::json& j) {
+  j["format"] = "replisim-plan";
+  j["format_version"] = 1;
+  j["scenario"] = plan.scenario_name;
+  j["strategy"] = plan.strategy;
+  j["sync"] = plan.sync;
+  j["steps"] = plan.steps;
+  j["warmup_steps"] = plan.warmup_steps;
+  j["batch_per_replica"] = plan.batch_per_replica;
+  j["input_prefetch_batches"] = plan.input_prefetch_batches;
+  j["granularity"] = plan.granularity;
+  j["notes"] = plan.notes;
+  j["memory"] = nlohmann::json::array();
+  for (const DeviceMemory& m : plan.memory) {
+    j["memory"].push_back({{"device", m.device},
+                           {"weights_bytes", m.weights_bytes},
+                           {"gradients_bytes", m.gradients_bytes},
+                           {"optimizer_bytes", m.optimizer_bytes},
+                           {"activations_bytes", m.activations_bytes}});
+  }
+  j["compute_jitter_fraction"] = plan.compute_jitter_fraction;
+  j["step_jitter_fraction"] = plan.step_jitter_fraction;
+  j["seed"] = plan.seed;
+}
+
+// The platform, roles, PS shards, variables and client graphs.
+void job_to_json(const Plan& plan, nlohmann::json& j) {
+  j["platform"] = platform_to_json(plan.platform);
+  j["roles"] = nlohmann::json::array();
+  for (const Role& r : plan.roles) {
+    j["roles"].push_back({{"name", r.name},
+                          {"kind", role_kind_name(r.kind)},
+                          {"device", r.device},
+                          {"chief", r.chief}});
+  }
+  j["ps_roles"] = plan.ps_roles;
+  j["variables"] = nlohmann::json::array();
+  for (const Variable& v : plan.variables) {
+    j["variables"].push_back({{"name", v.name}, {"bytes", v.bytes}, {"ps", v.ps}});
+    if (v.layer >= 0) j["variables"].back()["layer"] = v.layer;
+  }
+  j["clients"] = nlohmann::json::array();
+  for (const ClientGraph& c : plan.clients) j["clients"].push_back(client_to_json(c));
+}
+
+// What only some plans have: faults, checkpoints, recovery, synchronous replicas.
+void options_to_json(const Plan& plan, nlohmann::json& j) {
+  if (!plan.faults.empty()) {
+    j["faults"] = nlohmann::json::array();
+    for (const PlanFault& f : plan.faults) {
+      j["faults"].push_back({{"kind", f.kind},
+                             {"clients", f.clients},
+                             {"roles", f.roles},
+                             {"device", f.device},
+                             {"link", f.link},
+                             {"at_s", f.at_s},
+                             {"from_s", f.from_s},
+                             {"until_s", f.until_s},
+                             {"factor", f.factor},
+                             {"description", f.description}});
+      if (f.open_ended) j["faults"].back()["open_ended"] = true;
+    }
+  }
+  const CheckpointPolicy& cp = plan.checkpoints;
+  if (cp.every_s > 0 || cp.summary_every_steps > 0) {
+    j["checkpoints"] = {
+        {"every_s", cp.every_s},
+        {"bytes", cp.bytes},
+        {"disk_bandwidth_bytes_per_s", cp.disk_bandwidth_bytes_per_s},
+        {"summary_every_steps", cp.summary_every_steps},
+        {"summary_bytes", cp.summary_bytes},
+        {"summary_disk_bandwidth_bytes_per_s", cp.summary_disk_bandwidth_bytes_per_s}};
+  }
+  if (plan.recovery.enabled) {
+    j["recovery"] = {{"detect_timeout_s", plan.recovery.detect_timeout_s},
+                     {"restart_delay_s", plan.recovery.restart_delay_s},
+                     {"recovery_wait_s", plan.recovery.recovery_wait_s}};
+  }
+  if (plan.sync == "sync") {
+    const SyncReplicas& sr = plan.sync_replicas;
+    j["sync_replicas"] = {{"replicas_to_aggregate", sr.replicas_to_aggregate},
+                          {"total_num_replicas", sr.total_num_replicas},
+                          {"variant", sr.variant},
+                          {"initial_tokens", sr.initial_tokens},
+                          {"tokens_per_step", sr.tokens_per_step},
+                          {"chief_graph", client_to_json(sr.chief_graph)}};
+  }
+}
+
+}  // namespace
+
+nlohmann::json plan_to_json(const Plan& plan) {
+  nlohmann::json j;
+  settings_to_json(plan, j);
+  job_to_json(plan, j);
+  options_to_json(plan, j);
+  return j;
+}
+
+namespace {
+
+DeviceMemory memory_from_json(const JsonCursor& m) {
+  m.check_keys(
+      {"device", "weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes"});
+  DeviceMemory entry;
+  entry.device = int(m.at("device").as_int(0, 1 << 30));
+  entry.weights_bytes = m.at("weights_bytes").as_number_in(0, 1e18);
+  entry.gradients_bytes = m.at("gradients_bytes").as_number_in(0, 1e18);
+  entry.optimizer_bytes = m.at("optimizer_bytes").as_number_in(0, 1e18);
+  entry.activations_bytes = m.at("activations_bytes").as_number_in(0, 1e18);
+  return entry;
+}
+
+Role role_from_json(const JsonCursor& r, const Plan& plan) {
+  r.check_keys({"name", "kind", "device", "chief"});
+  Role role;
+  role.name = r.at("name").as_string();
+  role.kind = enum_from_name(r.at("kind"), all_role_kinds(), role_kind_name);
+  role.device = int(r.at("device").as_int(0, int64_t(plan.platform.devices.size()) - 1));
+  role.chief = r.at("chief").as_bool();
+  return role;
+}
+
+ClientGraph client_from_json(const JsonCursor& cc, const Plan& plan) {
+  cc.check_keys({"role", "start_offset_s", "samples_per_step", "data_steps", "input_op",
+                 "global_step_op", "ops"});
+  ClientGraph graph;
+  graph.role = int(cc.at("role").as_int(0, int64_t(plan.roles.size()) - 1));
+  graph.start_offset_s = cc.at("start_offset_s").as_number();
+  if (graph.start_offset_s < 0) cc.at("start_offset_s").fail("must not be negative");
+  graph.samples_per_step = int(cc.at("samples_per_step").as_int(0, 1 << 30));
+  if (cc.has("data_steps")) graph.data_steps = int(cc.at("data_steps").as_int(1, 1 << 30));
+  const JsonCursor ops = cc.at("ops");
+  for (size_t k = 0; k < ops.size(); ++k)
+    graph.ops.push_back(op_from_json(ops.at(k), plan, int(k)));
+  const int64_t last_op = int64_t(graph.ops.size()) - 1;
+  graph.input_op = int(cc.at("input_op").as_int(-1, last_op));
+  graph.global_step_op = int(cc.at("global_step_op").as_int(-1, last_op));
+  return graph;
+}
+
+PlanFault fault_from_json(const JsonCursor& c, const Plan& plan) {
+  c.check_keys({"kind", "clients", "roles", "device", "link", "at_s", "from_s", "until_s", "factor",
+                "description", "open_ended"});
+  PlanFault f;
+  f.kind = c.at("kind").as_string();
+  if (f.kind != "role" && f.kind != "job" && f.kind != "slowdown" && f.kind != "link") {
+    c.at("kind").fail("expected role, job, slowdown or link");
+  }
+  const JsonCursor clients = c.at("clients");
+  for (size_t i = 0; i < clients.size(); ++i) {
+    f.clients.push_back(int(clients.at(i).as_int(0, int64_t(plan.clients.size()) - 1)));
+  }
+  if (c.has("roles")) {
+    const JsonCursor roles = c.at("roles");
+    for (size_t i = 0; i < roles.size(); ++i) {
+      f.roles.push_back(int(roles.at(i).as_int(0, int64_t(plan.roles.size()) - 1)));
+    }
+  }
+  if (f.kind == "job" && f.roles.empty())
+    c.at("roles").fail("a job fault needs the roles that die");
+  f.device = int(c.at("device").as_int(-1, int64_t(plan.platform.devices.size()) - 1));
+  if (f.kind == "slowdown" && f.device < 0) c.at("device").fail("a slowdown needs its device");
+  f.link = int(c.at("link").as_int(-1, int64_t(plan.platform.links.size()) - 1));
+  if (f.kind == "link" && f.link < 0) c.at("link").fail("a link fault needs its link");
+  f.at_s = c.at("at_s").as_number_in(0, 1e12);
+  f.from_s = c.at("from_s").as_number_in(0, 1e12);
+  f.until_s = c.at("until_s").as_number_in(f.from_s, 1e12);
+  if (c.has("open_ended")) f.open_ended = c.at("open_ended").as_bool();
+  f.factor = c.at("factor").as_number_in(f.kind == "link" ? 0 : 1e-6, 1);
+  f.description = c.at("description").as_string();
+  return f;
+}
+
+CheckpointPolicy checkpoints_from_json(const JsonCursor& c) {
+  c.check_keys({"every_s", "bytes", "disk_bandwidth_bytes_per_s", "summary_every_steps",
+                "summary_bytes", "summary_disk_bandwidth_bytes_per_s"});
+  CheckpointPolicy cp;
+  cp.every_s = c.at("every_s").as_number_in(0, 1e12);
+  cp.bytes = c.at("bytes").as_number_in(0, 1e18);
+  cp.disk_bandwidth_bytes_per_s = c.at("disk_bandwidth_bytes_per_s").as_number_in(0, 1e18);
+  if (cp.every_s > 0 && cp.disk_bandwidth_bytes_per_s <= 0) {
+    c.at("disk_bandwidth_bytes_per_s").fail("checkpoints need a positive disk bandwidth");
+  }
+  cp.summary_every_steps = int(c.at("summary_every_steps").as_int(0, 1 << 30));
+  cp.summary_bytes = c.at("summary_bytes").as_number_in(0, 1e18);
+  cp.summary_disk_bandwidth_bytes_per_s =
+      c.at("summary_disk_bandwidth_bytes_per_s").as_number_in(0, 1e18);
+  if (cp.summary_every_steps > 0 && cp.summary_disk_bandwidth_bytes_per_s <= 0) {
+    c.at("summary_disk_bandwidth_bytes_per_s").fail("summaries need a positive disk bandwidth");
+  }
+  return cp;
+}
+
+RecoveryPolicy recovery_from_json(const JsonCursor& c) {
+  c.check_keys({"detect_timeout_s", "restart_delay_s", "recovery_wait_s"});
+  RecoveryPolicy r;
+  r.enabled = true;
+  r.detect_timeout_s = c.at("detect_timeout_s").as_number_in(0, 1e12);
+  r.restart_delay_s = c.at("restart_delay_s").as_number_in(0, 1e12);
+  r.recovery_wait_s = c.at("recovery_wait_s").as_number_in(1e-6, 1e12);
+  return r;
+}
+
+SyncReplicas sync_replicas_from_json(const JsonCursor& c, const Plan& plan) {
+  c.check_keys({"replicas_to_aggregate", "total_num_replicas", "variant", "initial_tokens",
+                "tokens_per_step", "chief_graph"});
+  SyncReplicas sr;
+  sr.replicas_to_aggregate = int(c.at("replicas_to_aggregate").as_int(1, 1 << 30));
+  sr.total_num_replicas = int(c.at("total_num_replicas").as_int(1, 1 << 30));
+  sr.variant = c.at("variant").as_string();
+  if (sr.variant != "tf" && sr.variant != "strict") {
+    c.at("variant").fail("unknown sync variant \"" + sr.variant + "\"; valid: tf, strict");
+  }
+  sr.initial_tokens = int(c.at("initial_tokens").as_int(0, 1 << 30));
+  sr.tokens_per_step = int(c.at("tokens_per_step").as_int(0, 1 << 30));
+  sr.chief_graph = client_from_json(c.at("chief_graph"), plan);
+  return sr;
+}
+
+double fraction_from_json(const JsonCursor& c) {
+  const double f = c.as_number();
+  if (f < 0 || f >= 1) c.fail("expected a fraction in [0, 1)");
+  return f;
+}
+
+// The scalar settings of a plan (everything but the platform and the lists).
+void settings_from_json(const JsonCursor& c, Plan& plan) {
+  if (c.at("format").as_string() != "replisim-plan") c.at("format").fail("not a replisim plan");
+  if (c.at("format_version").as_int(0, 1000) != 1) {
+    c.at("format_version").fail("unsupported plan format version (this replisim reads 1)");
+  }
+  plan.scenario_name = c.at("scenario").as_string();
+  plan.strategy = c.at("strategy").as_string();
+  plan.sync = c.at("sync").as_string();
+  if (plan.sync != "async" && plan.sync != "sync") {
+    c.at("sync").fail("unknown sync mode \"" + plan.sync + "\"; valid: async, sync");
+  }
+  plan.steps = int(c.at("steps").as_int(1, 100000000));
+  plan.warmup_steps = int(c.at("warmup_steps").as_int(0, plan.steps - 1));
+  plan.batch_per_replica = int(c.at("batch_per_replica").as_int(1, 1 << 24));
+  plan.input_prefetch_batches = int(c.at("input_prefetch_batches").as_int(0, 1024));
+  plan.granularity = c.at("granularity").as_string();
+  plan.compute_jitter_fraction = fraction_from_json(c.at("compute_jitter_fraction"));
+  plan.step_jitter_fraction = fraction_from_json(c.at("step_jitter_fraction"));
+  plan.seed = uint64_t(c.at("seed").as_int(0, INT64_MAX));
+}
+
+// The roles, PS shards and variables (after the platform, which they index).
+void job_from_json(const JsonCursor& c, Plan& plan) {
+  const JsonCursor roles = c.at("roles");
+  for (size_t i = 0; i < roles.size(); ++i) plan.roles.push_back(role_from_json(roles.at(i), plan));
+  const JsonCursor ps_roles = c.at("ps_roles");
+  for (size_t i = 0; i < ps_roles.size(); ++i) {
+    plan.ps_roles.push_back(int(ps_roles.at(i).as_int(0, int64_t(plan.roles.size()) - 1)));
+  }
+  const JsonCursor variables = c.at("variables");
+  for (size_t i = 0; i < variables.size(); ++i) {
+    const JsonCursor v = variables.at(i);
+    v.check_keys({"name", "bytes", "ps", "layer"});
+    Variable var{v.at("name").as_string(), v.at("bytes").as_number(),
+                 int(v.at("ps").as_int(0, int64_t(plan.ps_roles.size()) - 1)),
+                 v.has("layer") ? int(v.at("layer").as_int(0, 1 << 30)) : -1};
+    if (var.bytes < 0) v.at("bytes").fail("must not be negative");
+    plan.variables.push_back(var);
+  }
+}
+
+// Faults, checkpoints, recovery and synchronous replicas (after the clients, which they index).
+void options_from_json(const JsonCursor& c, Plan& plan) {
+  if (c.has("faults")) {
+    const JsonCursor faults = c.at("faults");
+    for (size_t i = 0; i < faults.size(); ++i) {
+      plan.faults.push_back(fault_from_json(faults.at(i), plan));
+    }
+  }
+  if (c.has("checkpoints")) plan.checkpoints = checkpoints_from_json(c.at("checkpoints"));
+  if (c.has("recovery")) plan.recovery = recovery_from_json(c.at("recovery"));
+  if (plan.sync == "sync") {
+    plan.sync_replicas = sync_replicas_from_json(c.at("sync_replicas"), plan);
+  } else if (c.has("sync_replicas")) {
+    c.at("sync_replicas").fail("only a plan with \"sync\": \"sync\" has sync_replicas");
+  }
+}
+
+}  // namespace
+
+Plan plan_from_json(const nlohmann::json& j, const std::string& file) {
+  const JsonCursor c(j, file);
+  c.check_keys({"format",
+                "format_version",
+                "scenario",
+                "strategy",
+                "sync",
+                "steps",
+                "warmup_steps",
+                "batch_per_replica",
+                "input_prefetch_batches",
+                "granularity",
+                "notes",
+                "memory",
+                "compute_jitter_fraction",
+                "step_jitter_fraction",
+                "seed",
+                "platform",
+                "roles",
+                "ps_roles",
+                "variables",
+                "clients",
+                "sync_replicas",
+                "faults",
+                "checkpoints",
+                "recovery"});
+  Plan plan;
+  settings_from_json(c, plan);
+  const JsonCursor notes = c.at("notes");
+  for (size_t i = 0; i < notes.size(); ++i) plan.notes.push_back(notes.at(i).as_string());
+  const JsonCursor memory = c.at("memory");
+  for (size_t i = 0; i < memory.size(); ++i) plan.memory.push_back(memory_from_json(memory.at(i)));
+  plan.platform = platform_from_json(c.at("platform").value(), file, "/platform");
+  job_from_json(c, plan);
+  const JsonCursor clients = c.at("clients");
+  for (size_t i = 0; i < clients.size(); ++i) {
+    plan.clients.push_back(client_from_json(clients.at(i), plan));
+  }
+  options_from_json(c, plan);
+  validate_plan(plan, file);
+  return plan;
+}
+
+std::string plan_hash(const Plan& plan) {
+  return fnv1a_hex(dump_json(plan_to_json(plan)));
+}
+
+}  // namespace replisim::core
