@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
       workers, steps, ps, plan.granularity.c_str(), plan.clients.front().ops.size());
   std::fflush(stdout);
   replisim::sim::SimBackend backend;
-  const replisim::core::Trace trace = backend.run(plan);
+  const replisim::core::Trace trace = replisim::core::run_to_trace(backend, plan);
   const replisim::core::RunMetrics m = replisim::core::compute_metrics(trace);
   rusage usage{};
   ::getrusage(RUSAGE_CHILDREN, &usage);

@@ -95,7 +95,7 @@ Measured run_replisim(const BarePattern& p) {
   const replisim::core::Scenario s = replisim::core::parse_scenario(doc, "bench");
   const replisim::core::Plan plan = replisim::core::compile_plan(s, "between_graph", {1});
   replisim::sim::SimBackend backend;
-  const replisim::core::Trace trace = backend.run(plan);
+  const replisim::core::Trace trace = replisim::core::run_to_trace(backend, plan);
   uint64_t activities = 0;
   // SimGrid activities only: computations and transfers that carry bytes (zero-byte control
   // tensors are charged as latency without a SimGrid communication).

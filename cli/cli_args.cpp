@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <functional>
 
+#include "cli/progress.h"
 #include "core/base/error.h"
 #include "core/base/json_cursor.h"
 #include "core/base/units.h"
@@ -20,8 +21,8 @@ const std::vector<std::string> kCommands = {"simulate", "plan", "report", "help"
 // The flags each command accepts, in the order messages list them.
 std::vector<std::string> flags_of(const std::string& command) {
   if (command == "simulate") {
-    return {"--strategy", "--seed",      "--json",   "--help",        "--trace",
-            "--force",    "--trace-out", "--strict", "--trace-window"};
+    return {"--strategy", "--seed",      "--json",   "--help",         "--trace",
+            "--force",    "--trace-out", "--strict", "--trace-window", "--progress"};
   }
   if (command == "plan") return {"--strategy", "--seed", "--json", "--help"};
   return {"--json", "--csv", "--trace", "--force", "--help", "--trace-window"};
@@ -112,6 +113,9 @@ void apply_flag(CliArgs& args, const std::string& flag, const std::function<std:
     args.force = true;
   } else if (flag == "--strict") {
     args.strict = true;
+  } else if (flag == "--progress") {
+    args.progress = value();
+    parse_progress_mode(args.progress);  // rejects an unknown mode here, before any run
   }
 }
 
@@ -152,6 +156,7 @@ std::string usage_text() {
          "  replisim simulate SCENARIO [--strategy in_graph|between_graph|both] [--seed N]\n"
          "                    [--json FILE] [--trace FILE [--trace-window FROM..UNTIL]]\n"
          "                    [--trace-out FILE] [--force] [--strict]\n"
+         "                    [--progress auto|bar|json|none]\n"
          "  replisim report TRACE... [--json FILE] [--csv FILE]\n"
          "                    [--trace FILE [--trace-window FROM..UNTIL]] [--force]\n"
          "  replisim plan SCENARIO [--strategy in_graph|between_graph|both] [--seed N] [--json]\n"
@@ -161,6 +166,7 @@ std::string usage_text() {
          "          --json writes the summary, --trace a Chrome trace (Perfetto),\n"
          "          --trace-window keeps the Chrome trace to a span of simulated time;\n"
          "          --trace-out the native trace of the runs (for report);\n"
+         "          --progress shows how far each run got (auto: a bar on a terminal);\n"
          "          existing files are kept unless --force is given.\n"
          "report    prints the same report from saved native traces, without simulating;\n"
          "          --csv writes their events as CSV.\n"

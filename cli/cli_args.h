@@ -19,12 +19,13 @@ struct CliArgs {
   std::string trace_path;    // simulate, report: --trace FILE (Chrome Trace Event JSON)
   double trace_from_s = 0;   // simulate, report: --trace-window FROM..UNTIL (seconds)
   double trace_until_s = std::numeric_limits<double>::infinity();
-  bool trace_window = false;   // --trace-window given
-  std::string trace_out_path;  // simulate: --trace-out FILE (native trace)
-  std::string csv_path;        // report: --csv FILE (events as CSV)
-  bool force = false;          // overwrite existing output files
-  bool strict = false;         // simulate: fail when a GPU cannot hold its share of the plan
-  std::string command_line;    // as typed, for provenance
+  bool trace_window = false;      // --trace-window given
+  std::string trace_out_path;     // simulate: --trace-out FILE (native trace)
+  std::string csv_path;           // report: --csv FILE (events as CSV)
+  bool force = false;             // overwrite existing output files
+  bool strict = false;            // simulate: fail when a GPU cannot hold its share of the plan
+  std::string progress = "auto";  // simulate: --progress auto|bar|json|none
+  std::string command_line;       // as typed, for provenance
 };
 
 // Parses argv. Throws core::InputError("", "<flag>", message) on an unknown command or flag, a

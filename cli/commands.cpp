@@ -1,7 +1,12 @@
 #include "cli/commands.h"
 
+#include <csignal>
 #include <iostream>
 #include <ostream>
+
+#include <unistd.h>
+
+#include "cli/progress.h"
 
 #include "cli/run_outputs.h"
 #include "core/backend/backend.h"
@@ -73,6 +78,40 @@ std::string version_text() {
   return text;
 }
 
+namespace {
+
+// Ctrl-C (SIGINT) or SIGTERM during the runs: the backend stops its run and the outputs stay
+// unwritten (RunOptions::cancelled).
+volatile std::sig_atomic_t interrupted = 0;
+extern "C" void on_interrupt(int) {
+  interrupted = 1;
+}
+
+// Installs on_interrupt for SIGINT and SIGTERM while it lives.
+class InterruptGuard {
+ public:
+  InterruptGuard() {
+    interrupted = 0;
+    struct sigaction action {};
+    action.sa_handler = on_interrupt;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGINT, &action, &old_int_);
+    ::sigaction(SIGTERM, &action, &old_term_);
+  }
+  ~InterruptGuard() {
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+}  // namespace
+
 int run_simulate(const CliArgs& args, std::ostream& out) {
   RunSet runs;
   // Every output is checked before any simulation runs, and written all-or-nothing at the end.
@@ -82,22 +121,34 @@ int run_simulate(const CliArgs& args, std::ostream& out) {
   for (const std::string& file : loaded.files) outputs.protect(file);  // includes too
   add_run_outputs(outputs, args, runs);
   const std::unique_ptr<core::Backend> backend = core::create_backend("sim");
+  // Every plan first, so that each run's provenance lists all of them.
+  std::vector<core::Plan> plans;
   runs.provenance = provenance(args, loaded);
-  runs.provenance.update(backend->info().provenance);
   for (const std::string& strategy : selected_strategies(args)) {
-    const core::Plan plan =
-        core::compile_plan(loaded.scenario, strategy, core::CompileOptions{args.seed});
-    runs.provenance["plan_hashes"][strategy] = core::plan_hash(plan);
-    if (args.strict) require_memory_fits(loaded.scenario, plan);
-    core::Trace trace = backend->run(plan);
+    plans.push_back(core::compile_plan(loaded.scenario, strategy, core::CompileOptions{args.seed}));
+    runs.provenance["plan_hashes"][strategy] = core::plan_hash(plans.back());
+    if (args.strict) require_memory_fits(loaded.scenario, plans.back());
+  }
+  core::RunOptions options;
+  options.provenance = runs.provenance;
+  runs.provenance.update(backend->info().provenance);
+  ProgressDisplay progress(parse_progress_mode(args.progress), std::cerr,
+                           ::isatty(STDERR_FILENO) == 1);
+  if (progress.active()) {
+    options.progress = [&progress](const core::RunProgress& p) { progress.update(p); };
+  }
+  const InterruptGuard interrupts;
+  options.cancelled = [] { return interrupted != 0; };
+  for (size_t i = 0; i < plans.size(); ++i) {
+    progress.start(i, plans.size(), plans[i]);
+    core::Trace trace = core::run_to_trace(*backend, plans[i], options);
+    progress.done();
     // The only figure that can fail on a fresh run is the window, set by training.steps.
     runs.metrics.push_back(
         core::compute_metrics(trace, loaded.scenario.file_of("/training/steps")));
     runs.traces.push_back(std::move(trace));
   }
-  // What the backend recorded about itself stays; the command's provenance joins it.
-  for (core::Trace& trace : runs.traces) trace.meta["provenance"].update(runs.provenance);
-  const RunTitle title{loaded.scenario.name, args.scenario, "sim",
+  const RunTitle title{loaded.scenario.name, args.scenario, backend->info().name,
                        network_model_name(loaded.scenario.cluster.network_model),
                        std::to_string(args.seed)};
   // With an output on standard output ("-"), the text report goes to standard error.

@@ -1,9 +1,11 @@
-// The replisim executable: parses flags, runs a command, maps errors to exit codes
-// (0 success, 2 bad input with one line on stderr, 1 internal error).
+// The replisim executable: registers the backends, parses flags, runs a command, maps errors to
+// exit codes (0 success; 2 bad input, 1 a failed run, an output that cannot be written or an
+// internal error, 130 cancelled: each with one line on stderr).
 #include <iostream>
 
 #include "cli/cli_args.h"
 #include "cli/commands.h"
+#include "core/backend/backend.h"
 #include "core/base/error.h"
 #include "sim/sim_backend.h"
 
@@ -33,6 +35,15 @@ int main(int argc, char** argv) {
   } catch (const core::InputError& e) {
     std::cerr << "replisim: error: " << e.what() << "\n";
     return 2;
+  } catch (const core::OutputError& e) {
+    std::cerr << "replisim: error: " << e.what() << "\n";
+    return 1;
+  } catch (const core::RunCancelled&) {
+    std::cerr << "replisim: cancelled: no output was written\n";
+    return 130;  // as a shell reports a command interrupted by SIGINT
+  } catch (const core::BackendError& e) {
+    std::cerr << "replisim: error: " << e.what() << "\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "replisim: internal error: " << e.what() << "\n";
     return 1;

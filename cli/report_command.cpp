@@ -20,30 +20,20 @@ std::string source_name(const std::string& file) {
   return file == kStandardInput ? "<standard input>" : file;
 }
 
-// The member at `keys` below `json`, or nullptr when a step is missing or not an object.
-const nlohmann::json* member(const nlohmann::json& json, std::initializer_list<const char*> keys) {
-  const nlohmann::json* at = &json;
-  for (const char* key : keys) {
-    if (!at->is_object()) return nullptr;
-    const auto found = at->find(key);
-    if (found == at->end()) return nullptr;
-    at = &*found;
-  }
-  return at;
-}
-
-std::string text_at(const nlohmann::json& json, std::initializer_list<const char*> keys) {
-  const nlohmann::json* value = member(json, keys);
-  return value != nullptr && value->is_string() ? value->get<std::string>() : "?";
+std::string text_at(const nlohmann::json& json, const char* key) {
+  const auto found = json.is_object() ? json.find(key) : json.end();
+  return found != json.end() && found->is_string() ? found->get<std::string>() : "?";
 }
 
 // The title simulate printed for this run, from the trace's metadata and provenance.
 RunTitle title_of(const core::Trace& trace) {
-  const nlohmann::json* seed = member(trace.meta, {"provenance", "seed"});
-  if (seed == nullptr) seed = member(trace.meta, {"seed"});
-  return {text_at(trace.meta, {"scenario"}), text_at(trace.meta, {"provenance", "scenario_file"}),
-          text_at(trace.meta, {"backend"}), text_at(trace.meta, {"platform", "network_model"}),
-          seed != nullptr && seed->is_number_integer() ? seed->dump() : "?"};
+  const nlohmann::json& provenance = trace.meta.provenance;
+  const auto seed = provenance.is_object() ? provenance.find("seed") : provenance.end();
+  return {trace.meta.scenario, text_at(provenance, "scenario_file"),
+          trace.meta.backend.empty() ? "?" : trace.meta.backend,
+          network_model_name(trace.meta.platform.network_model),
+          seed != provenance.end() && seed->is_number_integer() ? seed->dump()
+                                                                : std::to_string(trace.meta.seed)};
 }
 
 // simulate's title (each distinct one when the runs come from different simulations), then
@@ -72,10 +62,7 @@ std::string report_title(const std::vector<core::Trace>& traces,
 // The runs' common provenance, or an array of each run's when they differ (docs/cli.md).
 nlohmann::json shared_provenance(const std::vector<core::Trace>& traces) {
   nlohmann::json each = nlohmann::json::array();
-  for (const core::Trace& trace : traces) {
-    const nlohmann::json* p = member(trace.meta, {"provenance"});
-    each.push_back(p != nullptr ? *p : nlohmann::json());
-  }
+  for (const core::Trace& trace : traces) each.push_back(trace.meta.provenance);
   for (const nlohmann::json& p : each) {
     if (p != each.front()) return each;
   }

@@ -39,8 +39,7 @@ void add_run_outputs(core::OutputFiles& outputs, const CliArgs& args, const RunS
     outputs.add("--trace", args.trace_path, [&runs, &args](std::ostream& file) {
       std::vector<core::ChromeTraceInput> inputs;
       for (const core::Trace& trace : runs.traces) {
-        inputs.push_back(
-            {&trace, runs.traces.size() > 1 ? trace.meta.value("strategy", "") + " " : ""});
+        inputs.push_back({&trace, runs.traces.size() > 1 ? trace.meta.strategy + " " : ""});
       }
       core::write_chrome_trace(file, inputs, runs.provenance,
                                {args.trace_from_s, args.trace_until_s});

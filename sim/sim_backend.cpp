@@ -1,7 +1,5 @@
 #include "sim/sim_backend.h"
 
-#include <ext/stdio_filebuf.h>
-
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -9,8 +7,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <istream>
-#include <iterator>
-#include <ostream>
 
 #include <fcntl.h>
 #include <malloc.h>
@@ -24,16 +20,17 @@
 #include <simgrid/version.h>
 
 #include "core/base/error.h"
+#include "core/base/json_cursor.h"
 #include "core/trace/trace_format.h"
+#include "sim/sim_channel.h"
 #include "sim/sim_run.h"
 
 namespace replisim::sim {
 namespace {
 
-// Status byte that starts the child's reply.
-constexpr char kReplyTrace = 'T';
-constexpr char kReplyInputError = 'I';
-constexpr char kReplyFailure = 'E';
+constexpr const char* kName = "sim";
+constexpr const char* kDescription = "SimGrid simulation (predicts the plan)";
+constexpr const char* kSource = "<simulation>";
 
 // SimGrid writes diagnostics (deadlock dumps, backtraces) to stderr; the parent reports failures
 // in one line of its own. REPLISIM_SIMGRID_LOG=1 keeps them, for debugging.
@@ -47,48 +44,32 @@ void quiet_simgrid_unless_asked() {
   }
 }
 
-// The child's reply on the pipe: one status byte, then for kReplyTrace the engine's wall time
-// (a double, beside the trace so that traces stay deterministic) and the native trace, streamed;
-// for errors a text.
-[[noreturn]] void run_child(const core::Plan& plan, int fd) {
+// The child: simulates, streaming records and progress into the pipe, then the outcome (or the
+// error) as its last frame.
+[[noreturn]] void run_child(const core::Plan& plan, int fd, bool with_progress) {
   int code = 0;
-  {
-    __gnu_cxx::stdio_filebuf<char> buffer(fd, std::ios::out, 1 << 16);
-    std::ostream out(&buffer);
+  detail::ChildChannel channel(fd);
+  try {
     try {
-      double engine_wall_s = 0;
-      core::Trace trace = run_plan_in_this_process(plan, &engine_wall_s);
-      trace.meta["backend"] = "sim";
-      trace.meta["provenance"]["simgrid"] = simgrid_version();
-      out.put(kReplyTrace);
-      out.write(reinterpret_cast<const char*>(&engine_wall_s), sizeof engine_wall_s);
-      write_trace_binary(out, trace);
+      std::function<void(const core::RunProgress&)> progress;
+      if (with_progress) progress = [&channel](const core::RunProgress& p) { channel.progress(p); };
+      const SimResult result = run_plan_in_this_process(plan, channel, progress);
+      channel.outcome(result.outcome, result.engine_wall_s);
     } catch (const core::InputError& e) {
-      out << kReplyInputError << e.file() << '\n' << e.json_path() << '\n' << e.message();
+      channel.input_error(e.file(), e.json_path(), e.message());
     } catch (const std::exception& e) {
-      out << kReplyFailure << e.what();
+      channel.failure(e.what());
     }
-    out.flush();
-    code = out ? 0 : 3;
-  }  // closes the pipe
+  } catch (const std::exception&) {
+    code = 3;  // the pipe broke: the parent is gone or gave up
+  }
+  ::close(fd);
   // _exit: no atexit handlers or destructors of state inherited from the parent (test
   // frameworks, open files) may run twice.
   ::_exit(code);
 }
 
-}  // namespace
-
-std::string simgrid_version() {
-  int major = 0, minor = 0, patch = 0;
-  sg_version_get(&major, &minor, &patch);
-  return "SimGrid " + std::to_string(major) + "." + std::to_string(minor) + "." +
-         std::to_string(patch);
-}
-
-core::Trace SimBackend::run(const core::Plan& plan) {
-  const auto start = std::chrono::steady_clock::now();
-  core::validate_plan(plan, "<plan>");
-  int fds[2];
+pid_t fork_child(const core::Plan& plan, int fds[2], bool with_progress) {
   if (::pipe(fds) != 0) {
     throw core::BackendError(std::string("cannot create a pipe: ") + std::strerror(errno));
   }
@@ -109,62 +90,114 @@ core::Trace SimBackend::run(const core::Plan& plan) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(4);
     quiet_simgrid_unless_asked();
-    run_child(plan, fds[1]);
+    run_child(plan, fds[1], with_progress);
   }
   ::close(fds[1]);
-  // Decode the trace while the child writes it (no copy of the whole reply).
-  char status = 0;
-  std::string text;
-  core::Trace trace;
-  bool decoded = false;
-  std::string decode_error;
-  {
-    __gnu_cxx::stdio_filebuf<char> buffer(fds[0], std::ios::in, 1 << 16);
-    std::istream in(&buffer);
-    in.get(status);
-    if (in && status == kReplyTrace) {
-      in.read(reinterpret_cast<char*>(&last_engine_wall_s_), sizeof last_engine_wall_s_);
-      try {
-        trace = core::read_trace_binary(in, "<simulation>");
-        decoded = true;
-      } catch (const core::InputError& e) {
-        decode_error = e.what();
-      }
-    } else if (in) {
-      text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return pid;
+}
+
+// Waits for the child; its status as words when it did not exit with 0.
+std::string reap(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
+  return WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
+                             : "exit status " + std::to_string(WEXITSTATUS(status));
+}
+
+// Stops the child and closes the pipe, whatever happened (a sink's exception, a cancel).
+class ChildGuard {
+ public:
+  ChildGuard(pid_t pid, int fd) : pid_(pid), fd_(fd) {}
+  ~ChildGuard() {
+    if (fd_ >= 0) ::close(fd_);
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      reap(pid_);
     }
-  }  // closes the pipe
-  int status_code = 0;
-  while (::waitpid(pid, &status_code, 0) < 0 && errno == EINTR) {
   }
-  if (!WIFEXITED(status_code) || WEXITSTATUS(status_code) != 0 || status == 0) {
-    const std::string why = WIFSIGNALED(status_code)
-                                ? "killed by signal " + std::to_string(WTERMSIG(status_code))
-                                : "exit status " + std::to_string(WEXITSTATUS(status_code));
-    throw core::BackendError("the simulation process failed (" + why + ")");
+  ChildGuard(const ChildGuard&) = delete;
+  ChildGuard& operator=(const ChildGuard&) = delete;
+  // Closes the pipe and waits for the child to exit on its own.
+  std::string finish() {
+    ::close(fd_);
+    fd_ = -1;
+    const std::string why = reap(pid_);
+    pid_ = -1;
+    return why;
   }
-  if (status == kReplyTrace) {
-    if (!decoded) throw core::BackendError("bad trace from the simulation: " + decode_error);
-    last_total_wall_s_ =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return trace;
+
+ private:
+  pid_t pid_;
+  int fd_;
+};
+
+}  // namespace
+
+std::string simgrid_version() {
+  int major = 0, minor = 0, patch = 0;
+  sg_version_get(&major, &minor, &patch);
+  return "SimGrid " + std::to_string(major) + "." + std::to_string(minor) + "." +
+         std::to_string(patch);
+}
+
+core::BackendInfo SimBackend::info() const {
+  return {kName, kDescription, {{"simgrid", simgrid_version()}}};
+}
+
+core::RunOutcome SimBackend::do_run(const core::Plan& plan, core::TraceSink& sink,
+                                    const core::RunOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  int fds[2];
+  const pid_t pid = fork_child(plan, fds, bool(options.progress));
+  ChildGuard child(pid, fds[0]);
+  // Decode the records while the child writes them (no copy of the whole run).
+  detail::ParentChannel channel(fds[0], options.cancelled, options.progress);
+  std::istream in(&channel);
+  std::string decode_error;
+  uint32_t strings = 0;
+  try {
+    core::read_trace_records(in, kSource, sink, strings);
+  } catch (const core::InputError& e) {
+    decode_error = e.what();
   }
-  if (status == kReplyInputError) {
+  using End = detail::ParentChannel::End;
+  const bool cancelled =
+      channel.end() == End::kCancelled || (options.cancelled && options.cancelled());
+  if (cancelled) throw core::RunCancelled();  // the guard kills the child
+  // Records that do not decode: the child is stopped (by the guard) rather than waited for.
+  if (!decode_error.empty() && channel.end() == End::kOpen) {
+    throw core::BackendError("bad trace from the simulation: " + decode_error);
+  }
+  const std::string why = child.finish();
+  if (!why.empty() || channel.end() == End::kClosed) {
+    throw core::BackendError("the simulation process failed (" +
+                             (why.empty() ? std::string("its pipe closed early") : why) + ")");
+  }
+  const std::string& text = channel.final_payload();
+  if (channel.end() == End::kInputError) {
     const size_t first = text.find('\n');
     const size_t second = text.find('\n', first + 1);
     throw core::InputError(text.substr(0, first), text.substr(first + 1, second - first - 1),
                            text.substr(second + 1));
   }
-  throw core::BackendError(text);
-}
-
-namespace {
-constexpr const char* kName = "sim";
-constexpr const char* kDescription = "SimGrid simulation (predicts the plan)";
-}  // namespace
-
-core::BackendInfo SimBackend::info() const {
-  return {kName, kDescription, {{"simgrid", simgrid_version()}}};
+  if (channel.end() == End::kFailure) throw core::BackendError(text);
+  if (channel.end() != End::kOutcome || !decode_error.empty()) {
+    throw core::BackendError(
+        "bad trace from the simulation: " +
+        (decode_error.empty() ? std::string("a corrupt frame") : decode_error));
+  }
+  core::RunOutcome outcome;
+  try {
+    outcome = core::run_outcome_from_json(core::parse_json_text(text, kSource), kSource);
+  } catch (const core::InputError& e) {
+    throw core::BackendError(std::string("bad outcome from the simulation: ") + e.what());
+  }
+  last_engine_wall_s_ = channel.engine_wall_s();
+  last_total_wall_s_ =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return outcome;
 }
 
 void register_sim_backend() {

@@ -1,5 +1,6 @@
-// The SimGrid backend: predicts a plan by simulation. Each run happens in a forked child
-// process (SimGrid allows one engine per process), which ships the trace back through a pipe.
+// The SimGrid backend: predicts a plan by simulation. Each run happens in a forked child process
+// (SimGrid allows one engine per process), which streams the trace back through a pipe as it
+// simulates, with progress records; cancelling kills the child.
 #pragma once
 
 #include <memory>
@@ -11,16 +12,20 @@ namespace replisim::sim {
 
 class SimBackend : public core::Backend {
  public:
-  // Runs the plan in a child process. Throws core::InputError when the plan is invalid and
-  // core::BackendError when the simulation fails (deadlock, crash of the child).
-  core::Trace run(const core::Plan& plan) override;
   // "sim", with {"simgrid": simgrid_version()} as provenance.
   core::BackendInfo info() const override;
 
-  // Wall-clock seconds the last run() spent in SimGrid's engine, and in all (process start,
+  // Wall-clock seconds the last run spent in SimGrid's engine, and in all (process start,
   // platform, engine, trace transport and decoding). For benchmarks.
   double last_engine_wall_s() const { return last_engine_wall_s_; }
   double last_total_wall_s() const { return last_total_wall_s_; }
+
+ protected:
+  // Runs the plan in a child process and forwards its records into `sink`. Throws
+  // core::InputError when the child finds the plan bad, core::BackendError when the simulation
+  // fails (deadlock, crash of the child, a corrupt pipe), core::RunCancelled.
+  core::RunOutcome do_run(const core::Plan& plan, core::TraceSink& sink,
+                          const core::RunOptions& options) override;
 
  private:
   double last_engine_wall_s_ = 0;

@@ -1,24 +1,20 @@
-// Faults in the simulation: slowdowns as host speed profiles (multipliers of the peak speed, a
-// single profile per host merging every window), and role faults that kill clients at a time.
-// A dead client's queued ops are dropped; an op already running on a device finishes (its device
-// is not failed) but nothing follows from it.
+#include "sim/sim_faults.h"
+
 #include <algorithm>
-#include <cmath>
-#include <map>
 #include <sstream>
 
 #include <simgrid/kernel/ProfileBuilder.hpp>
 
-#include "core/base/units.h"
-#include "sim/sim_run_state.h"
+#include "sim/sim_network.h"
 
 namespace replisim::sim::detail {
 
-void SimRun::apply_slowdowns() {
+void apply_slowdowns(const core::Plan& plan, const std::vector<sg4::Host*>& hosts,
+                     core::TraceRecorder& recorder) {
   namespace prof = simgrid::kernel::profile;
   std::map<int, std::vector<const core::PlanFault*>> by_device;
-  for (const core::PlanFault& f : plan_.faults) {
-    if (f.kind == "slowdown" && devices_[size_t(f.device)].host != nullptr) {
+  for (const core::PlanFault& f : plan.faults) {
+    if (f.kind == "slowdown" && hosts[size_t(f.device)] != nullptr) {
       by_device[f.device].push_back(&f);
     }
   }
@@ -41,46 +37,24 @@ void SimRun::apply_slowdowns() {
       }
       text << t << " " << factor << "\n";
     }
-    devices_[size_t(device)].host->set_speed_profile(
+    hosts[size_t(device)]->set_speed_profile(
         prof::ProfileBuilder::from_string("slowdown." + std::to_string(device), text.str(), -1));
-    for (const core::PlanFault* f : faults) {
-      core::TraceEvent event;
-      event.kind = core::EventKind::kFault;
-      event.actor = trace_.intern(plan_.platform.devices[size_t(device)].name);
-      event.device = event.actor;
-      event.label = trace_.intern(f->description);
-      event.start_s = f->from_s;
-      event.end_s = f->until_s;
-      trace_.events.push_back(event);
-    }
+    for (const core::PlanFault* f : faults) recorder.fault_window(*f);
   }
 }
 
-void SimRun::schedule_faults() {
-  // At one time, faults come before first starts and steps: orders below -clients.
-  const int base = -1 - int(clients_.size());
-  for (size_t f = 0; f < plan_.faults.size(); ++f) {
-    const core::PlanFault& fault = plan_.faults[f];
-    const int order = base - 2 * int(f);
-    if (fault.kind == "role" || fault.kind == "job") {
-      timers_.push({fault.at_s, order, TimerKind::kFault, int(f)});
-    }
-    if (fault.kind == "link") {
-      timers_.push({fault.from_s, order, TimerKind::kFault, int(f)});
-      timers_.push({fault.until_s, order - 1, TimerKind::kFaultEnd, int(f)});
-    }
-  }
+LinkFaults::LinkFaults(const core::Plan& plan, core::TraceRecorder& recorder,
+                       std::vector<std::string>& notes)
+    : plan_(plan), recorder_(recorder), notes_(notes) {
+  for (const core::PlanFault& f : plan.faults) enabled_ |= f.kind == "link";
 }
 
-// A link fault: both directions of a NIC, or the switch, at factor x their bandwidth while it
-// lasts; windows on one link multiply.
-// - Degraded (factor > 0): Link::set_bandwidth at run time, which applies to flows in progress
-//   (simgrid-notes.md). SimGrid caps a communication at the narrowest link of its route when it
-//   starts, so when the link comes back, the communications that started while it was lowered
-//   are cancelled and their transfers send the remaining bytes anew (restart_capped_transfers).
-// - Cut (factor 0): the communications crossing it are suspended and new ones wait until it
-//   ends, as TCP retransmits and gRPC waits through an outage shorter than its timeouts.
-void SimRun::degrade_link(int fault, bool start) {
+void LinkFaults::start() {
+  mutex_ = sg4::Mutex::create();
+  restored_ = sg4::ConditionVariable::create();
+}
+
+void LinkFaults::change(int fault, bool start, Network& network) {
   const core::PlanFault& f = plan_.faults[size_t(fault)];
   const core::PlatformLink& link = plan_.platform.links[size_t(f.link)];
   const double now = sg4::Engine::get_clock();
@@ -114,7 +88,7 @@ void SimRun::degrade_link(int fault, bool start) {
   }
   auto lowered = lowered_since_s_.find(f.link);
   if (lowered != lowered_since_s_.end() && factor > lowered_factor) {
-    restart_capped_transfers(f.link, lowered->second);
+    network.cancel_capped(f.link, lowered->second);
   }
   if (factor < 1 && lowered == lowered_since_s_.end()) lowered_since_s_[f.link] = now;
   if (factor >= 1) lowered_since_s_.erase(f.link);
@@ -122,103 +96,20 @@ void SimRun::degrade_link(int fault, bool start) {
   if (cut && !was_cut) cut_links_.insert(f.link);
   if (!cut && was_cut) cut_links_.erase(f.link);
   if (cut != was_cut) {
-    // Hold, or let go, the communications in flight whose route crosses a cut link.
-    for (TransferActor& transfer : transfers_) {
-      if (!transfer.comm || transfer.connection < 0) continue;
-      const bool hold = crosses_cut(transfer.connection);
-      if (hold && !transfer.suspended) transfer.comm->suspend();
-      if (!hold && transfer.suspended) transfer.comm->resume();
-      transfer.suspended = hold;
-    }
-    if (!cut) links_restored_->notify_all();
+    network.hold_crossing_cuts();  // hold, or let go, the communications in flight
+    if (!cut) restored_->notify_all();
   }
   if (start && !present && !cut) {
-    trace_.meta["notes"].push_back(
-        "fault \"" + f.description +
-        "\": no transfer of the plan crosses that link; it changed nothing");
+    notes_.push_back("fault \"" + f.description +
+                     "\": no transfer of the plan crosses that link; it changed nothing");
   }
-  if (!start || (!present && !cut)) return;
-  core::TraceEvent event;
-  event.kind = core::EventKind::kFault;
-  event.actor = trace_.intern(link.name);
-  event.label = trace_.intern(f.description);
-  event.start_s = f.from_s;
-  event.end_s = f.until_s;
-  trace_.events.push_back(event);
+  if (start && (present || cut)) recorder_.fault_window(f);
 }
 
-bool SimRun::crosses_cut(int connection) const {
-  if (cut_links_.empty()) return false;
-  for (int link : connections_[size_t(connection)].links) {
-    if (cut_links_.count(link) > 0) return true;
-  }
-  return false;
-}
-
-void SimRun::wait_while_cut(int connection) {
-  if (!crosses_cut(connection)) return;
-  std::unique_lock<sg4::Mutex> lock(*links_mutex_);
-  while (crosses_cut(connection)) links_restored_->wait(lock);
-}
-
-void SimRun::restart_capped_transfers(int link, double since_s) {
-  for (TransferActor& transfer : transfers_) {
-    if (!transfer.comm || transfer.connection < 0 || transfer.comm_start_s < since_s) continue;
-    const std::vector<int>& links = connections_[size_t(transfer.connection)].links;
-    if (std::find(links.begin(), links.end(), link) == links.end()) continue;
-    transfer.resend_bytes = transfer.comm->get_remaining();
-    transfer.comm->cancel();
-  }
-}
-
-void SimRun::inject_fault(int code) {
-  const int fault = code / 2;
-  if (plan_.faults[size_t(fault)].kind == "link") {
-    degrade_link(fault, code % 2 == 0);
-    return;
-  }
-  if (plan_.faults[size_t(fault)].kind == "job") {
-    fail_job(fault);
-    return;
-  }
-  const core::PlanFault& f = plan_.faults[size_t(fault)];
-  if (job_down_) {
-    trace_.meta["notes"].push_back(
-        "fault \"" + f.description + "\" struck while the job was down (" +
-        core::format_quantity(sg4::Engine::get_clock(), core::Dimension::kTime) +
-        "): the restart brings every task back");
-    return;
-  }
-  for (int c : f.clients) {
-    ClientState& s = clients_[size_t(c)];
-    if (s.dead || s.finished) continue;  // already gone: nothing to kill
-    core::TraceEvent event;
-    event.kind = core::EventKind::kFault;
-    event.actor = s.role_name;
-    event.client = s.role_name;
-    event.device = trace_.intern(plan_.platform.devices[size_t(s.role_device)].name);
-    event.label = trace_.intern(f.description);
-    // A worker still waiting for a restart to bring it back was running no step: -1.
-    const bool awaiting_restart = s.awaiting_restart;
-    event.step = awaiting_restart ? -1 : s.step;
-    event.start_s = event.end_s = sg4::Engine::get_clock();
-    trace_.events.push_back(event);
-    kill_client(c);
-    // The chief's sync op runs in the chief's process: it dies with worker 0.
-    if (c == 0 && sync_.enabled) kill_client(int(clients_.size()) - 1);
-    if (awaiting_restart) note_lost_before_back(c);
-  }
-}
-
-void SimRun::kill_client(int c) {
-  ClientState& s = clients_[size_t(c)];
-  if (s.dead) return;
-  s.dead = true;
-  if (!s.finished) {
-    s.finished = true;
-    ++finished_clients_;
-  }
-  driver_wake_->notify_all();
+void LinkFaults::wait_while_cut(const std::vector<int>& links) {
+  if (!crosses_cut(links)) return;
+  std::unique_lock<sg4::Mutex> lock(*mutex_);
+  while (crosses_cut(links)) restored_->wait(lock);
 }
 
 }  // namespace replisim::sim::detail

@@ -1,17 +1,25 @@
-// Executes a plan inside one SimGrid engine: per device, a compute actor (one op at a time, the
-// GPU stream / CPU), a sender actor and a receiver actor (transfers run concurrently); per client
-// a step loop driven by op completions. Records every event into a core::Trace.
-// One SimRun per process (SimGrid allows one engine per process): use SimBackend, which forks.
+// Executes a plan inside one SimGrid engine in this process (SimGrid allows one engine per
+// process: use SimBackend, which forks a child for each run).
 #pragma once
 
+#include <functional>
+
+#include "core/backend/backend.h"
 #include "core/plan/plan.h"
-#include "core/trace/trace.h"
+#include "core/trace/trace_sink.h"
 
 namespace replisim::sim {
 
-// Runs `plan` (validated) to completion in this process and returns its trace.
-// Throws core::BackendError when the simulation deadlocks before every client finished.
-// `engine_wall_s`, when given, receives the wall-clock seconds SimGrid's engine ran.
-core::Trace run_plan_in_this_process(const core::Plan& plan, double* engine_wall_s = nullptr);
+struct SimResult {
+  core::RunOutcome outcome;
+  double engine_wall_s = 0;  // wall-clock seconds SimGrid's engine ran
+};
+
+// Runs `plan` (valid) to completion, emitting its strings, events and counters into `sink`
+// (begin() and end() are the caller's), and calling `progress`, when set, every 200 ms of wall
+// time or so. Throws core::BackendError when the simulation deadlocks before every client
+// finished.
+SimResult run_plan_in_this_process(const core::Plan& plan, core::TraceSink& sink,
+                                   const std::function<void(const core::RunProgress&)>& progress);
 
 }  // namespace replisim::sim

@@ -2,6 +2,7 @@
 
 #include "core/base/error.h"
 #include "core/base/json_cursor.h"
+#include "core/trace/trace_sink.h"
 
 namespace replisim::core {
 namespace {
@@ -37,55 +38,55 @@ std::unique_ptr<Backend> create_backend(const std::string& name) {
                    "unknown backend \"" + name + "\"; valid: " + join_names(names));
 }
 
-nlohmann::json trace_meta_from_plan(const Plan& plan) {
-  nlohmann::json meta;
-  meta["format"] = "replisim-trace-meta";
-  meta["scenario"] = plan.scenario_name;
-  meta["strategy"] = plan.strategy;
-  meta["sync"] = plan.sync;
+void Backend::run(const Plan& plan, TraceSink& sink, const RunOptions& options) {
+  validate_plan(plan, "<plan>");
+  const BackendInfo about = info();
+  TraceMeta meta = trace_meta_from_plan(plan);
+  meta.backend = about.name;
+  meta.provenance = options.provenance.is_object() ? options.provenance : nlohmann::json::object();
+  meta.provenance.update(about.provenance);
+  sink.begin(meta);
+  const RunOutcome outcome = do_run(plan, sink, options);
+  sink.end(outcome);
+}
+
+Trace run_to_trace(Backend& backend, const Plan& plan, const RunOptions& options) {
+  TraceBuilder builder;
+  backend.run(plan, builder, options);
+  return std::move(builder.traces().front());
+}
+
+TraceMeta trace_meta_from_plan(const Plan& plan) {
+  TraceMeta meta;
+  meta.scenario = plan.scenario_name;
+  meta.strategy = plan.strategy;
+  meta.sync = plan.sync;
   if (plan.sync == "sync") {
-    meta["sync_replicas"] = {{"replicas_to_aggregate", plan.sync_replicas.replicas_to_aggregate},
-                             {"total_num_replicas", plan.sync_replicas.total_num_replicas},
-                             {"variant", plan.sync_replicas.variant}};
+    meta.sync_replicas = {plan.sync_replicas.replicas_to_aggregate,
+                          plan.sync_replicas.total_num_replicas, plan.sync_replicas.variant};
   }
-  meta["steps"] = plan.steps;
-  meta["warmup_steps"] = plan.warmup_steps;
-  meta["batch_per_replica"] = plan.batch_per_replica;
-  meta["seed"] = plan.seed;
-  meta["plan_hash"] = plan_hash(plan);
-  meta["platform"] = platform_to_json(plan.platform);
-  meta["roles"] = nlohmann::json::array();
+  meta.steps = plan.steps;
+  meta.warmup_steps = plan.warmup_steps;
+  meta.batch_per_replica = plan.batch_per_replica;
+  meta.seed = plan.seed;
+  meta.plan_hash = plan_hash(plan);
+  meta.platform = plan.platform;
   for (const Role& r : plan.roles) {
-    meta["roles"].push_back({{"name", r.name},
-                             {"kind", role_kind_name(r.kind)},
-                             {"device", plan.platform.devices[size_t(r.device)].name},
-                             {"chief", r.chief}});
+    meta.roles.push_back({r.name, r.kind, plan.platform.devices[size_t(r.device)].name, r.chief});
   }
-  meta["clients"] = nlohmann::json::array();
   for (const ClientGraph& c : plan.clients) {
-    meta["clients"].push_back({{"role", plan.roles[size_t(c.role)].name},
-                               {"samples_per_step", c.samples_per_step},
-                               {"start_offset_s", c.start_offset_s}});
-    if (c.data_steps > 0) meta["clients"].back()["data_steps"] = c.data_steps;
+    meta.clients.push_back(
+        {plan.roles[size_t(c.role)].name, c.samples_per_step, c.start_offset_s, c.data_steps});
   }
-  meta["ps"] = nlohmann::json::array();
-  for (int role : plan.ps_roles) meta["ps"].push_back(plan.roles[size_t(role)].name);
-  meta["granularity"] = plan.granularity;
-  meta["notes"] = plan.notes;
-  meta["memory"] = nlohmann::json::array();
+  for (int role : plan.ps_roles) meta.ps.push_back(plan.roles[size_t(role)].name);
+  meta.granularity = plan.granularity;
+  meta.notes = plan.notes;
   for (const MemoryCheck& m : memory_checks(plan)) {
-    meta["memory"].push_back({{"device", m.device},
-                              {"needed_bytes", m.need.total_bytes()},
-                              {"capacity_bytes", m.capacity_bytes},
-                              {"weights_bytes", m.need.weights_bytes},
-                              {"gradients_bytes", m.need.gradients_bytes},
-                              {"optimizer_bytes", m.need.optimizer_bytes},
-                              {"activations_bytes", m.need.activations_bytes}});
+    meta.memory.push_back({m.device, m.need.total_bytes(), m.capacity_bytes, m.need.weights_bytes,
+                           m.need.gradients_bytes, m.need.optimizer_bytes,
+                           m.need.activations_bytes});
   }
-  meta["variables"] = nlohmann::json::array();
-  for (const Variable& v : plan.variables) {
-    meta["variables"].push_back({{"name", v.name}, {"bytes", v.bytes}, {"ps", v.ps}});
-  }
+  for (const Variable& v : plan.variables) meta.variables.push_back({v.name, v.bytes, v.ps});
   return meta;
 }
 

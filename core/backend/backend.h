@@ -1,14 +1,22 @@
-// The one interface every backend implements: run a Plan, return its Trace. Backends are
-// registered by name from their own library (explicit calls, no static constructors).
+// The one interface every backend implements: run a Plan, emitting its trace into a TraceSink.
+// Backend::run is not virtual: it validates the plan, writes the metadata (the plan's summary, the
+// backend's name and provenance merged with the caller's) and ends the sink with the outcome, so
+// no backend can forget any of it; a backend implements only do_run. Backends are registered by
+// name from their own library (explicit calls, no static constructors).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/plan/plan.h"
 #include "core/trace/trace.h"
+#include "core/trace/trace_sink.h"
 
 namespace replisim::core {
 
@@ -17,6 +25,12 @@ namespace replisim::core {
 class BackendError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// The run was stopped because RunOptions::cancelled said so. Nothing of it is left running.
+class RunCancelled : public std::runtime_error {
+ public:
+  RunCancelled() : std::runtime_error("the run was cancelled") {}
 };
 
 // What a backend says about itself: its registered name, one line, and what every trace it
@@ -28,15 +42,46 @@ struct BackendInfo {
   nlohmann::json provenance = nlohmann::json::object();
 };
 
+// How far a run has got: sent now and then while it goes on.
+struct RunProgress {
+  double time_s = 0;                // the run's clock (simulated seconds for a simulation)
+  int64_t global_step = 0;          // updates applied (as the run counts them: a restart
+                                    // sets it back to its checkpoint's)
+  std::vector<int64_t> steps_done;  // per plan client, the steps it has finished
+};
+
+struct RunOptions {
+  // The caller's provenance (command line, scenario, seed, ...): the trace's metadata records it
+  // with the backend's own (BackendInfo::provenance) merged in.
+  nlohmann::json provenance = nlohmann::json::object();
+  // Called from the thread that called run(), a few times a second at most, while the run goes
+  // on. Null: no progress.
+  std::function<void(const RunProgress&)> progress;
+  // Polled from the thread that called run(), at least every 100 ms while the run goes on; true
+  // stops it: everything it started is stopped and reaped, and run() throws RunCancelled.
+  std::function<bool()> cancelled;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual BackendInfo info() const = 0;
-  // Runs every step of `plan` and returns the trace (its `meta` filled by trace_meta_from_plan
-  // plus the backend's own provenance). Blocking. Throws InputError for a plan the backend
-  // cannot run and BackendError when the run fails.
-  virtual Trace run(const Plan& plan) = 0;
+
+  // Runs every step of `plan` and emits its trace into `sink`: begin(metadata), the run's
+  // strings, events and counters, end(outcome). Blocking; one run at a time per object.
+  // Throws InputError for a plan that breaks its invariants (validate_plan) or that the backend
+  // cannot run, BackendError when the run fails, RunCancelled (above). When it throws after
+  // begin(), the sink holds a partial run that the caller must discard.
+  void run(const Plan& plan, TraceSink& sink, const RunOptions& options = {});
+
+ protected:
+  // Emits the run's strings, events and counters into `sink` (whose begin() has been called)
+  // and returns its outcome. `plan` is valid.
+  virtual RunOutcome do_run(const Plan& plan, TraceSink& sink, const RunOptions& options) = 0;
 };
+
+// Runs `plan` on `backend` and returns its trace (what most callers want).
+Trace run_to_trace(Backend& backend, const Plan& plan, const RunOptions& options = {});
 
 struct BackendEntry {
   std::string name;
@@ -51,7 +96,8 @@ const std::vector<BackendEntry>& registered_backends();
 std::unique_ptr<Backend> create_backend(const std::string& name);
 
 // Metadata every trace carries about its plan: strategy, scenario, steps, warm-up, batch, the
-// platform, roles (with device names), clients, variables and PS shards, and the plan hash.
-nlohmann::json trace_meta_from_plan(const Plan& plan);
+// platform, roles (with device names), clients, variables and PS shards, memory, notes and the
+// plan hash (backend and provenance are Backend::run's to fill in).
+TraceMeta trace_meta_from_plan(const Plan& plan);
 
 }  // namespace replisim::core

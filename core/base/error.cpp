@@ -24,6 +24,12 @@ InputError::InputError(std::string file, std::string json_path, std::string mess
       json_path_(std::move(json_path)),
       message_(std::move(message)) {}
 
+OutputError::OutputError(std::string file, std::string reason)
+    : std::runtime_error(join_error(
+          "", "", "cannot write " + (file.empty() ? "an output" : file) + ": " + reason)),
+      file_(std::move(file)),
+      reason_(std::move(reason)) {}
+
 void fail_invariant(const char* condition, const char* file, int line, const std::string& message) {
   throw InternalError(std::string("internal error: ") + message + " (" + condition + " at " + file +
                       ":" + std::to_string(line) + ")");

@@ -25,6 +25,21 @@ class InputError : public std::runtime_error {
   std::string message_;
 };
 
+// Something outside the program kept an output from being written: the disk is full, a file is
+// too large for a limit, a permission is missing. `file` is the output's path ("" while a writer
+// that does not know it reports the failure; OutputFiles adds it); `reason` says why (strerror).
+// what(): "cannot write <file>: <reason>". Maps to exit code 1 with that one line.
+class OutputError : public std::runtime_error {
+ public:
+  OutputError(std::string file, std::string reason);
+  const std::string& file() const { return file_; }
+  const std::string& reason() const { return reason_; }
+
+ private:
+  std::string file_;
+  std::string reason_;
+};
+
 // A broken invariant inside replisim (a bug, not bad input). Maps to exit code 1.
 class InternalError : public std::logic_error {
  public:

@@ -107,6 +107,28 @@ void OutputFiles::add(const std::string& flag, const std::string& path,
   outputs_.push_back({flag, path, std::move(writer)});
 }
 
+namespace {
+
+// Why the last write failed, as strerror says it ("No space left on device").
+std::string last_error() {
+  return errno != 0 ? std::strerror(errno) : "the write failed";
+}
+
+// Runs `writer` into `out`; any failure of the stream becomes an OutputError naming `name`.
+void write_output(const std::function<void(std::ostream&)>& writer, std::ostream& out,
+                  const std::string& name) {
+  errno = 0;
+  try {
+    writer(out);
+    out.flush();
+  } catch (const OutputError&) {
+    throw OutputError(name, last_error());
+  }
+  if (!out) throw OutputError(name, last_error());
+}
+
+}  // namespace
+
 void OutputFiles::write_all() {
   std::vector<std::string> temporaries;
   auto discard = [&] {
@@ -116,15 +138,12 @@ void OutputFiles::write_all() {
     for (const Output& o : outputs_) {
       const std::string temporary = make_temporary(directory_of(o.path));
       if (temporary.empty()) {
-        throw std::runtime_error("cannot create a temporary file for " + o.path + ": " +
-                                 std::strerror(errno));
+        throw OutputError(o.path, "cannot create a temporary file beside it: " + last_error());
       }
       temporaries.push_back(temporary);
       std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-      if (!out) throw std::runtime_error("cannot open " + temporary);
-      o.writer(out);
-      out.flush();
-      if (!out) throw std::runtime_error("cannot write " + o.path + " (disk full?)");
+      if (!out) throw OutputError(o.path, "cannot open its temporary file: " + last_error());
+      write_output(o.writer, out, o.path);
     }
     if (!overwrite_) {
       for (const Output& o : outputs_) {
@@ -142,14 +161,10 @@ void OutputFiles::write_all() {
     if (std::rename(temporaries[i].c_str(), outputs_[i].path.c_str()) != 0) {
       const std::string why = std::strerror(errno);
       for (size_t k = i; k < temporaries.size(); ++k) std::remove(temporaries[k].c_str());
-      throw std::runtime_error("cannot rename a temporary file to " + outputs_[i].path + ": " +
-                               why);
+      throw OutputError(outputs_[i].path, "cannot rename its temporary file into place: " + why);
     }
   }
-  if (to_standard_output_) {
-    to_standard_output_(*standard_output_);
-    standard_output_->flush();
-  }
+  if (to_standard_output_) write_output(to_standard_output_, *standard_output_, "standard output");
 }
 
 }  // namespace replisim::core

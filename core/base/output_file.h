@@ -39,7 +39,9 @@ class OutputFiles {
   // Writes every registered output to a temporary file, then renames them all into place, then
   // writes the standard-output one.
   // On any failure no target is touched and the temporaries are removed; throws InputError if a
-  // target appeared meanwhile (and overwrite is off), std::runtime_error for I/O failures.
+  // target appeared meanwhile (and overwrite is off), OutputError (naming the file and the
+  // reason: disk full, file too large, ...) when one cannot be written. A writer signals a
+  // failed stream by throwing OutputError or leaving the stream failed.
   void write_all();
 
  private:

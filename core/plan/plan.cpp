@@ -17,6 +17,13 @@ size_t Plan::op_count() const {
   return n;
 }
 
+std::vector<const ClientGraph*> step_graphs(const Plan& plan) {
+  std::vector<const ClientGraph*> graphs;
+  for (const ClientGraph& graph : plan.clients) graphs.push_back(&graph);
+  if (plan.sync == "sync") graphs.push_back(&plan.sync_replicas.chief_graph);
+  return graphs;
+}
+
 std::vector<MemoryCheck> memory_checks(const Plan& plan) {
   std::vector<MemoryCheck> out;
   for (const DeviceMemory& m : plan.memory) {

@@ -158,6 +158,11 @@ struct Plan {
   size_t op_count() const;
 };
 
+// The step graphs a backend runs, in this order: each client's (Plan::clients), then, when the
+// plan is synchronous, the chief's sync op (SyncReplicas::chief_graph). Backends and traces
+// number graphs by their index here. Pointers into `plan`.
+std::vector<const ClientGraph*> step_graphs(const Plan& plan);
+
 // A GPU whose capacity is known, against what the plan needs on it.
 struct MemoryCheck {
   std::string device;

@@ -60,6 +60,12 @@ uint32_t Trace::find(const std::string& text) const {
   return found == index_.end() ? kNoString : found->second;
 }
 
+std::vector<std::string> Trace::notes() const {
+  std::vector<std::string> all = meta.notes;
+  all.insert(all.end(), outcome.notes.begin(), outcome.notes.end());
+  return all;
+}
+
 const std::string& Trace::str(uint32_t index) const {
   static const std::string kEmpty;
   return index < strings_.size() ? strings_[index] : kEmpty;

@@ -1,14 +1,17 @@
-// The trace every backend writes: events (compute, transfer, step, update) with interned
-// strings, counters, and run metadata (plan summary, platform, provenance). Metrics, reports and
-// exporters read only this, so predicted and measured runs are compared by the same code.
+// The trace every backend writes: events (compute, transfer, step, update, ...) with interned
+// strings and the kind of plan op each records, counters, and typed metadata and outcome
+// (trace_meta.h). Metrics, reports and exporters read only this, so predicted and measured runs
+// are compared by the same code. Backends emit it through a TraceSink (trace_sink.h).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "core/plan/kinds.h"
+#include "core/trace/trace_meta.h"
 
 namespace replisim::core {
 
@@ -34,11 +37,25 @@ const char* event_kind_name(EventKind kind);
 
 inline constexpr uint32_t kNoString = 0xFFFFFFFFu;
 
+// TraceEvent::flags.
+inline constexpr uint8_t kEventOpenEnded = 1;  // kFault: a window without an end (it lasts to
+                                               // the end of the run; end_s lies past it)
+inline constexpr uint8_t kEventSummaries = 2;  // kCheckpoint: the chief writing summaries
+inline constexpr uint8_t kKnownEventFlags = kEventOpenEnded | kEventSummaries;
+
 // One event. String fields are indices into Trace::strings (kNoString when absent).
 // `client` names the client graph (role) whose step the event belongs to; `step` is that
 // client's local step (the global step in in-graph), or the batch index for an input op.
+// `op` is the kind of the plan op it records (compute: the op; transfer: its send; update: the
+// global step increment; dropped: the accumulate; none for steps, faults, checkpoints and
+// recoveries). `producer`, for a transfer, is the kind of the op whose output the tensor is
+// (kReadVariable: a variable's value, kBackward or kAggregate: a gradient, kTokenDequeue: a
+// synchronous-training token, ...).
 struct TraceEvent {
   EventKind kind = EventKind::kCompute;
+  std::optional<OpKind> op;
+  std::optional<OpKind> producer;
+  uint8_t flags = 0;                // kEvent* bits
   uint32_t actor = kNoString;       // role that owns the op ("worker0", "ps1", "client")
   uint32_t device = kNoString;      // "pc1/gpu0"
   uint32_t label = kNoString;       // op name ("forward/conv1")
@@ -65,10 +82,8 @@ struct CounterSample {
 
 class Trace {
  public:
-  // Run metadata: {"strategy", "scenario", "steps", "warmup_steps", "batch_per_replica",
-  // "platform", "roles", "clients", "variables", "ps_roles", "provenance": {...}}
-  // (trace_meta_from_plan in metrics.h builds it).
-  nlohmann::json meta;
+  TraceMeta meta;      // written before the events (trace_meta_from_plan in backend.h)
+  RunOutcome outcome;  // written after them
   std::vector<TraceEvent> events;
   std::vector<CounterSample> counters;
 
@@ -78,6 +93,8 @@ class Trace {
   // Index of `text` in the string table, or kNoString when it is not there.
   uint32_t find(const std::string& text) const;
   const std::vector<std::string>& strings() const { return strings_; }
+  // The plan's notes, then the run's (what reports print under the table).
+  std::vector<std::string> notes() const;
 
  private:
   std::vector<std::string> strings_;

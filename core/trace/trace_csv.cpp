@@ -5,6 +5,7 @@
 #include <ostream>
 #include <stdexcept>
 
+#include "core/base/error.h"
 #include "core/base/json_cursor.h"
 
 namespace replisim::core {
@@ -24,11 +25,6 @@ std::string number(double value) {
 // An integer where -1 means absent.
 std::string optional_integer(int64_t value) {
   return value == -1 ? std::string() : std::to_string(value);
-}
-
-std::string strategy_of(const Trace& trace) {
-  const auto found = trace.meta.is_object() ? trace.meta.find("strategy") : trace.meta.end();
-  return found != trace.meta.end() && found->is_string() ? found->get<std::string>() : "";
 }
 
 void write_row(std::string& line, const std::vector<std::string>& fields) {
@@ -85,7 +81,7 @@ void write_events_csv(std::ostream& out, const std::vector<const Trace*>& runs,
   std::vector<std::string> fields(csv_columns().size());
   for (size_t run = 0; run < runs.size(); ++run) {
     const Trace& t = *runs[run];
-    const std::string strategy = strategy_of(t);
+    const std::string& strategy = t.meta.strategy;
     for (const TraceEvent& e : t.events) {
       fields = {std::to_string(run),
                 strategy,
@@ -110,7 +106,7 @@ void write_events_csv(std::ostream& out, const std::vector<const Trace*>& runs,
       out << line;
     }
   }
-  if (!out) throw std::runtime_error("cannot write the events CSV");
+  if (!out) throw OutputError("", "cannot write the events CSV");
 }
 
 }  // namespace replisim::core

@@ -21,10 +21,10 @@ std::string csv_field(const std::string& field);
 
 // Writes "# replisim trace events; provenance: <compact JSON>\n", the header row, then one row
 // per event, run after run in the order given and events in trace order. `run` is the index of
-// the run in `runs`, `strategy` its meta "strategy"; absent strings and -1 integers (no step,
+// the run in `runs`, `strategy` its metadata's strategy; absent strings and -1 integers (no step,
 // message or global_step) are empty fields; whole numbers below 2^53 are written in full, other
 // numbers as the shortest decimal that reads back to the same double. Lines end with LF. Throws
-// std::runtime_error when the stream fails.
+// OutputError when the stream fails.
 void write_events_csv(std::ostream& out, const std::vector<const Trace*>& runs,
                       const nlohmann::json& provenance);
 

@@ -1,3 +1,5 @@
+// The native trace format, version 3 (docs/trace-format.md): writer, reader, and what both
+// versions share (event validation, the Decoder).
 #include "core/trace/trace_format.h"
 
 #include <algorithm>
@@ -7,393 +9,198 @@
 #include <fstream>
 #include <istream>
 #include <ostream>
+#include <unordered_set>
 
 #include <sys/stat.h>
 
 #include "core/base/error.h"
 #include "core/base/hash.h"
 #include "core/base/json_cursor.h"
+#include "core/trace/trace_format_detail.h"
 
 namespace replisim::core {
+
 namespace {
 
-constexpr char kMagic[8] = {'R', 'S', 'T', 'R', 'A', 'C', 'E', '\0'};
-constexpr size_t kEventBytes = 93;
-constexpr size_t kCounterBytes = 20;
-// Writers flush and readers grow long strings in pieces of this size.
-constexpr size_t kChunkBytes = size_t(64) << 10;
+using namespace trace_format_detail;
 
-// Little-endian encoding, whatever the host's byte order.
-void put_u64(std::string& out, uint64_t value, int bytes = 8) {
-  for (int i = 0; i < bytes; ++i) out.push_back(char(uint8_t(value >> (8 * i))));
+// Version 3 record tags and sizes.
+constexpr char kBeginRecord = 'B';
+constexpr char kStringRecord = 'S';
+constexpr char kEventRecord = 'E';
+constexpr char kCounterRecord = 'C';
+constexpr char kEndRecord = 'Z';
+constexpr char kFileEndRecord = 'F';
+constexpr uint8_t kNoKind = 0xFF;
+constexpr size_t kEventBytes = 4 + kEventBodyBytes;  // kind, op, producer, flags, then the body
+
+uint8_t kind_byte(const std::optional<OpKind>& kind) {
+  return kind ? uint8_t(*kind) : kNoKind;
 }
-void put_u32(std::string& out, uint32_t value) {
-  put_u64(out, value, 4);
-}
-void put_f64(std::string& out, double value) {
-  uint64_t bits = 0;
-  std::memcpy(&bits, &value, sizeof bits);
-  put_u64(out, bits);
-}
-uint64_t load_u64(const char* p, int bytes = 8) {
-  uint64_t value = 0;
-  for (int i = bytes - 1; i >= 0; --i) value = (value << 8) | uint8_t(p[i]);
-  return value;
-}
-uint32_t load_u32(const char* p) {
-  return uint32_t(load_u64(p, 4));
-}
-double load_f64(const char* p) {
-  const uint64_t bits = load_u64(p);
-  double value = 0;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
+std::optional<OpKind> kind_of_byte(uint8_t byte) {
+  if (byte == kNoKind) return std::nullopt;
+  return OpKind(byte);
 }
 
-std::string number_text(double value) {
-  return dump_json(nlohmann::json(value));
+[[noreturn]] void refuse(uint32_t run, const std::string& why) {
+  throw std::runtime_error("cannot write trace run " + std::to_string(run) + ": " + why);
 }
 
-// Why `e` is not a valid event of a run whose string table has `strings` entries ("" if valid).
-std::string event_problem(const TraceEvent& e, uint32_t strings) {
-  if (uint8_t(e.kind) > uint8_t(EventKind::kRecovery)) {
-    return "unknown event kind " + std::to_string(int(e.kind));
-  }
-  for (uint32_t index : {e.actor, e.device, e.label, e.client, e.peer_actor, e.peer}) {
-    if (index != kNoString && index >= strings) {
-      return "string index " + std::to_string(index) + " out of range (the table has " +
-             std::to_string(strings) + " strings)";
-    }
-  }
-  if (!std::isfinite(e.start_s) || !std::isfinite(e.end_s)) return "start_s or end_s not finite";
-  if (e.end_s < e.start_s) {
-    return "ends (end_s " + number_text(e.end_s) + ") before it starts (start_s " +
-           number_text(e.start_s) + ")";
-  }
-  if (!std::isfinite(e.bytes) || e.bytes < 0) return "bytes not a finite number >= 0";
-  if (!std::isfinite(e.flop) || e.flop < 0) return "flop not a finite number >= 0";
-  if (e.samples < 0) return "samples below 0";
-  for (int64_t value : {e.step, e.message_id, e.global_step_read, e.global_step_after}) {
-    if (value < -1) return "step, message_id or a global_step below -1 (-1 means absent)";
-  }
-  return "";
+// A JSON object with its length first.
+void put_json(std::string& out, const nlohmann::json& value, uint32_t run) {
+  const std::string text = dump_json(value);
+  if (text.size() > kMaxTraceMetaBytes) refuse(run, "metadata or outcome above the size limit");
+  put_u32(out, uint32_t(text.size()));
+  out += text;
 }
 
-std::string counter_problem(const CounterSample& c, uint32_t strings) {
-  if (c.name >= strings) {
-    return "name index " + std::to_string(c.name) + " out of range (the table has " +
-           std::to_string(strings) + " strings)";
-  }
-  if (!std::isfinite(c.time_s) || !std::isfinite(c.value)) return "time_s or value not finite";
-  return "";
-}
-
-void encode_event(std::string& out, const TraceEvent& e) {
-  out.push_back(char(uint8_t(e.kind)));
-  for (uint32_t index : {e.actor, e.device, e.label, e.client, e.peer_actor, e.peer}) {
-    put_u32(out, index);
-  }
-  put_u64(out, uint64_t(e.step));
-  for (double value : {e.start_s, e.end_s, e.bytes, e.flop}) put_f64(out, value);
-  for (int64_t value : {e.message_id, e.global_step_read, e.global_step_after}) {
-    put_u64(out, uint64_t(value));
-  }
-  put_u32(out, uint32_t(e.samples));
-}
-
-TraceEvent decode_event(const char* p) {
-  TraceEvent e;
-  e.kind = EventKind(uint8_t(p[0]));
-  e.actor = load_u32(p + 1);
-  e.device = load_u32(p + 5);
-  e.label = load_u32(p + 9);
-  e.client = load_u32(p + 13);
-  e.peer_actor = load_u32(p + 17);
-  e.peer = load_u32(p + 21);
-  e.step = int64_t(load_u64(p + 25));
-  e.start_s = load_f64(p + 33);
-  e.end_s = load_f64(p + 41);
-  e.bytes = load_f64(p + 49);
-  e.flop = load_f64(p + 57);
-  e.message_id = int64_t(load_u64(p + 65));
-  e.global_step_read = int64_t(load_u64(p + 73));
-  e.global_step_after = int64_t(load_u64(p + 81));
-  e.samples = int32_t(load_u32(p + 89));
-  return e;
-}
-
-// Writes one run: everything from the metadata length to the counters goes through `put`, which
-// also hashes it; the checksum follows.
-class RunWriter {
+// Reads the records of one run after its begin record, up to and including its end record.
+class RunReader {
  public:
-  RunWriter(std::ostream& out, size_t run) : out_(out), run_(run) {}
+  RunReader(Decoder& d, uint32_t run, TraceSink& sink) : d_(d), run_(run), sink_(sink) {}
 
-  void write(const Trace& trace) {
-    const std::string meta =
-        dump_json(trace.meta.is_null() ? nlohmann::json::object() : trace.meta);
-    if (!trace.meta.is_null() && !trace.meta.is_object()) refuse("metadata is not a JSON object");
-    if (meta.size() > kMaxTraceMetaBytes) refuse("metadata above the size limit");
-    put_u32(buffer_, uint32_t(meta.size()));
-    buffer_ += meta;
-    const std::vector<std::string>& strings = trace.strings();
-    if (strings.size() > kMaxTraceStrings) refuse("more strings than the limit");
-    put_u32(buffer_, uint32_t(strings.size()));
-    for (const std::string& s : strings) {
-      if (s.size() > kMaxTraceStringBytes) refuse("a string above the size limit");
-      put_u32(buffer_, uint32_t(s.size()));
-      buffer_ += s;
-      flush_if_full();
+  // Reads S, E and C records into the sink: when `framed`, up to the end record that closes
+  // them (consumed); otherwise up to the end of the stream.
+  void read_records(bool framed) {
+    char record[kEventBytes];
+    for (;;) {
+      if (!framed && d_.at_end()) return;
+      d_.at(run_);
+      const char tag = char(d_.u8());
+      if (tag == kStringRecord) {
+        read_string();
+      } else if (tag == kEventRecord) {
+        d_.at(run_, "event", events_);
+        d_.check_count(events_ + 1, kMaxTraceRecords, 0, "event count");
+        d_.read(record, kEventBytes);
+        sink_.event(decode_event(record));
+        ++events_;
+      } else if (tag == kCounterRecord) {
+        d_.at(run_, "counter", counters_);
+        d_.check_count(counters_ + 1, kMaxTraceRecords, 0, "counter count");
+        d_.read(record, kCounterBytes);
+        const CounterSample c = decode_counter(record);
+        const std::string problem = counter_problem(c, strings_);
+        if (!problem.empty()) d_.fail(problem);
+        sink_.counter(c);
+        ++counters_;
+      } else if (tag == kEndRecord && framed) {
+        return;
+      } else {
+        d_.fail("unknown record type " + std::to_string(int(uint8_t(tag))));
+      }
     }
-    const uint32_t string_count = uint32_t(strings.size());
-    put_u64(buffer_, trace.events.size());
-    for (size_t i = 0; i < trace.events.size(); ++i) {
-      const std::string problem = event_problem(trace.events[i], string_count);
-      if (!problem.empty()) refuse("event " + std::to_string(i) + ": " + problem);
-      encode_event(buffer_, trace.events[i]);
-      flush_if_full();
-    }
-    put_u64(buffer_, trace.counters.size());
-    for (size_t i = 0; i < trace.counters.size(); ++i) {
-      const CounterSample& c = trace.counters[i];
-      const std::string problem = counter_problem(c, string_count);
-      if (!problem.empty()) refuse("counter " + std::to_string(i) + ": " + problem);
-      put_u32(buffer_, c.name);
-      put_f64(buffer_, c.time_s);
-      put_f64(buffer_, c.value);
-      flush_if_full();
-    }
-    flush();
-    put_u64(buffer_, hash_);
-    out_.write(buffer_.data(), std::streamsize(buffer_.size()));
   }
+  uint32_t strings() const { return strings_; }
+  void set_strings(uint32_t strings) { strings_ = strings; }
 
  private:
-  void flush() {
-    hash_ = fnv1a(hash_, buffer_.data(), buffer_.size());
-    out_.write(buffer_.data(), std::streamsize(buffer_.size()));
-    buffer_.clear();
-  }
-  void flush_if_full() {
-    if (buffer_.size() >= kChunkBytes) flush();
-  }
-  [[noreturn]] void refuse(const std::string& why) const {
-    throw std::runtime_error("cannot write trace run " + std::to_string(run_) + ": " + why);
+  void read_string() {
+    d_.at(run_, "string", strings_);
+    if (strings_ >= kMaxTraceStrings) {
+      d_.fail("more strings than the limit of " + std::to_string(kMaxTraceStrings));
+    }
+    const uint32_t size = d_.u32();
+    d_.check_count(size, kMaxTraceStringBytes, 1, "length");
+    std::string text = d_.text(size);
+    // A repeat would shift the indices of a table rebuilt by interning: reject it.
+    if (!seen_.insert(text).second) d_.fail("repeats an earlier string");
+    sink_.string(strings_++, text);
   }
 
-  std::ostream& out_;
-  size_t run_;
-  std::string buffer_;
-  uint64_t hash_ = kFnv1aBasis;
+  TraceEvent decode_event(const char* p) {
+    TraceEvent e;
+    e.kind = EventKind(uint8_t(p[0]));
+    const uint8_t op = uint8_t(p[1]), producer = uint8_t(p[2]);
+    e.flags = uint8_t(p[3]);
+    decode_event_body(p + 4, e);
+    if ((op != kNoKind && op >= all_op_kinds().size()) ||
+        (producer != kNoKind && producer >= all_op_kinds().size())) {
+      d_.fail("unknown op kind");
+    }
+    e.op = kind_of_byte(op);
+    e.producer = kind_of_byte(producer);
+    const std::string problem = event_problem(e, strings_);
+    if (!problem.empty()) d_.fail(problem);
+    return e;
+  }
+
+  Decoder& d_;
+  uint32_t run_;
+  TraceSink& sink_;
+  uint32_t strings_ = 0;
+  uint64_t events_ = 0;
+  uint64_t counters_ = 0;
+  std::unordered_set<std::string> seen_;
 };
 
-// Reads bytes from the stream, tracking the offset, the running checksum of the current run,
-// and (when the stream can seek) how many bytes are left, so that no count or length is trusted
-// beyond what the input holds.
-class Decoder {
- public:
-  Decoder(std::istream& in, const std::string& source) : in_(in), source_(source) { measure(); }
+// One run, after its begin record's tag (the run's hash covers the tag).
+void read_run_v3(Decoder& d, uint32_t run, TraceSink& sink) {
+  d.at(run, "metadata");
+  const nlohmann::json meta = d.json_object();
+  sink.begin(trace_meta_from_json(meta, d.source()));
+  RunReader reader(d, run, sink);
+  reader.read_records(true);
+  d.at(run, "outcome");
+  const nlohmann::json outcome = d.json_object();
+  const RunOutcome parsed = run_outcome_from_json(outcome, d.source());
+  const uint64_t computed = d.hash();
+  d.at(run);
+  if (d.u64(false) != computed) d.fail("checksum mismatch: the file is corrupt");
+  sink.end(parsed);
+}
 
-  // Where messages say the fault is: "run 1, event 17".
-  void at(int64_t run, const char* section = nullptr, uint64_t index = kNoIndex) {
-    run_ = run;
-    section_ = section;
-    index_ = index;
-  }
-  void reset_hash() { hash_ = kFnv1aBasis; }
-  uint64_t hash() const { return hash_; }
-  uint64_t offset() const { return offset_; }
-
-  void read(char* out, size_t size, bool hashed = true) {
-    in_.read(out, std::streamsize(size));
-    const size_t got = size_t(in_.gcount());
-    offset_ += got;
-    if (got != size) fail("truncated: the data ends at byte " + std::to_string(offset_));
-    if (hashed) hash_ = fnv1a(hash_, out, size);
-  }
-  uint32_t u32() {
-    char bytes[4];
-    read(bytes, sizeof bytes);
-    return load_u32(bytes);
-  }
-  uint64_t u64(bool hashed = true) {
-    char bytes[8];
-    read(bytes, sizeof bytes, hashed);
-    return load_u64(bytes);
-  }
-  // `size` bytes, grown piece by piece so a corrupt length cannot allocate more than arrived.
-  std::string text(uint32_t size) {
-    std::string out;
-    while (out.size() < size) {
-      const size_t piece = std::min(kChunkBytes, size - out.size());
-      const size_t done = out.size();
-      out.resize(done + piece);
-      read(&out[done], piece);
+// Runs until the end record; returns how many.
+uint32_t read_runs_v3(Decoder& d, TraceSink& sink) {
+  uint32_t run = 0;
+  for (;;) {
+    d.at(run);
+    if (d.at_end()) {
+      d.fail(run == 0 ? "the trace holds no runs (it ends after its header)"
+                      : "truncated: the file ends without its end record (after " +
+                            std::to_string(run) + " complete runs)");
     }
-    return out;
+    d.reset_hash();
+    const char tag = char(d.u8());
+    if (tag == kFileEndRecord && run > 0) {
+      if (d.u32() != run) d.fail("the end record counts another number of runs than the file");
+      return run;
+    }
+    if (tag != kBeginRecord) {
+      d.fail(tag == kFileEndRecord ? "the trace holds no runs" : "does not start with a run");
+    }
+    if (run >= kMaxTraceRuns)
+      d.fail("more runs than the limit of " + std::to_string(kMaxTraceRuns));
+    read_run_v3(d, run, sink);
+    ++run;
   }
-  // Rejects `count` records of `record_bytes` each when above `limit` or beyond the input's end.
-  void check_count(uint64_t count, uint64_t limit, uint64_t record_bytes, const char* what) {
-    if (count > limit) {
-      fail(std::string(what) + " " + std::to_string(count) + " above the limit of " +
-           std::to_string(limit));
-    }
-    if (size_known_ && count * record_bytes > size_ - std::min(size_, offset_)) {
-      fail("truncated: " + std::string(what) + " " + std::to_string(count) + " needs " +
-           std::to_string(count * record_bytes) + " bytes but only " +
-           std::to_string(size_ - std::min(size_, offset_)) + " are left");
-    }
-  }
-  bool at_end() { return in_.peek() == std::char_traits<char>::eof(); }
+}
 
-  [[noreturn]] void fail(const std::string& message) const {
-    std::string where;
-    if (run_ >= 0) {
-      where = "run " + std::to_string(run_);
-      if (section_ != nullptr) where += std::string(", ") + section_;
-      if (index_ != kNoIndex) where += " " + std::to_string(index_);
-      where += ": ";
-    }
-    throw InputError(source_, "", where + message);
-  }
+}  // namespace
 
- private:
-  static constexpr uint64_t kNoIndex = ~uint64_t(0);
-
-  void measure() {
-    const std::streampos here = in_.tellg();
-    if (here == std::streampos(-1)) {
-      in_.clear();
-      return;
-    }
-    in_.seekg(0, std::ios::end);
-    const std::streampos end = in_.tellg();
-    in_.clear();
-    in_.seekg(here);
-    if (end != std::streampos(-1) && end >= here) {
-      size_known_ = true;
-      size_ = uint64_t(end - here);
-    }
-  }
-
-  std::istream& in_;
-  const std::string& source_;
-  uint64_t offset_ = 0;
-  bool size_known_ = false;
-  uint64_t size_ = 0;
-  uint64_t hash_ = kFnv1aBasis;
-  int64_t run_ = -1;
-  const char* section_ = nullptr;
-  uint64_t index_ = kNoIndex;
-};
-
-uint32_t read_file_header(Decoder& d) {
-  char header[16];
+uint32_t read_trace_stream(std::istream& in, const std::string& source, TraceSink& sink) {
+  Decoder d(in, source);
+  char header[12];
   d.read(header, sizeof header, false);
   if (std::memcmp(header, kMagic, sizeof kMagic) != 0) {
     d.fail("not a replisim native trace (the file does not start with \"RSTRACE\")");
   }
   const uint32_t version = load_u32(header + 8);
-  if (version != kTraceFormatVersion) {
-    d.fail("unsupported trace format version " + std::to_string(version) +
-           " (this replisim reads version " + std::to_string(kTraceFormatVersion) + ")");
-  }
-  const uint32_t runs = load_u32(header + 12);
-  if (runs == 0) d.fail("the trace holds no runs");
-  if (runs > kMaxTraceRuns) {
-    d.fail("run count " + std::to_string(runs) + " above the limit of " +
-           std::to_string(kMaxTraceRuns));
-  }
-  return runs;
-}
-
-nlohmann::json read_meta(Decoder& d, const std::string& source, int64_t run) {
-  d.at(run, "metadata");
-  const uint32_t size = d.u32();
-  d.check_count(size, kMaxTraceMetaBytes, 1, "metadata length");
-  const std::string text = d.text(size);
-  nlohmann::json meta;
-  try {
-    meta = parse_json_text(text, source);
-  } catch (const InputError& e) {
-    d.fail(e.message());
-  }
-  if (!meta.is_object()) d.fail("not a JSON object");
-  return meta;
-}
-
-std::vector<std::string> read_strings(Decoder& d, int64_t run) {
-  d.at(run, "string table");
-  const uint32_t count = d.u32();
-  d.check_count(count, kMaxTraceStrings, 4, "string count");
-  std::vector<std::string> strings;  // grown as strings arrive, not reserved from `count`
-  for (uint32_t i = 0; i < count; ++i) {
-    d.at(run, "string", i);
-    const uint32_t size = d.u32();
-    d.check_count(size, kMaxTraceStringBytes, 1, "length");
-    strings.push_back(d.text(size));
-  }
-  // Repeats would shift the indices of a table rebuilt by interning: reject them.
-  std::vector<uint32_t> order(count);
-  for (uint32_t i = 0; i < count; ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    return strings[a] != strings[b] ? strings[a] < strings[b] : a < b;
-  });
-  for (size_t i = 1; i < order.size(); ++i) {
-    if (strings[order[i]] == strings[order[i - 1]]) {
-      d.at(run, "string", order[i]);
-      d.fail("repeats string " + std::to_string(order[i - 1]));
+  uint32_t runs = 0;
+  if (version == 2) {
+    runs = d.u32();
+    if (runs == 0) d.fail("the trace holds no runs");
+    if (runs > kMaxTraceRuns) {
+      d.fail("run count " + std::to_string(runs) + " above the limit of " +
+             std::to_string(kMaxTraceRuns));
     }
-  }
-  return strings;
-}
-
-void read_run(Decoder& d, const std::string& source, uint32_t run, uint32_t runs,
-              const OnTraceRun& on_run, const OnTraceEvent& on_event,
-              const OnTraceCounter& on_counter) {
-  d.reset_hash();
-  TraceRunHeader header;
-  header.run = run;
-  header.runs = runs;
-  header.meta = read_meta(d, source, run);
-  header.strings = read_strings(d, run);
-  const uint32_t strings = uint32_t(header.strings.size());
-  d.at(run);
-  header.events = d.u64();
-  d.check_count(header.events, kMaxTraceRecords, kEventBytes, "event count");
-  if (on_run) on_run(header);
-  char record[kEventBytes];
-  for (uint64_t i = 0; i < header.events; ++i) {
-    d.at(run, "event", i);
-    d.read(record, kEventBytes);
-    const TraceEvent e = decode_event(record);
-    const std::string problem = event_problem(e, strings);
-    if (!problem.empty()) d.fail(problem);
-    if (on_event) on_event(e);
-  }
-  d.at(run);
-  const uint64_t counters = d.u64();
-  d.check_count(counters, kMaxTraceRecords, kCounterBytes, "counter count");
-  for (uint64_t i = 0; i < counters; ++i) {
-    d.at(run, "counter", i);
-    d.read(record, kCounterBytes);
-    const CounterSample c{load_u32(record), load_f64(record + 4), load_f64(record + 12)};
-    const std::string problem = counter_problem(c, strings);
-    if (!problem.empty()) d.fail(problem);
-    if (on_counter) on_counter(c);
-  }
-  d.at(run);
-  const uint64_t computed = d.hash();
-  if (d.u64(false) != computed) d.fail("checksum mismatch: the file is corrupt");
-}
-
-}  // namespace
-
-uint32_t read_trace_stream(std::istream& in, const std::string& source, const OnTraceRun& on_run,
-                           const OnTraceEvent& on_event, const OnTraceCounter& on_counter) {
-  Decoder d(in, source);
-  const uint32_t runs = read_file_header(d);
-  for (uint32_t run = 0; run < runs; ++run) {
-    read_run(d, source, run, runs, on_run, on_event, on_counter);
+    read_runs_v2(d, runs, sink);
+  } else if (version == kTraceFormatVersion) {
+    runs = read_runs_v3(d, sink);
+  } else {
+    d.fail("unsupported trace format version " + std::to_string(version) +
+           " (this replisim reads versions " + std::to_string(kOldestTraceFormatVersion) + " to " +
+           std::to_string(kTraceFormatVersion) + ")");
   }
   d.at(-1);
   if (!d.at_end()) {
@@ -403,20 +210,9 @@ uint32_t read_trace_stream(std::istream& in, const std::string& source, const On
 }
 
 std::vector<Trace> read_traces_binary(std::istream& in, const std::string& source) {
-  std::vector<Trace> traces;
-  read_trace_stream(
-      in, source,
-      [&](const TraceRunHeader& header) {
-        traces.emplace_back();
-        Trace& t = traces.back();
-        t.meta = header.meta;
-        // No reserve from the announced count: a pipe's count cannot be checked against its
-        // size, so the vectors grow only as records actually arrive.
-        for (const std::string& s : header.strings) t.intern(s);
-      },
-      [&](const TraceEvent& e) { traces.back().events.push_back(e); },
-      [&](const CounterSample& c) { traces.back().counters.push_back(c); });
-  return traces;
+  TraceBuilder builder;
+  read_trace_stream(in, source, builder);
+  return std::move(builder.traces());
 }
 
 Trace read_trace_binary(std::istream& in, const std::string& source) {
@@ -440,20 +236,147 @@ std::vector<Trace> read_trace_file(const std::string& path) {
   return read_traces_binary(in, path);
 }
 
+NativeTraceWriter::NativeTraceWriter(std::ostream& out) : out_(out) {
+  std::string header(kMagic, sizeof kMagic);
+  put_u32(header, kTraceFormatVersion);
+  out_.write(header.data(), std::streamsize(header.size()));
+  if (!out_) throw OutputError("", "cannot write the trace");
+}
+
+void NativeTraceWriter::begin(const TraceMeta& meta) {
+  if (open_) refuse(runs_, "a run began before the previous one ended");
+  if (runs_ >= kMaxTraceRuns) refuse(runs_, "more runs than the limit");
+  open_ = true;
+  hash_ = kFnv1aBasis;
+  strings_ = 0;
+  events_ = counters_ = 0;
+  std::string record(1, kBeginRecord);
+  put_json(record, trace_meta_to_json(meta), runs_);
+  put(record);
+}
+
+void NativeTraceWriter::string(uint32_t id, const std::string& text) {
+  if (id != strings_) refuse(runs_, "string " + std::to_string(id) + " out of order");
+  if (strings_ >= kMaxTraceStrings) refuse(runs_, "more strings than the limit");
+  std::string record;
+  encode_string_record(record, text);
+  put(record);
+  ++strings_;
+}
+
+void NativeTraceWriter::event(const TraceEvent& event) {
+  if (++events_ > kMaxTraceRecords) refuse(runs_, "more events than the limit");
+  std::string record;
+  try {
+    encode_event_record(record, event, strings_);
+  } catch (const std::runtime_error& e) {
+    refuse(runs_, "event " + std::to_string(events_ - 1) + ": " + e.what());
+  }
+  put(record);
+}
+
+void NativeTraceWriter::counter(const CounterSample& sample) {
+  if (++counters_ > kMaxTraceRecords) refuse(runs_, "more counters than the limit");
+  std::string record;
+  try {
+    encode_counter_record(record, sample, strings_);
+  } catch (const std::runtime_error& e) {
+    refuse(runs_, "counter " + std::to_string(counters_ - 1) + ": " + e.what());
+  }
+  put(record);
+}
+
+void NativeTraceWriter::end(const RunOutcome& outcome) {
+  if (!open_) refuse(runs_, "a run ended before it began");
+  std::string record(1, kEndRecord);
+  put_json(record, run_outcome_to_json(outcome), runs_);
+  put(record);
+  flush();
+  std::string checksum;
+  put_u64(checksum, hash_);
+  out_.write(checksum.data(), std::streamsize(checksum.size()));
+  out_.flush();
+  if (!out_) throw OutputError("", "cannot write the trace");
+  open_ = false;
+  ++runs_;
+}
+
+void NativeTraceWriter::finish() {
+  if (open_) refuse(runs_, "the file ended inside a run");
+  if (runs_ == 0) refuse(runs_, "a trace file needs at least one run");
+  std::string record(1, kFileEndRecord);
+  put_u32(record, runs_);
+  out_.write(record.data(), std::streamsize(record.size()));
+  out_.flush();
+  if (!out_) throw OutputError("", "cannot write the trace");
+}
+
+void NativeTraceWriter::put(const std::string& bytes) {
+  buffer_ += bytes;
+  if (buffer_.size() >= kChunkBytes) flush();
+}
+
+void NativeTraceWriter::flush() {
+  hash_ = fnv1a(hash_, buffer_.data(), buffer_.size());
+  out_.write(buffer_.data(), std::streamsize(buffer_.size()));
+  buffer_.clear();
+  if (!out_) throw OutputError("", "cannot write the trace");
+}
+
 void write_traces_binary(std::ostream& out, const std::vector<const Trace*>& runs) {
   if (runs.empty() || runs.size() > kMaxTraceRuns) {
     throw std::runtime_error("cannot write a trace of " + std::to_string(runs.size()) + " runs");
   }
-  std::string header(kMagic, sizeof kMagic);
-  put_u32(header, kTraceFormatVersion);
-  put_u32(header, uint32_t(runs.size()));
-  out.write(header.data(), std::streamsize(header.size()));
-  for (size_t i = 0; i < runs.size(); ++i) RunWriter(out, i).write(*runs[i]);
-  if (!out) throw std::runtime_error("cannot write trace");
+  NativeTraceWriter writer(out);
+  for (const Trace* trace : runs) replay_trace(*trace, writer);
+  writer.finish();
 }
 
 void write_trace_binary(std::ostream& out, const Trace& trace) {
   write_traces_binary(out, {&trace});
+}
+
+void encode_string_record(std::string& out, const std::string& text) {
+  if (text.size() > kMaxTraceStringBytes) {
+    throw std::runtime_error("a string above the size limit");
+  }
+  out.push_back(kStringRecord);
+  put_u32(out, uint32_t(text.size()));
+  out += text;
+}
+
+void encode_event_record(std::string& out, const TraceEvent& event, uint32_t strings) {
+  const std::string problem = event_problem(event, strings);
+  if (!problem.empty()) throw std::runtime_error(problem);
+  out.push_back(kEventRecord);
+  out.push_back(char(uint8_t(event.kind)));
+  out.push_back(char(kind_byte(event.op)));
+  out.push_back(char(kind_byte(event.producer)));
+  out.push_back(char(event.flags));
+  encode_event_body(out, event);
+}
+
+void encode_counter_record(std::string& out, const CounterSample& sample, uint32_t strings) {
+  const std::string problem = counter_problem(sample, strings);
+  if (!problem.empty()) throw std::runtime_error(problem);
+  out.push_back(kCounterRecord);
+  put_u32(out, sample.name);
+  put_f64(out, sample.time_s);
+  put_f64(out, sample.value);
+}
+
+void read_trace_records(std::istream& in, const std::string& source, TraceSink& sink,
+                        uint32_t& strings) {
+  Decoder d(in, source);
+  RunReader reader(d, 0, sink);
+  reader.set_strings(strings);
+  try {
+    reader.read_records(false);
+  } catch (...) {
+    strings = reader.strings();
+    throw;
+  }
+  strings = reader.strings();
 }
 
 }  // namespace replisim::core

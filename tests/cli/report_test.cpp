@@ -55,9 +55,9 @@ TEST(Report, SavedTraceGivesBackSimulateOutputs) {
   // Each run of the native trace carries the provenance of the simulation.
   const std::vector<core::Trace> runs = core::read_trace_file(dir.file("runs.rstrace"));
   ASSERT_EQ(runs.size(), 2u);
-  EXPECT_EQ(runs[0].meta["strategy"], "in_graph");
-  EXPECT_EQ(runs[1].meta["strategy"], "between_graph");
-  const nlohmann::json& provenance = runs[1].meta["provenance"];
+  EXPECT_EQ(runs[0].meta.strategy, "in_graph");
+  EXPECT_EQ(runs[1].meta.strategy, "between_graph");
+  const nlohmann::json& provenance = runs[1].meta.provenance;
   for (const char* key :
        {"replisim", "simgrid", "scenario_file", "scenario_hash", "seed", "command_line"}) {
     EXPECT_TRUE(provenance.contains(key)) << key;

@@ -41,7 +41,7 @@ double simulate(const Point& p, double gpu_flop_per_s) {
     }
   }
   const core::Scenario s = core::parse_scenario(doc.json, file);
-  return core::compute_metrics(sim::SimBackend().run(core::compile_plan(s, "between_graph", {})))
+  return core::compute_metrics(test::run_plan(core::compile_plan(s, "between_graph", {})))
       .throughput_samples_per_s;
 }
 

@@ -11,7 +11,7 @@ namespace {
 
 core::RunMetrics run(const std::string& file, const std::string& strategy) {
   const core::Scenario s = core::load_scenario(test::scenario_path(file));
-  return core::compute_metrics(sim::SimBackend().run(core::compile_plan(s, strategy, {})));
+  return core::compute_metrics(test::run_plan(core::compile_plan(s, strategy, {})));
 }
 
 TEST(Scenarios, SeedTwoMachines) {

@@ -46,10 +46,15 @@ core::Scenario parse(const nlohmann::json& document) {
   return core::parse_scenario(document, "test.json");
 }
 
+core::Trace run_plan(const core::Plan& plan) {
+  sim::SimBackend backend;
+  return core::run_to_trace(backend, plan);
+}
+
 core::Trace simulate_trace(const nlohmann::json& document, const std::string& strategy,
                            uint64_t seed) {
   const core::Plan plan = core::compile_plan(parse(document), strategy, {seed});
-  return sim::SimBackend().run(plan);
+  return run_plan(plan);
 }
 
 core::RunMetrics simulate(const nlohmann::json& document, const std::string& strategy,

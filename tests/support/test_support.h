@@ -32,6 +32,9 @@ nlohmann::json scenario_json(const std::vector<nlohmann::json>& machines,
 
 core::Scenario parse(const nlohmann::json& document);
 
+// Runs `plan` on the sim backend (in a child process) and returns its trace.
+core::Trace run_plan(const core::Plan& plan);
+
 // Compiles with `strategy` and runs the sim backend (in a child process).
 core::Trace simulate_trace(const nlohmann::json& document, const std::string& strategy,
                            uint64_t seed = 1);

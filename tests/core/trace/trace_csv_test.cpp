@@ -50,7 +50,7 @@ TEST(TraceCsv, QuotesPerRfc4180) {
 
 TEST(TraceCsv, ProvenanceHeaderAndOneRowPerEvent) {
   Trace a;
-  a.meta = {{"strategy", "in_graph"}};
+  a.meta.strategy = "in_graph";
   TraceEvent transfer;
   transfer.kind = EventKind::kTransfer;
   transfer.actor = a.intern("worker,0");
@@ -65,7 +65,7 @@ TEST(TraceCsv, ProvenanceHeaderAndOneRowPerEvent) {
   transfer.message_id = 7;
   a.events = {transfer, TraceEvent()};
   Trace b;
-  b.meta = {{"strategy", "between_graph"}};
+  b.meta.strategy = "between_graph";
   TraceEvent update;
   update.kind = EventKind::kUpdate;
   update.actor = b.intern("worker1");

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <random>
 #include <sstream>
 #include <streambuf>
@@ -29,11 +30,36 @@ class NoSeekBuffer : public std::streambuf {
   std::string bytes_;
 };
 
+// The smallest platform a trace's metadata accepts: one machine with a CPU.
+Platform one_machine() {
+  Platform p;
+  p.links = {{"switch", 1e12, 0, false}, {"pc1/nic", 1.25e9, 1e-5, true}};
+  p.switch_link = 0;
+  p.machines = {{"pc1", 1, {0}}};
+  p.devices = {{"pc1/cpu", 0, DeviceKind::kCpu, 1e11, 1, -1, 0}};
+  return p;
+}
+
 Trace sample_trace(const std::string& strategy) {
   Trace t;
-  t.meta = {{"strategy", strategy}, {"steps", 3}, {"nested", {{"x", 1.25}}}};
+  t.meta.scenario = "sample";
+  t.meta.strategy = strategy;
+  t.meta.steps = 3;
+  t.meta.platform = one_machine();
+  t.meta.roles = {{"worker0", RoleKind::kWorker, "pc1/cpu", true},
+                  {"ps0", RoleKind::kParameterServer, "pc1/cpu", false}};
+  t.meta.clients = {{"worker0", 32, 0.5, 0}};
+  t.meta.ps = {"ps0"};
+  t.meta.variables = {{"global_step", 8, 0}};
+  t.meta.notes = {"a plan note"};
+  t.meta.backend = "sim";
+  t.meta.provenance = {{"nested", {{"x", 1.25}}}};
+  t.outcome.end_s = 2.75;
+  t.outcome.notes = {"a run note"};
   TraceEvent transfer;
   transfer.kind = EventKind::kTransfer;
+  transfer.op = OpKind::kSend;
+  transfer.producer = OpKind::kBackward;
   transfer.actor = t.intern("worker0");
   transfer.device = t.intern("pc1/gpu0");
   transfer.peer_actor = t.intern("ps0");
@@ -46,6 +72,7 @@ Trace sample_trace(const std::string& strategy) {
   transfer.bytes = 4e6;
   transfer.message_id = 42;
   TraceEvent compute;
+  compute.op = OpKind::kForward;
   compute.actor = transfer.actor;
   compute.device = transfer.device;
   compute.label = t.intern("forward/" + strategy);
@@ -54,17 +81,20 @@ Trace sample_trace(const std::string& strategy) {
   compute.flop = 1e12;
   TraceEvent update;
   update.kind = EventKind::kUpdate;
+  update.op = OpKind::kGlobalStepIncrement;
   update.actor = transfer.actor;
   update.start_s = update.end_s = 2.5;
   update.global_step_read = 6;
   update.global_step_after = 7;
   update.samples = 32;
-  TraceEvent step;
-  step.kind = EventKind::kStep;
-  step.actor = transfer.actor;
-  step.step = 3;
-  step.end_s = 2.5;
-  t.events = {transfer, compute, update, step};
+  TraceEvent fault;
+  fault.kind = EventKind::kFault;
+  fault.flags = kEventOpenEnded;
+  fault.actor = fault.device = transfer.device;
+  fault.label = t.intern("pc1/gpu0 slowed to 0.5x");
+  fault.start_s = 1;
+  fault.end_s = 3e7;
+  t.events = {transfer, compute, update, fault};
   t.counters.push_back({t.intern("global_step"), 2.5, 7});
   return t;
 }
@@ -98,7 +128,8 @@ std::string decode_error(const std::string& bytes, bool seekable = true) {
 }
 
 void expect_same(const Trace& a, const Trace& b) {
-  EXPECT_EQ(a.meta, b.meta);
+  EXPECT_EQ(trace_meta_to_json(a.meta), trace_meta_to_json(b.meta));
+  EXPECT_EQ(run_outcome_to_json(a.outcome), run_outcome_to_json(b.outcome));
   EXPECT_EQ(a.strings(), b.strings());
   ASSERT_EQ(a.events.size(), b.events.size());
   for (size_t i = 0; i < a.events.size(); ++i) {
@@ -112,6 +143,9 @@ void expect_same(const Trace& a, const Trace& b) {
     EXPECT_EQ(std::vector<double>({x.start_s, x.end_s, x.bytes, x.flop}),
               std::vector<double>({y.start_s, y.end_s, y.bytes, y.flop}));
     EXPECT_EQ(x.samples, y.samples);
+    EXPECT_EQ(x.op, y.op);
+    EXPECT_EQ(x.producer, y.producer);
+    EXPECT_EQ(x.flags, y.flags);
   }
   ASSERT_EQ(a.counters.size(), b.counters.size());
   for (size_t i = 0; i < a.counters.size(); ++i) {
@@ -127,16 +161,24 @@ std::string le(uint64_t value, int bytes) {
   return out;
 }
 
-std::string file_header(uint32_t version = kTraceFormatVersion, uint32_t runs = 1) {
-  return std::string("RSTRACE\0", 8) + le(version, 4) + le(runs, 4);
+std::string file_header(uint32_t version = kTraceFormatVersion) {
+  return std::string("RSTRACE\0", 8) + le(version, 4);
 }
 
-// Offset of the first event of the only run of a file encoding `t`.
-size_t first_event_offset(const Trace& t) {
-  size_t offset = 16 + 4 + dump_json(t.meta).size() + 4;
-  for (const std::string& s : t.strings()) offset += 4 + s.size();
-  return offset + 8;
+// A run's records: 'B' and the metadata, then whatever `body` holds.
+std::string begin_record(const Trace& t) {
+  const std::string meta = dump_json(trace_meta_to_json(t.meta));
+  return "B" + le(meta.size(), 4) + meta;
 }
+
+// Offset of the first event record of the only run of a file encoding `t`.
+size_t first_event_offset(const Trace& t) {
+  size_t offset = 12 + begin_record(t).size();
+  for (const std::string& s : t.strings()) offset += 5 + s.size();
+  return offset;
+}
+
+constexpr size_t kEventRecordBytes = 97;
 
 TEST(TraceFormat, RoundTripKeepsEveryField) {
   const Trace t = sample_trace("in_graph");
@@ -162,75 +204,84 @@ TEST(TraceFormat, OneFileHoldsSeveralRuns) {
   }
 }
 
-TEST(TraceFormat, StreamingReaderDeliversRecordsOneAtATime) {
+// Logs what a reader emits, one line per call.
+class LoggingSink : public TraceSink {
+ public:
+  std::vector<std::string> log;
+  void begin(const TraceMeta& meta) override { log.push_back("begin " + meta.strategy); }
+  void string(uint32_t id, const std::string& text) override {
+    strings_.resize(id + 1);
+    strings_[id] = text;
+  }
+  void event(const TraceEvent& e) override {
+    log.push_back(std::string(event_kind_name(e.kind)) + " " +
+                  (e.label == kNoString ? "-" : strings_.at(e.label)));
+  }
+  void counter(const CounterSample& c) override { log.push_back("counter " + strings_.at(c.name)); }
+  void end(const RunOutcome& o) override { log.push_back("end " + dump_json(o.notes)); }
+
+ private:
+  std::vector<std::string> strings_;
+};
+
+TEST(TraceFormat, StreamingReaderEmitsEachRecordIntoTheSink) {
   const Trace a = sample_trace("in_graph"), b = sample_trace("between_graph");
   NoSeekBuffer buffer(encode({&a, &b}));
   std::istream in(&buffer);
-  std::vector<std::string> log;
-  const TraceRunHeader* current = nullptr;
-  const uint32_t runs = read_trace_stream(
-      in, "pipe",
-      [&](const TraceRunHeader& h) {
-        current = &h;
-        log.push_back("run " + std::to_string(h.run) + "/" + std::to_string(h.runs) + " " +
-                      h.meta.at("strategy").get<std::string>() + " events " +
-                      std::to_string(h.events));
-      },
-      [&](const TraceEvent& e) {
-        ASSERT_NE(current, nullptr);
-        log.push_back(std::string(event_kind_name(e.kind)) + " " +
-                      (e.label == kNoString ? "-" : current->strings.at(e.label)));
-      },
-      [&](const CounterSample& c) { log.push_back("counter " + current->strings.at(c.name)); });
-  EXPECT_EQ(runs, 2u);
-  const std::vector<std::string> expected = {"run 0/2 in_graph events 4",
-                                             "transfer send/grad",
-                                             "compute forward/in_graph",
-                                             "update -",
-                                             "step -",
-                                             "counter global_step",
-                                             "run 1/2 between_graph events 4",
-                                             "transfer send/grad",
-                                             "compute forward/between_graph",
-                                             "update -",
-                                             "step -",
-                                             "counter global_step"};
-  EXPECT_EQ(log, expected);
-  // Null callbacks skip records.
-  std::istringstream again(encode({&a}));
-  EXPECT_EQ(read_trace_stream(again, "x", nullptr, nullptr, nullptr), 1u);
+  LoggingSink sink;
+  EXPECT_EQ(read_trace_stream(in, "pipe", sink), 2u);
+  std::vector<std::string> expected;
+  for (const char* strategy : {"in_graph", "between_graph"}) {
+    const std::vector<std::string> run = {std::string("begin ") + strategy,
+                                          "transfer send/grad",
+                                          std::string("compute forward/") + strategy,
+                                          "update -",
+                                          "fault pc1/gpu0 slowed to 0.5x",
+                                          "counter global_step",
+                                          "end [\"a run note\"]"};
+    expected.insert(expected.end(), run.begin(), run.end());
+  }
+  EXPECT_EQ(sink.log, expected);
 }
 
 TEST(TraceFormat, LayoutIsLittleEndianAsDocumented) {
   const Trace t = sample_trace("in_graph");
   const std::string bytes = encode({&t});
-  const std::string meta = dump_json(t.meta);
-  EXPECT_EQ(bytes.substr(0, 16), file_header());
-  EXPECT_EQ(bytes.substr(16, 4), le(meta.size(), 4));
-  EXPECT_EQ(bytes.substr(20, meta.size()), meta);
-  EXPECT_EQ(bytes.substr(20 + meta.size(), 4), le(t.strings().size(), 4));
-  EXPECT_EQ(bytes.substr(24 + meta.size(), 4 + 7), le(7, 4) + "worker0");
+  EXPECT_EQ(bytes.substr(0, 12), file_header());
+  const std::string begin = begin_record(t);
+  EXPECT_EQ(bytes.substr(12, begin.size()), begin);
+  EXPECT_EQ(bytes.substr(12 + begin.size(), 1 + 4 + 7), "S" + le(7, 4) + "worker0");
   const size_t event = first_event_offset(t);
-  EXPECT_EQ(bytes.substr(event - 8, 8), le(4, 8));  // event count
-  EXPECT_EQ(bytes[event], char(EventKind::kTransfer));
-  EXPECT_EQ(bytes.substr(event + 1, 4), le(t.events[0].actor, 4));
-  EXPECT_EQ(bytes.substr(event + 25, 8), le(3, 8));  // step
+  EXPECT_EQ(bytes[event], 'E');
+  EXPECT_EQ(bytes[event + 1], char(EventKind::kTransfer));
+  EXPECT_EQ(bytes[event + 2], char(OpKind::kSend));
+  EXPECT_EQ(bytes[event + 3], char(OpKind::kBackward));
+  EXPECT_EQ(bytes[event + 4], char(0));  // flags
+  EXPECT_EQ(bytes.substr(event + 5, 4), le(t.events[0].actor, 4));
+  EXPECT_EQ(bytes.substr(event + 29, 8), le(3, 8));  // step
   uint64_t bits = 0;
   const double start_s = 1.5;
   std::memcpy(&bits, &start_s, 8);
-  EXPECT_EQ(bytes.substr(event + 33, 8), le(bits, 8));
-  EXPECT_EQ(bytes.substr(event + 65, 8), le(42, 8));                     // message_id
-  EXPECT_EQ(bytes.substr(event + 73, 8), le(uint64_t(int64_t(-1)), 8));  // global_step_read
-  const size_t counters = event + 4 * 93;
-  EXPECT_EQ(bytes.substr(counters, 8), le(1, 8));
-  EXPECT_EQ(bytes.size(), counters + 8 + 20 + 8);
-  // The checksum: FNV-1a 64 of the run's bytes, from the metadata length to the last counter.
+  EXPECT_EQ(bytes.substr(event + 37, 8), le(bits, 8));
+  EXPECT_EQ(bytes.substr(event + 69, 8), le(42, 8));                     // message_id
+  EXPECT_EQ(bytes.substr(event + 77, 8), le(uint64_t(int64_t(-1)), 8));  // global_step_read
+  EXPECT_EQ(bytes[event + kEventRecordBytes + 3], char(0xFF));           // a compute: no producer
+  EXPECT_EQ(bytes[event + 3 * kEventRecordBytes + 4], char(kEventOpenEnded));
+  const size_t counter = event + 4 * kEventRecordBytes;
+  EXPECT_EQ(bytes[counter], 'C');
+  const std::string outcome = dump_json(run_outcome_to_json(t.outcome));
+  const size_t end = counter + 21;
+  EXPECT_EQ(bytes.substr(end, 5 + outcome.size()), "Z" + le(outcome.size(), 4) + outcome);
+  const size_t checksum = end + 5 + outcome.size();
+  EXPECT_EQ(bytes.size(), checksum + 8 + 5);
+  EXPECT_EQ(bytes.substr(checksum + 8), "F" + le(1, 4));  // the end record: one run
+  // The checksum: FNV-1a 64 of the run's bytes, from its 'B' to the end of its outcome.
   uint64_t hash = 0xcbf29ce484222325ULL;  // the standard FNV-1a 64 offset basis
-  for (size_t i = 16; i < bytes.size() - 8; ++i) {
+  for (size_t i = 12; i < checksum; ++i) {
     hash ^= uint8_t(bytes[i]);
     hash *= 1099511628211ULL;
   }
-  EXPECT_EQ(bytes.substr(bytes.size() - 8), le(hash, 8));
+  EXPECT_EQ(bytes.substr(checksum, 8), le(hash, 8));
 }
 
 TEST(TraceFormat, EveryTruncationIsRejected) {
@@ -287,32 +338,33 @@ TEST(TraceFormat, RandomDamageIsAnInputErrorNeverACrash) {
   }
 }
 
-TEST(TraceFormat, BadHeadersAndOversizedCountsAreRejectedBeforeAllocating) {
+TEST(TraceFormat, BadHeadersAndOversizedLengthsAreRejectedBeforeAllocating) {
   auto has = [](const std::string& message, const std::string& needle) {
     EXPECT_NE(message.find(needle), std::string::npos) << message;
   };
   has(decode_error("{\"traceEvents\": []}"), "not a replisim native trace");
   has(decode_error(file_header(1)), "unsupported trace format version 1");
-  has(decode_error(file_header(3)), "version 3");
-  has(decode_error(file_header(2, 0)), "no runs");
-  has(decode_error(file_header(2, 1u << 20)), "above the limit");
-  has(decode_error(file_header() + le(0xFFFFFFFFu, 4)), "metadata length 4294967295 above");
+  has(decode_error(file_header(4)), "reads versions 2 to 3");
+  has(decode_error(file_header()), "no runs");
+  has(decode_error(file_header() + "X"), "run 0: does not start with a run");
+  has(decode_error(file_header() + "B" + le(0xFFFFFFFFu, 4)), "metadata: length 4294967295 above");
   // Within the limit but beyond the data: a seekable stream says so, a pipe reads until it ends.
-  const std::string long_meta = file_header() + le(60u << 20, 4) + "{}";
+  const std::string long_meta = file_header() + "B" + le(60u << 20, 4) + "{}";
   has(decode_error(long_meta, true), "only 2 are left");
   has(decode_error(long_meta, false), "truncated");
-  const std::string meta = file_header() + le(2, 4) + "{}";
-  has(decode_error(meta + le(0xFFFFFFFFu, 4)), "string count 4294967295 above the limit");
-  has(decode_error(meta + le(1, 4) + le(0xFFFFFFF0u, 4)), "string 0: length");
-  has(decode_error(meta + le(0, 4) + le(uint64_t(1) << 41, 8)), "event count");
-  has(decode_error(meta + le(0, 4) + le(1000000, 8) + "short"), "only 5 are left");
-  has(decode_error(meta + le(0, 4) + le(0, 8) + le(uint64_t(1) << 50, 8)), "counter count");
-  has(decode_error(file_header() + le(2, 4) + "[]"), "metadata: not a JSON object");
-  has(decode_error(file_header() + le(2, 4) + "{x"), "metadata: not valid JSON");
-  has(decode_error(meta + le(2, 4) + le(1, 4) + "a" + le(1, 4) + "a"),
-      "string 1: repeats string 0");
+  has(decode_error(file_header() + "B" + le(2, 4) + "[]"), "metadata: not a JSON object");
+  has(decode_error(file_header() + "B" + le(2, 4) + "{x"), "metadata: not valid JSON");
+  has(decode_error(file_header() + "B" + le(2, 4) + "{}"), "required field missing");
   const Trace t = sample_trace("in_graph");
+  const std::string begin = file_header() + begin_record(t);
+  has(decode_error(begin + "S" + le(0xFFFFFFF0u, 4)), "run 0, string 0: length");
+  has(decode_error(begin + "S" + le(1, 4) + "a" + "S" + le(1, 4) + "a"),
+      "run 0, string 1: repeats an earlier string");
+  has(decode_error(begin + "?"), "run 0: unknown record type 63");
   has(decode_error(encode({&t}) + "x"), "unexpected data after the last run");
+  std::string no_end = encode({&t});
+  no_end.resize(no_end.size() - 5);
+  has(decode_error(no_end), "run 1: truncated: the file ends without its end record (after 1");
 }
 
 TEST(TraceFormat, BadRecordsNameTheirRunAndIndex) {
@@ -327,16 +379,22 @@ TEST(TraceFormat, BadRecordsNameTheirRunAndIndex) {
   auto has = [](const std::string& message, const std::string& needle) {
     EXPECT_NE(message.find(needle), std::string::npos) << message;
   };
-  has(patched(event, std::string(1, '\x09')), "run 0, event 0: unknown event kind 9");
-  has(patched(event + 1, le(99, 4)), "run 0, event 0: string index 99 out of range");
-  has(patched(event + 93 + 41, le(0, 8)), "run 0, event 1: ends");
+  has(patched(event + 1, std::string(1, '\x09')), "run 0, event 0: unknown event kind 9");
+  has(patched(event + 2, std::string(1, '\x40')), "run 0, event 0: unknown op kind");
+  has(patched(event + 4, std::string(1, '\x80')), "run 0, event 0: unknown flags 128");
+  has(patched(event + 5, le(99, 4)), "run 0, event 0: string index 99 not defined");
+  has(patched(event + kEventRecordBytes + 45, le(0, 8)), "run 0, event 1: ends");
   uint64_t nan_bits = 0;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   std::memcpy(&nan_bits, &nan, 8);
-  has(patched(event + 33, le(nan_bits, 8)), "not finite");
-  has(patched(event + 93 + 89, le(uint32_t(-5), 4)), "event 1: samples below 0");
-  has(patched(event + 4 * 93 + 8, le(77, 4)), "run 0, counter 0: name index 77");
-  has(patched(event + 65, le(43, 8)), "run 0: checksum mismatch");
+  has(patched(event + 37, le(nan_bits, 8)), "not finite");
+  has(patched(event + kEventRecordBytes + 93, le(uint32_t(-5), 4)), "event 1: samples below 0");
+  has(patched(event + 4 * kEventRecordBytes + 1, le(77, 4)), "run 0, counter 0: name index 77");
+  has(patched(event + 69, le(43, 8)), "run 0: checksum mismatch");
+  // A string used before it is defined: the first event moved ahead of the strings.
+  std::string early = file_header() + begin_record(t);
+  early += bytes.substr(event, kEventRecordBytes);
+  has(decode_error(early), "run 0, event 0: string index");
 }
 
 TEST(TraceFormat, WriterRefusesWhatReadersReject) {
@@ -348,6 +406,63 @@ TEST(TraceFormat, WriterRefusesWhatReadersReject) {
   t.events[0].peer = 1000;
   EXPECT_THROW(write_trace_binary(out, t), std::runtime_error);
   EXPECT_THROW(write_traces_binary(out, {}), std::runtime_error);
+  // Strings come in order, once each.
+  NativeTraceWriter writer(out);
+  writer.begin(sample_trace("in_graph").meta);
+  EXPECT_THROW(writer.string(1, "not the first"), std::runtime_error);
+}
+
+// Version 2 (tests/fixtures/trace_v2): the op kinds, producers and flags that version 3 records
+// are derived from the labels and times version 2 wrote.
+TEST(TraceFormat, Version2TracesReadWithTheirKindsDerived) {
+  const std::vector<Trace> runs = read_trace_file(
+      std::string(REPLISIM_SOURCE_DIR) + "/tests/fixtures/trace_v2/sync_faults.v2.rstrace");
+  ASSERT_EQ(runs.size(), 2u);
+  const Trace& between = runs[1];
+  EXPECT_EQ(between.meta.strategy, "between_graph");
+  EXPECT_TRUE(between.meta.synchronous());
+  EXPECT_EQ(between.meta.notes.size(), 1u);  // every note of version 2 stays in the metadata
+  EXPECT_TRUE(between.outcome.notes.empty());
+  EXPECT_GT(between.outcome.end_s, 0.9);
+  std::map<std::string, int> seen;
+  for (const TraceEvent& e : between.events) {
+    const std::string& label = between.str(e.label);
+    if (e.kind == EventKind::kCompute && label.rfind("forward/", 0) == 0) {
+      EXPECT_EQ(e.op, OpKind::kForward);
+      ++seen["forward"];
+    }
+    if (e.kind == EventKind::kCompute && label.rfind("accumulate/", 0) == 0) {
+      EXPECT_EQ(e.op, OpKind::kAccumulate);
+      ++seen["accumulate"];
+    }
+    if (e.kind == EventKind::kTransfer) {
+      EXPECT_EQ(e.op, OpKind::kSend);
+      if (label == "send/sync_token_q/dequeue") {
+        EXPECT_EQ(e.producer, OpKind::kTokenDequeue);
+        ++seen["token"];
+      }
+      if (label.rfind("send/read/", 0) == 0) {
+        EXPECT_EQ(e.producer, OpKind::kReadVariable);
+      }
+    }
+    if (e.kind == EventKind::kDropped) {
+      EXPECT_EQ(e.op, OpKind::kAccumulate);
+    }
+    if (e.kind == EventKind::kUpdate) {
+      EXPECT_EQ(e.op, OpKind::kGlobalStepIncrement);
+    }
+    if (e.kind == EventKind::kFault) {
+      EXPECT_EQ((e.flags & kEventOpenEnded) != 0, label == "w2/gpu0 slowed to 0.5x") << label;
+      ++seen["fault"];
+    }
+    if (e.kind == EventKind::kCheckpoint) {
+      EXPECT_EQ((e.flags & kEventSummaries) != 0, label == "summaries");
+      ++seen[label];
+    }
+  }
+  for (const char* kind : {"forward", "accumulate", "token", "fault", "checkpoint", "summaries"}) {
+    EXPECT_GT(seen[kind], 0) << kind;
+  }
 }
 
 TEST(TraceFormat, TraceFilesNameThemselvesInErrors) {

@@ -1,0 +1,149 @@
+#include "cli/progress.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ostream>
+
+#include "core/base/error.h"
+#include "core/base/json_cursor.h"
+
+namespace replisim::cli {
+namespace {
+
+constexpr int kBarWidth = 24;
+
+std::string seconds_text(double s) {
+  char text[32];
+  if (s < 60) {
+    std::snprintf(text, sizeof text, "%.0f s", s);
+  } else {
+    std::snprintf(text, sizeof text, "%d min %02d s", int(s / 60), int(std::fmod(s, 60)));
+  }
+  return text;
+}
+
+}  // namespace
+
+ProgressMode parse_progress_mode(const std::string& text) {
+  if (text == "auto") return ProgressMode::kAuto;
+  if (text == "bar") return ProgressMode::kBar;
+  if (text == "json") return ProgressMode::kJson;
+  if (text == "none") return ProgressMode::kNone;
+  throw core::InputError("", "--progress",
+                         "unknown mode \"" + text + "\"; valid: auto, bar, json, none");
+}
+
+ProgressDisplay::ProgressDisplay(ProgressMode mode, std::ostream& err, bool terminal)
+    : mode_(mode), err_(err), terminal_(terminal) {
+  if (mode_ == ProgressMode::kAuto && !terminal_) mode_ = ProgressMode::kNone;
+}
+
+ProgressDisplay::~ProgressDisplay() {
+  clear_bar();
+}
+
+void ProgressDisplay::start(size_t run, size_t runs, const core::Plan& plan) {
+  run_ = run;
+  runs_ = runs;
+  strategy_ = plan.strategy;
+  synchronous_ = plan.sync == "sync";
+  steps_ = plan.steps;
+  client_steps_.clear();
+  for (const core::ClientGraph& c : plan.clients) {
+    client_steps_.push_back(c.data_steps > 0 ? std::min(c.data_steps, plan.steps) : plan.steps);
+  }
+  started_ = std::chrono::steady_clock::now();
+  if (mode_ == ProgressMode::kJson) {
+    err_ << core::dump_json({{"event", "start"},
+                             {"run", run},
+                             {"runs", runs},
+                             {"strategy", strategy_},
+                             {"steps", steps_}})
+         << std::endl;
+  }
+}
+
+double ProgressDisplay::fraction(const core::RunProgress& progress) const {
+  if (synchronous_) return std::clamp(double(progress.global_step) / steps_, 0.0, 1.0);
+  if (client_steps_.empty()) return 0;
+  double sum = 0;
+  for (size_t c = 0; c < client_steps_.size(); ++c) {
+    const int64_t done = c < progress.steps_done.size() ? progress.steps_done[c] : 0;
+    sum += std::clamp(double(done) / std::max(1, client_steps_[c]), 0.0, 1.0);
+  }
+  return sum / double(client_steps_.size());
+}
+
+void ProgressDisplay::update(const core::RunProgress& progress) {
+  if (mode_ == ProgressMode::kNone) return;
+  const double elapsed_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  const double f = fraction(progress);
+  if (mode_ == ProgressMode::kJson) {
+    nlohmann::json line = {{"event", "progress"},
+                           {"run", run_},
+                           {"runs", runs_},
+                           {"strategy", strategy_},
+                           {"time_s", progress.time_s},
+                           {"global_step", progress.global_step},
+                           {"steps_done", progress.steps_done},
+                           {"steps", steps_},
+                           {"fraction", f},
+                           {"elapsed_s", elapsed_s}};
+    line["eta_s"] = f > 0 ? nlohmann::json(elapsed_s * (1 - f) / f) : nlohmann::json();
+    err_ << core::dump_json(line) << std::endl;
+    return;
+  }
+  if (mode_ == ProgressMode::kAuto &&
+      elapsed_s < std::chrono::duration<double>(kBarAfter).count()) {
+    return;
+  }
+  draw_bar(progress, f, elapsed_s);
+}
+
+void ProgressDisplay::draw_bar(const core::RunProgress& progress, double f, double elapsed_s) {
+  const int filled = int(std::lround(f * kBarWidth));
+  int64_t done = 0, total = 0;
+  if (synchronous_) {
+    done = progress.global_step;
+    total = steps_;
+  } else {
+    for (size_t c = 0; c < client_steps_.size(); ++c) {
+      done += std::min<int64_t>(c < progress.steps_done.size() ? progress.steps_done[c] : 0,
+                                client_steps_[c]);
+      total += client_steps_[c];
+    }
+  }
+  char line[256];
+  std::snprintf(line, sizeof line, "\r[%s%s] %3d%%  %s (%zu/%zu)  steps %lld/%lld  t = %.1f s%s",
+                std::string(size_t(filled), '#').c_str(),
+                std::string(size_t(kBarWidth - filled), '.').c_str(), int(std::lround(f * 100)),
+                strategy_.c_str(), run_ + 1, runs_, static_cast<long long>(done),
+                static_cast<long long>(total), progress.time_s,
+                f > 0 ? ("  ETA " + seconds_text(elapsed_s * (1 - f) / f)).c_str() : "");
+  err_ << line << "\033[K" << std::flush;
+  bar_drawn_ = true;
+}
+
+void ProgressDisplay::clear_bar() {
+  if (!bar_drawn_) return;
+  err_ << "\r\033[K" << std::flush;
+  bar_drawn_ = false;
+}
+
+void ProgressDisplay::done() {
+  clear_bar();
+  if (mode_ == ProgressMode::kJson) {
+    const double elapsed_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    err_ << core::dump_json({{"event", "done"},
+                             {"run", run_},
+                             {"runs", runs_},
+                             {"strategy", strategy_},
+                             {"elapsed_s", elapsed_s}})
+         << std::endl;
+  }
+}
+
+}  // namespace replisim::cli

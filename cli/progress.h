@@ -1,0 +1,62 @@
+// What `--progress` shows while runs go on (docs/cli.md): a bar on a terminal (steps done,
+// simulated time, an ETA), one JSON object per line for programs that run replisim as a
+// subprocess, or nothing.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+
+#include "core/backend/backend.h"
+#include "core/plan/plan.h"
+
+namespace replisim::cli {
+
+enum class ProgressMode {
+  kAuto,  // the bar when standard error is a terminal and a run lasts more than kBarAfter
+  kBar,   // the bar, whatever standard error is
+  kJson,  // {"event": "start" | "progress" | "done", ...} per line
+  kNone,
+};
+
+// Parses --progress's value; throws core::InputError naming the flag for any other.
+ProgressMode parse_progress_mode(const std::string& text);
+
+class ProgressDisplay {
+ public:
+  // Writes to `err` (not owned). `terminal`: whether `err` is a terminal.
+  ProgressDisplay(ProgressMode mode, std::ostream& err, bool terminal);
+  ~ProgressDisplay();
+
+  // Run `run` of `runs` (from 0) starts, for `plan` (not kept).
+  void start(size_t run, size_t runs, const core::Plan& plan);
+  void update(const core::RunProgress& progress);
+  // The run ended; the bar, if drawn, is cleared.
+  void done();
+  // Whether updates are wanted at all (RunOptions::progress may stay null otherwise).
+  bool active() const { return mode_ != ProgressMode::kNone; }
+
+  // The share of the run done (0..1): global steps for synchronous training, else the clients'
+  // mean share of their steps. Exposed for tests.
+  double fraction(const core::RunProgress& progress) const;
+
+  static constexpr std::chrono::seconds kBarAfter{2};
+
+ private:
+  void draw_bar(const core::RunProgress& progress, double fraction, double elapsed_s);
+  void clear_bar();
+
+  ProgressMode mode_;
+  std::ostream& err_;
+  bool terminal_;
+  size_t run_ = 0, runs_ = 0;
+  std::string strategy_;
+  bool synchronous_ = false;
+  int steps_ = 0;
+  std::vector<int> client_steps_;  // per client: the steps it runs (its data limit or steps)
+  std::chrono::steady_clock::time_point started_;
+  bool bar_drawn_ = false;
+};
+
+}  // namespace replisim::cli

@@ -1,0 +1,63 @@
+// Internal pieces of the metrics (metrics*.cpp): the trace with the lookups every pass needs,
+// step spans, and small numeric helpers. Not a public API.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/metrics/metrics.h"
+
+namespace replisim::core::metrics_detail {
+
+inline constexpr double kTimeEpsilonS = 1e-9;
+
+struct Span {
+  double start_s = -1;
+  double end_s = -1;
+};
+
+// The trace and what the passes look up in it, derived once.
+struct MetricsInput {
+  const Trace& trace;
+  const TraceMeta& meta;
+  const std::string& source;                         // names the trace in errors
+  std::vector<uint32_t> client_ids;                  // per meta client: its string id
+  std::unordered_map<uint32_t, RoleKind> role_kind;  // actor string id -> its role's kind
+  std::map<std::string, double> died_at_s;           // clients a fault killed for good
+  std::set<std::string> data_limited;                // clients with a data limit
+  std::vector<double> bytes_per_ps;
+  bool synchronous = false;  // between_graph with sync "sync": steps count global steps
+
+  // The kind of the role `actor` names, or null when it names no role.
+  const RoleKind* kind_of(uint32_t actor) const {
+    const auto found = role_kind.find(actor);
+    return found == role_kind.end() ? nullptr : &found->second;
+  }
+};
+
+MetricsInput read_input(const Trace& trace, const std::string& source);
+
+using StepTable = std::unordered_map<uint32_t, std::vector<Span>>;      // client -> spans by step
+using MeasuredTable = std::unordered_map<uint32_t, std::vector<bool>>;  // step inside window?
+
+// Linear interpolation between closest ranks (the "R-7" / numpy default definition).
+double percentile(std::vector<double> values, double p);
+double overlap(double a0, double a1, double b0, double b1);
+
+// The passes over the trace, each filling its part of the metrics.
+// metrics_events.cpp: updates, synchronous training, faults, restarts and the chief's writes.
+void add_update_figures(RunMetrics& r, const Trace& trace);
+void add_sync_figures(RunMetrics& r, const MetricsInput& in);
+void add_faults(RunMetrics& r, const Trace& trace, StepTable& steps);
+void add_recoveries(RunMetrics& r, const Trace& trace);
+// metrics_resources.cpp: utilisation, the bottleneck, GPU memory.
+void add_utilisation(RunMetrics& r, const Trace& trace, const Platform& platform);
+void add_memory(RunMetrics& r, const Trace& trace);
+// metrics_waits.cpp: what each computing role waited on.
+void add_waits(RunMetrics& r, const MetricsInput& in, StepTable& steps, MeasuredTable& measured);
+
+}  // namespace replisim::core::metrics_detail

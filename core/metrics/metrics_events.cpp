@@ -1,0 +1,160 @@
+// What happened to training over the run: updates (throughput, update interval, staleness),
+// synchronous training's computed samples and dropped gradients, faults with the work they lost,
+// job restarts, and the chief's checkpoints and summaries.
+#include <algorithm>
+#include <map>
+
+#include "core/base/units.h"
+#include "core/metrics/metrics_detail.h"
+
+namespace replisim::core::metrics_detail {
+
+// Throughput, update interval and staleness: updates whose time lies in (start, end] and that no
+// restart rolled back.
+void add_update_figures(RunMetrics& r, const Trace& trace) {
+  const double window_start = r.window_start_s, window_end = r.window_end_s;
+  const double window = window_end - window_start;
+  double samples = 0, staleness_sum = 0;
+  auto rolled_back = [&r](double time_s) {
+    for (const RecoveryRecord& k : r.recoveries) {
+      // After the checkpoint's save started, up to the failure's detection.
+      if (time_s > k.checkpoint_start_s && time_s <= k.detected_s) return true;
+    }
+    return false;
+  };
+  for (const TraceEvent& e : trace.events) {
+    if (e.kind != EventKind::kUpdate) continue;
+    if (e.end_s <= window_start || e.end_s > window_end || rolled_back(e.end_s)) continue;
+    samples += e.samples;
+    ++r.updates_in_window;
+    const double staleness = double(e.global_step_after - 1 - e.global_step_read);
+    staleness_sum += staleness;
+    r.staleness_max = std::max(r.staleness_max, staleness);
+  }
+  r.throughput_samples_per_s = samples / window;
+  r.update_interval_s = r.updates_in_window > 0 ? window / r.updates_in_window : 0;
+  r.staleness_mean = r.updates_in_window > 0 ? staleness_sum / r.updates_in_window : 0;
+}
+
+// Synchronous training: the sync settings, computed samples and dropped gradients in the window.
+void add_sync_figures(RunMetrics& r, const MetricsInput& in) {
+  const TraceSyncReplicas& settings = in.meta.sync_replicas;
+  r.synchronous = true;
+  r.sync_variant = settings.variant;
+  r.replicas_to_aggregate = settings.replicas_to_aggregate;
+  r.total_num_replicas = settings.total_num_replicas;
+  if (in.trace.outcome.stall) {
+    const StallRecord& stall = *in.trace.outcome.stall;
+    r.stalled = true;
+    r.stall_start_s = stall.time_s;
+    r.stall_end_s = stall.detected_s;
+    r.stall_global_step = stall.global_step;
+    r.stall_cause = stall.cause;
+    r.warnings.push_back("training stalled at global_step " + std::to_string(r.stall_global_step) +
+                         " (t = " + format_quantity(r.stall_start_s, Dimension::kTime) +
+                         "): " + r.stall_cause);
+  }
+  std::unordered_map<uint32_t, int> samples_of;
+  for (size_t i = 0; i < in.meta.clients.size(); ++i) {
+    samples_of[in.client_ids[i]] = in.meta.clients[i].samples_per_step;
+  }
+  // A worker step's gradient reached the PS when its first slice was accumulated (or dropped)
+  // there: count each (worker, step) once, at that time. The chief's sync op is no worker.
+  std::map<std::pair<uint32_t, int64_t>, double> pushed_at;
+  std::vector<std::pair<uint32_t, int64_t>> dropped;
+  for (const TraceEvent& e : in.trace.events) {
+    const RoleKind* client = in.kind_of(e.client);
+    const bool accumulate = e.kind == EventKind::kCompute && e.op == OpKind::kAccumulate &&
+                            !(client != nullptr && *client == RoleKind::kSyncQueueRunner);
+    if (accumulate || e.kind == EventKind::kDropped) {
+      auto [it, added] = pushed_at.emplace(std::make_pair(e.client, e.step), e.end_s);
+      if (!added) it->second = std::min(it->second, e.end_s);
+    }
+    if (e.kind == EventKind::kDropped && e.end_s > r.window_start_s && e.end_s <= r.window_end_s) {
+      dropped.emplace_back(e.client, e.step);
+    }
+  }
+  double computed = 0;
+  for (const auto& [key, time_s] : pushed_at) {
+    if (time_s <= r.window_start_s || time_s > r.window_end_s) continue;
+    auto found = samples_of.find(key.first);
+    if (found != samples_of.end()) computed += found->second;
+  }
+  std::sort(dropped.begin(), dropped.end());
+  r.dropped_gradients = int(std::unique(dropped.begin(), dropped.end()) - dropped.begin());
+  r.computed_samples_per_s = computed / (r.window_end_s - r.window_start_s);
+}
+
+// The faults: roles that died (with the work they lost) and slowdowns, in time order.
+void add_faults(RunMetrics& r, const Trace& trace, StepTable& steps) {
+  for (const TraceEvent& e : trace.events) {
+    if (e.kind != EventKind::kFault) continue;
+    FaultRecord f;
+    f.target = trace.str(e.actor);
+    f.description = trace.str(e.label);
+    f.start_s = e.start_s;
+    f.end_s = e.end_s;
+    f.open_ended = (e.flags & kEventOpenEnded) != 0;
+    if (e.client != kNoString && e.step >= 0) {  // -1: it was running no step
+      double last_end = 0;
+      for (const Span& span : steps[e.client]) {
+        if (span.end_s >= 0 && span.end_s <= e.start_s) last_end = std::max(last_end, span.end_s);
+      }
+      f.lost_work_s = e.start_s - last_end;
+      f.lost_step = e.step;
+    }
+    // One fault that kills several roles (a machine) is one record naming them all.
+    auto same = std::find_if(r.faults.begin(), r.faults.end(), [&f](const FaultRecord& g) {
+      return g.description == f.description && g.start_s == f.start_s && g.lost_step < 0 &&
+             f.lost_step < 0;
+    });
+    if (same != r.faults.end()) {
+      same->target += ", " + f.target;
+      continue;
+    }
+    r.faults.push_back(f);
+  }
+  std::stable_sort(
+      r.faults.begin(), r.faults.end(),
+      [](const FaultRecord& a, const FaultRecord& b) { return a.start_s < b.start_s; });
+}
+
+// Job restarts, a job failure that ended the run, and the chief's checkpoints and summaries.
+void add_recoveries(RunMetrics& r, const Trace& trace) {
+  for (const RestartRecord& k : trace.outcome.restarts) {
+    RecoveryRecord rec;
+    rec.cause = k.cause;
+    rec.fault_s = k.fault_s;
+    rec.detected_s = k.detected_s;
+    rec.resumed_s = k.resumed_s;
+    rec.workers_resumed_s = k.workers_resumed_s;
+    rec.interrupted_s = k.interrupted_s;
+    rec.workers_lost = k.workers_lost;
+    rec.recovery_time_s = k.resumed_s - k.fault_s;
+    rec.checkpoint_global_step = k.checkpoint_global_step;
+    rec.checkpoint_start_s = k.checkpoint_start_s;
+    rec.global_step_at_failure = k.global_step_at_failure;
+    rec.lost_global_steps = k.global_step_at_failure - k.checkpoint_global_step;
+    rec.lost_work_s = k.lost_work_s;
+    r.recoveries.push_back(rec);
+  }
+  if (trace.outcome.job_failure) {
+    r.job_failed = true;
+    r.job_failure_s = trace.outcome.job_failure->time_s;
+    r.job_failure_cause = trace.outcome.job_failure->cause;
+    r.warnings.push_back(
+        "the job failed at t = " + format_quantity(r.job_failure_s, Dimension::kTime) + ": " +
+        r.job_failure_cause + "; the window ends at the last step before it");
+  }
+  for (const TraceEvent& e : trace.events) {
+    if (e.kind != EventKind::kCheckpoint) continue;
+    if ((e.flags & kEventSummaries) != 0) {
+      ++r.summaries_written;
+    } else {
+      ++r.checkpoints_written;
+    }
+    r.chief_writing_s += e.end_s - e.start_s;
+  }
+}
+
+}  // namespace replisim::core::metrics_detail

@@ -1,0 +1,197 @@
+// What each computing role's time in its measured steps went to: its own compute, the network,
+// the in-graph client, its peers, a parameter server, the sync token, or nothing of the step.
+#include <algorithm>
+#include <map>
+
+#include "core/metrics/metrics_detail.h"
+
+namespace replisim::core::metrics_detail {
+namespace {
+
+enum WaitCategory { kCompute, kNetwork, kClient, kPeers, kPs, kToken, kOther, kCategories };
+
+// What is active at a moment of a step, counted per kind (the sweep below keeps the counts).
+enum Activity { kOwnCompute, kOwnTransfer, kClientCompute, kPeerCompute, kPsCompute, kAnyTransfer };
+constexpr int kActivities = 6;
+
+struct Boundary {
+  double time;
+  int delta;
+  Activity activity;
+};
+
+// The synchronous token's own 8-byte trip back to the worker ends the wait; it does not start it.
+bool is_token_trip(const TraceEvent& e) {
+  return e.kind == EventKind::kTransfer && e.producer == OpKind::kTokenDequeue;
+}
+
+// Where each event of the step starts and stops counting, from `role`'s point of view.
+std::vector<Boundary> boundaries_of(const MetricsInput& in,
+                                    const std::vector<const TraceEvent*>& group, const Span& span,
+                                    uint32_t role) {
+  std::vector<Boundary> boundaries;
+  for (const TraceEvent* e : group) {
+    const double start = std::max(e->start_s, span.start_s);
+    const double end = std::min(e->end_s, span.end_s);
+    if (end <= start) continue;
+    std::vector<Activity> activities;
+    if (e->kind == EventKind::kCompute) {
+      if (e->actor == role) {
+        activities.push_back(kOwnCompute);
+      } else {
+        const RoleKind* kind = in.kind_of(e->actor);
+        activities.push_back(kind != nullptr && *kind == RoleKind::kClient ? kClientCompute
+                             : kind != nullptr && *kind == RoleKind::kParameterServer
+                                 ? kPsCompute
+                                 : kPeerCompute);
+      }
+    } else if (e->kind == EventKind::kTransfer) {
+      if (e->actor == role || e->peer_actor == role) activities.push_back(kOwnTransfer);
+      activities.push_back(kAnyTransfer);
+    }
+    for (Activity a : activities) {
+      boundaries.push_back({start, +1, a});
+      boundaries.push_back({end, -1, a});
+    }
+  }
+  std::sort(boundaries.begin(), boundaries.end(),
+            [](const Boundary& a, const Boundary& b) { return a.time < b.time; });
+  return boundaries;
+}
+
+// Classifies the time of `role` inside one step span from the events of that step.
+void accumulate_waits(const MetricsInput& in, const std::vector<const TraceEvent*>& group,
+                      const Span& span, uint32_t role, std::vector<double>& seconds) {
+  double last_event_end = span.start_s;
+  for (const TraceEvent* e : group) {
+    if (in.synchronous && is_token_trip(*e)) continue;
+    last_event_end = std::max(last_event_end, std::min(e->end_s, span.end_s));
+  }
+  int active[kActivities] = {0, 0, 0, 0, 0, 0};
+  double t = span.start_s;
+  auto charge = [&](double until) {
+    if (until <= t) return;
+    // Synchronous workers: once every op of the step is done, the rest of the step is the wait
+    // for a token (the other workers' gradients and the chief's update).
+    WaitCategory category = in.synchronous && t >= last_event_end ? kToken : kOther;
+    if (active[kOwnCompute] > 0) {
+      category = kCompute;
+    } else if (active[kOwnTransfer] > 0) {
+      category = kNetwork;
+    } else if (active[kClientCompute] > 0) {
+      category = kClient;
+    } else if (active[kPeerCompute] > 0) {
+      category = kPeers;
+    } else if (active[kPsCompute] > 0) {
+      category = kPs;
+    } else if (active[kAnyTransfer] > 0) {
+      category = kNetwork;
+    }
+    seconds[size_t(category)] += until - t;
+    t = until;
+  };
+  for (const Boundary& b : boundaries_of(in, group, span, role)) {
+    charge(b.time);
+    active[b.activity] += b.delta;
+  }
+  charge(span.end_s);
+}
+
+// The computing roles of each client graph (not PS), from all of its steps.
+std::map<uint32_t, std::vector<uint32_t>> computing_roles(
+    const MetricsInput& in,
+    const std::map<std::pair<uint32_t, int64_t>, std::vector<const TraceEvent*>>& groups) {
+  std::map<uint32_t, std::vector<uint32_t>> roles_of_client;
+  for (const auto& [key, group] : groups) {
+    std::vector<uint32_t>& roles = roles_of_client[key.first];
+    for (const TraceEvent* e : group) {
+      const RoleKind* kind = in.kind_of(e->actor);
+      if (kind == nullptr || *kind == RoleKind::kParameterServer) continue;
+      if (std::find(roles.begin(), roles.end(), e->actor) == roles.end()) {
+        roles.push_back(e->actor);
+      }
+    }
+  }
+  return roles_of_client;
+}
+
+WaitBreakdown breakdown(const MetricsInput& in, uint32_t role, const std::vector<double>& seconds,
+                        double total) {
+  WaitBreakdown w;
+  w.role = in.trace.str(role);
+  w.role_kind = role_kind_name(*in.kind_of(role));
+  w.compute = seconds[kCompute] / total;
+  w.network = seconds[kNetwork] / total;
+  w.client = seconds[kClient] / total;
+  w.peers = seconds[kPeers] / total;
+  w.ps = seconds[kPs] / total;
+  w.token = seconds[kToken] / total;
+  w.other = seconds[kOther] / total;
+  return w;
+}
+
+}  // namespace
+
+// What each computing role waited on, over its measured steps.
+void add_waits(RunMetrics& r, const MetricsInput& in, StepTable& steps, MeasuredTable& measured) {
+  std::map<std::pair<uint32_t, int64_t>, std::vector<const TraceEvent*>> groups;
+  for (const TraceEvent& e : in.trace.events) {
+    if (e.kind == EventKind::kCompute || e.kind == EventKind::kTransfer) {
+      groups[{e.client, e.step}].push_back(&e);
+    }
+  }
+  std::map<uint32_t, std::vector<double>> seconds_by_role;
+  const std::vector<const TraceEvent*> no_events;
+  for (const auto& [client, roles] : computing_roles(in, groups)) {
+    const std::vector<bool>& inside = measured[client];
+    for (size_t k = 0; k < inside.size(); ++k) {
+      if (!inside[k]) continue;
+      const auto group = groups.find({client, int64_t(k)});
+      const auto& events = group == groups.end() ? no_events : group->second;
+      for (uint32_t role : roles) {
+        std::vector<double>& seconds = seconds_by_role[role];
+        seconds.resize(kCategories, 0.0);
+        accumulate_waits(in, events, steps[client][k], role, seconds);
+      }
+    }
+  }
+  for (const auto& [role, seconds] : seconds_by_role) {
+    double total = 0;
+    for (double s : seconds) total += s;
+    if (total > 0) r.waits.push_back(breakdown(in, role, seconds, total));
+  }
+}
+
+}  // namespace replisim::core::metrics_detail
+
+namespace replisim::core {
+
+std::vector<WaitBreakdown> average_waits_by_kind(const std::vector<WaitBreakdown>& waits) {
+  std::vector<WaitBreakdown> out;
+  for (const char* kind : {"worker", "tower", "client"}) {
+    WaitBreakdown sum;
+    sum.role = kind;
+    sum.role_kind = kind;
+    int n = 0;
+    for (const WaitBreakdown& w : waits) {
+      if (w.role_kind != kind) continue;
+      sum.compute += w.compute;
+      sum.network += w.network;
+      sum.client += w.client;
+      sum.peers += w.peers;
+      sum.ps += w.ps;
+      sum.token += w.token;
+      sum.other += w.other;
+      ++n;
+    }
+    if (n == 0) continue;
+    for (double* f :
+         {&sum.compute, &sum.network, &sum.client, &sum.peers, &sum.ps, &sum.token, &sum.other}) {
+      *f /= n;
+    }
+    out.push_back(sum);
+  }
+  return out;
+}
+
+}  // namespace replisim::core

@@ -1,0 +1,121 @@
+// The driver of one simulation run (internal to sim/): the step engine — per device a compute
+// actor per core taking ops one at a time from the device's queue, per client a step loop driven
+// by op completions, a driver actor serving timed events (step starts, faults, restarts) — over
+// the parts that own the rest: the network, link faults, the sync queues and job recovery.
+// One SimRun per process (SimGrid allows one engine per process): use SimBackend, which forks.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <queue>
+#include <utility>
+#include <vector>
+
+#include <simgrid/s4u.hpp>
+
+#include "core/backend/backend.h"
+#include "core/backend/trace_recorder.h"
+#include "sim/sim_faults.h"
+#include "sim/sim_network.h"
+#include "sim/sim_recovery.h"
+#include "sim/sim_run_state.h"
+#include "sim/sim_sync.h"
+
+namespace replisim::sim::detail {
+
+class SimRun : public SyncHost, public NetworkHost {
+ public:
+  using Progress = std::function<void(const core::RunProgress&)>;
+  // `plan` (valid) and `sink` must outlive the run. `progress`, when set, is called from inside
+  // the simulation at most every kProgressEvery of wall time.
+  SimRun(const core::Plan& plan, core::TraceSink& sink, Progress progress);
+
+  // Runs the simulation to its end and returns the outcome; events went to the sink.
+  // Throws core::BackendError when it deadlocks before every client finished.
+  core::RunOutcome run();
+  double engine_wall_s() const { return engine_wall_s_; }
+
+  static constexpr std::chrono::milliseconds kProgressEvery{200};
+
+  // SyncHost
+  void sync_complete(int c, int op) override { complete(c, op); }
+  int64_t global_step() const override { return global_step_; }
+  bool client_dead(int c) const override { return clients_[size_t(c)].dead; }
+  int64_t local_step(int c) const override { return clients_[size_t(c)].global_step_read; }
+  void set_next_local_step(int c, int64_t value) override {
+    clients_[size_t(c)].next_local_step = value;
+  }
+  // NetworkHost
+  bool void_send(const PendingSend& send) const override {
+    return void_item(send.client, send.incarnation, send.op);
+  }
+  void delivered(const PendingSend& send, double start_s, int64_t message_id) override;
+
+ private:
+  // Set-up and outcome (sim_run.cpp).
+  void build_platform();
+  void create_actors();
+  void driver();
+  void serve(const Timer& timer);
+  void record_outcome();
+  void report_progress();
+  // The step engine (sim_steps.cpp).
+  void compute_loop(int device, int core);
+  void wake_compute(int device);
+  void start_client(int c);  // kStart: the chief first saves a checkpoint, then steps
+  void start_step(int c);
+  void schedule_step(int c, double at_s);
+  void dispatch(int c, int op);
+  void complete(int c, int op);
+  void drain();
+  void complete_now(int c, int op);
+  void finish_step(int c);
+  void mark_finished(int c);
+  // Records a finished step's duration; returns the median of the client's last few (s).
+  static double typical_step_s(ClientState& s, double step_s);
+  void maybe_produce(int c);
+  void finish_production(int c);
+  double jitter_factor(int c, int device, int64_t step) const;
+  bool more_steps(const ClientState& s) const;
+  // Work that must not run or complete: its client died or was restarted, or a role it needs died
+  // with the job.
+  bool void_item(int c, int incarnation, int op) const;
+  // Role and job faults, restarts (sim_run_faults.cpp).
+  void schedule_faults();
+  void inject_fault(int fault, bool window_end);
+  void kill_client(int c);
+  void fail_job(int fault);
+  void detect_job_failure();
+  void restart_job();
+  void note_lost_before_back(int c);
+  std::vector<int> client_steps() const;
+
+  const core::Plan& plan_;
+  Progress progress_;
+  core::RunOutcome outcome_;  // its notes fill as the run goes
+  core::TraceRecorder recorder_;
+  std::vector<const core::ClientGraph*> graphs_;  // core::step_graphs(plan_)
+  std::vector<DeviceState> devices_;
+  std::vector<ClientState> clients_;  // one per graph
+  LinkFaults links_;
+  Network network_;
+  SyncQueues sync_;
+  JobRecovery recovery_;
+  sg4::Host* service_host_ = nullptr;        // runs the driver; no links, never fails
+  std::deque<std::pair<int, int>> pending_;  // completions waiting to be propagated
+  bool draining_ = false;
+  int64_t global_step_ = 0;
+  double last_update_s_ = 0;  // when global_step last moved
+  int finished_clients_ = 0;
+  // Step starts, faults and restarts waiting for their time, served by the driver actor.
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
+  sg4::MutexPtr driver_mutex_;
+  sg4::ConditionVariablePtr driver_wake_;
+  double latency_factor_ = 1.0;  // the network model's multiplier on route latencies
+  double engine_wall_s_ = 0;
+  std::chrono::steady_clock::time_point next_progress_;
+};
+
+}  // namespace replisim::sim::detail

@@ -1,0 +1,220 @@
+// Connections and their transfer actors. Actors wait with suspend/resume and host-to-host
+// transfers on per-connection mailboxes: few simcalls per tensor, which is what bounds the
+// simulation's speed.
+#include "sim/sim_network.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <tuple>
+
+#include <simgrid/Exception.hpp>
+
+#include "sim/sim_faults.h"
+
+namespace replisim::sim::detail {
+
+using core::Op;
+using core::OpKind;
+
+Network::Network(const core::Plan& plan, NetworkHost& host, LinkFaults& faults)
+    : plan_(plan),
+      host_(host),
+      faults_(faults),
+      hosts_(plan.platform.devices.size(), nullptr),
+      receivers_(plan.platform.devices.size()),
+      idle_transfers_(plan.platform.devices.size()) {}
+
+int Network::add_connection(int source, int destination, double latency_factor) {
+  const core::Platform& p = plan_.platform;
+  Connection connection;
+  connection.source = source;
+  connection.destination = destination;
+  connection.latency_s = latency_factor * p.route_latency_s(source, destination);
+  for (const core::Hop& hop : p.route(source, destination)) connection.links.push_back(hop.link);
+  if (p.devices[size_t(source)].machine != p.devices[size_t(destination)].machine) {
+    connection.wire_bytes_per_byte = 1 + p.transport.header_overhead_fraction;
+    connection.rate_limit_bytes_per_s = p.transport.flow_rate_limit_bytes_per_s;
+  }
+  connections_.push_back(std::move(connection));
+  return int(connections_.size()) - 1;
+}
+
+void Network::prepare(const std::vector<const core::ClientGraph*>& graphs, double latency_factor) {
+  // (source, destination, slot) -> connection; a pair of devices on different machines has
+  // transport.connections_per_peer slots, which its tensors take in turn.
+  std::map<std::tuple<int, int, int>, int> connection_of;
+  std::map<std::pair<int, int>, int> sends_of_pair;
+  const core::Platform& p = plan_.platform;
+  const int slots = std::max(1, p.transport.connections_per_peer);
+  graphs_ = graphs;
+  for (const core::ClientGraph* graph : graphs) {
+    std::vector<int>& of_op = connection_of_.emplace_back(graph->ops.size(), -1);
+    for (size_t k = 0; k < graph->ops.size(); ++k) {
+      const Op& op = graph->ops[k];
+      if (op.kind != OpKind::kSend) continue;
+      const int source = op.device, destination = graph->ops[size_t(op.peer)].device;
+      const bool network =
+          p.devices[size_t(source)].machine != p.devices[size_t(destination)].machine;
+      const int slot = network ? sends_of_pair[{source, destination}]++ % slots : 0;
+      const auto key = std::make_tuple(source, destination, slot);
+      auto found = connection_of.find(key);
+      if (found == connection_of.end()) {
+        found =
+            connection_of.emplace(key, add_connection(source, destination, latency_factor)).first;
+      }
+      of_op[k] = found->second;
+    }
+  }
+}
+
+void Network::create_receiver(int d, sg4::Host* host) {
+  hosts_[size_t(d)] = host;
+  // It only blocks, never suspends (SimGrid suspends a communication whose receiver is
+  // suspended, so a compute actor cannot be the receiver).
+  receivers_[size_t(d)] =
+      sg4::Actor::create(plan_.platform.devices[size_t(d)].name + "/receive", host, [] {
+        const sg4::MutexPtr mutex = sg4::Mutex::create();
+        const sg4::ConditionVariablePtr never = sg4::ConditionVariable::create();
+        std::unique_lock<sg4::Mutex> lock(*mutex);
+        for (;;) never->wait(lock);
+      });
+  receivers_[size_t(d)]->daemonize();
+}
+
+void Network::create_mailboxes() {
+  for (size_t id = 0; id < connections_.size(); ++id) {
+    Connection& connection = connections_[id];
+    connection.mailbox = sg4::Mailbox::by_name("connection." + std::to_string(id));
+    connection.mailbox->set_receiver(receivers_[size_t(connection.destination)]);
+  }
+}
+
+void Network::send(int c, int op, int incarnation) {
+  const int id = connection_of_[size_t(c)][size_t(op)];
+  Connection& connection = connections_[size_t(id)];
+  connection.waiting.push_back({c, op, incarnation});
+  if (!connection.active) activate(id);
+}
+
+// Gives an idle connection that has a tensor waiting a transfer actor on its source's host: one
+// from that host's pool, or a new one.
+void Network::activate(int connection) {
+  Connection& c = connections_[size_t(connection)];
+  c.active = true;
+  std::vector<int>& pool = idle_transfers_[size_t(c.source)];
+  if (!pool.empty()) {
+    const int t = pool.back();
+    pool.pop_back();
+    transfers_[size_t(t)].connection = connection;
+    transfers_[size_t(t)].actor->resume();
+    return;
+  }
+  const int t = int(transfers_.size());
+  TransferActor added;
+  added.device = c.source;
+  added.connection = connection;
+  transfers_.push_back(added);
+  // Any s4u call may yield: the slot is claimed above, before Actor::create runs.
+  sg4::ActorPtr actor = sg4::Actor::create(
+      "transfer." + std::to_string(t), hosts_[size_t(c.source)], [this, t] { transfer_loop(t); });
+  actor->daemonize();
+  transfers_[size_t(t)].actor = actor;
+}
+
+void Network::send_bytes(int t, int id, double bytes) {
+  static int payload;  // transfers carry no data: the plan knows what each one is
+  Connection& connection = connections_[size_t(id)];
+  while (bytes >= 1) {
+    faults_.wait_while_cut(connection.links);
+    TransferActor& self = transfers_[size_t(t)];
+    self.comm = connection.mailbox->put_init(&payload, uint64_t(bytes));
+    if (connection.rate_limit_bytes_per_s > 0)
+      self.comm->set_rate(connection.rate_limit_bytes_per_s);
+    self.comm_start_s = sg4::Engine::get_clock();
+    self.resend_bytes = 0;
+    // With link faults, started before the wait so that a cut can suspend it and a recovered
+    // link cancel it (an s4u activity that wait() starts itself is not marked started, and
+    // suspend() then does nothing); without, wait() alone is one simcall fewer per tensor.
+    if (faults_.enabled()) self.comm->start();
+    try {
+      self.comm->wait();
+      bytes = 0;
+    } catch (const simgrid::NetworkFailureException&) {
+      // Comm::cancel() fails the flow's network action, which SimGrid 3.32 reports to the
+      // waiting sender as a link failure (no link of ours ever fails: links are never turned
+      // off), not as a CancelException.
+      bytes = transfers_[size_t(t)].resend_bytes;  // cancelled when a link came back
+    }
+    transfers_[size_t(t)].comm = nullptr;
+    transfers_[size_t(t)].suspended = false;
+  }
+}
+
+// Serves one connection: waits out the route latency when the connection starts a burst, then
+// sends its tensors one after the other (each after its per-message overhead) until none is
+// left, then goes back to its host's pool.
+void Network::transfer_loop(int t) {
+  for (;;) {
+    if (transfers_[size_t(t)].connection < 0) {
+      idle_transfers_[size_t(transfers_[size_t(t)].device)].push_back(t);
+      sg4::this_actor::suspend();
+      continue;
+    }
+    const int id = transfers_[size_t(t)].connection;
+    bool first = true;
+    bool sent = false;
+    for (;;) {
+      while (!connections_[size_t(id)].waiting.empty()) {
+        Connection& connection = connections_[size_t(id)];
+        const PendingSend item = connection.waiting.front();
+        connection.waiting.pop_front();
+        if (host_.void_send(item)) continue;  // its client, or a role at either end, died
+        const double start_s = sg4::Engine::get_clock();
+        const Op& send_op = graphs_[size_t(item.client)]->ops[size_t(item.op)];
+        const double delay_s = send_op.overhead_s + (first ? connection.latency_s : 0.0);
+        first = false;
+        if (delay_s > 0) sg4::this_actor::sleep_for(delay_s);
+        const int64_t message_id = next_message_id_++;
+        // A zero-byte tensor (a control edge: TF's dead tensor) is latency only, which the wait
+        // above has charged; it needs no flow on the links.
+        if (send_op.bytes > 0) {
+          send_bytes(t, id, send_op.bytes * connection.wire_bytes_per_byte);
+          sent = true;
+        }
+        if (host_.void_send(item)) continue;
+        host_.delivered(item, start_s, message_id);
+      }
+      // Drop the delivered messages the permanent receiver kept (one call per burst). The call
+      // may let other actors run: a tensor queued meanwhile (the connection still looked served)
+      // is sent before the connection goes idle.
+      if (sent) connections_[size_t(id)].mailbox->clear();
+      sent = false;
+      if (connections_[size_t(id)].waiting.empty()) break;
+    }
+    connections_[size_t(id)].active = false;
+    transfers_[size_t(t)].connection = -1;
+  }
+}
+
+void Network::hold_crossing_cuts() {
+  for (TransferActor& transfer : transfers_) {
+    if (!transfer.comm || transfer.connection < 0) continue;
+    const bool hold = faults_.crosses_cut(connections_[size_t(transfer.connection)].links);
+    if (hold && !transfer.suspended) transfer.comm->suspend();
+    if (!hold && transfer.suspended) transfer.comm->resume();
+    transfer.suspended = hold;
+  }
+}
+
+void Network::cancel_capped(int link, double since_s) {
+  for (TransferActor& transfer : transfers_) {
+    if (!transfer.comm || transfer.connection < 0 || transfer.comm_start_s < since_s) continue;
+    const std::vector<int>& links = connections_[size_t(transfer.connection)].links;
+    if (std::find(links.begin(), links.end(), link) == links.end()) continue;
+    transfer.resend_bytes = transfer.comm->get_remaining();
+    transfer.comm->cancel();
+  }
+}
+
+}  // namespace replisim::sim::detail

@@ -1,0 +1,113 @@
+// How tensors travel in the simulation (internal to sim/): one connection per directed pair of
+// devices (and per slot when the transport opens several per peer), each served by a pooled
+// transfer actor that sends its tensors one after the other over SimGrid's links.
+//
+// TF sends every tensor between two tasks over one gRPC (HTTP/2) connection, so concurrent
+// tensors share one TCP flow's bandwidth rather than each taking a fair share of its own. Modelled
+// as one transfer at a time per connection, the others waiting in issue order; the actor waits
+// out the route latency once per burst, then sends the tensors back to back.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include <simgrid/s4u.hpp>
+
+#include "core/plan/plan.h"
+
+namespace replisim::sim::detail {
+
+namespace sg4 = simgrid::s4u;
+
+class LinkFaults;
+
+// A tensor waiting for its connection: send op `op` of client graph `client`'s incarnation.
+struct PendingSend {
+  int client;
+  int op;
+  int incarnation;
+};
+
+// What the network needs from the step engine.
+class NetworkHost {
+ public:
+  virtual ~NetworkHost() = default;
+  // Whether the send must not go (or count) any more: its client, or a role at either end, died.
+  virtual bool void_send(const PendingSend& send) const = 0;
+  // The tensor arrived at its recv's device; it left at `start_s`.
+  virtual void delivered(const PendingSend& send, double start_s, int64_t message_id) = 0;
+};
+
+class Network {
+ public:
+  // `plan`, `host` and `faults` must outlive the network.
+  Network(const core::Plan& plan, NetworkHost& host, LinkFaults& faults);
+
+  // Gives every send op of `graphs` (core::step_graphs) its connection. `latency_factor`: the
+  // network model's multiplier on route latencies.
+  void prepare(const std::vector<const core::ClientGraph*>& graphs, double latency_factor);
+  // The permanent receiver of the connections that end on device `d` (on `host`). Call for each
+  // device the plan uses, in device order, then create_mailboxes().
+  void create_receiver(int d, sg4::Host* host);
+  void create_mailboxes();
+
+  // Queues send op `op` of graph `c` on its connection, waking a transfer actor if none serves it.
+  void send(int c, int op, int incarnation);
+
+  // Link faults: suspends the communications in flight whose route crosses a cut link and
+  // resumes those whose route no longer does.
+  void hold_crossing_cuts();
+  // Cancels the communications crossing `link` that started at or after `since_s` (SimGrid fixed
+  // their rate when they started, under a lower bandwidth); their transfer actors send the bytes
+  // left as new communications.
+  void cancel_capped(int link, double since_s);
+
+ private:
+  struct Connection {
+    int source = -1;
+    int destination = -1;
+    // Its own mailbox, whose permanent receiver is the destination's receiver actor: a put starts
+    // at once from the source host to the destination host and returns when the tensor has
+    // arrived; the transfer actor then takes the delivered message off the mailbox itself.
+    sg4::Mailbox* mailbox = nullptr;
+    double latency_s = 0;  // one-way latency of the route, charged once per burst
+    // Between machines, the platform transport: link bytes per tensor byte (headers) and the
+    // ceiling of one stream (bytes/s; 0 = none).
+    double wire_bytes_per_byte = 1;
+    double rate_limit_bytes_per_s = 0;
+    bool active = false;  // a transfer actor is serving it
+    std::deque<PendingSend> waiting;
+    std::vector<int> links;  // Platform::links its route crosses (link faults)
+  };
+  // A pooled actor on a device's host that serves one connection from that device at a time.
+  struct TransferActor {
+    sg4::ActorPtr actor;
+    int device = -1;          // the source device whose host it runs on
+    int connection = -1;      // -1: idle (suspended, in its device's pool)
+    sg4::CommPtr comm;        // the SimGrid communication in flight (link cuts suspend it)
+    double comm_start_s = 0;  // when it started
+    bool suspended = false;   // by a link cut
+    double resend_bytes = 0;  // bytes still to send when a link fault cancelled the comm
+  };
+
+  int add_connection(int source, int destination, double latency_factor);
+  void activate(int connection);
+  void transfer_loop(int transfer);
+  // Sends one tensor's bytes on `connection`'s mailbox, anew after each link-fault cancellation.
+  void send_bytes(int transfer, int connection, double bytes);
+
+  const core::Plan& plan_;
+  NetworkHost& host_;
+  LinkFaults& faults_;
+  std::vector<const core::ClientGraph*> graphs_;  // core::step_graphs(plan_)
+  std::vector<std::vector<int>> connection_of_;   // per graph, per op: its connection (-1: none)
+  std::vector<Connection> connections_;
+  std::vector<TransferActor> transfers_;
+  std::vector<sg4::Host*> hosts_;                 // per device (null: unused)
+  std::vector<sg4::ActorPtr> receivers_;          // per device
+  std::vector<std::vector<int>> idle_transfers_;  // per device: its pooled transfer actors
+  int64_t next_message_id_ = 0;
+};
+
+}  // namespace replisim::sim::detail

@@ -1,0 +1,138 @@
+// The step engine's side of faults: timers for every fault of the plan, role faults that kill
+// clients (a dead client's queued ops are dropped; an op already running on a device finishes,
+// its device is not failed, but nothing follows from it), job failures and the restarts that
+// JobRecovery decides.
+#include <algorithm>
+#include <climits>
+#include <cmath>
+
+#include "core/base/units.h"
+#include "sim/sim_engine.h"
+
+namespace replisim::sim::detail {
+
+void SimRun::schedule_faults() {
+  // At one time, faults come before first starts and steps: orders below -clients.
+  const int base = -1 - int(clients_.size());
+  for (size_t f = 0; f < plan_.faults.size(); ++f) {
+    const core::PlanFault& fault = plan_.faults[f];
+    const int order = base - 2 * int(f);
+    if (fault.kind == "role" || fault.kind == "job") {
+      timers_.push({fault.at_s, order, TimerKind::kFault, int(f)});
+    }
+    if (fault.kind == "link") {
+      timers_.push({fault.from_s, order, TimerKind::kFault, int(f)});
+      timers_.push({fault.until_s, order - 1, TimerKind::kFaultEnd, int(f)});
+    }
+  }
+}
+
+void SimRun::inject_fault(int fault, bool window_end) {
+  const core::PlanFault& f = plan_.faults[size_t(fault)];
+  if (f.kind == "link") {
+    links_.change(fault, !window_end, network_);
+    return;
+  }
+  if (f.kind == "job") {
+    fail_job(fault);
+    return;
+  }
+  const double now = sg4::Engine::get_clock();
+  if (recovery_.job_down()) {
+    outcome_.notes.push_back("fault \"" + f.description + "\" struck while the job was down (" +
+                             core::format_quantity(now, core::Dimension::kTime) +
+                             "): the restart brings every task back");
+    return;
+  }
+  for (int c : f.clients) {
+    ClientState& s = clients_[size_t(c)];
+    if (s.dead || s.finished) continue;  // already gone: nothing to kill
+    // A worker still waiting for a restart to bring it back was running no step: -1.
+    const bool awaiting_restart = s.awaiting_restart;
+    recorder_.client_death(c, f.description, awaiting_restart ? -1 : s.step, now);
+    kill_client(c);
+    // The chief's sync op runs in the chief's process: it dies with worker 0.
+    if (c == 0 && sync_.enabled()) kill_client(int(clients_.size()) - 1);
+    if (awaiting_restart) note_lost_before_back(c);
+  }
+}
+
+void SimRun::kill_client(int c) {
+  ClientState& s = clients_[size_t(c)];
+  if (s.dead) return;
+  s.dead = true;
+  if (!s.finished) {
+    s.finished = true;
+    ++finished_clients_;
+  }
+  driver_wake_->notify_all();
+}
+
+void SimRun::fail_job(int fault) {
+  const double detect_s = recovery_.fail(fault, sg4::Engine::get_clock(), global_step_);
+  if (detect_s >= 0) timers_.push({detect_s, INT_MIN, TimerKind::kDetect, fault});
+}
+
+void SimRun::detect_job_failure() {
+  const double restart_s = recovery_.detect(sg4::Engine::get_clock(), global_step_);
+  for (size_t c = 0; c < clients_.size(); ++c) kill_client(int(c));
+  if (restart_s >= 0) timers_.push({restart_s, INT_MIN, TimerKind::kRestart, -1});
+}
+
+// Worker `c` died before its restart brought it back: the restart record names it, and "every
+// worker back" becomes the last of the others.
+void SimRun::note_lost_before_back(int c) {
+  if (!recovery_.restarted()) return;
+  clients_[size_t(c)].lost_before_back = true;
+  double others_back_s = 0;
+  for (const ClientState& s : clients_) {
+    if (!s.lost_before_back) others_back_s = std::max(others_back_s, s.restart_start_s);
+  }
+  recovery_.lost_before_back(plan_.roles[size_t(clients_[size_t(c)].graph->role)].name,
+                             others_back_s);
+}
+
+void SimRun::restart_job() {
+  const double now = sg4::Engine::get_clock();
+  const JobRecovery::Restart restart = recovery_.restart(now);
+  global_step_ = restart.global_step;
+  recorder_.global_step(now, global_step_);
+  // The launcher brings the tasks up one by one, in the order and spacing of the first start
+  // (each client's start_offset_s, 0 for the chief); a non-chief worker checks for a ready model
+  // as soon as it is up, then every recovery_wait (SessionManager.wait_for_session).
+  const double wait_s = plan_.recovery.recovery_wait_s;
+  double workers_resumed_s = restart.chief_ready_s;
+  for (size_t c = 0; c < clients_.size(); ++c) {
+    ClientState& s = clients_[c];
+    ++s.incarnation;
+    s.dead = false;
+    if (s.finished) {
+      s.finished = false;
+      --finished_clients_;
+    }
+    s.step = restart.client_steps.empty() ? 0 : restart.client_steps[c];
+    s.produced = s.step;
+    s.batches_ready = 0;
+    s.producing = false;
+    s.waiting_for_input = false;
+    s.next_local_step = global_step_;
+    const bool with_chief = int(c) == recovery_.chief_client() || s.loop == StepLoop::kChiefSyncOp;
+    double start_s = restart.chief_ready_s;
+    if (!with_chief) {
+      const double up_s = now + s.graph->start_offset_s;
+      start_s = up_s + std::ceil(std::max(0.0, restart.chief_ready_s - up_s) / wait_s) * wait_s;
+      workers_resumed_s = std::max(workers_resumed_s, start_s);
+    }
+    s.restart_start_s = start_s;
+    s.awaiting_restart = true;
+    s.lost_before_back = false;
+    timers_.push({start_s, -1 - int(c), TimerKind::kStart, int(c), s.incarnation});
+  }
+  if (sync_.enabled()) sync_.reset();
+  recovery_.record_restart(restart, now, workers_resumed_s);
+  // Before the chief's start at the same time: its recovery slice ends as training resumes.
+  timers_.push({restart.chief_ready_s, INT_MIN + 1, TimerKind::kResumed, -1});
+  driver_wake_->notify_all();
+}
+
+}  // namespace replisim::sim::detail

@@ -1,0 +1,77 @@
+// Synchronous between-graph training in the simulation (internal to sim/): TF's
+// SyncReplicasOptimizer (tensorflow/python/training/sync_replicas_optimizer.py, TF 1.x) and its
+// ConditionalAccumulator (tensorflow/core/kernels/conditional_accumulator_base.cc):
+// - apply_grad drops a gradient whose local_step is older than the accumulator's global step;
+// - take_grad(R) waits for R gradients, then resets the accumulator and bumps its global step;
+// - the chief's sync op applies the aggregates, increments global_step and enqueues
+//   max(T, R) tokens holding the new global_step (R tokens at the start); a worker dequeues one
+//   after each step and uses its value as its next local_step.
+// The "strict" variant gives each worker one token per global step instead (a worker waits for a
+// global_step newer than its local_step).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <utility>
+#include <vector>
+
+#include "core/backend/trace_recorder.h"
+#include "core/plan/plan.h"
+#include "core/trace/trace_meta.h"
+
+namespace replisim::sim::detail {
+
+// What the sync queues need from the step engine.
+class SyncHost {
+ public:
+  virtual ~SyncHost() = default;
+  // `op` of client `c` is done (a take or a dequeue that had to wait, or an enqueue).
+  virtual void sync_complete(int c, int op) = 0;
+  virtual int64_t global_step() const = 0;
+  virtual bool client_dead(int c) const = 0;
+  // The local_step the client computed its step's gradients from (the token it holds).
+  virtual int64_t local_step(int c) const = 0;
+  // The token the client dequeued: its next step's local_step.
+  virtual void set_next_local_step(int c, int64_t value) = 0;
+};
+
+// The accumulators (one per slice, keyed by the slice's first variable) and the token queue.
+class SyncQueues {
+ public:
+  SyncQueues(const core::Plan& plan, core::TraceRecorder& recorder, SyncHost& host);
+  bool enabled() const { return enabled_; }
+  // Empty accumulators at global_step and the chief's initial tokens (get_init_tokens_op), as a
+  // new session (the first, or after a restart) starts them.
+  void reset();
+  // Runs a take, dequeue or enqueue op (`kind`: its kind); false when it is none of them.
+  bool dispatch(int c, int op, core::OpKind kind);
+  // An accumulate op of client `c` finished (at `now`, in its local step `step`): its gradient
+  // counts, or is dropped as stale.
+  void accumulate(int c, int op, int64_t step, double now);
+  // Why training stopped short of Plan::steps. `finished` and `dead`: per client graph (the
+  // chief's sync op last); `last_update_s`: when global_step last moved.
+  core::StallRecord stall(const std::vector<bool>& finished, const std::vector<bool>& dead,
+                          double last_update_s, double now) const;
+
+ private:
+  void take_gradient(int c, int op);
+  void dequeue_token(int c, int op);
+  void enqueue_tokens();
+
+  const core::Plan& plan_;
+  std::vector<const core::ClientGraph*> graphs_;  // core::step_graphs(plan_)
+  core::TraceRecorder& recorder_;
+  SyncHost& host_;
+  bool enabled_ = false;
+  bool strict_ = false;
+  int replicas_to_aggregate_ = 0;
+  int tokens_per_step_ = 0;
+  std::vector<int64_t> accumulator_step_;  // the accumulator's global step (bumped by each take)
+  std::vector<int> accumulated_;           // fresh gradients in since the last take
+  std::vector<std::pair<int, int>> waiting_take_;  // (client, op) of a take waiting; (-1, -1)
+  std::deque<int64_t> tokens_;
+  std::deque<std::pair<int, int>> waiting_dequeue_;  // (client, op), in arrival order
+  bool done_ = false;  // global_step reached Plan::steps: dequeues return at once
+};
+
+}  // namespace replisim::sim::detail
