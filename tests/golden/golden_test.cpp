@@ -233,6 +233,10 @@ TEST(Version2Traces, ReportAsTheyDidWhenWritten) {
     for (const auto& [name, recorded] : outputs) {
       EXPECT_EQ(file_hash(dir.file(name)), recorded) << trace << " " << name;
     }
+    // Simulated again today (version 3 all the way), the scenario reports the same.
+    const BinaryResult simulate = run_replisim({"simulate", stem + ".json"});
+    ASSERT_EQ(simulate.exit_code, 0) << simulate.err;
+    EXPECT_EQ(simulate.out, replace_all(report.out, ", from saved trace " + trace, "")) << stem;
   }
 }
 

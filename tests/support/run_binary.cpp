@@ -1,5 +1,6 @@
 #include "tests/support/run_binary.h"
 
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -8,6 +9,7 @@
 #include <stdexcept>
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,8 +20,22 @@ BinaryResult run_replisim(const std::vector<std::string>& args, int timeout_s) {
   return run_replisim(args, std::string(), timeout_s);
 }
 
-BinaryResult run_replisim(const std::vector<std::string>& args, const std::string& standard_input,
-                          int timeout_s) {
+namespace {
+
+// argv for REPLISIM_BINARY with `args`; the strings live in `storage`.
+std::vector<char*> argv_of(const std::vector<std::string>& args,
+                           std::vector<std::string>& storage) {
+  storage.clear();
+  storage.push_back(REPLISIM_BINARY);
+  storage.insert(storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : storage) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  return argv;
+}
+
+BinaryResult run(const std::vector<std::string>& args, const std::string& standard_input,
+                 int timeout_s, uint64_t max_file_bytes) {
   TempDir capture;
   const std::string out_path = capture.file("stdout"), err_path = capture.file("stderr");
   const std::string in_path = capture.write("stdin", standard_input);
@@ -32,14 +48,15 @@ BinaryResult run_replisim(const std::vector<std::string>& args, const std::strin
     ::dup2(in, 0);
     ::dup2(out, 1);
     ::dup2(err, 2);
-    std::vector<char*> argv;
-    std::string binary = REPLISIM_BINARY;
-    argv.push_back(binary.data());
-    std::vector<std::string> copies = args;
-    for (std::string& a : copies) argv.push_back(a.data());
-    argv.push_back(nullptr);
+    std::vector<std::string> storage;
+    std::vector<char*> argv = argv_of(args, storage);
+    if (max_file_bytes > 0) {
+      ::signal(SIGXFSZ, SIG_IGN);  // ignored dispositions survive exec
+      const rlimit limit{rlim_t(max_file_bytes), rlim_t(max_file_bytes)};
+      ::setrlimit(RLIMIT_FSIZE, &limit);
+    }
     ::alarm(unsigned(timeout_s));  // a hung run dies with SIGALRM rather than hang the suite
-    ::execv(binary.c_str(), argv.data());
+    ::execv(argv[0], argv.data());
     ::_exit(127);
   }
   int status = 0;
@@ -48,6 +65,89 @@ BinaryResult run_replisim(const std::vector<std::string>& args, const std::strin
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   result.out = read_file(out_path);
   result.err = read_file(err_path);
+  return result;
+}
+
+}  // namespace
+
+BinaryResult run_replisim(const std::vector<std::string>& args, const std::string& standard_input,
+                          int timeout_s) {
+  return run(args, standard_input, timeout_s, 0);
+}
+
+BinaryResult run_replisim_with_file_limit(const std::vector<std::string>& args,
+                                          uint64_t max_file_bytes, int timeout_s) {
+  return run(args, "", timeout_s, max_file_bytes);
+}
+
+RunningReplisim::RunningReplisim(const std::vector<std::string>& args, int timeout_s) {
+  const char* base = std::getenv("TMPDIR");
+  std::string pattern = std::string(base != nullptr ? base : "/tmp") + "/replisim-run-XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  capture_dir_ = pattern;
+  out_path_ = capture_dir_ + "/stdout";
+  int fds[2];
+  if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
+  pid_ = ::fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    const int in = ::open("/dev/null", O_RDONLY);
+    const int out = ::open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(in, 0);
+    ::dup2(out, 1);
+    ::dup2(fds[1], 2);
+    ::close(fds[0]);
+    std::vector<std::string> storage;
+    std::vector<char*> argv = argv_of(args, storage);
+    ::alarm(unsigned(timeout_s));
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  err_fd_ = fds[0];
+}
+
+RunningReplisim::~RunningReplisim() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  if (err_fd_ >= 0) ::close(err_fd_);
+  std::error_code ignored;
+  std::filesystem::remove_all(capture_dir_, ignored);
+}
+
+bool RunningReplisim::next_error_line(std::string* line) {
+  for (;;) {
+    const size_t newline = pending_.find('\n');
+    if (newline != std::string::npos) {
+      *line = pending_.substr(0, newline);
+      pending_.erase(0, newline + 1);
+      return true;
+    }
+    char buffer[4096];
+    const ssize_t n = err_fd_ >= 0 ? ::read(err_fd_, buffer, sizeof buffer) : 0;
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    pending_.append(buffer, size_t(n));
+  }
+}
+
+void RunningReplisim::send_signal(int signal) {
+  if (pid_ > 0) ::kill(pid_, signal);
+}
+
+BinaryResult RunningReplisim::wait() {
+  BinaryResult result;
+  std::string line;
+  while (next_error_line(&line)) result.err += line + "\n";
+  result.err += pending_;
+  pending_.clear();
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.out = read_file(out_path_);
   return result;
 }
 

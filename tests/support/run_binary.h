@@ -1,6 +1,7 @@
 // Runs the replisim executable in a child process and captures its exit code and output.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,36 @@ struct BinaryResult {
 BinaryResult run_replisim(const std::vector<std::string>& args, int timeout_s = 120);
 BinaryResult run_replisim(const std::vector<std::string>& args, const std::string& standard_input,
                           int timeout_s = 120);
+
+// As run_replisim, with every file it writes limited to `max_file_bytes` (RLIMIT_FSIZE) and
+// SIGXFSZ ignored, so that a write past the limit fails with EFBIG as on a full disk.
+BinaryResult run_replisim_with_file_limit(const std::vector<std::string>& args,
+                                          uint64_t max_file_bytes, int timeout_s = 120);
+
+// A replisim process whose standard error is read line by line while it runs (standard input
+// empty, standard output captured). The destructor kills and reaps it if it still runs.
+class RunningReplisim {
+ public:
+  explicit RunningReplisim(const std::vector<std::string>& args, int timeout_s = 120);
+  ~RunningReplisim();
+  RunningReplisim(const RunningReplisim&) = delete;
+  RunningReplisim& operator=(const RunningReplisim&) = delete;
+
+  // The next line of its standard error, without the newline; false at its end.
+  bool next_error_line(std::string* line);
+  void send_signal(int signal);
+  // Waits for it to exit: its exit code (-1 when a signal killed it), standard output, and the
+  // standard error not read yet.
+  BinaryResult wait();
+  int pid() const { return pid_; }
+
+ private:
+  int pid_ = -1;
+  int err_fd_ = -1;
+  std::string out_path_;
+  std::string pending_;  // standard error read but not yet returned
+  std::string capture_dir_;
+};
 
 // A fresh temporary directory, removed with its content by the destructor.
 class TempDir {
