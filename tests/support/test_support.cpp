@@ -1,5 +1,7 @@
 #include "tests/support/test_support.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "core/strategy/strategy.h"
@@ -60,6 +62,18 @@ core::Trace simulate_trace(const nlohmann::json& document, const std::string& st
 core::RunMetrics simulate(const nlohmann::json& document, const std::string& strategy,
                           uint64_t seed) {
   return core::compute_metrics(simulate_trace(document, strategy, seed));
+}
+
+std::vector<const core::TraceEvent*> events_of(const core::Trace& trace, core::EventKind kind,
+                                               const std::string& client) {
+  std::vector<const core::TraceEvent*> out;
+  for (const core::TraceEvent& e : trace.events) {
+    if (e.kind == kind && (client.empty() || trace.str(e.client) == client)) out.push_back(&e);
+  }
+  std::sort(out.begin(), out.end(), [](const core::TraceEvent* a, const core::TraceEvent* b) {
+    return a->start_s < b->start_s;
+  });
+  return out;
 }
 
 double client_step_time(const core::RunMetrics& metrics, const std::string& name) {

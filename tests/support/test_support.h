@@ -41,6 +41,10 @@ core::Trace simulate_trace(const nlohmann::json& document, const std::string& st
 core::RunMetrics simulate(const nlohmann::json& document, const std::string& strategy,
                           uint64_t seed = 1);
 
+// The events of `kind` (of `client` only, when given), in the order they start.
+std::vector<const core::TraceEvent*> events_of(const core::Trace& trace, core::EventKind kind,
+                                               const std::string& client = "");
+
 // The mean step time of client `name` in `metrics` (fails the test when absent).
 double client_step_time(const core::RunMetrics& metrics, const std::string& name);
 
