@@ -171,7 +171,8 @@ std::string usage_text() {
          "report    prints the same report from saved native traces, without simulating;\n"
          "          --csv writes their events as CSV.\n"
          "plan      prints the compiled plan (--json: the plan data, an array for 'both').\n"
-         "exit codes: 0 success, 2 bad input, 1 internal error. Docs: docs/cli.md\n";
+         "exit codes: 0 success, 2 bad input, 1 a failed run, an output that cannot be written\n"
+         "or an internal error, 130 cancelled (Ctrl-C). Docs: docs/cli.md\n";
 }
 
 CliArgs parse_cli_args(int argc, const char* const* argv) {

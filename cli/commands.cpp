@@ -1,11 +1,11 @@
 #include "cli/commands.h"
 
-#include <csignal>
 #include <iostream>
 #include <ostream>
 
 #include <unistd.h>
 
+#include "cli/interrupt.h"
 #include "cli/progress.h"
 
 #include "cli/run_outputs.h"
@@ -78,40 +78,6 @@ std::string version_text() {
   return text;
 }
 
-namespace {
-
-// Ctrl-C (SIGINT) or SIGTERM during the runs: the backend stops its run and the outputs stay
-// unwritten (RunOptions::cancelled).
-volatile std::sig_atomic_t interrupted = 0;
-extern "C" void on_interrupt(int) {
-  interrupted = 1;
-}
-
-// Installs on_interrupt for SIGINT and SIGTERM while it lives.
-class InterruptGuard {
- public:
-  InterruptGuard() {
-    interrupted = 0;
-    struct sigaction action {};
-    action.sa_handler = on_interrupt;
-    sigemptyset(&action.sa_mask);
-    ::sigaction(SIGINT, &action, &old_int_);
-    ::sigaction(SIGTERM, &action, &old_term_);
-  }
-  ~InterruptGuard() {
-    ::sigaction(SIGINT, &old_int_, nullptr);
-    ::sigaction(SIGTERM, &old_term_, nullptr);
-  }
-  InterruptGuard(const InterruptGuard&) = delete;
-  InterruptGuard& operator=(const InterruptGuard&) = delete;
-
- private:
-  struct sigaction old_int_ {};
-  struct sigaction old_term_ {};
-};
-
-}  // namespace
-
 int run_simulate(const CliArgs& args, std::ostream& out) {
   RunSet runs;
   // Every output is checked before any simulation runs, and written all-or-nothing at the end.
@@ -137,15 +103,19 @@ int run_simulate(const CliArgs& args, std::ostream& out) {
   if (progress.active()) {
     options.progress = [&progress](const core::RunProgress& p) { progress.update(p); };
   }
-  const InterruptGuard interrupts;
-  options.cancelled = [] { return interrupted != 0; };
+  options.cancelled = interrupted;
+  outputs.set_cancel(interrupted);
   for (size_t i = 0; i < plans.size(); ++i) {
     progress.start(i, plans.size(), plans[i]);
     core::Trace trace = core::run_to_trace(*backend, plans[i], options);
     progress.done();
-    // The only figure that can fail on a fresh run is the window, set by training.steps.
-    runs.metrics.push_back(
-        core::compute_metrics(trace, loaded.scenario.file_of("/training/steps")));
+    // The only figure that can fail on a fresh run is the window: name the scenario field.
+    try {
+      runs.metrics.push_back(core::compute_metrics(trace, args.scenario));
+    } catch (const core::MeasurementError& e) {
+      const std::string& path = e.scenario_path();
+      throw core::InputError(loaded.scenario.file_of(path), path, e.message());
+    }
     runs.traces.push_back(std::move(trace));
   }
   const RunTitle title{loaded.scenario.name, args.scenario, backend->info().name,

@@ -5,12 +5,15 @@
 
 #include "cli/cli_args.h"
 #include "cli/commands.h"
+#include "cli/interrupt.h"
 #include "core/backend/backend.h"
 #include "core/base/error.h"
 #include "sim/sim_backend.h"
 
 int main(int argc, char** argv) {
   using namespace replisim;
+  // From the start: a Ctrl-C before the first run still stops it cleanly.
+  const cli::InterruptGuard interrupts;
   try {
     sim::register_sim_backend();
     const cli::CliArgs args = cli::parse_cli_args(argc, argv);

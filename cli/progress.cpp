@@ -23,6 +23,11 @@ std::string seconds_text(double s) {
   return text;
 }
 
+// `value` to the nearest 1 / per (wall seconds to the millisecond, shares to 1e-4).
+double rounded(double value, double per) {
+  return std::round(value * per) / per;
+}
+
 }  // namespace
 
 ProgressMode parse_progress_mode(const std::string& text) {
@@ -141,7 +146,7 @@ void ProgressDisplay::done() {
                              {"run", run_},
                              {"runs", runs_},
                              {"strategy", strategy_},
-                             {"elapsed_s", elapsed_s}})
+                             {"elapsed_s", rounded(elapsed_s, 1e3)}})
          << std::endl;
   }
 }

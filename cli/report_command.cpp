@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "cli/commands.h"
+#include "cli/interrupt.h"
 #include "cli/run_outputs.h"
 #include "core/base/error.h"
 #include "core/metrics/report.h"
@@ -84,7 +85,9 @@ int run_report(const CliArgs& args, std::ostream& out) {
                     file == kStandardInput ? "read from standard input" : "");
   }
   add_run_outputs(outputs, args, runs);
+  outputs.set_cancel(interrupted);
   for (const std::string& file : args.trace_files) {
+    if (interrupted()) throw core::RunCancelled();
     // "-": a trace piped in (`replisim simulate s.json --trace-out - | replisim report -`).
     std::vector<core::Trace> read = file == kStandardInput
                                         ? core::read_traces_binary(std::cin, source_name(file))

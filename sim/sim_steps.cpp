@@ -177,11 +177,13 @@ void SimRun::finish_step(int c) {
 }
 
 double SimRun::typical_step_s(ClientState& s, double step_s) {
-  s.recent_step_s[size_t(s.recent_steps % int(s.recent_step_s.size()))] = step_s;
+  constexpr size_t kRecent = std::tuple_size<decltype(s.recent_step_s)>::value;
+  s.recent_step_s[size_t(s.recent_steps) % kRecent] = step_s;
   ++s.recent_steps;
-  const size_t n = std::min(size_t(s.recent_steps), s.recent_step_s.size());
-  std::array<double, 5> sorted = s.recent_step_s;
-  std::sort(sorted.begin(), sorted.begin() + long(n));
+  const size_t n = std::min(size_t(s.recent_steps), kRecent);
+  double sorted[kRecent];
+  std::copy(s.recent_step_s.begin(), s.recent_step_s.begin() + long(n), sorted);
+  std::sort(sorted, sorted + n);
   return n % 2 == 1 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
 }
 

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/base/error.h"
 #include "core/plan/plan.h"
 #include "core/trace/trace.h"
 #include "core/trace/trace_sink.h"
@@ -25,12 +26,6 @@ namespace replisim::core {
 class BackendError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
-};
-
-// The run was stopped because RunOptions::cancelled said so. Nothing of it is left running.
-class RunCancelled : public std::runtime_error {
- public:
-  RunCancelled() : std::runtime_error("the run was cancelled") {}
 };
 
 // What a backend says about itself: its registered name, one line, and what every trace it
@@ -58,7 +53,8 @@ struct RunOptions {
   // on. Null: no progress.
   std::function<void(const RunProgress&)> progress;
   // Polled from the thread that called run(), at least every 100 ms while the run goes on; true
-  // stops it: everything it started is stopped and reaped, and run() throws RunCancelled.
+  // stops it: everything it started is stopped and reaped, and run() throws RunCancelled
+  // (core/base/error.h).
   std::function<bool()> cancelled;
 };
 
@@ -70,7 +66,7 @@ class Backend {
   // Runs every step of `plan` and emits its trace into `sink`: begin(metadata), the run's
   // strings, events and counters, end(outcome). Blocking; one run at a time per object.
   // Throws InputError for a plan that breaks its invariants (validate_plan) or that the backend
-  // cannot run, BackendError when the run fails, RunCancelled (above). When it throws after
+  // cannot run, BackendError when the run fails, RunCancelled. When it throws after
   // begin(), the sink holds a partial run that the caller must discard.
   void run(const Plan& plan, TraceSink& sink, const RunOptions& options = {});
 

@@ -40,6 +40,13 @@ class OutputError : public std::runtime_error {
   std::string reason_;
 };
 
+// The user asked to stop (Ctrl-C, a cancel button): a run (RunOptions::cancelled) or the writing
+// of its outputs (OutputFiles::write_all) stopped, leaving nothing of it behind.
+class RunCancelled : public std::runtime_error {
+ public:
+  RunCancelled() : std::runtime_error("cancelled") {}
+};
+
 // A broken invariant inside replisim (a bug, not bad input). Maps to exit code 1.
 class InternalError : public std::logic_error {
  public:

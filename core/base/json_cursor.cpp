@@ -245,42 +245,45 @@ std::string join_names(const std::vector<std::string>& names) {
 
 namespace {
 
-// Tracks the JSON pointer of the value being parsed, so that structural errors (depth, repeated
-// keys) can name where they are.
+// A first, read-only pass over a document (nlohmann's SAX interface): tracks the JSON pointer
+// of the value being parsed, so that structural errors (depth, repeated keys) can name where
+// they are, and keeps the first syntax error. It builds nothing; the document is built by a
+// second, plain parse. (nlohmann's callback parser would do both at once, but it rescans each
+// container when a child object closes: quadratic in the members of one object.)
 class ParseTracker {
  public:
-  ParseTracker(const std::string& file) : file_(file) {}
+  using json = nlohmann::json;
+  explicit ParseTracker(const std::string& file) : file_(file) {}
 
-  bool on_event(int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-    using Event = nlohmann::json::parse_event_t;
-    switch (event) {
-      case Event::object_start:
-      case Event::array_start:
-        count_element();
-        frames_.push_back({event == Event::object_start, {}, "", 0});
-        if (int(frames_.size()) > kMaxJsonDepth) {
-          throw InputError(file_, path(),
-                           "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-        }
-        break;
-      case Event::object_end:
-      case Event::array_end:
-        frames_.pop_back();
-        break;
-      case Event::key: {
-        Frame& top = frames_.back();
-        top.key = parsed.get<std::string>();
-        if (!top.keys.insert(top.key).second) {
-          throw InputError(file_, path(), "this key appears twice in its object");
-        }
-        break;
-      }
-      case Event::value:
-        count_element();
-        break;
+  bool null() { return value(); }
+  bool boolean(bool) { return value(); }
+  bool number_integer(json::number_integer_t) { return value(); }
+  bool number_unsigned(json::number_unsigned_t) { return value(); }
+  bool number_float(json::number_float_t, const json::string_t&) { return value(); }
+  bool string(json::string_t&) { return value(); }
+  bool binary(json::binary_t&) { return value(); }
+  bool start_object(std::size_t) { return open(true); }
+  bool start_array(std::size_t) { return open(false); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool key(json::string_t& key) {
+    Frame& top = frames_.back();
+    top.key = key;
+    if (!top.keys.insert(top.key).second) {
+      throw InputError(file_, path(), "this key appears twice in its object");
     }
     return true;
   }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) {
+    error_position = position;
+    error_id = e.id;
+    error_what = e.what();
+    return false;
+  }
+
+  size_t error_position = 0;
+  int error_id = 0;
+  std::string error_what;
 
  private:
   struct Frame {
@@ -290,8 +293,22 @@ class ParseTracker {
     long next_index;  // arrays: elements seen so far
   };
 
-  void count_element() {
+  bool value() {
     if (!frames_.empty() && !frames_.back().object) ++frames_.back().next_index;
+    return true;
+  }
+  bool open(bool object) {
+    value();
+    frames_.push_back({object, {}, "", 0});
+    if (int(frames_.size()) > kMaxJsonDepth) {
+      throw InputError(file_, path(),
+                       "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    }
+    return true;
+  }
+  bool close() {
+    frames_.pop_back();
+    return true;
   }
 
   std::string path() const {
@@ -331,15 +348,14 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& file)
     throw InputError(file, "", "empty file (expected a JSON object)");
   }
   ParseTracker tracker(file);
-  try {
-    return nlohmann::json::parse(
-        text, [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-          return tracker.on_event(depth, event, parsed);
-        });
-  } catch (const nlohmann::json::parse_error& e) {
+  if (!nlohmann::json::sax_parse(text, &tracker)) {
+    // Numbers beyond double range ("1e400", nlohmann's error 406) and similar.
+    if (tracker.error_id == 406) {
+      throw InputError(file, "", "not usable JSON: " + parse_error_detail(tracker.error_what));
+    }
     // Translate the byte offset into line:column for people.
     size_t line = 1, column = 1;
-    for (size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
+    for (size_t i = 0; i + 1 < tracker.error_position && i < text.size(); ++i) {
       if (text[i] == '\n') {
         ++line;
         column = 1;
@@ -349,9 +365,11 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& file)
     }
     throw InputError(file, "",
                      "not valid JSON at line " + std::to_string(line) + " column " +
-                         std::to_string(column) + ": " + parse_error_detail(e.what()));
+                         std::to_string(column) + ": " + parse_error_detail(tracker.error_what));
+  }
+  try {
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    // Numbers beyond double range ("1e400") and similar.
     throw InputError(file, "", std::string("not usable JSON: ") + parse_error_detail(e.what()));
   }
 }

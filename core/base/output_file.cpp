@@ -114,16 +114,37 @@ std::string last_error() {
   return errno != 0 ? std::strerror(errno) : "the write failed";
 }
 
-// Runs `writer` into `out`; any failure of the stream becomes an OutputError naming `name`.
+// A file buffer that refuses further writes once `cancelled` says so (the stream then fails).
+class CancellableFileBuf : public std::filebuf {
+ public:
+  explicit CancellableFileBuf(const std::function<bool()>& cancelled) : cancelled_(cancelled) {}
+
+ protected:
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    return stopped() ? 0 : std::filebuf::xsputn(s, n);
+  }
+  int_type overflow(int_type c) override {
+    return stopped() ? traits_type::eof() : std::filebuf::overflow(c);
+  }
+
+ private:
+  bool stopped() const { return cancelled_ && cancelled_(); }
+  const std::function<bool()>& cancelled_;
+};
+
+// Runs `writer` into `out`; any failure of the stream becomes an OutputError naming `name`, or
+// RunCancelled when `cancelled` says so.
 void write_output(const std::function<void(std::ostream&)>& writer, std::ostream& out,
-                  const std::string& name) {
+                  const std::string& name, const std::function<bool()>& cancelled) {
   errno = 0;
   try {
     writer(out);
     out.flush();
   } catch (const OutputError&) {
+    if (cancelled && cancelled()) throw RunCancelled();
     throw OutputError(name, last_error());
   }
+  if (cancelled && cancelled()) throw RunCancelled();
   if (!out) throw OutputError(name, last_error());
 }
 
@@ -136,14 +157,19 @@ void OutputFiles::write_all() {
   };
   try {
     for (const Output& o : outputs_) {
+      if (cancelled_ && cancelled_()) throw RunCancelled();
       const std::string temporary = make_temporary(directory_of(o.path));
       if (temporary.empty()) {
         throw OutputError(o.path, "cannot create a temporary file beside it: " + last_error());
       }
       temporaries.push_back(temporary);
-      std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-      if (!out) throw OutputError(o.path, "cannot open its temporary file: " + last_error());
-      write_output(o.writer, out, o.path);
+      CancellableFileBuf buffer(cancelled_);
+      if (buffer.open(temporary, std::ios::out | std::ios::binary | std::ios::trunc) == nullptr) {
+        throw OutputError(o.path, "cannot open its temporary file: " + last_error());
+      }
+      std::ostream out(&buffer);
+      write_output(o.writer, out, o.path, cancelled_);
+      if (buffer.close() == nullptr) throw OutputError(o.path, last_error());
     }
     if (!overwrite_) {
       for (const Output& o : outputs_) {
@@ -152,6 +178,12 @@ void OutputFiles::write_all() {
           throw InputError(o.path, "", "appeared during the run; refusing to overwrite it");
         }
       }
+    }
+    // Standard output before the renames: if it fails, no target has changed. Once it is
+    // written, a cancel no longer undoes the outputs.
+    if (cancelled_ && cancelled_()) throw RunCancelled();
+    if (to_standard_output_) {
+      write_output(to_standard_output_, *standard_output_, "standard output", nullptr);
     }
   } catch (...) {
     discard();
@@ -164,7 +196,6 @@ void OutputFiles::write_all() {
       throw OutputError(outputs_[i].path, "cannot rename its temporary file into place: " + why);
     }
   }
-  if (to_standard_output_) write_output(to_standard_output_, *standard_output_, "standard output");
 }
 
 }  // namespace replisim::core

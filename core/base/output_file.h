@@ -33,11 +33,14 @@ class OutputFiles {
            std::function<void(std::ostream&)> writer);
 
   bool empty() const { return outputs_.empty() && !to_standard_output_; }
+  // Polled while the outputs are written (between writes to each stream): true stops write_all,
+  // which then removes its temporaries, touches no target and throws RunCancelled.
+  void set_cancel(std::function<bool()> cancelled) { cancelled_ = std::move(cancelled); }
   // Whether an output goes to standard output (then the caller prints its text elsewhere).
   bool writes_standard_output() const { return bool(to_standard_output_); }
 
-  // Writes every registered output to a temporary file, then renames them all into place, then
-  // writes the standard-output one.
+  // Writes every registered output to a temporary file, then the standard-output one, then
+  // renames the files into place (so a standard output that fails leaves every target as it was).
   // On any failure no target is touched and the temporaries are removed; throws InputError if a
   // target appeared meanwhile (and overwrite is off), OutputError (naming the file and the
   // reason: disk full, file too large, ...) when one cannot be written. A writer signals a
@@ -55,6 +58,7 @@ class OutputFiles {
   bool overwrite_;
   std::ostream* standard_output_;
   std::function<void(std::ostream&)> to_standard_output_;
+  std::function<bool()> cancelled_;
   std::vector<std::pair<std::string, std::string>> protected_;  // path, name
   std::vector<Output> outputs_;
 };

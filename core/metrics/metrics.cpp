@@ -71,15 +71,25 @@ namespace {
 using namespace metrics_detail;
 
 // Steps by client. A synchronous worker's local steps may outnumber the global steps (a spare
-// token lets it contribute twice), so the table grows with the steps the trace has.
+// token lets it contribute twice), so the table grows with the steps the trace has. A client's
+// steps run from 0 without gaps (a restart repeats some), so no step exceeds the number of its
+// step events: a trace that says otherwise is refused before it can size a table.
 StepTable step_spans(const MetricsInput& in) {
+  std::unordered_map<uint32_t, size_t> step_events;
+  for (const TraceEvent& e : in.trace.events) step_events[e.client] += e.kind == EventKind::kStep;
   StepTable steps;
-  constexpr int64_t kMaxLocalSteps = int64_t(1) << 26;  // far beyond any global step count
-  const int64_t limit = in.synchronous ? kMaxLocalSteps : in.meta.steps;
+  const int64_t limit = in.synchronous ? INT64_MAX : in.meta.steps;
   for (const TraceEvent& e : in.trace.events) {
-    if (e.kind != EventKind::kStep || e.step < 0 || e.step >= limit) continue;
+    if (e.kind != EventKind::kStep || e.step < 0) continue;
+    if (uint64_t(e.step) >= step_events[e.client]) {
+      throw InputError(in.source, "",
+                       "step " + std::to_string(e.step) + " of " + in.trace.str(e.client) +
+                           " comes with only " + std::to_string(step_events[e.client]) +
+                           " step events: a client's steps run from 0 without gaps");
+    }
+    if (e.step >= limit) continue;
     std::vector<Span>& spans = steps[e.client];
-    if (spans.size() <= size_t(e.step)) spans.resize(std::max(size_t(e.step) + 1, spans.size()));
+    if (spans.size() <= size_t(e.step)) spans.resize(size_t(e.step) + 1);
     // A job restart runs steps again from its checkpoint: the first run of a step defines it.
     if (spans[size_t(e.step)].end_s < 0) spans[size_t(e.step)] = {e.start_s, e.end_s};
   }
@@ -110,10 +120,11 @@ void find_sync_window(RunMetrics& r, const MetricsInput& in) {
   }
   if (!std::isfinite(start) || !(end > start)) {
     const std::string why = outcome.stall ? "; training stalled: " + outcome.stall->cause : "";
-    throw InputError(in.source, why.empty() ? "/training/steps" : "/training/warmup_steps",
-                     "the measurement window is empty: global_step reached " +
-                         std::to_string(last_global_step) + " of " + std::to_string(meta.steps) +
-                         " (warm-up " + std::to_string(meta.warmup_steps) + ")" + why);
+    throw MeasurementError(in.source, why.empty() ? "/training/steps" : "/training/warmup_steps",
+                           "the measurement window is empty: global_step reached " +
+                               std::to_string(last_global_step) + " of " +
+                               std::to_string(meta.steps) + " (warm-up " +
+                               std::to_string(meta.warmup_steps) + ")" + why);
   }
   if (last_global_step < meta.steps && !outcome.stall && !outcome.job_failure) {
     r.warnings.push_back("global_step stopped at " + std::to_string(last_global_step) + " of " +
@@ -138,11 +149,11 @@ void find_window(RunMetrics& r, const MetricsInput& in, StepTable& steps) {
     const size_t needed = size_t(std::max(1, meta.warmup_steps));
     if (spans.size() < needed || spans.back().end_s < 0 || spans[needed - 1].end_s < 0) {
       if (in.trace.outcome.job_failure) {
-        throw InputError(in.source, "/faults",
-                         "the job failed (" + in.trace.outcome.job_failure->cause + ") before " +
-                             client + " finished " +
-                             (meta.warmup_steps > 0 ? "its warm-up" : "a step") +
-                             ": no window to measure");
+        throw MeasurementError(in.source, "/faults",
+                               "the job failed (" + in.trace.outcome.job_failure->cause +
+                                   ") before " + client + " finished " +
+                                   (meta.warmup_steps > 0 ? "its warm-up" : "a step") +
+                                   ": no window to measure");
       }
       throw InputError(in.source, "", "the trace has no complete steps for " + client);
     }
@@ -158,8 +169,8 @@ void find_window(RunMetrics& r, const MetricsInput& in, StepTable& steps) {
     }
   }
   if (first_to_finish.empty()) {
-    throw InputError(in.source, "/faults",
-                     "every client died before the end of the run: no window to measure");
+    throw MeasurementError(in.source, "/faults",
+                           "every client died before the end of the run: no window to measure");
   }
   if (!(window_end > window_start)) {
     const bool data_limited = in.data_limited.count(first_to_finish) > 0;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/base/error.h"
 #include "core/trace/trace.h"
 
 namespace replisim::core {
@@ -145,8 +146,22 @@ inline constexpr double kLongStepFactor = 3;
 // by waiting along the chain of dependent compute and transfers, not by one resource.
 inline constexpr double kSaturatedUtilization = 0.7;
 
+// The run left no window to measure (too few steps, a job failure before the warm-up ended,
+// every client dead): an InputError naming the trace, which also says which scenario field would
+// change that (`scenario_path`, a JSON pointer such as "/training/steps"), so that a command that
+// has the scenario can point at it instead.
+class MeasurementError : public InputError {
+ public:
+  MeasurementError(const std::string& source, std::string scenario_path, const std::string& message)
+      : InputError(source, "", message), scenario_path_(std::move(scenario_path)) {}
+  const std::string& scenario_path() const { return scenario_path_; }
+
+ private:
+  std::string scenario_path_;
+};
+
 // Computes every metric. Throws InputError(`source`, ...) when the trace lacks the metadata or
-// the steps needed to define the measurement window.
+// its steps are inconsistent, MeasurementError when they define no measurement window.
 RunMetrics compute_metrics(const Trace& trace, const std::string& source = "<trace>");
 
 // Role-kind averages of `waits` ("worker", "tower", "client"), in that order, kinds present only.

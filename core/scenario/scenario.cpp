@@ -53,6 +53,10 @@ Scenario parse_scenario(const nlohmann::json& document, const std::string& file,
   s.file = file;
   if (sources != nullptr) s.sources = std::make_shared<const SourceMap>(*sources);
   s.name = root.has("name") ? root.at("name").as_string() : file_stem(file);
+  if (s.name.size() > limits::kMaxNameBytes) {
+    (root.has("name") ? root.at("name") : root)
+        .fail("a scenario name longer than " + std::to_string(limits::kMaxNameBytes) + " bytes");
+  }
   if (root.has("description")) root.at("description").as_string();
   s.cluster = scenario_detail::parse_cluster(root.at("cluster"));
   s.model = parse_model(root.at("model"));

@@ -243,6 +243,9 @@ inline constexpr int kMaxCpuCores =
     kMaxDeviceCores;  // also replicas_to_aggregate, total_num_replicas
 inline constexpr int kMaxBatch = 1 << 24;
 inline constexpr double kMaxGpuMemoryBytes = 1e15;
+// Names (the scenario's, machines', layers'): they become op, role and device names in plans and
+// traces, whose strings have a limit of their own (1 MiB, core/trace/trace_format.h).
+inline constexpr size_t kMaxNameBytes = 1024;
 // The `until` of a fault window given without one: past the end of any run (a year). Plans keep
 // this value (with PlanFault::open_ended), so a backend needs no special case for it.
 inline constexpr double kOpenEndedFaultS = 86400.0 * 365;

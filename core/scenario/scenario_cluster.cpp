@@ -89,7 +89,8 @@ std::vector<MachineSpec> parse_machine_entry(const JsonCursor& c) {
   const std::string name = c.at("name").as_string();
   if (!valid_name(name)) {
     c.at("name").fail(
-        "a machine name must be non-empty without '/', '*', '?', spaces or control characters");
+        "a machine name must be non-empty, at most 1024 bytes, without '/', '*', '?', "
+        "spaces or control characters");
   }
   if (!c.has("count")) {
     m.name = name;
@@ -104,7 +105,8 @@ std::vector<MachineSpec> parse_machine_entry(const JsonCursor& c) {
 }  // namespace
 
 bool valid_name(const std::string& name) {
-  if (name.empty() || name.find_first_of("/*? ") != std::string::npos) return false;
+  if (name.empty() || name.size() > limits::kMaxNameBytes) return false;
+  if (name.find_first_of("/*? ") != std::string::npos) return false;
   for (unsigned char ch : name) {
     if (ch < 0x20 || ch == 0x7F) return false;  // control characters, NUL included
   }

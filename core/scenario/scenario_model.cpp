@@ -13,6 +13,9 @@ Layer parse_layer(const JsonCursor& c) {
   Layer layer;
   layer.name = c.at("name").as_string();
   if (layer.name.empty()) c.at("name").fail("a layer name must not be empty");
+  if (layer.name.size() > limits::kMaxNameBytes) {
+    c.at("name").fail("longer than " + std::to_string(limits::kMaxNameBytes) + " bytes");
+  }
   layer.params = c.at("params").as_number_in(0, limits::kMaxParams);
   layer.forward_flop_per_sample =
       c.at("forward_flops_per_sample")

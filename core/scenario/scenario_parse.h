@@ -8,7 +8,8 @@
 
 namespace replisim::core::scenario_detail {
 
-// Machine names: non-empty, no '/', '*', '?', spaces or control characters.
+// Machine names: non-empty, at most limits::kMaxNameBytes, no '/', '*', '?', spaces or control
+// characters.
 bool valid_name(const std::string& name);
 
 // "cluster": machines (with "count" templates), switch, network model.

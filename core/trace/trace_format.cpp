@@ -86,6 +86,10 @@ class RunReader {
         ++counters_;
       } else if (tag == kEndRecord && framed) {
         return;
+      } else if (tag == kBeginRecord || tag == kFileEndRecord) {
+        d_.fail(std::string(tag == kBeginRecord ? "another run begins"
+                                                : "the file's end record comes") +
+                " before this run's end record");
       } else {
         d_.fail("unknown record type " + std::to_string(int(uint8_t(tag))));
       }
@@ -138,12 +142,12 @@ class RunReader {
 void read_run_v3(Decoder& d, uint32_t run, TraceSink& sink) {
   d.at(run, "metadata");
   const nlohmann::json meta = d.json_object();
-  sink.begin(trace_meta_from_json(meta, d.source()));
+  sink.begin(in_run(run, [&] { return trace_meta_from_json(meta, d.source()); }));
   RunReader reader(d, run, sink);
   reader.read_records(true);
   d.at(run, "outcome");
   const nlohmann::json outcome = d.json_object();
-  const RunOutcome parsed = run_outcome_from_json(outcome, d.source());
+  const RunOutcome parsed = in_run(run, [&] { return run_outcome_from_json(outcome, d.source()); });
   const uint64_t computed = d.hash();
   d.at(run);
   if (d.u64(false) != computed) d.fail("checksum mismatch: the file is corrupt");
@@ -163,7 +167,11 @@ uint32_t read_runs_v3(Decoder& d, TraceSink& sink) {
     d.reset_hash();
     const char tag = char(d.u8());
     if (tag == kFileEndRecord && run > 0) {
-      if (d.u32() != run) d.fail("the end record counts another number of runs than the file");
+      const uint32_t counted = d.u32();
+      if (counted != run) {
+        d.fail("the end record counts " + std::to_string(counted) + " runs but the file holds " +
+               std::to_string(run));
+      }
       return run;
     }
     if (tag != kBeginRecord) {

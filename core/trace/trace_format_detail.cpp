@@ -106,7 +106,10 @@ void Decoder::read(char* out, size_t size, bool hashed) {
   in_.read(out, std::streamsize(size));
   const size_t got = size_t(in_.gcount());
   offset_ += got;
-  if (got != size) fail("truncated: the data ends at byte " + std::to_string(offset_));
+  if (got != size) {
+    fail(offset_ == 0 ? std::string("empty: no trace")
+                      : "truncated: the data ends at byte " + std::to_string(offset_));
+  }
   if (hashed) hash_ = fnv1a(hash_, out, size);
 }
 

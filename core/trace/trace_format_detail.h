@@ -7,6 +7,7 @@
 #include <istream>
 #include <string>
 
+#include "core/base/error.h"
 #include "core/trace/trace.h"
 #include "core/trace/trace_sink.h"
 
@@ -101,6 +102,20 @@ class Decoder {
   const char* section_ = nullptr;
   uint64_t index_ = kNoIndex;
 };
+
+// Calls `parse` (a JSON reader of the metadata or outcome); its InputError comes back naming
+// run `run` before the JSON path: "t.rstrace: run 1, /meta/steps: ...".
+template <typename Parse>
+auto in_run(uint32_t run, Parse&& parse) -> decltype(parse()) {
+  try {
+    return parse();
+  } catch (const InputError& e) {
+    throw InputError(e.file(), "",
+                     "run " + std::to_string(run) + ", " +
+                         (e.json_path().empty() ? std::string() : e.json_path() + ": ") +
+                         e.message());
+  }
+}
 
 // Reads the runs of a version 2 file whose 16-byte header said `runs` (trace_format_v2.cpp).
 void read_runs_v2(Decoder& d, uint32_t runs, TraceSink& sink);

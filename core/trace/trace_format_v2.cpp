@@ -122,9 +122,10 @@ void read_run(Decoder& d, uint32_t run, TraceSink& sink) {
   d.reset_hash();
   d.at(run, "metadata");
   nlohmann::json meta = d.json_object();
-  const TraceMeta parsed = trace_meta_from_json(meta, d.source());
+  const TraceMeta parsed = in_run(run, [&] { return trace_meta_from_json(meta, d.source()); });
   meta.erase("notes");  // version 2 kept every note, the plan's and the run's, in the metadata
-  const RunOutcome outcome = run_outcome_from_json(meta, d.source(), "/meta");
+  const RunOutcome outcome =
+      in_run(run, [&] { return run_outcome_from_json(meta, d.source(), "/meta"); });
   const std::vector<std::string> strings = read_strings(d, run);
   sink.begin(parsed);
   for (size_t i = 0; i < strings.size(); ++i) sink.string(uint32_t(i), strings[i]);

@@ -1,13 +1,18 @@
 #include "core/trace/trace_meta.h"
 
+#include <algorithm>
 #include <climits>
+#include <set>
 
 #include "core/base/json_cursor.h"
 
 namespace replisim::core {
 namespace {
 
-constexpr double kMaxTimeS = 1e300;
+// Bounds a trace's times and sizes are held to (as plans hold theirs): far beyond any run, yet
+// small enough that a report prints them as numbers a person can read.
+constexpr double kMaxTimeS = 1e12;
+constexpr double kMaxBytes = 1e18;
 constexpr int64_t kMaxSteps = 100000000;
 
 nlohmann::json roles_to_json(const std::vector<TraceRole>& roles) {
@@ -44,6 +49,15 @@ nlohmann::json memory_to_json(const std::vector<TraceMemory>& memory) {
                    {"activations_bytes", m.activations_bytes}});
   }
   return out;
+}
+
+// A string that must be one of `valid`.
+std::string one_of(const JsonCursor& c, const std::vector<std::string>& valid) {
+  const std::string text = c.as_string();
+  if (std::find(valid.begin(), valid.end(), text) == valid.end()) {
+    c.fail("unknown value \"" + text + "\"; valid: " + join_names(valid));
+  }
+  return text;
 }
 
 std::vector<std::string> strings_from_json(const JsonCursor& c) {
@@ -91,10 +105,10 @@ std::vector<TraceMemory> memory_from_json(const JsonCursor& c) {
     const JsonCursor m = c.at(i);
     TraceMemory entry;
     entry.device = m.at("device").as_string();
-    entry.needed_bytes = m.at("needed_bytes").as_number();
-    entry.capacity_bytes = m.at("capacity_bytes").as_number();
+    entry.needed_bytes = m.at("needed_bytes").as_number_in(0, kMaxBytes);
+    entry.capacity_bytes = m.at("capacity_bytes").as_number_in(1, kMaxBytes);
     auto optional = [&m](const char* key, double* out) {
-      if (m.has(key)) *out = m.at(key).as_number();
+      if (m.has(key)) *out = m.at(key).as_number_in(0, kMaxBytes);
     };
     optional("weights_bytes", &entry.weights_bytes);
     optional("gradients_bytes", &entry.gradients_bytes);
@@ -115,12 +129,16 @@ void settings_from_json(const JsonCursor& c, TraceMeta& m) {
   if (c.has("seed")) m.seed = uint64_t(c.at("seed").as_int(0, INT64_MAX));
   if (c.has("plan_hash")) m.plan_hash = c.at("plan_hash").as_string();
   if (c.has("granularity")) m.granularity = c.at("granularity").as_string();
-  if (c.has("sync")) m.sync = c.at("sync").as_string();
+  if (c.has("sync")) m.sync = one_of(c.at("sync"), {"async", "sync"});
   if (m.synchronous()) {
     const JsonCursor s = c.at("sync_replicas");
     m.sync_replicas.replicas_to_aggregate = int(s.at("replicas_to_aggregate").as_int(1, 1 << 30));
     m.sync_replicas.total_num_replicas = int(s.at("total_num_replicas").as_int(1, 1 << 30));
-    m.sync_replicas.variant = s.at("variant").as_string();
+    m.sync_replicas.variant = one_of(s.at("variant"), {"tf", "strict"});
+    if (m.sync_replicas.variant == "strict" &&
+        m.sync_replicas.replicas_to_aggregate > m.sync_replicas.total_num_replicas) {
+      s.at("replicas_to_aggregate").fail("cannot exceed total_num_replicas with variant strict");
+    }
   }
 }
 
@@ -162,6 +180,23 @@ RestartRecord restart_from_json(const JsonCursor& k) {
       k.at("global_step_at_failure").as_int(r.checkpoint_global_step, INT64_MAX);
   r.lost_global_steps = r.global_step_at_failure - r.checkpoint_global_step;
   return r;
+}
+
+// Roles have distinct names, and every client and PS shard names one of them, once.
+void check_names(const JsonCursor& c, const TraceMeta& m) {
+  std::set<std::string> roles, clients, ps;
+  for (size_t i = 0; i < m.roles.size(); ++i) {
+    if (!roles.insert(m.roles[i].name).second) c.at("roles").at(i).at("name").fail("repeated role");
+  }
+  for (size_t i = 0; i < m.clients.size(); ++i) {
+    const JsonCursor role = c.at("clients").at(i).at("role");
+    if (roles.count(m.clients[i].role) == 0) role.fail("names no role of the trace");
+    if (!clients.insert(m.clients[i].role).second) role.fail("a second client of this role");
+  }
+  for (size_t i = 0; i < m.ps.size(); ++i) {
+    if (roles.count(m.ps[i]) == 0) c.at("ps").at(i).fail("names no role of the trace");
+    if (!ps.insert(m.ps[i]).second) c.at("ps").at(i).fail("a second PS shard of this role");
+  }
 }
 
 }  // namespace
@@ -209,20 +244,24 @@ TraceMeta trace_meta_from_json(const nlohmann::json& json, const std::string& so
                                const std::string& path) {
   const JsonCursor c(json, source, path);
   c.expect_object();
+  if (c.at("format").as_string() != "replisim-trace-meta") {
+    c.at("format").fail("expected \"replisim-trace-meta\"");
+  }
   TraceMeta m;
   m.scenario = c.at("scenario").as_string();
-  m.strategy = c.at("strategy").as_string();
+  m.strategy = one_of(c.at("strategy"), {"in_graph", "between_graph"});
   settings_from_json(c, m);
   m.platform = platform_from_json(c.at("platform").value(), source, path + "/platform");
   m.roles = roles_from_json(c.at("roles"));
   m.clients = clients_from_json(c.at("clients"));
   m.ps = strings_from_json(c.at("ps"));
+  check_names(c, m);
   if (c.has("notes")) m.notes = strings_from_json(c.at("notes"));
   if (c.has("memory")) m.memory = memory_from_json(c.at("memory"));
   const JsonCursor variables = c.at("variables");
   for (size_t i = 0; i < variables.size(); ++i) {
     const JsonCursor v = variables.at(i);
-    m.variables.push_back({v.at("name").as_string(), v.at("bytes").as_number(),
+    m.variables.push_back({v.at("name").as_string(), v.at("bytes").as_number_in(0, kMaxBytes),
                            int(v.at("ps").as_int(0, int64_t(m.ps.size()) - 1))});
   }
   if (c.has("backend")) m.backend = c.at("backend").as_string();

@@ -155,7 +155,7 @@ TEST(Report, BadTraceFilesExitTwoNamingThem) {
       {dir.write("half.rstrace", good.substr(0, good.size() / 2)), "truncated"},
       {dir.write("flipped.rstrace", flipped), "run 0"},
       {dir.write("chrome.json", "{\"traceEvents\": []}"), "not a replisim native trace"},
-      {dir.write("empty.rstrace", ""), "truncated"}};
+      {dir.write("empty.rstrace", ""), "empty: no trace"}};
   for (const auto& [path, needle] : bad) {
     const test::BinaryResult r =
         run_replisim({"report", dir.file("t.rstrace"), path, "--json", dir.file("out.json")});

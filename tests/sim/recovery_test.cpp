@@ -363,8 +363,8 @@ TEST(Recovery, AJobFailureBeforeTheWarmUpEndsIsAnError) {
                                 {{{"kind", "role"}, {"role", "ps0"}, {"at", "0.2 s"}}}),
                    "between_graph");
     ADD_FAILURE() << "no error";
-  } catch (const core::InputError& e) {
-    EXPECT_EQ(e.json_path(), "/faults");
+  } catch (const core::MeasurementError& e) {
+    EXPECT_EQ(e.scenario_path(), "/faults");  // the simulate command names it with the file
     EXPECT_NE(std::string(e.what()).find("before worker0 finished its warm-up"), std::string::npos)
         << e.what();
   }

@@ -137,6 +137,24 @@ TEST_F(MetricsTest, WaitBreakdownOfAWorker) {
   EXPECT_NEAR(w.other, 1.1 / 2, 1e-12);
 }
 
+// A step number far beyond the client's step events (a corrupt or hostile trace) is refused
+// before it sizes any table.
+TEST_F(MetricsTest, AStepBeyondItsClientsStepEventsIsRefused) {
+  Trace t = trace_;
+  TraceEvent far = t.events.front();
+  far.kind = EventKind::kStep;
+  far.client = far.actor = w0_;
+  far.step = int64_t(1) << 40;
+  t.events.push_back(far);
+  try {
+    compute_metrics(t, "t.rstrace");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.message().find("step 1099511627776 of worker0 comes with only"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(MetricsTest, IncompleteTracesAreInputErrors) {
   Trace empty;
   empty.meta = trace_.meta;

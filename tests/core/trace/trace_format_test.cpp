@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <map>
 #include <random>
@@ -395,6 +396,40 @@ TEST(TraceFormat, BadRecordsNameTheirRunAndIndex) {
   std::string early = file_header() + begin_record(t);
   early += bytes.substr(event, kEventRecordBytes);
   has(decode_error(early), "run 0, event 0: string index");
+}
+
+// Metadata that breaks what a trace means is refused, naming the run and the member.
+TEST(TraceFormat, MetadataIsCheckedMemberByMember) {
+  auto error_with = [](const std::function<void(Trace&)>& edit) {
+    const Trace a = sample_trace("in_graph");
+    Trace b = sample_trace("between_graph");
+    edit(b);
+    std::string bytes;
+    {
+      // Bypass the writer's own checks: the metadata goes as JSON, checked only when read.
+      std::ostringstream out;
+      write_traces_binary(out, {&a, &b});
+      bytes = out.str();
+    }
+    return decode_error(bytes);
+  };
+  auto has = [](const std::string& message, const std::string& needle) {
+    EXPECT_NE(message.find(needle), std::string::npos) << message;
+  };
+  has(error_with([](Trace& t) { t.meta.strategy = "bogus"; }),
+      "run 1, /meta/strategy: unknown value \"bogus\"; valid: in_graph, between_graph");
+  has(error_with([](Trace& t) { t.meta.sync = "sometimes"; }), "run 1, /meta/sync");
+  has(error_with([](Trace& t) { t.meta.roles.push_back(t.meta.roles[0]); }),
+      "run 1, /meta/roles/2/name: repeated role");
+  has(error_with([](Trace& t) { t.meta.clients[0].role = "nobody"; }),
+      "run 1, /meta/clients/0/role: names no role of the trace");
+  has(error_with([](Trace& t) { t.meta.ps = {"ps9"}; }), "run 1, /meta/ps/0: names no role");
+  has(error_with([](Trace& t) { t.meta.variables[0].bytes = -1; }), "/meta/variables/0/bytes");
+  has(error_with([](Trace& t) {
+        t.meta.memory = {{"pc1/gpu0", -5, 16e9, 0, 0, 0, 0}};
+      }),
+      "/meta/memory/0/needed_bytes");
+  has(error_with([](Trace& t) { t.outcome.end_s = 1e300; }), "run 1, /outcome/simulated_time_s");
 }
 
 TEST(TraceFormat, WriterRefusesWhatReadersReject) {

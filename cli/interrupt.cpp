@@ -1,0 +1,39 @@
+#include "cli/interrupt.h"
+
+namespace replisim::cli {
+namespace {
+
+volatile std::sig_atomic_t signalled = 0;
+
+extern "C" void on_interrupt(int) {
+  signalled = 1;
+}
+
+// Installs on_interrupt for `signal` unless it is ignored; `old` receives what was there.
+void install(int signal, struct sigaction* old) {
+  ::sigaction(signal, nullptr, old);
+  if (old->sa_handler == SIG_IGN) return;
+  struct sigaction action {};
+  action.sa_handler = on_interrupt;
+  sigemptyset(&action.sa_mask);
+  ::sigaction(signal, &action, nullptr);
+}
+
+}  // namespace
+
+InterruptGuard::InterruptGuard() {
+  signalled = 0;
+  install(SIGINT, &old_int_);
+  install(SIGTERM, &old_term_);
+}
+
+InterruptGuard::~InterruptGuard() {
+  ::sigaction(SIGINT, &old_int_, nullptr);
+  ::sigaction(SIGTERM, &old_term_, nullptr);
+}
+
+bool interrupted() {
+  return signalled != 0;
+}
+
+}  // namespace replisim::cli

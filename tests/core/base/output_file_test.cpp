@@ -1,0 +1,68 @@
+// Outputs are all written or none: a cancel while writing, or a standard output that fails,
+// leaves every target as it was and no temporary behind.
+#include "core/base/output_file.h"
+
+#include <filesystem>
+#include <ostream>
+#include <streambuf>
+
+#include <gtest/gtest.h>
+
+#include "core/base/error.h"
+#include "tests/support/run_binary.h"
+
+namespace replisim::core {
+namespace {
+
+std::vector<std::string> files_in(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(OutputFiles, ACancelWhileWritingLeavesNothing) {
+  test::TempDir dir;
+  dir.write("b.txt", "the user's file");
+  bool cancel = false;
+  OutputFiles outputs(true);
+  outputs.add("--a", dir.file("a.txt"), [&cancel](std::ostream& out) {
+    out << "first";
+    cancel = true;  // Ctrl-C while the first output is being written
+    for (int i = 0; i < 1000; ++i) out << std::string(1024, 'x');
+  });
+  outputs.add("--b", dir.file("b.txt"), [](std::ostream& out) { out << "second"; });
+  outputs.set_cancel([&cancel] { return cancel; });
+  EXPECT_THROW(outputs.write_all(), RunCancelled);
+  EXPECT_EQ(files_in(dir.path()), std::vector<std::string>({"b.txt"}));
+  EXPECT_EQ(test::read_file(dir.file("b.txt")), "the user's file");
+}
+
+// A stream whose every write fails (a closed pipe, a full device).
+class FailingBuffer : public std::streambuf {
+ protected:
+  int_type overflow(int_type) override { return traits_type::eof(); }
+};
+
+TEST(OutputFiles, AFailingStandardOutputLeavesTheFilesAsTheyWere) {
+  test::TempDir dir;
+  dir.write("kept.json", "the user's file");
+  FailingBuffer failing;
+  std::ostream standard_output(&failing);
+  OutputFiles outputs(true, &standard_output);
+  outputs.add("--json", dir.file("kept.json"), [](std::ostream& out) { out << "{}"; });
+  outputs.add("--trace-out", "-", [](std::ostream& out) { out << "trace bytes"; });
+  try {
+    outputs.write_all();
+    FAIL() << "no error";
+  } catch (const OutputError& e) {
+    EXPECT_EQ(e.file(), "standard output");
+  }
+  EXPECT_EQ(files_in(dir.path()), std::vector<std::string>({"kept.json"}));
+  EXPECT_EQ(test::read_file(dir.file("kept.json")), "the user's file");
+}
+
+}  // namespace
+}  // namespace replisim::core
