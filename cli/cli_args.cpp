@@ -2,13 +2,17 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <functional>
+
+#include <CLI/CLI.hpp>
 
 #include "cli/progress.h"
 #include "core/base/error.h"
 #include "core/base/json_cursor.h"
 #include "core/base/units.h"
+#include "core/scenario/scenario.h"
 #include "core/strategy/strategy.h"
 
 namespace replisim::cli {
@@ -17,16 +21,6 @@ namespace {
 using core::InputError;
 
 const std::vector<std::string> kCommands = {"simulate", "plan", "report", "help", "version"};
-
-// The flags each command accepts, in the order messages list them.
-std::vector<std::string> flags_of(const std::string& command) {
-  if (command == "simulate") {
-    return {"--strategy", "--seed",      "--json",   "--help",         "--trace",
-            "--force",    "--trace-out", "--strict", "--trace-window", "--progress"};
-  }
-  if (command == "plan") return {"--strategy", "--seed", "--json", "--help"};
-  return {"--json", "--csv", "--trace", "--force", "--help", "--trace-window"};
-}
 
 std::string shell_quote(const std::string& word) {
   if (!word.empty() && word.find_first_of(" \t\n'\"\\$`*?") == std::string::npos) return word;
@@ -44,6 +38,32 @@ uint64_t parse_seed(const std::string& text) {
                      "expected an integer from 0 to 18446744073709551615, got \"" + text + "\"");
   }
   return seed;
+}
+
+// An integer in [lo, hi] for `flag`.
+int parse_int(const std::string& flag, const std::string& text, int lo, int hi) {
+  errno = 0;
+  char* end = nullptr;
+  const long value = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || value < lo || value > hi) {
+    throw InputError("", flag,
+                     "expected an integer from " + std::to_string(lo) + " to " +
+                         std::to_string(hi) + ", got \"" + text + "\"");
+  }
+  return int(value);
+}
+
+// --scale-compute: a factor in [1e-9, 1e9].
+double parse_scale(const std::string& text) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(value) || value < 1e-9 || value > 1e9) {
+    throw InputError("", "--scale-compute",
+                     "expected a factor from 1e-9 to 1e9 (0.01: a hundredth of every op's "
+                     "FLOP), got \"" +
+                         text + "\"");
+  }
+  return value;
 }
 
 // "FROM..UNTIL": two times ("30 s", "500 ms", or bare seconds), either may be empty (from the
@@ -81,97 +101,164 @@ void parse_trace_window(CliArgs& args, const std::string& text) {
   args.trace_window = true;
 }
 
-std::string file_name(const std::string& flag, const std::string& value) {
-  if (value.empty()) throw InputError("", flag, "needs a file name, got an empty one");
-  return value;
+// Values kept as typed by CLI11, checked here so that every message names its flag.
+struct RawValues {
+  std::string seed, steps, scale, window, strategy;
+};
+
+void add_plan_knobs(CLI::App* sub, RawValues& raw, bool with_strategy = true) {
+  if (with_strategy) {
+    sub->add_option("--strategy", raw.strategy, "in_graph, between_graph or both (default both)")
+        ->type_name("NAME");
+  }
+  sub->add_option("--seed", raw.seed, "seed of the start-up stagger and jitter draws (default 1)")
+      ->type_name("N");
+  sub->add_option("--steps", raw.steps, "steps to train instead of the scenario's training.steps")
+      ->type_name("N");
+  sub->add_option("--scale-compute", raw.scale,
+                  "multiply every op's FLOP by F (a large model on a small machine)")
+      ->type_name("F");
 }
 
-// Applies `flag`, one of flags_of(args.command); `value()` takes the word after it.
-void apply_flag(CliArgs& args, const std::string& flag, const std::function<std::string()>& value) {
-  if (flag == "--strategy") {
-    args.strategy = value();
+void add_outputs(CLI::App* sub, CliArgs& args, RawValues& raw, bool native_out) {
+  sub->add_option("--json", args.json_path, "write the summary of every run (JSON)")
+      ->type_name("FILE");
+  sub->add_option("--trace", args.trace_path, "write a Chrome Trace Event file (Perfetto)")
+      ->type_name("FILE");
+  sub->add_option("--trace-window", raw.window,
+                  "keep the Chrome trace to FROM..UNTIL seconds of simulated time")
+      ->type_name("FROM..UNTIL");
+  if (native_out) {
+    sub->add_option("--trace-out", args.trace_out_path,
+                    "write the native trace of every run (for report)")
+        ->type_name("FILE");
+  }
+  sub->add_flag("--force", args.force, "replace existing output files");
+}
+
+// The commands and their flags (docs/cli.md).
+void define(CLI::App& app, CliArgs& args, RawValues& raw) {
+  app.require_subcommand(1, 1);
+  CLI::App* simulate =
+      app.add_subcommand("simulate", "predict each strategy with SimGrid; print the report");
+  simulate->add_option("SCENARIO", args.scenario, "the scenario file")->required()->type_name("");
+  add_plan_knobs(simulate, raw);
+  add_outputs(simulate, args, raw, true);
+  simulate->add_flag("--strict", args.strict, "fail when a GPU cannot hold its share of a plan");
+  simulate->add_option("--progress", args.progress, "auto (default), bar, json or none")
+      ->type_name("MODE");
+
+  CLI::App* plan = app.add_subcommand("plan", "print the compiled plan");
+  plan->add_option("SCENARIO", args.scenario, "the scenario file")->required()->type_name("");
+  add_plan_knobs(plan, raw);
+  plan->add_flag("--json", args.json_stdout, "print the plan data (an array for both)");
+
+  CLI::App* report =
+      app.add_subcommand("report", "print the report of saved native traces, without running");
+  report->add_option("TRACE", args.trace_files, "native trace files ('-': standard input)")
+      ->required()
+      ->type_name("");
+  add_outputs(report, args, raw, false);
+  report->add_option("--csv", args.csv_path, "write every event as CSV")->type_name("FILE");
+}
+
+// A flag given twice is refused whatever CLI11 would make of it.
+void refuse_repeats(const std::vector<std::string>& words) {
+  std::vector<std::string> seen;
+  for (size_t i = 1; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (w.size() < 3 || w.compare(0, 2, "--") != 0) continue;
+    const std::string flag = w.substr(0, w.find('='));
+    if (std::find(seen.begin(), seen.end(), flag) != seen.end()) {
+      throw InputError("", flag, "given twice");
+    }
+    seen.push_back(flag);
+  }
+}
+
+// The first word: a command, or --help / --version; an unknown one suggests the nearest.
+void check_command(const std::vector<std::string>& words) {
+  if (words.empty()) throw InputError("", "", "no command given; run replisim --help");
+  const std::string& first = words.front();
+  if (first[0] == '-' || std::find(kCommands.begin(), kCommands.end(), first) != kCommands.end()) {
+    return;
+  }
+  const std::string near = core::nearest_name(first, kCommands);
+  throw InputError("", first,
+                   "unknown command" +
+                       (near.empty() ? std::string("") : "; did you mean " + near + "?") +
+                       " (commands: simulate, plan, report, --version, --help)");
+}
+
+std::vector<std::string> flag_names(const CLI::App& sub) {
+  std::vector<std::string> names;
+  for (const CLI::Option* o : sub.get_options()) {
+    for (const std::string& name : o->get_lnames()) names.push_back("--" + name);
+  }
+  return names;
+}
+
+// CLI11's error, as the project's one line naming the flag or argument.
+[[noreturn]] void translate(const CLI::ParseError& e, const CLI::App& app) {
+  const std::vector<CLI::App*> chosen = app.get_subcommands();
+  const CLI::App* sub = chosen.empty() ? nullptr : chosen.front();
+  const std::string command = sub != nullptr ? sub->get_name() : "replisim";
+  if (const auto* extras = dynamic_cast<const CLI::ExtrasError*>(&e)) {
+    std::string word = extras->what();
+    word = word.substr(word.find_last_of(' ') + 1);
+    if (word.size() > 1 && word[0] == '-' && sub != nullptr) {
+      const std::vector<std::string> flags = flag_names(*sub);
+      const std::string near = core::nearest_name(word.substr(0, word.find('=')), flags);
+      throw InputError("", word,
+                       "unknown flag for " + command +
+                           (near.empty() ? "; flags: " + core::join_names(flags)
+                                         : "; did you mean " + near + "?"));
+    }
+    throw InputError("", word, "unexpected argument (one scenario file per run)");
+  }
+  if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) {
+    if (command == "report") throw InputError("", "", "report needs at least one TRACE file");
+    if (sub != nullptr) throw InputError("", "", command + " needs a SCENARIO file");
+  }
+  std::string what = e.what();
+  const size_t colon = what.find(": ");
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr && colon != std::string::npos &&
+      what.rfind("--", 0) == 0) {
+    throw InputError("", what.substr(0, colon), "needs a value");
+  }
+  throw InputError("", command, what);
+}
+
+// The checks CLI11 leaves to us, after parsing.
+void check_values(CliArgs& args, const RawValues& raw) {
+  if (!raw.strategy.empty()) {
+    args.strategy = raw.strategy;
     if (args.strategy != "both" && core::find_strategy(args.strategy) == nullptr) {
       throw InputError(
           "", "--strategy",
           "unknown strategy \"" + args.strategy + "\"; valid: in_graph, between_graph, both");
     }
-  } else if (flag == "--seed") {
-    args.seed = parse_seed(value());
-  } else if (flag == "--json" && args.command == "plan") {
-    args.json_stdout = true;
-  } else if (flag == "--json") {
-    args.json_path = file_name(flag, value());
-  } else if (flag == "--trace") {
-    args.trace_path = file_name(flag, value());
-  } else if (flag == "--trace-window") {
-    parse_trace_window(args, value());
-  } else if (flag == "--trace-out") {
-    args.trace_out_path = file_name(flag, value());
-  } else if (flag == "--csv") {
-    args.csv_path = file_name(flag, value());
-  } else if (flag == "--force") {
-    args.force = true;
-  } else if (flag == "--strict") {
-    args.strict = true;
-  } else if (flag == "--progress") {
-    args.progress = value();
-    parse_progress_mode(args.progress);  // rejects an unknown mode here, before any run
   }
-}
-
-void add_positional(CliArgs& args, const std::string& word) {
-  if (args.command == "report") {
-    args.trace_files.push_back(word);
-  } else if (args.scenario.empty()) {
-    args.scenario = word;
-  } else {
-    throw InputError("", word, "unexpected argument (one scenario file per run)");
+  if (!raw.seed.empty()) args.seed = parse_seed(raw.seed);
+  if (!raw.steps.empty()) args.steps = parse_int("--steps", raw.steps, 1, core::limits::kMaxSteps);
+  if (!raw.scale.empty()) args.scale_compute = parse_scale(raw.scale);
+  if (!raw.window.empty()) parse_trace_window(args, raw.window);
+  parse_progress_mode(args.progress);
+  if (args.trace_window && args.trace_path.empty()) {
+    throw InputError("", "--trace-window", "limits the Chrome trace: give --trace FILE too");
   }
-}
-
-// Sets args.command from the first word, or throws for an unknown command.
-void parse_command(CliArgs& args, const std::vector<std::string>& words) {
-  if (words.empty()) throw InputError("", "", "no command given; run replisim --help");
-  const std::string& first = words.front();
-  if (first == "--help" || first == "-h" || first == "help" || first == "--version" ||
-      first == "version") {
-    if (words.size() > 1) throw InputError("", words[1], "unexpected argument after " + first);
-    args.command = first.find("version") != std::string::npos ? "version" : "help";
-    return;
-  }
-  if (first != "simulate" && first != "plan" && first != "report") {
-    const std::string near = core::nearest_name(first, kCommands);
-    throw InputError("", first,
-                     "unknown command" +
-                         (near.empty() ? std::string("") : "; did you mean " + near + "?") +
-                         " (commands: simulate, plan, report, --version, --help)");
-  }
-  args.command = first;
 }
 
 }  // namespace
 
 std::string usage_text() {
-  return "usage:\n"
-         "  replisim simulate SCENARIO [--strategy in_graph|between_graph|both] [--seed N]\n"
-         "                    [--json FILE] [--trace FILE [--trace-window FROM..UNTIL]]\n"
-         "                    [--trace-out FILE] [--force] [--strict]\n"
-         "                    [--progress auto|bar|json|none]\n"
-         "  replisim report TRACE... [--json FILE] [--csv FILE]\n"
-         "                    [--trace FILE [--trace-window FROM..UNTIL]] [--force]\n"
-         "  replisim plan SCENARIO [--strategy in_graph|between_graph|both] [--seed N] [--json]\n"
-         "  replisim --version | --help\n"
-         "\n"
-         "simulate  predicts each strategy with SimGrid and prints a side-by-side report;\n"
-         "          --json writes the summary, --trace a Chrome trace (Perfetto),\n"
-         "          --trace-window keeps the Chrome trace to a span of simulated time;\n"
-         "          --trace-out the native trace of the runs (for report);\n"
-         "          --progress shows how far each run got (auto: a bar on a terminal);\n"
-         "          existing files are kept unless --force is given.\n"
-         "report    prints the same report from saved native traces, without simulating;\n"
-         "          --csv writes their events as CSV.\n"
-         "plan      prints the compiled plan (--json: the plan data, an array for 'both').\n"
-         "exit codes: 0 success, 2 bad input, 1 a failed run, an output that cannot be written\n"
+  CliArgs args;
+  RawValues raw;
+  CLI::App app{"replisim: predicts, runs and explains in-graph and between-graph replication",
+               "replisim"};
+  define(app, args, raw);
+  return app.help() +
+         "\nexit codes: 0 success, 2 bad input, 1 a failed run, an output that cannot be written\n"
          "or an internal error, 130 cancelled (Ctrl-C). Docs: docs/cli.md\n";
 }
 
@@ -182,44 +269,44 @@ CliArgs parse_cli_args(int argc, const char* const* argv) {
     args.command_line += shell_quote(argv[i]);
   }
   const std::vector<std::string> words(argv + (argc > 0 ? 1 : 0), argv + argc);
-  parse_command(args, words);
-  if (args.command == "help" || args.command == "version") return args;
-  const std::vector<std::string> flags = flags_of(args.command);
-  std::vector<std::string> seen;
-  for (size_t i = 1; i < words.size(); ++i) {
-    const std::string& w = words[i];
-    if (w.size() <= 1 || w[0] != '-') {
-      add_positional(args, w);
-      continue;
-    }
-    if (std::find(seen.begin(), seen.end(), w) != seen.end()) {
-      throw InputError("", w, "given twice");
-    }
-    seen.push_back(w);
-    if (w == "--help" || w == "-h") {
-      args.command = "help";
-      return args;
-    }
-    if (std::find(flags.begin(), flags.end(), w) == flags.end()) {
-      const std::string near = core::nearest_name(w, flags);
-      throw InputError("", w,
-                       "unknown flag for " + args.command +
-                           (near.empty() ? "; flags: " + core::join_names(flags)
-                                         : "; did you mean " + near + "?"));
-    }
-    apply_flag(args, w, [&] {
-      if (i + 1 >= words.size()) throw InputError("", w, "needs a value");
-      return words[++i];
-    });
+  check_command(words);
+  const std::string& first = words.front();
+  if (first == "--help" || first == "-h" || first == "help" || first == "--version" ||
+      first == "version") {
+    if (words.size() > 1) throw InputError("", words[1], "unexpected argument after " + first);
+    args.command = first.find("version") != std::string::npos ? "version" : "help";
+    if (args.command == "help") args.help_text = usage_text();
+    return args;
   }
-  if (args.trace_window && args.trace_path.empty()) {
-    throw InputError("", "--trace-window", "limits the Chrome trace: give --trace FILE too");
+  refuse_repeats(words);
+  RawValues raw;
+  CLI::App app{"replisim: predicts, runs and explains in-graph and between-graph replication",
+               "replisim"};
+  define(app, args, raw);
+  std::vector<std::string> reversed(words.rbegin(), words.rend());  // CLI11 takes them reversed
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    args.command = "help";
+    args.help_text = app.help();
+    return args;
+  } catch (const CLI::ParseError& e) {
+    translate(e, app);
   }
-  if (args.command == "report" && args.trace_files.empty()) {
-    throw InputError("", "", "report needs at least one TRACE file");
-  }
-  if (args.command != "report" && args.scenario.empty()) {
-    throw InputError("", "", args.command + " needs a SCENARIO file");
+  args.command = app.get_subcommands().front()->get_name();
+  check_values(args, raw);
+  for (const auto& [flag, value] :
+       std::vector<std::pair<std::string, std::string>>{{"--json", args.json_path},
+                                                        {"--trace", args.trace_path},
+                                                        {"--trace-out", args.trace_out_path},
+                                                        {"--csv", args.csv_path}}) {
+    const std::vector<std::string>::const_iterator given = std::find_if(
+        words.begin(), words.end(),
+        [&flag](const std::string& w) { return w == flag || w.rfind(flag + "=", 0) == 0; });
+    const bool takes_file = !(flag == "--json" && args.command == "plan");
+    if (given != words.end() && value.empty() && takes_file) {
+      throw InputError("", flag, "needs a file name, got an empty one");
+    }
   }
   return args;
 }

@@ -1,4 +1,5 @@
-// Command-line flags of the `replisim` executable (docs/cli.md).
+// Command-line flags of the `replisim` executable (docs/cli.md), parsed with CLI11: one
+// subcommand per command, generated --help, and the project's own one-line errors (exit 2).
 #pragma once
 
 #include <cstdint>
@@ -9,33 +10,48 @@
 namespace replisim::cli {
 
 struct CliArgs {
-  std::string command;                   // "simulate", "plan", "report", "help", "version"
-  std::string scenario;                  // simulate, plan: path of the scenario file
+  // "simulate", "plan", "report", "run", "node", "help", "version"
+  std::string command;
+  std::string help_text;                 // help: what --help printed for the command asked about
+  std::string scenario;                  // simulate, plan, run: path of the scenario file
   std::vector<std::string> trace_files;  // report: native trace files, in the order given
-  std::string strategy = "both";         // in_graph | between_graph | both
+  std::string strategy = "both";         // in_graph | between_graph | both (run: between_graph)
   uint64_t seed = 1;
-  std::string json_path;     // simulate, report: --json FILE
+  std::string json_path;     // simulate, report, run: --json FILE
   bool json_stdout = false;  // plan: --json (print the plan data)
-  std::string trace_path;    // simulate, report: --trace FILE (Chrome Trace Event JSON)
-  double trace_from_s = 0;   // simulate, report: --trace-window FROM..UNTIL (seconds)
+  std::string trace_path;    // simulate, report, run: --trace FILE (Chrome Trace Event JSON)
+  double trace_from_s = 0;   // --trace-window FROM..UNTIL (seconds)
   double trace_until_s = std::numeric_limits<double>::infinity();
   bool trace_window = false;      // --trace-window given
-  std::string trace_out_path;     // simulate: --trace-out FILE (native trace)
+  std::string trace_out_path;     // simulate, run: --trace-out FILE (native trace)
   std::string csv_path;           // report: --csv FILE (events as CSV)
   bool force = false;             // overwrite existing output files
   bool strict = false;            // simulate: fail when a GPU cannot hold its share of the plan
-  std::string progress = "auto";  // simulate: --progress auto|bar|json|none
-  std::string command_line;       // as typed, for provenance
+  std::string progress = "auto";  // simulate, run: --progress auto|bar|json|none
+  int steps = 0;                  // simulate, plan, run: --steps N (0: the scenario's)
+  double scale_compute = 1;       // simulate, plan, run: --scale-compute F
+  // run, node
+  std::string checkpoint_dir;  // --checkpoint-dir DIR (a new directory)
+  int threads = 1;             // --threads N per device (CPU compute)
+  // node
+  std::string plan_path;     // --plan PLAN.json
+  std::string role;          // --role NAME
+  std::string cluster_path;  // --cluster CLUSTER.json
+  int listen_fd = -1;        // --listen-fd N: a listening socket the launcher opened
+  std::string node_trace;    // --trace-out FILE: the node's own native trace
+  std::string command_line;  // as typed, for provenance
 };
 
 // Parses argv. Throws core::InputError("", "<flag>", message) on an unknown command or flag, a
 // flag given twice, a missing or bad value, a missing or extra positional argument; an unknown
-// flag suggests the nearest known one.
+// command or flag suggests the nearest known one. --help gives command "help" with the generated
+// help of the command it follows (or of replisim).
 CliArgs parse_cli_args(int argc, const char* const* argv);
 
 // The strategies a --strategy value selects ("both" = in_graph then between_graph).
 std::vector<std::string> selected_strategies(const CliArgs& args);
 
+// replisim's generated help (every command, one line each).
 std::string usage_text();
 
 }  // namespace replisim::cli

@@ -43,6 +43,26 @@ nlohmann::json provenance(const CliArgs& args, const LoadedScenario& loaded) {
           {"command_line", args.command_line}};
 }
 
+// The plans a command runs: the scenario (with --steps in place of its training.steps) compiled
+// for each selected strategy with --seed and --scale-compute.
+std::vector<core::Plan> compile_plans(const LoadedScenario& loaded, const CliArgs& args) {
+  core::Scenario scenario = loaded.scenario;
+  if (args.steps > 0) {
+    if (args.steps <= scenario.training.warmup_steps) {
+      throw core::InputError("", "--steps",
+                             "must be greater than the scenario's warmup_steps (" +
+                                 std::to_string(scenario.training.warmup_steps) + ")");
+    }
+    scenario.training.steps = args.steps;
+  }
+  std::vector<core::Plan> plans;
+  for (const std::string& strategy : selected_strategies(args)) {
+    plans.push_back(core::compile_plan(scenario, strategy,
+                                       core::CompileOptions{args.seed, args.scale_compute}));
+  }
+  return plans;
+}
+
 }  // namespace
 
 // --strict: a GPU that cannot hold its share of the plan is bad input, at its "memory" field.
@@ -88,12 +108,11 @@ int run_simulate(const CliArgs& args, std::ostream& out) {
   add_run_outputs(outputs, args, runs);
   const std::unique_ptr<core::Backend> backend = core::create_backend("sim");
   // Every plan first, so that each run's provenance lists all of them.
-  std::vector<core::Plan> plans;
+  const std::vector<core::Plan> plans = compile_plans(loaded, args);
   runs.provenance = provenance(args, loaded);
-  for (const std::string& strategy : selected_strategies(args)) {
-    plans.push_back(core::compile_plan(loaded.scenario, strategy, core::CompileOptions{args.seed}));
-    runs.provenance["plan_hashes"][strategy] = core::plan_hash(plans.back());
-    if (args.strict) require_memory_fits(loaded.scenario, plans.back());
+  for (const core::Plan& plan : plans) {
+    runs.provenance["plan_hashes"][plan.strategy] = core::plan_hash(plan);
+    if (args.strict) require_memory_fits(loaded.scenario, plan);
   }
   core::RunOptions options;
   options.provenance = runs.provenance;
@@ -130,10 +149,7 @@ int run_simulate(const CliArgs& args, std::ostream& out) {
 
 int run_plan(const CliArgs& args, std::ostream& out) {
   const LoadedScenario loaded = load(args.scenario);
-  std::vector<core::Plan> plans;
-  for (const std::string& strategy : selected_strategies(args)) {
-    plans.push_back(core::compile_plan(loaded.scenario, strategy, core::CompileOptions{args.seed}));
-  }
+  const std::vector<core::Plan> plans = compile_plans(loaded, args);
   if (args.json_stdout) {
     if (plans.size() == 1) {
       out << core::dump_json(core::plan_to_json(plans.front()), 1) << "\n";

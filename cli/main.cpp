@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
     const cli::CliArgs args = cli::parse_cli_args(argc, argv);
     int code = 0;
     if (args.command == "help") {
-      std::cout << cli::usage_text();
+      std::cout << args.help_text;
     } else if (args.command == "version") {
       std::cout << cli::version_text() << "\n";
     } else if (args.command == "plan") {

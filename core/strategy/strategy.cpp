@@ -76,6 +76,19 @@ double estimated_round_time_s(const Plan& plan) {
 
 namespace strategy_detail {
 
+void apply_compute_scale(Plan& plan, const CompileOptions& options) {
+  if (options.compute_scale == 1) return;
+  auto scale = [&](ClientGraph& graph) {
+    for (Op& op : graph.ops) op.compute_flop *= options.compute_scale;
+  };
+  for (ClientGraph& graph : plan.clients) scale(graph);
+  scale(plan.sync_replicas.chief_graph);
+  plan.notes.push_back("every op's compute is scaled by " +
+                       dump_json(nlohmann::json(options.compute_scale)) +
+                       " (--scale-compute): the times are those of a model with that much less "
+                       "(or more) arithmetic");
+}
+
 std::string granularity_label(const Scenario& scenario, size_t groups) {
   if (groups >= scenario.model.layers.size()) return "layer";
   return std::to_string(groups) + (groups == 1 ? " group" : " groups");

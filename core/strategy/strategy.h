@@ -14,6 +14,9 @@ namespace replisim::core {
 
 struct CompileOptions {
   uint64_t seed = 1;  // start-up stagger and per-step jitter draws (random.h)
+  // Every op's compute is multiplied by this (--scale-compute): a large model's plan on a small
+  // machine, identical but for its FLOP, so that a prediction and a real run share one plan.
+  double compute_scale = 1;
 };
 
 struct Strategy {
@@ -56,6 +59,9 @@ int add_role(Plan& plan, const std::string& name, RoleKind kind, int device, boo
 // workers (kind "role") or, when it hits a PS, the in-graph client or a tower, fails the job
 // (kind "job").
 void add_faults(const Scenario& scenario, Plan& plan);
+// Multiplies every op's compute_flop by options.compute_scale and says so in the plan's notes
+// (nothing when it is 1). Call before anything derives a time from the FLOP (the stagger).
+void apply_compute_scale(Plan& plan, const CompileOptions& options);
 // "layer" when every layer is its own group, else "<N> group(s)" (what the report says ran).
 std::string granularity_label(const Scenario& scenario, size_t groups);
 // FLOP that makes a CPU spend batch / input_samples_per_s seconds on the input pipeline.

@@ -136,6 +136,7 @@ Plan compile_between_graph(const Scenario& scenario, const CompileOptions& optio
   if (t.sync.synchronous) add_sync_replicas(scenario, plan, layout);
   add_faults(scenario, plan);
   account_ps_memory(plan, scenario);
+  apply_compute_scale(plan, options);
   // The chief starts first; the others within the stagger, as TF workers come up one by one
   // after the chief has initialised the variables (seeded; docs/scenario-format.md).
   const double stagger_s = t.jitter.startup_stagger_s == kAutoStagger ? estimated_round_time_s(plan)

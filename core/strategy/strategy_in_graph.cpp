@@ -165,6 +165,7 @@ Plan compile_in_graph(const Scenario& scenario, const CompileOptions& options) {
   graph.global_step_op = increment;
   graph.ops = builder.take();
   plan.clients.push_back(std::move(graph));
+  apply_compute_scale(plan, options);
   return plan;
 }
 

@@ -243,3 +243,58 @@ TEST(Cli, PlanPrintsTextAndJson) {
 
 }  // namespace
 }  // namespace replisim
+
+namespace replisim {
+namespace {
+
+// --steps and --scale-compute change the plan and nothing else: the same ops, a hundredth of
+// their FLOP, the steps given; the plan says so in a note.
+TEST(Cli, StepsAndScaleComputeShapeThePlan) {
+  const test::BinaryResult base =
+      run_replisim({"plan", seed_scenario(), "--strategy", "between_graph", "--json"});
+  const test::BinaryResult scaled =
+      run_replisim({"plan", seed_scenario(), "--strategy", "between_graph", "--json", "--steps",
+                    "25", "--scale-compute", "0.01"});
+  ASSERT_EQ(base.exit_code, 0) << base.err;
+  ASSERT_EQ(scaled.exit_code, 0) << scaled.err;
+  const nlohmann::json a = nlohmann::json::parse(base.out), b = nlohmann::json::parse(scaled.out);
+  EXPECT_EQ(b["steps"], 25);
+  const nlohmann::json& ops_a = a["clients"][0]["ops"];
+  const nlohmann::json& ops_b = b["clients"][0]["ops"];
+  ASSERT_EQ(ops_a.size(), ops_b.size());
+  int scaled_ops = 0;
+  for (size_t k = 0; k < ops_a.size(); ++k) {
+    if (!ops_a[k].contains("compute_flop")) continue;
+    EXPECT_DOUBLE_EQ(ops_b[k]["compute_flop"].get<double>(),
+                     ops_a[k]["compute_flop"].get<double>() * 0.01);
+    ++scaled_ops;
+  }
+  EXPECT_GT(scaled_ops, 10);
+  EXPECT_NE(b["notes"].dump().find("--scale-compute"), std::string::npos);
+  for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{
+           {"plan", seed_scenario(), "--steps", "0"},
+           {"plan", seed_scenario(), "--steps", "5"},  // not above the warm-up (10)
+           {"plan", seed_scenario(), "--steps", "x"},
+           {"simulate", seed_scenario(), "--scale-compute", "-1"},
+           {"simulate", seed_scenario(), "--scale-compute", "nan"}}) {
+    const test::BinaryResult r = run_replisim(bad);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+TEST(Cli, HelpIsGeneratedPerCommand) {
+  const test::BinaryResult top = run_replisim({"--help"});
+  EXPECT_EQ(top.exit_code, 0);
+  for (const char* command : {"simulate", "plan", "report"}) {
+    EXPECT_NE(top.out.find(command), std::string::npos) << top.out;
+  }
+  const test::BinaryResult simulate = run_replisim({"simulate", "--help"});
+  EXPECT_EQ(simulate.exit_code, 0);
+  for (const char* flag : {"--steps", "--scale-compute", "--progress", "--trace-window"}) {
+    EXPECT_NE(simulate.out.find(flag), std::string::npos) << simulate.out;
+  }
+}
+
+}  // namespace
+}  // namespace replisim
