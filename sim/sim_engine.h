@@ -21,11 +21,11 @@
 #include "sim/sim_network.h"
 #include "sim/sim_recovery.h"
 #include "sim/sim_run_state.h"
-#include "sim/sim_sync.h"
+#include "core/backend/sync_queues.h"
 
 namespace replisim::sim::detail {
 
-class SimRun : public SyncHost, public NetworkHost {
+class SimRun : public core::SyncHost, public NetworkHost {
  public:
   using Progress = std::function<void(const core::RunProgress&)>;
   // `plan` (valid) and `sink` must outlive the run. `progress`, when set, is called from inside
@@ -101,7 +101,7 @@ class SimRun : public SyncHost, public NetworkHost {
   std::vector<ClientState> clients_;  // one per graph
   LinkFaults links_;
   Network network_;
-  SyncQueues sync_;
+  core::SyncQueues sync_;
   JobRecovery recovery_;
   sg4::Host* service_host_ = nullptr;        // runs the driver; no links, never fails
   std::deque<std::pair<int, int>> pending_;  // completions waiting to be propagated

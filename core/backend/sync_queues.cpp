@@ -1,13 +1,13 @@
-#include "sim/sim_sync.h"
+#include "core/backend/sync_queues.h"
 
 #include <string>
 
-namespace replisim::sim::detail {
+namespace replisim::core {
 
-SyncQueues::SyncQueues(const core::Plan& plan, core::TraceRecorder& recorder, SyncHost& host)
-    : plan_(plan), graphs_(core::step_graphs(plan)), recorder_(recorder), host_(host) {
+SyncQueues::SyncQueues(const Plan& plan, TraceRecorder& recorder, SyncHost& host)
+    : plan_(plan), graphs_(step_graphs(plan)), recorder_(recorder), host_(host) {
   if (plan.sync != "sync") return;
-  const core::SyncReplicas& sr = plan.sync_replicas;
+  const SyncReplicas& sr = plan.sync_replicas;
   enabled_ = true;
   strict_ = sr.variant == "strict";
   replicas_to_aggregate_ = sr.replicas_to_aggregate;
@@ -24,15 +24,15 @@ void SyncQueues::reset() {
   done_ = global_step >= plan_.steps;
 }
 
-bool SyncQueues::dispatch(int c, int op, core::OpKind kind) {
+bool SyncQueues::dispatch(int c, int op, OpKind kind) {
   switch (kind) {
-    case core::OpKind::kTakeGradient:
+    case OpKind::kTakeGradient:
       take_gradient(c, op);
       return true;
-    case core::OpKind::kTokenDequeue:
+    case OpKind::kTokenDequeue:
       dequeue_token(c, op);
       return true;
-    case core::OpKind::kTokenEnqueue:
+    case OpKind::kTokenEnqueue:
       enqueue_tokens();
       host_.sync_complete(c, op);
       return true;
@@ -41,12 +41,17 @@ bool SyncQueues::dispatch(int c, int op, core::OpKind kind) {
   }
 }
 
-void SyncQueues::accumulate(int c, int op, int64_t step, double now) {
+bool SyncQueues::fresh(int c, int op) const {
+  const int v = graphs_[size_t(c)]->ops[size_t(op)].variable;
+  return host_.local_step(c) >= accumulator_step_[size_t(v)];
+}
+
+bool SyncQueues::accumulate(int c, int op, int64_t step, double now) {
   const int v = graphs_[size_t(c)]->ops[size_t(op)].variable;
   const int64_t local_step = host_.local_step(c);
   if (local_step < accumulator_step_[size_t(v)]) {
     recorder_.dropped(c, op, step, now, local_step, accumulator_step_[size_t(v)]);
-    return;
+    return false;
   }
   ++accumulated_[size_t(v)];
   const auto [waiting_client, waiting_op] = waiting_take_[size_t(v)];
@@ -54,6 +59,7 @@ void SyncQueues::accumulate(int c, int op, int64_t step, double now) {
     waiting_take_[size_t(v)] = {-1, -1};
     take_gradient(waiting_client, waiting_op);
   }
+  return true;
 }
 
 void SyncQueues::take_gradient(int c, int op) {
@@ -91,7 +97,7 @@ void SyncQueues::enqueue_tokens() {
   for (const auto& [c, op] : waiting) dequeue_token(c, op);
 }
 
-core::StallRecord SyncQueues::stall(const std::vector<bool>& finished,
+StallRecord SyncQueues::stall(const std::vector<bool>& finished,
                                     const std::vector<bool>& dead, double last_update_s,
                                     double now) const {
   const int workers = int(plan_.clients.size());
@@ -123,4 +129,4 @@ core::StallRecord SyncQueues::stall(const std::vector<bool>& finished,
   return {last_update_s, host_.global_step(), live, now, cause};
 }
 
-}  // namespace replisim::sim::detail
+}  // namespace replisim::core

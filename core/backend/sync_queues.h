@@ -1,4 +1,4 @@
-// Synchronous between-graph training in the simulation (internal to sim/): TF's
+// Synchronous between-graph training, as every backend keeps it: TF's
 // SyncReplicasOptimizer (tensorflow/python/training/sync_replicas_optimizer.py, TF 1.x) and its
 // ConditionalAccumulator (tensorflow/core/kernels/conditional_accumulator_base.cc):
 // - apply_grad drops a gradient whose local_step is older than the accumulator's global step;
@@ -19,7 +19,7 @@
 #include "core/plan/plan.h"
 #include "core/trace/trace_meta.h"
 
-namespace replisim::sim::detail {
+namespace replisim::core {
 
 // What the sync queues need from the step engine.
 class SyncHost {
@@ -38,19 +38,23 @@ class SyncHost {
 // The accumulators (one per slice, keyed by the slice's first variable) and the token queue.
 class SyncQueues {
  public:
-  SyncQueues(const core::Plan& plan, core::TraceRecorder& recorder, SyncHost& host);
+  SyncQueues(const Plan& plan, TraceRecorder& recorder, SyncHost& host);
   bool enabled() const { return enabled_; }
   // Empty accumulators at global_step and the chief's initial tokens (get_init_tokens_op), as a
   // new session (the first, or after a restart) starts them.
   void reset();
   // Runs a take, dequeue or enqueue op (`kind`: its kind); false when it is none of them.
-  bool dispatch(int c, int op, core::OpKind kind);
+  bool dispatch(int c, int op, OpKind kind);
   // An accumulate op of client `c` finished (at `now`, in its local step `step`): its gradient
-  // counts, or is dropped as stale.
-  void accumulate(int c, int op, int64_t step, double now);
+  // counts (true: the backend adds it to the accumulator's value, if it keeps values), or is
+  // dropped as stale (false; recorded).
+  bool accumulate(int c, int op, int64_t step, double now);
+  // Whether accumulate(c, op, ...) would count the gradient now (a backend that keeps values
+  // adds it to the accumulator first, since counting it may let a waiting take complete).
+  bool fresh(int c, int op) const;
   // Why training stopped short of Plan::steps. `finished` and `dead`: per client graph (the
   // chief's sync op last); `last_update_s`: when global_step last moved.
-  core::StallRecord stall(const std::vector<bool>& finished, const std::vector<bool>& dead,
+  StallRecord stall(const std::vector<bool>& finished, const std::vector<bool>& dead,
                           double last_update_s, double now) const;
 
  private:
@@ -58,9 +62,9 @@ class SyncQueues {
   void dequeue_token(int c, int op);
   void enqueue_tokens();
 
-  const core::Plan& plan_;
-  std::vector<const core::ClientGraph*> graphs_;  // core::step_graphs(plan_)
-  core::TraceRecorder& recorder_;
+  const Plan& plan_;
+  std::vector<const ClientGraph*> graphs_;  // step_graphs(plan_)
+  TraceRecorder& recorder_;
   SyncHost& host_;
   bool enabled_ = false;
   bool strict_ = false;
@@ -74,4 +78,4 @@ class SyncQueues {
   bool done_ = false;  // global_step reached Plan::steps: dequeues return at once
 };
 
-}  // namespace replisim::sim::detail
+}  // namespace replisim::core
