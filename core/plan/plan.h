@@ -128,6 +128,22 @@ struct PlanFault {
   std::string description;  // "machine w3 dies", "w3/gpu0 at 0.5x", ... (reports, trace)
 };
 
+// The update rule of the applies (training.optimizer, training.learning_rate), as TF's Apply* ops
+// compute it: sgd w -= lr g; momentum a = m a + g, w -= lr a; adam with bias correction
+// (tensorflow/core/kernels/training_ops.cc). Constants are TF's defaults: momentum 0.9 (the
+// usual choice; TF requires it), beta1 0.9, beta2 0.999, epsilon 1e-8. The simulator charges the
+// applies' FLOP only; the real backend computes them.
+struct OptimizerRule {
+  std::string name = "sgd";  // "sgd", "momentum", "adam"
+  double learning_rate = 0.0625;
+  double momentum = 0.9;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double epsilon = 1e-8;
+  int slots = 0;  // optimizer state per parameter (momentum 1, adam 2)
+  bool is_default() const { return name == "sgd" && learning_rate == 0.0625; }
+};
+
 struct Plan {
   std::string scenario_name;
   std::string strategy;        // "in_graph" or "between_graph"
@@ -141,6 +157,7 @@ struct Plan {
   std::vector<PlanFault> faults;
   CheckpointPolicy checkpoints;
   RecoveryPolicy recovery;
+  OptimizerRule optimizer;
   int steps = 0;
   int warmup_steps = 0;
   int batch_per_replica = 0;

@@ -155,6 +155,14 @@ void options_to_json(const Plan& plan, nlohmann::json& j) {
         {"summary_bytes", cp.summary_bytes},
         {"summary_disk_bandwidth_bytes_per_s", cp.summary_disk_bandwidth_bytes_per_s}};
   }
+  // Written only when not sgd at 1/16, so plans of the default read as before.
+  if (!plan.optimizer.is_default()) {
+    const OptimizerRule& o = plan.optimizer;
+    j["optimizer"] = {{"name", o.name},         {"learning_rate", o.learning_rate},
+                      {"momentum", o.momentum}, {"beta1", o.beta1},
+                      {"beta2", o.beta2},       {"epsilon", o.epsilon},
+                      {"slots", o.slots}};
+  }
   if (plan.recovery.enabled) {
     j["recovery"] = {{"detect_timeout_s", plan.recovery.detect_timeout_s},
                      {"restart_delay_s", plan.recovery.restart_delay_s},
@@ -276,6 +284,22 @@ CheckpointPolicy checkpoints_from_json(const JsonCursor& c) {
   return cp;
 }
 
+OptimizerRule optimizer_from_json(const JsonCursor& c) {
+  c.check_keys({"name", "learning_rate", "momentum", "beta1", "beta2", "epsilon", "slots"});
+  OptimizerRule o;
+  o.name = c.at("name").as_string();
+  if (o.name != "sgd" && o.name != "momentum" && o.name != "adam") {
+    c.at("name").fail("unknown optimizer \"" + o.name + "\"; valid: sgd, momentum, adam");
+  }
+  o.learning_rate = c.at("learning_rate").as_number_in(1e-12, 1e6);
+  o.momentum = c.at("momentum").as_number_in(0, 1);
+  o.beta1 = c.at("beta1").as_number_in(0, 1);
+  o.beta2 = c.at("beta2").as_number_in(0, 1);
+  o.epsilon = c.at("epsilon").as_number_in(0, 1);
+  o.slots = int(c.at("slots").as_int(0, 2));
+  return o;
+}
+
 RecoveryPolicy recovery_from_json(const JsonCursor& c) {
   c.check_keys({"detect_timeout_s", "restart_delay_s", "recovery_wait_s"});
   RecoveryPolicy r;
@@ -360,6 +384,7 @@ void options_from_json(const JsonCursor& c, Plan& plan) {
   }
   if (c.has("checkpoints")) plan.checkpoints = checkpoints_from_json(c.at("checkpoints"));
   if (c.has("recovery")) plan.recovery = recovery_from_json(c.at("recovery"));
+  if (c.has("optimizer")) plan.optimizer = optimizer_from_json(c.at("optimizer"));
   if (plan.sync == "sync") {
     plan.sync_replicas = sync_replicas_from_json(c.at("sync_replicas"), plan);
   } else if (c.has("sync_replicas")) {
@@ -394,7 +419,8 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& file) {
                 "sync_replicas",
                 "faults",
                 "checkpoints",
-                "recovery"});
+                "recovery",
+                "optimizer"});
   Plan plan;
   settings_from_json(c, plan);
   const JsonCursor notes = c.at("notes");

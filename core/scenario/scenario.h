@@ -112,6 +112,9 @@ struct OptimizerSpec {
   std::string name = "sgd";
   double apply_flop_per_param = 2;  // sgd: w -= lr g (1 mul + 1 sub)
   int slots_per_param = 0;          // momentum: 1 accumulator; adam: m and v
+  // training.learning_rate: the real backend's applies use it. The default, 1/16, is exact in
+  // float32, so that sums of updates can be checked bit for bit.
+  double learning_rate = 0.0625;
 };
 
 // Model-parallel placement rule (in-graph): layers whose name matches `layers` run on `device`.

@@ -247,10 +247,26 @@ RecoverySpec parse_recovery(const JsonCursor& c) {
 }  // namespace
 
 TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Model& model) {
-  c.check_keys({"batch_per_replica", "steps", "warmup_steps", "replicas", "client", "ps",
-                "variable_placement", "sync", "optimizer", "costs", "jitter", "granularity",
-                "placement", "data_steps_per_worker", "partition_min_bytes", "variables_on",
-                "checkpoint", "summaries", "recovery"});
+  c.check_keys({"batch_per_replica",
+                "steps",
+                "warmup_steps",
+                "replicas",
+                "client",
+                "ps",
+                "variable_placement",
+                "sync",
+                "optimizer",
+                "learning_rate",
+                "costs",
+                "jitter",
+                "granularity",
+                "placement",
+                "data_steps_per_worker",
+                "partition_min_bytes",
+                "variables_on",
+                "checkpoint",
+                "summaries",
+                "recovery"});
   TrainingSpec t;
   t.batch_per_replica = int(c.at("batch_per_replica").as_int(1, limits::kMaxBatch));
   t.steps = c.has("steps") ? int(c.at("steps").as_int(1, limits::kMaxSteps)) : kDefaultSteps;
@@ -281,6 +297,9 @@ TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Mod
         parse_data_steps(c.at("data_steps_per_worker"), int(t.workers.size()));
   }
   if (c.has("optimizer")) t.optimizer = parse_optimizer(c.at("optimizer"));
+  if (c.has("learning_rate")) {
+    t.optimizer.learning_rate = c.at("learning_rate").as_number_in(1e-12, 1e6);
+  }
   if (c.has("checkpoint")) t.checkpoint = parse_checkpoint(c.at("checkpoint"));
   if (c.has("summaries")) t.summaries = parse_summaries(c.at("summaries"), t.checkpoint);
   if (c.has("recovery")) t.recovery = parse_recovery(c.at("recovery"));

@@ -113,6 +113,9 @@ Plan plan_skeleton(const Scenario& scenario, const std::string& strategy,
   // Set again by the compilers from the groups actually formed (see granularity_label).
   plan.granularity = "layer";
   plan.seed = options.seed;
+  plan.optimizer.name = scenario.training.optimizer.name;
+  plan.optimizer.learning_rate = scenario.training.optimizer.learning_rate;
+  plan.optimizer.slots = scenario.training.optimizer.slots_per_param;
   for (size_t i = 0; i < scenario.training.ps.size(); ++i) {
     const int device = plan.platform.find_device(scenario.training.ps[i]);
     REPLISIM_ASSERT(device >= 0, "validated PS device not found");
