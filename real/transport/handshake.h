@@ -1,0 +1,93 @@
+// Who is on the other end of a connection: the handshake every connection starts with. The dialer
+// says which task it is, for which plan (its hash) and sends a random challenge; the listener
+// answers with its own challenge and a proof, HMAC-SHA256 keyed by the cluster token over both
+// tasks, the plan hash and both challenges; the dialer checks it and sends its proof the other way
+// round; the listener checks that and accepts. So each side proves it holds the token without
+// sending it, a recorded answer cannot be replayed (the other side's challenge is new each time),
+// and a listener refuses a challenge it has seen before. Comparisons are in constant time
+// (CRYPTO_memcmp). Pure state machines: the connection layer moves their frames.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <stdexcept>
+#include <string>
+
+#include "real/transport/frame.h"
+
+namespace replisim::real {
+
+using Nonce = std::array<uint8_t, 32>;
+using Proof = std::array<uint8_t, 32>;
+
+// 32 bytes from OpenSSL's RAND_bytes. Throws std::runtime_error when it fails.
+Nonce random_nonce();
+// HMAC-SHA256 of `data` keyed by `key` (OpenSSL libcrypto).
+Proof hmac_sha256(const std::string& key, const std::string& data);
+
+// The handshake failed: why, in one line (the caller names the peer).
+class HandshakeError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// An outgoing frame.
+struct Frame {
+  FrameHeader header;
+  std::string payload;
+};
+
+struct HandshakeConfig {
+  std::string token;      // the cluster token (the HMAC key); never sent
+  std::string plan_hash;  // 16 hex digits (core::plan_hash)
+  uint32_t self = 0;      // this task's index
+};
+
+// The side that connects.
+class HandshakeDialer {
+ public:
+  HandshakeDialer(const HandshakeConfig& config, uint32_t peer, const Nonce& challenge);
+  Frame hello() const;
+  // The listener's answer: checks it (task, plan, proof) and returns the dialer's proof.
+  // Throws HandshakeError.
+  Frame on_hello_reply(const FrameHeader& header, const std::string& payload);
+  // The listener accepted. Throws HandshakeError for any other frame or out of turn.
+  void on_auth_ok(const FrameHeader& header);
+  bool done() const { return state_ == State::kDone; }
+
+ private:
+  enum class State { kSentHello, kSentAuth, kDone };
+  const HandshakeConfig& config_;
+  uint32_t peer_;
+  Nonce challenge_;
+  State state_ = State::kSentHello;
+};
+
+// The side that accepts. `accepts` says whether a task may connect to this one; `seen` keeps the
+// dialers' challenges of this process (shared by its listeners) so that none is accepted twice.
+class HandshakeListener {
+ public:
+  HandshakeListener(const HandshakeConfig& config, std::function<bool(uint32_t)> accepts,
+                    std::set<Nonce>& seen, const Nonce& challenge);
+  // The dialer's hello: returns the answer. Throws HandshakeError.
+  Frame on_hello(const FrameHeader& header, const std::string& payload);
+  // The dialer's proof: returns the acceptance. Throws HandshakeError.
+  Frame on_auth(const FrameHeader& header, const std::string& payload);
+  bool done() const { return state_ == State::kDone; }
+  // The dialer's task (once its hello is read).
+  uint32_t peer() const { return peer_; }
+
+ private:
+  enum class State { kWaitHello, kWaitAuth, kDone };
+  const HandshakeConfig& config_;
+  std::function<bool(uint32_t)> accepts_;
+  std::set<Nonce>& seen_;
+  Nonce challenge_;
+  Nonce dialer_challenge_{};
+  uint32_t peer_ = 0;
+  State state_ = State::kWaitHello;
+};
+
+}  // namespace replisim::real

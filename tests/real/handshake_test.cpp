@@ -1,0 +1,123 @@
+// Mutual authentication over the cluster token: the happy path, and every refusal.
+#include "real/transport/handshake.h"
+
+#include <gtest/gtest.h>
+
+namespace replisim::real {
+namespace {
+
+constexpr const char* kPlan = "0123456789abcdef";
+
+struct Pair {
+  HandshakeConfig dialer_config{"secret token", kPlan, 2};
+  HandshakeConfig listener_config{"secret token", kPlan, 5};
+  std::set<Nonce> seen;
+};
+
+// Runs the four messages; returns the first error ("" when both sides are done).
+std::string shake(Pair& p, const std::function<void(Frame&, int)>& tamper = nullptr) {
+  HandshakeDialer dialer(p.dialer_config, 5, random_nonce());
+  HandshakeListener listener(p.listener_config, [](uint32_t task) { return task < 8; }, p.seen,
+                             random_nonce());
+  try {
+    Frame f = dialer.hello();
+    if (tamper) tamper(f, 0);
+    Frame reply = listener.on_hello(f.header, f.payload);
+    if (tamper) tamper(reply, 1);
+    Frame auth = dialer.on_hello_reply(reply.header, reply.payload);
+    if (tamper) tamper(auth, 2);
+    Frame ok = listener.on_auth(auth.header, auth.payload);
+    dialer.on_auth_ok(ok.header);
+  } catch (const HandshakeError& e) {
+    return e.what();
+  }
+  EXPECT_TRUE(dialer.done() && listener.done());
+  EXPECT_EQ(listener.peer(), 2u);
+  return "";
+}
+
+void expect_refused(const std::string& error, const std::string& needle) {
+  EXPECT_NE(error.find(needle), std::string::npos) << "error: " << error;
+}
+
+TEST(Handshake, BothSidesProveTheTokenWithoutSendingIt) {
+  Pair p;
+  std::string wire;
+  EXPECT_EQ(shake(p, [&wire](Frame& f, int) { wire += f.payload; }), "");
+  EXPECT_EQ(wire.find("secret token"), std::string::npos);
+}
+
+TEST(Handshake, AWrongTokenIsRefusedOnBothSides) {
+  Pair dialer_wrong;
+  dialer_wrong.dialer_config.token = "guess";
+  expect_refused(shake(dialer_wrong), "does not hold this cluster's token");
+  Pair listener_wrong;
+  listener_wrong.listener_config.token = "guess";
+  expect_refused(shake(listener_wrong), "does not hold this cluster's token");
+}
+
+TEST(Handshake, AnotherPlanIsRefusedNamingBothHashes) {
+  Pair p;
+  p.dialer_config.plan_hash = "fedcba9876543210";
+  expect_refused(shake(p), "plan hash fedcba9876543210, this task's 0123456789abcdef");
+}
+
+TEST(Handshake, UnknownTasksAndMisaddressedHellosAreRefused) {
+  Pair p;
+  p.dialer_config.self = 9;  // the listener accepts tasks below 8
+  expect_refused(shake(p), "says it is task 9, which does not connect to this task");
+  Pair q;
+  expect_refused(shake(q, [](Frame& f, int k) {
+                   if (k == 0) f.header.destination = 4;
+                 }),
+                 "addressed to task 4, this is task 5");
+}
+
+TEST(Handshake, ReplayedOrTamperedMessagesAreRefused) {
+  Pair p;
+  Frame recorded;
+  EXPECT_EQ(shake(p, [&recorded](Frame& f, int k) {
+              if (k == 0) recorded = f;
+            }),
+            "");
+  // The same hello again (its challenge already used).
+  HandshakeListener again(p.listener_config, [](uint32_t) { return true; }, p.seen,
+                          random_nonce());
+  try {
+    again.on_hello(recorded.header, recorded.payload);
+    ADD_FAILURE() << "a replayed hello was accepted";
+  } catch (const HandshakeError& e) {
+    expect_refused(e.what(), "replays a challenge");
+  }
+  // A proof recorded from one session does not open another: the listener's challenge differs.
+  Pair q;
+  Frame proof;
+  shake(q, [&proof](Frame& f, int k) {
+    if (k == 2) proof = f;
+  });
+  HandshakeDialer dialer(q.dialer_config, 5, random_nonce());
+  HandshakeListener listener(q.listener_config, [](uint32_t) { return true; }, q.seen,
+                             random_nonce());
+  const Frame hello = dialer.hello();
+  listener.on_hello(hello.header, hello.payload);
+  try {
+    listener.on_auth(proof.header, proof.payload);
+    ADD_FAILURE() << "a replayed proof was accepted";
+  } catch (const HandshakeError& e) {
+    expect_refused(e.what(), "does not hold this cluster's token");
+  }
+  // Truncated and out-of-turn messages.
+  Pair r;
+  expect_refused(shake(r, [](Frame& f, int k) {
+                   if (k == 1) f.payload.resize(10);
+                 }),
+                 "bytes where 80 were due");
+  Pair s;
+  expect_refused(shake(s, [](Frame& f, int k) {
+                   if (k == 2) f.header.type = FrameType::kHello;
+                 }),
+                 "expected frame type \"auth\", got hello");
+}
+
+}  // namespace
+}  // namespace replisim::real
