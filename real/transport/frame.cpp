@@ -55,6 +55,8 @@ const char* frame_type_name(FrameType type) {
       return "stop";
     case FrameType::kError:
       return "error";
+    case FrameType::kReady:
+      return "ready";
   }
   return "?";
 }
@@ -86,7 +88,7 @@ FrameHeader decode_header(const uint8_t* in) {
   }
   FrameHeader h;
   const uint16_t type = uint16_t(get(in + 6, 2));
-  if (type < uint16_t(FrameType::kHello) || type > uint16_t(FrameType::kError)) {
+  if (type < uint16_t(FrameType::kHello) || type > uint16_t(FrameType::kReady)) {
     throw FrameError("unknown frame type " + std::to_string(type));
   }
   h.type = FrameType(type);

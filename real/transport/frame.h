@@ -43,6 +43,7 @@ enum class FrameType : uint16_t {
   kFinished = 15,   // a task's clients are done (to the chief)
   kStop = 16,       // from the chief: write your trace and exit
   kError = 17,      // the sender stops because of the error in the payload
+  kReady = 18,      // to the chief: connected to every peer, clock estimated
 };
 const char* frame_type_name(FrameType type);
 
