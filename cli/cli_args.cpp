@@ -20,7 +20,8 @@ namespace {
 
 using core::InputError;
 
-const std::vector<std::string> kCommands = {"simulate", "plan", "report", "help", "version"};
+const std::vector<std::string> kCommands = {"simulate", "plan", "report", "run",
+                                            "node",     "help", "version"};
 
 std::string shell_quote(const std::string& word) {
   if (!word.empty() && word.find_first_of(" \t\n'\"\\$`*?") == std::string::npos) return word;
@@ -103,14 +104,15 @@ void parse_trace_window(CliArgs& args, const std::string& text) {
 
 // Values kept as typed by CLI11, checked here so that every message names its flag.
 struct RawValues {
-  std::string seed, steps, scale, window, strategy;
+  std::string seed, steps, scale, window, strategy, threads, connect_timeout, listen_fd,
+      progress_fd;
 };
 
-void add_plan_knobs(CLI::App* sub, RawValues& raw, bool with_strategy = true) {
-  if (with_strategy) {
-    sub->add_option("--strategy", raw.strategy, "in_graph, between_graph or both (default both)")
-        ->type_name("NAME");
-  }
+void add_plan_knobs(CLI::App* sub, RawValues& raw, const char* default_strategy = "both") {
+  sub->add_option("--strategy", raw.strategy,
+                  std::string("in_graph, between_graph or both (default ") + default_strategy +
+                      ")")
+      ->type_name("NAME");
   sub->add_option("--seed", raw.seed, "seed of the start-up stagger and jitter draws (default 1)")
       ->type_name("N");
   sub->add_option("--steps", raw.steps, "steps to train instead of the scenario's training.steps")
@@ -136,6 +138,16 @@ void add_outputs(CLI::App* sub, CliArgs& args, RawValues& raw, bool native_out) 
   sub->add_flag("--force", args.force, "replace existing output files");
 }
 
+void add_real_knobs(CLI::App* sub, CliArgs& args, RawValues& raw) {
+  sub->add_option("--checkpoint-dir", args.checkpoint_dir,
+                  "where the chief's checkpoints and summaries and the final variables go")
+      ->type_name("DIR");
+  sub->add_option("--threads", raw.threads, "SGEMM threads per op (default 1)")->type_name("N");
+  sub->add_option("--connect-timeout", raw.connect_timeout,
+                  "seconds for every task to connect (default 30)")
+      ->type_name("S");
+}
+
 // The commands and their flags (docs/cli.md).
 void define(CLI::App& app, CliArgs& args, RawValues& raw) {
   app.require_subcommand(1, 1);
@@ -147,6 +159,37 @@ void define(CLI::App& app, CliArgs& args, RawValues& raw) {
   simulate->add_flag("--strict", args.strict, "fail when a GPU cannot hold its share of a plan");
   simulate->add_option("--progress", args.progress, "auto (default), bar, json or none")
       ->type_name("MODE");
+
+  CLI::App* run = app.add_subcommand(
+      "run", "run the plan on real processes of this machine (loopback TCP); print the report");
+  run->add_option("SCENARIO", args.scenario, "the scenario file")->required()->type_name("");
+  add_plan_knobs(run, raw, "between_graph");
+  add_outputs(run, args, raw, true);
+  run->add_option("--progress", args.progress, "auto (default), bar, json or none")
+      ->type_name("MODE");
+  add_real_knobs(run, args, raw);
+
+  CLI::App* node = app.add_subcommand(
+      "node", "run one task of a real run (replisim run starts these; docs/real-runs.md)");
+  node->add_option("--plan", args.plan_path, "the plan (replisim plan SCENARIO --json --strategy X)")
+      ->required()
+      ->type_name("FILE");
+  node->add_option("--role", args.role, "a role of the plan: this node runs its task")
+      ->required()
+      ->type_name("NAME");
+  node->add_option("--cluster", args.cluster_path, "the cluster spec (TF_CONFIG's cluster shape)")
+      ->required()
+      ->type_name("FILE");
+  node->add_option("--trace-out", args.node_trace,
+                   "this task's native trace (default replisim-<task>.trace)")
+      ->type_name("FILE");
+  node->add_flag("--force", args.force, "replace an existing trace file");
+  add_real_knobs(node, args, raw);
+  node->add_option("--listen-fd", raw.listen_fd, "a listening socket to use (from run)")
+      ->type_name("N");
+  node->add_option("--progress-fd", raw.progress_fd, "write progress lines here (from run)")
+      ->type_name("N");
+  node->add_flag("--launched", args.launched, "started by run")->group("");
 
   CLI::App* plan = app.add_subcommand("plan", "print the compiled plan");
   plan->add_option("SCENARIO", args.scenario, "the scenario file")->required()->type_name("");
@@ -187,7 +230,7 @@ void check_command(const std::vector<std::string>& words) {
   throw InputError("", first,
                    "unknown command" +
                        (near.empty() ? std::string("") : "; did you mean " + near + "?") +
-                       " (commands: simulate, plan, report, --version, --help)");
+                       " (commands: simulate, plan, report, run, node, --version, --help)");
 }
 
 std::vector<std::string> flag_names(const CLI::App& sub) {
@@ -218,6 +261,9 @@ std::vector<std::string> flag_names(const CLI::App& sub) {
   }
   if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) {
     if (command == "report") throw InputError("", "", "report needs at least one TRACE file");
+    if (command == "node") {
+      throw InputError("", "", "node needs --plan FILE, --role NAME and --cluster FILE");
+    }
     if (sub != nullptr) throw InputError("", "", command + " needs a SCENARIO file");
   }
   std::string what = e.what();
@@ -239,7 +285,22 @@ void check_values(CliArgs& args, const RawValues& raw) {
           "unknown strategy \"" + args.strategy + "\"; valid: in_graph, between_graph, both");
     }
   }
+  if (raw.strategy.empty() && args.command == "run") args.strategy = "between_graph";
   if (!raw.seed.empty()) args.seed = parse_seed(raw.seed);
+  if (!raw.threads.empty()) args.threads = parse_int("--threads", raw.threads, 1, 64);
+  if (!raw.listen_fd.empty()) args.listen_fd = parse_int("--listen-fd", raw.listen_fd, 0, 1 << 20);
+  if (!raw.progress_fd.empty()) {
+    args.progress_fd = parse_int("--progress-fd", raw.progress_fd, 0, 1 << 20);
+  }
+  if (!raw.connect_timeout.empty()) {
+    char* end = nullptr;
+    args.connect_timeout_s = std::strtod(raw.connect_timeout.c_str(), &end);
+    if (*end != '\0' || !std::isfinite(args.connect_timeout_s) || args.connect_timeout_s <= 0 ||
+        args.connect_timeout_s > 3600) {
+      throw InputError("", "--connect-timeout",
+                       "expected seconds from 0 to 3600, got \"" + raw.connect_timeout + "\"");
+    }
+  }
   if (!raw.steps.empty()) args.steps = parse_int("--steps", raw.steps, 1, core::limits::kMaxSteps);
   if (!raw.scale.empty()) args.scale_compute = parse_scale(raw.scale);
   if (!raw.window.empty()) parse_trace_window(args, raw.window);
@@ -295,10 +356,13 @@ CliArgs parse_cli_args(int argc, const char* const* argv) {
   }
   args.command = app.get_subcommands().front()->get_name();
   check_values(args, raw);
+  if (args.command == "node") args.trace_out_path.clear();
   for (const auto& [flag, value] :
        std::vector<std::pair<std::string, std::string>>{{"--json", args.json_path},
                                                         {"--trace", args.trace_path},
-                                                        {"--trace-out", args.trace_out_path},
+                                                        {"--trace-out", args.command == "node"
+                                                                            ? args.node_trace
+                                                                            : args.trace_out_path},
                                                         {"--csv", args.csv_path}}) {
     const std::vector<std::string>::const_iterator given = std::find_if(
         words.begin(), words.end(),

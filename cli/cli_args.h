@@ -32,13 +32,16 @@ struct CliArgs {
   double scale_compute = 1;       // simulate, plan, run: --scale-compute F
   // run, node
   std::string checkpoint_dir;  // --checkpoint-dir DIR (a new directory)
-  int threads = 1;             // --threads N per device (CPU compute)
+  int threads = 1;             // --threads N: SGEMM threads per op (CPU compute)
+  double connect_timeout_s = 30;  // --connect-timeout S: every peer connected by then
   // node
   std::string plan_path;     // --plan PLAN.json
   std::string role;          // --role NAME
   std::string cluster_path;  // --cluster CLUSTER.json
   int listen_fd = -1;        // --listen-fd N: a listening socket the launcher opened
   std::string node_trace;    // --trace-out FILE: the node's own native trace
+  int progress_fd = -1;      // --progress-fd N: the chief's progress lines (from run)
+  bool launched = false;     // --launched: started by run (internal)
   std::string command_line;  // as typed, for provenance
 };
 

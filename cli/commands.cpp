@@ -1,8 +1,13 @@
 #include "cli/commands.h"
 
+#include <cerrno>
+#include <cstring>
+#include <functional>
 #include <iostream>
+#include <memory>
 #include <ostream>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/interrupt.h"
@@ -98,7 +103,14 @@ std::string version_text() {
   return text;
 }
 
-int run_simulate(const CliArgs& args, std::ostream& out) {
+namespace {
+
+// Each plan's backend settings (RunOptions::settings), made once every input is checked.
+using SettingsFor = std::function<nlohmann::json(const std::vector<core::Plan>&, size_t)>;
+
+// simulate and run: compile, run each plan on `backend_name`, print the report, write the outputs.
+int run_on_backend(const CliArgs& args, std::ostream& out, const std::string& backend_name,
+                   const SettingsFor& settings_for) {
   RunSet runs;
   // Every output is checked before any simulation runs, and written all-or-nothing at the end.
   core::OutputFiles outputs(args.force, &out);
@@ -106,7 +118,7 @@ int run_simulate(const CliArgs& args, std::ostream& out) {
   const LoadedScenario loaded = load(args.scenario);
   for (const std::string& file : loaded.files) outputs.protect(file);  // includes too
   add_run_outputs(outputs, args, runs);
-  const std::unique_ptr<core::Backend> backend = core::create_backend("sim");
+  const std::unique_ptr<core::Backend> backend = core::create_backend(backend_name);
   // Every plan first, so that each run's provenance lists all of them.
   const std::vector<core::Plan> plans = compile_plans(loaded, args);
   runs.provenance = provenance(args, loaded);
@@ -125,6 +137,7 @@ int run_simulate(const CliArgs& args, std::ostream& out) {
   options.cancelled = interrupted;
   outputs.set_cancel(interrupted);
   for (size_t i = 0; i < plans.size(); ++i) {
+    if (settings_for) options.settings = settings_for(plans, i);
     progress.start(i, plans.size(), plans[i]);
     core::Trace trace = core::run_to_trace(*backend, plans[i], options);
     progress.done();
@@ -145,6 +158,76 @@ int run_simulate(const CliArgs& args, std::ostream& out) {
       << core::format_report(runs.metrics, title_line(title));
   outputs.write_all();
   return 0;
+}
+
+bool writes_checkpoints(const core::Plan& plan) {
+  return plan.checkpoints.every_s > 0 || plan.checkpoints.summary_every_steps > 0;
+}
+
+// run's checkpoint directory: --checkpoint-dir (a new one), else, when a plan writes checkpoints
+// or summaries, "<scenario stem>.checkpoints" here; with both strategies a subdirectory each.
+// Created when the first run starts, never reused.
+class CheckpointDirs {
+ public:
+  CheckpointDirs(const CliArgs& args) : given_(args.checkpoint_dir) {
+    std::string stem = args.scenario.substr(args.scenario.find_last_of('/') + 1);
+    stem = stem.substr(0, stem.rfind('.'));
+    fallback_ = (stem.empty() ? std::string("replisim") : stem) + ".checkpoints";
+  }
+  void check(const std::vector<core::Plan>& plans) {
+    bool any = false;
+    for (const core::Plan& p : plans) any |= writes_checkpoints(p);
+    root_ = !given_.empty() ? given_ : any ? fallback_ : std::string();
+    if (root_.empty()) return;
+    struct stat st {};
+    if (::stat(root_.c_str(), &st) == 0) {
+      throw core::InputError("", "--checkpoint-dir",
+                             root_ + " exists; give a new directory (a run never writes into "
+                                     "an old one)");
+    }
+  }
+  nlohmann::json settings(const std::vector<core::Plan>& plans, size_t i, int threads,
+                          double connect_timeout_s) {
+    nlohmann::json s = {{"threads", threads}, {"connect_timeout_s", connect_timeout_s}};
+    if (root_.empty()) return s;
+    if (!made_) {
+      make(root_);
+      made_ = true;
+    }
+    std::string dir = root_;
+    if (plans.size() > 1) {
+      dir += "/" + plans[i].strategy;
+      make(dir);
+    }
+    s["checkpoint_dir"] = dir;
+    return s;
+  }
+
+ private:
+  static void make(const std::string& dir) {
+    if (::mkdir(dir.c_str(), 0755) != 0) throw core::OutputError(dir, std::strerror(errno));
+  }
+  std::string given_, fallback_, root_;
+  bool made_ = false;
+};
+
+}  // namespace
+
+int run_simulate(const CliArgs& args, std::ostream& out) {
+  return run_on_backend(args, out, "sim", nullptr);
+}
+
+int run_real(const CliArgs& args, std::ostream& out) {
+  auto dirs = std::make_shared<CheckpointDirs>(args);
+  bool checked = false;
+  return run_on_backend(args, out, "real",
+                        [&args, dirs, &checked](const std::vector<core::Plan>& plans, size_t i) {
+                          if (!checked) {
+                            dirs->check(plans);
+                            checked = true;
+                          }
+                          return dirs->settings(plans, i, args.threads, args.connect_timeout_s);
+                        });
 }
 
 int run_plan(const CliArgs& args, std::ostream& out) {

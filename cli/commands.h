@@ -10,6 +10,9 @@ namespace replisim::cli {
 // Each returns the process exit code (0) and throws core::InputError (exit 2) or other
 // exceptions (exit 1); main() maps them. Reports go to `out`.
 int run_simulate(const CliArgs& args, std::ostream& out);
+// run: the same report and outputs as simulate, from real processes of this machine (the "real"
+// backend); one strategy (default between_graph).
+int run_real(const CliArgs& args, std::ostream& out);
 int run_plan(const CliArgs& args, std::ostream& out);
 // Rebuilds the report of saved native traces (args.trace_files) without simulating; its table is
 // byte for byte the one `simulate` printed for the same runs. Bad trace files throw InputError

@@ -8,6 +8,8 @@
 #include "cli/interrupt.h"
 #include "core/backend/backend.h"
 #include "core/base/error.h"
+#include "real/backend/real_backend.h"
+#include "real/node/node.h"
 #include "sim/sim_backend.h"
 
 int main(int argc, char** argv) {
@@ -16,6 +18,7 @@ int main(int argc, char** argv) {
   const cli::InterruptGuard interrupts;
   try {
     sim::register_sim_backend();
+    real::register_real_backend();
     const cli::CliArgs args = cli::parse_cli_args(argc, argv);
     int code = 0;
     if (args.command == "help") {
@@ -26,6 +29,22 @@ int main(int argc, char** argv) {
       code = cli::run_plan(args, std::cout);
     } else if (args.command == "report") {
       code = cli::run_report(args, std::cout);
+    } else if (args.command == "run") {
+      code = cli::run_real(args, std::cout);
+    } else if (args.command == "node") {
+      real::NodeOptions node;
+      node.plan_path = args.plan_path;
+      node.role = args.role;
+      node.cluster_path = args.cluster_path;
+      node.listen_fd = args.listen_fd;
+      node.trace_out = args.node_trace;
+      node.force = args.force;
+      node.checkpoint_dir = args.checkpoint_dir;
+      node.threads = args.threads;
+      node.connect_timeout_s = args.connect_timeout_s;
+      node.progress_fd = args.progress_fd;
+      node.launched = args.launched;
+      code = real::run_node(node);
     } else {
       code = cli::run_simulate(args, std::cout);
     }

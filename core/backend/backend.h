@@ -56,6 +56,10 @@ struct RunOptions {
   // stops it: everything it started is stopped and reaped, and run() throws RunCancelled
   // (core/base/error.h).
   std::function<bool()> cancelled;
+  // Settings of the backend's own (the real backend's "threads", "checkpoint_dir", ...: see its
+  // header). A backend refuses a key it does not know with InputError naming it; the simulator
+  // takes none.
+  nlohmann::json settings = nlohmann::json::object();
 };
 
 class Backend {

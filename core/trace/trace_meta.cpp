@@ -290,6 +290,13 @@ nlohmann::json run_outcome_to_json(const RunOutcome& o) {
                   {"cause", o.stall->cause}};
   }
   j["notes"] = o.notes;
+  if (!o.clock_offsets.empty()) {
+    j["clock_offsets"] = nlohmann::json::array();
+    for (const ClockOffset& k : o.clock_offsets) {
+      j["clock_offsets"].push_back(
+          {{"task", k.task}, {"offset_s", k.offset_s}, {"uncertainty_s", k.uncertainty_s}});
+    }
+  }
   return j;
 }
 
@@ -325,6 +332,17 @@ RunOutcome run_outcome_from_json(const nlohmann::json& json, const std::string& 
     o.stall = stall;
   }
   if (c.has("notes")) o.notes = strings_from_json(c.at("notes"));
+  if (c.has("clock_offsets")) {
+    const JsonCursor offsets = c.at("clock_offsets");
+    offsets.expect_array();
+    for (size_t i = 0; i < offsets.size(); ++i) {
+      const JsonCursor k = offsets.at(i);
+      k.expect_object();
+      k.check_keys({"task", "offset_s", "uncertainty_s"});
+      o.clock_offsets.push_back({k.at("task").as_string(), k.at("offset_s").as_number_in(-1e9, 1e9),
+                                 k.at("uncertainty_s").as_number_in(0, 1e9)});
+    }
+  }
   return o;
 }
 

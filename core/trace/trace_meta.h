@@ -119,6 +119,15 @@ struct StallRecord {
   std::string cause;
 };
 
+// A real run's estimate of a task's clock against the chief's (ping-pong at start, the exchange
+// with the lowest round trip kept): chief = task + offset_s, to within uncertainty_s (half that
+// round trip). The merged trace is on the chief's clock.
+struct ClockOffset {
+  std::string task;  // "worker1"
+  double offset_s = 0;
+  double uncertainty_s = 0;
+};
+
 // Written once, after the last event (TraceSink::end).
 struct RunOutcome {
   double end_s = 0;  // when the run ended (simulated seconds for a simulation)
@@ -126,12 +135,13 @@ struct RunOutcome {
   std::optional<JobFailureRecord> job_failure;
   std::optional<StallRecord> stall;
   std::vector<std::string> notes;  // what the run found out, after the plan's notes
+  std::vector<ClockOffset> clock_offsets;  // real runs: every task but the chief's
 };
 
 // The JSON forms (docs/trace-format.md). Metadata: {"format": "replisim-trace-meta",
 // "scenario", "strategy", "sync", "sync_replicas", "steps", ..., "backend", "provenance"}.
-// Outcome: {"simulated_time_s", "restarts", "job_failure", "stall", "notes"}, each but the first
-// only when present; the same members that version 2 traces kept in their metadata.
+// Outcome: {"simulated_time_s", "restarts", "job_failure", "stall", "notes", "clock_offsets"},
+// each but the first only when present; the same members that version 2 traces kept in their metadata.
 nlohmann::json trace_meta_to_json(const TraceMeta& meta);
 nlohmann::json run_outcome_to_json(const RunOutcome& outcome);
 

@@ -57,6 +57,12 @@ const char* frame_type_name(FrameType type) {
       return "error";
     case FrameType::kReady:
       return "ready";
+    case FrameType::kQuery:
+      return "query";
+    case FrameType::kStatus:
+      return "status";
+    case FrameType::kProgress:
+      return "progress";
   }
   return "?";
 }
@@ -88,7 +94,7 @@ FrameHeader decode_header(const uint8_t* in) {
   }
   FrameHeader h;
   const uint16_t type = uint16_t(get(in + 6, 2));
-  if (type < uint16_t(FrameType::kHello) || type > uint16_t(FrameType::kReady)) {
+  if (type < uint16_t(FrameType::kHello) || type > uint16_t(FrameType::kProgress)) {
     throw FrameError("unknown frame type " + std::to_string(type));
   }
   h.type = FrameType(type);

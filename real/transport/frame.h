@@ -31,19 +31,23 @@ enum class FrameType : uint16_t {
   kAuth = 3,        // handshake: the dialer's proof
   kAuthOk = 4,      // handshake: accepted
   kHeartbeat = 5,   // nothing else to send for a while
-  kPing = 6,        // clock estimate: time_s = the sender's clock
-  kPong = 7,        // its answer: time_s = the answerer's clock, payload: the ping's time
-  kStart = 8,       // from the chief: every task connected; time_s = the job's time origin
+  kPing = 6,        // clock estimate: payload = the sender's clock
+  kPong = 7,        // its answer: time_s = the answerer's clock, payload: the ping's
+  kStart = 8,       // from the chief: every task is ready; time_s = the run's origin
   kRun = 9,         // a client starts a step of its graph: tensor = graph, payload: local step
-  kDone = 10,       // a task finished its part of a step: tensor = graph, payload: global_step read
-  kTensor = 11,     // a chunk of a tensor: tensor = graph << 32 | recv op, time_s = its send start
-  kControl = 12,    // an op completed that a task's op waits for: tensor = graph << 32 | op
-  kSave = 13,       // the chief asks a PS to save its variables: step = the checkpoint's number
-  kSaved = 14,      // the PS saved them
-  kFinished = 15,   // a task's clients are done (to the chief)
-  kStop = 16,       // from the chief: write your trace and exit
+  kDone = 10,       // a task finished its part of a step: tensor = graph, payload: global steps
+  kTensor = 11,     // a chunk of a tensor: tensor = graph << 32 | op (a send, or an op another
+                    // task's op takes directly), time_s = when the sender started it
+  kControl = 12,    // an op another task's op takes directly completed (no data): as kTensor
+  kSave = 13,       // the chief asks a PS to save its variables: payload = the checkpoint's name
+  kSaved = 14,      // the PS saved them: payload = what it wrote
+  kFinished = 15,   // a graph's client is done (to the chief): tensor = graph
+  kStop = 16,       // the run is over: write your trace and exit (from the chief, then passed on)
   kError = 17,      // the sender stops because of the error in the payload
-  kReady = 18,      // to the chief: connected to every peer, clock estimated
+  kReady = 18,      // to the chief: connected to every peer, clock estimated (payload: offset)
+  kQuery = 19,      // from the chief: your counters (step = the wave), payload: graphs finished
+  kStatus = 20,     // the answer: payload = JSON counters
+  kProgress = 21,   // to the chief: a graph finished a step (tensor = graph, step = steps done)
 };
 const char* frame_type_name(FrameType type);
 

@@ -44,5 +44,35 @@ TEST(StepState, OpsBecomeReadyWhenTheirLastInputCompletes) {
   }
 }
 
+// Two parts of the diamond: {input, forward, backward} here, {read, apply} elsewhere.
+TEST(StepState, APartCountsItsOwnOpsAndWaitsForTheOthers) {
+  const ClientGraph g = diamond();
+  StepState here(g, {true, false, true, true, false});
+  EXPECT_EQ(here.roots(), std::vector<int>({0}));
+  EXPECT_EQ(here.op_count(), 3u);
+  EXPECT_FALSE(here.mine(1));
+  here.begin_step();
+  std::vector<int> ready;
+  auto collect = [&ready](int op) { ready.push_back(op); };
+  EXPECT_FALSE(here.complete(0, collect));
+  EXPECT_TRUE(ready.empty());  // forward waits for the read, done elsewhere
+  EXPECT_FALSE(here.complete(1, collect));  // the read's tensor arrived
+  EXPECT_EQ(ready, std::vector<int>({2}));  // apply is not this part's: never ready here
+  EXPECT_FALSE(here.complete(2, collect));
+  EXPECT_EQ(here.remaining_ops(), 1u);
+  EXPECT_TRUE(here.complete(3, collect));  // backward: this part's last op
+  EXPECT_EQ(ready, std::vector<int>({2, 3}));
+
+  StepState there(g, {false, true, false, false, true});
+  there.begin_step();
+  ready.clear();
+  EXPECT_EQ(there.roots(), std::vector<int>({1}));
+  EXPECT_FALSE(there.complete(1, collect));
+  EXPECT_TRUE(ready.empty());  // apply waits for backward too
+  EXPECT_FALSE(there.complete(3, collect));
+  EXPECT_EQ(ready, std::vector<int>({4}));
+  EXPECT_TRUE(there.complete(4, collect));
+}
+
 }  // namespace
 }  // namespace replisim::core

@@ -1,0 +1,36 @@
+// The "real" backend: runs a plan on real processes of this machine over loopback TCP. It starts
+// one `replisim node` per task of the plan (cluster.h), each on a listening socket the launcher
+// bound (127.0.0.1, a free port) and with a fresh random cluster token in its environment, waits
+// for them, and merges their native traces onto the chief's clock (docs/real-runs.md).
+//
+// RunOptions::settings it takes (every one optional):
+//   "threads"           SGEMM threads per op (int, 1..64; default 1)
+//   "checkpoint_dir"    an existing directory for the chief's checkpoints and summaries and the
+//                       run's final variables ("final.index" and its shards); required when the
+//                       plan writes checkpoints or summaries
+//   "node_binary"       the replisim executable to start (default: this process's own)
+//   "connect_timeout_s" every task connected and authenticated by then (default 30)
+// The plan's faults are refused (InputError): real faults come with the next issue.
+#pragma once
+
+#include "core/backend/backend.h"
+
+namespace replisim::real {
+
+class RealBackend : public core::Backend {
+ public:
+  static constexpr const char* kName = "real";
+  core::BackendInfo info() const override;
+
+ protected:
+  // Throws core::InputError for a plan with faults or a bad setting, core::BackendError naming
+  // the role, host and step of the task that failed first (a failed run leaves no trace),
+  // core::RunCancelled (every node killed and reaped).
+  core::RunOutcome do_run(const core::Plan& plan, core::TraceSink& sink,
+                          const core::RunOptions& options) override;
+};
+
+// Registers "real" (core::register_backend).
+void register_real_backend();
+
+}  // namespace replisim::real

@@ -1,0 +1,62 @@
+// The cluster a real run spans, in TensorFlow's ClusterSpec / TF_CONFIG shape
+// ({"cluster": {"ps": ["host:port", ...], "worker": [...], "client": [...]}, "token": "..."}),
+// and how the plan's roles map onto its tasks. Tasks are numbered in the order ps, worker, client
+// (each job's list in order): frames name tasks by that number.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/plan/plan.h"
+
+namespace replisim::real {
+
+// One task of the job: TF's (job name, task index) and where it listens.
+struct ClusterTask {
+  std::string job;  // "ps", "worker" or "client"
+  int index = 0;    // within its job
+  std::string host;
+  uint16_t port = 0;
+  std::string name() const { return job + std::to_string(index); }  // "worker1"
+  std::string address() const { return host + ":" + std::to_string(port); }
+};
+
+struct ClusterSpec {
+  std::vector<ClusterTask> tasks;  // ps, then worker, then client
+  std::string token;               // the cluster token (the handshake's HMAC key); may be empty
+  int find(const std::string& job, int index) const;  // task number, or -1
+};
+
+// The environment variable a token comes from when the spec has none.
+inline constexpr const char* kClusterTokenVariable = "REPLISIM_CLUSTER_TOKEN";
+// Tokens shorter than this are refused: 16 bytes (128 bits; a run makes 64 hex digits).
+inline constexpr size_t kMinTokenBytes = 16;
+
+// Reads a cluster spec. The token comes from "token", else from REPLISIM_CLUSTER_TOKEN; none, or
+// one shorter than kMinTokenBytes, is an error. Throws core::InputError(file, JSON path, ...) on
+// a missing "cluster", an unknown job or member, an address that is not "host:port" with a port
+// in 1..65535, or a task listed twice.
+ClusterSpec parse_cluster_spec(const nlohmann::json& json, const std::string& file);
+ClusterSpec read_cluster_file(const std::string& file);
+// The spec as JSON; the token only when `with_token` (run passes it through the environment).
+nlohmann::json cluster_spec_to_json(const ClusterSpec& spec, bool with_token);
+
+// Roles onto tasks: ps<j> -> (ps, j) with j its shard (Plan::ps_roles order); the i-th worker
+// role -> (worker, i), the chief's sync queue runner with worker 0; the i-th tower ->
+// (worker, i); the in-graph client -> (client, 0).
+struct TaskMap {
+  std::vector<int> task_of_role;             // per plan role: its task number
+  std::vector<std::vector<int>> roles_of_task;  // per task: its roles, in plan order
+  int chief_task = -1;                       // the task of the chief role
+};
+
+// The tasks (job, index) a plan needs, in task order.
+std::vector<ClusterTask> tasks_of_plan(const core::Plan& plan);
+// Maps the plan's roles onto `spec`. Throws core::InputError(file, "/cluster/<job>", ...) when
+// the spec lacks a task a role needs or has one that no role runs.
+TaskMap map_roles(const core::Plan& plan, const ClusterSpec& spec, const std::string& file);
+
+}  // namespace replisim::real

@@ -1,0 +1,372 @@
+// A task's set-up: the plan file, the parts of each step graph it runs, its peers, engines and
+// trace; run_node.
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <set>
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/backend/backend.h"
+#include "core/base/error.h"
+#include "core/base/json_cursor.h"
+#include "core/base/version.h"
+#include "real/node/runtime.h"
+
+namespace replisim::real {
+namespace detail {
+
+using core::Op;
+using core::OpKind;
+
+std::string pack_i64(std::initializer_list<int64_t> values) {
+  std::string out;
+  for (int64_t v : values) {
+    for (int i = 0; i < 8; ++i) out += char(uint8_t(uint64_t(v) >> (8 * i)));
+  }
+  return out;
+}
+
+int64_t unpack_i64(const uint8_t* payload, size_t size, size_t index) {
+  if (size < 8 * (index + 1)) {
+    throw FrameError("a payload of " + std::to_string(size) + " bytes where " +
+                     std::to_string(8 * (index + 1)) + " were due");
+  }
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= uint64_t(payload[8 * index + size_t(i)]) << (8 * i);
+  return int64_t(v);
+}
+
+std::string pack_f64(std::initializer_list<double> values) {
+  std::string out;
+  for (double d : values) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, &d, 8);
+    out += pack_i64({int64_t(bits)});
+  }
+  return out;
+}
+
+double unpack_f64(const uint8_t* payload, size_t size, size_t index) {
+  const uint64_t bits = uint64_t(unpack_i64(payload, size, index));
+  double d = 0;
+  std::memcpy(&d, &bits, 8);
+  if (!std::isfinite(d)) throw FrameError("a time that is not finite");
+  return d;
+}
+
+// The task's listening socket: the launcher's (an inherited descriptor) or bound here.
+static asio::ip::tcp::acceptor make_acceptor(asio::io_context& io, const NodeSetup& setup) {
+  const ClusterTask& task = setup.spec.tasks[setup.self];
+  const std::string where = "/cluster/" + task.job + "/" + std::to_string(task.index);
+  if (setup.options.listen_fd >= 0) {
+    sockaddr_storage address{};
+    socklen_t size = sizeof address;
+    int listening = 0;
+    socklen_t flag_size = sizeof listening;
+    if (::getsockname(setup.options.listen_fd, reinterpret_cast<sockaddr*>(&address), &size) != 0 ||
+        ::getsockopt(setup.options.listen_fd, SOL_SOCKET, SO_ACCEPTCONN, &listening,
+                     &flag_size) != 0 ||
+        !listening) {
+      throw core::InputError("", "--listen-fd",
+                             std::to_string(setup.options.listen_fd) +
+                                 " is not a listening socket");
+    }
+    asio::ip::tcp::acceptor acceptor(io);
+    acceptor.assign(address.ss_family == AF_INET6 ? asio::ip::tcp::v6() : asio::ip::tcp::v4(),
+                    setup.options.listen_fd);
+    return acceptor;
+  }
+  try {
+    return listen_on(io, task.host, task.port);
+  } catch (const std::system_error& e) {
+    throw core::InputError(setup.cluster_file, where,
+                           "cannot listen on " + task.address() + ": " + e.code().message());
+  }
+}
+
+Node::Node(const NodeSetup& setup)
+    : plan_(*setup.plan),
+      spec_(setup.spec),
+      map_(setup.map),
+      self_(setup.self),
+      options_(setup.options),
+      plan_hash_(core::plan_hash(plan_)),
+      graphs_(core::step_graphs(plan_)) {
+  asio::ip::tcp::acceptor acceptor = make_acceptor(io_, setup);
+  for (int r : map_.roles_of_task[self_]) {
+    if (plan_.roles[size_t(r)].kind != core::RoleKind::kParameterServer) continue;
+    for (size_t j = 0; j < plan_.ps_roles.size(); ++j) {
+      if (plan_.ps_roles[j] == r) ps_shard_ = int(j);
+    }
+  }
+  if (ps_shard_ >= 0) store_ = std::make_unique<ParameterStore>(plan_, ps_shard_);
+  accumulator_.resize(plan_.variables.size());
+  accumulated_.assign(plan_.variables.size(), 0);
+  tokens_.assign(graphs_.size(), 0);
+  build_parts();
+  open_trace();
+  if (store_ && plan_.sync == "sync") {
+    sync_.emplace(plan_, *recorder_, *this);
+    sync_->reset();  // before any worker's step can reach this task
+  }
+  configure_blas();
+  bool gpu_on_cpu = false;
+  for (const Part& p : parts_) {
+    for (size_t k = 0; k < p.graph->ops.size(); ++k) {
+      if (!p.mine[k]) continue;
+      const int d = p.graph->ops[k].device;
+      if (engines_.count(d) > 0) continue;
+      const core::PlatformDevice& device = plan_.platform.devices[size_t(d)];
+      gpu_on_cpu |= device.kind == core::DeviceKind::kGpu;
+      engines_[d] = std::make_unique<DeviceEngine>(device.name, std::max(1, device.cores));
+    }
+  }
+  if (gpu_on_cpu) {
+    outcome_.notes.push_back(
+        "GPU ops ran on the CPU engine (OpenBLAS): this replisim has no CUDA engine yet");
+  }
+  copier_ = std::make_unique<DeviceEngine>("copies", 2);
+  MeshConfig config;
+  config.handshake = {spec_.token, plan_hash_, self_};
+  config.tasks = spec_.tasks;
+  config.peers = peers();
+  config.connections_per_peer = std::max(1, plan_.platform.transport.connections_per_peer);
+  config.connect_timeout_s = options_.connect_timeout_s;
+  mesh_ = std::make_unique<Mesh>(io_, config, std::move(acceptor), *this);
+}
+
+Node::~Node() {
+  *alive_ = false;
+  mesh_.reset();
+  engines_.clear();  // joins the threads before the state they use goes
+  copier_.reset();
+}
+
+// Which op feeds which variable's gradient: an apply or accumulate names its variable, and an
+// aggregate, send or recv carries the gradient of the one variable its consumers take.
+static std::vector<int> gradient_variables(const core::ClientGraph& g,
+                                           const std::vector<std::vector<int>>& consumers) {
+  std::vector<int> variable(g.ops.size(), -1);
+  for (size_t k = g.ops.size(); k-- > 0;) {
+    const Op& op = g.ops[k];
+    if (op.kind == OpKind::kApply || op.kind == OpKind::kAccumulate) {
+      variable[k] = op.variable;
+      continue;
+    }
+    if (op.kind != OpKind::kAggregate && op.kind != OpKind::kSend && op.kind != OpKind::kRecv) {
+      continue;
+    }
+    int v = -2;
+    for (int c : consumers[k]) {
+      if (variable[size_t(c)] < 0) continue;
+      v = v == -2 ? variable[size_t(c)] : (v == variable[size_t(c)] ? v : -1);
+    }
+    variable[k] = v >= 0 ? v : -1;
+  }
+  return variable;
+}
+
+void Node::build_parts() {
+  const bool sync = plan_.sync == "sync";
+  parts_.reserve(graphs_.size());
+  for (size_t g = 0; g < graphs_.size(); ++g) {
+    const core::ClientGraph& graph = *graphs_[g];
+    const size_t n = graph.ops.size();
+    std::vector<bool> mine(n);
+    std::vector<uint32_t> task_of(n);
+    std::vector<std::vector<int>> consumers(n);
+    for (size_t k = 0; k < n; ++k) {
+      task_of[k] = uint32_t(map_.task_of_role[size_t(graph.ops[k].role)]);
+      mine[k] = task_of[k] == self_;
+      for (int in : graph.ops[k].inputs) consumers[size_t(in)].push_back(int(k));
+    }
+    Part& p = parts_.emplace_back(graph, int(g), mine);
+    p.task_of_op = task_of;
+    p.owner_task = uint32_t(map_.task_of_role[size_t(graph.role)]);
+    p.owner = p.owner_task == self_;
+    p.loop = !sync ? Loop::kFixedSteps
+                   : g < plan_.clients.size() ? Loop::kSyncWorker : Loop::kChiefSyncOp;
+    std::set<uint32_t> participants;
+    p.notify.assign(n, {});
+    for (size_t k = 0; k < n; ++k) {
+      if (task_of[k] != p.owner_task) participants.insert(task_of[k]);
+      for (int in : graph.ops[k].inputs) {
+        const Op& producer = graph.ops[size_t(in)];
+        const bool tensor = producer.kind == OpKind::kSend && producer.peer == int(k);
+        std::vector<uint32_t>& to = p.notify[size_t(in)];
+        if (!tensor && task_of[size_t(in)] != task_of[k] &&
+            std::find(to.begin(), to.end(), task_of[k]) == to.end()) {
+          to.push_back(task_of[k]);
+        }
+      }
+    }
+    if (p.owner) p.participants.assign(participants.begin(), participants.end());
+    p.gradient_variable = gradient_variables(graph, consumers);
+    p.gradients_of.assign(n, {});
+    for (size_t k = 0; k < n; ++k) {
+      if (graph.ops[k].kind != OpKind::kBackward) continue;
+      for (int c : consumers[k]) {
+        const int v = p.gradient_variable[size_t(c)];
+        std::vector<int>& of = p.gradients_of[k];
+        if (v >= 0 && std::find(of.begin(), of.end(), v) == of.end()) of.push_back(v);
+      }
+    }
+    p.out.assign(n, nullptr);
+    p.gradients.assign(n, {});
+    p.tensor_in.assign(n, 0);
+  }
+}
+
+// The tasks this one exchanges frames with: the chief (job control) and, per graph, its client's
+// task with every task that runs its ops, and the two ends of every tensor and direct edge.
+std::vector<uint32_t> Node::peers() const {
+  std::set<std::pair<uint32_t, uint32_t>> pairs;
+  auto link = [&pairs](uint32_t a, uint32_t b) {
+    if (a != b) pairs.insert({std::min(a, b), std::max(a, b)});
+  };
+  for (uint32_t t = 0; t < spec_.tasks.size(); ++t) link(t, uint32_t(map_.chief_task));
+  for (const Part& p : parts_) {
+    const core::ClientGraph& graph = *p.graph;
+    for (size_t k = 0; k < graph.ops.size(); ++k) {
+      link(p.owner_task, p.task_of_op[k]);
+      for (int in : graph.ops[k].inputs) link(p.task_of_op[size_t(in)], p.task_of_op[k]);
+    }
+  }
+  std::vector<uint32_t> out;
+  for (const auto& [a, b] : pairs) {
+    if (a == self_) out.push_back(b);
+    if (b == self_) out.push_back(a);
+  }
+  return out;
+}
+
+void Node::open_trace() {
+  trace_temporary_.path = options_.trace_out + ".tmp-" + std::to_string(::getpid());
+  trace_file_.open(trace_temporary_.path, std::ios::binary | std::ios::trunc);
+  if (!trace_file_) throw core::OutputError(trace_temporary_.path, std::strerror(errno));
+  writer_ = std::make_unique<core::NativeTraceWriter>(trace_file_);
+  core::TraceMeta meta = core::trace_meta_from_plan(plan_);
+  meta.backend = "real";
+  meta.provenance = {{"task", spec_.tasks[self_].name()},
+                     {"host", spec_.tasks[self_].host},
+                     {"replisim", std::string(core::kVersion) + " (" + core::kGitDescribe + ")"}};
+  writer_->begin(meta);
+  recorder_.emplace(plan_, *writer_);
+}
+
+std::string Node::describe() const {
+  std::string role = spec_.tasks[self_].name();
+  for (int r : map_.roles_of_task[self_]) {
+    if (plan_.roles[size_t(r)].kind != core::RoleKind::kSyncQueueRunner) {
+      role = plan_.roles[size_t(r)].name;
+      break;
+    }
+  }
+  int64_t step = -1;
+  bool owns = false;
+  for (const Part& p : parts_) {
+    if (p.owner && p.loop != Loop::kChiefSyncOp) {
+      step = std::max(step, int64_t(p.steps_done));
+      owns = true;
+    } else if (!owns && p.active) {
+      step = std::max(step, p.step);
+    }
+  }
+  std::string where = role + " (task " + spec_.tasks[self_].name() + " on " +
+                      spec_.tasks[self_].host + ")";
+  if (!started_) return where + " before the first step";
+  return where + " at step " + std::to_string(std::max<int64_t>(step, 0));
+}
+
+double Node::clock_s() const {
+  return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+}
+
+void Node::post(std::function<void()> work) {
+  asio::post(io_, [alive = std::weak_ptr<bool>(alive_), work = std::move(work)] {
+    if (!alive.expired()) work();
+  });
+}
+
+void Node::run() {
+  mesh_->start();
+  for (;;) {
+    try {
+      io_.run();
+      break;
+    } catch (const core::OutputError& e) {
+      fail(e.what());
+    } catch (const std::exception& e) {
+      fail(std::string("internal error: ") + e.what());
+    }
+    io_.restart();
+  }
+  if (failed_) throw core::BackendError(error_line_);
+}
+
+}  // namespace detail
+
+core::Plan read_plan_file(const std::string& path) {
+  const nlohmann::json j = core::read_json_file(path);
+  if (j.is_array()) {
+    if (j.size() != 1) {
+      throw core::InputError(path, "",
+                             "holds " + std::to_string(j.size()) +
+                                 " plans; a node runs one: write it with replisim plan SCENARIO "
+                                 "--json --strategy in_graph (or between_graph)");
+    }
+    core::Plan plan = core::plan_from_json(j[0], path);
+    core::validate_plan(plan, path);
+    return plan;
+  }
+  core::Plan plan = core::plan_from_json(j, path);
+  core::validate_plan(plan, path);
+  return plan;
+}
+
+int run_node(const NodeOptions& options) {
+  const core::Plan plan = read_plan_file(options.plan_path);
+  const int role = plan.role_index(options.role);
+  if (role < 0) {
+    std::vector<std::string> names;
+    for (const core::Role& r : plan.roles) names.push_back(r.name);
+    throw core::InputError("", "--role",
+                           "no role \"" + options.role + "\" in " + options.plan_path +
+                               " (its roles: " + core::join_names(names) + ")");
+  }
+  detail::NodeSetup setup;
+  setup.plan = &plan;
+  setup.spec = read_cluster_file(options.cluster_path);
+  setup.map = map_roles(plan, setup.spec, options.cluster_path);
+  setup.self = uint32_t(setup.map.task_of_role[size_t(role)]);
+  setup.options = options;
+  setup.cluster_file = options.cluster_path;
+  if (setup.options.trace_out.empty()) {
+    setup.options.trace_out = "replisim-" + setup.spec.tasks[setup.self].name() + ".trace";
+  }
+  struct stat st {};
+  if (!options.force && ::stat(setup.options.trace_out.c_str(), &st) == 0) {
+    throw core::InputError("", "--trace-out",
+                           setup.options.trace_out + " exists; give --force to replace it");
+  }
+  const bool writes = plan.checkpoints.every_s > 0 || plan.checkpoints.summary_every_steps > 0;
+  if (!options.checkpoint_dir.empty()) {
+    if (::stat(options.checkpoint_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      throw core::InputError("", "--checkpoint-dir",
+                             options.checkpoint_dir + " is not a directory");
+    }
+  } else if (writes) {
+    throw core::InputError("", "--checkpoint-dir",
+                           "the plan's chief writes checkpoints or summaries: give a directory");
+  }
+  detail::Node node(setup);
+  node.run();
+  return 0;
+}
+
+}  // namespace replisim::real

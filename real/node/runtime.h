@@ -1,0 +1,296 @@
+// The runtime of one task (internal to real/): per step graph the part of it this task runs
+// (core::StepState over its ops), the step protocol between the graph's client and the other
+// tasks of its step (RUN, tensors, notices, DONE), the parameter server's state and the sync
+// queues, the chief's job control (start, checkpoints, quiescence, stop) and the trace. One
+// thread runs it all (the io_context's); compute and copies run on engine threads and post
+// their completions back.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <deque>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <asio.hpp>
+#include <nlohmann/json.hpp>
+
+#include "core/backend/sync_queues.h"
+#include "core/backend/trace_recorder.h"
+#include "core/plan/plan.h"
+#include "core/plan/step_state.h"
+#include "core/trace/trace_format.h"
+#include "real/cluster.h"
+#include "real/compute/cpu_engine.h"
+#include "real/node/node.h"
+#include "real/state/parameter_store.h"
+#include "real/transport/mesh.h"
+
+namespace replisim::real::detail {
+
+using BufferPtr = std::shared_ptr<const Bytes>;
+
+// How a graph's client loops over its steps (as the simulation's StepLoop).
+enum class Loop {
+  kFixedSteps,   // Plan::steps steps (in-graph client, async worker)
+  kSyncWorker,   // until the token it dequeues says global_step reached Plan::steps
+  kChiefSyncOp,  // the chief's sync op: once per global step until Plan::steps; no step events
+};
+
+// Something for a step that came before the step began here.
+struct Early {
+  bool tensor = true;  // a tensor (op: its send) or a notice (op: the op done elsewhere)
+  int op = -1;
+  BufferPtr data;
+  double start_s = 0;
+};
+
+// One step graph and the ops of it this task runs.
+struct Part {
+  Part(const core::ClientGraph& g, int index, const std::vector<bool>& mine)
+      : graph(&g), index(index), mine(mine), steps(g, mine) {}
+  const core::ClientGraph* graph;
+  int index;
+  std::vector<bool> mine;
+  core::StepState steps;
+  uint32_t owner_task = 0;
+  bool owner = false;                         // this task runs the graph's client
+  std::vector<uint32_t> participants;         // owner: the other tasks with ops in it
+  std::vector<std::vector<uint32_t>> notify;  // per op: tasks whose ops take it directly
+  std::vector<uint32_t> task_of_op;
+  std::vector<int> gradient_variable;  // per op: the variable whose gradient its output is
+  std::vector<std::vector<int>> gradients_of;  // per backward op: the variables it feeds
+  // The step in progress here.
+  int64_t step = -1;
+  bool active = false;
+  int64_t local_step = 0;  // from the client's RUN (sync: the token it holds)
+  int64_t global_step_read = -1;  // where global_step lives: its value when the step began here
+  std::vector<BufferPtr> out;     // per op: its output this step
+  std::vector<std::vector<std::pair<int, BufferPtr>>> gradients;  // per backward op
+  std::vector<char> tensor_in;    // per recv: its tensor is here
+  std::map<int64_t, std::vector<Early>> early;
+  // The client's loop (owner only).
+  Loop loop = Loop::kFixedSteps;
+  size_t done_parts = 0;
+  bool local_done = false;
+  double step_start_s = 0;
+  int64_t read_seen = -1;  // global_step read, as the step's DONEs say
+  int64_t next_local_step = 0;
+  int steps_done = 0;
+  int produced = 0;
+  int batches_ready = 0;
+  bool producing = false;
+  bool waiting_for_input = false;
+  bool finished = false;
+};
+
+// A tensor arriving in chunks from one peer.
+struct Incoming {
+  std::shared_ptr<Bytes> buffer;
+  size_t filled = 0;
+};
+
+struct NodeSetup {
+  const core::Plan* plan = nullptr;
+  ClusterSpec spec;
+  TaskMap map;
+  uint32_t self = 0;
+  NodeOptions options;
+  std::string cluster_file;  // for errors about the spec
+};
+
+class Node : public Mesh::Handler, public core::SyncHost {
+ public:
+  // Binds the task's address (or takes the launcher's socket); throws core::InputError naming
+  // the cluster file for an address that cannot be bound.
+  explicit Node(const NodeSetup& setup);
+  ~Node() override;
+  // Runs until the job stops. Throws core::BackendError (one line naming role, host and step)
+  // when this task failed or was stopped by another's failure.
+  void run();
+
+  // SyncHost
+  void sync_complete(int c, int op) override;
+  int64_t global_step() const override;
+  bool client_dead(int) const override { return false; }
+  int64_t local_step(int c) const override { return parts_[size_t(c)].local_step; }
+  void set_next_local_step(int c, int64_t value) override { tokens_[size_t(c)] = value; }
+
+ private:
+  // Set-up (node_setup.cpp).
+  void build_parts();
+  std::vector<uint32_t> peers() const;
+  void open_trace();
+  std::string describe() const;  // "worker1 (task worker1 on 127.0.0.1) at step 3"
+  // Mesh::Handler (node_frames.cpp).
+  void on_connected() override;
+  void on_frame(uint32_t peer, const FrameHeader& header, const uint8_t* payload) override;
+  uint8_t* tensor_destination(uint32_t peer, const FrameHeader& header) override;
+  void on_failure(const std::string& why) override;
+  void on_refused(const std::string& line) override;
+  void on_tensor(uint32_t peer, const FrameHeader& header);
+  void on_control(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
+  void on_run(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
+  void on_done(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
+  Part& part_of_frame(uint32_t peer, const FrameHeader& header, bool from_owner);
+  void send_frame(uint32_t peer, FrameType type, int64_t step, uint64_t tensor,
+                  const std::string& payload = {}, double time_s = 0);
+  // Steps (node_steps.cpp).
+  void start_client(int g);
+  void start_step(int g);
+  void begin_part(Part& p, int64_t step, int64_t local_step);
+  void replay_early(Part& p);
+  void dispatch(int g, int op);
+  void complete(int g, int op);
+  void drain();
+  void complete_now(int g, int op);
+  void part_done(Part& p);
+  void maybe_finish_step(Part& p);
+  void finish_step(Part& p);
+  void next_step(Part& p);
+  void mark_finished(Part& p);
+  bool more_steps(const Part& p) const;
+  void maybe_produce(Part& p);
+  void finish_production(int g);
+  void arrive_tensor(Part& p, int send_op, BufferPtr data, double start_s);
+  void arrive_control(Part& p, int op, BufferPtr data);
+  // Ops (node_ops.cpp).
+  void run_compute(int g, int op);
+  void run_send(int g, int op);
+  void run_read(int g, int op);
+  void run_aggregate(int g, int op);
+  void run_apply(int g, int op);
+  void run_accumulate(int g, int op);
+  void run_local_step(int g, int op);
+  void run_global_step_increment(int g, int op);
+  void notify_remote(Part& p, int op);
+  BufferPtr value_for(const Part& p, int producer, int variable) const;
+  BufferPtr zeros(size_t bytes);
+  DeviceEngine& engine(int device);
+  // Job control (node_control.cpp).
+  void estimate_clock();
+  void on_pong(const uint8_t* payload, size_t size, double chief_clock_s);
+  void on_ready(uint32_t peer, const uint8_t* payload, size_t size);
+  void maybe_start();
+  void start_job(double origin_s, bool progress);
+  void begin_training();
+  void chief_duties(Part& p, std::function<void()> then);
+  void write_summaries(int g, std::function<void()> then);
+  // then(start_s, bytes, global_step) once the index is written.
+  void save_checkpoint(const std::string& name,
+                       std::function<void(double, double, int64_t)> then);
+  void on_save(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
+  void write_shard(const std::string& name, std::function<void(const nlohmann::json&)> done);
+  void on_saved(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
+  void shard_saved(const nlohmann::json& saved);
+  void on_finished(int g);
+  void on_progress(int g, int steps_done, int64_t global_step);
+  void write_progress();
+  void schedule_wave();
+  void query_wave();
+  void on_query(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
+  void on_status(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
+  nlohmann::json status(const std::string& finished) const;
+  void evaluate_wave();
+  void finish_job();
+  void stop();
+  void fail(const std::string& why);
+  void write_trace_end();
+
+  double clock_s() const;  // this machine's monotonic clock (s)
+  double now_s() const { return clock_s() - origin_local_s_; }  // the run's clock (chief's)
+  bool chief() const { return int(self_) == map_.chief_task; }
+  void post(std::function<void()> work);  // onto the network thread, from any thread
+
+  const core::Plan& plan_;
+  ClusterSpec spec_;
+  TaskMap map_;
+  uint32_t self_;
+  NodeOptions options_;
+  std::string plan_hash_;
+  asio::io_context io_;
+  std::unique_ptr<Mesh> mesh_;
+  std::vector<const core::ClientGraph*> graphs_;
+  std::vector<Part> parts_;
+  std::vector<int64_t> tokens_;  // per graph: the token its dequeue took (set_next_local_step)
+  std::deque<std::pair<int, int>> pending_;
+  bool draining_ = false;
+  // Compute: one engine per device this task runs ops on, and one for copies and files.
+  std::map<int, std::unique_ptr<DeviceEngine>> engines_;
+  std::unique_ptr<DeviceEngine> copier_;
+  std::shared_ptr<Bytes> zeros_;
+  // Parameter server state (a task with a PS role).
+  std::unique_ptr<ParameterStore> store_;
+  int ps_shard_ = -1;
+  std::optional<core::SyncQueues> sync_;
+  std::vector<std::vector<float>> accumulator_;  // per variable: the fresh gradients' sum
+  std::vector<int> accumulated_;                 // per variable: how many
+  double last_update_s_ = 0;
+  // Tensors arriving: (peer, graph, step, send op) -> buffer.
+  std::map<std::tuple<uint32_t, int, int64_t, int>, Incoming> incoming_;
+  int64_t next_message_ = 0;
+  // Clocks.
+  double offset_s_ = 0;  // chief = this + offset
+  double uncertainty_s_ = 0;
+  double origin_local_s_ = 0;  // the run's t = 0 on this machine's clock
+  bool started_ = false;
+  bool progress_ = false;  // the chief wants progress frames
+  int pings_left_ = 0;
+  double best_rtt_s_ = 0;
+  // The chief's view of the job.
+  std::set<uint32_t> ready_;
+  std::vector<core::ClockOffset> offsets_;
+  std::vector<bool> finished_;
+  int64_t global_step_seen_ = 0;
+  std::vector<int> steps_seen_;
+  double last_progress_s_ = -1;
+  int pending_saves_ = 0;
+  std::string saving_;
+  std::vector<std::string> shard_files_;
+  double shard_bytes_ = 0;
+  int64_t saved_global_step_ = 0;
+  std::function<void(double, int64_t)> saved_then_;  // (bytes, global_step)
+  int checkpoints_ = 0;
+  double last_checkpoint_s_ = 0;
+  int64_t wave_ = 0;
+  std::map<uint32_t, nlohmann::json> wave_status_;
+  std::string previous_wave_;
+  std::optional<asio::steady_timer> wave_timer_;
+  double end_s_ = 0;
+  bool all_finished_ = false;
+  // Counted frames (quiescence: every sent one received, nobody busy, twice in a row).
+  int64_t frames_sent_ = 0, frames_received_ = 0;
+  int timers_pending_ = 0;
+  int work_pending_ = 0;  // posted completions and file writes not yet back
+  // The trace and the outcome.
+  // Removed unless renamed into place (a run that failed leaves no trace file).
+  struct Temporary {
+    std::string path;
+    ~Temporary() {
+      if (!path.empty()) std::remove(path.c_str());
+    }
+  } trace_temporary_;
+  std::ofstream trace_file_;
+  std::unique_ptr<core::NativeTraceWriter> writer_;
+  std::optional<core::TraceRecorder> recorder_;
+  core::RunOutcome outcome_;
+  bool stopping_ = false;
+  bool failed_ = false;
+  std::string error_line_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+// Little-endian payload fields (frames' payloads); reads throw FrameError when short.
+std::string pack_i64(std::initializer_list<int64_t> values);
+int64_t unpack_i64(const uint8_t* payload, size_t size, size_t index);
+std::string pack_f64(std::initializer_list<double> values);
+double unpack_f64(const uint8_t* payload, size_t size, size_t index);
+
+}  // namespace replisim::real::detail

@@ -1,0 +1,104 @@
+#include "real/state/parameter_store.h"
+
+#include <cstring>
+#include <utility>
+
+#include "real/state/optimizer.h"
+
+namespace replisim::real {
+
+ParameterStore::ParameterStore(const core::Plan& plan, int ps)
+    : plan_(plan), ps_(ps), index_of_(plan.variables.size(), -1) {
+  const core::OptimizerRule& rule = plan.optimizer;
+  for (size_t v = 0; v < plan.variables.size(); ++v) {
+    if (plan.variables[v].ps != ps) continue;
+    if (v == 0) {
+      holds_global_step_ = true;
+      continue;
+    }
+    auto state = std::make_unique<State>();
+    state->variable = int(v);
+    const size_t n = float_count(plan.variables[v].bytes);
+    state->value.assign(n, 0.0f);
+    if (rule.name == "momentum" || rule.name == "adam") state->slot1.assign(n, 0.0f);
+    if (rule.name == "adam") {
+      state->slot2.assign(n, 0.0f);
+      state->beta1_power = float(rule.beta1);
+      state->beta2_power = float(rule.beta2);
+    }
+    index_of_[v] = int(states_.size());
+    states_.push_back(std::move(state));
+  }
+}
+
+const ParameterStore::State* ParameterStore::find(int variable) const {
+  if (variable < 0 || size_t(variable) >= index_of_.size() || index_of_[size_t(variable)] < 0) {
+    return nullptr;
+  }
+  return states_[size_t(index_of_[size_t(variable)])].get();
+}
+
+bool ParameterStore::holds(int variable) const {
+  return find(variable) != nullptr || (variable == 0 && holds_global_step_);
+}
+
+std::shared_ptr<Bytes> ParameterStore::read(int variable) const {
+  const State* s = find(variable);
+  auto out = std::make_shared<Bytes>();
+  if (s == nullptr) return out;
+  std::lock_guard<std::mutex> lock(s->mutex);
+  out->resize(s->value.size() * 4);
+  std::memcpy(out->data(), s->value.data(), out->size());
+  return out;
+}
+
+void ParameterStore::apply(int variable, const float* gradient, size_t n) {
+  State* s = find(variable);
+  if (s == nullptr) return;
+  const core::OptimizerRule& rule = plan_.optimizer;
+  std::lock_guard<std::mutex> lock(s->mutex);
+  n = std::min(n, s->value.size());
+  const float lr = float(rule.learning_rate);
+  if (rule.name == "momentum") {
+    apply_momentum(s->value.data(), s->slot1.data(), gradient, n, lr, float(rule.momentum));
+  } else if (rule.name == "adam") {
+    apply_adam(s->value.data(), s->slot1.data(), s->slot2.data(), gradient, n, lr,
+               float(rule.beta1), float(rule.beta2), float(rule.epsilon), s->beta1_power,
+               s->beta2_power);
+    s->beta1_power *= float(rule.beta1);
+    s->beta2_power *= float(rule.beta2);
+  } else {
+    apply_gradient_descent(s->value.data(), gradient, n, lr);
+  }
+  ++s->applies;
+}
+
+CheckpointShard ParameterStore::snapshot(const std::string& plan_hash,
+                                         int64_t global_step_value) const {
+  CheckpointShard shard;
+  shard.plan_hash = plan_hash;
+  shard.ps = uint32_t(ps_);
+  shard.global_step = holds_global_step_ ? global_step_value : -1;
+  const std::string& rule = plan_.optimizer.name;
+  for (const auto& s : states_) {
+    std::lock_guard<std::mutex> lock(s->mutex);
+    const std::string& name = plan_.variables[size_t(s->variable)].name;
+    shard.tensors.push_back({name, s->variable, 0, s->applies, s->value});
+    if (rule == "momentum") shard.tensors.push_back({name + "/Momentum", s->variable, 1, s->applies, s->slot1});
+    if (rule == "adam") {
+      shard.tensors.push_back({name + "/Adam", s->variable, 1, s->applies, s->slot1});
+      shard.tensors.push_back({name + "/Adam_1", s->variable, 2, s->applies, s->slot2});
+      shard.tensors.push_back(
+          {name + "/beta_powers", s->variable, 3, s->applies, {s->beta1_power, s->beta2_power}});
+    }
+  }
+  return shard;
+}
+
+double ParameterStore::bytes() const {
+  double total = 0;
+  for (const auto& s : states_) total += 4.0 * double(s->value.size() + s->slot1.size() + s->slot2.size());
+  return total;
+}
+
+}  // namespace replisim::real

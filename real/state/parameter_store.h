@@ -1,0 +1,62 @@
+// The variables of one parameter server shard as real float32 buffers, with the optimizer's slots
+// (TF's Apply* kernels, optimizer.h), zero when the job starts (the chief's init op). Reads copy a
+// variable, applies update it in place, a checkpoint snapshots them: each under the variable's
+// own lock, so compute threads and the network thread may use it at once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/plan/plan.h"
+#include "real/state/checkpoint.h"
+
+namespace replisim::real {
+
+using Bytes = std::vector<uint8_t>;
+
+// Float32 elements of a variable or gradient of `bytes` bytes.
+inline size_t float_count(double bytes) { return bytes > 0 ? size_t(bytes / 4) : 0; }
+
+class ParameterStore {
+ public:
+  // The variables of shard `ps` (Plan::ps_roles index) of `plan` (which must outlive it).
+  ParameterStore(const core::Plan& plan, int ps);
+
+  bool holds(int variable) const;
+  // global_step (Plan::variables[0]) is an int64 here, not a buffer.
+  bool holds_global_step() const { return holds_global_step_; }
+  int64_t global_step = 0;  // network thread only
+
+  // A copy of the value (float32, little-endian), of the variable's bytes. Thread-safe.
+  std::shared_ptr<Bytes> read(int variable) const;
+  // One update with `gradient` (the first min(n, size) elements count). Thread-safe.
+  void apply(int variable, const float* gradient, size_t n);
+  // Every variable and slot, for a checkpoint, with `global_step_value` when this shard holds
+  // global_step (the caller reads it on the network thread). Thread-safe.
+  CheckpointShard snapshot(const std::string& plan_hash, int64_t global_step_value) const;
+  // Float32 bytes held (values and slots).
+  double bytes() const;
+
+ private:
+  struct State {
+    int variable = -1;
+    std::vector<float> value;
+    std::vector<float> slot1, slot2;  // momentum: accum; adam: m, v
+    float beta1_power = 1, beta2_power = 1;
+    int64_t applies = 0;
+    mutable std::mutex mutex;
+  };
+  const State* find(int variable) const;
+  State* find(int variable) { return const_cast<State*>(std::as_const(*this).find(variable)); }
+
+  const core::Plan& plan_;
+  int ps_;
+  bool holds_global_step_ = false;
+  std::vector<int> index_of_;  // per plan variable: its State, or -1
+  std::vector<std::unique_ptr<State>> states_;
+};
+
+}  // namespace replisim::real

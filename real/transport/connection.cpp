@@ -1,0 +1,171 @@
+#include "real/transport/connection.h"
+
+#include <algorithm>
+
+namespace replisim::real {
+namespace {
+
+// A payload is read in pieces of at most this, so that a slow link still shows progress to the
+// silence check between two pieces: 1 MiB.
+constexpr size_t kReadPieceBytes = size_t(1) << 20;
+// Frames gathered into one write, at most.
+constexpr size_t kFramesPerWrite = 64;
+
+std::string endpoint_text(const asio::ip::tcp::socket& socket) {
+  asio::error_code ec;
+  const auto endpoint = socket.remote_endpoint(ec);
+  if (ec) return "?";
+  const std::string host = endpoint.address().to_string();
+  return (endpoint.address().is_v6() ? "[" + host + "]" : host) + ":" +
+         std::to_string(endpoint.port());
+}
+
+}  // namespace
+
+Connection::Connection(asio::ip::tcp::socket socket, Handler* handler)
+    : socket_(std::move(socket)), handler_(handler), remote_(endpoint_text(socket_)) {
+  asio::error_code ec;
+  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+  last_read_ = last_write_ = Clock::now();
+}
+
+void Connection::start() { read_header(); }
+
+void Connection::read_header() {
+  auto self = shared_from_this();
+  asio::async_read(socket_, asio::buffer(header_bytes_),
+                   [this, self](const asio::error_code& ec, size_t) {
+                     if (closed_) return;
+                     if (ec) {
+                       fail(ec == asio::error::eof ? "closed the connection"
+                                                   : "connection lost: " + ec.message());
+                       return;
+                     }
+                     last_read_ = Clock::now();
+                     try {
+                       header_ = decode_header(header_bytes_.data());
+                       if (header_.length > max_payload_) {
+                         throw FrameError("a " + std::string(frame_type_name(header_.type)) +
+                                          " frame of " + std::to_string(header_.length) +
+                                          " bytes where at most " + std::to_string(max_payload_) +
+                                          " are allowed now");
+                       }
+                       order_.check(header_);
+                       destination_ = nullptr;
+                       if (header_.type == FrameType::kTensor && header_.length > 0) {
+                         destination_ = handler_->tensor_destination(*this, header_);
+                       }
+                       if (destination_ == nullptr) {
+                         scratch_.resize(header_.length);
+                         destination_ = scratch_.data();
+                       }
+                     } catch (const FrameError& e) {
+                       fail(e.what());
+                       return;
+                     }
+                     if (header_.length == 0) {
+                       deliver();
+                     } else {
+                       read_payload(0);
+                     }
+                   });
+}
+
+void Connection::read_payload(size_t offset) {
+  auto self = shared_from_this();
+  const size_t piece = std::min(kReadPieceBytes, size_t(header_.length) - offset);
+  asio::async_read(socket_, asio::buffer(destination_ + offset, piece),
+                   [this, self, offset, piece](const asio::error_code& ec, size_t) {
+                     if (closed_) return;
+                     if (ec) {
+                       fail(ec == asio::error::eof ? "closed the connection inside a frame"
+                                                   : "connection lost: " + ec.message());
+                       return;
+                     }
+                     last_read_ = Clock::now();
+                     if (offset + piece < header_.length) {
+                       read_payload(offset + piece);
+                     } else {
+                       deliver();
+                     }
+                   });
+}
+
+void Connection::deliver() {
+  try {
+    handler_->on_frame(*this, header_, destination_);
+  } catch (const FrameError& e) {
+    fail(e.what());
+    return;
+  }
+  if (!closed_) read_header();
+}
+
+void Connection::send(FrameHeader header, const uint8_t* data, size_t size,
+                      std::shared_ptr<const void> keep, std::function<void()> written) {
+  if (closed_) return;
+  header.length = uint32_t(size);
+  Pending p;
+  encode_header(header, p.header.data());
+  p.data = data;
+  p.size = size;
+  p.keep = std::move(keep);
+  p.written = std::move(written);
+  queue_.push_back(std::move(p));
+  if (!writing_) write_more();
+}
+
+void Connection::send(const FrameHeader& header, const std::string& payload) {
+  auto copy = std::make_shared<std::string>(payload);
+  const auto* data = reinterpret_cast<const uint8_t*>(copy->data());
+  send(header, data, copy->size(), copy);
+}
+
+void Connection::write_more() {
+  if (queue_.empty() || closed_) {
+    writing_ = false;
+    return;
+  }
+  writing_ = true;
+  std::vector<asio::const_buffer> buffers;
+  in_flight_ = std::min(queue_.size(), kFramesPerWrite);
+  for (size_t i = 0; i < in_flight_; ++i) {
+    buffers.emplace_back(queue_[i].header.data(), kFrameHeaderBytes);
+    if (queue_[i].size > 0) buffers.emplace_back(queue_[i].data, queue_[i].size);
+  }
+  auto self = shared_from_this();
+  asio::async_write(socket_, buffers, [this, self](const asio::error_code& ec, size_t) {
+    if (closed_) return;
+    if (ec) {
+      fail("cannot send: " + ec.message());
+      return;
+    }
+    last_write_ = Clock::now();
+    std::vector<std::function<void()>> done;
+    for (size_t i = 0; i < in_flight_; ++i) {
+      if (queue_.front().written) done.push_back(std::move(queue_.front().written));
+      queue_.pop_front();
+    }
+    in_flight_ = 0;
+    write_more();
+    for (auto& callback : done) callback();
+  });
+}
+
+void Connection::fail(const std::string& why) {
+  if (closed_) return;
+  close();
+  handler_->on_failure(*this, why);
+}
+
+void Connection::close() {
+  if (closed_) return;
+  closed_ = true;
+  asio::error_code ec;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+  socket_.close(ec);
+  queue_.clear();
+  writing_ = false;
+}
+
+}  // namespace replisim::real

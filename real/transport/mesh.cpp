@@ -1,0 +1,399 @@
+#include "real/transport/mesh.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace replisim::real {
+namespace {
+
+constexpr auto kTick = std::chrono::milliseconds(100);
+constexpr auto kRedialAfter = std::chrono::milliseconds(100);
+// A handshake frame is small: nothing bigger is read before a peer is authenticated.
+constexpr uint32_t kHandshakePayloadBytes = 256;
+
+Clock::duration seconds(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
+std::string seconds_text(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g s", s);
+  return text;
+}
+
+}  // namespace
+
+asio::ip::tcp::acceptor listen_on(asio::io_context& io, const std::string& host, uint16_t port) {
+  asio::ip::tcp::resolver resolver(io);
+  const auto results = resolver.resolve(host, std::to_string(port),
+                                        asio::ip::resolver_base::passive);
+  const asio::ip::tcp::endpoint endpoint = *results.begin();
+  asio::ip::tcp::acceptor acceptor(io);
+  acceptor.open(endpoint.protocol());
+  acceptor.set_option(asio::ip::tcp::acceptor::reuse_address(true));
+  acceptor.bind(endpoint);
+  acceptor.listen(asio::socket_base::max_listen_connections);
+  return acceptor;
+}
+
+Mesh::Mesh(asio::io_context& io, MeshConfig config, asio::ip::tcp::acceptor acceptor,
+           Handler& handler)
+    : io_(io),
+      config_(std::move(config)),
+      acceptor_(std::move(acceptor)),
+      handler_(handler),
+      ticker_(io) {
+  for (const ClusterTask& t : config_.tasks) names_.push_back(t.name());
+  const int k = std::max(1, config_.connections_per_peer);
+  config_.connections_per_peer = k;
+  for (uint32_t p : config_.peers) peers_[p].slots.assign(size_t(k), nullptr);
+}
+
+Mesh::~Mesh() {
+  *alive_ = false;
+  shutdown();
+}
+
+std::string Mesh::peer_text(uint32_t task) const {
+  return "task " + names_[task] + " (" + config_.tasks[task].address() + ")";
+}
+
+void Mesh::start() {
+  connect_deadline_ = Clock::now() + seconds(config_.connect_timeout_s);
+  accept();
+  for (auto& [peer, state] : peers_) {
+    if (peer <= config_.handshake.self) continue;  // it dials this task
+    for (int slot = 0; slot < config_.connections_per_peer; ++slot) dial(peer, slot);
+  }
+  if (all_connected()) {  // no peer at all
+    connected_ = true;
+    asio::post(io_, [this, alive = std::weak_ptr<bool>(alive_)] {
+      if (!alive.expired() && !stopped_) handler_.on_connected();
+    });
+  }
+  tick();
+}
+
+void Mesh::accept() {
+  acceptor_.async_accept([this, alive = std::weak_ptr<bool>(alive_)](
+                             const asio::error_code& ec, asio::ip::tcp::socket socket) {
+    if (alive.expired() || stopped_) return;
+    if (!ec) {
+      auto pending = std::make_unique<Pending>();
+      pending->connection = std::make_shared<Connection>(std::move(socket), handler_self());
+      pending->connection->set_max_payload(kHandshakePayloadBytes);
+      pending->listener = std::make_unique<HandshakeListener>(
+          config_.handshake,
+          [this](uint32_t task) {
+            return task < config_.handshake.self && peers_.count(task) > 0;
+          },
+          seen_challenges_, random_nonce());
+      pending->deadline = Clock::now() + seconds(config_.handshake_timeout_s);
+      Connection& c = *pending->connection;
+      pending_.push_back(std::move(pending));
+      c.start();
+    }
+    accept();
+  });
+}
+
+void Mesh::dial(uint32_t peer, int slot) {
+  if (stopped_) return;
+  auto resolver = std::make_shared<asio::ip::tcp::resolver>(io_);
+  const ClusterTask& task = config_.tasks[peer];
+  resolver->async_resolve(
+      task.host, std::to_string(task.port),
+      [this, resolver, peer, slot, alive = std::weak_ptr<bool>(alive_)](
+          const asio::error_code& ec, asio::ip::tcp::resolver::results_type results) {
+        if (alive.expired() || stopped_) return;
+        if (ec) {
+          redial(peer, slot, "cannot resolve its host: " + ec.message());
+          return;
+        }
+        auto socket = std::make_shared<asio::ip::tcp::socket>(io_);
+        asio::async_connect(
+            *socket, results,
+            [this, socket, peer, slot, alive](const asio::error_code& ec2,
+                                              const asio::ip::tcp::endpoint&) {
+              if (alive.expired() || stopped_) return;
+              if (ec2) {
+                redial(peer, slot, "cannot connect: " + ec2.message());
+                return;
+              }
+              auto pending = std::make_unique<Pending>();
+              pending->connection = std::make_shared<Connection>(std::move(*socket), handler_self());
+              pending->connection->set_max_payload(kHandshakePayloadBytes);
+              pending->dialer =
+                  std::make_unique<HandshakeDialer>(config_.handshake, peer, random_nonce());
+              pending->peer = peer;
+              pending->slot = slot;
+              pending->deadline = Clock::now() + seconds(config_.handshake_timeout_s);
+              Frame hello = pending->dialer->hello();
+              hello.header.tensor = uint64_t(slot);
+              Connection& c = *pending->connection;
+              pending_.push_back(std::move(pending));
+              c.send(hello.header, hello.payload);
+              c.start();
+            });
+      });
+}
+
+void Mesh::redial(uint32_t peer, int slot, const std::string& why) {
+  peers_[peer].last_refusal = why;
+  if (connected_ || Clock::now() >= connect_deadline_) return;
+  auto timer = std::make_shared<asio::steady_timer>(io_, kRedialAfter);
+  timer->async_wait([this, timer, peer, slot, alive = std::weak_ptr<bool>(alive_)](
+                        const asio::error_code& ec) {
+    if (!ec && !alive.expired() && !stopped_) dial(peer, slot);
+  });
+}
+
+Mesh::Pending* Mesh::pending_of(Connection& connection) {
+  for (auto& p : pending_) {
+    if (p->connection.get() == &connection) return p.get();
+  }
+  return nullptr;
+}
+
+void Mesh::refuse(Pending& pending, const std::string& why) {
+  std::shared_ptr<Connection> connection = pending.connection;
+  connection->close();
+  if (pending.dialer) {
+    redial(pending.peer, pending.slot, peer_text(pending.peer) + " refused: " + why);
+  } else {
+    handler_.on_refused("refused a connection from " + connection->remote() + ": " + why);
+  }
+  pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
+                                [&pending](const std::unique_ptr<Pending>& p) {
+                                  return p.get() == &pending;
+                                }),
+                 pending_.end());
+}
+
+void Mesh::established(Pending& pending, uint32_t peer, int slot) {
+  std::shared_ptr<Connection> connection = pending.connection;
+  connection->peer = peer;
+  connection->slot = slot;
+  connection->set_max_payload(kMaxFramePayloadBytes);
+  peers_[peer].slots[size_t(slot)] = connection;
+  pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
+                                [&pending](const std::unique_ptr<Pending>& p) {
+                                  return p.get() == &pending;
+                                }),
+                 pending_.end());
+  if (!connected_ && all_connected()) {
+    connected_ = true;
+    handler_.on_connected();
+  }
+}
+
+bool Mesh::all_connected() const {
+  for (const auto& [peer, state] : peers_) {
+    for (const auto& c : state.slots) {
+      if (!c) return false;
+    }
+  }
+  return true;
+}
+
+void Mesh::on_frame(Connection& connection, const FrameHeader& header, const uint8_t* payload) {
+  if (connection.peer >= 0) {
+    if (header.source != uint32_t(connection.peer) || header.destination != config_.handshake.self) {
+      throw FrameError("a frame from task " + std::to_string(header.source) + " to task " +
+                       std::to_string(header.destination) + " on this connection");
+    }
+    if (header.type == FrameType::kHeartbeat) return;
+    if (header.type == FrameType::kStop || header.type == FrameType::kError) {
+      connection.peer_stopping = true;
+    }
+    handler_.on_frame(uint32_t(connection.peer), header, payload);
+    return;
+  }
+  Pending* pending = pending_of(connection);
+  if (pending == nullptr) return;
+  const std::string text(reinterpret_cast<const char*>(payload), header.length);
+  try {
+    if (pending->dialer) {
+      if (header.type == FrameType::kHelloReply) {
+        const Frame auth = pending->dialer->on_hello_reply(header, text);
+        connection.send(auth.header, auth.payload);
+      } else {
+        pending->dialer->on_auth_ok(header);
+        established(*pending, pending->peer, pending->slot);
+      }
+      return;
+    }
+    if (header.type == FrameType::kHello) {
+      const int slot = int(header.tensor);
+      if (header.tensor >= uint64_t(config_.connections_per_peer)) {
+        throw HandshakeError("asks for connection " + std::to_string(header.tensor) + " of " +
+                             std::to_string(config_.connections_per_peer));
+      }
+      const Frame reply = pending->listener->on_hello(header, text);
+      const auto& slots = peers_[header.source].slots;
+      if (slots[size_t(slot)]) {
+        throw HandshakeError("task " + names_[header.source] + "'s connection " +
+                             std::to_string(slot) + " is already up");
+      }
+      pending->slot = slot;
+      connection.send(reply.header, reply.payload);
+    } else {
+      const Frame ok = pending->listener->on_auth(header, text);
+      connection.send(ok.header, ok.payload);
+      established(*pending, pending->listener->peer(), pending->slot);
+    }
+  } catch (const HandshakeError& e) {
+    refuse(*pending, e.what());
+  }
+}
+
+uint8_t* Mesh::tensor_destination(Connection& connection, const FrameHeader& header) {
+  if (connection.peer < 0) throw FrameError("a tensor before the handshake");
+  return handler_.tensor_destination(uint32_t(connection.peer), header);
+}
+
+void Mesh::on_failure(Connection& connection, const std::string& why) {
+  if (stopped_) return;
+  if (connection.peer >= 0) {
+    if (connection.peer_stopping) return;
+    handler_.on_failure(peer_text(uint32_t(connection.peer)) + ": " + why);
+    return;
+  }
+  if (Pending* pending = pending_of(connection)) refuse(*pending, why);
+}
+
+void Mesh::tick() {
+  if (stopped_) return;
+  const Clock::time_point now = Clock::now();
+  if (!connected_ && now >= connect_deadline_) {
+    for (const auto& [peer, state] : peers_) {
+      const bool up = std::all_of(state.slots.begin(), state.slots.end(),
+                                  [](const auto& c) { return bool(c); });
+      if (up) continue;
+      handler_.on_failure(peer_text(peer) + " did not connect within " +
+                          seconds_text(config_.connect_timeout_s) +
+                          (state.last_refusal.empty() ? std::string()
+                                                      : " (last: " + state.last_refusal + ")"));
+      return;
+    }
+  }
+  for (size_t i = 0; i < pending_.size();) {
+    if (now >= pending_[i]->deadline) {
+      refuse(*pending_[i], "no handshake within " + seconds_text(config_.handshake_timeout_s));
+      continue;  // refuse erased it
+    }
+    ++i;
+  }
+  for (auto& [peer, state] : peers_) {
+    for (auto& c : state.slots) {
+      if (!c || c->closed()) continue;
+      if (now - c->last_read() > seconds(config_.silence_timeout_s)) {
+        handler_.on_failure(peer_text(peer) + " sent nothing for " +
+                            seconds_text(config_.silence_timeout_s) + ": lost");
+        return;
+      }
+      if (!c->writing() && now - c->last_write() > seconds(config_.heartbeat_every_s)) {
+        FrameHeader h;
+        h.type = FrameType::kHeartbeat;
+        h.source = config_.handshake.self;
+        h.destination = peer;
+        c->send(h, nullptr, 0);
+      }
+    }
+  }
+  ticker_.expires_after(kTick);
+  ticker_.async_wait([this, alive = std::weak_ptr<bool>(alive_)](const asio::error_code& ec) {
+    if (!ec && !alive.expired()) tick();
+  });
+}
+
+void Mesh::send(uint32_t peer, FrameHeader header, const uint8_t* data, size_t size,
+                std::shared_ptr<const void> keep, std::function<void()> written, int slot) {
+  auto found = peers_.find(peer);
+  if (found == peers_.end()) {
+    throw std::logic_error("no connection to task " + std::to_string(peer));
+  }
+  auto& slots = found->second.slots;
+  const std::shared_ptr<Connection>& c = slots[size_t(slot) % slots.size()];
+  if (!c) throw std::logic_error("task " + std::to_string(peer) + " is not connected");
+  header.source = config_.handshake.self;
+  header.destination = peer;
+  c->send(header, data, size, std::move(keep), std::move(written));
+}
+
+void Mesh::send(uint32_t peer, const FrameHeader& header, const std::string& payload) {
+  auto copy = std::make_shared<std::string>(payload);
+  send(peer, header, reinterpret_cast<const uint8_t*>(copy->data()), copy->size(), copy);
+}
+
+void Mesh::send_on_every_slot(uint32_t peer, FrameHeader header, const std::string& payload) {
+  auto found = peers_.find(peer);
+  if (found == peers_.end()) return;
+  header.source = config_.handshake.self;
+  header.destination = peer;
+  for (const auto& c : found->second.slots) {
+    if (c && !c->closed()) c->send(header, payload);
+  }
+}
+
+std::vector<uint32_t> Mesh::peer_tasks() const {
+  std::vector<uint32_t> out;
+  for (const auto& [peer, state] : peers_) out.push_back(peer);
+  return out;
+}
+
+int Mesh::next_slot(uint32_t peer) {
+  Peer& p = peers_[peer];
+  const int slot = p.next_slot;
+  p.next_slot = (p.next_slot + 1) % config_.connections_per_peer;
+  return slot;
+}
+
+size_t Mesh::queued_frames() const {
+  size_t n = 0;
+  for (const auto& [peer, state] : peers_) {
+    for (const auto& c : state.slots) {
+      if (c) n += c->queued_frames();
+    }
+  }
+  return n;
+}
+
+void Mesh::flush_then(std::function<void()> done, double timeout_s) {
+  flush_poll(std::make_shared<asio::steady_timer>(io_), Clock::now() + seconds(timeout_s),
+             std::move(done));
+}
+
+void Mesh::flush_poll(std::shared_ptr<asio::steady_timer> timer, Clock::time_point deadline,
+                      std::function<void()> done) {
+  bool busy = false;
+  for (const auto& [peer, state] : peers_) {
+    for (const auto& c : state.slots) busy |= c && !c->closed() && c->queued_frames() > 0;
+  }
+  if (!busy || Clock::now() >= deadline) {
+    done();
+    return;
+  }
+  timer->expires_after(std::chrono::milliseconds(5));
+  timer->async_wait([this, timer, deadline, done = std::move(done),
+                     alive = std::weak_ptr<bool>(alive_)](const asio::error_code& ec) mutable {
+    if (!ec && !alive.expired()) flush_poll(timer, deadline, std::move(done));
+  });
+}
+
+void Mesh::shutdown() {
+  if (stopped_) return;
+  stopped_ = true;
+  asio::error_code ec;
+  ticker_.cancel();
+  acceptor_.close(ec);
+  for (auto& p : pending_) p->connection->close();
+  pending_.clear();
+  for (auto& [peer, state] : peers_) {
+    for (auto& c : state.slots) {
+      if (c) c->close();
+    }
+  }
+}
+
+}  // namespace replisim::real

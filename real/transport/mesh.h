@@ -1,0 +1,135 @@
+// The connections of one task to the tasks it exchanges frames with: it listens, dials (the lower
+// task number dials the higher), authenticates every connection with the handshake, keeps K
+// connections per peer, sends heartbeats on quiet connections and fails a peer that stays silent.
+// Until every peer is connected it refuses strangers with one logged line and keeps waiting;
+// after that, a peer's broken connection or bad frame is fatal (the job needs every peer).
+// Single-threaded on its io_context.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <asio.hpp>
+
+#include "real/cluster.h"
+#include "real/transport/connection.h"
+#include "real/transport/handshake.h"
+
+namespace replisim::real {
+
+struct MeshConfig {
+  HandshakeConfig handshake;        // token, plan hash, this task's number
+  std::vector<ClusterTask> tasks;   // every task of the cluster (addresses, names)
+  std::vector<uint32_t> peers;      // the tasks this one exchanges frames with
+  int connections_per_peer = 1;     // K (platform.transport.connections_per_peer)
+  double connect_timeout_s = 30;    // every peer connected and authenticated by then
+  double handshake_timeout_s = 10;  // one connection's handshake
+  double heartbeat_every_s = 1;     // a heartbeat on a connection quiet this long
+  double silence_timeout_s = 30;    // a peer that sends nothing this long has failed
+};
+
+class Mesh : private Connection::Handler {
+ public:
+  class Handler {
+   public:
+    virtual ~Handler() = default;
+    // Every peer is connected on every slot.
+    virtual void on_connected() = 0;
+    // An authenticated peer's frame (heartbeats are not passed on). May throw FrameError:
+    // the peer then fails with it.
+    virtual void on_frame(uint32_t peer, const FrameHeader& header, const uint8_t* payload) = 0;
+    // Where tensor chunk `header` from `peer` goes (see Connection::Handler).
+    virtual uint8_t* tensor_destination(uint32_t peer, const FrameHeader& header) = 0;
+    // Fatal: a peer failed (or never connected): why, in one line naming it.
+    virtual void on_failure(const std::string& why) = 0;
+    // A stranger refused (not fatal): one line.
+    virtual void on_refused(const std::string& line) = 0;
+  };
+
+  // `acceptor` is open and listening (run's launcher passes it in; node binds it). `handler`
+  // must outlive the mesh.
+  Mesh(asio::io_context& io, MeshConfig config, asio::ip::tcp::acceptor acceptor,
+       Handler& handler);
+  ~Mesh();
+  void start();
+
+  // Queues a frame to `peer` on connection `slot` (mod K). See Connection::send for `data`.
+  void send(uint32_t peer, FrameHeader header, const uint8_t* data = nullptr, size_t size = 0,
+            std::shared_ptr<const void> keep = {}, std::function<void()> written = {},
+            int slot = 0);
+  void send(uint32_t peer, const FrameHeader& header, const std::string& payload);
+  // The same frame on each of the peer's connections (a stop, an error: each connection then
+  // knows that the end of stream that follows is expected). Does nothing for a peer not
+  // connected yet.
+  void send_on_every_slot(uint32_t peer, FrameHeader header, const std::string& payload = {});
+  // The peers, connected or not.
+  std::vector<uint32_t> peer_tasks() const;
+  // A slot for the next tensor to `peer` (round robin over its K connections).
+  int next_slot(uint32_t peer);
+  // Frames still queued to any peer.
+  size_t queued_frames() const;
+  // Calls `done` once every queued frame is written (or after `timeout_s`).
+  void flush_then(std::function<void()> done, double timeout_s = 5);
+  // Closes everything; no callback follows.
+  void shutdown();
+  const std::string& name_of(uint32_t task) const { return names_[task]; }
+  const MeshConfig& config() const { return config_; }
+
+ private:
+  struct Peer {
+    std::vector<std::shared_ptr<Connection>> slots;  // null until established
+    std::string last_refusal;                        // why its last attempt failed
+    int next_slot = 0;
+  };
+  // A connection whose handshake is in progress.
+  struct Pending {
+    std::shared_ptr<Connection> connection;
+    std::unique_ptr<HandshakeDialer> dialer;
+    std::unique_ptr<HandshakeListener> listener;
+    uint32_t peer = 0;  // the dialled task (dialer side)
+    int slot = 0;
+    Clock::time_point deadline;
+  };
+  void accept();
+  void dial(uint32_t peer, int slot);
+  void redial(uint32_t peer, int slot, const std::string& why);
+  void tick();
+  void established(Pending& pending, uint32_t peer, int slot);
+  bool all_connected() const;
+  void flush_poll(std::shared_ptr<asio::steady_timer> timer, Clock::time_point deadline,
+                  std::function<void()> done);
+  void refuse(Pending& pending, const std::string& why);
+  Pending* pending_of(Connection& connection);
+  // Connection::Handler
+  void on_frame(Connection& connection, const FrameHeader& header,
+                const uint8_t* payload) override;
+  uint8_t* tensor_destination(Connection& connection, const FrameHeader& header) override;
+  void on_failure(Connection& connection, const std::string& why) override;
+  std::string peer_text(uint32_t task) const;
+  Connection::Handler* handler_self() { return this; }
+
+  asio::io_context& io_;
+  MeshConfig config_;
+  asio::ip::tcp::acceptor acceptor_;
+  Handler& handler_;
+  std::vector<std::string> names_;
+  std::map<uint32_t, Peer> peers_;
+  std::vector<std::unique_ptr<Pending>> pending_;
+  std::set<Nonce> seen_challenges_;
+  asio::steady_timer ticker_;
+  Clock::time_point connect_deadline_;
+  bool connected_ = false;
+  bool stopped_ = false;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+// An IPv4/IPv6 listening socket on host:port (port 0: any free port), SO_REUSEADDR set.
+// Throws std::system_error naming the address.
+asio::ip::tcp::acceptor listen_on(asio::io_context& io, const std::string& host, uint16_t port);
+
+}  // namespace replisim::real
