@@ -152,7 +152,8 @@ TaskMap map_roles(const core::Plan& plan, const ClusterSpec& spec, const std::st
   map.roles_of_task.assign(spec.tasks.size(), {});
   const auto tasks = role_tasks(plan);
   for (size_t r = 0; r < plan.roles.size(); ++r) {
-    const auto& [job, index] = tasks[r];
+    const std::string& job = tasks[r].first;
+    const int index = tasks[r].second;
     if (index < 0) {
       throw core::InternalError("role " + plan.roles[r].name + " maps to no task");
     }

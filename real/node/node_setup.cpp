@@ -16,6 +16,7 @@
 #include "core/base/json_cursor.h"
 #include "core/base/version.h"
 #include "real/node/runtime.h"
+#include "real/state/gradient_flow.h"
 
 namespace replisim::real {
 namespace detail {
@@ -147,30 +148,6 @@ Node::~Node() {
   copier_.reset();
 }
 
-// Which op feeds which variable's gradient: an apply or accumulate names its variable, and an
-// aggregate, send or recv carries the gradient of the one variable its consumers take.
-static std::vector<int> gradient_variables(const core::ClientGraph& g,
-                                           const std::vector<std::vector<int>>& consumers) {
-  std::vector<int> variable(g.ops.size(), -1);
-  for (size_t k = g.ops.size(); k-- > 0;) {
-    const Op& op = g.ops[k];
-    if (op.kind == OpKind::kApply || op.kind == OpKind::kAccumulate) {
-      variable[k] = op.variable;
-      continue;
-    }
-    if (op.kind != OpKind::kAggregate && op.kind != OpKind::kSend && op.kind != OpKind::kRecv) {
-      continue;
-    }
-    int v = -2;
-    for (int c : consumers[k]) {
-      if (variable[size_t(c)] < 0) continue;
-      v = v == -2 ? variable[size_t(c)] : (v == variable[size_t(c)] ? v : -1);
-    }
-    variable[k] = v >= 0 ? v : -1;
-  }
-  return variable;
-}
-
 void Node::build_parts() {
   const bool sync = plan_.sync == "sync";
   parts_.reserve(graphs_.size());
@@ -179,11 +156,9 @@ void Node::build_parts() {
     const size_t n = graph.ops.size();
     std::vector<bool> mine(n);
     std::vector<uint32_t> task_of(n);
-    std::vector<std::vector<int>> consumers(n);
     for (size_t k = 0; k < n; ++k) {
       task_of[k] = uint32_t(map_.task_of_role[size_t(graph.ops[k].role)]);
       mine[k] = task_of[k] == self_;
-      for (int in : graph.ops[k].inputs) consumers[size_t(in)].push_back(int(k));
     }
     Part& p = parts_.emplace_back(graph, int(g), mine);
     p.task_of_op = task_of;
@@ -206,16 +181,9 @@ void Node::build_parts() {
       }
     }
     if (p.owner) p.participants.assign(participants.begin(), participants.end());
-    p.gradient_variable = gradient_variables(graph, consumers);
-    p.gradients_of.assign(n, {});
-    for (size_t k = 0; k < n; ++k) {
-      if (graph.ops[k].kind != OpKind::kBackward) continue;
-      for (int c : consumers[k]) {
-        const int v = p.gradient_variable[size_t(c)];
-        std::vector<int>& of = p.gradients_of[k];
-        if (v >= 0 && std::find(of.begin(), of.end(), v) == of.end()) of.push_back(v);
-      }
-    }
+    GradientFlow flow = gradient_flow(graph);
+    p.gradient_variable = std::move(flow.variable);
+    p.gradients_of = std::move(flow.produces);
     p.out.assign(n, nullptr);
     p.gradients.assign(n, {});
     p.tensor_in.assign(n, 0);

@@ -1,0 +1,217 @@
+// `replisim node` and `replisim run` from the command line: bad input is one line and exit 2
+// before anything runs; a peer that never comes, or a token that does not match, fails within
+// the connect timeout naming the peer; a killed launcher leaves no node behind; a bundled
+// scenario runs scaled down and its trace reports as a simulated one does.
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "tests/support/run_binary.h"
+#include "tests/support/test_support.h"
+
+namespace replisim::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string small_scenario(const TempDir& dir, const nlohmann::json& training = {}) {
+  nlohmann::json t = {{"replicas", {"w0/gpu0", "w1/gpu0"}}, {"ps", {"ps/cpu"}}, {"client", "ps"},
+                      {"steps", 4}, {"warmup_steps", 1}, {"batch_per_replica", 4}};
+  if (!training.is_null()) t.update(training);
+  const nlohmann::json doc =
+      scenario_json({machine("ps", "100 GFLOPS", {}, "10 Gbps"),
+                     machine("w0", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps"),
+                     machine("w1", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps")},
+                    one_layer_model(2000, "10 kFLOP"), t, "lv08", "100 Gbps");
+  return dir.write("s.json", doc.dump());
+}
+
+std::string plan_file(const TempDir& dir, const std::string& strategy = "between_graph") {
+  const BinaryResult r =
+      run_replisim({"plan", small_scenario(dir), "--json", "--strategy", strategy});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return dir.write("plan-" + strategy + ".json", r.out);
+}
+
+// A port nobody listens on now (bound, read, closed).
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof a;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &size);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+std::string cluster_file(const TempDir& dir, const std::string& name, int workers,
+                         const std::string& token = "0123456789abcdef0123456789abcdef") {
+  nlohmann::json cluster = {{"ps", {"127.0.0.1:" + std::to_string(free_port())}}};
+  for (int w = 0; w < workers; ++w) {
+    cluster["worker"].push_back("127.0.0.1:" + std::to_string(free_port()));
+  }
+  return dir.write(name, nlohmann::json{{"cluster", cluster}, {"token", token}}.dump());
+}
+
+void expect_one_line(const BinaryResult& r, int code, const std::string& part) {
+  EXPECT_EQ(r.exit_code, code) << r.err;
+  EXPECT_NE(r.err.find(part), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST(NodeCommand, BadInputIsOneLineAndExitTwo) {
+  TempDir dir;
+  const std::string plan = plan_file(dir);
+  const std::string cluster = cluster_file(dir, "c.json", 2);
+  expect_one_line(run_replisim({"node", "--plan", plan, "--role", "worker7", "--cluster", cluster}),
+                  2, "no role \"worker7\"");
+  const BinaryResult both = run_replisim({"plan", small_scenario(dir), "--json"});
+  const std::string two = dir.write("both.json", both.out);
+  expect_one_line(run_replisim({"node", "--plan", two, "--role", "ps0", "--cluster", cluster}), 2,
+                  "holds 2 plans");
+  expect_one_line(run_replisim({"node", "--plan", plan, "--role", "ps0", "--cluster",
+                                cluster_file(dir, "short.json", 1)}),
+                  2, "/cluster/worker");
+  expect_one_line(run_replisim({"node", "--plan", plan, "--role", "ps0"}), 2, "--cluster");
+  const std::string trace = dir.write("old.trace", "mine");
+  expect_one_line(run_replisim({"node", "--plan", plan, "--role", "ps0", "--cluster", cluster,
+                                "--trace-out", trace}),
+                  2, "--force");
+  EXPECT_EQ(read_file(trace), "mine");
+  expect_one_line(run_replisim({"node", "--plan", plan, "--role", "ps0", "--cluster", cluster,
+                                "--threads", "0"}),
+                  2, "--threads");
+  // The address is taken.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof a;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ::listen(fd, 1);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &size);
+  const std::string taken = dir.write(
+      "taken.json",
+      nlohmann::json{{"cluster",
+                      {{"ps", {"127.0.0.1:" + std::to_string(ntohs(a.sin_port))}},
+                       {"worker", {"127.0.0.1:1", "127.0.0.1:2"}}}},
+                     {"token", "0123456789abcdef0123"}}
+          .dump());
+  expect_one_line(run_replisim({"node", "--plan", plan, "--role", "ps0", "--cluster", taken,
+                                "--trace-out", dir.file("t.trace")}),
+                  2, "cannot listen on 127.0.0.1");
+  ::close(fd);
+}
+
+TEST(NodeCommand, APeerThatNeverConnectsFailsWithinTheTimeoutNamingIt) {
+  TempDir dir;
+  const std::string plan = plan_file(dir);
+  const std::string cluster = cluster_file(dir, "c.json", 2);
+  const auto start = std::chrono::steady_clock::now();
+  const BinaryResult r = run_replisim({"node", "--plan", plan, "--role", "worker0", "--cluster",
+                                       cluster, "--connect-timeout", "2", "--trace-out",
+                                       dir.file("w0.trace")},
+                                      30);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("worker0"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("did not connect within"), std::string::npos) << r.err;
+  EXPECT_LT(took, 10);
+  EXPECT_FALSE(file_exists(dir.file("w0.trace")));  // a failed node leaves no trace
+}
+
+TEST(NodeCommand, AWrongTokenIsRefusedAndNamedInTheTimeout) {
+  TempDir dir;
+  const std::string plan = plan_file(dir);
+  // ps0 and worker0 hold different tokens (worker1 never comes).
+  const std::string good = cluster_file(dir, "good.json", 2);
+  nlohmann::json spec = nlohmann::json::parse(read_file(good));
+  spec["token"] = "ffffffffffffffffffffffffffffffff";
+  const std::string bad = dir.write("bad.json", spec.dump());
+  RunningReplisim ps({"node", "--plan", plan, "--role", "ps0", "--cluster", good,
+                      "--connect-timeout", "3", "--trace-out", dir.file("ps.trace")},
+                     30);
+  const BinaryResult w = run_replisim({"node", "--plan", plan, "--role", "worker0", "--cluster",
+                                       bad, "--connect-timeout", "3", "--trace-out",
+                                       dir.file("w.trace")},
+                                      30);
+  const BinaryResult p = ps.wait();
+  EXPECT_EQ(w.exit_code, 1) << w.err;
+  EXPECT_EQ(p.exit_code, 1) << p.err;
+  EXPECT_NE(w.err.find("did not connect"), std::string::npos) << w.err;
+  EXPECT_NE((w.err + p.err).find("token"), std::string::npos) << w.err << p.err;
+}
+
+TEST(RunCommand, BadInputIsOneLineAndExitTwo) {
+  TempDir dir;
+  const std::string s = small_scenario(dir);
+  fs::create_directory(dir.file("ck"));
+  expect_one_line(run_replisim({"run", s, "--checkpoint-dir", dir.file("ck")}), 2, "exists");
+  expect_one_line(run_replisim({"run", scenario_path("classroom/ps_failure.json"), "--steps", "12"}),
+                  2, "faults");
+  expect_one_line(run_replisim({"run", s, "--connect-timeout", "-1"}), 2, "--connect-timeout");
+  expect_one_line(run_replisim({"run"}), 2, "SCENARIO");
+}
+
+TEST(RunCommand, ABundledScenarioRunsScaledDownAndReportsLikeASimulation) {
+  TempDir dir;
+  const BinaryResult r = run_replisim(
+      {"run", seed_scenario(), "--steps", "12", "--scale-compute", "0.0005", "--progress", "none",
+       "--json", dir.file("run.json"), "--trace-out", dir.file("run.trace"), "--checkpoint-dir",
+       dir.file("ck")},
+      300);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("real backend"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("between_graph"), std::string::npos) << r.out;
+  const nlohmann::json summary = nlohmann::json::parse(read_file(dir.file("run.json")));
+  EXPECT_EQ(summary.dump().find("\"sim\""), std::string::npos);
+  EXPECT_TRUE(file_exists(dir.file("ck/final.index")));
+  const BinaryResult report = run_replisim({"report", dir.file("run.trace")});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  // The report of the saved trace is the table the run printed.
+  const std::string table = r.out.substr(r.out.find('\n'));
+  EXPECT_NE(report.out.find(table.substr(0, 200)), std::string::npos) << report.out;
+}
+
+// Every process of a run dies with its launcher (PR_SET_PDEATHSIG): none is left to find.
+TEST(RunCommand, AKilledLauncherLeavesNoNodeBehind) {
+  TempDir dir;
+  const std::string runs = dir.file("tmp");
+  fs::create_directory(runs);
+  ::setenv("TMPDIR", runs.c_str(), 1);
+  RunningReplisim run({"run", small_scenario(dir, {{"steps", 100000}}), "--progress", "json"}, 60);
+  ::unsetenv("TMPDIR");
+  std::string line;
+  ASSERT_TRUE(run.next_error_line(&line)) << "no progress";
+  run.send_signal(SIGKILL);
+  run.wait();
+  // Nodes run from the run's directory under TMPDIR: look for their command lines.
+  auto left = [&runs] {
+    int n = 0;
+    for (const auto& entry : fs::directory_iterator("/proc")) {
+      std::ifstream in(entry.path() / "cmdline");
+      std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      n += cmd.find(runs) != std::string::npos;
+    }
+    return n;
+  };
+  int remaining = left();
+  for (int i = 0; i < 50 && remaining > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    remaining = left();
+  }
+  EXPECT_EQ(remaining, 0);
+}
+
+}  // namespace
+}  // namespace replisim::test

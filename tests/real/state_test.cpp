@@ -1,0 +1,187 @@
+// The real backend's state: checkpoint shards and indexes (round trip, damage refused), the
+// optimizers' update rules (TensorFlow's training_ops formulas), the parameter store, and the
+// cluster spec with its map of roles onto tasks.
+#include <cmath>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "core/base/error.h"
+#include "core/strategy/strategy.h"
+#include "real/cluster.h"
+#include "real/state/checkpoint.h"
+#include "real/state/optimizer.h"
+#include "real/state/parameter_store.h"
+#include "tests/support/run_binary.h"
+#include "tests/support/test_support.h"
+
+namespace replisim::real {
+namespace {
+
+CheckpointShard sample_shard() {
+  CheckpointShard s;
+  s.plan_hash = "0123456789abcdef";
+  s.ps = 1;
+  s.global_step = 42;
+  s.tensors.push_back({"dense/kernel", 3, 0, 7, {1.5f, -2.25f, 0.0f}});
+  s.tensors.push_back({"dense/kernel/Momentum", 3, 1, 7, {0.125f, 0.5f, 4.0f}});
+  return s;
+}
+
+TEST(Checkpoint, AShardReadsBackAsWritten) {
+  test::TempDir dir;
+  const std::string path = dir.file("model.ckpt-0.ps1");
+  write_checkpoint_shard(path, sample_shard());
+  const CheckpointShard back = read_checkpoint_shard(path);
+  EXPECT_EQ(back.plan_hash, "0123456789abcdef");
+  EXPECT_EQ(back.ps, 1u);
+  EXPECT_EQ(back.global_step, 42);
+  ASSERT_EQ(back.tensors.size(), 2u);
+  EXPECT_EQ(back.tensors[1].name, "dense/kernel/Momentum");
+  EXPECT_EQ(back.tensors[1].slot, 1u);
+  EXPECT_EQ(back.tensors[0].values, (std::vector<float>{1.5f, -2.25f, 0.0f}));
+  EXPECT_EQ(back.bytes(), test::read_file(path).size());
+}
+
+TEST(Checkpoint, ADamagedOrCutShardIsRefusedNamingTheFile) {
+  test::TempDir dir;
+  const std::string path = dir.file("s.ps0");
+  write_checkpoint_shard(path, sample_shard());
+  std::string data = test::read_file(path);
+  for (const std::string& bad : {data.substr(0, data.size() / 2),
+                                 data.substr(0, 20) + char(data[20] ^ 1) + data.substr(21),
+                                 std::string("RSCX") + data.substr(4), std::string()}) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bad;
+    try {
+      read_checkpoint_shard(path);
+      ADD_FAILURE() << "read a damaged shard of " << bad.size() << " bytes";
+    } catch (const core::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Checkpoint, TheIndexNamesItsShardsAndACheckpointReadsWhole) {
+  test::TempDir dir;
+  write_checkpoint_shard(dir.file("final.ps1"), sample_shard());
+  CheckpointIndex index{"final", "0123456789abcdef", 42, {"final.ps1"}, 0};
+  write_checkpoint_index(dir.path(), index);
+  const Checkpoint c = read_checkpoint(dir.path(), "final");
+  EXPECT_EQ(c.index.global_step, 42);
+  ASSERT_NE(c.find(3, 1), nullptr);
+  EXPECT_EQ(c.find(3, 1)->values[2], 4.0f);
+  EXPECT_EQ(c.find(4), nullptr);
+  // A shard of another plan is not part of it.
+  CheckpointShard other = sample_shard();
+  other.plan_hash = "fedcba9876543210";
+  write_checkpoint_shard(dir.file("final.ps1"), other);
+  EXPECT_THROW(read_checkpoint(dir.path(), "final"), core::InputError);
+  EXPECT_THROW(read_checkpoint(dir.path(), "missing"), core::InputError);
+}
+
+TEST(Optimizer, MomentumAndAdamFollowTensorFlowsUpdates) {
+  float var = 1.0f, accum = 0.5f;
+  const float grad = 0.25f;
+  apply_momentum(&var, &accum, &grad, 1, 0.1f, 0.9f);
+  EXPECT_FLOAT_EQ(accum, 0.5f * 0.9f + 0.25f);
+  EXPECT_FLOAT_EQ(var, 1.0f - 0.1f * (0.5f * 0.9f + 0.25f));
+  // Adam's first step from zero slots moves the variable by about lr (bias-corrected).
+  float x = 1.0f, m = 0.0f, v = 0.0f;
+  apply_adam(&x, &m, &v, &grad, 1, 0.001f, 0.9f, 0.999f, 1e-8f, 0.9f, 0.999f);
+  EXPECT_NEAR(x, 1.0f - 0.001f, 1e-6);
+  float y = 2.0f;
+  apply_gradient_descent(&y, &grad, 1, 0.0625f);
+  EXPECT_EQ(y, 2.0f - 0.015625f);
+}
+
+nlohmann::json tiny_scenario(const nlohmann::json& training) {
+  nlohmann::json t = {{"replicas", {"w0/gpu0", "w1/gpu0"}}, {"ps", {"ps/cpu", "w0/cpu"}},
+                      {"client", "ps"}, {"steps", 4}, {"warmup_steps", 1}};
+  if (!training.is_null()) t.update(training);
+  return test::scenario_json({test::machine("ps", "100 GFLOPS", {}, "10 Gbps"),
+                              test::machine("w0", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps"),
+                              test::machine("w1", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps")},
+                             test::one_layer_model(4000, "1 MFLOP"), t);
+}
+
+TEST(ParameterStore, ItHoldsItsShardAndSnapshotsValuesAndSlots) {
+  const core::Plan plan = core::compile_plan(
+      test::parse(tiny_scenario({{"optimizer", "momentum"}})), "between_graph", {1});
+  for (size_t ps = 0; ps < plan.ps_roles.size(); ++ps) {
+    ParameterStore store(plan, int(ps));
+    size_t held = 0, trained = 0;
+    for (size_t v = 0; v < plan.variables.size(); ++v) {
+      EXPECT_EQ(store.holds(int(v)), plan.variables[v].ps == int(ps));
+      held += store.holds(int(v));
+      trained += store.holds(int(v)) && plan.variables[v].name != "global_step";
+    }
+    EXPECT_GT(held, 0u);
+    for (size_t v = 0; v < plan.variables.size(); ++v) {
+      if (!store.holds(int(v)) || plan.variables[v].name == "global_step") continue;
+      const size_t n = float_count(plan.variables[v].bytes);
+      const std::vector<float> grad(n, 0.5f);
+      store.apply(int(v), grad.data(), n);
+      const auto value = store.read(int(v));
+      ASSERT_EQ(value->size(), 4 * n);
+      const float* f = reinterpret_cast<const float*>(value->data());
+      EXPECT_FLOAT_EQ(f[0], -float(plan.optimizer.learning_rate) * 0.5f);
+    }
+    const CheckpointShard shard = store.snapshot("0123456789abcdef", 3);
+    bool slot = false;
+    for (const CheckpointTensor& t : shard.tensors) slot |= t.slot == 1;
+    EXPECT_EQ(slot, trained > 0) << "momentum's accumulator is saved with the value";
+  }
+}
+
+TEST(Cluster, ASpecReadsInTaskOrderAndRefusesBadAddresses) {
+  const nlohmann::json good = {
+      {"cluster", {{"worker", {"127.0.0.1:2001", "127.0.0.1:2002"}}, {"ps", {"[::1]:2000"}}}},
+      {"token", "0123456789abcdef0123"}};
+  const ClusterSpec spec = parse_cluster_spec(good, "c.json");
+  ASSERT_EQ(spec.tasks.size(), 3u);
+  EXPECT_EQ(spec.tasks[0].name(), "ps0");
+  EXPECT_EQ(spec.tasks[0].host, "::1");
+  EXPECT_EQ(spec.tasks[2].address(), "127.0.0.1:2002");
+  EXPECT_EQ(parse_cluster_spec(cluster_spec_to_json(spec, true), "c.json").tasks[0].port, 2000);
+  const std::vector<std::pair<nlohmann::json, std::string>> bad = {
+      {{{"cluster", {{"ps", {"host"}}}}, {"token", "0123456789abcdef"}}, "/cluster/ps/0"},
+      {{{"cluster", {{"ps", {"h:70000"}}}}, {"token", "0123456789abcdef"}}, "/cluster/ps/0"},
+      {{{"cluster", {{"ps", {"h:1", "h:1"}}}}, {"token", "0123456789abcdef"}}, "/cluster/ps/1"},
+      {{{"cluster", {{"chief", {"h:1"}}}}, {"token", "0123456789abcdef"}}, "chief"},
+      {{{"cluster", {{"ps", {"h:1"}}}}, {"token", "short"}}, "/token"},
+  };
+  for (const auto& [json, where] : bad) {
+    try {
+      parse_cluster_spec(json, "c.json");
+      ADD_FAILURE() << json.dump();
+    } catch (const core::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(where), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("c.json"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Cluster, RolesMapOntoTasksAndAMissingOrIdleTaskIsNamed) {
+  const core::Plan plan =
+      core::compile_plan(test::parse(tiny_scenario({})), "between_graph", {1});
+  ClusterSpec spec;
+  spec.tasks = tasks_of_plan(plan);
+  ASSERT_EQ(spec.tasks.size(), 4u);  // ps0 ps1 worker0 worker1
+  const TaskMap map = map_roles(plan, spec, "c.json");
+  EXPECT_EQ(spec.tasks[size_t(map.chief_task)].name(), "worker0");
+  for (size_t t = 0; t < spec.tasks.size(); ++t) EXPECT_FALSE(map.roles_of_task[t].empty());
+  ClusterSpec fewer = spec;
+  fewer.tasks.pop_back();
+  try {
+    map_roles(plan, fewer, "c.json");
+    ADD_FAILURE();
+  } catch (const core::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("/cluster/worker"), std::string::npos) << e.what();
+  }
+  ClusterSpec more = spec;
+  more.tasks.push_back({"worker", 2, "h", 9});
+  EXPECT_THROW(map_roles(plan, more, "c.json"), core::InputError);
+}
+
+}  // namespace
+}  // namespace replisim::real
