@@ -272,6 +272,7 @@ RunMetrics compute_metrics(const Trace& trace, const std::string& source) {
   RunMetrics r;
   r.scenario = in.meta.scenario;
   r.strategy = in.meta.strategy;
+  r.backend = trace.meta.backend;
   r.events = trace.events.size();
   r.bytes_per_ps = in.bytes_per_ps;
   r.simulated_time_s = trace.outcome.end_s;

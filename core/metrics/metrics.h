@@ -86,6 +86,7 @@ struct RecoveryRecord {
 struct RunMetrics {
   std::string scenario;
   std::string strategy;
+  std::string backend;  // the trace's ("sim", "real")
   double window_start_s = 0;
   double window_end_s = 0;
   // Samples of the updates applied in the window and kept: updates a restart rolled back (after

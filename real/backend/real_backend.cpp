@@ -38,7 +38,7 @@ using core::InputError;
 struct Settings {
   int threads = 1;
   std::string checkpoint_dir;
-  std::string node_binary = "/proc/self/exe";
+  std::string node_binary;  // "": this executable
   double connect_timeout_s = 30;
 };
 
@@ -61,6 +61,11 @@ Settings read_settings(const nlohmann::json& j) {
                        "not a setting of the real backend, or a bad value (threads 1..64, "
                        "checkpoint_dir, node_binary, connect_timeout_s 0..3600)");
     }
+  }
+  if (s.node_binary.empty()) {
+    std::error_code ec;
+    s.node_binary = fs::read_symlink("/proc/self/exe", ec).string();
+    if (ec) s.node_binary = "/proc/self/exe";
   }
   return s;
 }
@@ -108,6 +113,8 @@ class Nodes {
  public:
   struct Node {
     std::string task;  // "worker1"
+    std::string role;  // the role it was started as
+    std::string host;
     pid_t pid = -1;
     int status = 0;
     bool exited = false;
@@ -166,15 +173,28 @@ std::string error_line(const Nodes::Node& n) {
          std::to_string(WIFEXITED(n.status) ? WEXITSTATUS(n.status) : -1);
 }
 
-// The first task's own error: a line that is not a consequence of another's.
+// The first task's own error: a line that is not a consequence of another's. A task killed by a
+// signal says nothing itself: it is named, with the line of the first task that saw it go (which
+// has the step).
 std::string root_cause(const Nodes& nodes) {
-  std::string any;
+  std::string any, killed, observed;
   for (const Nodes::Node& n : nodes.nodes) {
     if (!n.exited || (WIFEXITED(n.status) && WEXITSTATUS(n.status) == 0)) continue;
+    if (WIFSIGNALED(n.status)) {
+      if (killed.empty()) {
+        killed = n.role + " (task " + n.task + " on " + n.host + ") was killed by signal " +
+                 std::to_string(WTERMSIG(n.status)) + " (" + ::strsignal(WTERMSIG(n.status)) +
+                 ")";
+      }
+      continue;
+    }
     const std::string line = error_line(n);
-    if (line.find("stopped because") == std::string::npos) return line;
+    const bool consequence = line.find("stopped because") != std::string::npos;
+    if (!consequence && killed.empty()) return line;
+    if (!consequence && observed.empty()) observed = line;
     if (any.empty()) any = line;
   }
+  if (!killed.empty()) return observed.empty() ? killed : killed + "; " + observed;
   return any.empty() ? "a task failed without saying why" : any;
 }
 
@@ -358,7 +378,7 @@ core::RunOutcome RealBackend::do_run(const core::Plan& plan, core::TraceSink& si
       argv.insert(argv.end(), {"--checkpoint-dir", settings.checkpoint_dir});
     }
     if (chief) argv.insert(argv.end(), {"--progress-fd", std::to_string(progress_pipe[1])});
-    Nodes::Node node{task, -1, 0, false, dir.path / (task + ".log")};
+    Nodes::Node node{task, role, spec.tasks[t].host, -1, 0, false, dir.path / (task + ".log")};
     std::vector<char*> args;
     for (std::string& a : argv) args.push_back(a.data());
     args.push_back(nullptr);

@@ -276,10 +276,26 @@ void Node::shard_saved(const nlohmann::json& saved) {
     index.shards = shard_files_;
     index.bytes = shard_bytes_;
     write_checkpoint_index(options_.checkpoint_dir, index);
+    if (saving_ != "final") forget_old_checkpoints(index);
   }
   auto then = std::move(saved_then_);
   saved_then_ = nullptr;
   then(shard_bytes_, saved_global_step_);
+}
+
+// TF's Saver keeps the last max_to_keep = 5 checkpoints: the oldest goes, its index first (so
+// that no index ever names a missing shard). The shards are in this directory: every task of a
+// run on one machine shares it.
+void Node::forget_old_checkpoints(const CheckpointIndex& saved) {
+  constexpr size_t kMaxToKeep = 5;
+  kept_checkpoints_.push_back(saved);
+  if (kept_checkpoints_.size() <= kMaxToKeep) return;
+  const CheckpointIndex old = kept_checkpoints_.front();
+  kept_checkpoints_.pop_front();
+  std::remove((options_.checkpoint_dir + "/" + old.name + ".index").c_str());
+  for (const std::string& shard : old.shards) {
+    std::remove((options_.checkpoint_dir + "/" + shard).c_str());
+  }
 }
 
 // --- progress and the end of the job --------------------------------------------------------

@@ -190,6 +190,7 @@ class Node : public Mesh::Handler, public core::SyncHost {
   void write_shard(const std::string& name, std::function<void(const nlohmann::json&)> done);
   void on_saved(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
   void shard_saved(const nlohmann::json& saved);
+  void forget_old_checkpoints(const CheckpointIndex& saved);
   void on_finished(int g);
   void on_progress(int g, int steps_done, int64_t global_step);
   void write_progress();
@@ -258,6 +259,7 @@ class Node : public Mesh::Handler, public core::SyncHost {
   int64_t saved_global_step_ = 0;
   std::function<void(double, int64_t)> saved_then_;  // (bytes, global_step)
   int checkpoints_ = 0;
+  std::deque<CheckpointIndex> kept_checkpoints_;  // the last ones written, oldest first
   double last_checkpoint_s_ = 0;
   int64_t wave_ = 0;
   std::map<uint32_t, nlohmann::json> wave_status_;

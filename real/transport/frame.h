@@ -20,8 +20,9 @@ inline constexpr uint16_t kProtocolVersion = 1;
 inline constexpr size_t kFrameHeaderBytes = 52;
 // Payloads above this are refused (a corrupt or hostile length): 16 MiB.
 inline constexpr uint32_t kMaxFramePayloadBytes = uint32_t(16) << 20;
-// Tensors are cut into chunks of this size by default: 4 MiB.
-inline constexpr uint32_t kDefaultChunkBytes = uint32_t(4) << 20;
+// Tensors are cut into chunks of this size by default: 1 MiB (as large as iperf3 writes; a
+// tensor interleaves with others on a connection a chunk at a time).
+inline constexpr uint32_t kDefaultChunkBytes = uint32_t(1) << 20;
 // Tasks of one job, at most.
 inline constexpr uint32_t kMaxTasks = uint32_t(1) << 20;
 

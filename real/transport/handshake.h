@@ -76,6 +76,8 @@ class HandshakeListener {
   // The dialer's proof: returns the acceptance. Throws HandshakeError.
   Frame on_auth(const FrameHeader& header, const std::string& payload);
   bool done() const { return state_ == State::kDone; }
+  // Its hello was accepted (peer() names it).
+  bool heard_hello() const { return state_ != State::kWaitHello; }
   // The dialer's task (once its hello is read).
   uint32_t peer() const { return peer_; }
 

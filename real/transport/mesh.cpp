@@ -161,7 +161,22 @@ void Mesh::refuse(Pending& pending, const std::string& why) {
   if (pending.dialer) {
     redial(pending.peer, pending.slot, peer_text(pending.peer) + " refused: " + why);
   } else {
-    handler_.on_refused("refused a connection from " + connection->remote() + ": " + why);
+    std::string line = "refused a connection from " + connection->remote() + ": " + why;
+    if (pending.listener->heard_hello()) {
+      // The dialer said who it is: its connect-timeout line names this too.
+      const uint32_t peer = pending.listener->peer();
+      line = "refused " + peer_text(peer) + "'s connection: " + why +
+             (why.find("closed") != std::string::npos
+                  ? " (after this task's answer: does it hold this cluster's token and plan?)"
+                  : "");
+      auto found = peers_.find(peer);
+      if (found != peers_.end()) found->second.last_refusal = line;
+    }
+    // The same refusal again and again (a peer redialling) is logged once.
+    if (line.substr(line.find(": ")) != last_refusal_logged_) {
+      last_refusal_logged_ = line.substr(line.find(": "));
+      handler_.on_refused(line);
+    }
   }
   pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
                                 [&pending](const std::unique_ptr<Pending>& p) {

@@ -121,6 +121,7 @@ class Mesh : private Connection::Handler {
   std::map<uint32_t, Peer> peers_;
   std::vector<std::unique_ptr<Pending>> pending_;
   std::set<Nonce> seen_challenges_;
+  std::string last_refusal_logged_;  // the reason last logged (not the address)
   asio::steady_timer ticker_;
   Clock::time_point connect_deadline_;
   bool connected_ = false;

@@ -3,6 +3,8 @@
 // between-graph training and for in-graph towers; and the trace has the simulator's schema.
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 #include <tuple>
@@ -63,7 +65,7 @@ struct RealRun {
   Checkpoint final;
 };
 
-RealRun run_real(const core::Plan& plan) {
+RealRun run_real(const core::Plan& plan, const std::function<void(const std::string&)>& look = {}) {
   test::TempDir dir;
   RealBackend backend;
   core::RunOptions options;
@@ -72,6 +74,7 @@ RealRun run_real(const core::Plan& plan) {
                       {"connect_timeout_s", 20}};
   RealRun run{core::run_to_trace(backend, plan, options), {}};
   run.final = read_checkpoint(dir.path(), "final");
+  if (look) look(dir.path());
   return run;
 }
 
@@ -258,6 +261,51 @@ TEST(RealRun, SyncReplicasApplyTheMeanOfTheFreshGradients) {
   for (size_t v = 0; v < plan.variables.size(); ++v) slices += expected.updated(v);
   for (const auto& [k, list] : by_local_step) accumulates += int(list.size() * slices);
   EXPECT_EQ(counted + dropped_count, accumulates);
+}
+
+// The chief's hooks for real: a checkpoint when its session starts, after a step once `every`
+// passed, and when it ends; summaries every N steps; the last five checkpoints kept, each whole.
+TEST(RealRun, TheChiefCheckpointsAndWritesSummaries) {
+  const nlohmann::json doc =
+      scenario(2, {{"sync", "async"},
+                   {"steps", 10},
+                   {"checkpoint", {{"every", "1 ms"}, {"disk_bandwidth", "500 MBps"}}},
+                   {"summaries", {{"every_steps", 2}, {"bytes", "1 kB"}}}});
+  const core::Plan plan = core::compile_plan(test::parse(doc), "between_graph", {1});
+  std::vector<std::string> indexes;
+  Checkpoint last;
+  size_t summary_bytes = 0;
+  const RealRun run = run_real(plan, [&](const std::string& dir) {
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("model.ckpt-", 0) == 0 && name.size() > 6 &&
+          name.compare(name.size() - 6, 6, ".index") == 0) {
+        indexes.push_back(name.substr(0, name.size() - 6));
+      }
+    }
+    std::sort(indexes.begin(), indexes.end(), [](const std::string& a, const std::string& b) {
+      return std::stoi(a.substr(11)) < std::stoi(b.substr(11));
+    });
+    for (const std::string& name : indexes) read_checkpoint(dir, name);  // each one whole
+    if (!indexes.empty()) last = read_checkpoint(dir, indexes.back());
+    summary_bytes = std::filesystem::file_size(dir + "/events.summaries");
+  });
+  int checkpoints = 0, summaries = 0;
+  for (const core::TraceEvent* e : test::events_of(run.trace, EventKind::kCheckpoint)) {
+    (run.trace.str(e->label) == "summaries" ? summaries : checkpoints) += 1;
+  }
+  // At the start, after each step but the last (every 1 ms has passed), at the end: as the
+  // simulator has it.
+  EXPECT_EQ(checkpoints, 1 + plan.steps - 1 + 1);
+  EXPECT_EQ(count(test::run_plan(plan), EventKind::kCheckpoint), checkpoints + summaries);
+  EXPECT_EQ(summaries, (plan.steps - 1) / 2);
+  EXPECT_EQ(summary_bytes, size_t(summaries) * 1000);
+  ASSERT_EQ(indexes.size(), 5u);
+  EXPECT_EQ(indexes.back(), "model.ckpt-" + std::to_string(checkpoints - 1));
+  // The session-end save comes after the chief's last step: the other worker may still be
+  // running, so its global_step is at most the final one.
+  EXPECT_LE(last.index.global_step, run.final.index.global_step);
+  EXPECT_EQ(run.final.index.global_step, 2 * plan.steps);
 }
 
 }  // namespace
