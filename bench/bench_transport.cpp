@@ -57,7 +57,10 @@ class End : public Mesh::Handler {
     thread_ = std::thread([this] { io_.run(); });
   }
   ~End() {
-    asio::post(io_, [this] { mesh_->shutdown(); io_.stop(); });
+    asio::post(io_, [this] {
+      mesh_->shutdown();
+      io_.stop();
+    });
     if (thread_.joinable()) thread_.join();
   }
   uint16_t port() const { return port_; }
@@ -78,7 +81,8 @@ class End : public Mesh::Handler {
       *pump = [&, data, next, pump] {
         while (*next < count && *next - done.load() < window) {
           const size_t n = (*next)++;
-          const size_t chunks = std::max<size_t>(1, (bytes + kDefaultChunkBytes - 1) / kDefaultChunkBytes);
+          const size_t chunks =
+              std::max<size_t>(1, (bytes + kDefaultChunkBytes - 1) / kDefaultChunkBytes);
           const int slot = mesh_->next_slot(1 - self_);
           for (size_t i = 0; i < chunks; ++i) {
             FrameHeader h;
@@ -96,8 +100,7 @@ class End : public Mesh::Handler {
               };
             }
             mesh_->send(1 - self_, h, data->data() + (hot ? 0 : offset),
-                        std::min<size_t>(kDefaultChunkBytes, bytes - offset), data, written,
-                        slot);
+                        std::min<size_t>(kDefaultChunkBytes, bytes - offset), data, written, slot);
           }
         }
       };
@@ -234,11 +237,12 @@ int main(int argc, char** argv) {
     receiver.wait_connected();
     // The last row is a control: 64 MiB tensors sent from one hot 1 MiB buffer, as iperf3 sends;
     // what it gains over the row above is memory traffic, not the transport.
-    for (const auto& [bytes, hot] : std::vector<std::pair<size_t, bool>>{{size_t(64) << 10, false},
-                                                                         {size_t(1) << 20, false},
-                                                                         {size_t(4) << 20, false},
-                                                                         {size_t(64) << 20, false},
-                                                                         {size_t(64) << 20, true}}) {
+    for (const auto& [bytes, hot] :
+         std::vector<std::pair<size_t, bool>>{{size_t(64) << 10, false},
+                                              {size_t(1) << 20, false},
+                                              {size_t(4) << 20, false},
+                                              {size_t(64) << 20, false},
+                                              {size_t(64) << 20, true}}) {
       const size_t n = bytes < (1u << 20) ? total / 4 : total;
       std::vector<double> ours, theirs;
       for (int t = 0; t < trials; ++t) {  // alternating, so a noisy neighbour hits both

@@ -110,8 +110,7 @@ struct RawValues {
 
 void add_plan_knobs(CLI::App* sub, RawValues& raw, const char* default_strategy = "both") {
   sub->add_option("--strategy", raw.strategy,
-                  std::string("in_graph, between_graph or both (default ") + default_strategy +
-                      ")")
+                  std::string("in_graph, between_graph or both (default ") + default_strategy + ")")
       ->type_name("NAME");
   sub->add_option("--seed", raw.seed, "seed of the start-up stagger and jitter draws (default 1)")
       ->type_name("N");
@@ -171,7 +170,8 @@ void define(CLI::App& app, CliArgs& args, RawValues& raw) {
 
   CLI::App* node = app.add_subcommand(
       "node", "run one task of a real run (replisim run starts these; docs/real-runs.md)");
-  node->add_option("--plan", args.plan_path, "the plan (replisim plan SCENARIO --json --strategy X)")
+  node->add_option("--plan", args.plan_path,
+                   "the plan (replisim plan SCENARIO --json --strategy X)")
       ->required()
       ->type_name("FILE");
   node->add_option("--role", args.role, "a role of the plan: this node runs its task")
@@ -203,6 +203,8 @@ void define(CLI::App& app, CliArgs& args, RawValues& raw) {
       ->type_name("");
   add_outputs(report, args, raw, false);
   report->add_option("--csv", args.csv_path, "write every event as CSV")->type_name("FILE");
+  report->add_flag("--merge", args.merge,
+                   "the TRACEs are the nodes' parts of one real run: merge them into it");
 }
 
 // A flag given twice is refused whatever CLI11 would make of it.
@@ -297,8 +299,9 @@ void check_values(CliArgs& args, const RawValues& raw) {
     args.connect_timeout_s = std::strtod(raw.connect_timeout.c_str(), &end);
     if (*end != '\0' || !std::isfinite(args.connect_timeout_s) || args.connect_timeout_s <= 0 ||
         args.connect_timeout_s > 3600) {
-      throw InputError("", "--connect-timeout",
-                       "expected seconds from 0 to 3600, got \"" + raw.connect_timeout + "\"");
+      throw InputError(
+          "", "--connect-timeout",
+          "expected seconds above 0 and at most 3600, got \"" + raw.connect_timeout + "\"");
     }
   }
   if (!raw.steps.empty()) args.steps = parse_int("--steps", raw.steps, 1, core::limits::kMaxSteps);
@@ -357,13 +360,21 @@ CliArgs parse_cli_args(int argc, const char* const* argv) {
   args.command = app.get_subcommands().front()->get_name();
   check_values(args, raw);
   if (args.command == "node") args.trace_out_path.clear();
-  for (const auto& [flag, value] :
-       std::vector<std::pair<std::string, std::string>>{{"--json", args.json_path},
-                                                        {"--trace", args.trace_path},
-                                                        {"--trace-out", args.command == "node"
-                                                                            ? args.node_trace
-                                                                            : args.trace_out_path},
-                                                        {"--csv", args.csv_path}}) {
+  // A flag given with an empty value ("--threads ''") is refused, not taken as absent.
+  for (const char* flag :
+       {"--threads", "--connect-timeout", "--listen-fd", "--progress-fd", "--seed", "--steps",
+        "--scale-compute", "--strategy", "--checkpoint-dir", "--role", "--plan", "--cluster"}) {
+    for (size_t i = 0; i < words.size(); ++i) {
+      const bool empty = (words[i] == flag && i + 1 < words.size() && words[i + 1].empty()) ||
+                         words[i] == std::string(flag) + "=";
+      if (empty) throw InputError("", flag, "needs a value, got an empty one");
+    }
+  }
+  for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--json", args.json_path},
+           {"--trace", args.trace_path},
+           {"--trace-out", args.command == "node" ? args.node_trace : args.trace_out_path},
+           {"--csv", args.csv_path}}) {
     const std::vector<std::string>::const_iterator given = std::find_if(
         words.begin(), words.end(),
         [&flag](const std::string& w) { return w == flag || w.rfind(flag + "=", 0) == 0; });

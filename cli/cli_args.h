@@ -25,14 +25,15 @@ struct CliArgs {
   bool trace_window = false;      // --trace-window given
   std::string trace_out_path;     // simulate, run: --trace-out FILE (native trace)
   std::string csv_path;           // report: --csv FILE (events as CSV)
+  bool merge = false;             // report: --merge (the TRACEs are one real run's parts)
   bool force = false;             // overwrite existing output files
   bool strict = false;            // simulate: fail when a GPU cannot hold its share of the plan
   std::string progress = "auto";  // simulate, run: --progress auto|bar|json|none
   int steps = 0;                  // simulate, plan, run: --steps N (0: the scenario's)
   double scale_compute = 1;       // simulate, plan, run: --scale-compute F
   // run, node
-  std::string checkpoint_dir;  // --checkpoint-dir DIR (a new directory)
-  int threads = 1;             // --threads N: SGEMM threads per op (CPU compute)
+  std::string checkpoint_dir;     // --checkpoint-dir DIR (a new directory)
+  int threads = 1;                // --threads N: SGEMM threads per op (CPU compute)
   double connect_timeout_s = 30;  // --connect-timeout S: every peer connected by then
   // node
   std::string plan_path;     // --plan PLAN.json

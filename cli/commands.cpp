@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -121,6 +122,11 @@ int run_on_backend(const CliArgs& args, std::ostream& out, const std::string& ba
   const std::unique_ptr<core::Backend> backend = core::create_backend(backend_name);
   // Every plan first, so that each run's provenance lists all of them.
   const std::vector<core::Plan> plans = compile_plans(loaded, args);
+  if (backend_name == "real" && !loaded.scenario.faults.empty()) {
+    throw core::InputError(args.scenario, "/faults",
+                           "run does not inject faults yet (the next part of the real backend): "
+                           "simulate this scenario, or run one without faults");
+  }
   runs.provenance = provenance(args, loaded);
   for (const core::Plan& plan : plans) {
     runs.provenance["plan_hashes"][plan.strategy] = core::plan_hash(plan);
@@ -146,12 +152,23 @@ int run_on_backend(const CliArgs& args, std::ostream& out, const std::string& ba
       runs.metrics.push_back(core::compute_metrics(trace, args.scenario));
     } catch (const core::MeasurementError& e) {
       const std::string& path = e.scenario_path();
+      if (args.steps > 0 && path == "/training/steps") {  // the steps came from the flag
+        std::string message = e.message();
+        const size_t at = message.find("raise training.steps");
+        if (at != std::string::npos) {
+          message.replace(at, 20, "raise --steps (" + std::to_string(args.steps) + " now)");
+        }
+        throw core::InputError("", "--steps", message);
+      }
       throw core::InputError(loaded.scenario.file_of(path), path, e.message());
     }
     runs.traces.push_back(std::move(trace));
   }
+  // A real run's network is this machine's loopback, whatever the scenario models.
   const RunTitle title{loaded.scenario.name, args.scenario, backend->info().name,
-                       network_model_name(loaded.scenario.cluster.network_model),
+                       backend_name == "real"
+                           ? std::string("loopback")
+                           : network_model_name(loaded.scenario.cluster.network_model),
                        std::to_string(args.seed)};
   // With an output on standard output ("-"), the text report goes to standard error.
   (outputs.writes_standard_output() ? std::cerr : out)
@@ -182,9 +199,22 @@ class CheckpointDirs {
     struct stat st {};
     if (::stat(root_.c_str(), &st) == 0) {
       throw core::InputError("", "--checkpoint-dir",
-                             root_ + " exists; give a new directory (a run never writes into "
-                                     "an old one)");
+                             root_ +
+                                 " exists; give a new directory (a run never writes into "
+                                 "an old one)");
     }
+    const size_t slash = root_.find_last_of('/');
+    const std::string parent = slash == std::string::npos ? "." : root_.substr(0, slash + 1);
+    if (::stat(parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+        ::access(parent.c_str(), W_OK) != 0) {
+      throw core::InputError("", "--checkpoint-dir",
+                             root_ + ": " + parent + " is not a directory this user can write");
+    }
+  }
+  // A cancelled run's checkpoints go with it ("no output was written").
+  void remove_made() {
+    std::error_code ec;
+    if (made_) std::filesystem::remove_all(root_, ec);
   }
   nlohmann::json settings(const std::vector<core::Plan>& plans, size_t i, int threads,
                           double connect_timeout_s) {
@@ -220,14 +250,19 @@ int run_simulate(const CliArgs& args, std::ostream& out) {
 int run_real(const CliArgs& args, std::ostream& out) {
   auto dirs = std::make_shared<CheckpointDirs>(args);
   bool checked = false;
-  return run_on_backend(args, out, "real",
-                        [&args, dirs, &checked](const std::vector<core::Plan>& plans, size_t i) {
-                          if (!checked) {
-                            dirs->check(plans);
-                            checked = true;
-                          }
-                          return dirs->settings(plans, i, args.threads, args.connect_timeout_s);
-                        });
+  try {
+    return run_on_backend(args, out, "real",
+                          [&args, dirs, &checked](const std::vector<core::Plan>& plans, size_t i) {
+                            if (!checked) {
+                              dirs->check(plans);
+                              checked = true;
+                            }
+                            return dirs->settings(plans, i, args.threads, args.connect_timeout_s);
+                          });
+  } catch (const core::RunCancelled&) {
+    dirs->remove_made();
+    throw;
+  }
 }
 
 int run_plan(const CliArgs& args, std::ostream& out) {

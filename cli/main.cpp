@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
       node.connect_timeout_s = args.connect_timeout_s;
       node.progress_fd = args.progress_fd;
       node.launched = args.launched;
+      node.cancelled = cli::interrupted;
       code = real::run_node(node);
     } else {
       code = cli::run_simulate(args, std::cout);

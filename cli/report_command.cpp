@@ -10,6 +10,7 @@
 #include "core/base/error.h"
 #include "core/metrics/report.h"
 #include "core/trace/trace_format.h"
+#include "core/trace/trace_merge.h"
 
 namespace replisim::cli {
 namespace {
@@ -30,9 +31,11 @@ std::string text_at(const nlohmann::json& json, const char* key) {
 RunTitle title_of(const core::Trace& trace) {
   const nlohmann::json& provenance = trace.meta.provenance;
   const auto seed = provenance.is_object() ? provenance.find("seed") : provenance.end();
-  return {trace.meta.scenario, text_at(provenance, "scenario_file"),
+  const bool real = trace.meta.backend == "real";
+  const std::string file = text_at(provenance, "scenario_file");
+  return {trace.meta.scenario, file == "?" && real ? text_at(provenance, "plan_file") : file,
           trace.meta.backend.empty() ? "?" : trace.meta.backend,
-          network_model_name(trace.meta.platform.network_model),
+          real ? std::string("loopback") : network_model_name(trace.meta.platform.network_model),
           seed != provenance.end() && seed->is_number_integer() ? seed->dump()
                                                                 : std::to_string(trace.meta.seed)};
 }
@@ -92,10 +95,29 @@ int run_report(const CliArgs& args, std::ostream& out) {
     std::vector<core::Trace> read = file == kStandardInput
                                         ? core::read_traces_binary(std::cin, source_name(file))
                                         : core::read_trace_file(file);
+    if (args.merge && read.size() != 1) {
+      throw core::InputError(source_name(file), "",
+                             "holds " + std::to_string(read.size()) +
+                                 " runs; --merge takes each node's part of one run");
+    }
     for (core::Trace& trace : read) {
-      runs.metrics.push_back(core::compute_metrics(trace, source_name(file)));
+      const std::string task = text_at(trace.meta.provenance, "task");
+      if (!args.merge && trace.meta.backend == "real" && task != "?") {
+        throw core::InputError(
+            source_name(file), "",
+            "task " + task + "'s part of a real run: report --merge every node's trace");
+      }
+      if (!args.merge) runs.metrics.push_back(core::compute_metrics(trace, source_name(file)));
       runs.traces.push_back(std::move(trace));
     }
+  }
+  if (args.merge) {
+    std::vector<std::string> sources;
+    for (const std::string& file : args.trace_files) sources.push_back(source_name(file));
+    core::Trace merged = core::merge_parts(runs.traces, sources);
+    runs.traces.clear();
+    runs.metrics.push_back(core::compute_metrics(merged, "the merged trace"));
+    runs.traces.push_back(std::move(merged));
   }
   runs.provenance = shared_provenance(runs.traces);
   (outputs.writes_standard_output() ? std::cerr : out)

@@ -74,13 +74,14 @@ ClusterSpec parse_cluster_spec(const nlohmann::json& json, const std::string& fi
   } else if (const char* env = std::getenv(kClusterTokenVariable); env != nullptr) {
     spec.token = env;
     if (spec.token.size() < kMinTokenBytes) {
-      throw InputError(file, "", std::string(kClusterTokenVariable) + " needs at least " +
-                                     std::to_string(kMinTokenBytes) + " bytes");
+      throw InputError(file, "",
+                       std::string(kClusterTokenVariable) + " needs at least " +
+                           std::to_string(kMinTokenBytes) + " bytes");
     }
   } else {
-    throw InputError(file, "/token",
-                     std::string("no cluster token: give \"token\" here or set ") +
-                         kClusterTokenVariable);
+    throw InputError(
+        file, "/token",
+        std::string("no cluster token: give \"token\" here or set ") + kClusterTokenVariable);
   }
   return spec;
 }
@@ -155,7 +156,10 @@ TaskMap map_roles(const core::Plan& plan, const ClusterSpec& spec, const std::st
     const std::string& job = tasks[r].first;
     const int index = tasks[r].second;
     if (index < 0) {
-      throw core::InternalError("role " + plan.roles[r].name + " maps to no task");
+      throw InputError("", "/roles/" + std::to_string(r),
+                       "role " + plan.roles[r].name + " (" +
+                           core::role_kind_name(plan.roles[r].kind) +
+                           ") has no task in this plan's shape");
     }
     const int t = spec.find(job, index);
     if (t < 0) {
@@ -167,8 +171,8 @@ TaskMap map_roles(const core::Plan& plan, const ClusterSpec& spec, const std::st
       throw InputError(file, "/cluster/" + job,
                        "no task " + job + std::to_string(index) + " for role " +
                            plan.roles[r].name + ": the plan needs " +
-                           std::to_string(of_job(needed)) + " " + job + " task(s), this spec lists " +
-                           std::to_string(of_job(spec.tasks)));
+                           std::to_string(of_job(needed)) + " " + job +
+                           " task(s), this spec lists " + std::to_string(of_job(spec.tasks)));
     }
     map.task_of_role.push_back(t);
     map.roles_of_task[size_t(t)].push_back(int(r));
@@ -176,8 +180,8 @@ TaskMap map_roles(const core::Plan& plan, const ClusterSpec& spec, const std::st
   }
   for (size_t t = 0; t < spec.tasks.size(); ++t) {
     if (map.roles_of_task[t].empty()) {
-      throw InputError(file, "/cluster/" + spec.tasks[t].job + "/" +
-                                 std::to_string(spec.tasks[t].index),
+      throw InputError(file,
+                       "/cluster/" + spec.tasks[t].job + "/" + std::to_string(spec.tasks[t].index),
                        "task " + spec.tasks[t].name() + " runs no role of the plan");
     }
   }

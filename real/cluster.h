@@ -48,9 +48,9 @@ nlohmann::json cluster_spec_to_json(const ClusterSpec& spec, bool with_token);
 // role -> (worker, i), the chief's sync queue runner with worker 0; the i-th tower ->
 // (worker, i); the in-graph client -> (client, 0).
 struct TaskMap {
-  std::vector<int> task_of_role;             // per plan role: its task number
+  std::vector<int> task_of_role;                // per plan role: its task number
   std::vector<std::vector<int>> roles_of_task;  // per task: its roles, in plan order
-  int chief_task = -1;                       // the task of the chief role
+  int chief_task = -1;                          // the task of the chief role
 };
 
 // The tasks (job, index) a plan needs, in task order.

@@ -97,9 +97,8 @@ void SyncQueues::enqueue_tokens() {
   for (const auto& [c, op] : waiting) dequeue_token(c, op);
 }
 
-StallRecord SyncQueues::stall(const std::vector<bool>& finished,
-                                    const std::vector<bool>& dead, double last_update_s,
-                                    double now) const {
+StallRecord SyncQueues::stall(const std::vector<bool>& finished, const std::vector<bool>& dead,
+                              double last_update_s, double now) const {
   const int workers = int(plan_.clients.size());
   int live = 0, died = 0, waiting = 0;
   for (int c = 0; c < workers; ++c) {

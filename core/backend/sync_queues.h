@@ -55,7 +55,7 @@ class SyncQueues {
   // Why training stopped short of Plan::steps. `finished` and `dead`: per client graph (the
   // chief's sync op last); `last_update_s`: when global_step last moved.
   StallRecord stall(const std::vector<bool>& finished, const std::vector<bool>& dead,
-                          double last_update_s, double now) const;
+                    double last_update_s, double now) const;
 
  private:
   void take_gradient(int c, int op);

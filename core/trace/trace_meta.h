@@ -134,14 +134,15 @@ struct RunOutcome {
   std::vector<RestartRecord> restarts;
   std::optional<JobFailureRecord> job_failure;
   std::optional<StallRecord> stall;
-  std::vector<std::string> notes;  // what the run found out, after the plan's notes
+  std::vector<std::string> notes;          // what the run found out, after the plan's notes
   std::vector<ClockOffset> clock_offsets;  // real runs: every task but the chief's
 };
 
 // The JSON forms (docs/trace-format.md). Metadata: {"format": "replisim-trace-meta",
 // "scenario", "strategy", "sync", "sync_replicas", "steps", ..., "backend", "provenance"}.
 // Outcome: {"simulated_time_s", "restarts", "job_failure", "stall", "notes", "clock_offsets"},
-// each but the first only when present; the same members that version 2 traces kept in their metadata.
+// each but the first only when present; the same members that version 2 traces kept in their
+// metadata.
 nlohmann::json trace_meta_to_json(const TraceMeta& meta);
 nlohmann::json run_outcome_to_json(const RunOutcome& outcome);
 

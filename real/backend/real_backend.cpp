@@ -12,8 +12,8 @@
 #include <fstream>
 #include <map>
 #include <thread>
-#include <unordered_map>
 
+#include <cblas.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <openssl/rand.h>
@@ -22,11 +22,13 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <asio/version.hpp>
 
 #include "core/base/error.h"
 #include "core/base/json_cursor.h"
 #include "core/base/version.h"
 #include "core/trace/trace_format.h"
+#include "core/trace/trace_merge.h"
 #include "real/cluster.h"
 
 namespace replisim::real {
@@ -39,6 +41,7 @@ struct Settings {
   int threads = 1;
   std::string checkpoint_dir;
   std::string node_binary;  // "": this executable
+  bool node_is_self = false;
   double connect_timeout_s = 30;
 };
 
@@ -63,6 +66,7 @@ Settings read_settings(const nlohmann::json& j) {
     }
   }
   if (s.node_binary.empty()) {
+    s.node_is_self = true;
     std::error_code ec;
     s.node_binary = fs::read_symlink("/proc/self/exe", ec).string();
     if (ec) s.node_binary = "/proc/self/exe";
@@ -118,6 +122,7 @@ class Nodes {
     pid_t pid = -1;
     int status = 0;
     bool exited = false;
+    bool killed_here = false;  // by the launcher, after another's failure
     fs::path log;
   };
   ~Nodes() { kill_all(); }
@@ -125,7 +130,10 @@ class Nodes {
 
   void kill_all() {
     for (Node& n : nodes) {
-      if (n.pid > 0 && !n.exited) ::kill(n.pid, SIGKILL);
+      if (n.pid > 0 && !n.exited) {
+        ::kill(n.pid, SIGKILL);
+        n.killed_here = true;
+      }
     }
     for (Node& n : nodes) {
       if (n.pid > 0 && !n.exited) {
@@ -177,15 +185,24 @@ std::string error_line(const Nodes::Node& n) {
 // signal says nothing itself: it is named, with the line of the first task that saw it go (which
 // has the step).
 std::string root_cause(const Nodes& nodes) {
-  std::string any, killed, observed;
+  // A task that died by a signal (or was stopped by SIGINT/SIGTERM: exit 130) comes first: the
+  // others' lines are about losing it.
+  std::string killed;
   for (const Nodes::Node& n : nodes.nodes) {
-    if (!n.exited || (WIFEXITED(n.status) && WEXITSTATUS(n.status) == 0)) continue;
+    if (!n.exited || n.killed_here) continue;
+    const std::string who = n.role + " (task " + n.task + " on " + n.host + ")";
     if (WIFSIGNALED(n.status)) {
-      if (killed.empty()) {
-        killed = n.role + " (task " + n.task + " on " + n.host + ") was killed by signal " +
-                 std::to_string(WTERMSIG(n.status)) + " (" + ::strsignal(WTERMSIG(n.status)) +
-                 ")";
-      }
+      killed = who + " was killed by signal " + std::to_string(WTERMSIG(n.status)) + " (" +
+               ::strsignal(WTERMSIG(n.status)) + ")";
+    } else if (WIFEXITED(n.status) && WEXITSTATUS(n.status) == 130) {
+      killed = who + " was stopped by SIGINT or SIGTERM";
+    }
+    if (!killed.empty()) break;
+  }
+  std::string any, observed;
+  for (const Nodes::Node& n : nodes.nodes) {
+    if (!n.exited || !WIFEXITED(n.status) || WEXITSTATUS(n.status) == 0 ||
+        WEXITSTATUS(n.status) == 130) {
       continue;
     }
     const std::string line = error_line(n);
@@ -236,57 +253,6 @@ class ProgressPipe {
   std::string buffer_;
 };
 
-// The merged trace: every node's strings, events by end time (stable: a node's own order
-// breaks ties), counters by time; the chief's outcome with the other nodes' notes after it.
-core::RunOutcome merge_traces(const std::vector<core::Trace>& traces, size_t chief,
-                              core::TraceSink& sink) {
-  std::unordered_map<std::string, uint32_t> ids;
-  auto id_of = [&](const core::Trace& t, uint32_t id) -> uint32_t {
-    if (id == core::kNoString) return id;
-    const std::string& text = t.str(id);
-    auto found = ids.find(text);
-    if (found != ids.end()) return found->second;
-    const uint32_t next = uint32_t(ids.size());
-    ids.emplace(text, next);
-    sink.string(next, text);
-    return next;
-  };
-  std::vector<core::TraceEvent> events;
-  std::vector<core::CounterSample> counters;
-  for (const core::Trace& t : traces) {
-    for (core::TraceEvent e : t.events) {
-      for (uint32_t* field : {&e.actor, &e.device, &e.label, &e.client, &e.peer_actor, &e.peer}) {
-        *field = id_of(t, *field);
-      }
-      events.push_back(e);
-    }
-    for (core::CounterSample c : t.counters) {
-      c.name = id_of(t, c.name);
-      counters.push_back(c);
-    }
-  }
-  std::stable_sort(events.begin(), events.end(),
-                   [](const core::TraceEvent& a, const core::TraceEvent& b) {
-                     return a.end_s < b.end_s;
-                   });
-  std::stable_sort(counters.begin(), counters.end(),
-                   [](const core::CounterSample& a, const core::CounterSample& b) {
-                     return a.time_s < b.time_s;
-                   });
-  for (const core::TraceEvent& e : events) sink.event(e);
-  for (const core::CounterSample& c : counters) sink.counter(c);
-  core::RunOutcome outcome = traces[chief].outcome;
-  for (size_t i = 0; i < traces.size(); ++i) {
-    if (i == chief) continue;
-    for (const std::string& note : traces[i].outcome.notes) {
-      if (std::find(outcome.notes.begin(), outcome.notes.end(), note) == outcome.notes.end()) {
-        outcome.notes.push_back(note);
-      }
-    }
-  }
-  return outcome;
-}
-
 struct RunDir {
   fs::path path;
   bool keep = false;
@@ -299,8 +265,15 @@ struct RunDir {
 }  // namespace
 
 core::BackendInfo RealBackend::info() const {
-  return {kName, "runs the plan on real processes of this machine over loopback TCP",
-          nlohmann::json::object()};
+  // The engines a real trace was measured with ("Asio 1.28.1", OpenBLAS's build line).
+  std::string blas = openblas_get_config();
+  while (!blas.empty() && blas.back() == ' ') blas.pop_back();
+  const std::string asio = "Asio " + std::to_string(ASIO_VERSION / 100000) + "." +
+                           std::to_string(ASIO_VERSION / 100 % 1000) + "." +
+                           std::to_string(ASIO_VERSION % 100);
+  return {kName,
+          "runs the plan on real processes of this machine over loopback TCP",
+          {{"asio", asio}, {"blas", blas}}};
 }
 
 core::RunOutcome RealBackend::do_run(const core::Plan& plan, core::TraceSink& sink,
@@ -378,12 +351,14 @@ core::RunOutcome RealBackend::do_run(const core::Plan& plan, core::TraceSink& si
       argv.insert(argv.end(), {"--checkpoint-dir", settings.checkpoint_dir});
     }
     if (chief) argv.insert(argv.end(), {"--progress-fd", std::to_string(progress_pipe[1])});
-    Nodes::Node node{task, role, spec.tasks[t].host, -1, 0, false, dir.path / (task + ".log")};
+    Nodes::Node node{task,  role,  spec.tasks[t].host,        -1, 0,
+                     false, false, dir.path / (task + ".log")};
     std::vector<char*> args;
     for (std::string& a : argv) args.push_back(a.data());
     args.push_back(nullptr);
     const std::string log = node.log.string();
     const pid_t parent = ::getpid();
+    const bool use_self = settings.node_is_self;
     const pid_t pid = ::fork();
     if (pid < 0) throw core::BackendError(std::string("fork: ") + std::strerror(errno));
     if (pid == 0) {
@@ -398,9 +373,11 @@ core::RunOutcome RealBackend::do_run(const core::Plan& plan, core::TraceSink& si
       ::fcntl(listeners[t], F_SETFD, 0);
       if (chief) ::fcntl(progress_pipe[1], F_SETFD, 0);
       ::putenv(const_cast<char*>(token_env.c_str()));
-      ::execv(args[0], args.data());
-      const std::string why = "replisim: error: cannot start " + argv[0] + ": " +
-                              std::strerror(errno) + "\n";
+      // This executable itself even when its file was replaced since (a rebuild): its argv[0]
+      // still names it for ps.
+      ::execv(use_self ? "/proc/self/exe" : args[0], args.data());
+      const std::string why =
+          "replisim: error: cannot start " + argv[0] + ": " + std::strerror(errno) + "\n";
       (void)!::write(STDERR_FILENO, why.data(), why.size());
       ::_exit(127);
     }
@@ -444,8 +421,8 @@ core::RunOutcome RealBackend::do_run(const core::Plan& plan, core::TraceSink& si
   std::vector<core::Trace> traces;
   size_t chief = 0;
   for (size_t t = 0; t < spec.tasks.size(); ++t) {
-    std::vector<core::Trace> runs = core::read_trace_file(nodes.nodes[t].log.parent_path() /
-                                                          (spec.tasks[t].name() + ".trace"));
+    std::vector<core::Trace> runs =
+        core::read_trace_file(nodes.nodes[t].log.parent_path() / (spec.tasks[t].name() + ".trace"));
     if (runs.size() != 1) {
       throw core::BackendError("task " + spec.tasks[t].name() + " wrote " +
                                std::to_string(runs.size()) + " runs");
@@ -453,7 +430,7 @@ core::RunOutcome RealBackend::do_run(const core::Plan& plan, core::TraceSink& si
     if (int(t) == map.chief_task) chief = t;
     traces.push_back(std::move(runs.front()));
   }
-  return merge_traces(traces, chief, sink);
+  return core::emit_merged_parts(traces, chief, sink);
 }
 
 void register_real_backend() {

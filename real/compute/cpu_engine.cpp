@@ -21,8 +21,8 @@ void run_gemms(long blocks, int k_rest) {
   }
   const int n = kGemmBlock;
   for (long i = 0; i < blocks; ++i) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(),
-                n, 0.0f, c.data(), n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n,
+                0.0f, c.data(), n);
   }
   if (k_rest > 0) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, k_rest, 1.0f, a.data(), k_rest,
@@ -32,14 +32,15 @@ void run_gemms(long blocks, int k_rest) {
 
 }  // namespace
 
-void configure_blas() { openblas_set_num_threads(1); }
+void configure_blas() {
+  openblas_set_num_threads(1);
+}
 
 double execute_flop(double flop, int threads) {
   if (!(flop > 0)) return 0;
   const long blocks = long(std::floor(flop / kBlockFlop));
   const double rest = flop - double(blocks) * kBlockFlop;
-  const int k_rest =
-      std::min(kGemmBlock, int(std::lround(rest / (2.0 * kGemmBlock * kGemmBlock))));
+  const int k_rest = std::min(kGemmBlock, int(std::lround(rest / (2.0 * kGemmBlock * kGemmBlock))));
   threads = std::max(1, std::min(threads, int(std::max(1L, blocks))));
   std::vector<std::thread> helpers;
   for (int t = 1; t < threads; ++t) {

@@ -16,7 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static std::set<Nonce> seen;
   if (seen.size() > 100000) seen.clear();
   Nonce fixed{};  // deterministic challenges keep runs reproducible
-  HandshakeListener listener(config, [](uint32_t task) { return task < 16; }, seen, fixed);
+  HandshakeListener listener(
+      config, [](uint32_t task) { return task < 16; }, seen, fixed);
   HandshakeDialer dialer(config, 2, fixed);
   try {
     FrameAssembler assembler([&](const FrameHeader& h, const uint8_t* payload) {

@@ -3,6 +3,7 @@
 // over authenticated TCP, and writes its part of the trace. `replisim run` starts one per task.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "core/plan/plan.h"
@@ -16,12 +17,15 @@ struct NodeOptions {
   int listen_fd = -1;        // a listening socket opened by the launcher; -1: bind the spec's port
   std::string trace_out;     // this task's native trace (written whole at the end, or not at all)
   bool force = false;        // replace an existing trace_out
-  std::string checkpoint_dir;  // where checkpoints go (an existing directory); "" when none
-  int threads = 1;             // SGEMM threads per op
+  std::string checkpoint_dir;     // where checkpoints go (an existing directory); "" when none
+  int threads = 1;                // SGEMM threads per op
   double connect_timeout_s = 30;  // every peer connected and authenticated by then
   int progress_fd = -1;           // the chief writes progress JSON lines here (-1: none)
   // The launcher's notice that it started this node (keeps the node from outliving it).
   bool launched = false;
+  // Polled every 100 ms; true (SIGINT, SIGTERM) stops the node: its peers hear it, no trace is
+  // written, run_node throws core::RunCancelled. Null: never.
+  std::function<bool()> cancelled;
 };
 
 // Reads the plan file: exactly one plan. Throws core::InputError(file, ...) for a file holding

@@ -17,12 +17,12 @@ namespace replisim::real::detail {
 
 namespace {
 
-constexpr int kClockPings = 8;            // ping-pongs per task; the lowest round trip is kept
-constexpr double kStartLeadS = 0.05;      // START goes out this long before the run's t = 0
-constexpr double kWaveEveryS = 0.5;       // quiescence waves
-constexpr double kProgressEveryS = 0.2;   // progress lines to the launcher, at most
-constexpr double kStopFlushS = 5;         // a stopping task's last frames
-constexpr double kErrorFlushS = 1;        // a failing task's ERROR lines
+constexpr int kClockPings = 8;           // ping-pongs per task; the lowest round trip is kept
+constexpr double kStartLeadS = 0.05;     // START goes out this long before the run's t = 0
+constexpr double kWaveEveryS = 0.5;      // quiescence waves
+constexpr double kProgressEveryS = 0.2;  // progress lines to the launcher, at most
+constexpr double kStopFlushS = 5;        // a stopping task's last frames
+constexpr double kErrorFlushS = 1;       // a failing task's ERROR lines
 constexpr size_t kMaxErrorBytes = 2000;
 
 }  // namespace
@@ -107,15 +107,15 @@ void Node::begin_training() {
       continue;
     }
     auto timer = std::make_shared<asio::steady_timer>(io_);
-    timer->expires_after(std::chrono::duration_cast<Clock::duration>(
-        std::chrono::duration<double>(offset_s)));
+    timer->expires_after(
+        std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(offset_s)));
     ++timers_pending_;
-    timer->async_wait([this, g, timer, alive = std::weak_ptr<bool>(alive_)](
-                          const asio::error_code& ec) {
-      if (alive.expired()) return;
-      --timers_pending_;
-      if (!ec && !stopping_) start_client(g);
-    });
+    timer->async_wait(
+        [this, g, timer, alive = std::weak_ptr<bool>(alive_)](const asio::error_code& ec) {
+          if (alive.expired()) return;
+          --timers_pending_;
+          if (!ec && !stopping_) start_client(g);
+        });
   }
 }
 
@@ -139,7 +139,7 @@ void Node::chief_duties(Part& p, std::function<void()> then) {
   if (policy.every_s > 0 && now_s() - last_checkpoint_s_ >= policy.every_s) {
     save_checkpoint("model.ckpt-" + std::to_string(checkpoints_++),
                     [this, g, summaries = std::move(summaries)](double start_s, double bytes,
-                                                                 int64_t global_step) mutable {
+                                                                int64_t global_step) mutable {
                       recorder_->checkpoint(g, parts_[size_t(g)].steps_done, start_s, now_s(),
                                             bytes, global_step, false);
                       summaries();
@@ -167,8 +167,7 @@ void Node::write_summaries(int g, std::function<void()> then) {
       if (!out) error = std::strerror(errno);
     }
     const double end_s = now_s();
-    post([this, g, path, bytes, step, global_step, start_s, end_s, error,
-          then = std::move(then)] {
+    post([this, g, path, bytes, step, global_step, start_s, end_s, error, then = std::move(then)] {
       --work_pending_;
       if (stopping_) return;
       if (!error.empty()) throw core::OutputError(path, error);
@@ -301,7 +300,8 @@ void Node::forget_old_checkpoints(const CheckpointIndex& saved) {
 // --- progress and the end of the job --------------------------------------------------------
 
 void Node::on_progress(int g, int steps_done, int64_t global_step) {
-  if (g < int(steps_seen_.size())) steps_seen_[size_t(g)] = std::max(steps_seen_[size_t(g)], steps_done);
+  if (g < int(steps_seen_.size()))
+    steps_seen_[size_t(g)] = std::max(steps_seen_[size_t(g)], steps_done);
   global_step_seen_ = std::max(global_step_seen_, global_step);
   const double now = now_s();
   if (last_progress_s_ >= 0 && now - last_progress_s_ < kProgressEveryS) return;
@@ -312,8 +312,9 @@ void Node::on_progress(int g, int steps_done, int64_t global_step) {
 void Node::write_progress() {
   if (options_.progress_fd < 0) return;
   last_progress_s_ = now_s();
-  const nlohmann::json line = {
-      {"time_s", last_progress_s_}, {"global_step", global_step_seen_}, {"steps_done", steps_seen_}};
+  const nlohmann::json line = {{"time_s", last_progress_s_},
+                               {"global_step", global_step_seen_},
+                               {"steps_done", steps_seen_}};
   const std::string text = line.dump() + "\n";
   // A launcher that went away is not this run's failure: its own end stops the run.
   if (::write(options_.progress_fd, text.data(), text.size()) < 0) options_.progress_fd = -1;
@@ -349,8 +350,8 @@ void Node::finish_job() {
 // --- quiescence -----------------------------------------------------------------------------
 
 void Node::schedule_wave() {
-  wave_timer_->expires_after(std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(kWaveEveryS)));
+  wave_timer_->expires_after(
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kWaveEveryS)));
   wave_timer_->async_wait([this, alive = std::weak_ptr<bool>(alive_)](const asio::error_code& ec) {
     if (alive.expired() || ec || stopping_ || all_finished_) return;
     query_wave();
@@ -371,8 +372,7 @@ void Node::query_wave() {
 
 void Node::on_query(uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
   const std::string finished(reinterpret_cast<const char*>(payload), h.length);
-  if (finished.size() != parts_.size() ||
-      finished.find_first_not_of("01") != std::string::npos) {
+  if (finished.size() != parts_.size() || finished.find_first_not_of("01") != std::string::npos) {
     throw FrameError("a query whose payload is not one 0 or 1 per graph");
   }
   send_frame(peer, FrameType::kStatus, h.step, 0, status(finished).dump());
@@ -476,8 +476,8 @@ void Node::fail(const std::string& why) {
   failed_ = true;
   stopping_ = true;
   if (wave_timer_) wave_timer_->cancel();
-  error_line_ = why.rfind("stopped because", 0) == 0 ? describe() + " " + why
-                                                     : describe() + ": " + why;
+  error_line_ =
+      why.rfind("stopped because", 0) == 0 ? describe() + " " + why : describe() + ": " + why;
   if (error_line_.size() > kMaxErrorBytes) error_line_.resize(kMaxErrorBytes);
   FrameHeader h;
   h.type = FrameType::kError;
@@ -503,13 +503,7 @@ void Node::write_trace_end() {
   }
   writer_->end(outcome_);
   writer_->finish();
-  trace_file_.flush();
-  trace_file_.close();
-  if (!trace_file_) throw core::OutputError(trace_temporary_.path, "could not write the trace");
-  if (std::rename(trace_temporary_.path.c_str(), options_.trace_out.c_str()) != 0) {
-    throw core::OutputError(options_.trace_out, std::strerror(errno));
-  }
-  trace_temporary_.path.clear();
+  trace_file_->publish();
 }
 
 }  // namespace replisim::real::detail

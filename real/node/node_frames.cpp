@@ -49,18 +49,20 @@ void Node::on_connected() {
   estimate_clock();
 }
 
-void Node::on_failure(const std::string& why) { fail(why); }
+void Node::on_failure(const std::string& why) {
+  fail(why);
+}
 
 void Node::on_refused(const std::string& line) {
   std::fprintf(stderr, "replisim node %s: %s\n", spec_.tasks[self_].name().c_str(), line.c_str());
 }
 
 Part& Node::part_of_frame(uint32_t peer, const FrameHeader& h, bool from_owner) {
-  const uint64_t g = h.type == FrameType::kTensor || h.type == FrameType::kControl
-                         ? h.tensor >> 32
-                         : h.tensor;
-  if (g >= parts_.size()) throw FrameError("a frame for graph " + std::to_string(g) + " of " +
-                                           std::to_string(parts_.size()));
+  const uint64_t g =
+      h.type == FrameType::kTensor || h.type == FrameType::kControl ? h.tensor >> 32 : h.tensor;
+  if (g >= parts_.size())
+    throw FrameError("a frame for graph " + std::to_string(g) + " of " +
+                     std::to_string(parts_.size()));
   Part& p = parts_[size_t(g)];
   if (from_owner && peer != p.owner_task) {
     throw FrameError(std::string(frame_type_name(h.type)) + " for graph " + std::to_string(g) +
@@ -135,12 +137,17 @@ void Node::on_frame(uint32_t peer, const FrameHeader& h, const uint8_t* payload)
     case FrameType::kStop:
       if (from_chief || started_) stop();
       return;
-    case FrameType::kError:
-      fail("stopped because " + std::string(reinterpret_cast<const char*>(payload), h.length));
+    case FrameType::kError: {
+      // A peer's words, on one line of printable text.
+      std::string why(reinterpret_cast<const char*>(payload), h.length);
+      for (char& c : why) {
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+      }
+      fail("stopped because " + why);
       return;
+    }
     default:
-      throw FrameError(std::string("a ") + frame_type_name(h.type) +
-                       " frame after the handshake");
+      throw FrameError(std::string("a ") + frame_type_name(h.type) + " frame after the handshake");
   }
 }
 
@@ -186,8 +193,9 @@ static size_t expected_bytes(const core::Plan& plan, const Part& p, int op) {
 static int checked_op(const Part& p, uint32_t peer, uint32_t self, uint64_t tensor) {
   const uint64_t op = tensor & 0xFFFFFFFFu;
   const core::ClientGraph& g = *p.graph;
-  if (op >= g.ops.size()) throw FrameError("a tensor of op " + std::to_string(op) + " of " +
-                                           std::to_string(g.ops.size()));
+  if (op >= g.ops.size())
+    throw FrameError("a tensor of op " + std::to_string(op) + " of " +
+                     std::to_string(g.ops.size()));
   const Op& o = g.ops[size_t(op)];
   const bool ours = o.kind == OpKind::kSend
                         ? p.task_of_op[size_t(o.peer)] == self

@@ -15,7 +15,9 @@ using core::OpKind;
 namespace {
 
 // A float view of a tensor buffer: its first min(n, size / 4) values.
-size_t floats_in(const BufferPtr& b, size_t n) { return b ? std::min(n, b->size() / 4) : 0; }
+size_t floats_in(const BufferPtr& b, size_t n) {
+  return b ? std::min(n, b->size() / 4) : 0;
+}
 
 const float* floats_of(const BufferPtr& b) {
   return reinterpret_cast<const float*>(b->data());
@@ -86,8 +88,8 @@ void Node::run_send(int g, int op_index) {
   Part& p = parts_[size_t(g)];
   const Op& op = p.graph->ops[size_t(op_index)];
   const size_t bytes = size_t(std::llround(op.bytes));
-  BufferPtr value = value_for(p, op.inputs.empty() ? -1 : op.inputs[0],
-                              p.gradient_variable[size_t(op_index)]);
+  BufferPtr value =
+      value_for(p, op.inputs.empty() ? -1 : op.inputs[0], p.gradient_variable[size_t(op_index)]);
   if (!value) {
     value = zeros(bytes);
   } else if (value->size() < bytes) {  // a tensor smaller than the plan's edge: padded
@@ -143,8 +145,19 @@ void Node::run_read(int g, int op_index) {
   Part& p = parts_[size_t(g)];
   const Op& op = p.graph->ops[size_t(op_index)];
   if (!store_ || !store_->holds(op.variable)) {
-    throw std::logic_error("read of variable " + std::to_string(op.variable) +
-                           " on a task that does not hold it");
+    // A worker's read of the copy it pulled (a multi-tower worker's "local/" variable): the
+    // value its input brought.
+    BufferPtr copy;
+    for (int in : op.inputs) {
+      if ((copy = value_for(p, in, -1))) break;
+    }
+    if (!copy && op.inputs.empty()) {
+      throw std::logic_error("read of variable " + std::to_string(op.variable) +
+                             " on a task that does not hold it");
+    }
+    p.out[size_t(op_index)] = std::move(copy);
+    complete(g, op_index);
+    return;
   }
   const int64_t step = p.step;
   const int v = op.variable;
@@ -336,8 +349,8 @@ void Node::notify_remote(Part& p, int op_index) {
       h.time_s = now_s();
       const size_t offset = i * kDefaultChunkBytes;
       ++frames_sent_;
-      mesh_->send(t, h, value->data() + offset, std::min<size_t>(kDefaultChunkBytes, bytes - offset),
-                  value, {}, slot);
+      mesh_->send(t, h, value->data() + offset,
+                  std::min<size_t>(kDefaultChunkBytes, bytes - offset), value, {}, slot);
     }
   }
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <set>
 
 #include <sys/socket.h>
@@ -14,6 +15,7 @@
 #include "core/backend/backend.h"
 #include "core/base/error.h"
 #include "core/base/json_cursor.h"
+#include "core/base/output_file.h"
 #include "core/base/version.h"
 #include "real/node/runtime.h"
 #include "real/state/gradient_flow.h"
@@ -70,12 +72,12 @@ static asio::ip::tcp::acceptor make_acceptor(asio::io_context& io, const NodeSet
     int listening = 0;
     socklen_t flag_size = sizeof listening;
     if (::getsockname(setup.options.listen_fd, reinterpret_cast<sockaddr*>(&address), &size) != 0 ||
-        ::getsockopt(setup.options.listen_fd, SOL_SOCKET, SO_ACCEPTCONN, &listening,
-                     &flag_size) != 0 ||
+        ::getsockopt(setup.options.listen_fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &flag_size) !=
+            0 ||
         !listening) {
-      throw core::InputError("", "--listen-fd",
-                             std::to_string(setup.options.listen_fd) +
-                                 " is not a listening socket");
+      throw core::InputError(
+          "", "--listen-fd",
+          std::to_string(setup.options.listen_fd) + " is not a listening socket");
     }
     asio::ip::tcp::acceptor acceptor(io);
     acceptor.assign(address.ss_family == AF_INET6 ? asio::ip::tcp::v6() : asio::ip::tcp::v4(),
@@ -164,8 +166,9 @@ void Node::build_parts() {
     p.task_of_op = task_of;
     p.owner_task = uint32_t(map_.task_of_role[size_t(graph.role)]);
     p.owner = p.owner_task == self_;
-    p.loop = !sync ? Loop::kFixedSteps
-                   : g < plan_.clients.size() ? Loop::kSyncWorker : Loop::kChiefSyncOp;
+    p.loop = !sync                      ? Loop::kFixedSteps
+             : g < plan_.clients.size() ? Loop::kSyncWorker
+                                        : Loop::kChiefSyncOp;
     std::set<uint32_t> participants;
     p.notify.assign(n, {});
     for (size_t k = 0; k < n; ++k) {
@@ -214,14 +217,14 @@ std::vector<uint32_t> Node::peers() const {
 }
 
 void Node::open_trace() {
-  trace_temporary_.path = options_.trace_out + ".tmp-" + std::to_string(::getpid());
-  trace_file_.open(trace_temporary_.path, std::ios::binary | std::ios::trunc);
-  if (!trace_file_) throw core::OutputError(trace_temporary_.path, std::strerror(errno));
-  writer_ = std::make_unique<core::NativeTraceWriter>(trace_file_);
+  trace_file_ = std::make_unique<TraceFile>(options_.trace_out);
+  writer_ = std::make_unique<core::NativeTraceWriter>(trace_file_->stream());
   core::TraceMeta meta = core::trace_meta_from_plan(plan_);
   meta.backend = "real";
   meta.provenance = {{"task", spec_.tasks[self_].name()},
                      {"host", spec_.tasks[self_].host},
+                     {"chief", chief()},
+                     {"plan_file", options_.plan_path},
                      {"replisim", std::string(core::kVersion) + " (" + core::kGitDescribe + ")"}};
   writer_->begin(meta);
   recorder_.emplace(plan_, *writer_);
@@ -245,8 +248,8 @@ std::string Node::describe() const {
       step = std::max(step, p.step);
     }
   }
-  std::string where = role + " (task " + spec_.tasks[self_].name() + " on " +
-                      spec_.tasks[self_].host + ")";
+  std::string where =
+      role + " (task " + spec_.tasks[self_].name() + " on " + spec_.tasks[self_].host + ")";
   if (!started_) return where + " before the first step";
   return where + " at step " + std::to_string(std::max<int64_t>(step, 0));
 }
@@ -263,21 +266,61 @@ void Node::post(std::function<void()> work) {
 
 void Node::run() {
   mesh_->start();
+  if (options_.cancelled) watch_cancel();
   for (;;) {
     try {
       io_.run();
       break;
     } catch (const core::OutputError& e) {
       fail(e.what());
+    } catch (const std::bad_alloc&) {
+      fail("out of memory");
     } catch (const std::exception& e) {
       fail(std::string("internal error: ") + e.what());
     }
     io_.restart();
   }
+  if (cancelled_) throw core::RunCancelled();
   if (failed_) throw core::BackendError(error_line_);
 }
 
+// SIGINT or SIGTERM: the node stops as a failed one would (its peers hear why), and exits 130.
+void Node::watch_cancel() {
+  auto timer = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(100));
+  timer->async_wait([this, timer, alive = std::weak_ptr<bool>(alive_)](const asio::error_code& ec) {
+    if (ec || alive.expired() || failed_) return;
+    if (options_.cancelled()) {
+      cancelled_ = true;
+      fail("interrupted (SIGINT or SIGTERM)");
+      return;
+    }
+    watch_cancel();
+  });
+}
+
 }  // namespace detail
+
+namespace {
+
+// What a node needs of a plan beyond validate_plan: role names once each, one chief.
+void check_roles(const core::Plan& plan, const std::string& path) {
+  int chiefs = 0;
+  for (size_t r = 0; r < plan.roles.size(); ++r) {
+    for (size_t q = 0; q < r; ++q) {
+      if (plan.roles[q].name == plan.roles[r].name) {
+        throw core::InputError(path, "/roles/" + std::to_string(r) + "/name",
+                               "role " + plan.roles[r].name + " is also role " + std::to_string(q));
+      }
+    }
+    chiefs += plan.roles[r].chief;
+  }
+  if (chiefs != 1) {
+    throw core::InputError(path, "/roles",
+                           std::to_string(chiefs) + " roles are the chief; a plan has one");
+  }
+}
+
+}  // namespace
 
 core::Plan read_plan_file(const std::string& path) {
   const nlohmann::json j = core::read_json_file(path);
@@ -290,10 +333,12 @@ core::Plan read_plan_file(const std::string& path) {
     }
     core::Plan plan = core::plan_from_json(j[0], path);
     core::validate_plan(plan, path);
+    check_roles(plan, path);
     return plan;
   }
   core::Plan plan = core::plan_from_json(j, path);
   core::validate_plan(plan, path);
+  check_roles(plan, path);
   return plan;
 }
 
@@ -317,20 +362,63 @@ int run_node(const NodeOptions& options) {
   if (setup.options.trace_out.empty()) {
     setup.options.trace_out = "replisim-" + setup.spec.tasks[setup.self].name() + ".trace";
   }
-  struct stat st {};
-  if (!options.force && ::stat(setup.options.trace_out.c_str(), &st) == 0) {
-    throw core::InputError("", "--trace-out",
-                           setup.options.trace_out + " exists; give --force to replace it");
-  }
+  // The trace is checked as every output is (a regular file or none, --force to replace it, not
+  // an input, in a writable directory); it is written by the node itself.
+  core::OutputFiles outputs(options.force);
+  outputs.protect(options.plan_path);
+  outputs.protect(options.cluster_path);
+  outputs.add("--trace-out", setup.options.trace_out, [](std::ostream&) {});
+  // Checkpoints are written by the chief (indexes, summaries) and the parameter servers
+  // (shards), into a directory without a run's files in it: nothing there is replaced.
   const bool writes = plan.checkpoints.every_s > 0 || plan.checkpoints.summary_every_steps > 0;
+  bool writer = int(setup.self) == setup.map.chief_task;
+  for (int r : setup.map.roles_of_task[setup.self]) {
+    writer |= plan.roles[size_t(r)].kind == core::RoleKind::kParameterServer;
+  }
   if (!options.checkpoint_dir.empty()) {
+    struct stat st {};
     if (::stat(options.checkpoint_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
       throw core::InputError("", "--checkpoint-dir",
                              options.checkpoint_dir + " is not a directory");
     }
-  } else if (writes) {
+    if (writer) {
+      for (const auto& entry : std::filesystem::directory_iterator(options.checkpoint_dir)) {
+        const std::string name = entry.path().filename().string();
+        if (name == "events.summaries" || name.rfind("model.ckpt-", 0) == 0 ||
+            name.rfind("final.", 0) == 0) {
+          throw core::InputError("", "--checkpoint-dir",
+                                 options.checkpoint_dir + " holds a run's " + name +
+                                     ": give a directory without one (nothing is replaced)");
+        }
+      }
+    }
+  } else if (writes && writer) {
     throw core::InputError("", "--checkpoint-dir",
                            "the plan's chief writes checkpoints or summaries: give a directory");
+  }
+  // Every variable and optimizer slot of this task's shard, in memory: refused before anything
+  // starts when this machine does not have it.
+  if (const int ps =
+          [&] {
+            for (int r : setup.map.roles_of_task[setup.self]) {
+              for (size_t j = 0; j < plan.ps_roles.size(); ++j) {
+                if (plan.ps_roles[j] == r) return int(j);
+              }
+            }
+            return -1;
+          }();
+      ps >= 0) {
+    double bytes = 0;
+    for (const core::Variable& v : plan.variables) {
+      if (v.ps == ps) bytes += 4.0 * double(float_count(v.bytes)) * (1 + plan.optimizer.slots);
+    }
+    const double memory = double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGE_SIZE));
+    if (memory > 0 && bytes > memory) {
+      throw core::InputError(options.plan_path, "/variables",
+                             "ps" + std::to_string(ps) + "'s variables and optimizer slots need " +
+                                 std::to_string(int64_t(bytes / 1e6)) + " MB; this machine has " +
+                                 std::to_string(int64_t(memory / 1e6)) + " MB");
+    }
   }
   detail::Node node(setup);
   node.run();

@@ -30,6 +30,7 @@
 #include "real/cluster.h"
 #include "real/compute/cpu_engine.h"
 #include "real/node/node.h"
+#include "real/node/trace_file.h"
 #include "real/state/parameter_store.h"
 #include "real/transport/mesh.h"
 
@@ -65,16 +66,16 @@ struct Part {
   std::vector<uint32_t> participants;         // owner: the other tasks with ops in it
   std::vector<std::vector<uint32_t>> notify;  // per op: tasks whose ops take it directly
   std::vector<uint32_t> task_of_op;
-  std::vector<int> gradient_variable;  // per op: the variable whose gradient its output is
+  std::vector<int> gradient_variable;          // per op: the variable whose gradient its output is
   std::vector<std::vector<int>> gradients_of;  // per backward op: the variables it feeds
   // The step in progress here.
   int64_t step = -1;
   bool active = false;
-  int64_t local_step = 0;  // from the client's RUN (sync: the token it holds)
+  int64_t local_step = 0;         // from the client's RUN (sync: the token it holds)
   int64_t global_step_read = -1;  // where global_step lives: its value when the step began here
   std::vector<BufferPtr> out;     // per op: its output this step
   std::vector<std::vector<std::pair<int, BufferPtr>>> gradients;  // per backward op
-  std::vector<char> tensor_in;    // per recv: its tensor is here
+  std::vector<char> tensor_in;                                    // per recv: its tensor is here
   std::map<int64_t, std::vector<Early>> early;
   // The client's loop (owner only).
   Loop loop = Loop::kFixedSteps;
@@ -128,6 +129,7 @@ class Node : public Mesh::Handler, public core::SyncHost {
   void build_parts();
   std::vector<uint32_t> peers() const;
   void open_trace();
+  void watch_cancel();
   std::string describe() const;  // "worker1 (task worker1 on 127.0.0.1) at step 3"
   // Mesh::Handler (node_frames.cpp).
   void on_connected() override;
@@ -184,8 +186,7 @@ class Node : public Mesh::Handler, public core::SyncHost {
   void chief_duties(Part& p, std::function<void()> then);
   void write_summaries(int g, std::function<void()> then);
   // then(start_s, bytes, global_step) once the index is written.
-  void save_checkpoint(const std::string& name,
-                       std::function<void(double, double, int64_t)> then);
+  void save_checkpoint(const std::string& name, std::function<void(double, double, int64_t)> then);
   void on_save(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
   void write_shard(const std::string& name, std::function<void(const nlohmann::json&)> done);
   void on_saved(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
@@ -271,19 +272,13 @@ class Node : public Mesh::Handler, public core::SyncHost {
   int64_t frames_sent_ = 0, frames_received_ = 0;
   int timers_pending_ = 0;
   int work_pending_ = 0;  // posted completions and file writes not yet back
-  // The trace and the outcome.
-  // Removed unless renamed into place (a run that failed leaves no trace file).
-  struct Temporary {
-    std::string path;
-    ~Temporary() {
-      if (!path.empty()) std::remove(path.c_str());
-    }
-  } trace_temporary_;
-  std::ofstream trace_file_;
+  // The trace and the outcome (the file has its name only once the run ended well).
+  std::unique_ptr<TraceFile> trace_file_;
   std::unique_ptr<core::NativeTraceWriter> writer_;
   std::optional<core::TraceRecorder> recorder_;
   core::RunOutcome outcome_;
   bool stopping_ = false;
+  bool cancelled_ = false;  // stopped by SIGINT or SIGTERM (NodeOptions::cancelled)
   bool failed_ = false;
   std::string error_line_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

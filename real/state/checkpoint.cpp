@@ -108,7 +108,8 @@ std::string read_whole(const std::string& path) {
 
 size_t CheckpointShard::bytes() const {
   size_t n = 4 + 4 + 16 + 4 + 8 + 4 + 8;
-  for (const CheckpointTensor& t : tensors) n += 4 + t.name.size() + 4 + 4 + 8 + 8 + 4 * t.values.size();
+  for (const CheckpointTensor& t : tensors)
+    n += 4 + t.name.size() + 4 + 4 + 8 + 8 + 4 * t.values.size();
   return n;
 }
 
@@ -160,7 +161,8 @@ CheckpointShard read_checkpoint_shard(const std::string& path) {
   if (version != kVersion) r.fail("version " + std::to_string(version));
   if (data.size() < 8) r.fail("too short");
   uint64_t stored = 0;
-  for (int i = 0; i < 8; ++i) stored |= uint64_t(uint8_t(data[data.size() - 8 + size_t(i)])) << (8 * i);
+  for (int i = 0; i < 8; ++i)
+    stored |= uint64_t(uint8_t(data[data.size() - 8 + size_t(i)])) << (8 * i);
   if (core::fnv1a(core::kFnv1aBasis, data.data(), data.size() - 8) != stored) {
     r.fail("checksum mismatch");
   }
@@ -237,9 +239,9 @@ Checkpoint read_checkpoint(const std::string& dir, const std::string& name) {
   for (const std::string& file : c.index.shards) {
     c.shards.push_back(read_checkpoint_shard(dir + "/" + file));
     if (c.shards.back().plan_hash != c.index.plan_hash) {
-      throw core::InputError(dir + "/" + file, "",
-                             "shard of plan " + c.shards.back().plan_hash + ", the index's is " +
-                                 c.index.plan_hash);
+      throw core::InputError(
+          dir + "/" + file, "",
+          "shard of plan " + c.shards.back().plan_hash + ", the index's is " + c.index.plan_hash);
     }
   }
   return c;

@@ -84,7 +84,8 @@ CheckpointShard ParameterStore::snapshot(const std::string& plan_hash,
     std::lock_guard<std::mutex> lock(s->mutex);
     const std::string& name = plan_.variables[size_t(s->variable)].name;
     shard.tensors.push_back({name, s->variable, 0, s->applies, s->value});
-    if (rule == "momentum") shard.tensors.push_back({name + "/Momentum", s->variable, 1, s->applies, s->slot1});
+    if (rule == "momentum")
+      shard.tensors.push_back({name + "/Momentum", s->variable, 1, s->applies, s->slot1});
     if (rule == "adam") {
       shard.tensors.push_back({name + "/Adam", s->variable, 1, s->applies, s->slot1});
       shard.tensors.push_back({name + "/Adam_1", s->variable, 2, s->applies, s->slot2});
@@ -97,7 +98,8 @@ CheckpointShard ParameterStore::snapshot(const std::string& plan_hash,
 
 double ParameterStore::bytes() const {
   double total = 0;
-  for (const auto& s : states_) total += 4.0 * double(s->value.size() + s->slot1.size() + s->slot2.size());
+  for (const auto& s : states_)
+    total += 4.0 * double(s->value.size() + s->slot1.size() + s->slot2.size());
   return total;
 }
 

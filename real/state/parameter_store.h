@@ -18,7 +18,9 @@ namespace replisim::real {
 using Bytes = std::vector<uint8_t>;
 
 // Float32 elements of a variable or gradient of `bytes` bytes.
-inline size_t float_count(double bytes) { return bytes > 0 ? size_t(bytes / 4) : 0; }
+inline size_t float_count(double bytes) {
+  return bytes > 0 ? size_t(bytes / 4) : 0;
+}
 
 class ParameterStore {
  public:

@@ -29,46 +29,47 @@ Connection::Connection(asio::ip::tcp::socket socket, Handler* handler)
   last_read_ = last_write_ = Clock::now();
 }
 
-void Connection::start() { read_header(); }
+void Connection::start() {
+  read_header();
+}
 
 void Connection::read_header() {
   auto self = shared_from_this();
-  asio::async_read(socket_, asio::buffer(header_bytes_),
-                   [this, self](const asio::error_code& ec, size_t) {
-                     if (closed_) return;
-                     if (ec) {
-                       fail(ec == asio::error::eof ? "closed the connection"
-                                                   : "connection lost: " + ec.message());
-                       return;
-                     }
-                     last_read_ = Clock::now();
-                     try {
-                       header_ = decode_header(header_bytes_.data());
-                       if (header_.length > max_payload_) {
-                         throw FrameError("a " + std::string(frame_type_name(header_.type)) +
-                                          " frame of " + std::to_string(header_.length) +
-                                          " bytes where at most " + std::to_string(max_payload_) +
-                                          " are allowed now");
-                       }
-                       order_.check(header_);
-                       destination_ = nullptr;
-                       if (header_.type == FrameType::kTensor && header_.length > 0) {
-                         destination_ = handler_->tensor_destination(*this, header_);
-                       }
-                       if (destination_ == nullptr) {
-                         scratch_.resize(header_.length);
-                         destination_ = scratch_.data();
-                       }
-                     } catch (const FrameError& e) {
-                       fail(e.what());
-                       return;
-                     }
-                     if (header_.length == 0) {
-                       deliver();
-                     } else {
-                       read_payload(0);
-                     }
-                   });
+  asio::async_read(
+      socket_, asio::buffer(header_bytes_), [this, self](const asio::error_code& ec, size_t) {
+        if (closed_) return;
+        if (ec) {
+          fail(ec == asio::error::eof ? "closed the connection"
+                                      : "connection lost: " + ec.message());
+          return;
+        }
+        last_read_ = Clock::now();
+        try {
+          header_ = decode_header(header_bytes_.data());
+          if (header_.length > max_payload_) {
+            throw FrameError("a " + std::string(frame_type_name(header_.type)) + " frame of " +
+                             std::to_string(header_.length) + " bytes where at most " +
+                             std::to_string(max_payload_) + " are allowed now");
+          }
+          order_.check(header_);
+          destination_ = nullptr;
+          if (header_.type == FrameType::kTensor && header_.length > 0) {
+            destination_ = handler_->tensor_destination(*this, header_);
+          }
+          if (destination_ == nullptr) {
+            scratch_.resize(header_.length);
+            destination_ = scratch_.data();
+          }
+        } catch (const FrameError& e) {
+          fail(e.what());
+          return;
+        }
+        if (header_.length == 0) {
+          deliver();
+        } else {
+          read_payload(0);
+        }
+      });
 }
 
 void Connection::read_payload(size_t offset) {

@@ -112,7 +112,8 @@ FrameHeader decode_header(const uint8_t* in) {
   if (h.chunks == 0 || h.chunk >= h.chunks) {
     throw FrameError("chunk " + std::to_string(h.chunk) + " of " + std::to_string(h.chunks));
   }
-  if (h.type != FrameType::kTensor && h.chunks != 1) throw FrameError("chunks in a non-tensor frame");
+  if (h.type != FrameType::kTensor && h.chunks != 1)
+    throw FrameError("chunks in a non-tensor frame");
   if (h.length > kMaxFramePayloadBytes) {
     throw FrameError("frame of " + std::to_string(h.length) + " bytes above the limit of " +
                      std::to_string(kMaxFramePayloadBytes));

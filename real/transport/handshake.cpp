@@ -41,13 +41,12 @@ bool same(const Proof& a, const uint8_t* b) {
 
 void expect(const FrameHeader& h, FrameType type, size_t size, size_t length) {
   if (h.type != type) {
-    throw HandshakeError(std::string("expected frame type \"") + frame_type_name(type) + "\", got " +
-                         frame_type_name(h.type));
+    throw HandshakeError(std::string("expected frame type \"") + frame_type_name(type) +
+                         "\", got " + frame_type_name(h.type));
   }
   if (h.length != length || size != length) {
-    throw HandshakeError(std::string(frame_type_name(type)) + " frame of " +
-                         std::to_string(size) + " bytes where " + std::to_string(length) +
-                         " were due");
+    throw HandshakeError(std::string(frame_type_name(type)) + " frame of " + std::to_string(size) +
+                         " bytes where " + std::to_string(length) + " were due");
   }
 }
 
@@ -71,8 +70,8 @@ Nonce random_nonce() {
 Proof hmac_sha256(const std::string& key, const std::string& data) {
   Proof out{};
   unsigned int size = 0;
-  HMAC(EVP_sha256(), key.data(), int(key.size()), reinterpret_cast<const unsigned char*>(data.data()),
-       data.size(), out.data(), &size);
+  HMAC(EVP_sha256(), key.data(), int(key.size()),
+       reinterpret_cast<const unsigned char*>(data.data()), data.size(), out.data(), &size);
   return out;
 }
 
@@ -100,20 +99,18 @@ Frame HandshakeDialer::on_hello_reply(const FrameHeader& h, const std::string& p
   }
   check_plan(config_, payload.substr(0, kHashChars));
   const Nonce theirs = nonce_at(payload, kHashChars);
-  const Proof expected =
-      proof(config_.token, "replisim-listener", peer_, config_.self, config_.plan_hash, challenge_,
-            theirs);
-  if (!same(expected, reinterpret_cast<const uint8_t*>(payload.data()) + kHashChars +
-                          sizeof(Nonce))) {
+  const Proof expected = proof(config_.token, "replisim-listener", peer_, config_.self,
+                               config_.plan_hash, challenge_, theirs);
+  if (!same(expected,
+            reinterpret_cast<const uint8_t*>(payload.data()) + kHashChars + sizeof(Nonce))) {
     throw HandshakeError("its proof does not match: it does not hold this cluster's token");
   }
   Frame f;
   f.header.type = FrameType::kAuth;
   f.header.source = config_.self;
   f.header.destination = peer_;
-  const Proof mine =
-      proof(config_.token, "replisim-dialer", config_.self, peer_, config_.plan_hash, theirs,
-            challenge_);
+  const Proof mine = proof(config_.token, "replisim-dialer", config_.self, peer_, config_.plan_hash,
+                           theirs, challenge_);
   f.payload.assign(reinterpret_cast<const char*>(mine.data()), mine.size());
   f.header.length = uint32_t(f.payload.size());
   state_ = State::kSentAuth;

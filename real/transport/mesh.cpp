@@ -25,8 +25,8 @@ std::string seconds_text(double s) {
 
 asio::ip::tcp::acceptor listen_on(asio::io_context& io, const std::string& host, uint16_t port) {
   asio::ip::tcp::resolver resolver(io);
-  const auto results = resolver.resolve(host, std::to_string(port),
-                                        asio::ip::resolver_base::passive);
+  const auto results =
+      resolver.resolve(host, std::to_string(port), asio::ip::resolver_base::passive);
   const asio::ip::tcp::endpoint endpoint = *results.begin();
   asio::ip::tcp::acceptor acceptor(io);
   acceptor.open(endpoint.protocol());
@@ -75,8 +75,8 @@ void Mesh::start() {
 }
 
 void Mesh::accept() {
-  acceptor_.async_accept([this, alive = std::weak_ptr<bool>(alive_)](
-                             const asio::error_code& ec, asio::ip::tcp::socket socket) {
+  acceptor_.async_accept([this, alive = std::weak_ptr<bool>(alive_)](const asio::error_code& ec,
+                                                                     asio::ip::tcp::socket socket) {
     if (alive.expired() || stopped_) return;
     if (!ec) {
       auto pending = std::make_unique<Pending>();
@@ -84,9 +84,7 @@ void Mesh::accept() {
       pending->connection->set_max_payload(kHandshakePayloadBytes);
       pending->listener = std::make_unique<HandshakeListener>(
           config_.handshake,
-          [this](uint32_t task) {
-            return task < config_.handshake.self && peers_.count(task) > 0;
-          },
+          [this](uint32_t task) { return task < config_.handshake.self && peers_.count(task) > 0; },
           seen_challenges_, random_nonce());
       pending->deadline = Clock::now() + seconds(config_.handshake_timeout_s);
       Connection& c = *pending->connection;
@@ -111,41 +109,44 @@ void Mesh::dial(uint32_t peer, int slot) {
           return;
         }
         auto socket = std::make_shared<asio::ip::tcp::socket>(io_);
-        asio::async_connect(
-            *socket, results,
-            [this, socket, peer, slot, alive](const asio::error_code& ec2,
-                                              const asio::ip::tcp::endpoint&) {
-              if (alive.expired() || stopped_) return;
-              if (ec2) {
-                redial(peer, slot, "cannot connect: " + ec2.message());
-                return;
-              }
-              auto pending = std::make_unique<Pending>();
-              pending->connection = std::make_shared<Connection>(std::move(*socket), handler_self());
-              pending->connection->set_max_payload(kHandshakePayloadBytes);
-              pending->dialer =
-                  std::make_unique<HandshakeDialer>(config_.handshake, peer, random_nonce());
-              pending->peer = peer;
-              pending->slot = slot;
-              pending->deadline = Clock::now() + seconds(config_.handshake_timeout_s);
-              Frame hello = pending->dialer->hello();
-              hello.header.tensor = uint64_t(slot);
-              Connection& c = *pending->connection;
-              pending_.push_back(std::move(pending));
-              c.send(hello.header, hello.payload);
-              c.start();
-            });
+        asio::async_connect(*socket, results,
+                            [this, socket, peer, slot, alive](const asio::error_code& ec2,
+                                                              const asio::ip::tcp::endpoint&) {
+                              if (alive.expired() || stopped_) return;
+                              if (ec2) {
+                                redial(peer, slot, "cannot connect: " + ec2.message());
+                                return;
+                              }
+                              auto pending = std::make_unique<Pending>();
+                              pending->connection =
+                                  std::make_shared<Connection>(std::move(*socket), handler_self());
+                              pending->connection->set_max_payload(kHandshakePayloadBytes);
+                              pending->dialer = std::make_unique<HandshakeDialer>(
+                                  config_.handshake, peer, random_nonce());
+                              pending->peer = peer;
+                              pending->slot = slot;
+                              pending->deadline =
+                                  Clock::now() + seconds(config_.handshake_timeout_s);
+                              Frame hello = pending->dialer->hello();
+                              hello.header.tensor = uint64_t(slot);
+                              Connection& c = *pending->connection;
+                              pending_.push_back(std::move(pending));
+                              c.send(hello.header, hello.payload);
+                              c.start();
+                            });
       });
 }
 
-void Mesh::redial(uint32_t peer, int slot, const std::string& why) {
-  peers_[peer].last_refusal = why;
+void Mesh::redial(uint32_t peer, int slot, const std::string& why, bool refused) {
+  // A refusal in the handshake says more than the failed attempts after it (the peer may have
+  // given up meanwhile): both are kept.
+  (refused ? peers_[peer].last_refusal : peers_[peer].last_attempt) = why;
   if (connected_ || Clock::now() >= connect_deadline_) return;
   auto timer = std::make_shared<asio::steady_timer>(io_, kRedialAfter);
-  timer->async_wait([this, timer, peer, slot, alive = std::weak_ptr<bool>(alive_)](
-                        const asio::error_code& ec) {
-    if (!ec && !alive.expired() && !stopped_) dial(peer, slot);
-  });
+  timer->async_wait(
+      [this, timer, peer, slot, alive = std::weak_ptr<bool>(alive_)](const asio::error_code& ec) {
+        if (!ec && !alive.expired() && !stopped_) dial(peer, slot);
+      });
 }
 
 Mesh::Pending* Mesh::pending_of(Connection& connection) {
@@ -159,7 +160,7 @@ void Mesh::refuse(Pending& pending, const std::string& why) {
   std::shared_ptr<Connection> connection = pending.connection;
   connection->close();
   if (pending.dialer) {
-    redial(pending.peer, pending.slot, peer_text(pending.peer) + " refused: " + why);
+    redial(pending.peer, pending.slot, peer_text(pending.peer) + " refused: " + why, true);
   } else {
     std::string line = "refused a connection from " + connection->remote() + ": " + why;
     if (pending.listener->heard_hello()) {
@@ -178,11 +179,10 @@ void Mesh::refuse(Pending& pending, const std::string& why) {
       handler_.on_refused(line);
     }
   }
-  pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
-                                [&pending](const std::unique_ptr<Pending>& p) {
-                                  return p.get() == &pending;
-                                }),
-                 pending_.end());
+  pending_.erase(
+      std::remove_if(pending_.begin(), pending_.end(),
+                     [&pending](const std::unique_ptr<Pending>& p) { return p.get() == &pending; }),
+      pending_.end());
 }
 
 void Mesh::established(Pending& pending, uint32_t peer, int slot) {
@@ -191,11 +191,10 @@ void Mesh::established(Pending& pending, uint32_t peer, int slot) {
   connection->slot = slot;
   connection->set_max_payload(kMaxFramePayloadBytes);
   peers_[peer].slots[size_t(slot)] = connection;
-  pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
-                                [&pending](const std::unique_ptr<Pending>& p) {
-                                  return p.get() == &pending;
-                                }),
-                 pending_.end());
+  pending_.erase(
+      std::remove_if(pending_.begin(), pending_.end(),
+                     [&pending](const std::unique_ptr<Pending>& p) { return p.get() == &pending; }),
+      pending_.end());
   if (!connected_ && all_connected()) {
     connected_ = true;
     handler_.on_connected();
@@ -213,7 +212,8 @@ bool Mesh::all_connected() const {
 
 void Mesh::on_frame(Connection& connection, const FrameHeader& header, const uint8_t* payload) {
   if (connection.peer >= 0) {
-    if (header.source != uint32_t(connection.peer) || header.destination != config_.handshake.self) {
+    if (header.source != uint32_t(connection.peer) ||
+        header.destination != config_.handshake.self) {
       throw FrameError("a frame from task " + std::to_string(header.source) + " to task " +
                        std::to_string(header.destination) + " on this connection");
     }
@@ -285,10 +285,13 @@ void Mesh::tick() {
       const bool up = std::all_of(state.slots.begin(), state.slots.end(),
                                   [](const auto& c) { return bool(c); });
       if (up) continue;
+      std::string why = state.last_refusal;
+      if (!state.last_attempt.empty()) {
+        why += (why.empty() ? "last: " : "; last attempt: ") + state.last_attempt;
+      }
       handler_.on_failure(peer_text(peer) + " did not connect within " +
                           seconds_text(config_.connect_timeout_s) +
-                          (state.last_refusal.empty() ? std::string()
-                                                      : " (last: " + state.last_refusal + ")"));
+                          (why.empty() ? std::string() : " (" + why + ")"));
       return;
     }
   }

@@ -53,8 +53,7 @@ class Mesh : private Connection::Handler {
 
   // `acceptor` is open and listening (run's launcher passes it in; node binds it). `handler`
   // must outlive the mesh.
-  Mesh(asio::io_context& io, MeshConfig config, asio::ip::tcp::acceptor acceptor,
-       Handler& handler);
+  Mesh(asio::io_context& io, MeshConfig config, asio::ip::tcp::acceptor acceptor, Handler& handler);
   ~Mesh();
   void start();
 
@@ -83,7 +82,8 @@ class Mesh : private Connection::Handler {
  private:
   struct Peer {
     std::vector<std::shared_ptr<Connection>> slots;  // null until established
-    std::string last_refusal;                        // why its last attempt failed
+    std::string last_refusal;  // the last handshake refused with it (either side)
+    std::string last_attempt;  // why the last connection attempt failed before a handshake
     int next_slot = 0;
   };
   // A connection whose handshake is in progress.
@@ -97,7 +97,7 @@ class Mesh : private Connection::Handler {
   };
   void accept();
   void dial(uint32_t peer, int slot);
-  void redial(uint32_t peer, int slot, const std::string& why);
+  void redial(uint32_t peer, int slot, const std::string& why, bool refused = false);
   void tick();
   void established(Pending& pending, uint32_t peer, int slot);
   bool all_connected() const;
@@ -106,8 +106,7 @@ class Mesh : private Connection::Handler {
   void refuse(Pending& pending, const std::string& why);
   Pending* pending_of(Connection& connection);
   // Connection::Handler
-  void on_frame(Connection& connection, const FrameHeader& header,
-                const uint8_t* payload) override;
+  void on_frame(Connection& connection, const FrameHeader& header, const uint8_t* payload) override;
   uint8_t* tensor_destination(Connection& connection, const FrameHeader& header) override;
   void on_failure(Connection& connection, const std::string& why) override;
   std::string peer_text(uint32_t task) const;

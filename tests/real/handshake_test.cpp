@@ -17,8 +17,8 @@ struct Pair {
 // Runs the four messages; returns the first error ("" when both sides are done).
 std::string shake(Pair& p, const std::function<void(Frame&, int)>& tamper = nullptr) {
   HandshakeDialer dialer(p.dialer_config, 5, random_nonce());
-  HandshakeListener listener(p.listener_config, [](uint32_t task) { return task < 8; }, p.seen,
-                             random_nonce());
+  HandshakeListener listener(
+      p.listener_config, [](uint32_t task) { return task < 8; }, p.seen, random_nonce());
   try {
     Frame f = dialer.hello();
     if (tamper) tamper(f, 0);
@@ -67,22 +67,24 @@ TEST(Handshake, UnknownTasksAndMisaddressedHellosAreRefused) {
   p.dialer_config.self = 9;  // the listener accepts tasks below 8
   expect_refused(shake(p), "says it is task 9, which does not connect to this task");
   Pair q;
-  expect_refused(shake(q, [](Frame& f, int k) {
-                   if (k == 0) f.header.destination = 4;
-                 }),
+  expect_refused(shake(q,
+                       [](Frame& f, int k) {
+                         if (k == 0) f.header.destination = 4;
+                       }),
                  "addressed to task 4, this is task 5");
 }
 
 TEST(Handshake, ReplayedOrTamperedMessagesAreRefused) {
   Pair p;
   Frame recorded;
-  EXPECT_EQ(shake(p, [&recorded](Frame& f, int k) {
-              if (k == 0) recorded = f;
-            }),
+  EXPECT_EQ(shake(p,
+                  [&recorded](Frame& f, int k) {
+                    if (k == 0) recorded = f;
+                  }),
             "");
   // The same hello again (its challenge already used).
-  HandshakeListener again(p.listener_config, [](uint32_t) { return true; }, p.seen,
-                          random_nonce());
+  HandshakeListener again(
+      p.listener_config, [](uint32_t) { return true; }, p.seen, random_nonce());
   try {
     again.on_hello(recorded.header, recorded.payload);
     ADD_FAILURE() << "a replayed hello was accepted";
@@ -96,8 +98,8 @@ TEST(Handshake, ReplayedOrTamperedMessagesAreRefused) {
     if (k == 2) proof = f;
   });
   HandshakeDialer dialer(q.dialer_config, 5, random_nonce());
-  HandshakeListener listener(q.listener_config, [](uint32_t) { return true; }, q.seen,
-                             random_nonce());
+  HandshakeListener listener(
+      q.listener_config, [](uint32_t) { return true; }, q.seen, random_nonce());
   const Frame hello = dialer.hello();
   listener.on_hello(hello.header, hello.payload);
   try {
@@ -108,14 +110,16 @@ TEST(Handshake, ReplayedOrTamperedMessagesAreRefused) {
   }
   // Truncated and out-of-turn messages.
   Pair r;
-  expect_refused(shake(r, [](Frame& f, int k) {
-                   if (k == 1) f.payload.resize(10);
-                 }),
+  expect_refused(shake(r,
+                       [](Frame& f, int k) {
+                         if (k == 1) f.payload.resize(10);
+                       }),
                  "bytes where 80 were due");
   Pair s;
-  expect_refused(shake(s, [](Frame& f, int k) {
-                   if (k == 2) f.header.type = FrameType::kHello;
-                 }),
+  expect_refused(shake(s,
+                       [](Frame& f, int k) {
+                         if (k == 2) f.header.type = FrameType::kHello;
+                       }),
                  "expected frame type \"auth\", got hello");
 }
 

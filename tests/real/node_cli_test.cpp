@@ -2,14 +2,15 @@
 // before anything runs; a peer that never comes, or a token that does not match, fails within
 // the connect timeout naming the peer; a killed launcher leaves no node behind; a bundled
 // scenario runs scaled down and its trace reports as a simulated one does.
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
-#include <sys/socket.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -23,8 +24,12 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string small_scenario(const TempDir& dir, const nlohmann::json& training = {}) {
-  nlohmann::json t = {{"replicas", {"w0/gpu0", "w1/gpu0"}}, {"ps", {"ps/cpu"}}, {"client", "ps"},
-                      {"steps", 4}, {"warmup_steps", 1}, {"batch_per_replica", 4}};
+  nlohmann::json t = {{"replicas", {"w0/gpu0", "w1/gpu0"}},
+                      {"ps", {"ps/cpu"}},
+                      {"client", "ps"},
+                      {"steps", 4},
+                      {"warmup_steps", 1},
+                      {"batch_per_replica", 4}};
   if (!training.is_null()) t.update(training);
   const nlohmann::json doc =
       scenario_json({machine("ps", "100 GFLOPS", {}, "10 Gbps"),
@@ -79,6 +84,11 @@ TEST(NodeCommand, BadInputIsOneLineAndExitTwo) {
   const std::string two = dir.write("both.json", both.out);
   expect_one_line(run_replisim({"node", "--plan", two, "--role", "ps0", "--cluster", cluster}), 2,
                   "holds 2 plans");
+  nlohmann::json newer = nlohmann::json::parse(read_file(plan));
+  newer["format_version"] = 99;
+  expect_one_line(run_replisim({"node", "--plan", dir.write("v99.json", newer.dump()), "--role",
+                                "ps0", "--cluster", cluster}),
+                  2, "/format_version");
   expect_one_line(run_replisim({"node", "--plan", plan, "--role", "ps0", "--cluster",
                                 cluster_file(dir, "short.json", 1)}),
                   2, "/cluster/worker");
@@ -101,12 +111,11 @@ TEST(NodeCommand, BadInputIsOneLineAndExitTwo) {
   ::listen(fd, 1);
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &size);
   const std::string taken = dir.write(
-      "taken.json",
-      nlohmann::json{{"cluster",
-                      {{"ps", {"127.0.0.1:" + std::to_string(ntohs(a.sin_port))}},
-                       {"worker", {"127.0.0.1:1", "127.0.0.1:2"}}}},
-                     {"token", "0123456789abcdef0123"}}
-          .dump());
+      "taken.json", nlohmann::json{{"cluster",
+                                    {{"ps", {"127.0.0.1:" + std::to_string(ntohs(a.sin_port))}},
+                                     {"worker", {"127.0.0.1:1", "127.0.0.1:2"}}}},
+                                   {"token", "0123456789abcdef0123"}}
+                        .dump());
   expect_one_line(run_replisim({"node", "--plan", plan, "--role", "ps0", "--cluster", taken,
                                 "--trace-out", dir.file("t.trace")}),
                   2, "cannot listen on 127.0.0.1");
@@ -118,16 +127,37 @@ TEST(NodeCommand, APeerThatNeverConnectsFailsWithinTheTimeoutNamingIt) {
   const std::string plan = plan_file(dir);
   const std::string cluster = cluster_file(dir, "c.json", 2);
   const auto start = std::chrono::steady_clock::now();
-  const BinaryResult r = run_replisim({"node", "--plan", plan, "--role", "worker0", "--cluster",
-                                       cluster, "--connect-timeout", "2", "--trace-out",
-                                       dir.file("w0.trace")},
-                                      30);
-  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const BinaryResult r =
+      run_replisim({"node", "--plan", plan, "--role", "worker0", "--cluster", cluster,
+                    "--connect-timeout", "2", "--trace-out", dir.file("w0.trace")},
+                   30);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("worker0"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("did not connect within"), std::string::npos) << r.err;
   EXPECT_LT(took, 10);
   EXPECT_FALSE(file_exists(dir.file("w0.trace")));  // a failed node leaves no trace
+}
+
+// Ctrl-C or SIGTERM stops a node at once (exit 130), and no trace or temporary file is left.
+TEST(NodeCommand, ASignalStopsItAndLeavesNoFile) {
+  for (int signal : {SIGINT, SIGTERM}) {
+    TempDir dir;
+    const std::string plan = plan_file(dir);
+    const std::string cluster = cluster_file(dir, "c.json", 2);
+    const auto files_before = std::distance(fs::directory_iterator(dir.path()), {});
+    RunningReplisim node({"node", "--plan", plan, "--role", "ps0", "--cluster", cluster,
+                          "--trace-out", dir.file("ps0.trace")},
+                         30);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const auto start = std::chrono::steady_clock::now();
+    node.send_signal(signal);
+    const BinaryResult r = node.wait();
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5);
+    EXPECT_EQ(r.exit_code, 130) << r.err;
+    EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), {}), files_before);
+  }
 }
 
 TEST(NodeCommand, AWrongTokenIsRefusedAndNamedInTheTimeout) {
@@ -141,15 +171,45 @@ TEST(NodeCommand, AWrongTokenIsRefusedAndNamedInTheTimeout) {
   RunningReplisim ps({"node", "--plan", plan, "--role", "ps0", "--cluster", good,
                       "--connect-timeout", "3", "--trace-out", dir.file("ps.trace")},
                      30);
-  const BinaryResult w = run_replisim({"node", "--plan", plan, "--role", "worker0", "--cluster",
-                                       bad, "--connect-timeout", "3", "--trace-out",
-                                       dir.file("w.trace")},
-                                      30);
+  const BinaryResult w =
+      run_replisim({"node", "--plan", plan, "--role", "worker0", "--cluster", bad,
+                    "--connect-timeout", "3", "--trace-out", dir.file("w.trace")},
+                   30);
   const BinaryResult p = ps.wait();
   EXPECT_EQ(w.exit_code, 1) << w.err;
   EXPECT_EQ(p.exit_code, 1) << p.err;
   EXPECT_NE(w.err.find("did not connect"), std::string::npos) << w.err;
-  EXPECT_NE((w.err + p.err).find("token"), std::string::npos) << w.err << p.err;
+  EXPECT_NE(p.err.find("does not hold this cluster's token"), std::string::npos) << p.err;
+  EXPECT_NE(w.err.find("token"), std::string::npos) << w.err;
+}
+
+// docs/real-runs.md's recipe: three nodes started by hand, then report --merge of their parts.
+TEST(NodeCommand, HandStartedNodesRunAndTheirPartsMerge) {
+  TempDir dir;
+  const std::string plan = plan_file(dir);
+  const std::string cluster = cluster_file(dir, "c.json", 2);
+  auto node = [&](const std::string& role) {
+    return std::vector<std::string>{"node",   "--plan",      plan,
+                                    "--role", role,          "--cluster",
+                                    cluster,  "--trace-out", dir.file(role + ".trace")};
+  };
+  RunningReplisim ps(node("ps0"), 60), worker1(node("worker1"), 60);
+  const BinaryResult chief = run_replisim(node("worker0"), 60);
+  EXPECT_EQ(chief.exit_code, 0) << chief.err;
+  EXPECT_EQ(ps.wait().exit_code, 0);
+  EXPECT_EQ(worker1.wait().exit_code, 0);
+  const BinaryResult merged =
+      run_replisim({"report", "--merge", dir.file("ps0.trace"), dir.file("worker0.trace"),
+                    dir.file("worker1.trace"), "--json", dir.file("merged.json")});
+  ASSERT_EQ(merged.exit_code, 0) << merged.err;
+  EXPECT_NE(merged.out.find("real backend, loopback network"), std::string::npos) << merged.out;
+  expect_one_line(
+      run_replisim({"report", "--merge", dir.file("ps0.trace"), dir.file("worker0.trace")}), 2,
+      "task worker1's part is missing");
+  expect_one_line(run_replisim({"report", dir.file("worker0.trace")}), 2, "--merge");
+  expect_one_line(run_replisim({"report", "--merge", dir.file("ps0.trace"), dir.file("ps0.trace"),
+                                dir.file("worker0.trace")}),
+                  2, "a second part of task ps0");
 }
 
 TEST(RunCommand, BadInputIsOneLineAndExitTwo) {
@@ -157,19 +217,20 @@ TEST(RunCommand, BadInputIsOneLineAndExitTwo) {
   const std::string s = small_scenario(dir);
   fs::create_directory(dir.file("ck"));
   expect_one_line(run_replisim({"run", s, "--checkpoint-dir", dir.file("ck")}), 2, "exists");
-  expect_one_line(run_replisim({"run", scenario_path("classroom/ps_failure.json"), "--steps", "12"}),
-                  2, "faults");
+  expect_one_line(
+      run_replisim({"run", scenario_path("classroom/ps_failure.json"), "--steps", "12"}), 2,
+      "faults");
   expect_one_line(run_replisim({"run", s, "--connect-timeout", "-1"}), 2, "--connect-timeout");
   expect_one_line(run_replisim({"run"}), 2, "SCENARIO");
 }
 
 TEST(RunCommand, ABundledScenarioRunsScaledDownAndReportsLikeASimulation) {
   TempDir dir;
-  const BinaryResult r = run_replisim(
-      {"run", seed_scenario(), "--steps", "12", "--scale-compute", "0.0005", "--progress", "none",
-       "--json", dir.file("run.json"), "--trace-out", dir.file("run.trace"), "--checkpoint-dir",
-       dir.file("ck")},
-      300);
+  const BinaryResult r =
+      run_replisim({"run", seed_scenario(), "--steps", "12", "--scale-compute", "0.0005",
+                    "--progress", "none", "--json", dir.file("run.json"), "--trace-out",
+                    dir.file("run.trace"), "--checkpoint-dir", dir.file("ck")},
+                   300);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("real backend"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("between_graph"), std::string::npos) << r.out;
@@ -183,6 +244,79 @@ TEST(RunCommand, ABundledScenarioRunsScaledDownAndReportsLikeASimulation) {
   EXPECT_NE(report.out.find(table.substr(0, 200)), std::string::npos) << report.out;
 }
 
+// More bundled scenarios, scaled down: strict synchronous training with a backup worker and a
+// straggler, a heterogeneous cluster in-graph, model parallelism. Each completes with the
+// report's rows; the sanitizer build leaves them to the Release suite (minutes under ASan, and
+// the code paths are those of the tests above).
+TEST(RunCommand, BundledScenariosRunScaledDown) {
+#ifdef REPLISIM_SANITIZED
+  GTEST_SKIP() << "Release suite only";
+#endif
+  const std::vector<std::vector<std::string>> runs = {
+      {"classroom/sync_straggler.json", "between_graph", "14"},
+      {"classroom/heterogeneous.json", "in_graph", "9"},
+      {"classroom/model_parallel.json", "in_graph", "8"},
+  };
+  for (const auto& r : runs) {
+    const BinaryResult run =
+        run_replisim({"run", scenario_path(r[0]), "--strategy", r[1], "--steps", r[2],
+                      "--scale-compute", "0.0005", "--progress", "none"},
+                     300);
+    ASSERT_EQ(run.exit_code, 0) << r[0] << ": " << run.err;
+    for (const char* row :
+         {"throughput (samples/s)", "step time mean (ms)", "run time (s)", "real backend"}) {
+      EXPECT_NE(run.out.find(row), std::string::npos) << r[0] << ": " << run.out;
+    }
+  }
+}
+
+// The processes whose command line holds `part` (the nodes of a run under a TMPDIR of ours).
+std::vector<int> processes_with(const std::string& part) {
+  std::vector<int> pids;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "cmdline");
+    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+    if (cmd.find(part) != std::string::npos) pids.push_back(std::stoi(name));
+  }
+  return pids;
+}
+
+// A node killed in the middle of a run: the run fails within seconds with one line that names
+// it, its task and host, and the step at which another task lost it.
+TEST(RunCommand, AKilledNodeIsNamedWithTheStep) {
+  TempDir dir;
+  const std::string runs = dir.file("tmp");
+  fs::create_directory(runs);
+  ::setenv("TMPDIR", runs.c_str(), 1);
+  RunningReplisim run({"run", small_scenario(dir, {{"steps", 100000}}), "--progress", "json"}, 60);
+  ::unsetenv("TMPDIR");
+  std::string line;
+  do {  // until a step is done: every node is up
+    ASSERT_TRUE(run.next_error_line(&line)) << "no progress";
+  } while (line.find("\"event\":\"progress\"") == std::string::npos);
+  const std::vector<int> worker = processes_with(runs + "/");
+  std::vector<int> victim;
+  for (int pid : worker) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
+    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmd.find(std::string("worker1") + '\0') != std::string::npos) victim.push_back(pid);
+  }
+  ASSERT_EQ(victim.size(), 1u);
+  const auto start = std::chrono::steady_clock::now();
+  ::kill(victim.front(), SIGKILL);
+  const BinaryResult r = run.wait();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 15);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("worker1 (task worker1 on 127.0.0.1) was killed by signal 9"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(" at step "), std::string::npos) << r.err;
+  EXPECT_TRUE(processes_with(runs + "/").empty());
+}
+
 // Every process of a run dies with its launcher (PR_SET_PDEATHSIG): none is left to find.
 TEST(RunCommand, AKilledLauncherLeavesNoNodeBehind) {
   TempDir dir;
@@ -192,7 +326,10 @@ TEST(RunCommand, AKilledLauncherLeavesNoNodeBehind) {
   RunningReplisim run({"run", small_scenario(dir, {{"steps", 100000}}), "--progress", "json"}, 60);
   ::unsetenv("TMPDIR");
   std::string line;
-  ASSERT_TRUE(run.next_error_line(&line)) << "no progress";
+  do {  // until a step is done: every node is up
+    ASSERT_TRUE(run.next_error_line(&line)) << "no progress";
+  } while (line.find("\"event\":\"progress\"") == std::string::npos);
+  EXPECT_FALSE(processes_with(runs + "/").empty());
   run.send_signal(SIGKILL);
   run.wait();
   // Nodes run from the run's directory under TMPDIR: look for their command lines.

@@ -16,9 +16,9 @@
 #include "core/strategy/strategy.h"
 #include "real/backend/real_backend.h"
 #include "real/state/checkpoint.h"
-#include "real/state/parameter_store.h"
 #include "real/state/gradient_fill.h"
 #include "real/state/gradient_flow.h"
+#include "real/state/parameter_store.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/test_support.h"
 
@@ -44,8 +44,8 @@ nlohmann::json small_model() {
 std::vector<nlohmann::json> cluster_of(int workers) {
   std::vector<nlohmann::json> machines = {test::machine("ps", "100 GFLOPS", {}, "10 Gbps")};
   for (int w = 0; w < workers; ++w) {
-    machines.push_back(test::machine("w" + std::to_string(w), "100 GFLOPS", {"1 TFLOPS"},
-                                     "10 Gbps"));
+    machines.push_back(
+        test::machine("w" + std::to_string(w), "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps"));
   }
   return machines;
 }
@@ -53,7 +53,7 @@ std::vector<nlohmann::json> cluster_of(int workers) {
 nlohmann::json scenario(int workers, nlohmann::json training) {
   nlohmann::json replicas = nlohmann::json::array();
   for (int w = 0; w < workers; ++w) replicas.push_back("w" + std::to_string(w) + "/gpu0");
-  nlohmann::json t = {{"batch_per_replica", 4}, {"steps", 6},   {"warmup_steps", 1},
+  nlohmann::json t = {{"batch_per_replica", 4}, {"steps", 6},       {"warmup_steps", 1},
                       {"replicas", replicas},   {"ps", {"ps/cpu"}}, {"client", "ps"}};
   t.update(training);
   std::vector<nlohmann::json> machines = cluster_of(workers);
@@ -69,9 +69,8 @@ RealRun run_real(const core::Plan& plan, const std::function<void(const std::str
   test::TempDir dir;
   RealBackend backend;
   core::RunOptions options;
-  options.settings = {{"node_binary", REPLISIM_BINARY},
-                      {"checkpoint_dir", dir.path()},
-                      {"connect_timeout_s", 20}};
+  options.settings = {
+      {"node_binary", REPLISIM_BINARY}, {"checkpoint_dir", dir.path()}, {"connect_timeout_s", 20}};
   RealRun run{core::run_to_trace(backend, plan, options), {}};
   run.final = read_checkpoint(dir.path(), "final");
   if (look) look(dir.path());
@@ -136,7 +135,8 @@ class Expected {
   void step(int c, int64_t s) {
     const core::ClientGraph& g = *graphs_[size_t(c)];
     for (size_t k = 0; k < g.ops.size(); ++k) {
-      if (g.ops[k].kind == OpKind::kApply) apply(g.ops[k].variable, gradient(c, s, int(k), g.ops[k].variable));
+      if (g.ops[k].kind == OpKind::kApply)
+        apply(g.ops[k].variable, gradient(c, s, int(k), g.ops[k].variable));
     }
   }
 
@@ -158,8 +158,8 @@ class Expected {
       for (size_t i = 0; i < values_[v].size(); ++i) {
         differ += std::memcmp(&t->values[i], &values_[v][i], sizeof(float)) != 0;
       }
-      EXPECT_EQ(differ, 0u) << plan_.variables[v].name << ": first " << t->values[0]
-                            << " where " << values_[v][0] << " was due";
+      EXPECT_EQ(differ, 0u) << plan_.variables[v].name << ": first " << t->values[0] << " where "
+                            << values_[v][0] << " was due";
       EXPECT_NE(values_[v][0], 0.0f);  // the run changed it
     }
   }
@@ -210,9 +210,8 @@ TEST(RealRun, InGraphTowersApplyTheirMeanEachStep) {
 // gradient of local step k counts toward take k unless the trace says it was dropped), applied
 // in take order.
 TEST(RealRun, SyncReplicasApplyTheMeanOfTheFreshGradients) {
-  const nlohmann::json doc =
-      scenario(4, {{"sync", {{"replicas_to_aggregate", 2}, {"total_num_replicas", 4}}},
-                   {"steps", 8}});
+  const nlohmann::json doc = scenario(
+      4, {{"sync", {{"replicas_to_aggregate", 2}, {"total_num_replicas", 4}}}, {"steps", 8}});
   const core::Plan plan = core::compile_plan(test::parse(doc), "between_graph", {1});
   const RealRun run = run_real(plan);
   EXPECT_EQ(run.final.index.global_step, plan.steps);
@@ -261,6 +260,55 @@ TEST(RealRun, SyncReplicasApplyTheMeanOfTheFreshGradients) {
   for (size_t v = 0; v < plan.variables.size(); ++v) slices += expected.updated(v);
   for (const auto& [k, list] : by_local_step) accumulates += int(list.size() * slices);
   EXPECT_EQ(counted + dropped_count, accumulates);
+}
+
+// A worker with two towers (it averages them and pushes once) beside a plain one, and variables
+// partitioned over two parameter servers: each partition its own tensor, applied on its shard.
+TEST(RealRun, AMultiTowerWorkerAndPartitionedVariables) {
+  nlohmann::json doc =
+      test::scenario_json({test::machine("ps", "100 GFLOPS", {}, "10 Gbps"),
+                           test::machine("ps2", "100 GFLOPS", {}, "10 Gbps"),
+                           test::machine("w0", "100 GFLOPS", {"1 TFLOPS", "1 TFLOPS"}, "10 Gbps"),
+                           test::machine("w1", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps")},
+                          small_model(),
+                          {{"batch_per_replica", 4},
+                           {"steps", 5},
+                           {"warmup_steps", 1},
+                           {"replicas", {{{"towers", "w0/gpu*"}}, "w1/gpu0"}},
+                           {"ps", {"ps/cpu", "ps2/cpu"}},
+                           {"variable_placement", "partitioned"},
+                           {"partition_min_bytes", "4 kB"},
+                           {"client", "ps"},
+                           {"sync", "async"}},
+                          "lv08", "100 Gbps");
+  const core::Plan plan = core::compile_plan(test::parse(doc), "between_graph", {1});
+  ASSERT_GT(plan.variables.size(), 3u);  // layer b (12 kB) in two partitions
+  const RealRun run = run_real(plan);
+  Expected expected(plan);
+  for (int c = 0; c < 2; ++c) {
+    for (int s = 0; s < plan.steps; ++s) expected.step(c, s);
+  }
+  expected.expect_equal(run.final);
+  EXPECT_EQ(run.final.shards.size(), 2u);
+}
+
+// Strict synchronous training whose third worker runs out of data: the run ends as a stall, the
+// one the simulator reports for the same plan.
+TEST(RealRun, SyncTrainingOutOfDataStallsAsTheSimulatorSays) {
+  const nlohmann::json doc = scenario(
+      3,
+      {{"sync", {{"replicas_to_aggregate", 3}, {"total_num_replicas", 3}, {"variant", "strict"}}},
+       {"steps", 6},
+       {"data_steps_per_worker", {6, 6, 2}}});
+  const core::Plan plan = core::compile_plan(test::parse(doc), "between_graph", {1});
+  const RealRun run = run_real(plan);
+  const core::Trace predicted = test::run_plan(plan);
+  ASSERT_TRUE(predicted.outcome.stall.has_value());
+  ASSERT_TRUE(run.trace.outcome.stall.has_value());
+  EXPECT_EQ(run.trace.outcome.stall->global_step, predicted.outcome.stall->global_step);
+  EXPECT_EQ(run.trace.outcome.stall->live_workers, predicted.outcome.stall->live_workers);
+  EXPECT_EQ(run.trace.outcome.stall->cause, predicted.outcome.stall->cause);
+  EXPECT_EQ(run.final.index.global_step, predicted.outcome.stall->global_step);
 }
 
 // The chief's hooks for real: a checkpoint when its session starts, after a step once `every`

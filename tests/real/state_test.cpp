@@ -48,9 +48,9 @@ TEST(Checkpoint, ADamagedOrCutShardIsRefusedNamingTheFile) {
   const std::string path = dir.file("s.ps0");
   write_checkpoint_shard(path, sample_shard());
   std::string data = test::read_file(path);
-  for (const std::string& bad : {data.substr(0, data.size() / 2),
-                                 data.substr(0, 20) + char(data[20] ^ 1) + data.substr(21),
-                                 std::string("RSCX") + data.substr(4), std::string()}) {
+  for (const std::string& bad :
+       {data.substr(0, data.size() / 2), data.substr(0, 20) + char(data[20] ^ 1) + data.substr(21),
+        std::string("RSCX") + data.substr(4), std::string()}) {
     std::ofstream(path, std::ios::binary | std::ios::trunc) << bad;
     try {
       read_checkpoint_shard(path);
@@ -95,8 +95,11 @@ TEST(Optimizer, MomentumAndAdamFollowTensorFlowsUpdates) {
 }
 
 nlohmann::json tiny_scenario(const nlohmann::json& training) {
-  nlohmann::json t = {{"replicas", {"w0/gpu0", "w1/gpu0"}}, {"ps", {"ps/cpu", "w0/cpu"}},
-                      {"client", "ps"}, {"steps", 4}, {"warmup_steps", 1}};
+  nlohmann::json t = {{"replicas", {"w0/gpu0", "w1/gpu0"}},
+                      {"ps", {"ps/cpu", "w0/cpu"}},
+                      {"client", "ps"},
+                      {"steps", 4},
+                      {"warmup_steps", 1}};
   if (!training.is_null()) t.update(training);
   return test::scenario_json({test::machine("ps", "100 GFLOPS", {}, "10 Gbps"),
                               test::machine("w0", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps"),
@@ -162,8 +165,7 @@ TEST(Cluster, ASpecReadsInTaskOrderAndRefusesBadAddresses) {
 }
 
 TEST(Cluster, RolesMapOntoTasksAndAMissingOrIdleTaskIsNamed) {
-  const core::Plan plan =
-      core::compile_plan(test::parse(tiny_scenario({})), "between_graph", {1});
+  const core::Plan plan = core::compile_plan(test::parse(tiny_scenario({})), "between_graph", {1});
   ClusterSpec spec;
   spec.tasks = tasks_of_plan(plan);
   ASSERT_EQ(spec.tasks.size(), 4u);  // ps0 ps1 worker0 worker1
