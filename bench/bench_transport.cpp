@@ -4,7 +4,9 @@
 // TCP throughput with the same write size and streams, measured in the same run, alternating,
 // the median of --trials trials each (iperf3 writes at most 1 MiB at a time: its -l limit). Prints
 // the ratio (target: >= 0.95 for tensors of 1 MiB and
-// more). Usage: bench_transport [--trials N] [--mib-per-trial M]
+// more). Also the CPU seconds per GiB moved, both ends together, and their ratio (iperf3's client
+// and server are this process's children): a cost the neighbours' load barely moves. Usage:
+// bench_transport [--trials N] [--mib-per-trial M]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -154,19 +157,36 @@ class End : public Mesh::Handler {
   Clock::time_point last_;
 };
 
+// CPU seconds (user + system) of this process (RUSAGE_SELF) or of its waited-for children.
+double cpu_s(int who) {
+  rusage u{};
+  ::getrusage(who, &u);
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+struct Rate {
+  double bytes_per_s = 0;
+  double cpu_s_per_gib = 0;  // both ends together: a figure the neighbours' load barely moves
+};
+
 // replisim: bytes/s from the first send to the last byte received.
-double replisim_rate(End& sender, End& receiver, size_t bytes, size_t total, bool hot) {
+Rate replisim_rate(End& sender, End& receiver, size_t bytes, size_t total, bool hot) {
   const size_t count = std::max<size_t>(1, total / bytes);
   const size_t window = std::max<size_t>(2, (64u << 20) / bytes);  // 64 MiB in flight
+  const double cpu0 = cpu_s(RUSAGE_SELF);
   const auto start = Clock::now();
   std::thread send([&] { sender.send(bytes, count, window, hot); });
   const Clock::time_point end = receiver.wait_bytes(count * bytes);
   send.join();
-  return double(count * bytes) / std::chrono::duration<double>(end - start).count();
+  const double moved = double(count * bytes);
+  return {moved / std::chrono::duration<double>(end - start).count(),
+          (cpu_s(RUSAGE_SELF) - cpu0) / (moved / double(1u << 30))};
 }
 
 // iperf3: the receiver's bytes/s (end.sum_received), client and server started here.
-double iperf3_rate(size_t bytes, size_t total, int streams, int port) {
+Rate iperf3_rate(size_t bytes, size_t total, int streams, int port) {
+  const double cpu0 = cpu_s(RUSAGE_CHILDREN);
   bytes = std::min<size_t>(bytes, size_t(1) << 20);  // iperf3's largest write (-l)
   std::fflush(stdout);
   const pid_t server = ::fork();
@@ -209,7 +229,8 @@ double iperf3_rate(size_t bytes, size_t total, int streams, int port) {
     std::fprintf(stderr, "bench_transport: iperf3 gave no result (is it installed?)\n");
     std::exit(1);
   }
-  return rate;
+  // The client (through its shell) and the server, both reaped.
+  return {rate, (cpu_s(RUSAGE_CHILDREN) - cpu0) / (double(total) / double(1u << 30))};
 }
 
 double median(std::vector<double> v) {
@@ -223,8 +244,8 @@ int main(int argc, char** argv) {
   const int trials = std::max(1, replisim::bench::int_flag(argc, argv, "--trials", 5));
   const size_t total =
       size_t(std::max(64, replisim::bench::int_flag(argc, argv, "--mib-per-trial", 1024))) << 20;
-  std::printf("%-12s %5s %14s %14s %7s\n", "tensor", "conns", "replisim MB/s", "iperf3 MB/s",
-              "ratio");
+  std::printf("%-12s %5s %14s %14s %7s %12s %12s %7s\n", "tensor", "conns", "replisim MB/s",
+              "iperf3 MB/s", "ratio", "replisim cpu", "iperf3 cpu", "ratio");
   int port = 25201;
   for (int connections : {1, 4}) {
     closing = false;
@@ -244,18 +265,23 @@ int main(int argc, char** argv) {
                                               {size_t(64) << 20, false},
                                               {size_t(64) << 20, true}}) {
       const size_t n = bytes < (1u << 20) ? total / 4 : total;
-      std::vector<double> ours, theirs;
+      std::vector<double> ours, theirs, our_cpu, their_cpu;
       for (int t = 0; t < trials; ++t) {  // alternating, so a noisy neighbour hits both
-        ours.push_back(replisim_rate(sender, receiver, bytes, n, hot));
-        theirs.push_back(iperf3_rate(bytes, n, connections, port++));
+        const Rate r = replisim_rate(sender, receiver, bytes, n, hot);
+        const Rate i = iperf3_rate(bytes, n, connections, port++);
+        ours.push_back(r.bytes_per_s);
+        our_cpu.push_back(r.cpu_s_per_gib);
+        theirs.push_back(i.bytes_per_s);
+        their_cpu.push_back(i.cpu_s_per_gib);
       }
       const double a = median(ours), b = median(theirs);
-      std::printf("%-12s %5d %14.0f %14.0f %7.3f\n",
+      const double ca = median(our_cpu), cb = median(their_cpu);
+      std::printf("%-12s %5d %14.0f %14.0f %7.3f %12.3f %12.3f %7.3f\n",
                   ((bytes >= (1u << 20) ? std::to_string(bytes >> 20) + " MiB"
                                         : std::to_string(bytes >> 10) + " KiB") +
                    (hot ? " hot" : ""))
                       .c_str(),
-                  connections, a / 1e6, b / 1e6, a / b);
+                  connections, a / 1e6, b / 1e6, a / b, ca, cb, ca / cb);
       std::fflush(stdout);
     }
     closing = true;
