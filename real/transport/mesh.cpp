@@ -156,9 +156,21 @@ Mesh::Pending* Mesh::pending_of(Connection& connection) {
   return nullptr;
 }
 
-void Mesh::refuse(Pending& pending, const std::string& why) {
+void Mesh::refuse(Pending& pending, const std::string& why, bool tell) {
   std::shared_ptr<Connection> connection = pending.connection;
-  connection->close();
+  if (tell && !connection->closed()) {
+    // The other side learns why (its own connect-timeout line names it), then the connection
+    // closes; no secret is in a refusal (plan hashes, a proof that did not match).
+    FrameHeader h;
+    h.type = FrameType::kError;
+    h.source = config_.handshake.self;
+    const std::string reason = why.substr(0, 900);
+    auto copy = std::make_shared<std::string>(reason);
+    connection->send(h, reinterpret_cast<const uint8_t*>(copy->data()), copy->size(), copy,
+                     [connection] { connection->close(); });
+  } else {
+    connection->close();
+  }
   if (pending.dialer) {
     redial(pending.peer, pending.slot, peer_text(pending.peer) + " refused: " + why, true);
   } else {
@@ -226,7 +238,14 @@ void Mesh::on_frame(Connection& connection, const FrameHeader& header, const uin
   }
   Pending* pending = pending_of(connection);
   if (pending == nullptr) return;
-  const std::string text(reinterpret_cast<const char*>(payload), header.length);
+  std::string text(reinterpret_cast<const char*>(payload), header.length);
+  if (header.type == FrameType::kError) {  // the other side refused this one, saying why
+    for (char& c : text) {
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    }
+    refuse(*pending, "it refused this task, saying: " + text, false);
+    return;
+  }
   try {
     if (pending->dialer) {
       if (header.type == FrameType::kHelloReply) {
@@ -258,6 +277,15 @@ void Mesh::on_frame(Connection& connection, const FrameHeader& header, const uin
       established(*pending, pending->listener->peer(), pending->slot);
     }
   } catch (const HandshakeError& e) {
+    // A hello refused names the task it claims to be: that task's connect-timeout line says why
+    // (a claim, not yet proven: only a diagnosis rests on it).
+    if (!pending->dialer && header.type == FrameType::kHello) {
+      auto claimed = peers_.find(header.source);
+      if (claimed != peers_.end()) {
+        claimed->second.last_refusal =
+            "refused " + peer_text(header.source) + "'s connection: " + e.what();
+      }
+    }
     refuse(*pending, e.what());
   }
 }

@@ -103,7 +103,9 @@ class Mesh : private Connection::Handler {
   bool all_connected() const;
   void flush_poll(std::shared_ptr<asio::steady_timer> timer, Clock::time_point deadline,
                   std::function<void()> done);
-  void refuse(Pending& pending, const std::string& why);
+  // Ends a connection whose handshake failed; `tell`: the other side gets an ERROR frame saying
+  // why first.
+  void refuse(Pending& pending, const std::string& why, bool tell = true);
   Pending* pending_of(Connection& connection);
   // Connection::Handler
   void on_frame(Connection& connection, const FrameHeader& header, const uint8_t* payload) override;

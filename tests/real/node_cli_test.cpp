@@ -183,6 +183,28 @@ TEST(NodeCommand, AWrongTokenIsRefusedAndNamedInTheTimeout) {
   EXPECT_NE(w.err.find("token"), std::string::npos) << w.err;
 }
 
+// Two tasks of different plans: both lines say so, with both hashes.
+TEST(NodeCommand, AnotherPlanIsNamedOnBothSides) {
+  TempDir dir;
+  const std::string plan = plan_file(dir);
+  nlohmann::json other = nlohmann::json::parse(read_file(plan));
+  other["seed"] = 7;
+  const std::string other_plan = dir.write("other.json", other.dump());
+  const std::string cluster = cluster_file(dir, "c.json", 2);
+  RunningReplisim ps({"node", "--plan", plan, "--role", "ps0", "--cluster", cluster,
+                      "--connect-timeout", "3", "--trace-out", dir.file("ps.trace")},
+                     30);
+  const BinaryResult w =
+      run_replisim({"node", "--plan", other_plan, "--role", "worker0", "--cluster", cluster,
+                    "--connect-timeout", "3", "--trace-out", dir.file("w.trace")},
+                   30);
+  const BinaryResult p = ps.wait();
+  for (const BinaryResult* r : {&w, &p}) {
+    EXPECT_EQ(r->exit_code, 1) << r->err;
+    EXPECT_NE(r->err.find("runs another plan (plan hash"), std::string::npos) << r->err;
+  }
+}
+
 // docs/real-runs.md's recipe: three nodes started by hand, then report --merge of their parts.
 TEST(NodeCommand, HandStartedNodesRunAndTheirPartsMerge) {
   TempDir dir;
