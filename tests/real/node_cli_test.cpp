@@ -7,6 +7,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <thread>
 
 #include <netinet/in.h>
@@ -306,19 +307,30 @@ std::vector<int> processes_with(const std::string& part) {
   return pids;
 }
 
+// A run of many steps whose nodes work under `runs` (its TMPDIR), returned once a step is done
+// (every node is up); null when it ended first.
+std::unique_ptr<RunningReplisim> start_long_run(const TempDir& dir, const std::string& runs) {
+  fs::create_directory(runs);
+  ::setenv("TMPDIR", runs.c_str(), 1);
+  auto run = std::make_unique<RunningReplisim>(
+      std::vector<std::string>{"run", small_scenario(dir, {{"steps", 100000}}), "--progress",
+                               "json"},
+      60);
+  ::unsetenv("TMPDIR");
+  std::string line;
+  while (run->next_error_line(&line)) {
+    if (line.find("\"event\":\"progress\"") != std::string::npos) return run;
+  }
+  return nullptr;
+}
+
 // A node killed in the middle of a run: the run fails within seconds with one line that names
 // it, its task and host, and the step at which another task lost it.
 TEST(RunCommand, AKilledNodeIsNamedWithTheStep) {
   TempDir dir;
   const std::string runs = dir.file("tmp");
-  fs::create_directory(runs);
-  ::setenv("TMPDIR", runs.c_str(), 1);
-  RunningReplisim run({"run", small_scenario(dir, {{"steps", 100000}}), "--progress", "json"}, 60);
-  ::unsetenv("TMPDIR");
-  std::string line;
-  do {  // until a step is done: every node is up
-    ASSERT_TRUE(run.next_error_line(&line)) << "no progress";
-  } while (line.find("\"event\":\"progress\"") == std::string::npos);
+  const std::unique_ptr<RunningReplisim> run = start_long_run(dir, runs);
+  ASSERT_NE(run, nullptr) << "no progress";
   const std::vector<int> worker = processes_with(runs + "/");
   std::vector<int> victim;
   for (int pid : worker) {
@@ -329,7 +341,7 @@ TEST(RunCommand, AKilledNodeIsNamedWithTheStep) {
   ASSERT_EQ(victim.size(), 1u);
   const auto start = std::chrono::steady_clock::now();
   ::kill(victim.front(), SIGKILL);
-  const BinaryResult r = run.wait();
+  const BinaryResult r = run->wait();
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 15);
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("worker1 (task worker1 on 127.0.0.1) was killed by signal 9"),
@@ -343,33 +355,18 @@ TEST(RunCommand, AKilledNodeIsNamedWithTheStep) {
 TEST(RunCommand, AKilledLauncherLeavesNoNodeBehind) {
   TempDir dir;
   const std::string runs = dir.file("tmp");
-  fs::create_directory(runs);
-  ::setenv("TMPDIR", runs.c_str(), 1);
-  RunningReplisim run({"run", small_scenario(dir, {{"steps", 100000}}), "--progress", "json"}, 60);
-  ::unsetenv("TMPDIR");
-  std::string line;
-  do {  // until a step is done: every node is up
-    ASSERT_TRUE(run.next_error_line(&line)) << "no progress";
-  } while (line.find("\"event\":\"progress\"") == std::string::npos);
+  const std::unique_ptr<RunningReplisim> run = start_long_run(dir, runs);
+  ASSERT_NE(run, nullptr) << "no progress";
   EXPECT_FALSE(processes_with(runs + "/").empty());
-  run.send_signal(SIGKILL);
-  run.wait();
+  run->send_signal(SIGKILL);
+  run->wait();
   // Nodes run from the run's directory under TMPDIR: look for their command lines.
-  auto left = [&runs] {
-    int n = 0;
-    for (const auto& entry : fs::directory_iterator("/proc")) {
-      std::ifstream in(entry.path() / "cmdline");
-      std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      n += cmd.find(runs) != std::string::npos;
-    }
-    return n;
-  };
-  int remaining = left();
+  size_t remaining = processes_with(runs + "/").size();
   for (int i = 0; i < 50 && remaining > 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    remaining = left();
+    remaining = processes_with(runs + "/").size();
   }
-  EXPECT_EQ(remaining, 0);
+  EXPECT_EQ(remaining, 0u);
 }
 
 }  // namespace

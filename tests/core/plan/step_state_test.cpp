@@ -55,7 +55,7 @@ TEST(StepState, APartCountsItsOwnOpsAndWaitsForTheOthers) {
   std::vector<int> ready;
   auto collect = [&ready](int op) { ready.push_back(op); };
   EXPECT_FALSE(here.complete(0, collect));
-  EXPECT_TRUE(ready.empty());  // forward waits for the read, done elsewhere
+  EXPECT_TRUE(ready.empty());               // forward waits for the read, done elsewhere
   EXPECT_FALSE(here.complete(1, collect));  // the read's tensor arrived
   EXPECT_EQ(ready, std::vector<int>({2}));  // apply is not this part's: never ready here
   EXPECT_FALSE(here.complete(2, collect));
