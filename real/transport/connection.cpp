@@ -1,6 +1,11 @@
 #include "real/transport/connection.h"
 
 #include <algorithm>
+#include <limits>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 namespace replisim::real {
 namespace {
@@ -10,6 +15,15 @@ namespace {
 constexpr size_t kReadPieceBytes = size_t(1) << 20;
 // Frames gathered into one write, at most.
 constexpr size_t kFramesPerWrite = 64;
+
+// Asio's own completion conditions (transfer_all, transfer_exactly) hand the socket at most 64 KiB
+// per read or write call (asio::default_max_transfer_size), so a 1 MiB frame costs 16 system calls
+// and as many wake-ups at each end. This one lets every call take what the socket can.
+struct WholeTransfer {
+  size_t operator()(const asio::error_code& ec, size_t) const {
+    return ec ? 0 : std::numeric_limits<int32_t>::max();
+  }
+};
 
 std::string endpoint_text(const asio::ip::tcp::socket& socket) {
   asio::error_code ec;
@@ -29,53 +43,59 @@ Connection::Connection(asio::ip::tcp::socket socket, Handler* handler)
   last_read_ = last_write_ = Clock::now();
 }
 
+bool Connection::set_congestion_control(const std::string& name) {
+  return ::setsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_CONGESTION, name.data(),
+                      socklen_t(name.size())) == 0;
+}
+
 void Connection::start() {
   read_header();
 }
 
 void Connection::read_header() {
   auto self = shared_from_this();
-  asio::async_read(
-      socket_, asio::buffer(header_bytes_), [this, self](const asio::error_code& ec, size_t) {
-        if (closed_) return;
-        if (ec) {
-          fail(ec == asio::error::eof ? "closed the connection"
-                                      : "connection lost: " + ec.message());
-          return;
-        }
-        last_read_ = Clock::now();
-        try {
-          header_ = decode_header(header_bytes_.data());
-          if (header_.length > max_payload_) {
-            throw FrameError("a " + std::string(frame_type_name(header_.type)) + " frame of " +
-                             std::to_string(header_.length) + " bytes where at most " +
-                             std::to_string(max_payload_) + " are allowed now");
-          }
-          order_.check(header_);
-          destination_ = nullptr;
-          if (header_.type == FrameType::kTensor && header_.length > 0) {
-            destination_ = handler_->tensor_destination(*this, header_);
-          }
-          if (destination_ == nullptr) {
-            scratch_.resize(header_.length);
-            destination_ = scratch_.data();
-          }
-        } catch (const FrameError& e) {
-          fail(e.what());
-          return;
-        }
-        if (header_.length == 0) {
-          deliver();
-        } else {
-          read_payload(0);
-        }
-      });
+  asio::async_read(socket_, asio::buffer(header_bytes_), WholeTransfer(),
+                   [this, self](const asio::error_code& ec, size_t) {
+                     if (closed_) return;
+                     if (ec) {
+                       fail(ec == asio::error::eof ? "closed the connection"
+                                                   : "connection lost: " + ec.message());
+                       return;
+                     }
+                     last_read_ = Clock::now();
+                     try {
+                       header_ = decode_header(header_bytes_.data());
+                       if (header_.length > max_payload_) {
+                         throw FrameError("a " + std::string(frame_type_name(header_.type)) +
+                                          " frame of " + std::to_string(header_.length) +
+                                          " bytes where at most " + std::to_string(max_payload_) +
+                                          " are allowed now");
+                       }
+                       order_.check(header_);
+                       destination_ = nullptr;
+                       if (header_.type == FrameType::kTensor && header_.length > 0) {
+                         destination_ = handler_->tensor_destination(*this, header_);
+                       }
+                       if (destination_ == nullptr) {
+                         scratch_.resize(header_.length);
+                         destination_ = scratch_.data();
+                       }
+                     } catch (const FrameError& e) {
+                       fail(e.what());
+                       return;
+                     }
+                     if (header_.length == 0) {
+                       deliver();
+                     } else {
+                       read_payload(0);
+                     }
+                   });
 }
 
 void Connection::read_payload(size_t offset) {
   auto self = shared_from_this();
   const size_t piece = std::min(kReadPieceBytes, size_t(header_.length) - offset);
-  asio::async_read(socket_, asio::buffer(destination_ + offset, piece),
+  asio::async_read(socket_, asio::buffer(destination_ + offset, piece), WholeTransfer(),
                    [this, self, offset, piece](const asio::error_code& ec, size_t) {
                      if (closed_) return;
                      if (ec) {
@@ -135,22 +155,24 @@ void Connection::write_more() {
     if (queue_[i].size > 0) buffers.emplace_back(queue_[i].data, queue_[i].size);
   }
   auto self = shared_from_this();
-  asio::async_write(socket_, buffers, [this, self](const asio::error_code& ec, size_t) {
-    if (closed_) return;
-    if (ec) {
-      fail("cannot send: " + ec.message());
-      return;
-    }
-    last_write_ = Clock::now();
-    std::vector<std::function<void()>> done;
-    for (size_t i = 0; i < in_flight_; ++i) {
-      if (queue_.front().written) done.push_back(std::move(queue_.front().written));
-      queue_.pop_front();
-    }
-    in_flight_ = 0;
-    write_more();
-    for (auto& callback : done) callback();
-  });
+  asio::async_write(socket_, buffers, WholeTransfer(),
+                    [this, self](const asio::error_code& ec, size_t) {
+                      if (closed_) return;
+                      if (ec) {
+                        fail("cannot send: " + ec.message());
+                        return;
+                      }
+                      last_write_ = Clock::now();
+                      std::vector<std::function<void()>> done;
+                      for (size_t i = 0; i < in_flight_; ++i) {
+                        if (queue_.front().written)
+                          done.push_back(std::move(queue_.front().written));
+                        queue_.pop_front();
+                      }
+                      in_flight_ = 0;
+                      write_more();
+                      for (auto& callback : done) callback();
+                    });
 }
 
 void Connection::fail(const std::string& why) {

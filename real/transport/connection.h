@@ -45,6 +45,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Payloads above this are refused before they are read (the handshake allows a few bytes;
   // an authenticated peer up to kMaxFramePayloadBytes).
   void set_max_payload(uint32_t bytes) { max_payload_ = bytes; }
+  // TCP congestion control for this connection (TCP_CONGESTION, e.g. "cubic"); false when the
+  // kernel does not offer it (the system default then stays).
+  bool set_congestion_control(const std::string& name);
   void start();
 
   // Queues a frame (header.length is set to `size`). The `size` bytes at `data` must stay valid

@@ -80,8 +80,7 @@ void Mesh::accept() {
     if (alive.expired() || stopped_) return;
     if (!ec) {
       auto pending = std::make_unique<Pending>();
-      pending->connection = std::make_shared<Connection>(std::move(socket), handler_self());
-      pending->connection->set_max_payload(kHandshakePayloadBytes);
+      pending->connection = new_connection(std::move(socket));
       pending->listener = std::make_unique<HandshakeListener>(
           config_.handshake,
           [this](uint32_t task) { return task < config_.handshake.self && peers_.count(task) > 0; },
@@ -118,9 +117,7 @@ void Mesh::dial(uint32_t peer, int slot) {
                                 return;
                               }
                               auto pending = std::make_unique<Pending>();
-                              pending->connection =
-                                  std::make_shared<Connection>(std::move(*socket), handler_self());
-                              pending->connection->set_max_payload(kHandshakePayloadBytes);
+                              pending->connection = new_connection(std::move(*socket));
                               pending->dialer = std::make_unique<HandshakeDialer>(
                                   config_.handshake, peer, random_nonce());
                               pending->peer = peer;
@@ -147,6 +144,15 @@ void Mesh::redial(uint32_t peer, int slot, const std::string& why, bool refused)
       [this, timer, peer, slot, alive = std::weak_ptr<bool>(alive_)](const asio::error_code& ec) {
         if (!ec && !alive.expired() && !stopped_) dial(peer, slot);
       });
+}
+
+std::shared_ptr<Connection> Mesh::new_connection(asio::ip::tcp::socket socket) {
+  auto connection = std::make_shared<Connection>(std::move(socket), handler_self());
+  connection->set_max_payload(kHandshakePayloadBytes);
+  if (!config_.congestion_control.empty()) {
+    connection->set_congestion_control(config_.congestion_control);
+  }
+  return connection;
 }
 
 Mesh::Pending* Mesh::pending_of(Connection& connection) {

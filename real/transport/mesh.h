@@ -31,6 +31,10 @@ struct MeshConfig {
   double handshake_timeout_s = 10;  // one connection's handshake
   double heartbeat_every_s = 1;     // a heartbeat on a connection quiet this long
   double silence_timeout_s = 30;    // a peer that sends nothing this long has failed
+  // TCP congestion control of every connection ("": the system's default, which runs use; the
+  // transport benchmark sets one to compare like with like). A name the kernel does not offer
+  // leaves the default.
+  std::string congestion_control;
 };
 
 class Mesh : private Connection::Handler {
@@ -107,6 +111,9 @@ class Mesh : private Connection::Handler {
   // why first.
   void refuse(Pending& pending, const std::string& why, bool tell = true);
   Pending* pending_of(Connection& connection);
+  // A connection not yet authenticated (small frames only), with the configured congestion
+  // control.
+  std::shared_ptr<Connection> new_connection(asio::ip::tcp::socket socket);
   // Connection::Handler
   void on_frame(Connection& connection, const FrameHeader& header, const uint8_t* payload) override;
   uint8_t* tensor_destination(Connection& connection, const FrameHeader& header) override;
