@@ -186,6 +186,12 @@ TaskMap map_roles(const core::Plan& plan, const ClusterSpec& spec, const std::st
     }
   }
   if (map.chief_task < 0) map.chief_task = map.task_of_role.empty() ? 0 : map.task_of_role.front();
+  map.coordinator_task = map.chief_task;
+  if (!plan.variables.empty() && plan.variables.front().ps >= 0 &&
+      size_t(plan.variables.front().ps) < plan.ps_roles.size()) {
+    map.coordinator_task =
+        map.task_of_role[size_t(plan.ps_roles[size_t(plan.variables.front().ps)])];
+  }
   return map;
 }
 

@@ -51,6 +51,10 @@ struct TaskMap {
   std::vector<int> task_of_role;                // per plan role: its task number
   std::vector<std::vector<int>> roles_of_task;  // per task: its roles, in plan order
   int chief_task = -1;                          // the task of the chief role
+  // The task that runs the job's control (clocks, start, progress, quiescence, the end): the task
+  // of the parameter server holding global_step, else the chief's. A fault cannot kill it without
+  // failing the whole job, so a dead chief (a worker) leaves the control running.
+  int coordinator_task = -1;
 };
 
 // The tasks (job, index) a plan needs, in task order.

@@ -8,7 +8,8 @@
 
 namespace replisim::core {
 
-RunOutcome emit_merged_parts(const std::vector<Trace>& parts, size_t chief, TraceSink& sink) {
+RunOutcome emit_merged_parts(const std::vector<Trace>& parts, size_t reference,
+                              TraceSink& sink) {
   std::unordered_map<std::string, uint32_t> ids;
   auto id_of = [&](const Trace& t, uint32_t id) -> uint32_t {
     if (id == kNoString) return id;
@@ -41,9 +42,9 @@ RunOutcome emit_merged_parts(const std::vector<Trace>& parts, size_t chief, Trac
       [](const CounterSample& a, const CounterSample& b) { return a.time_s < b.time_s; });
   for (const TraceEvent& e : events) sink.event(e);
   for (const CounterSample& c : counters) sink.counter(c);
-  RunOutcome outcome = parts[chief].outcome;
+  RunOutcome outcome = parts[reference].outcome;
   for (size_t i = 0; i < parts.size(); ++i) {
-    if (i == chief) continue;
+    if (i == reference) continue;
     for (const std::string& note : parts[i].outcome.notes) {
       if (std::find(outcome.notes.begin(), outcome.notes.end(), note) == outcome.notes.end()) {
         outcome.notes.push_back(note);
@@ -64,7 +65,7 @@ std::string text_of(const nlohmann::json& provenance, const char* key) {
 
 Trace merge_parts(const std::vector<Trace>& parts, const std::vector<std::string>& sources) {
   if (parts.empty()) throw InputError("", "--merge", "no trace to merge");
-  size_t chief = parts.size();
+  size_t reference = parts.size();
   std::set<std::string> tasks;
   for (size_t i = 0; i < parts.size(); ++i) {
     const TraceMeta& meta = parts[i].meta;
@@ -85,27 +86,35 @@ Trace merge_parts(const std::vector<Trace>& parts, const std::vector<std::string
     if (!tasks.insert(task).second) {
       throw InputError(sources[i], "", "a second part of task " + task);
     }
-    const auto is_chief = meta.provenance.find("chief");
-    if (is_chief != meta.provenance.end() && is_chief->is_boolean() && is_chief->get<bool>()) {
-      chief = i;
+    // The part whose outcome is the run's: the coordinator's (the chief's in traces written
+    // before the coordinator ran the job).
+    for (const char* key : {"coordinator", "chief"}) {
+      const auto flag = meta.provenance.find(key);
+      if (flag != meta.provenance.end() && flag->is_boolean() && flag->get<bool>() &&
+          (reference == parts.size() || std::string(key) == "coordinator")) {
+        reference = i;
+        break;
+      }
     }
   }
-  if (chief == parts.size()) {
-    throw InputError("", "--merge", "none of these parts is the chief's: give every node's trace");
+  if (reference == parts.size()) {
+    throw InputError("", "--merge",
+                     "none of these parts is the coordinator's: give every node's trace");
   }
-  // Every task but the chief's measured its clock against it: each has its part here.
-  for (const ClockOffset& o : parts[chief].outcome.clock_offsets) {
+  // Every task but the coordinator's measured its clock against it: each has its part here.
+  for (const ClockOffset& o : parts[reference].outcome.clock_offsets) {
     if (tasks.count(o.task) == 0) {
       throw InputError("", "--merge", "task " + o.task + "'s part is missing");
     }
   }
   TraceBuilder builder;
-  TraceMeta meta = parts[chief].meta;
+  TraceMeta meta = parts[reference].meta;
   meta.provenance.erase("task");
   meta.provenance.erase("host");
   meta.provenance.erase("chief");
+  meta.provenance.erase("coordinator");
   builder.begin(meta);
-  builder.end(emit_merged_parts(parts, chief, builder));
+  builder.end(emit_merged_parts(parts, reference, builder));
   return std::move(builder.traces().front());
 }
 

@@ -329,7 +329,7 @@ core::RunOutcome RealBackend::do_run(const core::Plan& plan, core::TraceSink& si
   for (size_t t = 0; t < spec.tasks.size(); ++t) {
     const std::string task = spec.tasks[t].name();
     const std::string role = plan.roles[size_t(map.roles_of_task[t].front())].name;
-    const bool chief = int(t) == map.chief_task;
+    const bool chief = int(t) == map.coordinator_task;  // progress comes from the coordinator
     std::vector<std::string> argv = {settings.node_binary,
                                      "node",
                                      "--plan",
@@ -427,7 +427,7 @@ core::RunOutcome RealBackend::do_run(const core::Plan& plan, core::TraceSink& si
       throw core::BackendError("task " + spec.tasks[t].name() + " wrote " +
                                std::to_string(runs.size()) + " runs");
     }
-    if (int(t) == map.chief_task) chief = t;
+    if (int(t) == map.coordinator_task) chief = t;
     traces.push_back(std::move(runs.front()));
   }
   return core::emit_merged_parts(traces, chief, sink);

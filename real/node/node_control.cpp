@@ -1,4 +1,4 @@
-// Job control: every task's clock against the chief's, the common start, the chief's checkpoints
+// Job control: every task's clock against the coordinator's, the common start, the chief's checkpoints
 // and summaries (the parameter servers write their shards, the chief the index), progress, the
 // quiescence waves that find a synchronous stall or a deadlock, the orderly stop (every task
 // writes its trace) and the failure of one task stopping all of them with its one line.
@@ -32,11 +32,11 @@ constexpr size_t kMaxErrorBytes = 2000;
 void Node::estimate_clock() {
   pings_left_ = kClockPings;
   best_rtt_s_ = std::numeric_limits<double>::infinity();
-  send_frame(uint32_t(map_.chief_task), FrameType::kPing, -1, 0, pack_f64({clock_s()}));
+  send_frame(uint32_t(map_.coordinator_task), FrameType::kPing, -1, 0, pack_f64({clock_s()}));
 }
 
-// NTP's estimate from one exchange: the chief's clock read half-way through the round trip.
-void Node::on_pong(const uint8_t* payload, size_t size, double chief_clock_s) {
+// NTP's estimate from one exchange: the coordinator's clock read half-way through the round trip.
+void Node::on_pong(const uint8_t* payload, size_t size, double coordinator_clock_s) {
   if (pings_left_ <= 0) throw FrameError("pong without a ping");
   const double sent_s = unpack_f64(payload, size, 0);
   const double back_s = clock_s();
@@ -44,14 +44,14 @@ void Node::on_pong(const uint8_t* payload, size_t size, double chief_clock_s) {
   if (rtt_s < 0) throw FrameError("a pong for a ping not sent yet");
   if (rtt_s < best_rtt_s_) {
     best_rtt_s_ = rtt_s;
-    offset_s_ = chief_clock_s - 0.5 * (sent_s + back_s);
+    offset_s_ = coordinator_clock_s - 0.5 * (sent_s + back_s);
     uncertainty_s_ = 0.5 * rtt_s;
   }
   if (--pings_left_ > 0) {
-    send_frame(uint32_t(map_.chief_task), FrameType::kPing, -1, 0, pack_f64({clock_s()}));
+    send_frame(uint32_t(map_.coordinator_task), FrameType::kPing, -1, 0, pack_f64({clock_s()}));
     return;
   }
-  send_frame(uint32_t(map_.chief_task), FrameType::kReady, -1, 0,
+  send_frame(uint32_t(map_.coordinator_task), FrameType::kReady, -1, 0,
              pack_f64({offset_s_, uncertainty_s_}));
 }
 
@@ -90,10 +90,10 @@ void Node::start_job(double origin_s, bool progress) {
   });
 }
 
-// t = 0: every client starts its loop (after its start-up stagger); the chief watches for
+// t = 0: every client starts its loop (after its start-up stagger); the coordinator watches for
 // quiescence.
 void Node::begin_training() {
-  if (chief()) {
+  if (coordinator()) {
     last_checkpoint_s_ = 0;
     wave_timer_.emplace(io_);
     schedule_wave();
@@ -491,8 +491,8 @@ void Node::fail(const std::string& why) {
 }
 
 void Node::write_trace_end() {
-  outcome_.end_s = chief() ? end_s_ : now_s();
-  if (chief()) {
+  outcome_.end_s = coordinator() ? end_s_ : now_s();
+  if (coordinator()) {
     // In the cluster spec's task order.
     outcome_.clock_offsets.clear();
     for (const ClusterTask& task : spec_.tasks) {

@@ -41,7 +41,7 @@ void Node::send_frame(uint32_t peer, FrameType type, int64_t step, uint64_t tens
 }
 
 void Node::on_connected() {
-  if (chief()) {
+  if (coordinator()) {
     ready_.insert(self_);
     maybe_start();
     return;
@@ -74,26 +74,27 @@ Part& Node::part_of_frame(uint32_t peer, const FrameHeader& h, bool from_owner) 
 void Node::on_frame(uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
   if (counted(h.type)) ++frames_received_;
   if (stopping_) return;
+  const bool from_coordinator = peer == uint32_t(map_.coordinator_task);
   const bool from_chief = peer == uint32_t(map_.chief_task);
   auto require = [&h](bool ok, const char* why) {
     if (!ok) throw FrameError(std::string(frame_type_name(h.type)) + " frame " + why);
   };
   switch (h.type) {
     case FrameType::kPing:
-      require(chief(), "sent to a task that is not the chief");
+      require(coordinator(), "sent to a task that is not the coordinator");
       send_frame(peer, FrameType::kPong, -1, 0,
                  std::string(reinterpret_cast<const char*>(payload), h.length), clock_s());
       return;
     case FrameType::kPong:
-      require(from_chief, "not from the chief");
+      require(from_coordinator, "not from the coordinator");
       on_pong(payload, h.length, h.time_s);
       return;
     case FrameType::kReady:
-      require(chief(), "sent to a task that is not the chief");
+      require(coordinator(), "sent to a task that is not the coordinator");
       on_ready(peer, payload, h.length);
       return;
     case FrameType::kStart:
-      require(from_chief && !started_, "not from the chief, or a second one");
+      require(from_coordinator && !started_, "not from the coordinator, or a second one");
       start_job(h.time_s, unpack_i64(payload, h.length, 0) != 0);
       return;
     case FrameType::kRun:
@@ -109,33 +110,34 @@ void Node::on_frame(uint32_t peer, const FrameHeader& h, const uint8_t* payload)
       on_control(peer, h, nullptr);
       return;
     case FrameType::kSave:
-      require(from_chief && store_ != nullptr, "not from the chief or to a task without variables");
+      require((from_chief || from_coordinator) && store_ != nullptr,
+              "not from the chief or the coordinator, or to a task without variables");
       on_save(peer, h, payload);
       return;
     case FrameType::kSaved:
-      require(chief() && pending_saves_ > 0, "not expected");
+      require((chief() || coordinator()) && pending_saves_ > 0, "not expected");
       on_saved(peer, h, payload);
       return;
     case FrameType::kFinished:
-      require(chief(), "sent to a task that is not the chief");
+      require(coordinator(), "sent to a task that is not the coordinator");
       on_finished(int(part_of_frame(peer, h, true).index));
       return;
     case FrameType::kProgress: {
-      require(chief(), "sent to a task that is not the chief");
+      require(coordinator(), "sent to a task that is not the coordinator");
       const Part& p = part_of_frame(peer, h, true);
       on_progress(p.index, int(h.step), unpack_i64(payload, h.length, 0));
       return;
     }
     case FrameType::kQuery:
-      require(from_chief, "not from the chief");
+      require(from_coordinator, "not from the coordinator");
       on_query(peer, h, payload);
       return;
     case FrameType::kStatus:
-      require(chief(), "sent to a task that is not the chief");
+      require(coordinator(), "sent to a task that is not the coordinator");
       on_status(peer, h, payload);
       return;
     case FrameType::kStop:
-      if (from_chief || started_) stop();
+      if (from_coordinator || started_) stop();
       return;
     case FrameType::kError: {
       // A peer's words, on one line of printable text.

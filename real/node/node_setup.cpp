@@ -193,14 +193,18 @@ void Node::build_parts() {
   }
 }
 
-// The tasks this one exchanges frames with: the chief (job control) and, per graph, its client's
+// The tasks this one exchanges frames with: the coordinator (job control), the chief (checkpoints)
+// and, per graph, its client's
 // task with every task that runs its ops, and the two ends of every tensor and direct edge.
 std::vector<uint32_t> Node::peers() const {
   std::set<std::pair<uint32_t, uint32_t>> pairs;
   auto link = [&pairs](uint32_t a, uint32_t b) {
     if (a != b) pairs.insert({std::min(a, b), std::max(a, b)});
   };
-  for (uint32_t t = 0; t < spec_.tasks.size(); ++t) link(t, uint32_t(map_.chief_task));
+  for (uint32_t t = 0; t < spec_.tasks.size(); ++t) {
+    link(t, uint32_t(map_.chief_task));
+    link(t, uint32_t(map_.coordinator_task));
+  }
   for (const Part& p : parts_) {
     const core::ClientGraph& graph = *p.graph;
     for (size_t k = 0; k < graph.ops.size(); ++k) {
@@ -224,6 +228,7 @@ void Node::open_trace() {
   meta.provenance = {{"task", spec_.tasks[self_].name()},
                      {"host", spec_.tasks[self_].host},
                      {"chief", chief()},
+                     {"coordinator", coordinator()},
                      {"plan_file", options_.plan_path},
                      {"replisim", std::string(core::kVersion) + " (" + core::kGitDescribe + ")"}};
   writer_->begin(meta);
@@ -371,7 +376,8 @@ int run_node(const NodeOptions& options) {
   // Checkpoints are written by the chief (indexes, summaries) and the parameter servers
   // (shards), into a directory without a run's files in it: nothing there is replaced.
   const bool writes = plan.checkpoints.every_s > 0 || plan.checkpoints.summary_every_steps > 0;
-  bool writer = int(setup.self) == setup.map.chief_task;
+  bool writer =
+      int(setup.self) == setup.map.chief_task || int(setup.self) == setup.map.coordinator_task;
   for (int r : setup.map.roles_of_task[setup.self]) {
     writer |= plan.roles[size_t(r)].kind == core::RoleKind::kParameterServer;
   }

@@ -197,10 +197,10 @@ void Node::finish_step(Part& p) {
     recorder_->step(p.index, p.steps_done, p.step_start_s, now_s(), read);
   }
   ++p.steps_done;
-  if (chief()) {
+  if (coordinator()) {
     on_progress(p.index, p.steps_done, global_step_seen_);
   } else if (progress_) {
-    send_frame(uint32_t(map_.chief_task), FrameType::kProgress, p.steps_done, uint64_t(p.index),
+    send_frame(uint32_t(map_.coordinator_task), FrameType::kProgress, p.steps_done, uint64_t(p.index),
                pack_i64({global_step_seen_}));
   }
   const bool chief_client =
@@ -238,10 +238,10 @@ void Node::next_step(Part& p) {
 void Node::mark_finished(Part& p) {
   if (p.finished) return;
   p.finished = true;
-  if (chief()) {
+  if (coordinator()) {
     on_finished(p.index);
   } else {
-    send_frame(uint32_t(map_.chief_task), FrameType::kFinished, -1, uint64_t(p.index));
+    send_frame(uint32_t(map_.coordinator_task), FrameType::kFinished, -1, uint64_t(p.index));
   }
 }
 

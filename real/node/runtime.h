@@ -1,7 +1,8 @@
 // The runtime of one task (internal to real/): per step graph the part of it this task runs
 // (core::StepState over its ops), the step protocol between the graph's client and the other
 // tasks of its step (RUN, tensors, notices, DONE), the parameter server's state and the sync
-// queues, the chief's job control (start, checkpoints, quiescence, stop) and the trace. One
+// queues, the chief's checkpoints, the coordinator's job control (clocks, start, quiescence, stop;
+// TaskMap::coordinator_task) and the trace. One
 // thread runs it all (the io_context's); compute and copies run on engine threads and post
 // their completions back.
 #pragma once
@@ -178,7 +179,7 @@ class Node : public Mesh::Handler, public core::SyncHost {
   DeviceEngine& engine(int device);
   // Job control (node_control.cpp).
   void estimate_clock();
-  void on_pong(const uint8_t* payload, size_t size, double chief_clock_s);
+  void on_pong(const uint8_t* payload, size_t size, double coordinator_clock_s);
   void on_ready(uint32_t peer, const uint8_t* payload, size_t size);
   void maybe_start();
   void start_job(double origin_s, bool progress);
@@ -207,8 +208,9 @@ class Node : public Mesh::Handler, public core::SyncHost {
   void write_trace_end();
 
   double clock_s() const;  // this machine's monotonic clock (s)
-  double now_s() const { return clock_s() - origin_local_s_; }  // the run's clock (chief's)
+  double now_s() const { return clock_s() - origin_local_s_; }  // the run's clock
   bool chief() const { return int(self_) == map_.chief_task; }
+  bool coordinator() const { return int(self_) == map_.coordinator_task; }
   void post(std::function<void()> work);  // onto the network thread, from any thread
 
   const core::Plan& plan_;
@@ -239,14 +241,14 @@ class Node : public Mesh::Handler, public core::SyncHost {
   std::map<std::tuple<uint32_t, int, int64_t, int>, Incoming> incoming_;
   int64_t next_message_ = 0;
   // Clocks.
-  double offset_s_ = 0;  // chief = this + offset
+  double offset_s_ = 0;  // coordinator = this + offset
   double uncertainty_s_ = 0;
   double origin_local_s_ = 0;  // the run's t = 0 on this machine's clock
   bool started_ = false;
-  bool progress_ = false;  // the chief wants progress frames
+  bool progress_ = false;  // the coordinator wants progress frames
   int pings_left_ = 0;
   double best_rtt_s_ = 0;
-  // The chief's view of the job.
+  // The coordinator's view of the job (and the chief's checkpoints in progress).
   std::set<uint32_t> ready_;
   std::vector<core::ClockOffset> offsets_;
   std::vector<bool> finished_;
