@@ -105,7 +105,7 @@ void parse_trace_window(CliArgs& args, const std::string& text) {
 // Values kept as typed by CLI11, checked here so that every message names its flag.
 struct RawValues {
   std::string seed, steps, scale, window, strategy, threads, connect_timeout, listen_fd,
-      progress_fd;
+      progress_fd, base_port;
 };
 
 void add_plan_knobs(CLI::App* sub, RawValues& raw, const char* default_strategy = "both") {
@@ -174,14 +174,23 @@ void define(CLI::App& app, CliArgs& args, RawValues& raw) {
                    "the plan (replisim plan SCENARIO --json --strategy X)")
       ->required()
       ->type_name("FILE");
-  node->add_option("--role", args.role, "a role of the plan: this node runs its task")
-      ->required()
+  node->add_option("--role", args.role,
+                   "a role of the plan: this node runs its task (default: from the launcher's "
+                   "rank, SLURM_PROCID, OMPI_COMM_WORLD_RANK or PMI_RANK)")
       ->type_name("NAME");
-  node->add_option("--cluster", args.cluster_path, "the cluster spec (TF_CONFIG's cluster shape)")
-      ->required()
+  node->add_option("--cluster", args.cluster_path,
+                   "the cluster spec (TF_CONFIG's cluster shape; default under srun: the step's "
+                   "nodes from SLURM_JOB_NODELIST, ports from --base-port)")
       ->type_name("FILE");
+  node->add_option("--base-port", raw.base_port,
+                   "under srun without --cluster: the first port on each node (default 43000)")
+      ->type_name("PORT");
   node->add_option("--trace-out", args.node_trace,
-                   "this task's native trace (default replisim-<task>.trace)")
+                   "this task's part of the trace (default replisim-<task>.trace)")
+      ->type_name("FILE");
+  node->add_option("--run-trace-out", args.run_trace_out,
+                   "the coordinator: the run's trace, every node's part gathered (default "
+                   "replisim-run.trace); it also prints the report")
       ->type_name("FILE");
   node->add_flag("--force", args.force, "replace an existing trace file");
   add_real_knobs(node, args, raw);
@@ -190,6 +199,9 @@ void define(CLI::App& app, CliArgs& args, RawValues& raw) {
   node->add_option("--progress-fd", raw.progress_fd, "write progress lines here (from run)")
       ->type_name("N");
   node->add_flag("--launched", args.launched, "started by run")->group("");
+  node->add_option("--resume", args.resume_path, "a restart's facts (from run)")
+      ->type_name("FILE")
+      ->group("");
 
   CLI::App* plan = app.add_subcommand("plan", "print the compiled plan");
   plan->add_option("SCENARIO", args.scenario, "the scenario file")->required()->type_name("");
@@ -264,7 +276,7 @@ std::vector<std::string> flag_names(const CLI::App& sub) {
   if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) {
     if (command == "report") throw InputError("", "", "report needs at least one TRACE file");
     if (command == "node") {
-      throw InputError("", "", "node needs --plan FILE, --role NAME and --cluster FILE");
+      throw InputError("", "", "node needs --plan FILE (and --role NAME, --cluster FILE)");
     }
     if (sub != nullptr) throw InputError("", "", command + " needs a SCENARIO file");
   }
@@ -291,6 +303,7 @@ void check_values(CliArgs& args, const RawValues& raw) {
   if (!raw.seed.empty()) args.seed = parse_seed(raw.seed);
   if (!raw.threads.empty()) args.threads = parse_int("--threads", raw.threads, 1, 64);
   if (!raw.listen_fd.empty()) args.listen_fd = parse_int("--listen-fd", raw.listen_fd, 0, 1 << 20);
+  if (!raw.base_port.empty()) args.base_port = parse_int("--base-port", raw.base_port, 1, 65535);
   if (!raw.progress_fd.empty()) {
     args.progress_fd = parse_int("--progress-fd", raw.progress_fd, 0, 1 << 20);
   }
@@ -363,7 +376,8 @@ CliArgs parse_cli_args(int argc, const char* const* argv) {
   // A flag given with an empty value ("--threads ''") is refused, not taken as absent.
   for (const char* flag :
        {"--threads", "--connect-timeout", "--listen-fd", "--progress-fd", "--seed", "--steps",
-        "--scale-compute", "--strategy", "--checkpoint-dir", "--role", "--plan", "--cluster"}) {
+        "--scale-compute", "--strategy", "--checkpoint-dir", "--role", "--plan", "--cluster",
+        "--base-port"}) {
     for (size_t i = 0; i < words.size(); ++i) {
       const bool empty = (words[i] == flag && i + 1 < words.size() && words[i + 1].empty()) ||
                          words[i] == std::string(flag) + "=";
@@ -374,6 +388,7 @@ CliArgs parse_cli_args(int argc, const char* const* argv) {
            {"--json", args.json_path},
            {"--trace", args.trace_path},
            {"--trace-out", args.command == "node" ? args.node_trace : args.trace_out_path},
+           {"--run-trace-out", args.run_trace_out},
            {"--csv", args.csv_path}}) {
     const std::vector<std::string>::const_iterator given = std::find_if(
         words.begin(), words.end(),

@@ -43,6 +43,9 @@ struct CliArgs {
   std::string node_trace;    // --trace-out FILE: the node's own native trace
   int progress_fd = -1;      // --progress-fd N: the chief's progress lines (from run)
   bool launched = false;     // --launched: started by run (internal)
+  std::string resume_path;   // --resume FILE: a restart's facts, from run (internal)
+  int base_port = 43000;     // --base-port: under srun without --cluster, each node's first port
+  std::string run_trace_out;  // --run-trace-out FILE: the coordinator's gathered trace
   std::string command_line;  // as typed, for provenance
 };
 

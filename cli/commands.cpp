@@ -122,10 +122,14 @@ int run_on_backend(const CliArgs& args, std::ostream& out, const std::string& ba
   const std::unique_ptr<core::Backend> backend = core::create_backend(backend_name);
   // Every plan first, so that each run's provenance lists all of them.
   const std::vector<core::Plan> plans = compile_plans(loaded, args);
-  if (backend_name == "real" && !loaded.scenario.faults.empty()) {
-    throw core::InputError(args.scenario, "/faults",
-                           "run does not inject faults yet (the next part of the real backend): "
-                           "simulate this scenario, or run one without faults");
+  if (backend_name == "real") {
+    for (const core::FaultSpec& fault : loaded.scenario.faults) {
+      if (fault.kind != core::FaultKind::kLink) continue;
+      throw core::InputError(loaded.scenario.file_of(fault.json_path), fault.json_path,
+                             "run cannot degrade or cut a link yet (that needs shaped links, a "
+                             "later part of the real backend): simulate this scenario, or run it "
+                             "without the link fault");
+    }
   }
   runs.provenance = provenance(args, loaded);
   for (const core::Plan& plan : plans) {

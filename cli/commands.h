@@ -2,8 +2,10 @@
 #pragma once
 
 #include <iosfwd>
+#include <string>
 
 #include "cli/cli_args.h"
+#include "core/trace/trace.h"
 
 namespace replisim::cli {
 
@@ -18,6 +20,9 @@ int run_plan(const CliArgs& args, std::ostream& out);
 // byte for byte the one `simulate` printed for the same runs. Bad trace files throw InputError
 // naming the file.
 int run_report(const CliArgs& args, std::ostream& out);
+// A node that gathered its run's trace (the coordinator of nodes a cluster's launcher started):
+// the report `run` prints, titled with where the trace was written (`file`).
+void print_gathered_report(const core::Trace& run, const std::string& file, std::ostream& out);
 
 // "replisim 0.1.0 (git abc123), SimGrid 3.32.0".
 std::string version_text();

@@ -44,6 +44,12 @@ int main(int argc, char** argv) {
       node.connect_timeout_s = args.connect_timeout_s;
       node.progress_fd = args.progress_fd;
       node.launched = args.launched;
+      node.resume_path = args.resume_path;
+      node.base_port = args.base_port;
+      node.run_trace_out = args.run_trace_out;
+      node.report = [](const core::Trace& run, const std::string& file) {
+        cli::print_gathered_report(run, file, std::cout);
+      };
       node.cancelled = cli::interrupted;
       code = real::run_node(node);
     } else {

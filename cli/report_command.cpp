@@ -126,4 +126,9 @@ int run_report(const CliArgs& args, std::ostream& out) {
   return 0;
 }
 
+void print_gathered_report(const core::Trace& run, const std::string& file, std::ostream& out) {
+  const std::vector<core::RunMetrics> metrics = {core::compute_metrics(run, file)};
+  out << core::format_report(metrics, title_line(title_of(run)) + ", gathered into " + file);
+}
+
 }  // namespace replisim::cli

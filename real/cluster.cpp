@@ -1,6 +1,7 @@
 #include "real/cluster.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <map>
 
@@ -193,6 +194,177 @@ TaskMap map_roles(const core::Plan& plan, const ClusterSpec& spec, const std::st
         map.task_of_role[size_t(plan.ps_roles[size_t(plan.variables.front().ps)])];
   }
   return map;
+}
+
+std::vector<int> ranked_roles(const core::Plan& plan) {
+  std::vector<int> roles;
+  for (size_t r = 0; r < plan.roles.size(); ++r) {
+    if (plan.roles[r].kind != core::RoleKind::kSyncQueueRunner) roles.push_back(int(r));
+  }
+  return roles;
+}
+
+std::optional<LauncherRank> rank_from_environment() {
+  for (const char* variable : {"SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"}) {
+    const char* value = std::getenv(variable);
+    if (value == nullptr) continue;
+    const std::string text = value;
+    char* end = nullptr;
+    const long rank = std::strtol(text.c_str(), &end, 10);
+    if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos ||
+        *end != '\0' || rank > (1 << 20)) {
+      throw InputError("", variable, "\"" + text.substr(0, 40) + "\" is not a rank (0, 1, ...)");
+    }
+    return LauncherRank{variable, int(rank)};
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+constexpr size_t kMaxHosts = 1 << 16;
+
+// "01-03,7" inside brackets: the numbers, each at the width it was written with.
+std::vector<std::string> expand_ranges(const std::string& ranges, const std::string& list) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (at <= ranges.size()) {
+    const size_t comma = std::min(ranges.find(',', at), ranges.size());
+    const std::string range = ranges.substr(at, comma - at);
+    const size_t dash = range.find('-');
+    const std::string first = range.substr(0, dash);
+    const std::string last = dash == std::string::npos ? first : range.substr(dash + 1);
+    if (first.empty() || last.empty() || first.find_first_not_of("0123456789") != std::string::npos ||
+        last.find_first_not_of("0123456789") != std::string::npos || first.size() > 9 ||
+        last.size() > 9) {
+      throw InputError("", "SLURM_JOB_NODELIST",
+                       "\"" + range + "\" in \"" + list.substr(0, 200) + "\" is not N or N-M");
+    }
+    const long from = std::stol(first), to = std::stol(last);
+    if (to < from || size_t(to - from) >= kMaxHosts) {
+      throw InputError("", "SLURM_JOB_NODELIST", "the range \"" + range + "\" runs backwards or is too long");
+    }
+    for (long n = from; n <= to; ++n) {
+      std::string number = std::to_string(n);
+      if (number.size() < first.size()) number.insert(0, first.size() - number.size(), '0');
+      out.push_back(number);
+    }
+    at = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> expand_host_list(const std::string& list) {
+  std::vector<std::string> hosts;
+  size_t at = 0;
+  while (at < list.size()) {
+    // One item: up to the next comma outside brackets.
+    size_t end = at;
+    int depth = 0;
+    for (; end < list.size() && !(list[end] == ',' && depth == 0); ++end) {
+      depth += list[end] == '[' ? 1 : list[end] == ']' ? -1 : 0;
+      if (depth < 0 || depth > 1) {
+        throw InputError("", "SLURM_JOB_NODELIST", "unbalanced brackets in \"" + list.substr(0, 200) + "\"");
+      }
+    }
+    if (depth != 0) {
+      throw InputError("", "SLURM_JOB_NODELIST", "unbalanced brackets in \"" + list.substr(0, 200) + "\"");
+    }
+    const std::string item = list.substr(at, end - at);
+    if (item.empty()) throw InputError("", "SLURM_JOB_NODELIST", "an empty host in \"" + list.substr(0, 200) + "\"");
+    // Every bracket group multiplies: "r[1-2]n[1-2]" is r1n1 r1n2 r2n1 r2n2.
+    std::vector<std::string> names = {""};
+    size_t i = 0;
+    while (i < item.size()) {
+      const size_t open = item.find('[', i);
+      const std::string text = item.substr(i, open == std::string::npos ? std::string::npos : open - i);
+      for (std::string& n : names) n += text;
+      if (open == std::string::npos) break;
+      const size_t close = item.find(']', open);
+      const std::vector<std::string> numbers = expand_ranges(item.substr(open + 1, close - open - 1), list);
+      std::vector<std::string> next;
+      for (const std::string& n : names) {
+        for (const std::string& number : numbers) next.push_back(n + number);
+      }
+      if (next.size() > kMaxHosts) throw InputError("", "SLURM_JOB_NODELIST", "more than 65536 hosts");
+      names = std::move(next);
+      i = close + 1;
+    }
+    for (std::string& n : names) {
+      if (n.size() > 255) throw InputError("", "SLURM_JOB_NODELIST", "a host name over 255 bytes");
+      hosts.push_back(std::move(n));
+    }
+    if (hosts.size() > kMaxHosts) throw InputError("", "SLURM_JOB_NODELIST", "more than 65536 hosts");
+    at = end + 1;
+  }
+  if (hosts.empty()) throw InputError("", "SLURM_JOB_NODELIST", "lists no host");
+  return hosts;
+}
+
+std::vector<int> expand_tasks_per_node(const std::string& text) {
+  std::vector<int> counts;
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    const size_t paren = item.find("(x");
+    const std::string count = item.substr(0, paren);
+    std::string times = "1";
+    if (paren != std::string::npos) {
+      if (item.back() != ')') throw InputError("", "SLURM_TASKS_PER_NODE", "\"" + item + "\" is not N or N(xM)");
+      times = item.substr(paren + 2, item.size() - paren - 3);
+    }
+    for (const std::string* n : {&count, static_cast<const std::string*>(&times)}) {
+      if (n->empty() || n->size() > 6 || n->find_first_not_of("0123456789") != std::string::npos) {
+        throw InputError("", "SLURM_TASKS_PER_NODE", "\"" + item.substr(0, 40) + "\" is not N or N(xM)");
+      }
+    }
+    if (counts.size() + size_t(std::stoi(times)) > kMaxHosts) {
+      throw InputError("", "SLURM_TASKS_PER_NODE", "more than 65536 nodes");
+    }
+    counts.insert(counts.end(), size_t(std::stoi(times)), std::stoi(count));
+    at = comma + 1;
+  }
+  if (counts.empty()) throw InputError("", "SLURM_TASKS_PER_NODE", "is empty");
+  return counts;
+}
+
+ClusterSpec slurm_cluster_spec(const core::Plan& plan, const std::string& nodelist,
+                               const std::string& tasks_per_node, int base_port) {
+  const std::vector<std::string> hosts = expand_host_list(nodelist);
+  const std::vector<int> counts = expand_tasks_per_node(tasks_per_node);
+  if (counts.size() != hosts.size()) {
+    throw InputError("", "SLURM_TASKS_PER_NODE",
+                     std::to_string(counts.size()) + " nodes' counts for the " +
+                         std::to_string(hosts.size()) + " hosts of SLURM_JOB_NODELIST");
+  }
+  const std::vector<int> roles = ranked_roles(plan);
+  const auto tasks = role_tasks(plan);
+  ClusterSpec spec;
+  spec.tasks = tasks_of_plan(plan);
+  size_t rank = 0;
+  for (size_t node = 0; node < hosts.size(); ++node) {
+    for (int local = 0; local < counts[node]; ++local, ++rank) {
+      if (rank >= roles.size()) continue;  // counted below
+      const int port = base_port + local;
+      if (port > 65535) throw InputError("", "--base-port", "ports past 65535 on " + hosts[node]);
+      const auto& [job, index] = tasks[size_t(roles[rank])];
+      const int t = spec.find(job, index);
+      spec.tasks[size_t(t)].host = hosts[node];
+      spec.tasks[size_t(t)].port = uint16_t(port);
+    }
+  }
+  if (rank != roles.size()) {
+    throw InputError("", "SLURM_TASKS_PER_NODE",
+                     "the step has " + std::to_string(rank) + " tasks; the plan needs " +
+                         std::to_string(roles.size()) + " (srun --ntasks " +
+                         std::to_string(roles.size()) + ")");
+  }
+  // The token as a spec file would have it.
+  nlohmann::json json = cluster_spec_to_json(spec, false);
+  return parse_cluster_spec(json, "SLURM_JOB_NODELIST");
 }
 
 }  // namespace replisim::real

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,5 +63,33 @@ std::vector<ClusterTask> tasks_of_plan(const core::Plan& plan);
 // Maps the plan's roles onto `spec`. Throws core::InputError(file, "/cluster/<job>", ...) when
 // the spec lacks a task a role needs or has one that no role runs.
 TaskMap map_roles(const core::Plan& plan, const ClusterSpec& spec, const std::string& file);
+
+// --- Cluster launchers (docs/real-runs.md, "On a cluster") -----------------------------------
+
+// The roles a launcher's ranks run, rank r the r-th: the plan's roles in plan order, but for the
+// chief's sync queue runner (it runs inside worker 0's process). As many as the plan has tasks.
+std::vector<int> ranked_roles(const core::Plan& plan);
+
+// A process's rank from its launcher: the first set of SLURM_PROCID (srun), OMPI_COMM_WORLD_RANK
+// (Open MPI's mpirun) and PMI_RANK (MPICH's and Intel MPI's mpiexec). Throws core::InputError
+// naming the variable when it is not a whole number from 0.
+struct LauncherRank {
+  std::string variable;
+  int rank = 0;
+};
+std::optional<LauncherRank> rank_from_environment();
+
+// Slurm's compressed host list (SLURM_JOB_NODELIST: "node[01-03,07],gpu-[1-2]a"), expanded in
+// order, zero padding kept. Throws core::InputError("", "SLURM_JOB_NODELIST", ...).
+std::vector<std::string> expand_host_list(const std::string& list);
+// SLURM_TASKS_PER_NODE ("2(x3),1": 2, 2, 2, 1), one count per node. Throws core::InputError.
+std::vector<int> expand_tasks_per_node(const std::string& text);
+
+// The cluster spec of a Slurm step: ranks go to the nodes in order, each node's share in a row
+// (srun's default block distribution); rank r runs ranked_roles(plan)[r], on its node, at
+// base_port + its index among that node's ranks. The token comes from REPLISIM_CLUSTER_TOKEN.
+// Throws core::InputError naming the variable when the step's tasks are not the plan's.
+ClusterSpec slurm_cluster_spec(const core::Plan& plan, const std::string& nodelist,
+                               const std::string& tasks_per_node, int base_port);
 
 }  // namespace replisim::real

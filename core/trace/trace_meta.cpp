@@ -290,6 +290,7 @@ nlohmann::json run_outcome_to_json(const RunOutcome& o) {
                   {"cause", o.stall->cause}};
   }
   j["notes"] = o.notes;
+  if (o.killed_s) j["killed_s"] = *o.killed_s;
   if (!o.clock_offsets.empty()) {
     j["clock_offsets"] = nlohmann::json::array();
     for (const ClockOffset& k : o.clock_offsets) {
@@ -332,6 +333,7 @@ RunOutcome run_outcome_from_json(const nlohmann::json& json, const std::string& 
     o.stall = stall;
   }
   if (c.has("notes")) o.notes = strings_from_json(c.at("notes"));
+  if (c.has("killed_s")) o.killed_s = c.at("killed_s").as_number_in(-1e9, kMaxTimeS);
   if (c.has("clock_offsets")) {
     const JsonCursor offsets = c.at("clock_offsets");
     offsets.expect_array();

@@ -135,12 +135,16 @@ struct RunOutcome {
   std::optional<JobFailureRecord> job_failure;
   std::optional<StallRecord> stall;
   std::vector<std::string> notes;          // what the run found out, after the plan's notes
-  std::vector<ClockOffset> clock_offsets;  // real runs: every task but the chief's
+  std::vector<ClockOffset> clock_offsets;  // real runs: every task but the coordinator's
+  // A real run's part only: its task was killed at this time by a fault of the plan (it wrote its
+  // part, then died).
+  std::optional<double> killed_s;
 };
 
 // The JSON forms (docs/trace-format.md). Metadata: {"format": "replisim-trace-meta",
 // "scenario", "strategy", "sync", "sync_replicas", "steps", ..., "backend", "provenance"}.
-// Outcome: {"simulated_time_s", "restarts", "job_failure", "stall", "notes", "clock_offsets"},
+// Outcome: {"simulated_time_s", "restarts", "job_failure", "stall", "notes", "clock_offsets",
+// "killed_s"},
 // each but the first only when present; the same members that version 2 traces kept in their
 // metadata.
 nlohmann::json trace_meta_to_json(const TraceMeta& meta);

@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 namespace replisim::real {
@@ -64,6 +65,29 @@ DeviceEngine::~DeviceEngine() {
   }
   wake_.notify_all();
   for (std::thread& t : threads_) t.join();
+}
+
+void DeviceEngine::add_slowdown(double from_s, double until_s, double factor) {
+  slowdowns_.push_back({from_s, until_s, factor});
+}
+
+double DeviceEngine::execute(double flop, int threads) {
+  if (slowdowns_.empty()) return execute_flop(flop, threads);
+  double done = 0;
+  for (double left = flop; left > 0;) {
+    const double piece = std::min(left, kSlowPieceFlop);
+    const double now_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+            .count() -
+        origin_s_;
+    double factor = 1;
+    for (const Slowdown& s : slowdowns_) {
+      if (now_s >= s.from_s && now_s < s.until_s) factor *= s.factor;
+    }
+    done += execute_flop(piece / factor, threads) * factor;
+    left -= piece;
+  }
+  return done;
 }
 
 void DeviceEngine::submit(std::function<void()> job) {

@@ -38,6 +38,16 @@ class DeviceEngine {
 
   // Queues `job` (runs on one of the device's threads). Thread-safe.
   void submit(std::function<void()> job);
+  // Runs an op's `flop` on this device (from a job, on one of its threads): SGEMMs over
+  // `threads` threads, each piece of about kSlowPieceFlop executed 1 / factor times over while a
+  // slowdown window is on (the plan's slowdown faults, windows on the run's clock; overlapping
+  // windows multiply, as in the simulation). Returns the op's FLOP executed (to within a block;
+  // a slowdown's repeats not counted).
+  double execute(double flop, int threads);
+  // Before any job: a slowdown window [from_s, until_s) of `factor` in (0, 1].
+  void add_slowdown(double from_s, double until_s, double factor);
+  // Before any job: the run's t = 0 on this machine's monotonic clock (s).
+  void set_clock_origin(double origin_s) { origin_s_ = origin_s; }
   // Jobs queued or running.
   size_t busy() const;
   const std::string& name() const { return name_; }
@@ -51,6 +61,15 @@ class DeviceEngine {
   size_t running_ = 0;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
+  struct Slowdown {
+    double from_s, until_s, factor;
+  };
+  std::vector<Slowdown> slowdowns_;  // set before any job, read-only after
+  double origin_s_ = 0;
 };
+
+// Slowed compute runs in pieces of this many FLOP (16 SGEMM blocks: about a millisecond on a
+// core), each at the factor of the window it starts in.
+inline constexpr double kSlowPieceFlop = 16 * 2.0 * kGemmBlock * kGemmBlock * kGemmBlock;
 
 }  // namespace replisim::real

@@ -7,13 +7,19 @@
 #include <string>
 
 #include "core/plan/plan.h"
+#include "core/trace/trace.h"
 
 namespace replisim::real {
 
 struct NodeOptions {
-  std::string plan_path;     // a plan file holding one plan (plan --json --strategy X)
-  std::string role;          // a role of the plan: the node runs that role's task
-  std::string cluster_path;  // the cluster spec (cluster.h)
+  std::string plan_path;  // a plan file holding one plan (plan --json --strategy X)
+  // A role of the plan: the node runs that role's task. "": the role the launcher's rank runs
+  // (rank_from_environment, ranked_roles in cluster.h).
+  std::string role;
+  // The cluster spec (cluster.h). "": a Slurm step's (SLURM_JOB_NODELIST, each node's tasks at
+  // base_port and up).
+  std::string cluster_path;
+  int base_port = 43000;
   int listen_fd = -1;        // a listening socket opened by the launcher; -1: bind the spec's port
   std::string trace_out;     // this task's native trace (written whole at the end, or not at all)
   bool force = false;        // replace an existing trace_out
@@ -23,10 +29,22 @@ struct NodeOptions {
   int progress_fd = -1;           // the chief writes progress JSON lines here (-1: none)
   // The launcher's notice that it started this node (keeps the node from outliving it).
   bool launched = false;
+  // A restart after a job failure: the launcher's file of facts (Resume, runtime.h); "" for
+  // the first start.
+  std::string resume_path;
+  // Not launched by `run`: the coordinator gathers every node's part at the end (over the
+  // transport) into the run's trace, writes it here ("": replisim-run.trace; checked before the
+  // run) and hands it to `report` with that name.
+  std::string run_trace_out;
+  std::function<void(const core::Trace& run, const std::string& file)> report;
   // Polled every 100 ms; true (SIGINT, SIGTERM) stops the node: its peers hear it, no trace is
   // written, run_node throws core::RunCancelled. Null: never.
   std::function<bool()> cancelled;
 };
+
+// Real runs inject the plan's role, machine and slowdown faults; a link fault needs shaped links
+// (not yet): throws core::InputError(file, "/faults/<i>", ...) naming it.
+void check_faults(const core::Plan& plan, const std::string& file);
 
 // Reads the plan file: exactly one plan. Throws core::InputError(file, ...) for a file holding
 // several (naming plan --json --strategy) or a bad plan.

@@ -65,7 +65,8 @@ void Node::on_ready(uint32_t peer, const uint8_t* payload, size_t size) {
 
 void Node::maybe_start() {
   if (started_ || ready_.size() != spec_.tasks.size()) return;
-  const double origin_s = clock_s() + kStartLeadS;
+  // A restart goes on with the run's clock (one machine: the launcher's is this one).
+  const double origin_s = resume_ ? resume_->origin_clock_s : clock_s() + kStartLeadS;
   const bool progress = options_.progress_fd >= 0;
   for (uint32_t t = 0; t < spec_.tasks.size(); ++t) {
     if (t != self_) send_frame(t, FrameType::kStart, -1, 0, pack_i64({progress}), origin_s);
@@ -77,6 +78,12 @@ void Node::start_job(double origin_s, bool progress) {
   started_ = true;
   progress_ = progress;
   origin_local_s_ = origin_s - offset_s_;
+  if (coordinator() && options_.progress_fd >= 0) {
+    // The launcher's clock is this machine's: the run's t = 0 on it (for restarts).
+    const std::string line =
+        nlohmann::json{{"origin_clock_s", origin_local_s_}}.dump() + "\n";
+    if (::write(options_.progress_fd, line.data(), line.size()) < 0) options_.progress_fd = -1;
+  }
   finished_.assign(parts_.size(), false);
   steps_seen_.assign(plan_.clients.size(), 0);
   auto timer = std::make_shared<asio::steady_timer>(io_);
@@ -93,10 +100,14 @@ void Node::start_job(double origin_s, bool progress) {
 // t = 0: every client starts its loop (after its start-up stagger); the coordinator watches for
 // quiescence.
 void Node::begin_training() {
+  arm_faults();
   if (coordinator()) {
-    last_checkpoint_s_ = 0;
     wave_timer_.emplace(io_);
     schedule_wave();
+  }
+  if (resume_) {
+    begin_restored_training();
+    return;
   }
   for (Part& p : parts_) {
     if (!p.owner) continue;
@@ -116,184 +127,6 @@ void Node::begin_training() {
           --timers_pending_;
           if (!ec && !stopping_) start_client(g);
         });
-  }
-}
-
-// --- the chief's checkpoints and summaries --------------------------------------------------
-
-// After a chief step: the checkpoint hook saves when every_s has passed since the last save,
-// the summary hook writes every summary_every_steps steps (TF's CheckpointSaverHook and
-// SummarySaverHook, as the simulation's JobRecovery::chief_duties).
-void Node::chief_duties(Part& p, std::function<void()> then) {
-  const core::CheckpointPolicy& policy = plan_.checkpoints;
-  const int g = p.index;
-  auto summaries = [this, g, then = std::move(then)]() mutable {
-    const Part& part = parts_[size_t(g)];
-    const int n = plan_.checkpoints.summary_every_steps;
-    if (n <= 0 || part.steps_done % n != 0) {
-      then();
-      return;
-    }
-    write_summaries(g, std::move(then));
-  };
-  if (policy.every_s > 0 && now_s() - last_checkpoint_s_ >= policy.every_s) {
-    save_checkpoint("model.ckpt-" + std::to_string(checkpoints_++),
-                    [this, g, summaries = std::move(summaries)](double start_s, double bytes,
-                                                                int64_t global_step) mutable {
-                      recorder_->checkpoint(g, parts_[size_t(g)].steps_done, start_s, now_s(),
-                                            bytes, global_step, false);
-                      summaries();
-                    });
-    return;
-  }
-  summaries();
-}
-
-// The summary hook's event file: summary_bytes appended to <checkpoint dir>/events.summaries.
-void Node::write_summaries(int g, std::function<void()> then) {
-  const std::string path = options_.checkpoint_dir + "/events.summaries";
-  const size_t bytes = size_t(std::max(0.0, plan_.checkpoints.summary_bytes));
-  const int64_t step = parts_[size_t(g)].steps_done;
-  const int64_t global_step = global_step_seen_;
-  ++work_pending_;
-  copier_->submit([this, g, path, bytes, step, global_step, then = std::move(then)]() mutable {
-    const double start_s = now_s();
-    std::string error;
-    {
-      std::ofstream out(path, std::ios::binary | std::ios::app);
-      const std::string block(bytes, '\0');
-      out.write(block.data(), std::streamsize(block.size()));
-      out.flush();
-      if (!out) error = std::strerror(errno);
-    }
-    const double end_s = now_s();
-    post([this, g, path, bytes, step, global_step, start_s, end_s, error, then = std::move(then)] {
-      --work_pending_;
-      if (stopping_) return;
-      if (!error.empty()) throw core::OutputError(path, error);
-      recorder_->checkpoint(g, step, start_s, end_s, double(bytes), global_step, true);
-      then();
-    });
-  });
-}
-
-// A checkpoint: every parameter server writes its shard "<name>.ps<j>" (durably), then the chief
-// writes the index "<name>.index" naming them: a checkpoint whose index exists is complete.
-void Node::save_checkpoint(const std::string& name,
-                           std::function<void(double, double, int64_t)> then) {
-  const double start_s = now_s();
-  last_checkpoint_s_ = start_s;
-  saving_ = name;
-  shard_files_.clear();
-  shard_bytes_ = 0;
-  saved_global_step_ = global_step_seen_;
-  saved_then_ = [start_s, then = std::move(then)](double bytes, int64_t global_step) {
-    then(start_s, bytes, global_step);
-  };
-  std::set<uint32_t> ps_tasks;
-  for (int r : plan_.ps_roles) ps_tasks.insert(uint32_t(map_.task_of_role[size_t(r)]));
-  pending_saves_ = int(ps_tasks.size());
-  if (pending_saves_ == 0) {
-    shard_saved({{"file", ""}, {"bytes", 0}, {"global_step", -1}});
-    return;
-  }
-  for (uint32_t t : ps_tasks) {
-    if (t == self_) {
-      write_shard(name, [this](const nlohmann::json& saved) { shard_saved(saved); });
-    } else {
-      send_frame(t, FrameType::kSave, -1, 0, name);
-    }
-  }
-}
-
-void Node::on_save(uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
-  const std::string name(reinterpret_cast<const char*>(payload), h.length);
-  if (name.empty() || name.size() > 200 || name.find('/') != std::string::npos ||
-      name.find('\0') != std::string::npos || name[0] == '.') {
-    throw FrameError("save under the name \"" + name.substr(0, 200) + "\"");
-  }
-  write_shard(name, [this, peer](const nlohmann::json& saved) {
-    send_frame(peer, FrameType::kSaved, -1, 0, saved.dump());
-  });
-}
-
-void Node::write_shard(const std::string& name, std::function<void(const nlohmann::json&)> done) {
-  if (options_.checkpoint_dir.empty()) {
-    throw core::OutputError("", "asked to save checkpoint " + name + " without --checkpoint-dir");
-  }
-  const int64_t global_step = store_->holds_global_step() ? store_->global_step : -1;
-  const std::string file = name + ".ps" + std::to_string(ps_shard_);
-  const std::string path = options_.checkpoint_dir + "/" + file;
-  ++work_pending_;
-  copier_->submit([this, file, path, global_step, done = std::move(done)]() mutable {
-    std::string error;
-    size_t bytes = 0;
-    try {
-      const CheckpointShard shard = store_->snapshot(plan_hash_, global_step);
-      write_checkpoint_shard(path, shard);
-      bytes = shard.bytes();
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-    post([this, file, path, global_step, bytes, error, done = std::move(done)] {
-      --work_pending_;
-      if (stopping_) return;
-      if (!error.empty()) throw core::OutputError(path, error);
-      done({{"file", file}, {"bytes", bytes}, {"global_step", global_step}});
-    });
-  });
-}
-
-void Node::on_saved(uint32_t, const FrameHeader& h, const uint8_t* payload) {
-  nlohmann::json saved;
-  try {
-    saved = nlohmann::json::parse(payload, payload + h.length);
-    if (!saved.at("file").is_string() || !saved.at("bytes").is_number() ||
-        !saved.at("global_step").is_number_integer()) {
-      throw std::runtime_error("members of the wrong type");
-    }
-  } catch (const std::exception& e) {
-    throw FrameError(std::string("a saved frame that is not {file, bytes, global_step}: ") +
-                     e.what());
-  }
-  shard_saved(saved);
-}
-
-void Node::shard_saved(const nlohmann::json& saved) {
-  const std::string file = saved.at("file").get<std::string>();
-  if (!file.empty()) shard_files_.push_back(file);
-  shard_bytes_ += saved.at("bytes").get<double>();
-  const int64_t global_step = saved.at("global_step").get<int64_t>();
-  if (global_step >= 0) saved_global_step_ = global_step;
-  if (--pending_saves_ > 0) return;
-  std::sort(shard_files_.begin(), shard_files_.end());
-  if (!shard_files_.empty()) {
-    CheckpointIndex index;
-    index.name = saving_;
-    index.plan_hash = plan_hash_;
-    index.global_step = saved_global_step_;
-    index.shards = shard_files_;
-    index.bytes = shard_bytes_;
-    write_checkpoint_index(options_.checkpoint_dir, index);
-    if (saving_ != "final") forget_old_checkpoints(index);
-  }
-  auto then = std::move(saved_then_);
-  saved_then_ = nullptr;
-  then(shard_bytes_, saved_global_step_);
-}
-
-// TF's Saver keeps the last max_to_keep = 5 checkpoints: the oldest goes, its index first (so
-// that no index ever names a missing shard). The shards are in this directory: every task of a
-// run on one machine shares it.
-void Node::forget_old_checkpoints(const CheckpointIndex& saved) {
-  constexpr size_t kMaxToKeep = 5;
-  kept_checkpoints_.push_back(saved);
-  if (kept_checkpoints_.size() <= kMaxToKeep) return;
-  const CheckpointIndex old = kept_checkpoints_.front();
-  kept_checkpoints_.pop_front();
-  std::remove((options_.checkpoint_dir + "/" + old.name + ".index").c_str());
-  for (const std::string& shard : old.shards) {
-    std::remove((options_.checkpoint_dir + "/" + shard).c_str());
   }
 }
 
@@ -324,11 +157,15 @@ void Node::on_finished(int g) {
   if (finished_.empty()) throw FrameError("finished before the start");
   if (finished_[size_t(g)]) throw FrameError("graph " + std::to_string(g) + " finished twice");
   finished_[size_t(g)] = true;
+  maybe_end_job();
+}
+
+// Every client finished (or died): the job ends. Synchronous training that ends short of its
+// steps (workers out of data, or dead) ends as a stall, which the next quiescence wave records.
+void Node::maybe_end_job() {
   for (size_t c = 0; c < plan_.clients.size(); ++c) {
     if (!finished_[c]) return;
   }
-  // Synchronous training that ends short of its steps (workers out of data) ends as a stall,
-  // which the next quiescence wave records.
   if (plan_.sync == "sync" && global_step_seen_ < plan_.steps) return;
   finish_job();
 }
@@ -365,9 +202,18 @@ void Node::query_wave() {
   for (bool f : finished_) finished += f ? '1' : '0';
   wave_status_[self_] = status(finished);
   for (uint32_t t = 0; t < spec_.tasks.size(); ++t) {
-    if (t != self_) send_frame(t, FrameType::kQuery, wave_, 0, finished);
+    if (t != self_ && live(t)) send_frame(t, FrameType::kQuery, wave_, 0, finished);
   }
-  if (wave_status_.size() == spec_.tasks.size()) evaluate_wave();
+  maybe_evaluate_wave();
+}
+
+// Once every live task answered (a task that dies meanwhile is no longer waited for).
+void Node::maybe_evaluate_wave() {
+  if (wave_status_.empty() || all_finished_ || stopping_) return;
+  for (uint32_t t = 0; t < spec_.tasks.size(); ++t) {
+    if (live(t) && wave_status_.count(t) == 0) return;
+  }
+  evaluate_wave();
 }
 
 void Node::on_query(uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
@@ -381,13 +227,13 @@ void Node::on_query(uint32_t peer, const FrameHeader& h, const uint8_t* payload)
 // This task's counters: frames sent and received (counted types), work under way, and, on the
 // parameter server of synchronous training's queues, the stall it would report now.
 nlohmann::json Node::status(const std::string& finished) const {
-  nlohmann::json j = {{"sent", frames_sent_},
-                      {"received", frames_received_},
+  nlohmann::json j = {{"sent", sent_to_},
+                      {"received", received_from_},
                       {"busy", work_pending_ + timers_pending_ + int(mesh_->queued_frames()) +
                                    int(!pending_.empty())}};
   if (sync_ && store_->holds_global_step() && store_->global_step < plan_.steps) {
-    std::vector<bool> done(parts_.size()), dead(parts_.size(), false);
-    for (size_t g = 0; g < parts_.size(); ++g) done[g] = finished[g] == '1';
+    std::vector<bool> done(parts_.size()), dead(graph_dead_);
+    for (size_t g = 0; g < parts_.size(); ++g) done[g] = finished[g] == '1' || graph_dead_[g];
     const core::StallRecord s = sync_->stall(done, dead, last_update_s_, now_s());
     j["stall"] = {{"time_s", s.time_s},
                   {"global_step", s.global_step},
@@ -402,36 +248,51 @@ void Node::on_status(uint32_t peer, const FrameHeader& h, const uint8_t* payload
   if (h.step != wave_) return;  // an answer to a wave already decided
   try {
     nlohmann::json j = nlohmann::json::parse(payload, payload + h.length);
-    for (const char* key : {"sent", "received", "busy"}) {
-      if (!j.at(key).is_number_integer()) throw std::runtime_error(std::string(key));
+    if (!j.at("busy").is_number_integer()) throw std::runtime_error("busy");
+    for (const char* key : {"sent", "received"}) {
+      const nlohmann::json& counts = j.at(key);
+      if (!counts.is_array() || counts.size() != spec_.tasks.size()) {
+        throw std::runtime_error(std::string(key) + " is not one count per task");
+      }
+      for (const nlohmann::json& n : counts) {
+        if (!n.is_number_integer()) throw std::runtime_error(key);
+      }
     }
     wave_status_[peer] = std::move(j);
   } catch (const std::exception& e) {
     throw FrameError(std::string("a status that is not {sent, received, busy}: ") + e.what());
   }
-  if (wave_status_.size() == spec_.tasks.size()) evaluate_wave();
+  maybe_evaluate_wave();
 }
 
-// Quiescent (Mattern's counting): every counted frame sent was received, nobody has work under
-// way, and two waves in a row saw the same counts. Then synchronous training has stalled (the
-// parameter server says why) or the run has deadlocked.
+// Quiescent (Mattern's counting, per channel): every counted frame one live task sent another
+// was received, nobody has work under way, and two waves in a row saw the same counts (frames to
+// and from a task that died do not count). Then synchronous training has stalled (the parameter
+// server says why) or the run has deadlocked. Not while the job is down: it ends at detection.
 void Node::evaluate_wave() {
-  int64_t sent = 0, received = 0, busy = 0;
-  const nlohmann::json* stall = nullptr;
-  for (const auto& [task, j] : wave_status_) {
-    sent += j.at("sent").get<int64_t>();
-    received += j.at("received").get<int64_t>();
+  int64_t busy = 0;
+  bool balanced = true;
+  std::string counts;
+  std::optional<nlohmann::json> stall;
+  for (const auto& [a, j] : wave_status_) {
+    if (!live(a)) continue;
     busy += j.at("busy").get<int64_t>();
-    if (j.contains("stall")) stall = &j.at("stall");
+    if (j.contains("stall")) stall = j.at("stall");
+    for (const auto& [b, k] : wave_status_) {
+      if (a == b || !live(b)) continue;
+      const int64_t sent = j.at("sent")[b].get<int64_t>();
+      balanced &= sent == k.at("received")[a].get<int64_t>();
+      counts += std::to_string(sent) + ",";
+    }
   }
-  const std::string counts = std::to_string(sent) + "/" + std::to_string(received);
-  const bool quiet = busy == 0 && sent == received && counts == previous_wave_;
-  previous_wave_ = busy == 0 && sent == received ? counts : std::string();
+  const bool quiet = busy == 0 && balanced && counts == previous_wave_ && job_fault_ < 0;
+  previous_wave_ = busy == 0 && balanced ? counts : std::string();
+  wave_status_.clear();
   if (!quiet) {
     schedule_wave();
     return;
   }
-  if (stall != nullptr) {
+  if (stall) {
     core::StallRecord s;
     s.time_s = stall->at("time_s").get<double>();
     s.global_step = stall->at("global_step").get<int64_t>();
@@ -463,12 +324,31 @@ void Node::stop() {
     failed_ = true;
     error_line_ = describe() + ": " + e.what();
   }
-  mesh_->flush_then(
-      [this] {
-        mesh_->shutdown();
-        io_.stop();
-      },
-      kStopFlushS);
+  auto close = [this] {
+    mesh_->flush_then(
+        [this] {
+          mesh_->shutdown();
+          io_.stop();
+        },
+        kStopFlushS);
+  };
+  // Nodes a cluster's launcher started: the coordinator gathers every part.
+  if (gather_ && !failed_) {
+    if (coordinator()) {
+      gather(close);
+      return;
+    }
+    if (live(uint32_t(map_.coordinator_task))) {
+      send_part(close);
+      return;
+    }
+    std::fprintf(stderr,
+                 "replisim node %s: the coordinator (task %s) died: merge the nodes' parts with "
+                 "replisim report --merge\n",
+                 spec_.tasks[self_].name().c_str(),
+                 spec_.tasks[size_t(map_.coordinator_task)].name().c_str());
+  }
+  close();
 }
 
 void Node::fail(const std::string& why) {
@@ -501,6 +381,7 @@ void Node::write_trace_end() {
       }
     }
   }
+  if (coordinator() && resume_) record_restart();
   writer_->end(outcome_);
   writer_->finish();
   trace_file_->publish();

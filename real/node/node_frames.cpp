@@ -21,6 +21,11 @@ bool counted(FrameType type) {
     case FrameType::kSaved:
     case FrameType::kFinished:
     case FrameType::kProgress:
+    case FrameType::kRestore:
+    case FrameType::kRestored:
+    case FrameType::kModelQuery:
+    case FrameType::kModelReady:
+    case FrameType::kResumed:
       return true;
     default:
       return false;
@@ -36,7 +41,7 @@ void Node::send_frame(uint32_t peer, FrameType type, int64_t step, uint64_t tens
   h.step = step;
   h.tensor = tensor;
   h.time_s = time_s;
-  if (counted(type)) ++frames_sent_;
+  if (counted(type)) ++sent_to_[peer];
   mesh_->send(peer, h, payload);
 }
 
@@ -72,13 +77,24 @@ Part& Node::part_of_frame(uint32_t peer, const FrameHeader& h, bool from_owner) 
 }
 
 void Node::on_frame(uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
-  if (counted(h.type)) ++frames_received_;
-  if (stopping_) return;
+  if (counted(h.type)) ++received_from_[peer];
   const bool from_coordinator = peer == uint32_t(map_.coordinator_task);
   const bool from_chief = peer == uint32_t(map_.chief_task);
   auto require = [&h](bool ok, const char* why) {
     if (!ok) throw FrameError(std::string(frame_type_name(h.type)) + " frame " + why);
   };
+  // The trace's parts travel at the end, while the nodes stop.
+  if (h.type == FrameType::kTracePart) {
+    require(coordinator() && gather_, "to a task that gathers no trace");
+    on_trace_part(peer, h, payload);
+    return;
+  }
+  if (h.type == FrameType::kTracePartKept) {
+    require(from_coordinator, "not from the coordinator");
+    on_part_kept();
+    return;
+  }
+  if (stopping_) return;
   switch (h.type) {
     case FrameType::kPing:
       require(coordinator(), "sent to a task that is not the coordinator");
@@ -128,6 +144,27 @@ void Node::on_frame(uint32_t peer, const FrameHeader& h, const uint8_t* payload)
       on_progress(p.index, int(h.step), unpack_i64(payload, h.length, 0));
       return;
     }
+    case FrameType::kRestore:
+      require(from_chief && store_ != nullptr && resume_.has_value(),
+              "not from the chief of a restarted run, or to a task without variables");
+      on_restore(peer, h, payload);
+      return;
+    case FrameType::kRestored:
+      require(chief() && pending_restores_ > 0, "not expected");
+      on_restored(peer, h, payload);
+      return;
+    case FrameType::kModelQuery:
+      require(coordinator() && resume_.has_value(), "to a task that is not the coordinator");
+      on_model_query(peer, h);
+      return;
+    case FrameType::kModelReady:
+      require(from_coordinator && resume_.has_value(), "not from the coordinator");
+      on_model_ready(h, payload);
+      return;
+    case FrameType::kResumed:
+      require(coordinator(), "sent to a task that is not the coordinator");
+      on_resumed(peer, h, payload);
+      return;
     case FrameType::kQuery:
       require(from_coordinator, "not from the coordinator");
       on_query(peer, h, payload);
@@ -137,6 +174,8 @@ void Node::on_frame(uint32_t peer, const FrameHeader& h, const uint8_t* payload)
       on_status(peer, h, payload);
       return;
     case FrameType::kStop:
+      // While the job is down every task stops at its own detection time.
+      if (job_fault_ >= 0) return;
       if (from_coordinator || started_) stop();
       return;
     case FrameType::kError: {

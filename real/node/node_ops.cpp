@@ -63,9 +63,10 @@ void Node::run_compute(int g, int op_index) {
     fills.emplace_back(v, float_count(plan_.variables[size_t(v)].bytes));
   }
   ++work_pending_;
-  engine(op.device).submit([this, g, op_index, step, flop, threads, fills] {
+  DeviceEngine* device = &engine(op.device);
+  device->submit([this, device, g, op_index, step, flop, threads, fills] {
     const double start_s = now_s();
-    const double done = execute_flop(flop, threads);
+    const double done = device->execute(flop, threads);
     const double end_s = now_s();
     std::vector<std::pair<int, BufferPtr>> gradients;
     for (const auto& [v, n] : fills) {
@@ -136,7 +137,7 @@ void Node::run_send(int g, int op_index) {
         complete(g, op_index);
       };
     }
-    ++frames_sent_;
+    ++sent_to_[to];
     mesh_->send(to, h, value->data() + offset, length, value, std::move(written), slot);
   }
 }
@@ -252,6 +253,7 @@ void Node::run_accumulate(int g, int op_index) {
   const Op& op = p.graph->ops[size_t(op_index)];
   if (!sync_) throw std::logic_error("an accumulate on a task without the sync queues");
   const int v = op.variable;
+  const double start_s = now_s();
   if (sync_->fresh(g, op_index)) {
     BufferPtr gradient;
     for (int in : op.inputs) {
@@ -265,6 +267,11 @@ void Node::run_accumulate(int g, int op_index) {
     for (size_t i = 0; i < m; ++i) sum[i] += in[i];
     ++accumulated_[size_t(v)];
   }
+  // The accumulate ran on the parameter server's device, as the simulation's (whose metrics
+  // count the gradients that reached it by these events).
+  if (op.compute_flop > 0) {
+    recorder_->compute(g, op_index, p.step, start_s, now_s(), op.compute_flop);
+  }
   // Counts it and may complete a waiting take (sync_complete) at once.
   sync_->accumulate(g, op_index, p.step, now_s());
   complete(g, op_index);
@@ -272,6 +279,7 @@ void Node::run_accumulate(int g, int op_index) {
 
 void Node::sync_complete(int c, int op_index) {
   Part& p = parts_[size_t(c)];
+  if (graph_dead_[size_t(c)]) return;
   const Op& op = p.graph->ops[size_t(op_index)];
   if (op.kind == OpKind::kTakeGradient) {
     // take_grad: the mean of the gradients accumulated since the last take; the accumulator
@@ -348,7 +356,7 @@ void Node::notify_remote(Part& p, int op_index) {
       h.chunks = uint32_t(chunks);
       h.time_s = now_s();
       const size_t offset = i * kDefaultChunkBytes;
-      ++frames_sent_;
+      ++sent_to_[t];
       mesh_->send(t, h, value->data() + offset,
                   std::min<size_t>(kDefaultChunkBytes, bytes - offset), value, {}, slot);
     }

@@ -17,6 +17,7 @@
 #include "core/base/json_cursor.h"
 #include "core/base/output_file.h"
 #include "core/base/version.h"
+#include "core/trace/trace_format.h"
 #include "real/node/runtime.h"
 #include "real/state/gradient_flow.h"
 
@@ -111,6 +112,17 @@ Node::Node(const NodeSetup& setup)
   accumulator_.resize(plan_.variables.size());
   accumulated_.assign(plan_.variables.size(), 0);
   tokens_.assign(graphs_.size(), 0);
+  sent_to_.assign(spec_.tasks.size(), 0);
+  received_from_.assign(spec_.tasks.size(), 0);
+  task_dead_.assign(spec_.tasks.size(), false);
+  graph_dead_.assign(graphs_.size(), false);
+  graph_steps_.assign(plan_.clients.size(), 0);
+  resumed_s_.assign(graphs_.size(), -1);
+  gather_ = !options_.launched;
+  if (!options_.resume_path.empty()) {
+    resume_ = read_resume_file(options_.resume_path);
+    incarnation_start_s_ = resume_->restart_s;
+  }
   build_parts();
   open_trace();
   if (store_ && plan_.sync == "sync") {
@@ -327,6 +339,17 @@ void check_roles(const core::Plan& plan, const std::string& path) {
 
 }  // namespace
 
+void check_faults(const core::Plan& plan, const std::string& file) {
+  for (size_t f = 0; f < plan.faults.size(); ++f) {
+    if (plan.faults[f].kind == "link") {
+      throw core::InputError(file, "/faults/" + std::to_string(f),
+                             "a link fault (\"" + plan.faults[f].description +
+                                 "\") needs shaped links, which real runs do not have yet: "
+                                 "simulate this plan, or leave the link fault out");
+    }
+  }
+}
+
 core::Plan read_plan_file(const std::string& path) {
   const nlohmann::json j = core::read_json_file(path);
   if (j.is_array()) {
@@ -347,8 +370,28 @@ core::Plan read_plan_file(const std::string& path) {
   return plan;
 }
 
-int run_node(const NodeOptions& options) {
-  const core::Plan plan = read_plan_file(options.plan_path);
+namespace {
+
+// The role: --role, else the one the launcher's rank runs (ranked_roles).
+int role_of_node(const core::Plan& plan, const NodeOptions& options) {
+  if (options.role.empty()) {
+    const std::optional<LauncherRank> rank = rank_from_environment();
+    if (!rank) {
+      throw core::InputError("", "--role",
+                             "give the role this node runs, or start it under srun or mpirun "
+                             "(their rank, SLURM_PROCID, OMPI_COMM_WORLD_RANK or PMI_RANK, "
+                             "picks it)");
+    }
+    const std::vector<int> roles = ranked_roles(plan);
+    if (size_t(rank->rank) >= roles.size()) {
+      throw core::InputError("", rank->variable,
+                             "rank " + std::to_string(rank->rank) + ", but " + options.plan_path +
+                                 " has " + std::to_string(roles.size()) +
+                                 " tasks: start as many (ranks 0.." +
+                                 std::to_string(roles.size() - 1) + ")");
+    }
+    return roles[size_t(rank->rank)];
+  }
   const int role = plan.role_index(options.role);
   if (role < 0) {
     std::vector<std::string> names;
@@ -357,13 +400,52 @@ int run_node(const NodeOptions& options) {
                            "no role \"" + options.role + "\" in " + options.plan_path +
                                " (its roles: " + core::join_names(names) + ")");
   }
+  return role;
+}
+
+// The cluster: --cluster's spec, else a Slurm step's nodes.
+ClusterSpec cluster_of_node(const core::Plan& plan, const NodeOptions& options,
+                            std::string* source) {
+  if (!options.cluster_path.empty()) {
+    *source = options.cluster_path;
+    return read_cluster_file(options.cluster_path);
+  }
+  const char* nodes = std::getenv("SLURM_JOB_NODELIST");
+  if (nodes == nullptr) {
+    throw core::InputError("", "--cluster",
+                           "give the cluster spec, or start the node under srun "
+                           "(SLURM_JOB_NODELIST then names the step's nodes)");
+  }
+  const char* per_node = std::getenv("SLURM_STEP_TASKS_PER_NODE");
+  if (per_node == nullptr) per_node = std::getenv("SLURM_TASKS_PER_NODE");
+  if (per_node == nullptr) {
+    throw core::InputError("", "SLURM_TASKS_PER_NODE",
+                           "not set: srun sets it beside SLURM_JOB_NODELIST");
+  }
+  *source = "SLURM_JOB_NODELIST";
+  return slurm_cluster_spec(plan, nodes, per_node, options.base_port);
+}
+
+}  // namespace
+
+int run_node(const NodeOptions& options) {
+  const core::Plan plan = read_plan_file(options.plan_path);
+  const int role = role_of_node(plan, options);
+  check_faults(plan, options.plan_path);
+  if (!options.resume_path.empty()) {
+    const detail::Resume resume = detail::read_resume_file(options.resume_path);
+    if (size_t(resume.fault) >= plan.faults.size() || plan.faults[size_t(resume.fault)].kind != "job") {
+      throw core::InputError(options.resume_path, "/fault",
+                             "fault " + std::to_string(resume.fault) +
+                                 " is no job fault of the plan");
+    }
+  }
   detail::NodeSetup setup;
   setup.plan = &plan;
-  setup.spec = read_cluster_file(options.cluster_path);
-  setup.map = map_roles(plan, setup.spec, options.cluster_path);
+  setup.spec = cluster_of_node(plan, options, &setup.cluster_file);
+  setup.map = map_roles(plan, setup.spec, setup.cluster_file);
   setup.self = uint32_t(setup.map.task_of_role[size_t(role)]);
   setup.options = options;
-  setup.cluster_file = options.cluster_path;
   if (setup.options.trace_out.empty()) {
     setup.options.trace_out = "replisim-" + setup.spec.tasks[setup.self].name() + ".trace";
   }
@@ -371,8 +453,22 @@ int run_node(const NodeOptions& options) {
   // an input, in a writable directory); it is written by the node itself.
   core::OutputFiles outputs(options.force);
   outputs.protect(options.plan_path);
-  outputs.protect(options.cluster_path);
+  if (!options.cluster_path.empty()) outputs.protect(options.cluster_path);
   outputs.add("--trace-out", setup.options.trace_out, [](std::ostream&) {});
+  // Started by a cluster's launcher, the coordinator gathers the run's trace: checked now,
+  // written at the end.
+  const bool gathers = !options.launched && int(setup.self) == setup.map.coordinator_task;
+  const std::string run_trace_out =
+      options.run_trace_out.empty() ? "replisim-run.trace" : options.run_trace_out;
+  core::OutputFiles run_outputs(options.force);
+  const core::Trace* run_trace = nullptr;
+  if (gathers) {
+    run_outputs.protect(options.plan_path);
+    if (!options.cluster_path.empty()) run_outputs.protect(options.cluster_path);
+    run_outputs.protect(setup.options.trace_out, "--trace-out");
+    run_outputs.add("--run-trace-out", run_trace_out,
+                    [&run_trace](std::ostream& out) { core::write_trace_binary(out, *run_trace); });
+  }
   // Checkpoints are written by the chief (indexes, summaries) and the parameter servers
   // (shards), into a directory without a run's files in it: nothing there is replaced.
   const bool writes = plan.checkpoints.every_s > 0 || plan.checkpoints.summary_every_steps > 0;
@@ -387,7 +483,7 @@ int run_node(const NodeOptions& options) {
       throw core::InputError("", "--checkpoint-dir",
                              options.checkpoint_dir + " is not a directory");
     }
-    if (writer) {
+    if (writer && options.resume_path.empty()) {  // a restart reads the run's checkpoints
       for (const auto& entry : std::filesystem::directory_iterator(options.checkpoint_dir)) {
         const std::string name = entry.path().filename().string();
         if (name == "events.summaries" || name.rfind("model.ckpt-", 0) == 0 ||
@@ -428,6 +524,11 @@ int run_node(const NodeOptions& options) {
   }
   detail::Node node(setup);
   node.run();
+  if (gathers && node.run_trace()) {
+    run_trace = &*node.run_trace();
+    run_outputs.write_all();
+    if (options.report) options.report(*run_trace, run_trace_out);
+  }
   return 0;
 }
 

@@ -164,6 +164,7 @@ void Node::drain() {
 
 void Node::complete_now(int g, int op) {
   Part& p = parts_[size_t(g)];
+  if (graph_dead_[size_t(g)]) return;  // its client died: nothing follows
   if (!p.active) throw std::logic_error("an op completed outside its step");
   if (p.steps.mine(op)) notify_remote(p, op);
   if (p.steps.complete(op, [this, g](int next) { dispatch(g, next); })) part_done(p);
@@ -275,9 +276,10 @@ void Node::maybe_produce(Part& p) {
   const double flop = input.compute_flop;
   const int threads = options_.threads;
   ++work_pending_;
-  engine(input.device).submit([this, g, batch, flop, threads] {
+  DeviceEngine* device = &engine(input.device);
+  device->submit([this, device, g, batch, flop, threads] {
     const double start_s = now_s();
-    const double done = execute_flop(flop, threads);
+    const double done = device->execute(flop, threads);
     const double end_s = now_s();
     post([this, g, batch, start_s, end_s, done] {
       --work_pending_;

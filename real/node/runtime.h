@@ -99,6 +99,21 @@ struct Incoming {
   size_t filled = 0;
 };
 
+// A restart after a job failure, as the launcher describes it (NodeOptions::resume_path, JSON
+// with these members): the tasks start again on the run's clock, the chief restores the last
+// checkpoint complete at the fault, the other workers poll for the restored model.
+struct Resume {
+  int incarnation = 0;         // k after the k-th restart
+  double origin_clock_s = 0;   // the run's t = 0 on this machine's monotonic clock
+  int fault = -1;              // the job fault that failed the last incarnation
+  double fault_s = 0;          // when it struck
+  double detected_s = 0;       // when the clients found out
+  double restart_s = 0;        // when the launcher started the tasks again
+  int64_t global_step_at_failure = 0;
+  double previous_resumed_s = 0;  // when training last resumed before (0: the first start)
+};
+Resume read_resume_file(const std::string& path);
+
 struct NodeSetup {
   const core::Plan* plan = nullptr;
   ClusterSpec spec;
@@ -121,9 +136,12 @@ class Node : public Mesh::Handler, public core::SyncHost {
   // SyncHost
   void sync_complete(int c, int op) override;
   int64_t global_step() const override;
-  bool client_dead(int) const override { return false; }
+  bool client_dead(int c) const override { return graph_dead_[size_t(c)]; }
   int64_t local_step(int c) const override { return parts_[size_t(c)].local_step; }
   void set_next_local_step(int c, int64_t value) override { tokens_[size_t(c)] = value; }
+
+  // A gathering coordinator's run trace, every node's part merged (after run(); NodeOptions).
+  const std::optional<core::Trace>& run_trace() const { return run_trace_; }
 
  private:
   // Set-up (node_setup.cpp).
@@ -177,6 +195,36 @@ class Node : public Mesh::Handler, public core::SyncHost {
   BufferPtr value_for(const Part& p, int producer, int variable) const;
   BufferPtr zeros(size_t bytes);
   DeviceEngine& engine(int device);
+  // Faults (node_faults.cpp).
+  void arm_faults();
+  std::vector<uint32_t> victims(const core::PlanFault& fault) const;
+  void die(int fault);
+  void on_peer_lost(uint32_t peer, const std::string& why) override;
+  int planned_death(uint32_t peer) const;  // the fault that killed `peer`, or -1
+  void lose_graphs_of(uint32_t peer);
+  void abandon(Part& p);
+  void job_down(int fault);
+  void detect_job_failure();
+  bool live(uint32_t task) const { return !task_dead_[task]; }
+  // Gathering (node_gather.cpp).
+  void send_part(std::function<void()> then);
+  void on_part_kept();
+  void on_trace_part(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
+  void gather(std::function<void()> close);
+  void maybe_merge(bool deadline);
+  // Restarts (node_restart.cpp).
+  void begin_restored_training();
+  void restore_model();
+  void on_restore(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
+  void on_restored(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
+  void model_restored();
+  void poll_model(int g);
+  void on_model_query(uint32_t peer, const FrameHeader& header);
+  void on_model_ready(const FrameHeader& header, const uint8_t* payload);
+  void resume_client(int g, int64_t global_step, const std::vector<int64_t>& client_steps);
+  void on_resumed(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
+  void record_restart();
+  nlohmann::json model_state() const;
   // Job control (node_control.cpp).
   void estimate_clock();
   void on_pong(const uint8_t* payload, size_t size, double coordinator_clock_s);
@@ -194,6 +242,7 @@ class Node : public Mesh::Handler, public core::SyncHost {
   void shard_saved(const nlohmann::json& saved);
   void forget_old_checkpoints(const CheckpointIndex& saved);
   void on_finished(int g);
+  void maybe_end_job();
   void on_progress(int g, int steps_done, int64_t global_step);
   void write_progress();
   void schedule_wave();
@@ -201,6 +250,7 @@ class Node : public Mesh::Handler, public core::SyncHost {
   void on_query(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
   void on_status(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
   nlohmann::json status(const std::string& finished) const;
+  void maybe_evaluate_wave();
   void evaluate_wave();
   void finish_job();
   void stop();
@@ -257,6 +307,8 @@ class Node : public Mesh::Handler, public core::SyncHost {
   double last_progress_s_ = -1;
   int pending_saves_ = 0;
   std::string saving_;
+  double saving_start_s_ = 0;
+  std::vector<int64_t> saved_client_steps_;
   std::vector<std::string> shard_files_;
   double shard_bytes_ = 0;
   int64_t saved_global_step_ = 0;
@@ -270,8 +322,9 @@ class Node : public Mesh::Handler, public core::SyncHost {
   std::optional<asio::steady_timer> wave_timer_;
   double end_s_ = 0;
   bool all_finished_ = false;
-  // Counted frames (quiescence: every sent one received, nobody busy, twice in a row).
-  int64_t frames_sent_ = 0, frames_received_ = 0;
+  // Counted frames per peer task (quiescence: every frame sent between live tasks received,
+  // nobody busy, twice in a row).
+  std::vector<int64_t> sent_to_, received_from_;
   int timers_pending_ = 0;
   int work_pending_ = 0;  // posted completions and file writes not yet back
   // The trace and the outcome (the file has its name only once the run ended well).
@@ -279,6 +332,29 @@ class Node : public Mesh::Handler, public core::SyncHost {
   std::unique_ptr<core::NativeTraceWriter> writer_;
   std::optional<core::TraceRecorder> recorder_;
   core::RunOutcome outcome_;
+  // Gathering the run's trace (nodes not started by run).
+  bool gather_ = false;
+  bool gathering_ = false;  // coordinator: stopped, waiting for the parts
+  std::function<void()> gather_close_;
+  std::function<void()> after_part_kept_;
+  std::map<uint32_t, std::string> parts_in_, part_chunks_;  // coordinator: per task
+  std::optional<core::Trace> run_trace_;
+  // Faults and restarts.
+  std::optional<Resume> resume_;
+  double incarnation_start_s_ = 0;  // faults before it struck an earlier incarnation
+  std::vector<bool> task_dead_;     // per task: killed by a fault of the plan
+  std::vector<bool> graph_dead_;    // per graph: its client was killed
+  int job_fault_ = -1;              // a job fault struck: every client stops at its detection
+  // The global_step PS: per client graph, the steps that reached it (the global_step increment
+  // of an async or in-graph step, a synchronous worker's token dequeue): checkpoints record them.
+  std::vector<int64_t> graph_steps_;
+  // The chief's restore after a restart; the coordinator's view of it.
+  int pending_restores_ = 0;
+  double restore_start_s_ = 0;
+  nlohmann::json restored_;          // {checkpoint, start_s, global_step, client_steps, bytes}
+  bool model_ready_ = false;         // coordinator: the chief restored the model
+  double chief_ready_s_ = 0;
+  std::vector<double> resumed_s_;    // coordinator: per graph, when its client trained again
   bool stopping_ = false;
   bool cancelled_ = false;  // stopped by SIGINT or SIGTERM (NodeOptions::cancelled)
   bool failed_ = false;

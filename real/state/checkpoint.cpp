@@ -194,7 +194,10 @@ void write_checkpoint_index(const std::string& dir, const CheckpointIndex& index
                             {"plan_hash", index.plan_hash},
                             {"global_step", index.global_step},
                             {"shards", index.shards},
-                            {"bytes", index.bytes}};
+                            {"bytes", index.bytes},
+                            {"start_s", index.start_s},
+                            {"written_s", index.written_s},
+                            {"client_steps", index.client_steps}};
   write_file_durably(dir + "/" + index.name + ".index", core::dump_json(j, 1) + "\n");
 }
 
@@ -220,6 +223,16 @@ CheckpointIndex read_checkpoint_index(const std::string& path) {
     index.shards.push_back(name);
   }
   index.bytes = root.at("bytes").as_number_in(0, 1e18);
+  if (root.has("start_s")) index.start_s = root.at("start_s").as_number_in(-1, 1e9);
+  if (root.has("written_s")) index.written_s = root.at("written_s").as_number_in(-1, 1e9);
+  if (root.has("client_steps")) {
+    const core::JsonCursor steps = root.at("client_steps");
+    steps.expect_array();
+    if (steps.size() > 1u << 20) steps.fail("more than 2^20 clients");
+    for (size_t i = 0; i < steps.size(); ++i) {
+      index.client_steps.push_back(steps.at(i).as_int(0, int64_t(1) << 53));
+    }
+  }
   return index;
 }
 

@@ -37,6 +37,12 @@ struct CheckpointIndex {
   int64_t global_step = 0;
   std::vector<std::string> shards;
   double bytes = 0;  // every shard's
+  // When the save read the variables and when this index was written (the run's clock, s; -1:
+  // not recorded), and each client graph's steps that had reached global_step's parameter server
+  // (empty: not recorded): what a restart resumes from.
+  double start_s = -1;
+  double written_s = -1;
+  std::vector<int64_t> client_steps;
 };
 
 // Writes `shard` to `path` (temporary name, fsync, rename, fsync of the directory). Throws

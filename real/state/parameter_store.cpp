@@ -96,6 +96,35 @@ CheckpointShard ParameterStore::snapshot(const std::string& plan_hash,
   return shard;
 }
 
+void ParameterStore::restore(const CheckpointShard& shard) {
+  for (const auto& s : states_) {
+    const std::string& name = plan_.variables[size_t(s->variable)].name;
+    std::lock_guard<std::mutex> lock(s->mutex);
+    bool value = false;
+    for (const CheckpointTensor& t : shard.tensors) {
+      if (t.variable != s->variable) continue;
+      std::vector<float>* into = t.slot == 0   ? &s->value
+                                 : t.slot == 1 ? &s->slot1
+                                 : t.slot == 2 ? &s->slot2
+                                               : nullptr;
+      if (into == nullptr) {  // adam's beta1^t, beta2^t
+        if (t.values.size() != 2) throw std::runtime_error(name + "'s beta powers are not two");
+        s->beta1_power = t.values[0];
+        s->beta2_power = t.values[1];
+        continue;
+      }
+      if (t.values.size() != into->size()) {
+        throw std::runtime_error(t.name + " holds " + std::to_string(t.values.size()) +
+                                 " values where the plan has " + std::to_string(into->size()));
+      }
+      *into = t.values;
+      s->applies = t.applies;
+      value |= t.slot == 0;
+    }
+    if (!value) throw std::runtime_error("no value of " + name);
+  }
+}
+
 double ParameterStore::bytes() const {
   double total = 0;
   for (const auto& s : states_)

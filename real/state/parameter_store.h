@@ -41,6 +41,10 @@ class ParameterStore {
   CheckpointShard snapshot(const std::string& plan_hash, int64_t global_step_value) const;
   // Float32 bytes held (values and slots).
   double bytes() const;
+  // Every variable and slot this shard holds, from `shard` (the inverse of snapshot; global_step
+  // is the caller's). Throws std::runtime_error naming the variable for a tensor missing or of
+  // another size. Thread-safe.
+  void restore(const CheckpointShard& shard);
 
  private:
   struct State {

@@ -63,6 +63,20 @@ const char* frame_type_name(FrameType type) {
       return "status";
     case FrameType::kProgress:
       return "progress";
+    case FrameType::kRestore:
+      return "restore";
+    case FrameType::kRestored:
+      return "restored";
+    case FrameType::kModelQuery:
+      return "model query";
+    case FrameType::kModelReady:
+      return "model ready";
+    case FrameType::kResumed:
+      return "resumed";
+    case FrameType::kTracePart:
+      return "trace part";
+    case FrameType::kTracePartKept:
+      return "trace part kept";
   }
   return "?";
 }
@@ -94,7 +108,7 @@ FrameHeader decode_header(const uint8_t* in) {
   }
   FrameHeader h;
   const uint16_t type = uint16_t(get(in + 6, 2));
-  if (type < uint16_t(FrameType::kHello) || type > uint16_t(FrameType::kProgress)) {
+  if (type < uint16_t(FrameType::kHello) || type > uint16_t(FrameType::kTracePartKept)) {
     throw FrameError("unknown frame type " + std::to_string(type));
   }
   h.type = FrameType(type);
@@ -112,7 +126,7 @@ FrameHeader decode_header(const uint8_t* in) {
   if (h.chunks == 0 || h.chunk >= h.chunks) {
     throw FrameError("chunk " + std::to_string(h.chunk) + " of " + std::to_string(h.chunks));
   }
-  if (h.type != FrameType::kTensor && h.chunks != 1)
+  if (h.type != FrameType::kTensor && h.type != FrameType::kTracePart && h.chunks != 1)
     throw FrameError("chunks in a non-tensor frame");
   if (h.length > kMaxFramePayloadBytes) {
     throw FrameError("frame of " + std::to_string(h.length) + " bytes above the limit of " +

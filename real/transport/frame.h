@@ -16,7 +16,8 @@
 
 namespace replisim::real {
 
-inline constexpr uint16_t kProtocolVersion = 1;
+// Version 2: restarts (restore, model queries), trace parts gathered by the coordinator.
+inline constexpr uint16_t kProtocolVersion = 2;
 inline constexpr size_t kFrameHeaderBytes = 52;
 // Payloads above this are refused (a corrupt or hostile length): 16 MiB.
 inline constexpr uint32_t kMaxFramePayloadBytes = uint32_t(16) << 20;
@@ -48,7 +49,14 @@ enum class FrameType : uint16_t {
   kReady = 18,      // to the chief: connected to every peer, clock estimated (payload: offset)
   kQuery = 19,      // from the chief: your counters (step = the wave), payload: graphs finished
   kStatus = 20,     // the answer: payload = JSON counters
-  kProgress = 21,   // to the chief: a graph finished a step (tensor = graph, step = steps done)
+  kProgress = 21,   // to the coordinator: a graph finished a step (tensor = graph, step = steps)
+  kRestore = 22,    // from the chief after a restart: load checkpoint <payload> (its name)
+  kRestored = 23,   // the PS loaded it: payload = JSON {bytes, global_step, client_steps}
+  kModelQuery = 24,     // a restarted worker to the coordinator: is the model restored yet?
+  kModelReady = 25,     // the answer: payload = JSON {ready, global_step, client_steps}
+  kResumed = 26,        // to the coordinator: a graph's client trains again (time_s: since when)
+  kTracePart = 27,      // to the coordinator: a chunk of this task's trace (chunk of chunks)
+  kTracePartKept = 28,  // the coordinator has a task's whole trace part
 };
 const char* frame_type_name(FrameType type);
 

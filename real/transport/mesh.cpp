@@ -305,7 +305,7 @@ void Mesh::on_failure(Connection& connection, const std::string& why) {
   if (stopped_) return;
   if (connection.peer >= 0) {
     if (connection.peer_stopping) return;
-    handler_.on_failure(peer_text(uint32_t(connection.peer)) + ": " + why);
+    lose(uint32_t(connection.peer), peer_text(uint32_t(connection.peer)) + ": " + why);
     return;
   }
   if (Pending* pending = pending_of(connection)) refuse(*pending, why);
@@ -339,10 +339,12 @@ void Mesh::tick() {
   for (auto& [peer, state] : peers_) {
     for (auto& c : state.slots) {
       if (!c || c->closed()) continue;
+      if (state.lost) break;
       if (now - c->last_read() > seconds(config_.silence_timeout_s)) {
-        handler_.on_failure(peer_text(peer) + " sent nothing for " +
-                            seconds_text(config_.silence_timeout_s) + ": lost");
-        return;
+        lose(peer, peer_text(peer) + " sent nothing for " +
+                       seconds_text(config_.silence_timeout_s) + ": lost");
+        if (stopped_) return;
+        break;
       }
       if (!c->writing() && now - c->last_write() > seconds(config_.heartbeat_every_s)) {
         FrameHeader h;
@@ -365,6 +367,7 @@ void Mesh::send(uint32_t peer, FrameHeader header, const uint8_t* data, size_t s
   if (found == peers_.end()) {
     throw std::logic_error("no connection to task " + std::to_string(peer));
   }
+  if (found->second.dropped) return;  // gone: nothing reaches it
   auto& slots = found->second.slots;
   const std::shared_ptr<Connection>& c = slots[size_t(slot) % slots.size()];
   if (!c) throw std::logic_error("task " + std::to_string(peer) + " is not connected");
@@ -380,7 +383,7 @@ void Mesh::send(uint32_t peer, const FrameHeader& header, const std::string& pay
 
 void Mesh::send_on_every_slot(uint32_t peer, FrameHeader header, const std::string& payload) {
   auto found = peers_.find(peer);
-  if (found == peers_.end()) return;
+  if (found == peers_.end() || found->second.dropped) return;
   header.source = config_.handshake.self;
   header.destination = peer;
   for (const auto& c : found->second.slots) {
@@ -390,8 +393,31 @@ void Mesh::send_on_every_slot(uint32_t peer, FrameHeader header, const std::stri
 
 std::vector<uint32_t> Mesh::peer_tasks() const {
   std::vector<uint32_t> out;
-  for (const auto& [peer, state] : peers_) out.push_back(peer);
+  for (const auto& [peer, state] : peers_) {
+    if (!state.dropped) out.push_back(peer);
+  }
   return out;
+}
+
+void Mesh::lose(uint32_t peer, const std::string& why) {
+  Peer& state = peers_[peer];
+  if (state.lost) return;
+  state.lost = true;
+  handler_.on_peer_lost(peer, why);
+}
+
+void Mesh::drop_peer(uint32_t peer) {
+  auto found = peers_.find(peer);
+  if (found == peers_.end()) return;
+  found->second.lost = found->second.dropped = true;
+  for (auto& c : found->second.slots) {
+    if (c) c->close();
+  }
+}
+
+bool Mesh::dropped(uint32_t peer) const {
+  auto found = peers_.find(peer);
+  return found != peers_.end() && found->second.dropped;
 }
 
 int Mesh::next_slot(uint32_t peer) {

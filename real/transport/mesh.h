@@ -51,6 +51,14 @@ class Mesh : private Connection::Handler {
     virtual uint8_t* tensor_destination(uint32_t peer, const FrameHeader& header) = 0;
     // Fatal: a peer failed (or never connected): why, in one line naming it.
     virtual void on_failure(const std::string& why) = 0;
+    // A connected peer is gone: one of its connections broke without its saying STOP or ERROR,
+    // or it stayed silent past the deadline (`why`: one line naming it). Called once per peer.
+    // The handler either accepts the loss (drop_peer: a death the plan has) or fails; by
+    // default it fails.
+    virtual void on_peer_lost(uint32_t peer, const std::string& why) {
+      (void)peer;
+      on_failure(why);
+    }
     // A stranger refused (not fatal): one line.
     virtual void on_refused(const std::string& line) = 0;
   };
@@ -70,8 +78,12 @@ class Mesh : private Connection::Handler {
   // knows that the end of stream that follows is expected). Does nothing for a peer not
   // connected yet.
   void send_on_every_slot(uint32_t peer, FrameHeader header, const std::string& payload = {});
-  // The peers, connected or not.
+  // The peers, connected or not, but not those dropped.
   std::vector<uint32_t> peer_tasks() const;
+  // Forgets a peer that is gone (Handler::on_peer_lost): its connections close, frames to it are
+  // dropped, its silence is no failure.
+  void drop_peer(uint32_t peer);
+  bool dropped(uint32_t peer) const;
   // A slot for the next tensor to `peer` (round robin over its K connections).
   int next_slot(uint32_t peer);
   // Frames still queued to any peer.
@@ -89,6 +101,8 @@ class Mesh : private Connection::Handler {
     std::string last_refusal;  // the last handshake refused with it (either side)
     std::string last_attempt;  // why the last connection attempt failed before a handshake
     int next_slot = 0;
+    bool lost = false;     // on_peer_lost was called
+    bool dropped = false;  // drop_peer: gone for good
   };
   // A connection whose handshake is in progress.
   struct Pending {
@@ -110,6 +124,8 @@ class Mesh : private Connection::Handler {
   // Ends a connection whose handshake failed; `tell`: the other side gets an ERROR frame saying
   // why first.
   void refuse(Pending& pending, const std::string& why, bool tell = true);
+  // An established peer is gone: Handler::on_peer_lost, once.
+  void lose(uint32_t peer, const std::string& why);
   Pending* pending_of(Connection& connection);
   // A connection not yet authenticated (small frames only), with the configured congestion
   // control.

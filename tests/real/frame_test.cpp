@@ -70,7 +70,7 @@ TEST(Frame, BadHeadersAreRefusedWithTheReason) {
     EXPECT_NE(message.find(needle), std::string::npos) << message;
   };
   has(patched(0, "XSFR"), "bad magic");
-  has(patched(4, std::string("\x02\x00", 2)), "protocol version 2");
+  has(patched(4, std::string("\x09\x00", 2)), "protocol version 9");
   has(patched(6, std::string("\x63\x00", 2)), "unknown frame type 99");
   has(patched(6, std::string("\x00\x00", 2)), "unknown frame type 0");
   has(patched(40, std::string("\x00\x00\x00\x02", 4)), "above the limit");

@@ -64,10 +64,14 @@ TEST(Checkpoint, ADamagedOrCutShardIsRefusedNamingTheFile) {
 TEST(Checkpoint, TheIndexNamesItsShardsAndACheckpointReadsWhole) {
   test::TempDir dir;
   write_checkpoint_shard(dir.file("final.ps1"), sample_shard());
-  CheckpointIndex index{"final", "0123456789abcdef", 42, {"final.ps1"}, 0};
+  CheckpointIndex index{"final", "0123456789abcdef", 42, {"final.ps1"}, 0, 1.5, 1.75, {20, 22}};
   write_checkpoint_index(dir.path(), index);
   const Checkpoint c = read_checkpoint(dir.path(), "final");
   EXPECT_EQ(c.index.global_step, 42);
+  // What a restart resumes from.
+  EXPECT_EQ(c.index.start_s, 1.5);
+  EXPECT_EQ(c.index.written_s, 1.75);
+  EXPECT_EQ(c.index.client_steps, (std::vector<int64_t>{20, 22}));
   ASSERT_NE(c.find(3, 1), nullptr);
   EXPECT_EQ(c.find(3, 1)->values[2], 4.0f);
   EXPECT_EQ(c.find(4), nullptr);
@@ -136,6 +140,37 @@ TEST(ParameterStore, ItHoldsItsShardAndSnapshotsValuesAndSlots) {
   }
 }
 
+// A restart's parameter server loads the shard it saved: values, optimizer slots and applies
+// (adam's beta powers too), bit for bit; a shard that does not fit the plan is refused.
+TEST(ParameterStore, ARestoredShardIsTheSavedOne) {
+  const core::Plan plan = core::compile_plan(test::parse(tiny_scenario({{"optimizer", "adam"}})),
+                                             "between_graph", {1});
+  for (size_t ps = 0; ps < plan.ps_roles.size(); ++ps) {
+    ParameterStore trained(plan, int(ps)), fresh(plan, int(ps));
+    for (size_t v = 1; v < plan.variables.size(); ++v) {
+      if (!trained.holds(int(v))) continue;
+      const size_t n = float_count(plan.variables[v].bytes);
+      std::vector<float> grad(n);
+      for (size_t i = 0; i < n; ++i) grad[i] = 0.25f * float(i % 7) - 0.5f;
+      trained.apply(int(v), grad.data(), n);
+      trained.apply(int(v), grad.data(), n);
+    }
+    const CheckpointShard saved = trained.snapshot("0123456789abcdef", -1);
+    fresh.restore(saved);
+    const CheckpointShard again = fresh.snapshot("0123456789abcdef", -1);
+    ASSERT_EQ(again.tensors.size(), saved.tensors.size());
+    for (size_t t = 0; t < saved.tensors.size(); ++t) {
+      EXPECT_EQ(again.tensors[t].name, saved.tensors[t].name);
+      EXPECT_EQ(again.tensors[t].applies, saved.tensors[t].applies);
+      EXPECT_EQ(again.tensors[t].values, saved.tensors[t].values) << saved.tensors[t].name;
+    }
+    if (saved.tensors.empty()) continue;
+    CheckpointShard cut = saved;
+    cut.tensors.front().values.pop_back();
+    EXPECT_THROW(fresh.restore(cut), std::runtime_error);
+  }
+}
+
 TEST(Cluster, ASpecReadsInTaskOrderAndRefusesBadAddresses) {
   const nlohmann::json good = {
       {"cluster", {{"worker", {"127.0.0.1:2001", "127.0.0.1:2002"}}, {"ps", {"[::1]:2000"}}}},
@@ -171,6 +206,9 @@ TEST(Cluster, RolesMapOntoTasksAndAMissingOrIdleTaskIsNamed) {
   ASSERT_EQ(spec.tasks.size(), 4u);  // ps0 ps1 worker0 worker1
   const TaskMap map = map_roles(plan, spec, "c.json");
   EXPECT_EQ(spec.tasks[size_t(map.chief_task)].name(), "worker0");
+  // Job control runs where global_step lives: a fault cannot take it without failing the job.
+  EXPECT_EQ(spec.tasks[size_t(map.coordinator_task)].name(),
+            "ps" + std::to_string(plan.variables.front().ps));
   for (size_t t = 0; t < spec.tasks.size(); ++t) EXPECT_FALSE(map.roles_of_task[t].empty());
   ClusterSpec fewer = spec;
   fewer.tasks.pop_back();

@@ -1,0 +1,103 @@
+// The local launcher's parts (internal to real/backend): the processes of one incarnation of a
+// run (one `replisim node` per task, started with its listening socket and the cluster token,
+// watched, and on any way out killed and reaped), their progress lines, and the one line that
+// says why a run failed.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/backend/backend.h"
+
+namespace replisim::real::launch {
+
+namespace fs = std::filesystem;
+
+// 64 hex digits from OpenSSL's RAND_bytes. Throws core::BackendError.
+std::string random_token();
+// A listening socket on 127.0.0.1 at a free port (close-on-exec). Throws core::BackendError.
+int listen_loopback(uint16_t* port);
+// Writes `text` to `path`. Throws core::OutputError naming it.
+void write_text(const fs::path& path, const std::string& text);
+
+// One task's process.
+struct NodeProcess {
+  std::string task;  // "worker1"
+  int task_index = -1;  // in the cluster spec
+  std::string role;  // the role it was started as
+  std::string host;
+  fs::path log;      // its standard output and error
+  fs::path trace;    // its part of the trace
+  pid_t pid = -1;
+  int status = 0;
+  bool exited = false;
+  bool killed_here = false;  // by the launcher, after another's failure
+  // Died by a fault of the plan (SIGKILL of a task the plan's faults kill).
+  bool planned_death = false;
+};
+
+// What start() runs: the executable, its arguments (argv[0] first), the descriptors the child
+// keeps across exec (its listening socket, the coordinator's progress pipe) and its environment
+// additions ("NAME=value").
+struct NodeCommand {
+  std::string binary;
+  bool binary_is_self = false;  // exec /proc/self/exe (this executable, even if replaced since)
+  std::vector<std::string> argv;
+  std::vector<int> keep_fds;
+  std::vector<std::string> environment;
+};
+
+// The tasks of one incarnation. The destructor kills (SIGKILL) and reaps any still running.
+class NodeGroup {
+ public:
+  ~NodeGroup() { kill_all(); }
+  // Forks and execs `command` (the child dies with this process: PR_SET_PDEATHSIG), output into
+  // process.log. Throws core::BackendError when fork fails.
+  void start(NodeProcess process, const NodeCommand& command);
+  void kill_all();
+  // Reaps what exited; returns how many still run. `planned(process)`: whether a SIGKILL that
+  // ended it was a fault of the plan.
+  size_t reap(const std::function<bool(const NodeProcess&)>& planned);
+  // A task that ended otherwise than the plan says (not exit 0, not a planned death), or null.
+  const NodeProcess* failed() const;
+  // SIGTERM to every running task.
+  void terminate();
+  std::vector<NodeProcess> nodes;
+};
+
+// The first task's own error line, the task a signal killed first (with the line of the first
+// task that saw it go), or "a task failed without saying why".
+std::string root_cause(const NodeGroup& group);
+
+// The coordinator's progress lines, read as they come (non-blocking): {"origin_clock_s"} once
+// at the start, then {"time_s", "global_step", "steps_done"}.
+class ProgressPipe {
+ public:
+  explicit ProgressPipe(int fd) : fd_(fd) {}
+  ~ProgressPipe();
+  ProgressPipe(const ProgressPipe&) = delete;
+  ProgressPipe& operator=(const ProgressPipe&) = delete;
+  void poll(const std::function<void(const core::RunProgress&)>& progress);
+  // The run's t = 0 on this machine's monotonic clock, once the coordinator said it.
+  std::optional<double> origin_clock_s;
+
+ private:
+  int fd_;
+  std::string buffer_;
+};
+
+// The run's working directory: removed at the end unless `keep`.
+struct RunDir {
+  fs::path path;
+  bool keep = false;
+  ~RunDir();
+};
+// A new directory "replisim-run-XXXXXX" under $TMPDIR (or /tmp). Throws core::OutputError.
+fs::path make_run_dir();
+
+}  // namespace replisim::real::launch

@@ -1,0 +1,228 @@
+// The plan's faults for real. A role or machine fault kills its tasks' processes at its time:
+// each node arms its own death, records it, writes its part of the trace and SIGKILLs itself,
+// so that to its peers it is a crash (connections reset, no STOP). A slowdown scales a device's
+// compute for its window. The others see a killed peer as a lost connection: a worker's death
+// leaves the rest training (async) or stalls them (sync, as the simulation says); a death the job
+// cannot survive (a parameter server holding variables, the in-graph client or a tower) fails
+// every client at its detection time — training.recovery.detect_timeout after the death when the
+// plan has recovery, else as soon as the loss is seen (at once for a killed process, after the
+// silence deadline for a machine that vanished) — and, with training.recovery, the launcher
+// starts every task again (node_restart.cpp).
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <set>
+
+#include <unistd.h>
+
+#include "core/base/units.h"
+#include "real/node/runtime.h"
+
+namespace replisim::real::detail {
+
+namespace {
+
+// A lost peer counts as killed by a fault that struck up to this long after the loss is seen
+// here: the peer's clock and this one differ by their offsets' uncertainty (microseconds on one
+// machine, about half a round trip between machines).
+constexpr double kDeathSlackS = 0.5;
+
+bool is_death(const core::PlanFault& f) {
+  return f.kind == "role" || f.kind == "job";
+}
+
+std::string time_text(double s) {
+  return core::format_quantity(s, core::Dimension::kTime);
+}
+
+}  // namespace
+
+std::vector<uint32_t> Node::victims(const core::PlanFault& f) const {
+  std::set<uint32_t> tasks;
+  for (int r : f.roles) tasks.insert(uint32_t(map_.task_of_role[size_t(r)]));
+  for (int c : f.clients) {
+    tasks.insert(uint32_t(map_.task_of_role[size_t(plan_.clients[size_t(c)].role)]));
+  }
+  return {tasks.begin(), tasks.end()};
+}
+
+// At the run's start (or restart): this task's deaths on timers, its devices' slowdowns in their
+// engines. A fault that struck an earlier incarnation is not armed again.
+void Node::arm_faults() {
+  for (size_t f = 0; f < plan_.faults.size(); ++f) {
+    const core::PlanFault& fault = plan_.faults[f];
+    if (fault.kind == "slowdown") {
+      auto found = engines_.find(fault.device);
+      if (found != engines_.end()) {
+        found->second->add_slowdown(fault.from_s, fault.until_s, fault.factor);
+      }
+      continue;
+    }
+    if (!is_death(fault) || fault.at_s < incarnation_start_s_) continue;
+    const std::vector<uint32_t> tasks = victims(fault);
+    if (std::find(tasks.begin(), tasks.end(), self_) == tasks.end()) continue;
+    // Not a pending timer for quiescence: a death is no work under way.
+    auto timer = std::make_shared<asio::steady_timer>(io_);
+    timer->expires_after(std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(std::max(0.0, origin_local_s_ + fault.at_s - clock_s()))));
+    timer->async_wait(
+        [this, f, timer, alive = std::weak_ptr<bool>(alive_)](const asio::error_code& ec) {
+          if (!ec && !alive.expired()) die(int(f));
+        });
+  }
+  for (auto& [device, engine] : engines_) engine->set_clock_origin(origin_local_s_);
+}
+
+// This task dies by fault `fault`: the death is recorded as the simulation records it, the part
+// of the trace is written, and the process kills itself with SIGKILL (no STOP, no ERROR: its peers
+// see the connections reset, as after a crash). A worker whose steps were all done is already
+// gone, as in the simulation: nothing happens.
+void Node::die(int fault) {
+  if (stopping_) return;
+  const core::PlanFault& f = plan_.faults[size_t(fault)];
+  const double now = now_s();
+  if (f.kind == "role") {
+    bool running = false;
+    for (int c : f.clients) {
+      const Part& p = parts_[size_t(c)];
+      if (!p.owner || p.finished) continue;
+      recorder_->client_death(c, f.description, p.steps_done, now);
+      running = true;
+    }
+    if (!running) return;
+  } else {
+    std::vector<int> roles = f.roles;
+    for (int c : f.clients) roles.push_back(plan_.clients[size_t(c)].role);
+    for (int r : roles) {
+      if (uint32_t(map_.task_of_role[size_t(r)]) == self_) {
+        recorder_->role_death(r, f.description, now);
+      }
+    }
+  }
+  std::fprintf(stderr, "replisim node %s: killed at %s by the plan's fault \"%s\" (SIGKILL)\n",
+               spec_.tasks[self_].name().c_str(), time_text(now).c_str(), f.description.c_str());
+  stopping_ = true;
+  end_s_ = now;
+  outcome_.killed_s = now;
+  write_trace_end();
+  const auto kill_self = [] {
+    std::fflush(nullptr);
+    ::kill(::getpid(), SIGKILL);
+  };
+  // Started by a cluster's launcher: the part goes to the coordinator first (it merges the run).
+  if (gather_ && !coordinator() && live(uint32_t(map_.coordinator_task))) {
+    send_part(kill_self);
+    return;
+  }
+  kill_self();
+}
+
+// The fault of the plan that killed `peer` (its connection just broke): the latest death fault
+// of this incarnation with `peer` among its victims that has struck by now. -1: none, so the
+// loss is a failure.
+int Node::planned_death(uint32_t peer) const {
+  if (!started_) return -1;
+  const double now = now_s();
+  int found = -1;
+  for (size_t f = 0; f < plan_.faults.size(); ++f) {
+    const core::PlanFault& fault = plan_.faults[f];
+    if (!is_death(fault) || fault.at_s < incarnation_start_s_ || fault.at_s > now + kDeathSlackS) {
+      continue;
+    }
+    const std::vector<uint32_t> tasks = victims(fault);
+    if (std::find(tasks.begin(), tasks.end(), peer) == tasks.end()) continue;
+    if (found < 0 || fault.at_s >= plan_.faults[size_t(found)].at_s) found = int(f);
+  }
+  return found;
+}
+
+void Node::on_peer_lost(uint32_t peer, const std::string& why) {
+  if (stopping_ || job_fault_ >= 0) {
+    // The run is over here, or the job is down and every task stops at its detection: a peer
+    // that goes first is no news.
+    task_dead_[peer] = true;
+    mesh_->drop_peer(peer);
+    return;
+  }
+  const int fault = planned_death(peer);
+  if (fault < 0) {
+    fail(why);
+    return;
+  }
+  task_dead_[peer] = true;
+  mesh_->drop_peer(peer);
+  if (plan_.faults[size_t(fault)].kind == "job") {
+    job_down(fault);
+    return;
+  }
+  lose_graphs_of(peer);
+}
+
+// A worker died: its graphs end here (their steps in progress are dropped, as the simulation
+// drops a dead client's queued ops); for the coordinator they are finished.
+void Node::lose_graphs_of(uint32_t peer) {
+  for (Part& p : parts_) {
+    if (p.owner_task != peer) continue;
+    graph_dead_[size_t(p.index)] = true;
+    abandon(p);
+    if (coordinator() && !finished_.empty()) finished_[size_t(p.index)] = true;
+  }
+  for (auto it = incoming_.begin(); it != incoming_.end();) {
+    it = std::get<0>(it->first) == peer ? incoming_.erase(it) : std::next(it);
+  }
+  if (coordinator() && started_) {
+    maybe_end_job();
+    maybe_evaluate_wave();
+  }
+}
+
+void Node::abandon(Part& p) {
+  p.active = false;
+  p.finished = true;
+  std::fill(p.out.begin(), p.out.end(), nullptr);
+  for (auto& g : p.gradients) g.clear();
+  std::fill(p.tensor_in.begin(), p.tensor_in.end(), 0);
+  p.early.clear();
+}
+
+// A task the job cannot lose died: nothing it held can be read or updated any more, so every
+// step waits; the clients find out at the detection time and the run ends there (or restarts).
+void Node::job_down(int fault) {
+  job_fault_ = fault;
+  const core::PlanFault& f = plan_.faults[size_t(fault)];
+  const double detect_s =
+      plan_.recovery.enabled ? f.at_s + plan_.recovery.detect_timeout_s : now_s();
+  auto timer = std::make_shared<asio::steady_timer>(io_);
+  timer->expires_after(std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(std::max(0.0, origin_local_s_ + detect_s - clock_s()))));
+  timer->async_wait([this, timer, alive = std::weak_ptr<bool>(alive_)](const asio::error_code& ec) {
+    if (!ec && !alive.expired()) detect_job_failure();
+  });
+}
+
+// The detection time: this task stops, as a TF client whose session failed. Without
+// training.recovery the run ends here (the report's job failure row); with it, the launcher
+// starts every task again after restart_delay (the next incarnation records the restart).
+void Node::detect_job_failure() {
+  if (stopping_) return;
+  const core::PlanFault& f = plan_.faults[size_t(job_fault_)];
+  const double now = now_s();
+  std::string dead;
+  for (uint32_t t : victims(f)) {
+    dead += (dead.empty() ? "" : ", ") + spec_.tasks[t].name();
+  }
+  if (!plan_.recovery.enabled) {
+    outcome_.job_failure = core::JobFailureRecord{
+        f.at_s, now, global_step(),
+        f.description + "; training.recovery is not set, so the job is not restarted"};
+  }
+  std::fprintf(stderr, "replisim node %s: the job failed: %s (task %s died at %s), detected at %s; %s\n",
+               spec_.tasks[self_].name().c_str(), f.description.c_str(), dead.c_str(),
+               time_text(f.at_s).c_str(), time_text(now).c_str(),
+               plan_.recovery.enabled ? "training.recovery: the tasks start again"
+                                      : "not restarted (no training.recovery)");
+  end_s_ = now;
+  stop();
+}
+
+}  // namespace replisim::real::detail
