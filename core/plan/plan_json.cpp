@@ -154,6 +154,8 @@ void options_to_json(const Plan& plan, nlohmann::json& j) {
         {"summary_every_steps", cp.summary_every_steps},
         {"summary_bytes", cp.summary_bytes},
         {"summary_disk_bandwidth_bytes_per_s", cp.summary_disk_bandwidth_bytes_per_s}};
+    // Written only when not TF's default, so plans of the default read and hash as before.
+    if (cp.max_to_keep != 5) j["checkpoints"]["max_to_keep"] = cp.max_to_keep;
   }
   // Written only when not sgd at 1/16, so plans of the default read as before.
   if (!plan.optimizer.is_default()) {
@@ -266,7 +268,7 @@ PlanFault fault_from_json(const JsonCursor& c, const Plan& plan) {
 
 CheckpointPolicy checkpoints_from_json(const JsonCursor& c) {
   c.check_keys({"every_s", "bytes", "disk_bandwidth_bytes_per_s", "summary_every_steps",
-                "summary_bytes", "summary_disk_bandwidth_bytes_per_s"});
+                "summary_bytes", "summary_disk_bandwidth_bytes_per_s", "max_to_keep"});
   CheckpointPolicy cp;
   cp.every_s = c.at("every_s").as_number_in(0, 1e12);
   cp.bytes = c.at("bytes").as_number_in(0, 1e18);
@@ -274,6 +276,7 @@ CheckpointPolicy checkpoints_from_json(const JsonCursor& c) {
   if (cp.every_s > 0 && cp.disk_bandwidth_bytes_per_s <= 0) {
     c.at("disk_bandwidth_bytes_per_s").fail("checkpoints need a positive disk bandwidth");
   }
+  if (c.has("max_to_keep")) cp.max_to_keep = int(c.at("max_to_keep").as_int(0, 1 << 20));
   cp.summary_every_steps = int(c.at("summary_every_steps").as_int(0, 1 << 30));
   cp.summary_bytes = c.at("summary_bytes").as_number_in(0, 1e18);
   cp.summary_disk_bandwidth_bytes_per_s =

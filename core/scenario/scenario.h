@@ -133,6 +133,9 @@ struct CheckpointSpec {
   bool enabled = false;
   double every_s = 0;
   double disk_bandwidth_bytes_per_s = 0;
+  // The newest checkpoints kept on disk (TF's Saver max_to_keep, default 5; 0 keeps all). Only
+  // real runs delete files; the simulation keeps no disk.
+  int max_to_keep = 5;
 };
 
 // The chief's summaries (SummarySaverHook): every `every_steps` chief steps, `bytes` of event

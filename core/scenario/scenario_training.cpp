@@ -208,11 +208,12 @@ double delay_at(const JsonCursor& c) {
 }
 
 CheckpointSpec parse_checkpoint(const JsonCursor& c) {
-  c.check_keys({"every", "disk_bandwidth"});
+  c.check_keys({"every", "disk_bandwidth", "max_to_keep"});
   CheckpointSpec spec;
   spec.enabled = true;
   spec.every_s = c.at("every").as_quantity_in(Dimension::kTime, 1e-3, limits::kMaxDelayS);
   spec.disk_bandwidth_bytes_per_s = bandwidth_at(c.at("disk_bandwidth"));
+  if (c.has("max_to_keep")) spec.max_to_keep = int(c.at("max_to_keep").as_int(0, 1 << 20));
   return spec;
 }
 

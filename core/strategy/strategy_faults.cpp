@@ -19,6 +19,7 @@ void add_checkpoints_and_recovery(const Scenario& scenario, Plan& plan) {
     c.every_s = t.checkpoint.every_s;
     c.bytes = variable_bytes * (1 + t.optimizer.slots_per_param);
     c.disk_bandwidth_bytes_per_s = t.checkpoint.disk_bandwidth_bytes_per_s;
+    c.max_to_keep = t.checkpoint.max_to_keep;
   }
   c.summary_every_steps = t.summaries.every_steps;
   c.summary_bytes = t.summaries.bytes;

@@ -1,6 +1,6 @@
 // The chief's checkpoints and summaries (TF's CheckpointSaverHook and SummarySaverHook): the
 // parameter servers write their shards, the chief the index that makes a checkpoint whole; the
-// last five are kept, as TF's Saver keeps them. The coordinator saves the run's final variables
+// newest max_to_keep (5) are kept, as TF's Saver keeps them. The coordinator saves the run's final variables
 // the same way.
 #include <algorithm>
 #include <cerrno>
@@ -200,13 +200,13 @@ void Node::shard_saved(const nlohmann::json& saved) {
   then(shard_bytes_, saved_global_step_);
 }
 
-// TF's Saver keeps the last max_to_keep = 5 checkpoints: the oldest goes, its index first (so
-// that no index ever names a missing shard). The shards are in this directory: every task of a
-// run on one machine shares it.
+// TF's Saver keeps the newest max_to_keep checkpoints (training.checkpoint.max_to_keep, default
+// 5; 0: all): the oldest goes, its index first (so that no index ever names a missing shard). The
+// shards are in this directory: every task of a run on one machine shares it.
 void Node::forget_old_checkpoints(const CheckpointIndex& saved) {
-  constexpr size_t kMaxToKeep = 5;
+  const size_t keep = size_t(plan_.checkpoints.max_to_keep);
   kept_checkpoints_.push_back(saved);
-  if (kept_checkpoints_.size() <= kMaxToKeep) return;
+  if (keep == 0 || kept_checkpoints_.size() <= keep) return;
   const CheckpointIndex old = kept_checkpoints_.front();
   kept_checkpoints_.pop_front();
   std::remove((options_.checkpoint_dir + "/" + old.name + ".index").c_str());

@@ -7,6 +7,7 @@
 // the checkpoint's global_step. The coordinator records the restart as the simulation does.
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "core/base/error.h"
@@ -63,17 +64,28 @@ void Node::begin_restored_training() {
 void Node::restore_model() {
   restore_start_s_ = now_s();
   std::optional<CheckpointIndex> best;
+  // The run's checkpoints so far, by number: the new ones continue the numbering, and the oldest
+  // go as the Saver's max_to_keep says (TF's Saver recovers its last checkpoints so).
+  std::map<int, CheckpointIndex> earlier;
   if (!options_.checkpoint_dir.empty()) {
     for (const auto& entry : std::filesystem::directory_iterator(options_.checkpoint_dir)) {
       const std::string name = entry.path().filename().string();
       if (name.rfind("model.ckpt-", 0) != 0 || entry.path().extension() != ".index") continue;
       const CheckpointIndex index = read_checkpoint_index(entry.path().string());
-      if (index.plan_hash != plan_hash_ || index.written_s < 0 ||
-          index.written_s > resume_->fault_s) {
+      if (index.plan_hash != plan_hash_) continue;
+      const std::string number = index.name.substr(std::string("model.ckpt-").size());
+      if (number.empty() || number.size() > 9 ||
+          number.find_first_not_of("0123456789") != std::string::npos) {
         continue;
       }
+      earlier[std::stoi(number)] = index;
+      if (index.written_s < 0 || index.written_s > resume_->fault_s) continue;
       if (!best || index.written_s > best->written_s) best = index;
     }
+  }
+  for (const auto& [number, index] : earlier) {
+    kept_checkpoints_.push_back(index);
+    checkpoints_ = std::max(checkpoints_, number + 1);
   }
   restored_ = {{"checkpoint", best ? best->name : ""},
                {"start_s", best ? std::max(0.0, best->start_s) : 0.0},

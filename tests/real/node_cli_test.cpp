@@ -47,19 +47,6 @@ std::string plan_file(const TempDir& dir, const std::string& strategy = "between
   return dir.write("plan-" + strategy + ".json", r.out);
 }
 
-// A port nobody listens on now (bound, read, closed).
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t size = sizeof a;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &size);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 std::string cluster_file(const TempDir& dir, const std::string& name, int workers,
                          const std::string& token = "0123456789abcdef0123456789abcdef") {
   nlohmann::json cluster = {{"ps", {"127.0.0.1:" + std::to_string(free_port())}}};

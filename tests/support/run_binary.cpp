@@ -9,6 +9,8 @@
 #include <stdexcept>
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -80,7 +82,9 @@ BinaryResult run_replisim_with_file_limit(const std::vector<std::string>& args,
   return run(args, "", timeout_s, max_file_bytes);
 }
 
-RunningReplisim::RunningReplisim(const std::vector<std::string>& args, int timeout_s) {
+RunningReplisim::RunningReplisim(const std::vector<std::string>& args, int timeout_s,
+                                 const std::vector<std::string>& environment) {
+  std::vector<std::string> entries = environment;  // putenv keeps the pointers
   const char* base = std::getenv("TMPDIR");
   std::string pattern = std::string(base != nullptr ? base : "/tmp") + "/replisim-run-XXXXXX";
   if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
@@ -99,6 +103,7 @@ RunningReplisim::RunningReplisim(const std::vector<std::string>& args, int timeo
     ::close(fds[0]);
     std::vector<std::string> storage;
     std::vector<char*> argv = argv_of(args, storage);
+    for (std::string& e : entries) ::putenv(e.data());
     ::alarm(unsigned(timeout_s));
     ::execv(argv[0], argv.data());
     ::_exit(127);
@@ -179,6 +184,18 @@ std::string read_file(const std::string& path) {
 bool file_exists(const std::string& path) {
   struct stat info {};
   return ::stat(path.c_str(), &info) == 0;
+}
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof a;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &size);
+  ::close(fd);
+  return ntohs(a.sin_port);
 }
 
 }  // namespace replisim::test

@@ -28,7 +28,9 @@ BinaryResult run_replisim_with_file_limit(const std::vector<std::string>& args,
 // empty, standard output captured). The destructor kills and reaps it if it still runs.
 class RunningReplisim {
  public:
-  explicit RunningReplisim(const std::vector<std::string>& args, int timeout_s = 120);
+  // `environment`: "NAME=value" entries added to the child's environment.
+  explicit RunningReplisim(const std::vector<std::string>& args, int timeout_s = 120,
+                           const std::vector<std::string>& environment = {});
   ~RunningReplisim();
   RunningReplisim(const RunningReplisim&) = delete;
   RunningReplisim& operator=(const RunningReplisim&) = delete;
@@ -66,6 +68,8 @@ class TempDir {
 };
 
 std::string read_file(const std::string& path);
+// A port nobody listens on now on 127.0.0.1 (bound, read, closed).
+int free_port();
 bool file_exists(const std::string& path);
 
 }  // namespace replisim::test
