@@ -311,13 +311,14 @@ void Node::evaluate_wave() {
 
 // --- stop and failure -----------------------------------------------------------------------
 
-void Node::stop() {
+void Node::stop(int job_fault) {
   if (stopping_) return;
   stopping_ = true;
   if (wave_timer_) wave_timer_->cancel();
   FrameHeader h;
   h.type = FrameType::kStop;
-  for (uint32_t t : mesh_->peer_tasks()) mesh_->send_on_every_slot(t, h);
+  const std::string why = job_fault >= 0 ? pack_i64({job_fault}) : std::string();
+  for (uint32_t t : mesh_->peer_tasks()) mesh_->send_on_every_slot(t, h, why);
   try {
     write_trace_end();
   } catch (const std::exception& e) {

@@ -190,6 +190,11 @@ void Node::abandon(Part& p) {
 void Node::job_down(int fault) {
   job_fault_ = fault;
   const core::PlanFault& f = plan_.faults[size_t(fault)];
+  // Every task the fault kills is gone (or going): nothing is sent to it any more, nothing
+  // waited for (its connections may break later than the first one's).
+  for (uint32_t t : victims(f)) {
+    if (t != self_) task_dead_[t] = true;
+  }
   const double detect_s =
       plan_.recovery.enabled ? f.at_s + plan_.recovery.detect_timeout_s : now_s();
   auto timer = std::make_shared<asio::steady_timer>(io_);
@@ -222,7 +227,7 @@ void Node::detect_job_failure() {
                plan_.recovery.enabled ? "training.recovery: the tasks start again"
                                       : "not restarted (no training.recovery)");
   end_s_ = now;
-  stop();
+  stop(job_fault_);
 }
 
 }  // namespace replisim::real::detail

@@ -173,11 +173,21 @@ void Node::on_frame(uint32_t peer, const FrameHeader& h, const uint8_t* payload)
       require(coordinator(), "sent to a task that is not the coordinator");
       on_status(peer, h, payload);
       return;
-    case FrameType::kStop:
-      // While the job is down every task stops at its own detection time.
+    case FrameType::kStop: {
+      // While the job is down every task stops at its own detection time; a peer that stops
+      // for a job failure says which (this task may not talk to the task that died).
       if (job_fault_ >= 0) return;
+      if (h.length > 0) {
+        const int64_t fault = unpack_i64(payload, h.length, 0);
+        require(started_ && fault >= 0 && size_t(fault) < plan_.faults.size() &&
+                    plan_.faults[size_t(fault)].kind == "job",
+                "naming no job fault of the plan");
+        job_down(int(fault));
+        return;
+      }
       if (from_coordinator || started_) stop();
       return;
+    }
     case FrameType::kError: {
       // A peer's words, on one line of printable text.
       std::string why(reinterpret_cast<const char*>(payload), h.length);

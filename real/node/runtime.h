@@ -253,7 +253,10 @@ class Node : public Mesh::Handler, public core::SyncHost {
   void maybe_evaluate_wave();
   void evaluate_wave();
   void finish_job();
-  void stop();
+  // Ends this task's part of the run: STOP to every peer (with the job fault that failed the job,
+  // if one did: a peer that has not seen it yet stops at its own detection), the trace written,
+  // the parts gathered. `job_fault`: -1 for the run's orderly end.
+  void stop(int job_fault = -1);
   void fail(const std::string& why);
   void write_trace_end();
 
