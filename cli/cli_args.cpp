@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/progress.h"
+#include "core/backend/backend.h"
 #include "core/base/error.h"
 #include "core/base/json_cursor.h"
 #include "core/base/units.h"
@@ -237,6 +238,17 @@ void refuse_repeats(const std::vector<std::string>& words) {
 void check_command(const std::vector<std::string>& words) {
   if (words.empty()) throw InputError("", "", "no command given; run replisim --help");
   const std::string& first = words.front();
+  if (first == "simulate") {
+    // A build without the simulator (REPLISIM_WITH_SIM=OFF) registers no "sim" backend.
+    const auto& backends = core::registered_backends();
+    const bool sim = std::any_of(backends.begin(), backends.end(),
+                                 [](const core::BackendEntry& b) { return b.name == "sim"; });
+    if (!sim) {
+      throw InputError("", first,
+                       "this replisim was built without the simulator (REPLISIM_WITH_SIM=OFF): "
+                       "run, node, plan and report are here");
+    }
+  }
   if (first[0] == '-' || std::find(kCommands.begin(), kCommands.end(), first) != kCommands.end()) {
     return;
   }

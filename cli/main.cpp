@@ -10,14 +10,18 @@
 #include "core/base/error.h"
 #include "real/backend/real_backend.h"
 #include "real/node/node.h"
+#if REPLISIM_WITH_SIM
 #include "sim/sim_backend.h"
+#endif
 
 int main(int argc, char** argv) {
   using namespace replisim;
   // From the start: a Ctrl-C before the first run still stops it cleanly.
   const cli::InterruptGuard interrupts;
   try {
+#if REPLISIM_WITH_SIM
     sim::register_sim_backend();
+#endif
     real::register_real_backend();
     const cli::CliArgs args = cli::parse_cli_args(argc, argv);
     int code = 0;

@@ -53,7 +53,8 @@ double execute_flop(double flop, int threads) {
   return double(blocks) * kBlockFlop + 2.0 * kGemmBlock * kGemmBlock * k_rest;
 }
 
-DeviceEngine::DeviceEngine(std::string name, int cores) : name_(std::move(name)) {
+DeviceEngine::DeviceEngine(std::string name, int cores, std::unique_ptr<GpuDevice> gpu)
+    : name_(std::move(name)), gpu_(std::move(gpu)) {
   for (int i = 0; i < std::max(1, cores); ++i) threads_.emplace_back([this] { serve(); });
 }
 
@@ -72,10 +73,13 @@ void DeviceEngine::add_slowdown(double from_s, double until_s, double factor) {
 }
 
 double DeviceEngine::execute(double flop, int threads) {
-  if (slowdowns_.empty()) return execute_flop(flop, threads);
+  const auto run = [this, threads](double f) {
+    return gpu_ ? gpu_->execute(f, threads) : execute_flop(f, threads);
+  };
+  if (slowdowns_.empty()) return run(flop);
   double done = 0;
   for (double left = flop; left > 0;) {
-    const double piece = std::min(left, kSlowPieceFlop);
+    const double piece = std::min(left, gpu_ ? kSlowGpuPieceFlop : kSlowPieceFlop);
     const double now_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
             .count() -
@@ -84,7 +88,7 @@ double DeviceEngine::execute(double flop, int threads) {
     for (const Slowdown& s : slowdowns_) {
       if (now_s >= s.from_s && now_s < s.until_s) factor *= s.factor;
     }
-    done += execute_flop(piece / factor, threads) * factor;
+    done += run(piece / factor) * factor;
     left -= piece;
   }
   return done;

@@ -1,6 +1,7 @@
-// The CPU compute engine of real runs: a device of the plan becomes a queue of jobs served by as
+// The compute engines of real runs: a device of the plan becomes a queue of jobs served by as
 // many threads as the device has cores (a GPU: one, its stream), so that one device runs one op
-// per core at a time, as in the simulation; a compute op executes its FLOP as OpenBLAS SGEMMs.
+// per core at a time, as in the simulation; a compute op executes its FLOP as SGEMMs, OpenBLAS's
+// on the CPU or cuBLAS's on a CUDA device (gpu.h).
 #pragma once
 
 #include <condition_variable>
@@ -11,6 +12,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "real/compute/gpu.h"
 
 namespace replisim::real {
 
@@ -30,8 +33,9 @@ void configure_blas();
 // One device: a FIFO of jobs and `cores` threads taking them in turn.
 class DeviceEngine {
  public:
-  // `name` for thread names ("pc1/gpu0"); `cores` >= 1.
-  DeviceEngine(std::string name, int cores);
+  // `name` for thread names ("pc1/gpu0"); `cores` >= 1. `gpu`: the CUDA device that runs this
+  // device's FLOP (owned); null: OpenBLAS on the CPU.
+  DeviceEngine(std::string name, int cores, std::unique_ptr<GpuDevice> gpu = nullptr);
   ~DeviceEngine();  // stops and joins; jobs not started are dropped
   DeviceEngine(const DeviceEngine&) = delete;
   DeviceEngine& operator=(const DeviceEngine&) = delete;
@@ -51,10 +55,13 @@ class DeviceEngine {
   // Jobs queued or running.
   size_t busy() const;
   const std::string& name() const { return name_; }
+  // The CUDA device behind it (its copies: tensors leaving or reaching it), or null.
+  GpuDevice* gpu() const { return gpu_.get(); }
 
  private:
   void serve();
   std::string name_;
+  std::unique_ptr<GpuDevice> gpu_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::function<void()>> jobs_;
@@ -69,7 +76,8 @@ class DeviceEngine {
 };
 
 // Slowed compute runs in pieces of this many FLOP (16 SGEMM blocks: about a millisecond on a
-// core), each at the factor of the window it starts in.
+// core; on a GPU 10^11, a few milliseconds), each at the factor of the window it starts in.
 inline constexpr double kSlowPieceFlop = 16 * 2.0 * kGemmBlock * kGemmBlock * kGemmBlock;
+inline constexpr double kSlowGpuPieceFlop = 1e11;
 
 }  // namespace replisim::real

@@ -100,6 +100,30 @@ void Node::run_send(int g, int op_index) {
   }
   const int64_t step = p.step;
   const double start_s = now_s();
+  DeviceEngine& source = engine(op.device);
+  if (source.gpu() != nullptr && p.graph->ops[size_t(op.peer)].device != op.device) {
+    // The tensor leaves the GPU: its bytes cross PCIe into host memory first (on the device's
+    // stream, after the ops queued before it).
+    ++work_pending_;
+    source.submit([this, g, op_index, step, start_s, value, bytes, gpu = source.gpu()] {
+      gpu->to_host(bytes);
+      post([this, g, op_index, step, start_s, value, bytes] {
+        --work_pending_;
+        Part& part = parts_[size_t(g)];
+        if (stopping_ || !part.active || part.step != step) return;
+        send_tensor(g, op_index, value, bytes, start_s);
+      });
+    });
+    return;
+  }
+  send_tensor(g, op_index, std::move(value), bytes, start_s);
+}
+
+// A tensor in host memory to its recv's task: copied when both ends are here, else in frames.
+void Node::send_tensor(int g, int op_index, BufferPtr value, size_t bytes, double start_s) {
+  Part& p = parts_[size_t(g)];
+  const Op& op = p.graph->ops[size_t(op_index)];
+  const int64_t step = p.step;
   const uint32_t to = p.task_of_op[size_t(op.peer)];
   if (to == self_) {  // both ends here: a copy between the two devices' memories
     ++work_pending_;

@@ -130,21 +130,7 @@ Node::Node(const NodeSetup& setup)
     sync_->reset();  // before any worker's step can reach this task
   }
   configure_blas();
-  bool gpu_on_cpu = false;
-  for (const Part& p : parts_) {
-    for (size_t k = 0; k < p.graph->ops.size(); ++k) {
-      if (!p.mine[k]) continue;
-      const int d = p.graph->ops[k].device;
-      if (engines_.count(d) > 0) continue;
-      const core::PlatformDevice& device = plan_.platform.devices[size_t(d)];
-      gpu_on_cpu |= device.kind == core::DeviceKind::kGpu;
-      engines_[d] = std::make_unique<DeviceEngine>(device.name, std::max(1, device.cores));
-    }
-  }
-  if (gpu_on_cpu) {
-    outcome_.notes.push_back(
-        "GPU ops ran on the CPU engine (OpenBLAS): this replisim has no CUDA engine yet");
-  }
+  open_engines();
   copier_ = std::make_unique<DeviceEngine>("copies", 2);
   MeshConfig config;
   config.handshake = {spec_.token, plan_hash_, self_};
@@ -160,6 +146,37 @@ Node::~Node() {
   mesh_.reset();
   engines_.clear();  // joins the threads before the state they use goes
   copier_.reset();
+}
+
+// One engine per device this task runs ops on. The plan's GPUs of this task take this machine's
+// CUDA devices in device order (the k-th GPU: CUDA device k, modulo their count; CUDA_VISIBLE_
+// DEVICES picks which); without a usable one they run on the CPU engine, and the report says so.
+void Node::open_engines() {
+  std::set<int> devices;
+  for (const Part& p : parts_) {
+    for (size_t k = 0; k < p.graph->ops.size(); ++k) {
+      if (p.mine[k]) devices.insert(p.graph->ops[k].device);
+    }
+  }
+  int gpus = 0;
+  std::string why_not;
+  std::vector<std::string> on_gpu;
+  for (int d : devices) {
+    const core::PlatformDevice& device = plan_.platform.devices[size_t(d)];
+    std::unique_ptr<GpuDevice> gpu;
+    if (device.kind == core::DeviceKind::kGpu) {
+      gpu = open_gpu(gpus++, &why_not);
+      if (gpu) on_gpu.push_back(device.name + " on " + gpu->description());
+    }
+    engines_[d] =
+        std::make_unique<DeviceEngine>(device.name, std::max(1, device.cores), std::move(gpu));
+  }
+  if (!on_gpu.empty()) {
+    outcome_.notes.push_back("GPU ops ran with cuBLAS: " + core::join_names(on_gpu));
+  }
+  if (int(on_gpu.size()) < gpus) {
+    outcome_.notes.push_back("GPU ops ran on the CPU engine (OpenBLAS): " + why_not);
+  }
 }
 
 void Node::build_parts() {
@@ -243,6 +260,7 @@ void Node::open_trace() {
                      {"coordinator", coordinator()},
                      {"plan_file", options_.plan_path},
                      {"replisim", std::string(core::kVersion) + " (" + core::kGitDescribe + ")"}};
+  if (resume_) meta.provenance["incarnation"] = resume_->incarnation;
   writer_->begin(meta);
   recorder_.emplace(plan_, *writer_);
 }

@@ -88,6 +88,31 @@ void Node::replay_early(Part& p) {
 
 void Node::arrive_tensor(Part& p, int send_op, BufferPtr data, double start_s) {
   const int recv = p.graph->ops[size_t(send_op)].peer;
+  const int device = p.graph->ops[size_t(recv)].device;
+  DeviceEngine& target = engine(device);
+  if (target.gpu() != nullptr && p.graph->ops[size_t(send_op)].device != device) {
+    // The tensor reaches a GPU: its bytes cross PCIe into device memory (the transfer ends when
+    // they are there).
+    const int g = p.index;
+    const int64_t step = p.step;
+    const size_t bytes = data ? data->size() : 0;
+    ++work_pending_;
+    target.submit([this, g, send_op, step, start_s, bytes, data, gpu = target.gpu()]() mutable {
+      gpu->to_device(bytes);
+      post([this, g, send_op, step, start_s, data = std::move(data)]() mutable {
+        --work_pending_;
+        Part& part = parts_[size_t(g)];
+        if (stopping_ || !part.active || part.step != step) return;
+        tensor_in_place(part, send_op, std::move(data), start_s);
+      });
+    });
+    return;
+  }
+  tensor_in_place(p, send_op, std::move(data), start_s);
+}
+
+void Node::tensor_in_place(Part& p, int send_op, BufferPtr data, double start_s) {
+  const int recv = p.graph->ops[size_t(send_op)].peer;
   p.out[size_t(recv)] = std::move(data);
   p.tensor_in[size_t(recv)] = 1;
   recorder_->transfer(p.index, send_op, p.step, start_s, std::max(start_s, now_s()),

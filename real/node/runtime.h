@@ -146,6 +146,7 @@ class Node : public Mesh::Handler, public core::SyncHost {
  private:
   // Set-up (node_setup.cpp).
   void build_parts();
+  void open_engines();
   std::vector<uint32_t> peers() const;
   void open_trace();
   void watch_cancel();
@@ -181,10 +182,12 @@ class Node : public Mesh::Handler, public core::SyncHost {
   void maybe_produce(Part& p);
   void finish_production(int g);
   void arrive_tensor(Part& p, int send_op, BufferPtr data, double start_s);
+  void tensor_in_place(Part& p, int send_op, BufferPtr data, double start_s);
   void arrive_control(Part& p, int op, BufferPtr data);
   // Ops (node_ops.cpp).
   void run_compute(int g, int op);
   void run_send(int g, int op);
+  void send_tensor(int g, int op, BufferPtr value, size_t bytes, double start_s);
   void run_read(int g, int op);
   void run_aggregate(int g, int op);
   void run_apply(int g, int op);

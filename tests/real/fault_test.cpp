@@ -63,10 +63,14 @@ TEST(RealFaults, AKilledAsyncWorkerLeavesTheOthersTrainingAndIsReportedAsSimulat
   EXPECT_LT(steps_of(real, "worker1"), plan.steps);
   EXPECT_GT(steps_of(real, "worker1"), 0);
   const core::RunMetrics measured = core::compute_metrics(real);
-  const core::RunMetrics predicted = core::compute_metrics(test::run_plan(plan));
   ASSERT_EQ(measured.faults.size(), 1u);
+  std::vector<const core::FaultRecord*> records = {&measured.faults[0]};
+#if REPLISIM_WITH_SIM
+  const core::RunMetrics predicted = core::compute_metrics(test::run_plan(plan));
   ASSERT_EQ(predicted.faults.size(), 1u);
-  for (const core::FaultRecord* f : {&measured.faults[0], &predicted.faults[0]}) {
+  records.push_back(&predicted.faults[0]);
+#endif
+  for (const core::FaultRecord* f : records) {
     EXPECT_EQ(f->target, "worker1");
     EXPECT_EQ(f->description, "worker1 dies");
     EXPECT_NEAR(f->start_s, 0.4, 0.1);
@@ -192,12 +196,14 @@ TEST(RealFaults, AKilledChiefStallsSynchronousTrainingAsTheSimulatorSays) {
       {{"steps", 300}, {"sync", {{"replicas_to_aggregate", 2}, {"total_num_replicas", 2}}}},
       {{{"kind", "role"}, {"role", "worker0"}, {"at", "0.4 s"}}}));
   const core::Trace real = run_trace(plan);
+  ASSERT_TRUE(real.outcome.stall.has_value());
+  EXPECT_NE(real.outcome.stall->cause.find("the chief (worker0) died"), std::string::npos);
+#if REPLISIM_WITH_SIM
   const core::Trace predicted = test::run_plan(plan);
   ASSERT_TRUE(predicted.outcome.stall.has_value());
-  ASSERT_TRUE(real.outcome.stall.has_value());
   EXPECT_EQ(real.outcome.stall->cause, predicted.outcome.stall->cause);
-  EXPECT_NE(real.outcome.stall->cause.find("the chief (worker0) died"), std::string::npos);
   EXPECT_EQ(real.outcome.stall->live_workers, predicted.outcome.stall->live_workers);
+#endif
   EXPECT_LT(real.outcome.stall->global_step, plan.steps);
   EXPECT_NEAR(real.outcome.stall->time_s, 0.4, 0.1);
 }

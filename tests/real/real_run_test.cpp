@@ -158,13 +158,15 @@ TEST(RealRun, SyncTrainingOutOfDataStallsAsTheSimulatorSays) {
        {"data_steps_per_worker", {6, 6, 2}}});
   const core::Plan plan = core::compile_plan(test::parse(doc), "between_graph", {1});
   const RealRun run = run_real(plan);
+  ASSERT_TRUE(run.trace.outcome.stall.has_value());
+  EXPECT_EQ(run.final.index.global_step, run.trace.outcome.stall->global_step);
+#if REPLISIM_WITH_SIM
   const core::Trace predicted = test::run_plan(plan);
   ASSERT_TRUE(predicted.outcome.stall.has_value());
-  ASSERT_TRUE(run.trace.outcome.stall.has_value());
   EXPECT_EQ(run.trace.outcome.stall->global_step, predicted.outcome.stall->global_step);
   EXPECT_EQ(run.trace.outcome.stall->live_workers, predicted.outcome.stall->live_workers);
   EXPECT_EQ(run.trace.outcome.stall->cause, predicted.outcome.stall->cause);
-  EXPECT_EQ(run.final.index.global_step, predicted.outcome.stall->global_step);
+#endif
 }
 
 // The chief's hooks for real: a checkpoint when its session starts, after a step once `every`
@@ -201,7 +203,9 @@ TEST(RealRun, TheChiefCheckpointsAndWritesSummaries) {
   // At the start, after each step but the last (every 1 ms has passed), at the end: as the
   // simulator has it.
   EXPECT_EQ(checkpoints, 1 + plan.steps - 1 + 1);
+#if REPLISIM_WITH_SIM
   EXPECT_EQ(count(test::run_plan(plan), EventKind::kCheckpoint), checkpoints + summaries);
+#endif
   EXPECT_EQ(summaries, (plan.steps - 1) / 2);
   EXPECT_EQ(summary_bytes, size_t(summaries) * 1000);
   ASSERT_EQ(indexes.size(), 5u);

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include "core/strategy/strategy.h"
+#if REPLISIM_WITH_SIM
 #include "sim/sim_backend.h"
+#endif
 
 namespace replisim::test {
 
@@ -48,6 +50,7 @@ core::Scenario parse(const nlohmann::json& document) {
   return core::parse_scenario(document, "test.json");
 }
 
+#if REPLISIM_WITH_SIM
 core::Trace run_plan(const core::Plan& plan) {
   sim::SimBackend backend;
   return core::run_to_trace(backend, plan);
@@ -63,6 +66,7 @@ core::RunMetrics simulate(const nlohmann::json& document, const std::string& str
                           uint64_t seed) {
   return core::compute_metrics(simulate_trace(document, strategy, seed));
 }
+#endif
 
 std::vector<const core::TraceEvent*> events_of(const core::Trace& trace, core::EventKind kind,
                                                const std::string& client) {

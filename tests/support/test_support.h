@@ -32,6 +32,9 @@ nlohmann::json scenario_json(const std::vector<nlohmann::json>& machines,
 
 core::Scenario parse(const nlohmann::json& document);
 
+// The simulator's part of the test support: built with REPLISIM_WITH_SIM only (a test that compares
+// with the simulation leaves that comparison out of a build without it).
+#if REPLISIM_WITH_SIM
 // Runs `plan` on the sim backend (in a child process) and returns its trace.
 core::Trace run_plan(const core::Plan& plan);
 
@@ -40,6 +43,7 @@ core::Trace simulate_trace(const nlohmann::json& document, const std::string& st
                            uint64_t seed = 1);
 core::RunMetrics simulate(const nlohmann::json& document, const std::string& strategy,
                           uint64_t seed = 1);
+#endif
 
 // The events of `kind` (of `client` only, when given), in the order they start.
 std::vector<const core::TraceEvent*> events_of(const core::Trace& trace, core::EventKind kind,

@@ -1,0 +1,204 @@
+// GPU compute on CUDA (REPLISIM_WITH_CUDA): cuBLAS SGEMMs on one stream per device, copies through
+// pinned host memory. The CUDA runtime is linked statically and finds the driver at run time;
+// cuBLAS (hundreds of MB) is loaded only when a GPU is opened. A machine without a GPU, driver or
+// cuBLAS runs the CPU engine (gpu_count and open_gpu say why).
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+#include <stdexcept>
+
+#include "real/compute/gpu.h"
+
+namespace replisim::real {
+namespace {
+
+std::string cuda_text(cudaError_t e) {
+  return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+}
+
+void check(cudaError_t e, const std::string& what) {
+  if (e != cudaSuccess) throw std::runtime_error(what + ": " + cuda_text(e));
+}
+
+void check(cublasStatus_t s, const std::string& what) {
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    throw std::runtime_error(what + ": cuBLAS status " + std::to_string(int(s)));
+  }
+}
+
+// The cuBLAS calls the engine makes, from the library loaded at run time (the toolkit's major
+// version's soname first: libcublas.so.13 for CUDA 13).
+struct Cublas {
+  decltype(&cublasCreate_v2) create = nullptr;
+  decltype(&cublasDestroy_v2) destroy = nullptr;
+  decltype(&cublasSetStream_v2) set_stream = nullptr;
+  decltype(&cublasSgemm_v2) sgemm = nullptr;
+};
+
+const Cublas* load_cublas(std::string* why_not) {
+  static std::once_flag once;
+  static Cublas cublas;
+  static std::string error;
+  std::call_once(once, [] {
+    const std::string versioned = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
+    void* library = ::dlopen(versioned.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (library == nullptr) library = ::dlopen("libcublas.so", RTLD_NOW | RTLD_LOCAL);
+    if (library == nullptr) {
+      error = "cannot load cuBLAS (" + versioned + "): " + ::dlerror();
+      return;
+    }
+    cublas.create = reinterpret_cast<decltype(cublas.create)>(::dlsym(library, "cublasCreate_v2"));
+    cublas.destroy =
+        reinterpret_cast<decltype(cublas.destroy)>(::dlsym(library, "cublasDestroy_v2"));
+    cublas.set_stream =
+        reinterpret_cast<decltype(cublas.set_stream)>(::dlsym(library, "cublasSetStream_v2"));
+    cublas.sgemm = reinterpret_cast<decltype(cublas.sgemm)>(::dlsym(library, "cublasSgemm_v2"));
+    if (!cublas.create || !cublas.destroy || !cublas.set_stream || !cublas.sgemm) {
+      error = versioned + " lacks the cuBLAS v2 calls";
+    }
+  });
+  if (!error.empty()) {
+    if (why_not != nullptr) *why_not = error;
+    return nullptr;
+  }
+  return &cublas;
+}
+
+// Copies larger than this go through the pinned buffer in pieces: 64 MiB.
+constexpr size_t kStagingBytes = size_t(64) << 20;
+
+class CudaDevice : public GpuDevice {
+ public:
+  // Throws std::runtime_error naming the call and the device.
+  CudaDevice(int ordinal, const Cublas& cublas) : ordinal_(ordinal), cublas_(cublas) {
+    try {
+      open();
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+  ~CudaDevice() override { release(); }
+
+  double execute(double flop, int) override {
+    check(cudaSetDevice(ordinal_), where("cudaSetDevice"));
+    const float alpha = 1.0f, beta = 0.0f;
+    double done = 0;
+    for (const GemmShape& s : gpu_gemm_shapes(flop, max_n_)) {
+      for (int64_t i = 0; i < s.count; ++i) {
+        check(cublas_.sgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, s.n, s.n, s.n, &alpha, a_, s.n,
+                            b_, s.n, &beta, c_, s.n),
+              where("cublasSgemm"));
+      }
+      done += s.flop();
+    }
+    check(cudaStreamSynchronize(stream_), where("cudaStreamSynchronize"));
+    return done;
+  }
+
+  void to_device(size_t bytes) override { copy(bytes, cudaMemcpyHostToDevice); }
+  void to_host(size_t bytes) override { copy(bytes, cudaMemcpyDeviceToHost); }
+  std::string description() const override { return description_; }
+
+ private:
+  void open() {
+    check(cudaSetDevice(ordinal_), where("cudaSetDevice"));
+    cudaDeviceProp props{};
+    check(cudaGetDeviceProperties(&props, ordinal_), where("cudaGetDeviceProperties"));
+    description_ = std::string(props.name) + " (device " + std::to_string(ordinal_) + ")";
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), where("cudaStreamCreate"));
+    check(cublas_.create(&handle_), where("cublasCreate"));
+    check(cublas_.set_stream(handle_, stream_), where("cublasSetStream"));
+    // Three n x n float matrices for the largest GEMM (up to 8192) that takes at most a quarter of
+    // the free memory.
+    size_t free_bytes = 0, total_bytes = 0;
+    check(cudaMemGetInfo(&free_bytes, &total_bytes), where("cudaMemGetInfo"));
+    while (max_n_ > 128 && 3.0 * 4.0 * double(max_n_) * max_n_ > 0.25 * double(free_bytes)) {
+      max_n_ /= 2;
+    }
+    const size_t matrix = size_t(max_n_) * size_t(max_n_) * sizeof(float);
+    for (float** m : {&a_, &b_, &c_}) check(cudaMalloc(m, matrix), where("cudaMalloc"));
+    check(cudaMemsetAsync(a_, 0, matrix, stream_), where("cudaMemset"));
+    check(cudaMemsetAsync(b_, 0, matrix, stream_), where("cudaMemset"));
+    check(cudaMalloc(&scratch_, kStagingBytes), where("cudaMalloc"));
+    check(cudaMallocHost(&pinned_, kStagingBytes), where("cudaMallocHost"));
+    check(cudaStreamSynchronize(stream_), where("cudaStreamSynchronize"));
+  }
+
+  void release() {
+    cudaSetDevice(ordinal_);
+    if (handle_ != nullptr) cublas_.destroy(handle_);
+    for (float* m : {a_, b_, c_}) {
+      if (m != nullptr) cudaFree(m);
+    }
+    if (scratch_ != nullptr) cudaFree(scratch_);
+    if (pinned_ != nullptr) cudaFreeHost(pinned_);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+    handle_ = nullptr;
+    a_ = b_ = c_ = nullptr;
+    scratch_ = pinned_ = nullptr;
+    stream_ = nullptr;
+  }
+
+  std::string where(const char* call) const {
+    return std::string(call) + " on CUDA device " + std::to_string(ordinal_);
+  }
+
+  void copy(size_t bytes, cudaMemcpyKind kind) {
+    check(cudaSetDevice(ordinal_), where("cudaSetDevice"));
+    for (size_t left = bytes; left > 0;) {
+      const size_t piece = std::min(left, kStagingBytes);
+      if (kind == cudaMemcpyHostToDevice) {
+        check(cudaMemcpyAsync(scratch_, pinned_, piece, kind, stream_), where("cudaMemcpyAsync"));
+      } else {
+        check(cudaMemcpyAsync(pinned_, scratch_, piece, kind, stream_), where("cudaMemcpyAsync"));
+      }
+      left -= piece;
+    }
+    check(cudaStreamSynchronize(stream_), where("cudaStreamSynchronize"));
+  }
+
+  int ordinal_;
+  const Cublas& cublas_;
+  std::string description_;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t handle_ = nullptr;
+  int max_n_ = 8192;
+  float *a_ = nullptr, *b_ = nullptr, *c_ = nullptr;
+  void* scratch_ = nullptr;
+  void* pinned_ = nullptr;
+};
+
+}  // namespace
+
+int gpu_count(std::string* why_not) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    if (why_not != nullptr) *why_not = "no usable CUDA device (" + cuda_text(e) + ")";
+    return 0;
+  }
+  if (count == 0 && why_not != nullptr) *why_not = "no CUDA device on this machine";
+  return count;
+}
+
+std::unique_ptr<GpuDevice> open_gpu(int ordinal, std::string* why_not) {
+  static std::mutex mutex;  // CUDA's per-thread current device is set while opening
+  std::lock_guard<std::mutex> lock(mutex);
+  const int count = gpu_count(why_not);
+  if (count == 0) return nullptr;
+  const Cublas* cublas = load_cublas(why_not);
+  if (cublas == nullptr) return nullptr;
+  try {
+    return std::make_unique<CudaDevice>(ordinal % count, *cublas);
+  } catch (const std::exception& e) {
+    if (why_not != nullptr) *why_not = e.what();
+    return nullptr;
+  }
+}
+
+}  // namespace replisim::real
