@@ -115,8 +115,8 @@ int main(int argc, char** argv) {
   const std::vector<double> flops = gpu_op_flops(scenario, strategy);
   double total = 0;
   for (double f : flops) total += f;
-  std::printf("plan: %s (%s): %zu GPU ops a step, %.1f GFLOP\n", scenario.c_str(),
-              strategy.c_str(), flops.size(), total / 1e9);
+  std::printf("plan: %s (%s): %zu GPU ops a step, %.1f GFLOP\n", scenario.c_str(), strategy.c_str(),
+              flops.size(), total / 1e9);
   std::map<int, int> sizes;
   for (double f : flops) {
     for (const real::GemmShape& s : real::gpu_gemm_shapes(f)) sizes[s.n] += int(s.count);
@@ -147,9 +147,10 @@ int main(int argc, char** argv) {
   std::sort(engine_s.begin(), engine_s.end());
   std::sort(bare_s.begin(), bare_s.end());
   const double e = engine_s[engine_s.size() / 2], b = bare_s[bare_s.size() / 2];
-  std::printf("plan's shapes: engine %.1f TFLOP/s, bare cuBLAS %.1f TFLOP/s, ratio %.3f "
-              "(target >= 0.90)\n",
-              total / e / 1e12, total / b / 1e12, b / e);
+  std::printf(
+      "plan's shapes: engine %.1f TFLOP/s, bare cuBLAS %.1f TFLOP/s, ratio %.3f "
+      "(target >= 0.90)\n",
+      total / e / 1e12, total / b / 1e12, b / e);
   // What the GPU does at 8192^3 in float32.
   const std::vector<real::GemmShape> big = {{8192, 10}};
   bare.run(big);

@@ -386,10 +386,9 @@ CliArgs parse_cli_args(int argc, const char* const* argv) {
   check_values(args, raw);
   if (args.command == "node") args.trace_out_path.clear();
   // A flag given with an empty value ("--threads ''") is refused, not taken as absent.
-  for (const char* flag :
-       {"--threads", "--connect-timeout", "--listen-fd", "--progress-fd", "--seed", "--steps",
-        "--scale-compute", "--strategy", "--checkpoint-dir", "--role", "--plan", "--cluster",
-        "--base-port"}) {
+  for (const char* flag : {"--threads", "--connect-timeout", "--listen-fd", "--progress-fd",
+                           "--seed", "--steps", "--scale-compute", "--strategy", "--checkpoint-dir",
+                           "--role", "--plan", "--cluster", "--base-port"}) {
     for (size_t i = 0; i < words.size(); ++i) {
       const bool empty = (words[i] == flag && i + 1 < words.size() && words[i + 1].empty()) ||
                          words[i] == std::string(flag) + "=";

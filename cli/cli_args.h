@@ -36,17 +36,17 @@ struct CliArgs {
   int threads = 1;                // --threads N: SGEMM threads per op (CPU compute)
   double connect_timeout_s = 30;  // --connect-timeout S: every peer connected by then
   // node
-  std::string plan_path;     // --plan PLAN.json
-  std::string role;          // --role NAME
-  std::string cluster_path;  // --cluster CLUSTER.json
-  int listen_fd = -1;        // --listen-fd N: a listening socket the launcher opened
-  std::string node_trace;    // --trace-out FILE: the node's own native trace
-  int progress_fd = -1;      // --progress-fd N: the chief's progress lines (from run)
-  bool launched = false;     // --launched: started by run (internal)
-  std::string resume_path;   // --resume FILE: a restart's facts, from run (internal)
-  int base_port = 43000;     // --base-port: under srun without --cluster, each node's first port
+  std::string plan_path;      // --plan PLAN.json
+  std::string role;           // --role NAME
+  std::string cluster_path;   // --cluster CLUSTER.json
+  int listen_fd = -1;         // --listen-fd N: a listening socket the launcher opened
+  std::string node_trace;     // --trace-out FILE: the node's own native trace
+  int progress_fd = -1;       // --progress-fd N: the chief's progress lines (from run)
+  bool launched = false;      // --launched: started by run (internal)
+  std::string resume_path;    // --resume FILE: a restart's facts, from run (internal)
+  int base_port = 43000;      // --base-port: under srun without --cluster, each node's first port
   std::string run_trace_out;  // --run-trace-out FILE: the coordinator's gathered trace
-  std::string command_line;  // as typed, for provenance
+  std::string command_line;   // as typed, for provenance
 };
 
 // Parses argv. Throws core::InputError("", "<flag>", message) on an unknown command or flag, a

@@ -211,8 +211,8 @@ std::optional<LauncherRank> rank_from_environment() {
     const std::string text = value;
     char* end = nullptr;
     const long rank = std::strtol(text.c_str(), &end, 10);
-    if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos ||
-        *end != '\0' || rank > (1 << 20)) {
+    if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos || *end != '\0' ||
+        rank > (1 << 20)) {
       throw InputError("", variable, "\"" + text.substr(0, 40) + "\" is not a rank (0, 1, ...)");
     }
     return LauncherRank{variable, int(rank)};
@@ -234,7 +234,8 @@ std::vector<std::string> expand_ranges(const std::string& ranges, const std::str
     const size_t dash = range.find('-');
     const std::string first = range.substr(0, dash);
     const std::string last = dash == std::string::npos ? first : range.substr(dash + 1);
-    if (first.empty() || last.empty() || first.find_first_not_of("0123456789") != std::string::npos ||
+    if (first.empty() || last.empty() ||
+        first.find_first_not_of("0123456789") != std::string::npos ||
         last.find_first_not_of("0123456789") != std::string::npos || first.size() > 9 ||
         last.size() > 9) {
       throw InputError("", "SLURM_JOB_NODELIST",
@@ -242,7 +243,8 @@ std::vector<std::string> expand_ranges(const std::string& ranges, const std::str
     }
     const long from = std::stol(first), to = std::stol(last);
     if (to < from || size_t(to - from) >= kMaxHosts) {
-      throw InputError("", "SLURM_JOB_NODELIST", "the range \"" + range + "\" runs backwards or is too long");
+      throw InputError("", "SLURM_JOB_NODELIST",
+                       "the range \"" + range + "\" runs backwards or is too long");
     }
     for (long n = from; n <= to; ++n) {
       std::string number = std::to_string(n);
@@ -266,29 +268,36 @@ std::vector<std::string> expand_host_list(const std::string& list) {
     for (; end < list.size() && !(list[end] == ',' && depth == 0); ++end) {
       depth += list[end] == '[' ? 1 : list[end] == ']' ? -1 : 0;
       if (depth < 0 || depth > 1) {
-        throw InputError("", "SLURM_JOB_NODELIST", "unbalanced brackets in \"" + list.substr(0, 200) + "\"");
+        throw InputError("", "SLURM_JOB_NODELIST",
+                         "unbalanced brackets in \"" + list.substr(0, 200) + "\"");
       }
     }
     if (depth != 0) {
-      throw InputError("", "SLURM_JOB_NODELIST", "unbalanced brackets in \"" + list.substr(0, 200) + "\"");
+      throw InputError("", "SLURM_JOB_NODELIST",
+                       "unbalanced brackets in \"" + list.substr(0, 200) + "\"");
     }
     const std::string item = list.substr(at, end - at);
-    if (item.empty()) throw InputError("", "SLURM_JOB_NODELIST", "an empty host in \"" + list.substr(0, 200) + "\"");
+    if (item.empty())
+      throw InputError("", "SLURM_JOB_NODELIST",
+                       "an empty host in \"" + list.substr(0, 200) + "\"");
     // Every bracket group multiplies: "r[1-2]n[1-2]" is r1n1 r1n2 r2n1 r2n2.
     std::vector<std::string> names = {""};
     size_t i = 0;
     while (i < item.size()) {
       const size_t open = item.find('[', i);
-      const std::string text = item.substr(i, open == std::string::npos ? std::string::npos : open - i);
+      const std::string text =
+          item.substr(i, open == std::string::npos ? std::string::npos : open - i);
       for (std::string& n : names) n += text;
       if (open == std::string::npos) break;
       const size_t close = item.find(']', open);
-      const std::vector<std::string> numbers = expand_ranges(item.substr(open + 1, close - open - 1), list);
+      const std::vector<std::string> numbers =
+          expand_ranges(item.substr(open + 1, close - open - 1), list);
       std::vector<std::string> next;
       for (const std::string& n : names) {
         for (const std::string& number : numbers) next.push_back(n + number);
       }
-      if (next.size() > kMaxHosts) throw InputError("", "SLURM_JOB_NODELIST", "more than 65536 hosts");
+      if (next.size() > kMaxHosts)
+        throw InputError("", "SLURM_JOB_NODELIST", "more than 65536 hosts");
       names = std::move(next);
       i = close + 1;
     }
@@ -296,7 +305,8 @@ std::vector<std::string> expand_host_list(const std::string& list) {
       if (n.size() > 255) throw InputError("", "SLURM_JOB_NODELIST", "a host name over 255 bytes");
       hosts.push_back(std::move(n));
     }
-    if (hosts.size() > kMaxHosts) throw InputError("", "SLURM_JOB_NODELIST", "more than 65536 hosts");
+    if (hosts.size() > kMaxHosts)
+      throw InputError("", "SLURM_JOB_NODELIST", "more than 65536 hosts");
     at = end + 1;
   }
   if (hosts.empty()) throw InputError("", "SLURM_JOB_NODELIST", "lists no host");
@@ -313,12 +323,14 @@ std::vector<int> expand_tasks_per_node(const std::string& text) {
     const std::string count = item.substr(0, paren);
     std::string times = "1";
     if (paren != std::string::npos) {
-      if (item.back() != ')') throw InputError("", "SLURM_TASKS_PER_NODE", "\"" + item + "\" is not N or N(xM)");
+      if (item.back() != ')')
+        throw InputError("", "SLURM_TASKS_PER_NODE", "\"" + item + "\" is not N or N(xM)");
       times = item.substr(paren + 2, item.size() - paren - 3);
     }
     for (const std::string* n : {&count, static_cast<const std::string*>(&times)}) {
       if (n->empty() || n->size() > 6 || n->find_first_not_of("0123456789") != std::string::npos) {
-        throw InputError("", "SLURM_TASKS_PER_NODE", "\"" + item.substr(0, 40) + "\" is not N or N(xM)");
+        throw InputError("", "SLURM_TASKS_PER_NODE",
+                         "\"" + item.substr(0, 40) + "\" is not N or N(xM)");
       }
     }
     if (counts.size() + size_t(std::stoi(times)) > kMaxHosts) {

@@ -93,7 +93,7 @@ struct CheckpointPolicy {
   double every_s = 0;  // 0: no checkpoints
   double bytes = 0;    // every variable and optimizer slot (TF's Saver saves both)
   double disk_bandwidth_bytes_per_s = 0;
-  int max_to_keep = 5;  // real runs: the newest kept on disk (TF's Saver; 0: all)
+  int max_to_keep = 5;          // real runs: the newest kept on disk (TF's Saver; 0: all)
   int summary_every_steps = 0;  // 0: no summaries
   double summary_bytes = 0;
   double summary_disk_bandwidth_bytes_per_s = 0;

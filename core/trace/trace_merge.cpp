@@ -146,11 +146,11 @@ Trace merge_parts(const std::vector<Trace>& parts, const std::vector<std::string
       throw InputError(sources[i], "", "a real run's whole trace, not one node's part");
     }
     if (!seen.insert({place.incarnation, place.task}).second) {
-      throw InputError(sources[i], "",
-                       "a second part of task " + place.task +
-                           (place.incarnation > 0
-                                ? " after restart " + std::to_string(place.incarnation)
-                                : std::string()));
+      throw InputError(
+          sources[i], "",
+          "a second part of task " + place.task +
+              (place.incarnation > 0 ? " after restart " + std::to_string(place.incarnation)
+                                     : std::string()));
     }
     last = std::max(last, place.incarnation);
   }

@@ -27,12 +27,12 @@ void write_text(const fs::path& path, const std::string& text);
 
 // One task's process.
 struct NodeProcess {
-  std::string task;  // "worker1"
+  std::string task;     // "worker1"
   int task_index = -1;  // in the cluster spec
-  std::string role;  // the role it was started as
+  std::string role;     // the role it was started as
   std::string host;
-  fs::path log;      // its standard output and error
-  fs::path trace;    // its part of the trace
+  fs::path log;    // its standard output and error
+  fs::path trace;  // its part of the trace
   pid_t pid = -1;
   int status = 0;
   bool exited = false;

@@ -158,8 +158,7 @@ nlohmann::json resume_facts(const core::Plan& plan, const Incarnation& ended, in
 }
 
 double monotonic_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
@@ -229,11 +228,23 @@ core::RunOutcome RealBackend::do_run(const core::Plan& plan, core::TraceSink& si
       launch::NodeCommand command;
       command.binary = settings.node_binary;
       command.binary_is_self = settings.node_is_self;
-      command.argv = {settings.node_binary, "node", "--plan", plan_file.string(), "--role",
-                      node.role, "--cluster", cluster_file.string(), "--listen-fd",
-                      std::to_string(listeners[t]), "--trace-out", node.trace.string(),
-                      "--threads", std::to_string(settings.threads), "--connect-timeout",
-                      std::to_string(settings.connect_timeout_s), "--launched"};
+      command.argv = {settings.node_binary,
+                      "node",
+                      "--plan",
+                      plan_file.string(),
+                      "--role",
+                      node.role,
+                      "--cluster",
+                      cluster_file.string(),
+                      "--listen-fd",
+                      std::to_string(listeners[t]),
+                      "--trace-out",
+                      node.trace.string(),
+                      "--threads",
+                      std::to_string(settings.threads),
+                      "--connect-timeout",
+                      std::to_string(settings.connect_timeout_s),
+                      "--launched"};
       if (!settings.checkpoint_dir.empty()) {
         command.argv.insert(command.argv.end(), {"--checkpoint-dir", settings.checkpoint_dir});
       }
@@ -292,8 +303,8 @@ core::RunOutcome RealBackend::do_run(const core::Plan& plan, core::TraceSink& si
                                  std::to_string(runs.size()) + " runs");
       }
       if (runs.front().outcome.killed_s) {
-        const int f = fault_that_killed(plan, victims, int(t), *runs.front().outcome.killed_s,
-                                        from_s);
+        const int f =
+            fault_that_killed(plan, victims, int(t), *runs.front().outcome.killed_s, from_s);
         if (f >= 0 && plan.faults[size_t(f)].kind == "job") ended.job_fault = f;
       }
       if (int(t) == map.coordinator_task && !runs.front().outcome.restarts.empty()) {
@@ -311,8 +322,8 @@ core::RunOutcome RealBackend::do_run(const core::Plan& plan, core::TraceSink& si
     for (size_t i = parts.size() - spec.tasks.size(); i < parts.size(); ++i) {
       ended.parts.push_back(parts[i]);
     }
-    resume = resume_facts(plan, ended, incarnation + 1, *progress.origin_clock_s,
-                          previous_resumed_s);
+    resume =
+        resume_facts(plan, ended, incarnation + 1, *progress.origin_clock_s, previous_resumed_s);
     const double restart_clock_s = *progress.origin_clock_s + resume->at("restart_s").get<double>();
     while (monotonic_s() < restart_clock_s) {
       if (options.cancelled && options.cancelled()) throw core::RunCancelled();

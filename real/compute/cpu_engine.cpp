@@ -81,8 +81,7 @@ double DeviceEngine::execute(double flop, int threads) {
   for (double left = flop; left > 0;) {
     const double piece = std::min(left, gpu_ ? kSlowGpuPieceFlop : kSlowPieceFlop);
     const double now_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-            .count() -
+        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count() -
         origin_s_;
     double factor = 1;
     for (const Slowdown& s : slowdowns_) {

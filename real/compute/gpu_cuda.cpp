@@ -90,8 +90,8 @@ class CudaDevice : public GpuDevice {
     double done = 0;
     for (const GemmShape& s : gpu_gemm_shapes(flop, max_n_)) {
       for (int64_t i = 0; i < s.count; ++i) {
-        check(cublas_.sgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, s.n, s.n, s.n, &alpha, a_, s.n,
-                            b_, s.n, &beta, c_, s.n),
+        check(cublas_.sgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, s.n, s.n, s.n, &alpha, a_, s.n, b_,
+                            s.n, &beta, c_, s.n),
               where("cublasSgemm"));
       }
       done += s.flop();

@@ -20,9 +20,9 @@ struct NodeOptions {
   // base_port and up).
   std::string cluster_path;
   int base_port = 43000;
-  int listen_fd = -1;        // a listening socket opened by the launcher; -1: bind the spec's port
-  std::string trace_out;     // this task's native trace (written whole at the end, or not at all)
-  bool force = false;        // replace an existing trace_out
+  int listen_fd = -1;     // a listening socket opened by the launcher; -1: bind the spec's port
+  std::string trace_out;  // this task's native trace (written whole at the end, or not at all)
+  bool force = false;     // replace an existing trace_out
   std::string checkpoint_dir;     // where checkpoints go (an existing directory); "" when none
   int threads = 1;                // SGEMM threads per op
   double connect_timeout_s = 30;  // every peer connected and authenticated by then

@@ -1,7 +1,7 @@
 // The chief's checkpoints and summaries (TF's CheckpointSaverHook and SummarySaverHook): the
 // parameter servers write their shards, the chief the index that makes a checkpoint whole; the
-// newest max_to_keep (5) are kept, as TF's Saver keeps them. The coordinator saves the run's final variables
-// the same way.
+// newest max_to_keep (5) are kept, as TF's Saver keeps them. The coordinator saves the run's final
+// variables the same way.
 #include <algorithm>
 #include <cerrno>
 #include <cstring>

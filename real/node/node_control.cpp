@@ -1,7 +1,7 @@
-// Job control: every task's clock against the coordinator's, the common start, the chief's checkpoints
-// and summaries (the parameter servers write their shards, the chief the index), progress, the
-// quiescence waves that find a synchronous stall or a deadlock, the orderly stop (every task
-// writes its trace) and the failure of one task stopping all of them with its one line.
+// Job control: every task's clock against the coordinator's, the common start, the chief's
+// checkpoints and summaries (the parameter servers write their shards, the chief the index),
+// progress, the quiescence waves that find a synchronous stall or a deadlock, the orderly stop
+// (every task writes its trace) and the failure of one task stopping all of them with its one line.
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -80,8 +80,7 @@ void Node::start_job(double origin_s, bool progress) {
   origin_local_s_ = origin_s - offset_s_;
   if (coordinator() && options_.progress_fd >= 0) {
     // The launcher's clock is this machine's: the run's t = 0 on it (for restarts).
-    const std::string line =
-        nlohmann::json{{"origin_clock_s", origin_local_s_}}.dump() + "\n";
+    const std::string line = nlohmann::json{{"origin_clock_s", origin_local_s_}}.dump() + "\n";
     if (::write(options_.progress_fd, line.data(), line.size()) < 0) options_.progress_fd = -1;
   }
   finished_.assign(parts_.size(), false);

@@ -216,16 +216,21 @@ void Node::detect_job_failure() {
   for (uint32_t t : victims(f)) {
     dead += (dead.empty() ? "" : ", ") + spec_.tasks[t].name();
   }
-  if (!plan_.recovery.enabled) {
+  // Only run's launcher starts tasks again; nodes a cluster's launcher started end here.
+  const bool restarts = plan_.recovery.enabled && options_.launched;
+  if (!restarts) {
     outcome_.job_failure = core::JobFailureRecord{
         f.at_s, now, global_step(),
-        f.description + "; training.recovery is not set, so the job is not restarted"};
+        f.description + (plan_.recovery.enabled
+                             ? "; training.recovery needs replisim run's launcher to start the "
+                               "tasks again, so the job is not restarted"
+                             : "; training.recovery is not set, so the job is not restarted")};
   }
-  std::fprintf(stderr, "replisim node %s: the job failed: %s (task %s died at %s), detected at %s; %s\n",
+  std::fprintf(stderr,
+               "replisim node %s: the job failed: %s (task %s died at %s), detected at %s; %s\n",
                spec_.tasks[self_].name().c_str(), f.description.c_str(), dead.c_str(),
                time_text(f.at_s).c_str(), time_text(now).c_str(),
-               plan_.recovery.enabled ? "training.recovery: the tasks start again"
-                                      : "not restarted (no training.recovery)");
+               restarts ? "training.recovery: the tasks start again" : "not restarted");
   end_s_ = now;
   stop(job_fault_);
 }

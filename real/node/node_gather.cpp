@@ -43,7 +43,8 @@ void Node::send_part(std::function<void()> then) {
     return;
   }
   const uint32_t to = uint32_t(map_.coordinator_task);
-  const size_t chunks = std::max<size_t>(1, (bytes.size() + kDefaultChunkBytes - 1) / kDefaultChunkBytes);
+  const size_t chunks =
+      std::max<size_t>(1, (bytes.size() + kDefaultChunkBytes - 1) / kDefaultChunkBytes);
   auto data = std::make_shared<std::string>(std::move(bytes));
   for (size_t i = 0; i < chunks; ++i) {
     FrameHeader h;
@@ -51,7 +52,8 @@ void Node::send_part(std::function<void()> then) {
     h.chunk = uint32_t(i);
     h.chunks = uint32_t(chunks);
     const size_t offset = i * kDefaultChunkBytes;
-    const size_t length = std::min<size_t>(kDefaultChunkBytes, data->size() - std::min(offset, data->size()));
+    const size_t length =
+        std::min<size_t>(kDefaultChunkBytes, data->size() - std::min(offset, data->size()));
     mesh_->send(to, h, reinterpret_cast<const uint8_t*>(data->data()) + offset, length, data);
   }
   auto once = std::make_shared<std::function<void()>>(std::move(then));
@@ -59,8 +61,8 @@ void Node::send_part(std::function<void()> then) {
     if (*once) std::exchange(*once, nullptr)();
   };
   auto timer = std::make_shared<asio::steady_timer>(io_);
-  timer->expires_after(std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(kPartKeptWithinS)));
+  timer->expires_after(
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kPartKeptWithinS)));
   timer->async_wait([timer, once, alive = std::weak_ptr<bool>(alive_)](const asio::error_code&) {
     if (!alive.expired() && *once) std::exchange(*once, nullptr)();
   });
@@ -89,8 +91,8 @@ void Node::gather(std::function<void()> close) {
   gathering_ = true;
   gather_close_ = std::move(close);
   auto timer = std::make_shared<asio::steady_timer>(io_);
-  timer->expires_after(std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(kGatherWithinS)));
+  timer->expires_after(
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kGatherWithinS)));
   timer->async_wait([this, timer, alive = std::weak_ptr<bool>(alive_)](const asio::error_code&) {
     if (!alive.expired()) maybe_merge(true);
   });
@@ -107,8 +109,8 @@ void Node::maybe_merge(bool deadline) {
   auto close = std::exchange(gather_close_, nullptr);
   try {
     if (!missing.empty()) {
-      throw core::BackendError("no trace part from task " + core::join_names(missing) +
-                               " within " + std::to_string(int(kGatherWithinS)) +
+      throw core::BackendError("no trace part from task " + core::join_names(missing) + " within " +
+                               std::to_string(int(kGatherWithinS)) +
                                " s: merge the nodes' files with replisim report --merge");
     }
     std::vector<core::Trace> parts;

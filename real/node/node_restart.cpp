@@ -115,7 +115,8 @@ void Node::restore_model() {
 void Node::on_restore(uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
   nlohmann::json request;
   if (payload == nullptr) {
-    request = {{"name", restored_.at("checkpoint")}, {"client_steps", restored_.at("client_steps")}};
+    request = {{"name", restored_.at("checkpoint")},
+               {"client_steps", restored_.at("client_steps")}};
   } else {
     try {
       request = nlohmann::json::parse(payload, payload + h.length);
@@ -187,13 +188,12 @@ void Node::model_restored() {
     const std::string text = restored_.dump();
     on_resumed(self_, h, reinterpret_cast<const uint8_t*>(text.data()));
   } else {
-    send_frame(uint32_t(map_.coordinator_task), FrameType::kResumed, -1, 0, restored_.dump(),
-               now);
+    send_frame(uint32_t(map_.coordinator_task), FrameType::kResumed, -1, 0, restored_.dump(), now);
   }
   for (Part& p : parts_) {
     const bool with_chief =
-        p.owner && (p.loop == Loop::kChiefSyncOp ||
-                    (p.index < int(plan_.clients.size()) && plan_.roles[size_t(p.graph->role)].chief));
+        p.owner && (p.loop == Loop::kChiefSyncOp || (p.index < int(plan_.clients.size()) &&
+                                                     plan_.roles[size_t(p.graph->role)].chief));
     if (with_chief) resume_client(p.index, global_step, steps);
   }
 }
@@ -215,8 +215,7 @@ void Node::poll_model(int g) {
 nlohmann::json Node::model_state() const {
   return {{"ready", model_ready_},
           {"global_step", model_ready_ ? restored_.at("global_step").get<int64_t>() : 0},
-          {"client_steps",
-           model_ready_ ? restored_.at("client_steps") : nlohmann::json::array()}};
+          {"client_steps", model_ready_ ? restored_.at("client_steps") : nlohmann::json::array()}};
 }
 
 void Node::on_model_query(uint32_t peer, const FrameHeader& h) {
@@ -238,8 +237,8 @@ void Node::on_model_ready(const FrameHeader& h, const uint8_t* payload) {
       throw std::runtime_error("members of the wrong type");
     }
   } catch (const std::exception& e) {
-    throw FrameError(std::string("a model answer that is not {ready, global_step, client_steps}: ") +
-                     e.what());
+    throw FrameError(
+        std::string("a model answer that is not {ready, global_step, client_steps}: ") + e.what());
   }
   if (state.at("ready").get<bool>()) {
     resume_client(int(g), state.at("global_step").get<int64_t>(),

@@ -452,10 +452,11 @@ int run_node(const NodeOptions& options) {
   check_faults(plan, options.plan_path);
   if (!options.resume_path.empty()) {
     const detail::Resume resume = detail::read_resume_file(options.resume_path);
-    if (size_t(resume.fault) >= plan.faults.size() || plan.faults[size_t(resume.fault)].kind != "job") {
-      throw core::InputError(options.resume_path, "/fault",
-                             "fault " + std::to_string(resume.fault) +
-                                 " is no job fault of the plan");
+    if (size_t(resume.fault) >= plan.faults.size() ||
+        plan.faults[size_t(resume.fault)].kind != "job") {
+      throw core::InputError(
+          options.resume_path, "/fault",
+          "fault " + std::to_string(resume.fault) + " is no job fault of the plan");
     }
   }
   detail::NodeSetup setup;

@@ -226,8 +226,8 @@ void Node::finish_step(Part& p) {
   if (coordinator()) {
     on_progress(p.index, p.steps_done, global_step_seen_);
   } else if (progress_) {
-    send_frame(uint32_t(map_.coordinator_task), FrameType::kProgress, p.steps_done, uint64_t(p.index),
-               pack_i64({global_step_seen_}));
+    send_frame(uint32_t(map_.coordinator_task), FrameType::kProgress, p.steps_done,
+               uint64_t(p.index), pack_i64({global_step_seen_}));
   }
   const bool chief_client =
       p.index < int(plan_.clients.size()) && plan_.roles[size_t(p.graph->role)].chief;

@@ -103,12 +103,12 @@ struct Incoming {
 // with these members): the tasks start again on the run's clock, the chief restores the last
 // checkpoint complete at the fault, the other workers poll for the restored model.
 struct Resume {
-  int incarnation = 0;         // k after the k-th restart
-  double origin_clock_s = 0;   // the run's t = 0 on this machine's monotonic clock
-  int fault = -1;              // the job fault that failed the last incarnation
-  double fault_s = 0;          // when it struck
-  double detected_s = 0;       // when the clients found out
-  double restart_s = 0;        // when the launcher started the tasks again
+  int incarnation = 0;        // k after the k-th restart
+  double origin_clock_s = 0;  // the run's t = 0 on this machine's monotonic clock
+  int fault = -1;             // the job fault that failed the last incarnation
+  double fault_s = 0;         // when it struck
+  double detected_s = 0;      // when the clients found out
+  double restart_s = 0;       // when the launcher started the tasks again
   int64_t global_step_at_failure = 0;
   double previous_resumed_s = 0;  // when training last resumed before (0: the first start)
 };
@@ -357,10 +357,10 @@ class Node : public Mesh::Handler, public core::SyncHost {
   // The chief's restore after a restart; the coordinator's view of it.
   int pending_restores_ = 0;
   double restore_start_s_ = 0;
-  nlohmann::json restored_;          // {checkpoint, start_s, global_step, client_steps, bytes}
-  bool model_ready_ = false;         // coordinator: the chief restored the model
+  nlohmann::json restored_;   // {checkpoint, start_s, global_step, client_steps, bytes}
+  bool model_ready_ = false;  // coordinator: the chief restored the model
   double chief_ready_s_ = 0;
-  std::vector<double> resumed_s_;    // coordinator: per graph, when its client trained again
+  std::vector<double> resumed_s_;  // coordinator: per graph, when its client trained again
   bool stopping_ = false;
   bool cancelled_ = false;  // stopped by SIGINT or SIGTERM (NodeOptions::cancelled)
   bool failed_ = false;

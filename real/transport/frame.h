@@ -28,34 +28,34 @@ inline constexpr uint32_t kDefaultChunkBytes = uint32_t(1) << 20;
 inline constexpr uint32_t kMaxTasks = uint32_t(1) << 20;
 
 enum class FrameType : uint16_t {
-  kHello = 1,       // handshake: the dialer's version, plan hash, task, challenge
-  kHelloReply = 2,  // handshake: the listener's, its challenge, its proof
-  kAuth = 3,        // handshake: the dialer's proof
-  kAuthOk = 4,      // handshake: accepted
-  kHeartbeat = 5,   // nothing else to send for a while
-  kPing = 6,        // clock estimate: payload = the sender's clock
-  kPong = 7,        // its answer: time_s = the answerer's clock, payload: the ping's
-  kStart = 8,       // from the chief: every task is ready; time_s = the run's origin
-  kRun = 9,         // a client starts a step of its graph: tensor = graph, payload: local step
-  kDone = 10,       // a task finished its part of a step: tensor = graph, payload: global steps
-  kTensor = 11,     // a chunk of a tensor: tensor = graph << 32 | op (a send, or an op another
-                    // task's op takes directly), time_s = when the sender started it
-  kControl = 12,    // an op another task's op takes directly completed (no data): as kTensor
-  kSave = 13,       // the chief asks a PS to save its variables: payload = the checkpoint's name
-  kSaved = 14,      // the PS saved them: payload = what it wrote
-  kFinished = 15,   // a graph's client is done (to the chief): tensor = graph
-  kStop = 16,       // the run is over: write your trace and exit (from the chief, then passed on)
-  kError = 17,      // the sender stops because of the error in the payload
-  kReady = 18,      // to the chief: connected to every peer, clock estimated (payload: offset)
-  kQuery = 19,      // from the chief: your counters (step = the wave), payload: graphs finished
-  kStatus = 20,     // the answer: payload = JSON counters
-  kProgress = 21,   // to the coordinator: a graph finished a step (tensor = graph, step = steps)
-  kRestore = 22,    // from the chief after a restart: load checkpoint <payload> (its name)
-  kRestored = 23,   // the PS loaded it: payload = JSON {bytes, global_step, client_steps}
-  kModelQuery = 24,     // a restarted worker to the coordinator: is the model restored yet?
-  kModelReady = 25,     // the answer: payload = JSON {ready, global_step, client_steps}
-  kResumed = 26,        // to the coordinator: a graph's client trains again (time_s: since when)
-  kTracePart = 27,      // to the coordinator: a chunk of this task's trace (chunk of chunks)
+  kHello = 1,        // handshake: the dialer's version, plan hash, task, challenge
+  kHelloReply = 2,   // handshake: the listener's, its challenge, its proof
+  kAuth = 3,         // handshake: the dialer's proof
+  kAuthOk = 4,       // handshake: accepted
+  kHeartbeat = 5,    // nothing else to send for a while
+  kPing = 6,         // clock estimate: payload = the sender's clock
+  kPong = 7,         // its answer: time_s = the answerer's clock, payload: the ping's
+  kStart = 8,        // from the chief: every task is ready; time_s = the run's origin
+  kRun = 9,          // a client starts a step of its graph: tensor = graph, payload: local step
+  kDone = 10,        // a task finished its part of a step: tensor = graph, payload: global steps
+  kTensor = 11,      // a chunk of a tensor: tensor = graph << 32 | op (a send, or an op another
+                     // task's op takes directly), time_s = when the sender started it
+  kControl = 12,     // an op another task's op takes directly completed (no data): as kTensor
+  kSave = 13,        // the chief asks a PS to save its variables: payload = the checkpoint's name
+  kSaved = 14,       // the PS saved them: payload = what it wrote
+  kFinished = 15,    // a graph's client is done (to the chief): tensor = graph
+  kStop = 16,        // the run is over: write your trace and exit (from the chief, then passed on)
+  kError = 17,       // the sender stops because of the error in the payload
+  kReady = 18,       // to the chief: connected to every peer, clock estimated (payload: offset)
+  kQuery = 19,       // from the chief: your counters (step = the wave), payload: graphs finished
+  kStatus = 20,      // the answer: payload = JSON counters
+  kProgress = 21,    // to the coordinator: a graph finished a step (tensor = graph, step = steps)
+  kRestore = 22,     // from the chief after a restart: load checkpoint <payload> (its name)
+  kRestored = 23,    // the PS loaded it: payload = JSON {bytes, global_step, client_steps}
+  kModelQuery = 24,  // a restarted worker to the coordinator: is the model restored yet?
+  kModelReady = 25,  // the answer: payload = JSON {ready, global_step, client_steps}
+  kResumed = 26,     // to the coordinator: a graph's client trains again (time_s: since when)
+  kTracePart = 27,   // to the coordinator: a chunk of this task's trace (chunk of chunks)
   kTracePartKept = 28,  // the coordinator has a task's whole trace part
 };
 const char* frame_type_name(FrameType type);

@@ -44,18 +44,18 @@ TEST(SlurmHosts, ANodeListExpandsAsSlurmWritesIt) {
 }
 
 core::Plan small_plan(const std::string& strategy = "between_graph") {
-  const nlohmann::json doc = test::scenario_json(
-      {test::machine("ps", "100 GFLOPS", {}, "10 Gbps"),
-       test::machine("w0", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps"),
-       test::machine("w1", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps")},
-      test::one_layer_model(20000, "2 MFLOP"),
-      {{"replicas", {"w0/gpu0", "w1/gpu0"}},
-       {"ps", {"ps/cpu"}},
-       {"client", "ps"},
-       {"steps", 30},
-       {"warmup_steps", 3},
-       {"batch_per_replica", 4}},
-      "lv08", "100 Gbps");
+  const nlohmann::json doc =
+      test::scenario_json({test::machine("ps", "100 GFLOPS", {}, "10 Gbps"),
+                           test::machine("w0", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps"),
+                           test::machine("w1", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps")},
+                          test::one_layer_model(20000, "2 MFLOP"),
+                          {{"replicas", {"w0/gpu0", "w1/gpu0"}},
+                           {"ps", {"ps/cpu"}},
+                           {"client", "ps"},
+                           {"steps", 30},
+                           {"warmup_steps", 3},
+                           {"batch_per_replica", 4}},
+                          "lv08", "100 Gbps");
   return core::compile_plan(test::parse(doc), strategy, {1});
 }
 
@@ -153,19 +153,18 @@ TEST(ClusterLaunch, RankVariablesAndASpecOfOtherLoopbackAddressesRunAsRunDoes) {
   EXPECT_EQ(row_names(again.out), row_names(report));
   // The same plan from `replisim run`: the same rows.
   const std::string scenario = dir.write(
-      "s.json",
-      test::scenario_json({test::machine("ps", "100 GFLOPS", {}, "10 Gbps"),
-                           test::machine("w0", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps"),
-                           test::machine("w1", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps")},
-                          test::one_layer_model(20000, "2 MFLOP"),
-                          {{"replicas", {"w0/gpu0", "w1/gpu0"}},
-                           {"ps", {"ps/cpu"}},
-                           {"client", "ps"},
-                           {"steps", 30},
-                           {"warmup_steps", 3},
-                           {"batch_per_replica", 4}},
-                          "lv08", "100 Gbps")
-          .dump());
+      "s.json", test::scenario_json({test::machine("ps", "100 GFLOPS", {}, "10 Gbps"),
+                                     test::machine("w0", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps"),
+                                     test::machine("w1", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps")},
+                                    test::one_layer_model(20000, "2 MFLOP"),
+                                    {{"replicas", {"w0/gpu0", "w1/gpu0"}},
+                                     {"ps", {"ps/cpu"}},
+                                     {"client", "ps"},
+                                     {"steps", 30},
+                                     {"warmup_steps", 3},
+                                     {"batch_per_replica", 4}},
+                                    "lv08", "100 Gbps")
+                    .dump());
   const BinaryResult run = test::run_replisim({"run", scenario, "--progress", "none"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(row_names(run.out), row_names(report)) << run.out << "\n" << report;
@@ -191,10 +190,10 @@ TEST(ClusterLaunch, ASlurmStepsNodeListGivesTheCluster) {
                     dir.file("part" + std::to_string(r) + ".trace"), "--run-trace-out",
                     dir.file("run.trace")});
     // Two ranks on 127.0.0.1 (ports base and base + 1), one on 127.0.0.2.
-    environments.push_back({"SLURM_PROCID=" + std::to_string(r),
-                            "SLURM_JOB_NODELIST=127.0.0.[1-2]", "SLURM_TASKS_PER_NODE=2,1",
-                            std::string(kClusterTokenVariable) +
-                                "=0123456789abcdef0123456789abcdef"});
+    environments.push_back(
+        {"SLURM_PROCID=" + std::to_string(r), "SLURM_JOB_NODELIST=127.0.0.[1-2]",
+         "SLURM_TASKS_PER_NODE=2,1",
+         std::string(kClusterTokenVariable) + "=0123456789abcdef0123456789abcdef"});
   }
   const std::string report = run_nodes(args, environments);
   EXPECT_NE(report.find("throughput (samples/s)"), std::string::npos) << report;

@@ -111,14 +111,13 @@ TEST(RealFaults, AKilledParameterServerStopsEveryClientNamingIt) {
   for (size_t w = 1; w < 3; ++w) {
     const test::BinaryResult r = nodes[w]->wait();
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_NE(r.err.find("the job failed: ps0 dies (task ps0 died at"), std::string::npos)
-        << r.err;
+    EXPECT_NE(r.err.find("the job failed: ps0 dies (task ps0 died at"), std::string::npos) << r.err;
   }
   // The workers went within seconds of the death (the run had 3 s or more left).
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10);
-  const test::BinaryResult merged = test::run_replisim(
-      {"report", "--merge", dir.file("ps0.trace"), dir.file("worker0.trace"),
-       dir.file("worker1.trace")});
+  const test::BinaryResult merged =
+      test::run_replisim({"report", "--merge", dir.file("ps0.trace"), dir.file("worker0.trace"),
+                          dir.file("worker1.trace")});
   ASSERT_EQ(merged.exit_code, 0) << merged.err;
   EXPECT_NE(merged.out.find("job failures"), std::string::npos) << merged.out;
   EXPECT_NE(merged.out.find("not restarted"), std::string::npos) << merged.out;
@@ -184,16 +183,15 @@ TEST(RealFaults, AKilledParameterServerWithRecoveryRestartsFromTheCheckpointFile
   // The report's restart row, from the merged trace.
   const std::string report = core::format_report({core::compute_metrics(run.trace)}, "t");
   EXPECT_NE(report.find("ps0 dies at 0.7"), std::string::npos) << report;
-  EXPECT_NE(report.find("restarted from global_step " +
-                        std::to_string(restart.checkpoint_global_step)),
-            std::string::npos)
+  EXPECT_NE(
+      report.find("restarted from global_step " + std::to_string(restart.checkpoint_global_step)),
+      std::string::npos)
       << report;
 }
 
 TEST(RealFaults, AKilledChiefStallsSynchronousTrainingAsTheSimulatorSays) {
   const core::Plan plan = plan_of(timed_scenario(
-      2,
-      {{"steps", 300}, {"sync", {{"replicas_to_aggregate", 2}, {"total_num_replicas", 2}}}},
+      2, {{"steps", 300}, {"sync", {{"replicas_to_aggregate", 2}, {"total_num_replicas", 2}}}},
       {{{"kind", "role"}, {"role", "worker0"}, {"at", "0.4 s"}}}));
   const core::Trace real = run_trace(plan);
   ASSERT_TRUE(real.outcome.stall.has_value());
@@ -210,10 +208,12 @@ TEST(RealFaults, AKilledChiefStallsSynchronousTrainingAsTheSimulatorSays) {
 
 // A slowdown to 0.5x: the device's compute takes about twice as long per FLOP inside the window.
 TEST(RealFaults, ASlowdownWindowSlowsItsDevicesCompute) {
-  const core::Plan plan = plan_of(timed_scenario(
-      2, {{"steps", 150}},
-      {{{"kind", "slowdown"}, {"device", "w0/gpu0"}, {"from", "0.2 s"}, {"until", "0.6 s"},
-        {"factor", 0.5}}}));
+  const core::Plan plan = plan_of(timed_scenario(2, {{"steps", 150}},
+                                                 {{{"kind", "slowdown"},
+                                                   {"device", "w0/gpu0"},
+                                                   {"from", "0.2 s"},
+                                                   {"until", "0.6 s"},
+                                                   {"factor", 0.5}}}));
   const core::Trace t = run_trace(plan);
   std::vector<double> in, out;
   for (const core::TraceEvent& e : t.events) {

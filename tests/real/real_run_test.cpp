@@ -19,9 +19,9 @@
 #include "real/state/gradient_fill.h"
 #include "real/state/gradient_flow.h"
 #include "real/state/parameter_store.h"
+#include "tests/real/real_support.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/test_support.h"
-#include "tests/real/real_support.h"
 
 namespace replisim::real {
 namespace {

@@ -143,8 +143,8 @@ TEST(ParameterStore, ItHoldsItsShardAndSnapshotsValuesAndSlots) {
 // A restart's parameter server loads the shard it saved: values, optimizer slots and applies
 // (adam's beta powers too), bit for bit; a shard that does not fit the plan is refused.
 TEST(ParameterStore, ARestoredShardIsTheSavedOne) {
-  const core::Plan plan = core::compile_plan(test::parse(tiny_scenario({{"optimizer", "adam"}})),
-                                             "between_graph", {1});
+  const core::Plan plan =
+      core::compile_plan(test::parse(tiny_scenario({{"optimizer", "adam"}})), "between_graph", {1});
   for (size_t ps = 0; ps < plan.ps_roles.size(); ++ps) {
     ParameterStore trained(plan, int(ps)), fresh(plan, int(ps));
     for (size_t v = 1; v < plan.variables.size(); ++v) {
