@@ -1,34 +1,23 @@
-// The launcher: one `replisim node` process per task, their progress, their failures, and the
-// merge of their traces.
+// The "real" backend's launcher: one `replisim node` process per task, their progress and
+// failures, the restarts after a job failure, and the merge of their traces.
 #include "real/backend/real_backend.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <csignal>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <map>
 #include <optional>
 #include <set>
 #include <thread>
 
 #include <cblas.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <openssl/rand.h>
-#include <poll.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <asio/version.hpp>
 
 #include "core/base/error.h"
 #include "core/base/json_cursor.h"
-#include "core/base/version.h"
 #include "core/trace/trace_format.h"
 #include "core/trace/trace_merge.h"
 #include "real/backend/launcher.h"
@@ -163,107 +152,123 @@ double monotonic_s() {
 
 }  // namespace
 
-core::RunOutcome RealBackend::do_run(const core::Plan& plan, core::TraceSink& sink,
-                                     const core::RunOptions& options) {
-  const Settings settings = read_settings(options.settings);
-  check_faults(plan, "");
-  const bool writes = plan.checkpoints.every_s > 0 || plan.checkpoints.summary_every_steps > 0;
-  if (writes && settings.checkpoint_dir.empty()) {
-    throw InputError("", "--checkpoint-dir",
-                     "the plan's chief writes checkpoints or summaries: give a directory");
-  }
-  // The run's directory: the plan, the cluster spec, each node's log and trace.
-  launch::RunDir dir{launch::make_run_dir()};
-  ClusterSpec spec;
-  spec.tasks = tasks_of_plan(plan);
-  spec.token = launch::random_token();
-  std::vector<int> listeners;
-  struct CloseAll {
-    std::vector<int>& fds;
-    ~CloseAll() {
-      for (int fd : fds) ::close(fd);
+namespace {
+
+// One `run`: its directory, the cluster on loopback (listening sockets held across restarts), the
+// coordinator's progress pipe, and each incarnation's processes.
+class Launch {
+ public:
+  Launch(const core::Plan& plan, const Settings& settings, const core::RunOptions& options)
+      : plan_(plan), settings_(settings), options_(options), dir_{launch::make_run_dir()} {
+    spec_.tasks = tasks_of_plan(plan);
+    spec_.token = launch::random_token();
+    for (ClusterTask& task : spec_.tasks) {
+      task.host = "127.0.0.1";
+      listeners_.push_back(launch::listen_loopback(&task.port));
     }
-  } close_listeners{listeners};
-  for (ClusterTask& task : spec.tasks) {
-    task.host = "127.0.0.1";
-    listeners.push_back(launch::listen_loopback(&task.port));
+    plan_file_ = dir_.path / "plan.json";
+    cluster_file_ = dir_.path / "cluster.json";
+    launch::write_text(plan_file_, core::dump_json(core::plan_to_json(plan), 1) + "\n");
+    launch::write_text(cluster_file_,
+                       core::dump_json(cluster_spec_to_json(spec_, false), 1) + "\n");
+    map_ = map_roles(plan, spec_, cluster_file_.string());
+    victims_ = victims_of_faults(plan, map_);
+    int fds[2] = {-1, -1};
+    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) {
+      throw core::BackendError(std::string("pipe: ") + std::strerror(errno));
+    }
+    progress_ = std::make_unique<launch::ProgressPipe>(fds[0]);
+    progress_fd_ = fds[1];  // kept for restarted coordinators
   }
-  const fs::path plan_file = dir.path / "plan.json";
-  const fs::path cluster_file = dir.path / "cluster.json";
-  launch::write_text(plan_file, core::dump_json(core::plan_to_json(plan), 1) + "\n");
-  launch::write_text(cluster_file, core::dump_json(cluster_spec_to_json(spec, false), 1) + "\n");
-  const TaskMap map = map_roles(plan, spec, cluster_file.string());
-  const std::vector<std::set<int>> victims = victims_of_faults(plan, map);
-
-  int progress_pipe[2] = {-1, -1};
-  if (::pipe2(progress_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-    throw core::BackendError(std::string("pipe: ") + std::strerror(errno));
+  ~Launch() {
+    for (int fd : listeners_) ::close(fd);
+    ::close(progress_fd_);
   }
-  launch::ProgressPipe progress(progress_pipe[0]);
-  struct ClosePipe {
-    int fd;
-    ~ClosePipe() { ::close(fd); }
-  } close_pipe{progress_pipe[1]};  // kept for restarted coordinators
 
-  std::vector<core::Trace> parts;
-  std::optional<nlohmann::json> resume;  // the facts of the restart in progress
-  double previous_resumed_s = 0;
-  for (int incarnation = 0;; ++incarnation) {
+  // Every start of the run, until it ends as the plan says (or fails: BackendError; or is
+  // cancelled: RunCancelled); then the parts of every start.
+  std::vector<core::Trace> run() {
+    std::vector<core::Trace> parts;
+    std::optional<nlohmann::json> resume;  // the facts of the restart in progress
+    double previous_resumed_s = 0;
+    for (int incarnation = 0;; ++incarnation) {
+      launch::NodeGroup group;
+      start(group, incarnation, resume);
+      const double from_s = resume ? resume->at("restart_s").get<double>() : 0.0;
+      watch(group, from_s);
+      Incarnation ended = collect(group, from_s, &previous_resumed_s);
+      parts.insert(parts.end(), ended.parts.begin(), ended.parts.end());
+      if (ended.job_fault < 0 || !plan_.recovery.enabled) break;
+      // TF's cluster manager starts the tasks again restart_delay after the clients failed.
+      if (!progress_->origin_clock_s) {
+        throw core::BackendError("the coordinator never said when the run started");
+      }
+      resume = resume_facts(plan_, ended, incarnation + 1, *progress_->origin_clock_s,
+                            previous_resumed_s);
+      wait_until(*progress_->origin_clock_s + resume->at("restart_s").get<double>());
+    }
+    return parts;
+  }
+
+ private:
+  // One process per task; after a restart each gets the restart's facts.
+  void start(launch::NodeGroup& group, int incarnation,
+             const std::optional<nlohmann::json>& resume) {
     const std::string suffix = incarnation == 0 ? "" : ".restart" + std::to_string(incarnation);
     fs::path resume_file;
     if (resume) {
-      resume_file = dir.path / ("resume" + suffix + ".json");
+      resume_file = dir_.path / ("resume" + suffix + ".json");
       launch::write_text(resume_file, resume->dump(1) + "\n");
     }
-    launch::NodeGroup group;
-    for (size_t t = 0; t < spec.tasks.size(); ++t) {
-      const std::string task = spec.tasks[t].name();
+    for (size_t t = 0; t < spec_.tasks.size(); ++t) {
       launch::NodeProcess node;
-      node.task = task;
+      node.task = spec_.tasks[t].name();
       node.task_index = int(t);
-      node.role = plan.roles[size_t(map.roles_of_task[t].front())].name;
-      node.host = spec.tasks[t].host;
-      node.log = dir.path / (task + suffix + ".log");
-      node.trace = dir.path / (task + suffix + ".trace");
+      node.role = plan_.roles[size_t(map_.roles_of_task[t].front())].name;
+      node.host = spec_.tasks[t].host;
+      node.log = dir_.path / (node.task + suffix + ".log");
+      node.trace = dir_.path / (node.task + suffix + ".trace");
       launch::NodeCommand command;
-      command.binary = settings.node_binary;
-      command.binary_is_self = settings.node_is_self;
-      command.argv = {settings.node_binary,
+      command.binary = settings_.node_binary;
+      command.binary_is_self = settings_.node_is_self;
+      command.argv = {settings_.node_binary,
                       "node",
                       "--plan",
-                      plan_file.string(),
+                      plan_file_.string(),
                       "--role",
                       node.role,
                       "--cluster",
-                      cluster_file.string(),
+                      cluster_file_.string(),
                       "--listen-fd",
-                      std::to_string(listeners[t]),
+                      std::to_string(listeners_[t]),
                       "--trace-out",
                       node.trace.string(),
                       "--threads",
-                      std::to_string(settings.threads),
+                      std::to_string(settings_.threads),
                       "--connect-timeout",
-                      std::to_string(settings.connect_timeout_s),
+                      std::to_string(settings_.connect_timeout_s),
                       "--launched"};
-      if (!settings.checkpoint_dir.empty()) {
-        command.argv.insert(command.argv.end(), {"--checkpoint-dir", settings.checkpoint_dir});
+      if (!settings_.checkpoint_dir.empty()) {
+        command.argv.insert(command.argv.end(), {"--checkpoint-dir", settings_.checkpoint_dir});
       }
       if (resume) command.argv.insert(command.argv.end(), {"--resume", resume_file.string()});
-      command.keep_fds = {listeners[t]};
-      if (int(t) == map.coordinator_task) {
-        command.argv.insert(command.argv.end(),
-                            {"--progress-fd", std::to_string(progress_pipe[1])});
-        command.keep_fds.push_back(progress_pipe[1]);
+      command.keep_fds = {listeners_[t]};
+      if (int(t) == map_.coordinator_task) {
+        command.argv.insert(command.argv.end(), {"--progress-fd", std::to_string(progress_fd_)});
+        command.keep_fds.push_back(progress_fd_);
       }
-      command.environment = {std::string(kClusterTokenVariable) + "=" + spec.token};
+      command.environment = {std::string(kClusterTokenVariable) + "=" + spec_.token};
       group.start(std::move(node), command);
     }
-    // Watch: progress, exits, cancellation. A task that failed stops the others within their own
-    // detection (its ERROR frames, or a lost connection); after a grace period they are killed.
-    const double from_s = resume ? resume->at("restart_s").get<double>() : 0.0;
+  }
+
+  // Progress, exits, cancellation, until every task ended. A task that failed stops the others
+  // within their own detection (its ERROR frames, or a lost connection); after a grace period
+  // they are killed and the run fails, naming the first.
+  void watch(launch::NodeGroup& group, double from_s) {
     const auto planned = [&](const launch::NodeProcess& n) {
-      for (size_t f = 0; f < victims.size(); ++f) {
-        if (victims[f].count(n.task_index) > 0 && plan.faults[f].at_s >= from_s) return true;
+      for (size_t f = 0; f < victims_.size(); ++f) {
+        if (victims_[f].count(n.task_index) > 0 && plan_.faults[f].at_s >= from_s) return true;
       }
       return false;
     };
@@ -271,9 +276,9 @@ core::RunOutcome RealBackend::do_run(const core::Plan& plan, core::TraceSink& si
     constexpr double kGraceS = 5;
     std::optional<std::chrono::steady_clock::time_point> failed_at;
     for (;;) {
-      progress.poll(options.progress);
+      progress_->poll(options_.progress);
       const size_t running = group.reap(planned);
-      if (options.cancelled && options.cancelled()) {
+      if (options_.cancelled && options_.cancelled()) {
         group.terminate();
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
         group.kill_all();
@@ -290,48 +295,70 @@ core::RunOutcome RealBackend::do_run(const core::Plan& plan, core::TraceSink& si
       }
       std::this_thread::sleep_for(kPoll);
     }
-    progress.poll(options.progress);
+    progress_->poll(options_.progress);
     if (group.failed() != nullptr) {
-      dir.keep = true;
-      throw core::BackendError(launch::root_cause(group) + " (logs: " + dir.path.string() + ")");
+      dir_.keep = true;
+      throw core::BackendError(launch::root_cause(group) + " (logs: " + dir_.path.string() + ")");
     }
+  }
+
+  // Every task's part (a task the plan killed wrote its own first), and the job fault that ended
+  // the start, if one did.
+  Incarnation collect(const launch::NodeGroup& group, double from_s, double* previous_resumed_s) {
     Incarnation ended;
-    for (size_t t = 0; t < spec.tasks.size(); ++t) {
+    for (size_t t = 0; t < spec_.tasks.size(); ++t) {
       std::vector<core::Trace> runs = core::read_trace_file(group.nodes[t].trace);
       if (runs.size() != 1) {
-        throw core::BackendError("task " + spec.tasks[t].name() + " wrote " +
+        throw core::BackendError("task " + spec_.tasks[t].name() + " wrote " +
                                  std::to_string(runs.size()) + " runs");
       }
-      if (runs.front().outcome.killed_s) {
-        const int f =
-            fault_that_killed(plan, victims, int(t), *runs.front().outcome.killed_s, from_s);
-        if (f >= 0 && plan.faults[size_t(f)].kind == "job") ended.job_fault = f;
+      const core::RunOutcome& outcome = runs.front().outcome;
+      if (outcome.killed_s) {
+        const int f = fault_that_killed(plan_, victims_, int(t), *outcome.killed_s, from_s);
+        if (f >= 0 && plan_.faults[size_t(f)].kind == "job") ended.job_fault = f;
       }
-      if (int(t) == map.coordinator_task && !runs.front().outcome.restarts.empty()) {
-        previous_resumed_s = runs.front().outcome.restarts.back().resumed_s;
+      if (int(t) == map_.coordinator_task && !outcome.restarts.empty()) {
+        *previous_resumed_s = outcome.restarts.back().resumed_s;
       }
       ended.parts.push_back(std::move(runs.front()));
     }
-    for (core::Trace& t : ended.parts) parts.push_back(std::move(t));
-    ended.parts.clear();
-    if (ended.job_fault < 0 || !plan.recovery.enabled) break;
-    // TF's cluster manager starts the tasks again restart_delay after the clients failed.
-    if (!progress.origin_clock_s) {
-      throw core::BackendError("the coordinator never said when the run started");
-    }
-    for (size_t i = parts.size() - spec.tasks.size(); i < parts.size(); ++i) {
-      ended.parts.push_back(parts[i]);
-    }
-    resume =
-        resume_facts(plan, ended, incarnation + 1, *progress.origin_clock_s, previous_resumed_s);
-    const double restart_clock_s = *progress.origin_clock_s + resume->at("restart_s").get<double>();
-    while (monotonic_s() < restart_clock_s) {
-      if (options.cancelled && options.cancelled()) throw core::RunCancelled();
+    return ended;
+  }
+
+  void wait_until(double clock_s) const {
+    while (monotonic_s() < clock_s) {
+      if (options_.cancelled && options_.cancelled()) throw core::RunCancelled();
       std::this_thread::sleep_for(
-          std::chrono::duration<double>(std::min(0.05, restart_clock_s - monotonic_s())));
+          std::chrono::duration<double>(std::min(0.05, clock_s - monotonic_s())));
     }
   }
-  return core::emit_merged_parts(parts, sink);
+
+  const core::Plan& plan_;
+  const Settings& settings_;
+  const core::RunOptions& options_;
+  launch::RunDir dir_;  // the plan, the cluster spec, each node's log and trace
+  ClusterSpec spec_;
+  std::vector<int> listeners_;
+  fs::path plan_file_, cluster_file_;
+  TaskMap map_;
+  std::vector<std::set<int>> victims_;
+  std::unique_ptr<launch::ProgressPipe> progress_;
+  int progress_fd_ = -1;
+};
+
+}  // namespace
+
+core::RunOutcome RealBackend::do_run(const core::Plan& plan, core::TraceSink& sink,
+                                     const core::RunOptions& options) {
+  const Settings settings = read_settings(options.settings);
+  check_faults(plan, "");
+  const bool writes = plan.checkpoints.every_s > 0 || plan.checkpoints.summary_every_steps > 0;
+  if (writes && settings.checkpoint_dir.empty()) {
+    throw InputError("", "--checkpoint-dir",
+                     "the plan's chief writes checkpoints or summaries: give a directory");
+  }
+  Launch launch(plan, settings, options);
+  return core::emit_merged_parts(launch.run(), sink);
 }
 
 void register_real_backend() {

@@ -199,14 +199,27 @@ TEST(NodeCommand, HandStartedNodesRunAndTheirPartsMerge) {
   const std::string plan = plan_file(dir);
   const std::string cluster = cluster_file(dir, "c.json", 2);
   auto node = [&](const std::string& role) {
-    return std::vector<std::string>{"node",   "--plan",      plan,
-                                    "--role", role,          "--cluster",
-                                    cluster,  "--trace-out", dir.file(role + ".trace")};
+    return std::vector<std::string>{"node",
+                                    "--plan",
+                                    plan,
+                                    "--role",
+                                    role,
+                                    "--cluster",
+                                    cluster,
+                                    "--trace-out",
+                                    dir.file(role + ".trace"),
+                                    "--run-trace-out",
+                                    dir.file("run.trace")};
   };
   RunningReplisim ps(node("ps0"), 60), worker1(node("worker1"), 60);
   const BinaryResult chief = run_replisim(node("worker0"), 60);
   EXPECT_EQ(chief.exit_code, 0) << chief.err;
-  EXPECT_EQ(ps.wait().exit_code, 0);
+  EXPECT_TRUE(chief.out.empty()) << chief.out;
+  // The coordinator (ps0's task) gathered every part and reports the run.
+  const BinaryResult coordinator = ps.wait();
+  EXPECT_EQ(coordinator.exit_code, 0) << coordinator.err;
+  EXPECT_NE(coordinator.out.find("gathered into " + dir.file("run.trace")), std::string::npos)
+      << coordinator.out;
   EXPECT_EQ(worker1.wait().exit_code, 0);
   const BinaryResult merged =
       run_replisim({"report", "--merge", dir.file("ps0.trace"), dir.file("worker0.trace"),
