@@ -102,7 +102,8 @@ TEST(RealFaults, AKilledParameterServerStopsEveryClientNamingIt) {
   for (const std::string role : {"ps0", "worker0", "worker1"}) {
     nodes.push_back(std::make_unique<test::RunningReplisim>(
         std::vector<std::string>{"node", "--plan", plan_file, "--role", role, "--cluster",
-                                 cluster_file, "--trace-out", dir.file(role + ".trace")},
+                                 cluster_file, "--trace-out", dir.file(role + ".trace"),
+                                 "--run-trace-out", dir.file("run.trace")},
         60));
   }
   const auto start = std::chrono::steady_clock::now();

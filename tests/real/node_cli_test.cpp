@@ -86,6 +86,14 @@ TEST(NodeCommand, BadInputIsOneLineAndExitTwo) {
                                 "--trace-out", trace}),
                   2, "--force");
   EXPECT_EQ(read_file(trace), "mine");
+  // The coordinator's (ps0's) run trace, as every output: an existing file is not replaced.
+  expect_one_line(run_replisim({"node", "--plan", plan, "--role", "ps0", "--cluster", cluster,
+                                "--trace-out", dir.file("p.trace"), "--run-trace-out", trace}),
+                  2, "--force");
+  expect_one_line(run_replisim({"node", "--plan", plan, "--role", "ps0", "--cluster", cluster,
+                                "--trace-out", dir.file("p.trace"), "--run-trace-out", plan}),
+                  2, plan);
+  EXPECT_EQ(read_file(trace), "mine");
   expect_one_line(run_replisim({"node", "--plan", plan, "--role", "ps0", "--cluster", cluster,
                                 "--threads", "0"}),
                   2, "--threads");
@@ -105,7 +113,8 @@ TEST(NodeCommand, BadInputIsOneLineAndExitTwo) {
                                    {"token", "0123456789abcdef0123"}}
                         .dump());
   expect_one_line(run_replisim({"node", "--plan", plan, "--role", "ps0", "--cluster", taken,
-                                "--trace-out", dir.file("t.trace")}),
+                                "--trace-out", dir.file("t.trace"), "--run-trace-out",
+                                dir.file("run.trace")}),
                   2, "cannot listen on 127.0.0.1");
   ::close(fd);
 }
