@@ -177,7 +177,7 @@ void define(CLI::App& app, CliArgs& args, RawValues& raw) {
       ->type_name("FILE");
   node->add_option("--role", args.role,
                    "a role of the plan: this node runs its task (default: from the launcher's "
-                   "rank, SLURM_PROCID, OMPI_COMM_WORLD_RANK or PMI_RANK)")
+                   "rank: OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID)")
       ->type_name("NAME");
   node->add_option("--cluster", args.cluster_path,
                    "the cluster spec (TF_CONFIG's cluster shape; default under srun: the step's "

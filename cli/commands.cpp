@@ -194,12 +194,27 @@ class CheckpointDirs {
     std::string stem = args.scenario.substr(args.scenario.find_last_of('/') + 1);
     stem = stem.substr(0, stem.rfind('.'));
     fallback_ = (stem.empty() ? std::string("replisim") : stem) + ".checkpoints";
+    outputs_ = {{"--json", args.json_path},
+                {"--trace", args.trace_path},
+                {"--trace-out", args.trace_out_path},
+                {"--csv", args.csv_path}};
   }
   void check(const std::vector<core::Plan>& plans) {
     bool any = false;
     for (const core::Plan& p : plans) any |= writes_checkpoints(p);
     root_ = !given_.empty() ? given_ : any ? fallback_ : std::string();
     if (root_.empty()) return;
+    // The directory the run makes is no output's file (found before the run, not after it).
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path dir = fs::weakly_canonical(fs::absolute(root_), ec);
+    for (const auto& [flag, path] : outputs_) {
+      if (path.empty() || path == "-") continue;
+      if (fs::weakly_canonical(fs::absolute(path), ec) == dir) {
+        throw core::InputError("", "--checkpoint-dir",
+                               root_ + " is also the " + flag + " file: give them different names");
+      }
+    }
     struct stat st {};
     if (::stat(root_.c_str(), &st) == 0) {
       throw core::InputError("", "--checkpoint-dir",
@@ -242,6 +257,7 @@ class CheckpointDirs {
     if (::mkdir(dir.c_str(), 0755) != 0) throw core::OutputError(dir, std::strerror(errno));
   }
   std::string given_, fallback_, root_;
+  std::vector<std::pair<std::string, std::string>> outputs_;  // (flag, path)
   bool made_ = false;
 };
 

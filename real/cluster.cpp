@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 
 #include "core/base/error.h"
@@ -205,7 +206,9 @@ std::vector<int> ranked_roles(const core::Plan& plan) {
 }
 
 std::optional<LauncherRank> rank_from_environment() {
-  for (const char* variable : {"SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"}) {
+  // The MPI launchers' first: mpirun inside a Slurm allocation passes the allocation's
+  // SLURM_PROCID on to every rank (srun sets SLURM_PROCID, and PMI_RANK equal to it with PMI).
+  for (const char* variable : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
     const char* value = std::getenv(variable);
     if (value == nullptr) continue;
     const std::string text = value;
@@ -305,8 +308,13 @@ std::vector<std::string> expand_host_list(const std::string& list) {
       if (n.size() > 255) throw InputError("", "SLURM_JOB_NODELIST", "a host name over 255 bytes");
       hosts.push_back(std::move(n));
     }
-    if (hosts.size() > kMaxHosts)
+    if (hosts.size() > kMaxHosts) {
       throw InputError("", "SLURM_JOB_NODELIST", "more than 65536 hosts");
+    }
+    if (end + 1 == list.size()) {
+      throw InputError("", "SLURM_JOB_NODELIST",
+                       "an empty host at the end of \"" + list.substr(0, 200) + "\"");
+    }
     at = end + 1;
   }
   if (hosts.empty()) throw InputError("", "SLURM_JOB_NODELIST", "lists no host");
@@ -333,11 +341,17 @@ std::vector<int> expand_tasks_per_node(const std::string& text) {
                          "\"" + item.substr(0, 40) + "\" is not N or N(xM)");
       }
     }
+    if (std::stoi(times) == 0) {
+      throw InputError("", "SLURM_TASKS_PER_NODE", "\"" + item + "\" counts no node");
+    }
     if (counts.size() + size_t(std::stoi(times)) > kMaxHosts) {
       throw InputError("", "SLURM_TASKS_PER_NODE", "more than 65536 nodes");
     }
     counts.insert(counts.end(), size_t(std::stoi(times)), std::stoi(count));
     at = comma + 1;
+  }
+  if (!text.empty() && text.back() == ',') {
+    throw InputError("", "SLURM_TASKS_PER_NODE", "an empty count at the end of \"" + text + "\"");
   }
   if (counts.empty()) throw InputError("", "SLURM_TASKS_PER_NODE", "is empty");
   return counts;
@@ -374,7 +388,13 @@ ClusterSpec slurm_cluster_spec(const core::Plan& plan, const std::string& nodeli
                          std::to_string(roles.size()) + " (srun --ntasks " +
                          std::to_string(roles.size()) + ")");
   }
-  // The token as a spec file would have it.
+  // The token from the environment (a Slurm step has no spec file to hold one).
+  const char* token = std::getenv(kClusterTokenVariable);
+  if (token == nullptr || std::strlen(token) < kMinTokenBytes) {
+    throw InputError("", kClusterTokenVariable,
+                     std::string(token == nullptr ? "not set" : "shorter than 16 bytes") +
+                         ": under srun without --cluster the cluster token comes from it");
+  }
   nlohmann::json json = cluster_spec_to_json(spec, false);
   return parse_cluster_spec(json, "SLURM_JOB_NODELIST");
 }

@@ -70,8 +70,9 @@ TaskMap map_roles(const core::Plan& plan, const ClusterSpec& spec, const std::st
 // chief's sync queue runner (it runs inside worker 0's process). As many as the plan has tasks.
 std::vector<int> ranked_roles(const core::Plan& plan);
 
-// A process's rank from its launcher: the first set of SLURM_PROCID (srun), OMPI_COMM_WORLD_RANK
-// (Open MPI's mpirun) and PMI_RANK (MPICH's and Intel MPI's mpiexec). Throws core::InputError
+// A process's rank from its launcher: the first set of OMPI_COMM_WORLD_RANK (Open MPI's mpirun),
+// PMI_RANK (MPICH's and Intel MPI's mpiexec) and SLURM_PROCID (srun): the MPI launchers' first,
+// since mpirun inside a Slurm allocation passes the allocation's SLURM_PROCID on to every rank. Throws core::InputError
 // naming the variable when it is not a whole number from 0.
 struct LauncherRank {
   std::string variable;

@@ -108,8 +108,9 @@ int fault_that_killed(const core::Plan& plan, const std::vector<std::set<int>>& 
   int found = -1;
   for (size_t f = 0; f < plan.faults.size(); ++f) {
     const core::PlanFault& fault = plan.faults[f];
+    // A killed task records the time of its fault (killed_s).
     if ((fault.kind != "role" && fault.kind != "job") || victims[f].count(t) == 0 ||
-        fault.at_s < from_s || fault.at_s > killed_s + 0.5) {
+        fault.at_s < from_s || fault.at_s > killed_s + 1e-9) {
       continue;
     }
     if (found < 0 || fault.at_s >= plan.faults[size_t(found)].at_s) found = int(f);
@@ -121,13 +122,9 @@ int fault_that_killed(const core::Plan& plan, const std::vector<std::set<int>>& 
 nlohmann::json resume_facts(const core::Plan& plan, const Incarnation& ended, int incarnation,
                             double origin_clock_s, double previous_resumed_s) {
   const core::PlanFault& fault = plan.faults[size_t(ended.job_fault)];
-  // Every surviving task stopped at its detection; the global step then is the last update's.
-  double detected_s = -1;
-  for (const core::Trace& t : ended.parts) {
-    if (t.outcome.killed_s) continue;
-    detected_s = detected_s < 0 ? t.outcome.end_s : std::min(detected_s, t.outcome.end_s);
-  }
-  if (detected_s < fault.at_s) detected_s = fault.at_s + plan.recovery.detect_timeout_s;
+  // Every surviving task stopped at the plan's detection time (its timer); the restart follows
+  // restart_delay after it, as the simulation has them. The global step then is the last update's.
+  const double detected_s = fault.at_s + plan.recovery.detect_timeout_s;
   int64_t global_step = 0;
   for (const core::Trace& t : ended.parts) {
     for (const core::TraceEvent& e : t.events) {
@@ -266,11 +263,20 @@ class Launch {
   // within their own detection (its ERROR frames, or a lost connection); after a grace period
   // they are killed and the run fails, naming the first.
   void watch(launch::NodeGroup& group, double from_s) {
+    // A planned death wrote its part, saying so (killed_s), before its SIGKILL: any other
+    // SIGKILL was no fault of the plan's.
     const auto planned = [&](const launch::NodeProcess& n) {
+      bool victim = false;
       for (size_t f = 0; f < victims_.size(); ++f) {
-        if (victims_[f].count(n.task_index) > 0 && plan_.faults[f].at_s >= from_s) return true;
+        victim |= victims_[f].count(n.task_index) > 0 && plan_.faults[f].at_s >= from_s;
       }
-      return false;
+      if (!victim) return false;
+      try {
+        const std::vector<core::Trace> runs = core::read_trace_file(n.trace);
+        return runs.size() == 1 && runs.front().outcome.killed_s.has_value();
+      } catch (const std::exception&) {
+        return false;
+      }
     };
     constexpr auto kPoll = std::chrono::milliseconds(50);
     constexpr double kGraceS = 5;

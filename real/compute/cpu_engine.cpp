@@ -77,9 +77,11 @@ double DeviceEngine::execute(double flop, int threads) {
     return gpu_ ? gpu_->execute(f, threads) : execute_flop(f, threads);
   };
   if (slowdowns_.empty()) return run(flop);
+  // A piece of about a millisecond's work at a time, so that a window's end is seen within one:
+  // at factor f a piece does f of it (taking what the whole would at full speed).
+  const double slice = gpu_ ? kSlowGpuPieceFlop : kSlowPieceFlop;
   double done = 0;
   for (double left = flop; left > 0;) {
-    const double piece = std::min(left, gpu_ ? kSlowGpuPieceFlop : kSlowPieceFlop);
     const double now_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count() -
         origin_s_;
@@ -87,6 +89,7 @@ double DeviceEngine::execute(double flop, int threads) {
     for (const Slowdown& s : slowdowns_) {
       if (now_s >= s.from_s && now_s < s.until_s) factor *= s.factor;
     }
+    const double piece = std::min(left, slice * factor);
     done += run(piece / factor) * factor;
     left -= piece;
   }

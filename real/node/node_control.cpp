@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/base/error.h"
+#include "core/base/units.h"
 #include "real/node/runtime.h"
 
 namespace replisim::real::detail {
@@ -370,6 +371,19 @@ void Node::fail(const std::string& why) {
       kErrorFlushS);
 }
 
+// The simulation's note for a fault that would strike after the run ended.
+void Node::note_faults_after_the_end() {
+  const double end_s = outcome_.end_s;
+  for (const core::PlanFault& f : plan_.faults) {
+    const double strikes_s = f.kind == "role" || f.kind == "job" ? f.at_s : f.from_s;
+    if (strikes_s <= end_s || strikes_s < incarnation_start_s_) continue;
+    outcome_.notes.push_back(
+        "fault \"" + f.description + "\" at " +
+        core::format_quantity(strikes_s, core::Dimension::kTime) + " comes after the run's end (" +
+        core::format_quantity(end_s, core::Dimension::kTime) + "): it changed nothing");
+  }
+}
+
 void Node::write_trace_end() {
   outcome_.end_s = coordinator() ? end_s_ : now_s();
   if (coordinator()) {
@@ -382,6 +396,7 @@ void Node::write_trace_end() {
     }
   }
   if (coordinator() && resume_) record_restart();
+  if (coordinator() && !outcome_.killed_s) note_faults_after_the_end();
   writer_->end(outcome_);
   writer_->finish();
   trace_file_->publish();

@@ -24,8 +24,9 @@ namespace {
 
 // A lost peer counts as killed by a fault that struck up to this long after the loss is seen
 // here: the peer's clock and this one differ by their offsets' uncertainty (microseconds on one
-// machine, about half a round trip between machines).
-constexpr double kDeathSlackS = 0.5;
+// machine, about half a round trip between machines). A peer lost earlier than that before its
+// fault's time died otherwise: a failure.
+constexpr double kDeathSlackS = 0.05;
 
 bool is_death(const core::PlanFault& f) {
   return f.kind == "role" || f.kind == "job";
@@ -55,6 +56,8 @@ void Node::arm_faults() {
       auto found = engines_.find(fault.device);
       if (found != engines_.end()) {
         found->second->add_slowdown(fault.from_s, fault.until_s, fault.factor);
+        // Its window in the trace, once (as the simulation records it).
+        if (!resume_) recorder_->fault_window(fault);
       }
       continue;
     }
@@ -81,12 +84,20 @@ void Node::die(int fault) {
   if (stopping_) return;
   const core::PlanFault& f = plan_.faults[size_t(fault)];
   const double now = now_s();
+  if (job_fault_ >= 0) {
+    note_struck_while_down(f);  // every task starts again anyway (the simulation's note)
+    return;
+  }
+  // Recorded at the fault's time (a machine's tasks all at the same one), the kill follows
+  // within milliseconds.
   if (f.kind == "role") {
     bool running = false;
     for (int c : f.clients) {
       const Part& p = parts_[size_t(c)];
       if (!p.owner || p.finished) continue;
-      recorder_->client_death(c, f.description, p.steps_done, now);
+      // A restarted worker still waiting for the model was running no step.
+      const bool waiting = size_t(c) < awaiting_model_.size() && awaiting_model_[size_t(c)];
+      recorder_->client_death(c, f.description, waiting ? -1 : int64_t(p.steps_done), f.at_s);
       running = true;
     }
     if (!running) return;
@@ -95,7 +106,7 @@ void Node::die(int fault) {
     for (int c : f.clients) roles.push_back(plan_.clients[size_t(c)].role);
     for (int r : roles) {
       if (uint32_t(map_.task_of_role[size_t(r)]) == self_) {
-        recorder_->role_death(r, f.description, now);
+        recorder_->role_death(r, f.description, f.at_s);
       }
     }
   }
@@ -103,7 +114,7 @@ void Node::die(int fault) {
                spec_.tasks[self_].name().c_str(), time_text(now).c_str(), f.description.c_str());
   stopping_ = true;
   end_s_ = now;
-  outcome_.killed_s = now;
+  outcome_.killed_s = f.at_s;  // the plan's time, as the death's events
   write_trace_end();
   const auto kill_self = [] {
     std::fflush(nullptr);
@@ -136,6 +147,15 @@ int Node::planned_death(uint32_t peer) const {
   return found;
 }
 
+void Node::note_struck_while_down(const core::PlanFault& f) {
+  const std::string note =
+      "fault \"" + f.description + "\" struck while the job was down (" + time_text(f.at_s) +
+      "): " + (f.kind == "job" ? "it changed nothing" : "the restart brings every task back");
+  if (std::find(outcome_.notes.begin(), outcome_.notes.end(), note) == outcome_.notes.end()) {
+    outcome_.notes.push_back(note);
+  }
+}
+
 void Node::on_peer_lost(uint32_t peer, const std::string& why) {
   if (stopping_ || job_fault_ >= 0) {
     // The run is over here, or the job is down and every task stops at its detection: a peer
@@ -166,9 +186,27 @@ void Node::lose_graphs_of(uint32_t peer) {
     graph_dead_[size_t(p.index)] = true;
     abandon(p);
     if (coordinator() && !finished_.empty()) finished_[size_t(p.index)] = true;
+    // A worker the restart never brought back (the restart's record names it).
+    if (coordinator() && resume_ && p.index < int(plan_.clients.size()) &&
+        resumed_s_[size_t(p.index)] < 0 && !plan_.roles[size_t(p.graph->role)].chief) {
+      lost_before_back_.push_back(plan_.roles[size_t(p.graph->role)].name);
+    }
   }
   for (auto it = incoming_.begin(); it != incoming_.end();) {
     it = std::get<0>(it->first) == peer ? incoming_.erase(it) : std::next(it);
+  }
+  // A restarted chief that dies before it restored the model: no worker will find one ready
+  // (TF's wait_for_session would wait until its max_wait_secs); their clients end here.
+  if (coordinator() && started_ && resume_ && !model_ready_ && peer == uint32_t(map_.chief_task)) {
+    outcome_.notes.push_back(
+        "the chief died before it restored the model after the restart: the other workers never "
+        "found a ready model and trained no more (TF's wait_for_session waits up to its "
+        "max_wait_secs)");
+    for (size_t c = 0; c < finished_.size() && c < resumed_s_.size(); ++c) {
+      if (resumed_s_[c] < 0) finished_[c] = true;
+    }
+    finish_job();
+    return;
   }
   if (coordinator() && started_) {
     maybe_end_job();
@@ -212,6 +250,12 @@ void Node::detect_job_failure() {
   if (stopping_) return;
   const core::PlanFault& f = plan_.faults[size_t(job_fault_)];
   const double now = now_s();
+  // Deaths planned between the failure and its detection struck a job that was down already.
+  for (const core::PlanFault& other : plan_.faults) {
+    if (is_death(other) && &other != &f && other.at_s > f.at_s && other.at_s <= now) {
+      note_struck_while_down(other);
+    }
+  }
   std::string dead;
   for (uint32_t t : victims(f)) {
     dead += (dead.empty() ? "" : ", ") + spec_.tasks[t].name();

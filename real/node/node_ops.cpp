@@ -349,6 +349,9 @@ void Node::run_global_step_increment(int g, int op_index) {
   }
   const double at_s = now_s();
   ++store_->global_step;
+  // An async worker's or the in-graph client's step reached global_step's PS (what a checkpoint
+  // records for a restart); the chief's sync op is no client.
+  if (g < int(graph_steps_.size())) ++graph_steps_[size_t(g)];
   last_update_s_ = at_s;
   global_step_seen_ = std::max(global_step_seen_, store_->global_step);
   recorder_->update(g, op_index, p.step, at_s, p.global_step_read, store_->global_step);

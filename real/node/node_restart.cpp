@@ -6,12 +6,14 @@
 // asks for the restored model every recovery_wait (SessionManager.wait_for_session) and trains from
 // the checkpoint's global_step. The coordinator records the restart as the simulation does.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <set>
 
 #include "core/base/error.h"
 #include "core/base/json_cursor.h"
+#include "core/base/units.h"
 #include "real/node/runtime.h"
 
 namespace replisim::real::detail {
@@ -37,6 +39,20 @@ Resume read_resume_file(const std::string& path) {
 // The restarted incarnation's start: the chief restores the model; every other client polls for
 // it after its start-up stagger; the chief's sync op starts with the chief.
 void Node::begin_restored_training() {
+  // Deaths planned between the clients' detection and the restart struck no running task (the
+  // tasks struck before the detection said so themselves). The coordinator knows what the chief
+  // will restore (its record stands even when the chief does not get that far).
+  if (coordinator()) {
+    if (!chief()) restored_ = restore_target(checkpoint_to_restore(nullptr));
+    for (size_t f = 0; f < plan_.faults.size(); ++f) {
+      const core::PlanFault& fault = plan_.faults[f];
+      if ((fault.kind != "role" && fault.kind != "job") || int(f) == resume_->fault ||
+          fault.at_s < resume_->detected_s || fault.at_s >= resume_->restart_s) {
+        continue;
+      }
+      note_struck_while_down(fault);
+    }
+  }
   for (Part& p : parts_) {
     if (!p.owner) continue;
     const int g = p.index;
@@ -44,6 +60,8 @@ void Node::begin_restored_training() {
         p.loop == Loop::kChiefSyncOp ||
         (g < int(plan_.clients.size()) && plan_.roles[size_t(p.graph->role)].chief);
     if (with_chief) continue;
+    awaiting_model_.resize(parts_.size(), false);
+    awaiting_model_[size_t(g)] = true;
     auto timer = std::make_shared<asio::steady_timer>(io_);
     timer->expires_after(std::chrono::duration_cast<Clock::duration>(
         std::chrono::duration<double>(p.graph->start_offset_s)));
@@ -61,12 +79,11 @@ void Node::begin_restored_training() {
 // The chief: the last checkpoint whose index was written by the time the role died (TF's
 // Saver.latest_checkpoint of a run where nothing completes after the death); each parameter server
 // loads its shard. No such checkpoint: a fresh start from global_step 0.
-void Node::restore_model() {
-  restore_start_s_ = now_s();
+// The last checkpoint whose index was written by the time the job's role died (none: nullopt),
+// and every checkpoint of the run so far by number (`earlier`, when asked).
+std::optional<CheckpointIndex> Node::checkpoint_to_restore(
+    std::map<int, CheckpointIndex>* earlier) const {
   std::optional<CheckpointIndex> best;
-  // The run's checkpoints so far, by number: the new ones continue the numbering, and the oldest
-  // go as the Saver's max_to_keep says (TF's Saver recovers its last checkpoints so).
-  std::map<int, CheckpointIndex> earlier;
   if (!options_.checkpoint_dir.empty()) {
     for (const auto& entry : std::filesystem::directory_iterator(options_.checkpoint_dir)) {
       const std::string name = entry.path().filename().string();
@@ -78,20 +95,33 @@ void Node::restore_model() {
           number.find_first_not_of("0123456789") != std::string::npos) {
         continue;
       }
-      earlier[std::stoi(number)] = index;
+      if (earlier != nullptr) (*earlier)[std::stoi(number)] = index;
       if (index.written_s < 0 || index.written_s > resume_->fault_s) continue;
       if (!best || index.written_s > best->written_s) best = index;
     }
   }
+  return best;
+}
+
+nlohmann::json Node::restore_target(const std::optional<CheckpointIndex>& best) {
+  return {{"checkpoint", best ? best->name : ""},
+          {"start_s", best ? std::max(0.0, best->start_s) : 0.0},
+          {"global_step", best ? best->global_step : 0},
+          {"client_steps", best ? best->client_steps : std::vector<int64_t>()},
+          {"bytes", best ? best->bytes : 0.0}};
+}
+
+void Node::restore_model() {
+  restore_start_s_ = now_s();
+  // The run's checkpoints so far, by number: the new ones continue the numbering, and the oldest
+  // go as the Saver's max_to_keep says (TF's Saver recovers its last checkpoints so).
+  std::map<int, CheckpointIndex> earlier;
+  const std::optional<CheckpointIndex> best = checkpoint_to_restore(&earlier);
   for (const auto& [number, index] : earlier) {
     kept_checkpoints_.push_back(index);
     checkpoints_ = std::max(checkpoints_, number + 1);
   }
-  restored_ = {{"checkpoint", best ? best->name : ""},
-               {"start_s", best ? std::max(0.0, best->start_s) : 0.0},
-               {"global_step", best ? best->global_step : 0},
-               {"client_steps", best ? best->client_steps : std::vector<int64_t>()},
-               {"bytes", best ? best->bytes : 0.0}};
+  restored_ = restore_target(best);
   if (!best) {
     model_restored();
     return;
@@ -261,6 +291,7 @@ void Node::on_model_ready(const FrameHeader& h, const uint8_t* payload) {
 // checkpoint's, a synchronous worker's next local step is the restored global_step.
 void Node::resume_client(int g, int64_t global_step, const std::vector<int64_t>& client_steps) {
   Part& p = parts_[size_t(g)];
+  if (size_t(g) < awaiting_model_.size()) awaiting_model_[size_t(g)] = false;
   if (g < int(plan_.clients.size())) {
     p.steps_done = size_t(g) < client_steps.size() ? int(client_steps[size_t(g)]) : 0;
   }
@@ -317,15 +348,38 @@ void Node::record_restart() {
   k.fault_s = resume_->fault_s;
   k.detected_s = resume_->detected_s;
   k.restart_s = resume_->restart_s;
-  k.resumed_s = model_ready_ ? chief_ready_s_ : now_s();
+  k.resumed_s = model_ready_ ? chief_ready_s_ : outcome_.end_s;
   k.workers_resumed_s = k.resumed_s;
+  bool all_back = model_ready_;
   for (size_t c = 0; c < plan_.clients.size(); ++c) {
     if (resumed_s_[c] >= 0) k.workers_resumed_s = std::max(k.workers_resumed_s, resumed_s_[c]);
+    const bool chief_client = plan_.roles[size_t(plan_.clients[c].role)].chief;
+    all_back &= chief_client || resumed_s_[c] >= 0 || graph_dead_[c];
   }
-  if (model_ready_) {
-    k.restore_s = restored_.at("restore_s").get<double>();
+  k.workers_lost = lost_before_back_;
+  if (!restored_.is_null()) {
+    if (model_ready_) k.restore_s = restored_.at("restore_s").get<double>();
     k.checkpoint_start_s = std::min(k.fault_s, restored_.at("start_s").get<double>());
     k.checkpoint_global_step = restored_.at("global_step").get<int64_t>();
+  }
+  // A job failure (this task's death among them) before every client was back: the restart was
+  // cut short (while the chief was restoring, when the model was never back).
+  std::optional<double> interrupted;
+  if (outcome_.killed_s) interrupted = *outcome_.killed_s;
+  if (job_fault_ >= 0) interrupted = plan_.faults[size_t(job_fault_)].at_s;
+  if (interrupted && !all_back) {
+    k.interrupted_s = std::max(*interrupted, k.detected_s);
+    if (!model_ready_) {
+      k.resumed_s = std::nextafter(k.interrupted_s, 1e12);
+      // The recovery slice ends there (the chief never trained again).
+      const core::PlanFault& first = plan_.faults[size_t(resume_->fault)];
+      recorder_->recovery(
+          first.roles.empty() ? std::string("job") : plan_.roles[size_t(first.roles.front())].name,
+          first.description + ": restart from global_step " +
+              std::to_string(k.checkpoint_global_step),
+          k.fault_s, k.interrupted_s, k.checkpoint_global_step, resume_->global_step_at_failure);
+    }
+    k.workers_resumed_s = std::max(k.workers_resumed_s, k.resumed_s);
   }
   const double work_from_s = std::max(k.checkpoint_start_s, resume_->previous_resumed_s);
   k.lost_work_s = std::clamp(k.fault_s - work_from_s, 0.0, k.fault_s);

@@ -270,6 +270,8 @@ std::string Node::describe() const {
       break;
     }
   }
+  // A client's step; a task that runs no client (a parameter server, a tower): global_step
+  // where it lives, else the latest step of the graphs it takes part in.
   int64_t step = -1;
   bool owns = false;
   for (const Part& p : parts_) {
@@ -283,6 +285,9 @@ std::string Node::describe() const {
   std::string where =
       role + " (task " + spec_.tasks[self_].name() + " on " + spec_.tasks[self_].host + ")";
   if (!started_) return where + " before the first step";
+  if (!owns && store_ && store_->holds_global_step()) {
+    return where + " at global_step " + std::to_string(store_->global_step);
+  }
   return where + " at step " + std::to_string(std::max<int64_t>(step, 0));
 }
 

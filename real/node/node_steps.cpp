@@ -136,6 +136,9 @@ void Node::dispatch(int g, int op_index) {
     case OpKind::kTokenDequeue:
     case OpKind::kTokenEnqueue:
       if (!sync_) throw std::logic_error("a sync queue op on a task without the sync queues");
+      // A synchronous worker's step ends with its token: the step reached global_step's PS.
+      if (op.kind == OpKind::kTokenDequeue && g < int(graph_steps_.size()))
+        ++graph_steps_[size_t(g)];
       sync_->dispatch(g, op_index, op.kind);
       return;
     case OpKind::kSend:

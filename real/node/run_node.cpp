@@ -78,7 +78,7 @@ int role_of_node(const core::Plan& plan, const NodeOptions& options) {
     if (!rank) {
       throw core::InputError("", "--role",
                              "give the role this node runs, or start it under srun or mpirun "
-                             "(their rank, SLURM_PROCID, OMPI_COMM_WORLD_RANK or PMI_RANK, "
+                             "(their rank, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID, "
                              "picks it)");
     }
     const std::vector<int> roles = ranked_roles(plan);

@@ -208,6 +208,7 @@ class Node : public Mesh::Handler, public core::SyncHost {
   void abandon(Part& p);
   void job_down(int fault);
   void detect_job_failure();
+  void note_struck_while_down(const core::PlanFault& fault);
   bool live(uint32_t task) const { return !task_dead_[task]; }
   // Gathering (node_gather.cpp).
   void send_part(std::function<void()> then);
@@ -217,6 +218,9 @@ class Node : public Mesh::Handler, public core::SyncHost {
   void maybe_merge(bool deadline);
   // Restarts (node_restart.cpp).
   void begin_restored_training();
+  std::optional<CheckpointIndex> checkpoint_to_restore(
+      std::map<int, CheckpointIndex>* earlier) const;
+  static nlohmann::json restore_target(const std::optional<CheckpointIndex>& best);
   void restore_model();
   void on_restore(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
   void on_restored(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
@@ -262,6 +266,7 @@ class Node : public Mesh::Handler, public core::SyncHost {
   void stop(int job_fault = -1);
   void fail(const std::string& why);
   void write_trace_end();
+  void note_faults_after_the_end();
 
   double clock_s() const;  // this machine's monotonic clock (s)
   double now_s() const { return clock_s() - origin_local_s_; }  // the run's clock
@@ -361,6 +366,8 @@ class Node : public Mesh::Handler, public core::SyncHost {
   bool model_ready_ = false;  // coordinator: the chief restored the model
   double chief_ready_s_ = 0;
   std::vector<double> resumed_s_;  // coordinator: per graph, when its client trained again
+  std::vector<std::string> lost_before_back_;  // coordinator: workers dead before they resumed
+  std::vector<bool> awaiting_model_;           // per owned graph: restarted, not training yet
   bool stopping_ = false;
   bool cancelled_ = false;  // stopped by SIGINT or SIGTERM (NodeOptions::cancelled)
   bool failed_ = false;

@@ -30,7 +30,7 @@ TEST(SlurmHosts, ANodeListExpandsAsSlurmWritesIt) {
   EXPECT_EQ(expand_host_list("127.0.0.[1-3]"),
             (std::vector<std::string>{"127.0.0.1", "127.0.0.2", "127.0.0.3"}));
   EXPECT_EQ(expand_tasks_per_node("2(x3),1"), (std::vector<int>{2, 2, 2, 1}));
-  for (const std::string bad : {"", "n[1-", "n[3-1]", "n[a]", "n[1-2]]", "a,,b"}) {
+  for (const std::string bad : {"", "n[1-", "n[3-1]", "n[a]", "n[1-2]]", "a,,b", "n[1-3],"}) {
     try {
       expand_host_list(bad);
       ADD_FAILURE() << bad;
@@ -38,7 +38,7 @@ TEST(SlurmHosts, ANodeListExpandsAsSlurmWritesIt) {
       EXPECT_NE(std::string(e.what()).find("SLURM_JOB_NODELIST"), std::string::npos) << e.what();
     }
   }
-  for (const std::string bad : {"", "2(x", "x", "2(x3"}) {
+  for (const std::string bad : {"", "2(x", "x", "2(x3", "3(x0)", "2,"}) {
     EXPECT_THROW(expand_tasks_per_node(bad), core::InputError) << bad;
   }
 }
@@ -81,11 +81,15 @@ TEST(SlurmHosts, AStepsNodesGiveTheClusterSpec) {
 TEST(LauncherRank, TheFirstRankVariableSetGivesIt) {
   for (const char* v : {"SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"}) ::unsetenv(v);
   EXPECT_FALSE(rank_from_environment().has_value());
-  ::setenv("PMI_RANK", "2", 1);
+  ::setenv("SLURM_PROCID", "2", 1);
   EXPECT_EQ(rank_from_environment()->rank, 2);
-  ::setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+  // mpirun in a Slurm allocation: every rank inherits the allocation's SLURM_PROCID.
+  ::setenv("PMI_RANK", "1", 1);
+  EXPECT_EQ(rank_from_environment()->variable, "PMI_RANK");
+  ::setenv("OMPI_COMM_WORLD_RANK", "0", 1);
   EXPECT_EQ(rank_from_environment()->variable, "OMPI_COMM_WORLD_RANK");
-  ::setenv("SLURM_PROCID", "x1", 1);
+  EXPECT_EQ(rank_from_environment()->rank, 0);
+  ::setenv("OMPI_COMM_WORLD_RANK", "x1", 1);
   EXPECT_THROW(rank_from_environment(), core::InputError);
   for (const char* v : {"SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"}) ::unsetenv(v);
 }

@@ -44,9 +44,11 @@ core::Plan plan_of(const nlohmann::json& doc, const std::string& strategy = "bet
 }
 
 core::Trace run_trace(const core::Plan& plan) {
+  test::TempDir dir;
   RealBackend backend;
   core::RunOptions options;
-  options.settings = {{"node_binary", REPLISIM_BINARY}, {"connect_timeout_s", 20}};
+  options.settings = {
+      {"node_binary", REPLISIM_BINARY}, {"connect_timeout_s", 20}, {"checkpoint_dir", dir.path()}};
   return core::run_to_trace(backend, plan, options);
 }
 
@@ -177,6 +179,7 @@ TEST(RealFaults, AKilledParameterServerWithRecoveryRestartsFromTheCheckpointFile
       last = e->step;
       expected.step(c, e->step);
     }
+    EXPECT_GT(restored.index.client_steps[size_t(c)], 0) << name << ": the restore is mid-run";
     EXPECT_EQ(first, restored.index.client_steps[size_t(c)]) << name;
     EXPECT_EQ(last, plan.steps - 1) << name;
   }
@@ -231,6 +234,72 @@ TEST(RealFaults, ASlowdownWindowSlowsItsDevicesCompute) {
   EXPECT_GT(ratio, 1.5);
   EXPECT_LT(ratio, 3.0);
   std::printf("slowdown 0.5x: compute time per FLOP inside / outside the window = %.2f\n", ratio);
+}
+
+// A slowdown whose window ends while an op runs: the op goes on at full speed from the window's
+// end (a thousandth of the speed for 50 ms must not hold an op for minutes).
+TEST(RealFaults, AnOpLeavesASlowdownAtTheWindowsEnd) {
+  const core::Plan plan = plan_of(timed_scenario(2, {{"steps", 40}},
+                                                 {{{"kind", "slowdown"},
+                                                   {"device", "w0/gpu0"},
+                                                   {"from", "0 s"},
+                                                   {"until", "0.05 s"},
+                                                   {"factor", 0.001}}}));
+  const core::Trace t = run_trace(plan);
+  for (const core::TraceEvent& e : t.events) {
+    if (e.kind == EventKind::kCompute && t.str(e.device) == "w0/gpu0" && e.start_s < 0.05) {
+      EXPECT_LT(e.end_s, 0.5) << t.str(e.label);
+    }
+  }
+  // The window is in the trace, as the simulator records it.
+  const core::RunMetrics m = core::compute_metrics(t);
+  ASSERT_EQ(m.faults.size(), 1u);
+  EXPECT_EQ(m.faults[0].description, "w0/gpu0 slowed to 0.001x");
+}
+
+// A restarted chief that dies before it restored the model: the run ends (no worker polls for
+// ever) and says why; a death while the job is down changes nothing and is noted, as simulated.
+TEST(RealFaults, DeathsDuringARestartEndTheRunOrAreNoted) {
+  const nlohmann::json recovery = {
+      {"detect_timeout", "0.3 s"}, {"restart_delay", "0.2 s"}, {"recovery_wait", "0.1 s"}};
+  const core::Plan chief_dies = plan_of(timed_scenario(
+      2,
+      {{"steps", 400},
+       {"recovery", recovery},
+       {"checkpoint", {{"every", "0.2 s"}, {"disk_bandwidth", "500 MBps"}}}},
+      {{{"kind", "role"}, {"role", "ps0"}, {"at", "0.4 s"}},
+       {{"kind", "role"}, {"role", "worker0"}, {"at", "0.9 s"}}}));  // as the tasks start again
+  const core::Trace t = run_trace(chief_dies);
+  bool said = false;
+  for (const std::string& note : t.outcome.notes) {
+    said |= note.find("the chief died before it restored the model") != std::string::npos;
+  }
+  EXPECT_TRUE(said);
+  ASSERT_EQ(t.outcome.restarts.size(), 1u);
+  const core::Plan struck_while_down =
+      plan_of(timed_scenario(2, {{"steps", 200}, {"recovery", recovery}},
+                             {{{"kind", "role"}, {"role", "ps0"}, {"at", "0.4 s"}},
+                              {{"kind", "role"}, {"role", "worker1"}, {"at", "0.5 s"}}}));
+  const core::Trace down = run_trace(struck_while_down);
+  EXPECT_EQ(down.outcome.restarts.size(), 1u);
+  said = false;
+  for (const std::string& note : down.outcome.notes) {
+    said |= note ==
+            "fault \"worker1 dies\" struck while the job was down (500 ms): the restart "
+            "brings every task back";
+  }
+  EXPECT_TRUE(said);
+}
+
+// A machine whose death kills a parameter server and a worker: one fault row naming both.
+TEST(RealFaults, AMachineFaultIsOneRow) {
+  const core::Plan plan =
+      plan_of(timed_scenario(2, {{"steps", 200}, {"ps", {"w1/cpu"}}},
+                             {{{"kind", "machine"}, {"machine", "w1"}, {"at", "0.4 s"}}}));
+  const core::RunMetrics m = core::compute_metrics(run_trace(plan));
+  ASSERT_EQ(m.faults.size(), 1u);
+  EXPECT_EQ(m.faults[0].description, "machine w1 dies");
+  EXPECT_TRUE(m.job_failed);
 }
 
 }  // namespace
