@@ -128,7 +128,7 @@ void add_outputs(CLI::App* sub, CliArgs& args, RawValues& raw, bool native_out) 
   sub->add_option("--trace", args.trace_path, "write a Chrome Trace Event file (Perfetto)")
       ->type_name("FILE");
   sub->add_option("--trace-window", raw.window,
-                  "keep the Chrome trace to FROM..UNTIL seconds of simulated time")
+                  "keep the Chrome trace to FROM..UNTIL seconds of the run's time")
       ->type_name("FROM..UNTIL");
   if (native_out) {
     sub->add_option("--trace-out", args.trace_out_path,
@@ -181,7 +181,7 @@ void define(CLI::App& app, CliArgs& args, RawValues& raw) {
       ->type_name("NAME");
   node->add_option("--cluster", args.cluster_path,
                    "the cluster spec (TF_CONFIG's cluster shape; default under srun: the step's "
-                   "nodes from SLURM_JOB_NODELIST, ports from --base-port)")
+                   "nodes from SLURM_STEP_NODELIST, ports from --base-port)")
       ->type_name("FILE");
   node->add_option("--base-port", raw.base_port,
                    "under srun without --cluster: the first port on each node (default 43000)")
@@ -347,7 +347,8 @@ std::string usage_text() {
                "replisim"};
   define(app, args, raw);
   return app.help() +
-         "\nexit codes: 0 success, 2 bad input, 1 a failed run, an output that cannot be written\n"
+         "\nreplisim --version prints the version of replisim and of its engines.\n"
+         "exit codes: 0 success, 2 bad input, 1 a failed run, an output that cannot be written\n"
          "or an internal error, 130 cancelled (Ctrl-C). Docs: docs/cli.md\n";
 }
 

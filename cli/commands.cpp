@@ -218,9 +218,12 @@ class CheckpointDirs {
     struct stat st {};
     if (::stat(root_.c_str(), &st) == 0) {
       throw core::InputError("", "--checkpoint-dir",
-                             root_ +
-                                 " exists; give a new directory (a run never writes into "
-                                 "an old one)");
+                             root_ + " exists" +
+                                 (given_.empty() ? " (the default checkpoint directory of this "
+                                                   "scenario's runs)"
+                                                 : std::string()) +
+                                 "; give a new directory (a run never writes into an old one) "
+                                 "or remove it");
     }
     const size_t slash = root_.find_last_of('/');
     const std::string parent = slash == std::string::npos ? "." : root_.substr(0, slash + 1);

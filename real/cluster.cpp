@@ -228,7 +228,8 @@ namespace {
 constexpr size_t kMaxHosts = 1 << 16;
 
 // "01-03,7" inside brackets: the numbers, each at the width it was written with.
-std::vector<std::string> expand_ranges(const std::string& ranges, const std::string& list) {
+std::vector<std::string> expand_ranges(const std::string& ranges, const std::string& list,
+                                       const std::string& variable) {
   std::vector<std::string> out;
   size_t at = 0;
   while (at <= ranges.size()) {
@@ -241,13 +242,12 @@ std::vector<std::string> expand_ranges(const std::string& ranges, const std::str
         first.find_first_not_of("0123456789") != std::string::npos ||
         last.find_first_not_of("0123456789") != std::string::npos || first.size() > 9 ||
         last.size() > 9) {
-      throw InputError("", "SLURM_JOB_NODELIST",
+      throw InputError("", variable,
                        "\"" + range + "\" in \"" + list.substr(0, 200) + "\" is not N or N-M");
     }
     const long from = std::stol(first), to = std::stol(last);
     if (to < from || size_t(to - from) >= kMaxHosts) {
-      throw InputError("", "SLURM_JOB_NODELIST",
-                       "the range \"" + range + "\" runs backwards or is too long");
+      throw InputError("", variable, "the range \"" + range + "\" runs backwards or is too long");
     }
     for (long n = from; n <= to; ++n) {
       std::string number = std::to_string(n);
@@ -261,7 +261,7 @@ std::vector<std::string> expand_ranges(const std::string& ranges, const std::str
 
 }  // namespace
 
-std::vector<std::string> expand_host_list(const std::string& list) {
+std::vector<std::string> expand_host_list(const std::string& list, const std::string& variable) {
   std::vector<std::string> hosts;
   size_t at = 0;
   while (at < list.size()) {
@@ -271,18 +271,15 @@ std::vector<std::string> expand_host_list(const std::string& list) {
     for (; end < list.size() && !(list[end] == ',' && depth == 0); ++end) {
       depth += list[end] == '[' ? 1 : list[end] == ']' ? -1 : 0;
       if (depth < 0 || depth > 1) {
-        throw InputError("", "SLURM_JOB_NODELIST",
-                         "unbalanced brackets in \"" + list.substr(0, 200) + "\"");
+        throw InputError("", variable, "unbalanced brackets in \"" + list.substr(0, 200) + "\"");
       }
     }
     if (depth != 0) {
-      throw InputError("", "SLURM_JOB_NODELIST",
-                       "unbalanced brackets in \"" + list.substr(0, 200) + "\"");
+      throw InputError("", variable, "unbalanced brackets in \"" + list.substr(0, 200) + "\"");
     }
     const std::string item = list.substr(at, end - at);
     if (item.empty())
-      throw InputError("", "SLURM_JOB_NODELIST",
-                       "an empty host in \"" + list.substr(0, 200) + "\"");
+      throw InputError("", variable, "an empty host in \"" + list.substr(0, 200) + "\"");
     // Every bracket group multiplies: "r[1-2]n[1-2]" is r1n1 r1n2 r2n1 r2n2.
     std::vector<std::string> names = {""};
     size_t i = 0;
@@ -294,34 +291,32 @@ std::vector<std::string> expand_host_list(const std::string& list) {
       if (open == std::string::npos) break;
       const size_t close = item.find(']', open);
       const std::vector<std::string> numbers =
-          expand_ranges(item.substr(open + 1, close - open - 1), list);
+          expand_ranges(item.substr(open + 1, close - open - 1), list, variable);
       std::vector<std::string> next;
       for (const std::string& n : names) {
         for (const std::string& number : numbers) next.push_back(n + number);
       }
-      if (next.size() > kMaxHosts)
-        throw InputError("", "SLURM_JOB_NODELIST", "more than 65536 hosts");
+      if (next.size() > kMaxHosts) throw InputError("", variable, "more than 65536 hosts");
       names = std::move(next);
       i = close + 1;
     }
     for (std::string& n : names) {
-      if (n.size() > 255) throw InputError("", "SLURM_JOB_NODELIST", "a host name over 255 bytes");
+      if (n.size() > 255) throw InputError("", variable, "a host name over 255 bytes");
       hosts.push_back(std::move(n));
     }
     if (hosts.size() > kMaxHosts) {
-      throw InputError("", "SLURM_JOB_NODELIST", "more than 65536 hosts");
+      throw InputError("", variable, "more than 65536 hosts");
     }
     if (end + 1 == list.size()) {
-      throw InputError("", "SLURM_JOB_NODELIST",
-                       "an empty host at the end of \"" + list.substr(0, 200) + "\"");
+      throw InputError("", variable, "an empty host at the end of \"" + list.substr(0, 200) + "\"");
     }
     at = end + 1;
   }
-  if (hosts.empty()) throw InputError("", "SLURM_JOB_NODELIST", "lists no host");
+  if (hosts.empty()) throw InputError("", variable, "lists no host");
   return hosts;
 }
 
-std::vector<int> expand_tasks_per_node(const std::string& text) {
+std::vector<int> expand_tasks_per_node(const std::string& text, const std::string& variable) {
   std::vector<int> counts;
   size_t at = 0;
   while (at < text.size()) {
@@ -331,40 +326,37 @@ std::vector<int> expand_tasks_per_node(const std::string& text) {
     const std::string count = item.substr(0, paren);
     std::string times = "1";
     if (paren != std::string::npos) {
-      if (item.back() != ')')
-        throw InputError("", "SLURM_TASKS_PER_NODE", "\"" + item + "\" is not N or N(xM)");
+      if (item.back() != ')') throw InputError("", variable, "\"" + item + "\" is not N or N(xM)");
       times = item.substr(paren + 2, item.size() - paren - 3);
     }
     for (const std::string* n : {&count, static_cast<const std::string*>(&times)}) {
       if (n->empty() || n->size() > 6 || n->find_first_not_of("0123456789") != std::string::npos) {
-        throw InputError("", "SLURM_TASKS_PER_NODE",
-                         "\"" + item.substr(0, 40) + "\" is not N or N(xM)");
+        throw InputError("", variable, "\"" + item.substr(0, 40) + "\" is not N or N(xM)");
       }
     }
     if (std::stoi(times) == 0) {
-      throw InputError("", "SLURM_TASKS_PER_NODE", "\"" + item + "\" counts no node");
+      throw InputError("", variable, "\"" + item + "\" counts no node");
     }
     if (counts.size() + size_t(std::stoi(times)) > kMaxHosts) {
-      throw InputError("", "SLURM_TASKS_PER_NODE", "more than 65536 nodes");
+      throw InputError("", variable, "more than 65536 nodes");
     }
     counts.insert(counts.end(), size_t(std::stoi(times)), std::stoi(count));
     at = comma + 1;
   }
   if (!text.empty() && text.back() == ',') {
-    throw InputError("", "SLURM_TASKS_PER_NODE", "an empty count at the end of \"" + text + "\"");
+    throw InputError("", variable, "an empty count at the end of \"" + text + "\"");
   }
-  if (counts.empty()) throw InputError("", "SLURM_TASKS_PER_NODE", "is empty");
+  if (counts.empty()) throw InputError("", variable, "is empty");
   return counts;
 }
 
-ClusterSpec slurm_cluster_spec(const core::Plan& plan, const std::string& nodelist,
-                               const std::string& tasks_per_node, int base_port) {
-  const std::vector<std::string> hosts = expand_host_list(nodelist);
-  const std::vector<int> counts = expand_tasks_per_node(tasks_per_node);
+ClusterSpec slurm_cluster_spec(const core::Plan& plan, const SlurmStep& step, int base_port) {
+  const std::vector<std::string> hosts = expand_host_list(step.nodes, step.nodes_variable);
+  const std::vector<int> counts = expand_tasks_per_node(step.tasks, step.tasks_variable);
   if (counts.size() != hosts.size()) {
-    throw InputError("", "SLURM_TASKS_PER_NODE",
+    throw InputError("", step.tasks_variable,
                      std::to_string(counts.size()) + " nodes' counts for the " +
-                         std::to_string(hosts.size()) + " hosts of SLURM_JOB_NODELIST");
+                         std::to_string(hosts.size()) + " hosts of " + step.nodes_variable);
   }
   const std::vector<int> roles = ranked_roles(plan);
   const auto tasks = role_tasks(plan);
@@ -383,7 +375,7 @@ ClusterSpec slurm_cluster_spec(const core::Plan& plan, const std::string& nodeli
     }
   }
   if (rank != roles.size()) {
-    throw InputError("", "SLURM_TASKS_PER_NODE",
+    throw InputError("", step.tasks_variable,
                      "the step has " + std::to_string(rank) + " tasks; the plan needs " +
                          std::to_string(roles.size()) + " (srun --ntasks " +
                          std::to_string(roles.size()) + ")");
@@ -396,7 +388,7 @@ ClusterSpec slurm_cluster_spec(const core::Plan& plan, const std::string& nodeli
                          ": under srun without --cluster the cluster token comes from it");
   }
   nlohmann::json json = cluster_spec_to_json(spec, false);
-  return parse_cluster_spec(json, "SLURM_JOB_NODELIST");
+  return parse_cluster_spec(json, step.nodes_variable);
 }
 
 }  // namespace replisim::real

@@ -72,25 +72,34 @@ std::vector<int> ranked_roles(const core::Plan& plan);
 
 // A process's rank from its launcher: the first set of OMPI_COMM_WORLD_RANK (Open MPI's mpirun),
 // PMI_RANK (MPICH's and Intel MPI's mpiexec) and SLURM_PROCID (srun): the MPI launchers' first,
-// since mpirun inside a Slurm allocation passes the allocation's SLURM_PROCID on to every rank. Throws core::InputError
-// naming the variable when it is not a whole number from 0.
+// since mpirun inside a Slurm allocation passes the allocation's SLURM_PROCID on to every rank.
+// Throws core::InputError naming the variable when it is not a whole number from 0.
 struct LauncherRank {
   std::string variable;
   int rank = 0;
 };
 std::optional<LauncherRank> rank_from_environment();
 
-// Slurm's compressed host list (SLURM_JOB_NODELIST: "node[01-03,07],gpu-[1-2]a"), expanded in
-// order, zero padding kept. Throws core::InputError("", "SLURM_JOB_NODELIST", ...).
-std::vector<std::string> expand_host_list(const std::string& list);
-// SLURM_TASKS_PER_NODE ("2(x3),1": 2, 2, 2, 1), one count per node. Throws core::InputError.
-std::vector<int> expand_tasks_per_node(const std::string& text);
+// Slurm's compressed host list ("node[01-03,07],gpu-[1-2]a"), expanded in order, zero padding
+// kept. Throws core::InputError("", variable, ...) naming the variable it came from.
+std::vector<std::string> expand_host_list(const std::string& list,
+                                          const std::string& variable = "SLURM_STEP_NODELIST");
+// Tasks per node ("2(x3),1": 2, 2, 2, 1), one count per node. Throws core::InputError.
+std::vector<int> expand_tasks_per_node(const std::string& text,
+                                       const std::string& variable = "SLURM_STEP_TASKS_PER_NODE");
+
+// A Slurm step's nodes and tasks per node, and the variables they came from: the step's own
+// (SLURM_STEP_NODELIST, SLURM_STEP_TASKS_PER_NODE), else the job's (SLURM_JOB_NODELIST,
+// SLURM_TASKS_PER_NODE: the whole allocation).
+struct SlurmStep {
+  std::string nodes, nodes_variable;
+  std::string tasks, tasks_variable;
+};
 
 // The cluster spec of a Slurm step: ranks go to the nodes in order, each node's share in a row
 // (srun's default block distribution); rank r runs ranked_roles(plan)[r], on its node, at
 // base_port + its index among that node's ranks. The token comes from REPLISIM_CLUSTER_TOKEN.
 // Throws core::InputError naming the variable when the step's tasks are not the plan's.
-ClusterSpec slurm_cluster_spec(const core::Plan& plan, const std::string& nodelist,
-                               const std::string& tasks_per_node, int base_port);
+ClusterSpec slurm_cluster_spec(const core::Plan& plan, const SlurmStep& step, int base_port);
 
 }  // namespace replisim::real

@@ -176,6 +176,14 @@ class CudaDevice : public GpuDevice {
 }  // namespace
 
 int gpu_count(std::string* why_not) {
+  // No driver at all (a machine without a GPU): say so, rather than the runtime's "driver
+  // insufficient".
+  if (void* driver = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL); driver != nullptr) {
+    ::dlclose(driver);
+  } else {
+    if (why_not != nullptr) *why_not = "no CUDA driver on this machine (no libcuda.so.1)";
+    return 0;
+  }
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {

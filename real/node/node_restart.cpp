@@ -117,9 +117,21 @@ void Node::restore_model() {
   // go as the Saver's max_to_keep says (TF's Saver recovers its last checkpoints so).
   std::map<int, CheckpointIndex> earlier;
   const std::optional<CheckpointIndex> best = checkpoint_to_restore(&earlier);
-  for (const auto& [number, index] : earlier) {
-    kept_checkpoints_.push_back(index);
-    checkpoints_ = std::max(checkpoints_, number + 1);
+  for (const auto& [number, index] : earlier) kept_checkpoints_.push_back(index);
+  // New checkpoints are numbered after every one begun so far: one that a death cut short left
+  // shards (or their temporaries) without an index, which no new checkpoint may meet.
+  const auto files = options_.checkpoint_dir.empty()
+                         ? std::filesystem::directory_iterator()
+                         : std::filesystem::directory_iterator(options_.checkpoint_dir);
+  for (const auto& entry : files) {
+    const std::string name = entry.path().filename().string();
+    const std::string prefix = "model.ckpt-";
+    if (name.rfind(prefix, 0) != 0) continue;
+    const size_t digits = name.find_first_not_of("0123456789", prefix.size());
+    const std::string number = name.substr(prefix.size(), digits - prefix.size());
+    if (!number.empty() && number.size() <= 9) {
+      checkpoints_ = std::max(checkpoints_, std::stoi(number) + 1);
+    }
   }
   restored_ = restore_target(best);
   if (!best) {

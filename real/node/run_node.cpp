@@ -109,20 +109,30 @@ ClusterSpec cluster_of_node(const core::Plan& plan, const NodeOptions& options,
     *source = options.cluster_path;
     return read_cluster_file(options.cluster_path);
   }
-  const char* nodes = std::getenv("SLURM_JOB_NODELIST");
-  if (nodes == nullptr) {
+  // The step's nodes (srun sets them for each step), else the allocation's.
+  SlurmStep step;
+  for (const auto& [nodes, tasks] :
+       {std::pair<const char*, const char*>{"SLURM_STEP_NODELIST", "SLURM_STEP_TASKS_PER_NODE"},
+        {"SLURM_JOB_NODELIST", "SLURM_TASKS_PER_NODE"}}) {
+    const char* n = std::getenv(nodes);
+    if (n == nullptr) continue;
+    step.nodes = n;
+    step.nodes_variable = nodes;
+    const char* t = std::getenv(tasks);
+    if (t == nullptr) {
+      throw core::InputError("", tasks, std::string("not set: srun sets it beside ") + nodes);
+    }
+    step.tasks = t;
+    step.tasks_variable = tasks;
+    break;
+  }
+  if (step.nodes_variable.empty()) {
     throw core::InputError("", "--cluster",
                            "give the cluster spec, or start the node under srun "
-                           "(SLURM_JOB_NODELIST then names the step's nodes)");
+                           "(SLURM_STEP_NODELIST then names the step's nodes)");
   }
-  const char* per_node = std::getenv("SLURM_STEP_TASKS_PER_NODE");
-  if (per_node == nullptr) per_node = std::getenv("SLURM_TASKS_PER_NODE");
-  if (per_node == nullptr) {
-    throw core::InputError("", "SLURM_TASKS_PER_NODE",
-                           "not set: srun sets it beside SLURM_JOB_NODELIST");
-  }
-  *source = "SLURM_JOB_NODELIST";
-  return slurm_cluster_spec(plan, nodes, per_node, options.base_port);
+  *source = step.nodes_variable;
+  return slurm_cluster_spec(plan, step, options.base_port);
 }
 
 }  // namespace

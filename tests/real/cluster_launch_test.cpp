@@ -35,7 +35,7 @@ TEST(SlurmHosts, ANodeListExpandsAsSlurmWritesIt) {
       expand_host_list(bad);
       ADD_FAILURE() << bad;
     } catch (const core::InputError& e) {
-      EXPECT_NE(std::string(e.what()).find("SLURM_JOB_NODELIST"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("SLURM_STEP_NODELIST"), std::string::npos) << e.what();
     }
   }
   for (const std::string bad : {"", "2(x", "x", "2(x3", "3(x0)", "2,"}) {
@@ -63,18 +63,22 @@ core::Plan small_plan(const std::string& strategy = "between_graph") {
 TEST(SlurmHosts, AStepsNodesGiveTheClusterSpec) {
   ::setenv(kClusterTokenVariable, "0123456789abcdef0123456789abcdef", 1);
   const core::Plan plan = small_plan();  // ranks: ps0, worker0, worker1
-  const ClusterSpec spec = slurm_cluster_spec(plan, "h[1-2]", "2,1", 5000);
+  const ClusterSpec spec = slurm_cluster_spec(
+      plan, {"h[1-2]", "SLURM_STEP_NODELIST", "2,1", "SLURM_STEP_TASKS_PER_NODE"}, 5000);
   ASSERT_EQ(spec.tasks.size(), 3u);
   EXPECT_EQ(spec.tasks[size_t(spec.find("ps", 0))].address(), "h1:5000");
   EXPECT_EQ(spec.tasks[size_t(spec.find("worker", 0))].address(), "h1:5001");
   EXPECT_EQ(spec.tasks[size_t(spec.find("worker", 1))].address(), "h2:5000");
   try {
-    slurm_cluster_spec(plan, "h[1-2]", "1,1", 5000);
+    slurm_cluster_spec(plan, {"h[1-2]", "SLURM_STEP_NODELIST", "1,1", "SLURM_STEP_TASKS_PER_NODE"},
+                       5000);
     ADD_FAILURE();
   } catch (const core::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("the plan needs 3"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(slurm_cluster_spec(plan, "h[1-2]", "3", 5000), core::InputError);
+  EXPECT_THROW(
+      slurm_cluster_spec(plan, {"h[1-2]", "SLURM_JOB_NODELIST", "3", "SLURM_TASKS_PER_NODE"}, 5000),
+      core::InputError);
   ::unsetenv(kClusterTokenVariable);
 }
 

