@@ -86,15 +86,7 @@ void Node::start_job(double origin_s, bool progress) {
   }
   finished_.assign(parts_.size(), false);
   steps_seen_.assign(plan_.clients.size(), 0);
-  auto timer = std::make_shared<asio::steady_timer>(io_);
-  timer->expires_after(std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(std::max(0.0, origin_local_s_ - clock_s()))));
-  ++timers_pending_;
-  timer->async_wait([this, timer, alive = std::weak_ptr<bool>(alive_)](const asio::error_code& ec) {
-    if (alive.expired()) return;
-    --timers_pending_;
-    if (!ec && !stopping_) begin_training();
-  });
+  at_run_time(0, true, [this] { begin_training(); });
 }
 
 // t = 0: every client starts its loop (after its start-up stagger); the coordinator watches for
@@ -117,16 +109,7 @@ void Node::begin_training() {
       start_client(g);
       continue;
     }
-    auto timer = std::make_shared<asio::steady_timer>(io_);
-    timer->expires_after(
-        std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(offset_s)));
-    ++timers_pending_;
-    timer->async_wait(
-        [this, g, timer, alive = std::weak_ptr<bool>(alive_)](const asio::error_code& ec) {
-          if (alive.expired()) return;
-          --timers_pending_;
-          if (!ec && !stopping_) start_client(g);
-        });
+    after(offset_s, true, [this, g] { start_client(g); });
   }
 }
 

@@ -64,14 +64,8 @@ void Node::arm_faults() {
     if (!is_death(fault) || fault.at_s < incarnation_start_s_) continue;
     const std::vector<uint32_t> tasks = victims(fault);
     if (std::find(tasks.begin(), tasks.end(), self_) == tasks.end()) continue;
-    // Not a pending timer for quiescence: a death is no work under way.
-    auto timer = std::make_shared<asio::steady_timer>(io_);
-    timer->expires_after(std::chrono::duration_cast<Clock::duration>(
-        std::chrono::duration<double>(std::max(0.0, origin_local_s_ + fault.at_s - clock_s()))));
-    timer->async_wait(
-        [this, f, timer, alive = std::weak_ptr<bool>(alive_)](const asio::error_code& ec) {
-          if (!ec && !alive.expired()) die(int(f));
-        });
+    // A death is no work under way (quiescence does not wait for it).
+    at_run_time(fault.at_s, false, [this, f] { die(int(f)); });
   }
   for (auto& [device, engine] : engines_) engine->set_clock_origin(origin_local_s_);
 }
@@ -235,12 +229,7 @@ void Node::job_down(int fault) {
   }
   const double detect_s =
       plan_.recovery.enabled ? f.at_s + plan_.recovery.detect_timeout_s : now_s();
-  auto timer = std::make_shared<asio::steady_timer>(io_);
-  timer->expires_after(std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(std::max(0.0, origin_local_s_ + detect_s - clock_s()))));
-  timer->async_wait([this, timer, alive = std::weak_ptr<bool>(alive_)](const asio::error_code& ec) {
-    if (!ec && !alive.expired()) detect_job_failure();
-  });
+  at_run_time(detect_s, false, [this] { detect_job_failure(); });
 }
 
 // The detection time: this task stops, as a TF client whose session failed. Without

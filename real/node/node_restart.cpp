@@ -62,16 +62,7 @@ void Node::begin_restored_training() {
     if (with_chief) continue;
     awaiting_model_.resize(parts_.size(), false);
     awaiting_model_[size_t(g)] = true;
-    auto timer = std::make_shared<asio::steady_timer>(io_);
-    timer->expires_after(std::chrono::duration_cast<Clock::duration>(
-        std::chrono::duration<double>(p.graph->start_offset_s)));
-    ++timers_pending_;
-    timer->async_wait(
-        [this, g, timer, alive = std::weak_ptr<bool>(alive_)](const asio::error_code& ec) {
-          if (alive.expired()) return;
-          --timers_pending_;
-          if (!ec && !stopping_) poll_model(g);
-        });
+    after(p.graph->start_offset_s, true, [this, g] { poll_model(g); });
   }
   if (chief()) restore_model();
 }
@@ -287,16 +278,7 @@ void Node::on_model_ready(const FrameHeader& h, const uint8_t* payload) {
                   state.at("client_steps").get<std::vector<int64_t>>());
     return;
   }
-  auto timer = std::make_shared<asio::steady_timer>(io_);
-  timer->expires_after(std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(plan_.recovery.recovery_wait_s)));
-  ++timers_pending_;
-  timer->async_wait(
-      [this, g, timer, alive = std::weak_ptr<bool>(alive_)](const asio::error_code& ec) {
-        if (alive.expired()) return;
-        --timers_pending_;
-        if (!ec && !stopping_) poll_model(int(g));
-      });
+  after(plan_.recovery.recovery_wait_s, true, [this, g] { poll_model(int(g)); });
 }
 
 // Graph g's client trains again from the restored state: its step count and input go back to the

@@ -301,6 +301,19 @@ void Node::post(std::function<void()> work) {
   });
 }
 
+void Node::after(double delay_s, bool busy, std::function<void()> work) {
+  auto timer = std::make_shared<asio::steady_timer>(io_);
+  timer->expires_after(std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(std::max(0.0, delay_s))));
+  if (busy) ++timers_pending_;
+  timer->async_wait([this, timer, busy, work = std::move(work),
+                     alive = std::weak_ptr<bool>(alive_)](const asio::error_code& ec) {
+    if (alive.expired()) return;
+    if (busy) --timers_pending_;
+    if (!ec && !stopping_) work();
+  });
+}
+
 void Node::run() {
   mesh_->start();
   if (options_.cancelled) watch_cancel();

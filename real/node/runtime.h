@@ -273,6 +273,13 @@ class Node : public Mesh::Handler, public core::SyncHost {
   bool chief() const { return int(self_) == map_.chief_task; }
   bool coordinator() const { return int(self_) == map_.coordinator_task; }
   void post(std::function<void()> work);  // onto the network thread, from any thread
+  // Runs `work` on the network thread once `delay_s` has passed (not after the node is gone or
+  // while it stops). `busy`: the wait counts as work under way, which quiescence waits for.
+  void after(double delay_s, bool busy, std::function<void()> work);
+  // The same at the run's time `at_s` (at once when it has passed).
+  void at_run_time(double at_s, bool busy, std::function<void()> work) {
+    after(origin_local_s_ + at_s - clock_s(), busy, std::move(work));
+  }
 
   const core::Plan& plan_;
   ClusterSpec spec_;

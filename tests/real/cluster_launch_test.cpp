@@ -43,20 +43,23 @@ TEST(SlurmHosts, ANodeListExpandsAsSlurmWritesIt) {
   }
 }
 
-core::Plan small_plan(const std::string& strategy = "between_graph") {
-  const nlohmann::json doc =
-      test::scenario_json({test::machine("ps", "100 GFLOPS", {}, "10 Gbps"),
-                           test::machine("w0", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps"),
-                           test::machine("w1", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps")},
-                          test::one_layer_model(20000, "2 MFLOP"),
-                          {{"replicas", {"w0/gpu0", "w1/gpu0"}},
-                           {"ps", {"ps/cpu"}},
-                           {"client", "ps"},
-                           {"steps", 30},
-                           {"warmup_steps", 3},
-                           {"batch_per_replica", 4}},
-                          "lv08", "100 Gbps");
-  return core::compile_plan(test::parse(doc), strategy, {1});
+// Two workers and a parameter server, 30 steps of little compute.
+nlohmann::json small_doc() {
+  return test::scenario_json({test::machine("ps", "100 GFLOPS", {}, "10 Gbps"),
+                              test::machine("w0", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps"),
+                              test::machine("w1", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps")},
+                             test::one_layer_model(20000, "2 MFLOP"),
+                             {{"replicas", {"w0/gpu0", "w1/gpu0"}},
+                              {"ps", {"ps/cpu"}},
+                              {"client", "ps"},
+                              {"steps", 30},
+                              {"warmup_steps", 3},
+                              {"batch_per_replica", 4}},
+                             "lv08", "100 Gbps");
+}
+
+core::Plan small_plan() {
+  return core::compile_plan(test::parse(small_doc()), "between_graph", {1});
 }
 
 // Ranks go to a step's nodes in order (block distribution), each node's ports from the base.
@@ -160,19 +163,7 @@ TEST(ClusterLaunch, RankVariablesAndASpecOfOtherLoopbackAddressesRunAsRunDoes) {
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(row_names(again.out), row_names(report));
   // The same plan from `replisim run`: the same rows.
-  const std::string scenario = dir.write(
-      "s.json", test::scenario_json({test::machine("ps", "100 GFLOPS", {}, "10 Gbps"),
-                                     test::machine("w0", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps"),
-                                     test::machine("w1", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps")},
-                                    test::one_layer_model(20000, "2 MFLOP"),
-                                    {{"replicas", {"w0/gpu0", "w1/gpu0"}},
-                                     {"ps", {"ps/cpu"}},
-                                     {"client", "ps"},
-                                     {"steps", 30},
-                                     {"warmup_steps", 3},
-                                     {"batch_per_replica", 4}},
-                                    "lv08", "100 Gbps")
-                    .dump());
+  const std::string scenario = dir.write("s.json", small_doc().dump());
   const BinaryResult run = test::run_replisim({"run", scenario, "--progress", "none"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(row_names(run.out), row_names(report)) << run.out << "\n" << report;
