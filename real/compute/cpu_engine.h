@@ -46,8 +46,8 @@ class DeviceEngine {
   // `threads` threads. While a slowdown window is on (the plan's slowdown faults, windows on the
   // run's clock; overlapping windows multiply, as in the simulation) it works in slices of
   // kSlowPieceFlop's time, each advancing the op by `factor` of a slice, so that the op runs at
-  // factor x speed inside the window and at full speed from its end. Returns the op's FLOP executed (to within a block;
-  // a slowdown's repeats not counted).
+  // factor x speed inside the window and at full speed from its end. Returns the op's FLOP executed
+  // (to within a block; a slowdown's repeats not counted).
   double execute(double flop, int threads);
   // Before any job: a slowdown window [from_s, until_s) of `factor` in (0, 1].
   void add_slowdown(double from_s, double until_s, double factor);
