@@ -162,7 +162,7 @@ Mesh::Pending* Mesh::pending_of(Connection& connection) {
   return nullptr;
 }
 
-void Mesh::refuse(Pending& pending, const std::string& why, bool tell) {
+void Mesh::refuse(Pending& pending, const std::string& why, bool tell, bool refusal) {
   std::shared_ptr<Connection> connection = pending.connection;
   if (tell && !connection->closed()) {
     // The other side learns why (its own connect-timeout line names it), then the connection
@@ -178,7 +178,8 @@ void Mesh::refuse(Pending& pending, const std::string& why, bool tell) {
     connection->close();
   }
   if (pending.dialer) {
-    redial(pending.peer, pending.slot, peer_text(pending.peer) + " refused: " + why, true);
+    redial(pending.peer, pending.slot, refusal ? peer_text(pending.peer) + " refused: " + why : why,
+           refusal);
   } else {
     std::string line = "refused a connection from " + connection->remote() + ": " + why;
     if (pending.listener->heard_hello()) {
@@ -308,7 +309,9 @@ void Mesh::on_failure(Connection& connection, const std::string& why) {
     lose(uint32_t(connection.peer), peer_text(uint32_t(connection.peer)) + ": " + why);
     return;
   }
-  if (Pending* pending = pending_of(connection)) refuse(*pending, why);
+  // Mid-handshake: the peer may have refused this task on an earlier attempt and given up since
+  // (a reset now); that refusal stays the diagnosis.
+  if (Pending* pending = pending_of(connection)) refuse(*pending, why, true, false);
 }
 
 void Mesh::tick() {

@@ -122,8 +122,9 @@ class Mesh : private Connection::Handler {
   void flush_poll(std::shared_ptr<asio::steady_timer> timer, Clock::time_point deadline,
                   std::function<void()> done);
   // Ends a connection whose handshake failed; `tell`: the other side gets an ERROR frame saying
-  // why first.
-  void refuse(Pending& pending, const std::string& why, bool tell = true);
+  // why first. `refusal`: a side refused the other (else the connection itself failed: for a
+  // dialer a failed attempt, which does not hide a refusal heard before).
+  void refuse(Pending& pending, const std::string& why, bool tell = true, bool refusal = true);
   // An established peer is gone: Handler::on_peer_lost, once.
   void lose(uint32_t peer, const std::string& why);
   Pending* pending_of(Connection& connection);
