@@ -293,4 +293,30 @@ RunMetrics compute_metrics(const Trace& trace, const std::string& source) {
   return r;
 }
 
+RunMetrics compute_window_metrics(const Trace& trace, double from_s, double until_s,
+                                  const std::string& source) {
+  if (!(until_s > from_s)) {
+    throw InputError(source, "", "the window [" + std::to_string(from_s) + ", " +
+                                     std::to_string(until_s) + "] s is empty");
+  }
+  const MetricsInput in = read_input(trace, source);
+  RunMetrics r;
+  r.scenario = in.meta.scenario;
+  r.strategy = in.meta.strategy;
+  r.backend = trace.meta.backend;
+  r.events = trace.events.size();
+  r.bytes_per_ps = in.bytes_per_ps;
+  r.simulated_time_s = trace.outcome.end_s;
+  r.window_start_s = from_s;
+  r.window_end_s = until_s;
+  add_memory(r, trace);
+  add_recoveries(r, trace);
+  StepTable steps = step_spans(in);
+  add_update_figures(r, trace);
+  add_faults(r, trace, steps);
+  add_step_times(r, in, steps);
+  add_utilisation(r, trace, in.meta.platform);
+  return r;
+}
+
 }  // namespace replisim::core

@@ -165,6 +165,16 @@ class MeasurementError : public InputError {
 // its steps are inconsistent, MeasurementError when they define no measurement window.
 RunMetrics compute_metrics(const Trace& trace, const std::string& source = "<trace>");
 
+// The metrics of a window the caller chooses, [from_s, until_s] in seconds of the run's clock (a
+// range selected in a timeline view), instead of the measured window: throughput, update interval
+// and staleness of the updates ending inside it, the step times of the steps wholly inside it,
+// and the utilisation of every device and link direction over it with the bottleneck. Other
+// fields are as compute_metrics fills them without a window (faults, restarts, memory), and the
+// waits are left empty. Throws InputError(`source`, ...) when the trace lacks the metadata or
+// until_s <= from_s.
+RunMetrics compute_window_metrics(const Trace& trace, double from_s, double until_s,
+                                  const std::string& source = "<trace>");
+
 // Role-kind averages of `waits` ("worker", "tower", "client"), in that order, kinds present only.
 std::vector<WaitBreakdown> average_waits_by_kind(const std::vector<WaitBreakdown>& waits);
 

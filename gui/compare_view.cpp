@@ -1,0 +1,74 @@
+#include "gui/compare_view.h"
+
+#include <QDoubleSpinBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QSplitter>
+#include <QVBoxLayout>
+#include <algorithm>
+
+#include "gui/panels/metrics_table.h"
+
+namespace replisim::gui {
+
+CompareView::CompareView(QWidget* parent) : QWidget(parent), axis_(new TimeAxis(this)) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  auto* bar = new QHBoxLayout;
+  bar->addWidget(new QLabel("Offset of B (ms):", this));
+  offset_ = new QDoubleSpinBox(this);
+  offset_->setRange(-1e9, 1e9);
+  offset_->setDecimals(3);
+  offset_->setToolTip("Where B's time 0 lies on the shared axis: aligns the runs");
+  bar->addWidget(offset_);
+  bar->addWidget(new QLabel("   Both timelines zoom and pan together; F fits both.", this));
+  bar->addStretch(1);
+  layout->addLayout(bar);
+  auto* splitter = new QSplitter(Qt::Vertical, this);
+  a_ = new TimelineView(axis_, splitter);
+  b_ = new TimelineView(axis_, splitter);
+  table_ = new MetricsTable(splitter);
+  splitter->addWidget(a_);
+  splitter->addWidget(b_);
+  splitter->addWidget(table_);
+  splitter->setStretchFactor(0, 4);
+  splitter->setStretchFactor(1, 4);
+  splitter->setStretchFactor(2, 2);
+  layout->addWidget(splitter, 1);
+  connect(offset_, &QDoubleSpinBox::valueChanged, this,
+          [this](double ms) { b_->set_offset_s(ms * 1e-3); });
+}
+
+void CompareView::set_models(std::shared_ptr<const TimelineModel> a,
+                             std::shared_ptr<const TimelineModel> b) {
+  a_->set_model(std::move(a));
+  b_->set_model(std::move(b));
+  table_->set_models(a_->model().get(), b_->model().get());
+  fit_all();
+}
+
+void CompareView::set_offset_s(double offset_s) {
+  offset_->setValue(offset_s * 1e3);
+}
+
+double CompareView::offset_s() const {
+  return b_->offset_s();
+}
+
+void CompareView::fit_all() {
+  double from = 0, until = 0;
+  bool any = false;
+  for (TimelineView* view : {a_, b_}) {
+    if (!view->model()) continue;
+    const double f = view->model()->begin_s() + view->offset_s();
+    const double u = view->model()->end_s() + view->offset_s();
+    from = any ? std::min(from, f) : f;
+    until = any ? std::max(until, u) : u;
+    any = true;
+  }
+  if (!any) return;
+  const double pad = 0.01 * (until - from);
+  axis_->set_range(from - pad, until + pad);
+}
+
+}  // namespace replisim::gui

@@ -1,0 +1,44 @@
+// Two runs on one time axis: their timelines stacked, zooming and panning together (one shared
+// TimeAxis), the second shifted by an offset so that the runs can be aligned (B's time 0 at the
+// axis's `offset`), and both runs' metrics side by side with their differences.
+#pragma once
+
+#include <QWidget>
+#include <memory>
+
+#include "gui/time_axis.h"
+#include "gui/timeline_view.h"
+
+class QDoubleSpinBox;
+class QLabel;
+
+namespace replisim::gui {
+
+class MetricsTable;
+
+class CompareView : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit CompareView(QWidget* parent = nullptr);
+
+  void set_models(std::shared_ptr<const TimelineModel> a, std::shared_ptr<const TimelineModel> b);
+  // Where B's time 0 lies on the shared axis, seconds (A's lies at 0).
+  void set_offset_s(double offset_s);
+  double offset_s() const;
+  void fit_all();
+
+  TimeAxis* axis() const { return axis_; }
+  TimelineView* view_a() const { return a_; }
+  TimelineView* view_b() const { return b_; }
+  MetricsTable* metrics_table() const { return table_; }
+
+ private:
+  TimeAxis* axis_;
+  TimelineView* a_;
+  TimelineView* b_;
+  QDoubleSpinBox* offset_;
+  MetricsTable* table_;
+};
+
+}  // namespace replisim::gui

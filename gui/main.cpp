@@ -1,0 +1,140 @@
+// replisim-gui: the timeline viewer. `replisim-gui [FILE...]` opens native or Chrome traces and
+// scenarios; `--screenshot OUT.png [--size 1600x1000]` renders offscreen, writes the image and
+// exits (no display needed). Options that set the view up (for screenshots and scripts) are
+// listed by --help.
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QGuiApplication>
+#include <QPixmap>
+#include <QScreen>
+#include <QTimer>
+#include <cstdio>
+#include <cstring>
+
+#include "gui/compare_view.h"
+#include "gui/export.h"
+#include "gui/main_window.h"
+#include "gui/timeline_view.h"
+
+namespace {
+
+using replisim::gui::MainWindow;
+
+bool parse_pair(const QString& text, QChar separator, double* a, double* b) {
+  const QStringList parts = text.split(separator);
+  bool ok_a = false, ok_b = false;
+  if (parts.size() == 2) {
+    *a = parts[0].toDouble(&ok_a);
+    *b = parts[1].toDouble(&ok_b);
+  }
+  return ok_a && ok_b;
+}
+
+int fail(const QString& line) {
+  std::fprintf(stderr, "replisim-gui: %s\n", line.toUtf8().constData());
+  return 1;
+}
+
+// Applies the view options (offset, range, selection, find, collapse) to the window.
+int set_up_view(MainWindow& window, const QCommandLineParser& args) {
+  replisim::gui::TimelineView* view =
+      window.comparing() ? window.compare()->view_a() : window.timeline();
+  if (args.isSet("offset")) {
+    if (!window.comparing()) return fail("--offset needs two runs (the compare view)");
+    window.compare()->set_offset_s(args.value("offset").toDouble());
+    window.compare()->fit_all();
+  }
+  double a = 0, b = 0;
+  if (args.isSet("range")) {
+    if (!parse_pair(args.value("range"), ':', &a, &b))
+      return fail("--range wants FROM:UNTIL in seconds");
+    view->axis()->set_range(a, b);
+  }
+  for (const QString& name : args.values("collapse")) {
+    for (int p = 0; view->model() && p < view->model()->process_count(); ++p) {
+      if (QString::fromStdString(view->model()->process_name(p)) == name)
+        view->set_group_collapsed(p, true);
+    }
+  }
+  if (args.isSet("select")) {
+    if (!parse_pair(args.value("select"), ':', &a, &b))
+      return fail("--select wants FROM:UNTIL in seconds");
+    view->select_range(a, b);
+  }
+  if (args.isSet("find") && !window.find(args.value("find"))) {
+    return fail("--find: no op matches " + args.value("find"));
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // --screenshot renders without a display: choose the offscreen platform before Qt starts.
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--screenshot") == 0 &&
+        qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
+      qputenv("QT_QPA_PLATFORM", "offscreen");
+    }
+  }
+  QApplication app(argc, argv);
+  QApplication::setApplicationName("replisim-gui");
+  QCommandLineParser args;
+  args.setApplicationDescription("replisim's timeline viewer: traces, scenarios, compare.");
+  args.addHelpOption();
+  args.addPositionalArgument(
+      "FILE", "native traces (.rstrace), Chrome traces (.json) or a scenario (.json)");
+  args.addOptions({
+      {"screenshot", "Render offscreen, write OUT.png and exit.", "OUT.png"},
+      {"size", "Window size for --screenshot (default 1600x1000).", "WxH", "1600x1000"},
+      {"svg", "Also write the timelines as SVG (with --screenshot).", "OUT.svg"},
+      {"grab-after", "Real window: after MS milliseconds grab the screen into OUT.png and exit.",
+       "MS:OUT.png"},
+      {"offset", "Compare view: B's time 0 on the shared axis (s).", "S"},
+      {"range", "Visible range (s, the first run's clock).", "FROM:UNTIL"},
+      {"select", "Select a time range (s) and show its statistics.", "FROM:UNTIL"},
+      {"find", "Select the first op whose name contains TEXT.", "TEXT"},
+      {"collapse", "Collapse the row group of this actor (repeatable).", "ACTOR"},
+  });
+  args.process(app);
+
+  MainWindow window;
+  double width = 1600, height = 1000;
+  if (!parse_pair(args.value("size"), 'x', &width, &height) || width < 200 || height < 150) {
+    return fail("--size wants WxH, e.g. 1600x1000");
+  }
+  window.resize(int(width), int(height));
+  window.show();
+  const bool batch = args.isSet("screenshot") || args.isSet("grab-after");
+  window.open_paths(args.positionalArguments(), batch);
+  if (batch && !window.last_error().isEmpty()) return fail(window.last_error());
+  if (int rc = set_up_view(window, args); rc != 0) return rc;
+
+  if (args.isSet("screenshot")) {
+    QApplication::processEvents();
+    try {
+      replisim::gui::export_png(window, args.value("screenshot"));
+      if (args.isSet("svg")) {
+        const auto views = window.shown_timelines();
+        replisim::gui::export_svg(views, views.front()->viewport()->size(), args.value("svg"));
+      }
+    } catch (const std::exception& e) {
+      return fail(e.what());
+    }
+    return 0;
+  }
+  if (args.isSet("grab-after")) {
+    const QString spec = args.value("grab-after");
+    const int colon = spec.indexOf(':');
+    const int delay_ms = spec.left(colon).toInt();
+    const QString out = spec.mid(colon + 1);
+    if (colon < 0 || out.isEmpty()) return fail("--grab-after wants MS:OUT.png");
+    QTimer::singleShot(delay_ms, &app, [&app, out] {
+      const QPixmap shot = QGuiApplication::primaryScreen()->grabWindow(0);
+      if (!shot.save(out, "PNG"))
+        std::fprintf(stderr, "replisim-gui: cannot write %s\n", qPrintable(out));
+      app.quit();
+    });
+  }
+  return app.exec();
+}

@@ -1,0 +1,81 @@
+// The viewer's window: one timeline (or two in the compare view), the legend, the details of the
+// selected span and the statistics of the selected range, files (native and Chrome traces,
+// scenarios run through replisim), find, exports. Errors go to one line in the status bar and
+// leave the window as it was.
+#pragma once
+
+#include <QMainWindow>
+#include <QStringList>
+#include <memory>
+
+#include "gui/trace_loading.h"
+
+class QLabel;
+class QLineEdit;
+class QProgressBar;
+class QPushButton;
+class QStackedWidget;
+class QTabWidget;
+
+namespace replisim::gui {
+
+class CompareView;
+class DetailsPanel;
+class RangePanel;
+class ScenarioRunner;
+class TimelineView;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+
+ public:
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // Opens traces and scenarios: one run shows in the timeline, two (a file of both strategies,
+  // two files, a scenario) in the compare view. With `wait`, returns once they are shown (or
+  // failed); otherwise loads on a worker thread, showing a preview of a large trace first.
+  void open_paths(const QStringList& paths, bool wait);
+  void show_models(const ModelList& models);
+
+  // The one-line error of the last failed open ("" when the last open worked).
+  const QString& last_error() const { return last_error_; }
+  bool comparing() const;
+  TimelineView* timeline() const { return timeline_; }
+  CompareView* compare() const { return compare_; }
+  RangePanel* range_panel() const { return range_panel_; }
+  QTabWidget* side_tabs() const { return side_tabs_; }
+  // Finds the next op whose name contains `text` in the active timeline; false when none does.
+  bool find(const QString& text);
+  // The timelines shown now (one, or both of the compare view).
+  std::vector<const TimelineView*> shown_timelines() const;
+
+ private:
+  void build_actions();
+  void watch(TimelineView* view);
+  void report_error(const QString& line);
+  void open_dialog();
+  void simulate_dialog();
+  void export_dialog(bool svg);
+  void run_scenario(const QString& path, bool wait);
+  void set_busy(bool busy, const QString& what);
+  TimelineView* active_view() const;
+
+  QStackedWidget* stack_;
+  TimelineView* timeline_;
+  CompareView* compare_;
+  TimelineView* active_ = nullptr;
+  QTabWidget* side_tabs_;
+  DetailsPanel* details_;
+  RangePanel* range_panel_;
+  QLineEdit* find_box_;
+  QLabel* error_label_;
+  QProgressBar* progress_;
+  QPushButton* cancel_;
+  TraceLoader* loader_;
+  ScenarioRunner* runner_;
+  QString last_error_;
+  QStringList pending_paths_;
+};
+
+}  // namespace replisim::gui

@@ -1,0 +1,382 @@
+// TimelineView's painting: the ruler, the rows, the folded spans, instants, tracks and arrows.
+#include <QPainter>
+#include <QPainterPath>
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "gui/timeline_view.h"
+#include "gui/timeline_view_geometry.h"
+
+namespace replisim::gui {
+
+namespace {
+
+QColor text_colour() {
+  return QColor(0x20, 0x24, 0x2A);
+}
+QColor grid_colour() {
+  return QColor(0xDD, 0xE1, 0xE6);
+}
+
+}  // namespace
+
+void TimelineView::render_to(QPainter& p, QSize size) const {
+  const Geometry g = geometry_for(size);
+  p.fillRect(QRect(QPoint(0, 0), size), background_colour());
+  if (!model_) {
+    p.setPen(text_colour());
+    p.drawText(QRect(QPoint(0, 0), size), Qt::AlignCenter,
+               "Open a trace (File > Open) or a scenario (File > Simulate scenario)");
+    return;
+  }
+  paint_rows(p, g);
+  paint_instants(p, g);
+  if (arrows_shown_) paint_arrows(p, g);
+  if (selected_slice_ >= 0) paint_arrow(p, g, selected_slice_);
+  paint_selection(p, g);
+  paint_ruler(p, g);
+}
+
+void TimelineView::paint_ruler(QPainter& p, const Geometry& g) const {
+  p.setClipping(false);
+  p.fillRect(QRect(0, 0, g.width, kRulerHeightPx), QColor(0xF4, 0xF5, 0xF7));
+  p.setPen(grid_colour());
+  p.drawLine(0, kRulerHeightPx - 1, g.width, kRulerHeightPx - 1);
+  p.setPen(text_colour());
+  QFont font = p.font();
+  font.setBold(true);
+  p.setFont(font);
+  const QString title = QString::fromStdString(model_->title());
+  p.drawText(QRect(6, 0, kLabelWidthPx - 8, kRulerHeightPx), Qt::AlignVCenter | Qt::AlignLeft,
+             p.fontMetrics().elidedText(title, Qt::ElideRight, kLabelWidthPx - 8));
+  font.setBold(false);
+  p.setFont(font);
+  const RulerTicks ticks = ruler_ticks(g.from_s - offset_s_, g.until_s - offset_s_);
+  for (size_t i = 0; i < ticks.times_s.size(); ++i) {
+    const double x = g.x(ticks.times_s[i]);
+    if (x < kLabelWidthPx || x > g.width) continue;
+    p.setPen(QColor(0x80, 0x86, 0x90));
+    p.drawLine(QPointF(x, kRulerHeightPx - 8), QPointF(x, kRulerHeightPx - 1));
+    p.setPen(text_colour());
+    if (x + 3 + p.fontMetrics().horizontalAdvance(ticks.labels[i]) > g.width) continue;
+    p.drawText(QPointF(x + 3, kRulerHeightPx - 11), ticks.labels[i]);
+  }
+}
+
+void TimelineView::paint_rows(QPainter& p, const Geometry& g) const {
+  const RulerTicks ticks = ruler_ticks(g.from_s - offset_s_, g.until_s - offset_s_);
+  const QRect canvas(kLabelWidthPx, kRulerHeightPx, g.width - kLabelWidthPx,
+                     g.height - kRulerHeightPx);
+  // Vertical grid at the ticks.
+  p.setPen(QColor(0xEE, 0xF0, 0xF3));
+  for (double t : ticks.times_s) {
+    const double x = g.x(t);
+    if (x >= kLabelWidthPx) p.drawLine(QPointF(x, kRulerHeightPx), QPointF(x, g.height));
+  }
+  QFont small = p.font();
+  small.setPointSizeF(std::max(6.5, small.pointSizeF() - 1));
+  for (size_t r = 0; r < rows_.size(); ++r) {
+    const Row& row = rows_[r];
+    const int y = g.screen_y(row.y);
+    if (y + row.height < kRulerHeightPx || y > g.height) continue;
+    const QRect label(0, y, kLabelWidthPx, row.height);
+    const QRect band(kLabelWidthPx, y, g.width - kLabelWidthPx, row.height);
+    p.setClipRect(QRect(0, kRulerHeightPx, g.width, g.height - kRulerHeightPx));
+    if (row.type == RowType::kHeader || row.type == RowType::kSection) {
+      p.fillRect(QRect(0, y, g.width, row.height), group_header_colour());
+      p.setPen(text_colour());
+      QFont bold = p.font();
+      bold.setBold(true);
+      p.setFont(bold);
+      QString name;
+      if (row.type == RowType::kHeader) {
+        name = QString(collapsed_.count(row.process) ? "▸ " : "▾ ") +
+               QString::fromStdString(model_->process_name(row.process));
+      } else {
+        name = row.index == 0 ? "counters" : "busiest links";
+      }
+      p.drawText(label.adjusted(6, 0, -4, 0), Qt::AlignVCenter | Qt::AlignLeft, name);
+      bold.setBold(false);
+      p.setFont(bold);
+      if (row.type == RowType::kHeader && collapsed_.count(row.process)) {
+        p.setClipRect(canvas.intersected(band));
+        for (int lane : model_->lanes_of(row.process)) {
+          paint_lane(p, g, lane, band.adjusted(0, 3, 0, -3), false);
+        }
+      }
+      continue;
+    }
+    p.setPen(QColor(0x50, 0x56, 0x60));
+    p.setFont(small);
+    QString text;
+    if (row.type == RowType::kLane)
+      text = QString::fromStdString(model_->lanes()[size_t(row.index)].label);
+    if (row.type == RowType::kCounter)
+      text = QString::fromStdString(model_->counters()[size_t(row.index)].name);
+    if (row.type == RowType::kLink)
+      text = QString::fromStdString(model_->links()[size_t(row.index)].name);
+    p.drawText(label.adjusted(16, 0, -4, 0), Qt::AlignVCenter | Qt::AlignLeft,
+               p.fontMetrics().elidedText(text, Qt::ElideMiddle, kLabelWidthPx - 20));
+    p.setClipRect(canvas.intersected(band));
+    if (row.type == RowType::kLane) paint_lane(p, g, row.index, band.adjusted(0, 1, 0, -1), true);
+    if (row.type == RowType::kCounter) paint_counter(p, g, row, band.adjusted(0, 3, 0, -3));
+    if (row.type == RowType::kLink) paint_link(p, g, row, band.adjusted(0, 2, 0, -2));
+    p.setFont(small.resolve(p.font()));
+  }
+  p.setClipping(false);
+  p.setPen(grid_colour());
+  p.drawLine(kLabelWidthPx - 1, kRulerHeightPx, kLabelWidthPx - 1, g.height);
+}
+
+// The visible slices of one lane: each at least kFoldWidthPx wide as a rectangle (with its label
+// when it fits), runs of narrower ones as one block in the colour of the category that covers
+// most of it, with its count when that fits.
+void TimelineView::paint_lane(QPainter& p, const Geometry& g, int lane_index, QRect band,
+                              bool labels) const {
+  const LaneSlices& lane = model_->lanes()[size_t(lane_index)];
+  const int64_t from_ns = core::timeline_ns(g.from_s - offset_s_);
+  const int64_t until_ns = core::timeline_ns(g.until_s - offset_s_);
+  const auto [first, last] = lane.overlapping(from_ns, until_ns);
+  const double ns_per_px = (g.until_s - g.from_s) * 1e9 / std::max(1.0, g.canvas_width());
+  const int64_t fold_ns = int64_t(std::ceil(kFoldWidthPx * ns_per_px));
+  const int64_t gap_ns = int64_t(std::ceil(ns_per_px));
+  const double top = band.top(), height = band.height();
+  const auto& slices = model_->layout().slices;
+  const core::Trace& trace = model_->trace();
+  p.setPen(Qt::NoPen);
+  for (size_t i = first; i < last;) {
+    const int64_t start = lane.start_ns[i], end = lane.end_ns[i];
+    if (end - start >= fold_ns) {
+      const double x0 = std::max(g.x_ns(start), double(kLabelWidthPx) - 2);
+      const double x1 = std::min(g.x_ns(end), double(g.width) + 2);
+      const bool selected = int(lane.slice[i]) == selected_slice_;
+      p.fillRect(QRectF(x0, top, x1 - x0, height), category_colour(lane.category[i]));
+      if (x1 - x0 >= 3) {
+        p.setPen(selected ? QPen(Qt::black, 2) : QPen(QColor(255, 255, 255, 150), 1));
+        p.drawLine(QPointF(x1 - 0.5, top), QPointF(x1 - 0.5, top + height));
+        if (selected) p.drawRect(QRectF(x0, top, x1 - x0, height));
+        p.setPen(Qt::NoPen);
+      }
+      if (labels && x1 - x0 > 36) {
+        const core::TraceEvent& e = *slices[lane.slice[i]].event;
+        const Category c = lane.category[i];
+        const bool dark = category_colour(c).lightness() < 140;
+        p.setPen(dark ? Qt::white : text_colour());
+        const QString text = e.label == core::kNoString
+                                 ? QString(category_name(c))
+                                 : QString::fromStdString(trace.str(e.label));
+        const QRectF box(x0 + 2, top, x1 - x0 - 4, height);
+        p.drawText(box, Qt::AlignVCenter | Qt::AlignLeft,
+                   p.fontMetrics().elidedText(text, Qt::ElideRight, int(box.width())));
+        p.setPen(Qt::NoPen);
+      }
+      ++i;
+      continue;
+    }
+    // A run of narrow spans, each starting within a pixel of the block so far: one block, each
+    // pixel column in the colour of the category covering most of it, marked as folded along
+    // its top, with its count when that fits.
+    std::array<int64_t, kCategoryCount> covered{};
+    int column = int(std::floor(g.x_ns(start)));
+    int run_start = column;
+    int run_category = -1;
+    auto flush_run = [&](int until_column) {
+      if (run_category >= 0 && until_column > run_start) {
+        p.fillRect(QRect(run_start, int(top), until_column - run_start, int(height)),
+                   category_colour(Category(run_category)));
+      }
+    };
+    auto end_column = [&]() {
+      const int dominant = int(std::max_element(covered.begin(), covered.end()) - covered.begin());
+      if (dominant != run_category) {
+        flush_run(column);
+        run_start = column;
+        run_category = dominant;
+      }
+      covered.fill(0);
+    };
+    int64_t block_end = end;
+    size_t j = i;
+    for (; j < last; ++j) {
+      const int64_t s = lane.start_ns[j], e = lane.end_ns[j];
+      if (j > i && (s > block_end + gap_ns || e - s >= fold_ns)) break;
+      const int at = int(std::floor(g.x_ns(s)));
+      if (at != column) {
+        end_column();
+        column = at;
+      }
+      covered[size_t(lane.category[j])] += e - s + 1;
+      block_end = std::max(block_end, e);
+    }
+    end_column();
+    const double x0 = std::max(g.x_ns(start), double(kLabelWidthPx) - 2);
+    const double x1 = std::max(g.x_ns(block_end), x0 + 1);
+    flush_run(std::max(column + 1, int(std::ceil(x1))));
+    const size_t count = j - i;
+    if (count > 1 && x1 - x0 >= 3) {
+      p.fillRect(QRectF(x0, top, x1 - x0, 2), fold_colour());
+    }
+    if (labels && count > 1 && x1 - x0 > 44) {
+      const QString text = QString::fromUtf8("×") + QString::number(qulonglong(count));
+      const int w = p.fontMetrics().horizontalAdvance(text) + 6;
+      if (w < x1 - x0) {
+        const QRectF box(0.5 * (x0 + x1) - w / 2.0, top + 1, w, height - 2);
+        p.fillRect(box, QColor(255, 255, 255, 210));
+        p.setPen(text_colour());
+        p.drawText(box, Qt::AlignCenter, text);
+        p.setPen(Qt::NoPen);
+      }
+    }
+    i = j;
+  }
+}
+
+// Faults (a red mark and, for a window, a band across the actor's rows), updates (ticks) and
+// dropped gradients (crosses), in their actor's header row.
+void TimelineView::paint_instants(QPainter& p, const Geometry& g) const {
+  p.setClipRect(canvas_rect_for(g));
+  const auto& layout = model_->layout();
+  for (const core::TimelineInstant& instant : layout.instants) {
+    const core::TraceEvent& e = *instant.event;
+    const int row_index = row_of_process_[size_t(instant.process)];
+    if (row_index < 0) continue;
+    const Row& header = rows_[size_t(row_index)];
+    const int y = g.screen_y(header.y);
+    const double x = g.x(e.start_s);
+    if (e.kind == core::EventKind::kFault) {
+      const double end = (e.flags & core::kEventOpenEnded) ? model_->end_s() : e.end_s;
+      int bottom = y + header.height;
+      for (size_t r = size_t(row_index) + 1; r < rows_.size() && rows_[r].type == RowType::kLane;
+           ++r) {
+        bottom = g.screen_y(rows_[r].y) + rows_[r].height;
+      }
+      const QColor colour = category_colour(Category::kFault);
+      if (end > e.start_s) {
+        p.fillRect(QRectF(x, y, std::max(1.0, g.x(end) - x), bottom - y), QColor(200, 0, 0, 28));
+      }
+      p.setPen(QPen(colour, 2));
+      p.drawLine(QPointF(x, y), QPointF(x, bottom));
+      QPainterPath mark;
+      mark.moveTo(x - 6, y + 1);
+      mark.lineTo(x + 6, y + 1);
+      mark.lineTo(x, y + 11);
+      mark.closeSubpath();
+      p.fillPath(mark, colour);
+    } else if (e.kind == core::EventKind::kUpdate) {
+      if (x < kLabelWidthPx || x > g.width) continue;
+      p.setPen(QPen(category_colour(Category::kUpdate), 1));
+      p.drawLine(QPointF(x, y + header.height - 7), QPointF(x, y + header.height - 1));
+    } else if (e.kind == core::EventKind::kDropped) {
+      if (x < kLabelWidthPx || x > g.width) continue;
+      p.setPen(QPen(category_colour(Category::kDropped), 1.5));
+      const double m = y + header.height / 2.0;
+      p.drawLine(QPointF(x - 3, m - 3), QPointF(x + 3, m + 3));
+      p.drawLine(QPointF(x - 3, m + 3), QPointF(x + 3, m - 3));
+    }
+  }
+  p.setClipping(false);
+}
+
+// A counter as a step line, sampled at each pixel column, scaled to its maximum.
+void TimelineView::paint_counter(QPainter& p, const Geometry& g, const Row& row, QRect band) const {
+  const CounterTrack& track = model_->counters()[size_t(row.index)];
+  if (track.time_s.empty() || track.max_value <= 0) return;
+  const double scale = (band.height() - 2) / track.max_value;
+  QPainterPath path;
+  const int x0 = kLabelWidthPx, x1 = g.width;
+  path.moveTo(x0, band.bottom());
+  for (int x = x0; x <= x1; ++x) {
+    const double v = track.value_at(g.trace_time(x + 1.0));
+    path.lineTo(x, band.bottom() - v * scale);
+  }
+  path.lineTo(x1, band.bottom());
+  path.closeSubpath();
+  p.fillPath(path, QColor(0x17, 0x80, 0x3A, 60));
+  p.setPen(QPen(category_colour(Category::kUpdate), 1.2));
+  p.drawPath(path);
+  p.setPen(text_colour());
+  const double v = track.value_at(g.trace_time(g.width));
+  p.drawText(QRect(band.right() - 160, band.top(), 156, 14), Qt::AlignRight | Qt::AlignTop,
+             QString("%1 (max %2)").arg(v, 0, 'g', 8).arg(track.max_value, 0, 'g', 8));
+}
+
+// A link direction's utilisation per pixel column, 0 to 100 % of the band (above 100 %: the
+// transfers' mean rates overlapped beyond the bandwidth, drawn full in a darker colour).
+void TimelineView::paint_link(QPainter& p, const Geometry& g, const Row& row, QRect band) const {
+  const LinkTrack& track = model_->links()[size_t(row.index)];
+  const QColor colour(0xF2, 0x8E, 0x2B);
+  double peak = 0;
+  for (int x = kLabelWidthPx; x < g.width; ++x) {
+    const double u = track.utilisation(g.trace_time(x), g.trace_time(x + 1.0));
+    peak = std::max(peak, u);
+    if (u <= 0.001) continue;
+    const double h = std::min(1.0, u) * band.height();
+    p.fillRect(QRectF(x, band.bottom() + 1 - h, 1, h), u > 1.001 ? colour.darker(150) : colour);
+  }
+  p.setPen(text_colour());
+  p.drawText(QRect(band.right() - 160, band.top(), 156, 14), Qt::AlignRight | Qt::AlignTop,
+             QString("peak %1 %").arg(int(std::lround(peak * 100))));
+}
+
+// Message arrows of the visible transfers (when there are few enough to read).
+void TimelineView::paint_arrows(QPainter& p, const Geometry& g) const {
+  static constexpr size_t kMaxArrows = 1500;
+  const int64_t from_ns = core::timeline_ns(g.from_s - offset_s_);
+  const int64_t until_ns = core::timeline_ns(g.until_s - offset_s_);
+  std::vector<int> shown;
+  for (size_t l = 0; l < model_->lanes().size(); ++l) {
+    const LaneSlices& lane = model_->lanes()[l];
+    if (lane.label.rfind("send", 0) != 0) continue;
+    const auto [first, last] = lane.overlapping(from_ns, until_ns);
+    if (shown.size() + (last - first) > kMaxArrows) return;
+    for (size_t i = first; i < last; ++i) shown.push_back(int(lane.slice[i]));
+  }
+  for (int slice : shown) paint_arrow(p, g, slice);
+}
+
+void TimelineView::paint_arrow(QPainter& p, const Geometry& g, int slice) const {
+  const int partner = model_->partner_slice(slice);
+  if (partner < 0) return;
+  const auto& slices = model_->layout().slices;
+  const core::TimelineSlice& send = slices[size_t(slice < partner ? slice : partner)];
+  const core::TimelineSlice& recv = slices[size_t(slice < partner ? partner : slice)];
+  const int y0 = row_middle_of_lane(g, send.lane), y1 = row_middle_of_lane(g, recv.lane);
+  if (y0 < 0 || y1 < 0) return;
+  const QPointF from(g.x(send.event->start_s), y0), to(g.x(recv.event->end_s), y1);
+  p.setClipRect(canvas_rect_for(g));
+  const bool selected = slice == selected_slice_ || partner == selected_slice_;
+  p.setPen(QPen(selected ? QColor(0, 0, 0) : QColor(0x40, 0x40, 0x40, 110), selected ? 1.8 : 0.8));
+  p.drawLine(from, to);
+  const double angle = std::atan2(to.y() - from.y(), to.x() - from.x());
+  const double size = selected ? 8 : 5;
+  QPainterPath head;
+  head.moveTo(to);
+  head.lineTo(to - QPointF(size * std::cos(angle - 0.4), size * std::sin(angle - 0.4)));
+  head.lineTo(to - QPointF(size * std::cos(angle + 0.4), size * std::sin(angle + 0.4)));
+  head.closeSubpath();
+  p.fillPath(head, p.pen().color());
+  p.setClipping(false);
+}
+
+void TimelineView::paint_selection(QPainter& p, const Geometry& g) const {
+  if (!axis_->has_selection()) return;
+  const double x0 = std::max(double(kLabelWidthPx), g.x_axis(axis_->selection_from_s()));
+  const double x1 = std::min(double(g.width), g.x_axis(axis_->selection_until_s()));
+  if (x1 < x0) return;
+  p.fillRect(QRectF(x0, kRulerHeightPx, std::max(1.0, x1 - x0), g.height - kRulerHeightPx),
+             selection_colour());
+  p.setPen(QPen(QColor(0x30, 0x80, 0xFF), 1));
+  p.drawLine(QPointF(x0, 0), QPointF(x0, g.height));
+  p.drawLine(QPointF(x1, 0), QPointF(x1, g.height));
+}
+
+int TimelineView::row_middle_of_lane(const Geometry& g, int lane) const {
+  if (lane < 0 || size_t(lane) >= row_of_lane_.size()) return -1;
+  int r = row_of_lane_[size_t(lane)];
+  if (r < 0) r = row_of_process_[size_t(model_->lanes()[size_t(lane)].process)];
+  if (r < 0) return -1;
+  return g.screen_y(rows_[size_t(r)].y) + rows_[size_t(r)].height / 2;
+}
+
+}  // namespace replisim::gui

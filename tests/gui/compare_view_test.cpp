@@ -1,0 +1,72 @@
+// The compare view: two runs on one axis, aligned by the offset, zooming together.
+#include <gtest/gtest.h>
+#include <QApplication>
+#include <QWheelEvent>
+
+#include "gui/compare_view.h"
+#include "gui/panels/metrics_table.h"
+#include "gui_fixtures.h"
+
+namespace replisim::gui {
+namespace {
+
+TEST(CompareView, TheOffsetAlignsTheSecondRunWithTheFirst) {
+  CompareView compare;
+  compare.resize(1000, 800);
+  // B is A started 0.75 s earlier: an offset of 0.75 s lines their ops up.
+  compare.set_models(test::tiny_model(), test::tiny_model(-0.75));
+  compare.set_offset_s(0.75);
+  compare.axis()->set_range(0, 5);
+  compare.show();
+  QApplication::processEvents();
+  TimelineView* a = compare.view_a();
+  TimelineView* b = compare.view_b();
+  EXPECT_NEAR(compare.offset_s(), 0.75, 1e-12);
+  EXPECT_NEAR(a->x_of(1.0), b->x_of(0.25), 1e-9);
+  const int lane_a = test::lane_named(*a->model(), "worker0", "compute pc1/gpu0");
+  const int lane_b = test::lane_named(*b->model(), "worker0", "compute pc1/gpu0");
+  const QImage image_a = a->viewport()->grab().toImage();
+  const QImage image_b = b->viewport()->grab().toImage();
+  // A's op 1-2 s and B's 0.25-1.25 s sit on the same pixels; so do their gaps.
+  for (double t : {1.9, 2.6, 3.9}) {
+    const int x = int(a->x_of(t));
+    EXPECT_EQ(image_a.pixelColor(x, a->lane_middle_y(lane_a)),
+              image_b.pixelColor(x, b->lane_middle_y(lane_b)))
+        << t;
+  }
+  EXPECT_EQ(image_b.pixelColor(int(a->x_of(1.9)), b->lane_middle_y(lane_b)),
+            category_colour(Category::kForward));
+  // Without the offset they differ.
+  compare.set_offset_s(0);
+  QApplication::processEvents();
+  const QImage unaligned = b->viewport()->grab().toImage();
+  EXPECT_EQ(unaligned.pixelColor(int(a->x_of(3.9)), b->lane_middle_y(lane_b)), background_colour());
+}
+
+TEST(CompareView, ZoomingOneRunZoomsTheOther) {
+  CompareView compare;
+  compare.resize(1000, 800);
+  compare.set_models(test::tiny_model(), test::tiny_model());
+  compare.show();
+  QApplication::processEvents();
+  const double before = compare.view_b()->axis()->duration_s();
+  const QPointF at(600, 60);
+  QWheelEvent wheel(at, at, QPoint(), QPoint(0, 240), Qt::NoButton, Qt::NoModifier,
+                    Qt::NoScrollPhase, false);
+  QApplication::sendEvent(compare.view_a()->viewport(), &wheel);
+  EXPECT_LT(compare.view_b()->axis()->duration_s(), 0.7 * before);
+  EXPECT_NEAR(compare.view_a()->trace_time_at(600), compare.view_b()->trace_time_at(600), 1e-12);
+}
+
+TEST(CompareView, TheMetricsTableShowsBothRunsAndTheirDifference) {
+  CompareView compare;
+  compare.set_models(test::tiny_model(), test::tiny_model());
+  MetricsTable* table = compare.metrics_table();
+  ASSERT_GT(table->rowCount(), 3);
+  EXPECT_EQ(table->item(0, 1)->text(), "tiny · between_graph (async)");
+  // The tiny trace has no platform: its metrics say why they are missing.
+  EXPECT_FALSE(table->item(table->rowCount() - 1, 1)->text().isEmpty());
+}
+
+}  // namespace
+}  // namespace replisim::gui
