@@ -50,10 +50,14 @@ int set_up_view(MainWindow& window, const QCommandLineParser& args) {
       return fail("--range wants FROM:UNTIL in seconds");
     view->axis()->set_range(a, b);
   }
+  std::vector<replisim::gui::TimelineView*> views{view};
+  if (window.comparing()) views.push_back(window.compare()->view_b());
   for (const QString& name : args.values("collapse")) {
-    for (int p = 0; view->model() && p < view->model()->process_count(); ++p) {
-      if (QString::fromStdString(view->model()->process_name(p)) == name)
-        view->set_group_collapsed(p, true);
+    for (replisim::gui::TimelineView* v : views) {
+      for (int p = 0; v->model() && p < v->model()->process_count(); ++p) {
+        if (QString::fromStdString(v->model()->process_name(p)) == name)
+          v->set_group_collapsed(p, true);
+      }
     }
   }
   if (args.isSet("select")) {

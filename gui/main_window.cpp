@@ -62,6 +62,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   dock->setWidget(side_tabs_);
   dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
   addDockWidget(Qt::RightDockWidgetArea, dock);
+  side_tabs_->setMinimumWidth(280);
+  dock_ = dock;
 
   error_label_ = new QLabel(this);
   error_label_->setStyleSheet("color: #B00000;");
@@ -122,6 +124,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 }
 
 MainWindow::~MainWindow() = default;
+
+// The side panel wide enough for the statistics' six columns once the window has its size.
+void MainWindow::showEvent(QShowEvent* event) {
+  QMainWindow::showEvent(event);
+  if (docked_) return;
+  docked_ = true;
+  resizeDocks({dock_}, {std::min(470, width() / 3)}, Qt::Horizontal);
+}
 
 void MainWindow::build_actions() {
   QToolBar* bar = addToolBar("Main");

@@ -10,6 +10,7 @@
 
 #include "gui/trace_loading.h"
 
+class QDockWidget;
 class QLabel;
 class QLineEdit;
 class QProgressBar;
@@ -50,6 +51,9 @@ class MainWindow : public QMainWindow {
   // The timelines shown now (one, or both of the compare view).
   std::vector<const TimelineView*> shown_timelines() const;
 
+ protected:
+  void showEvent(QShowEvent* event) override;
+
  private:
   void build_actions();
   void watch(TimelineView* view);
@@ -66,6 +70,8 @@ class MainWindow : public QMainWindow {
   CompareView* compare_;
   TimelineView* active_ = nullptr;
   QTabWidget* side_tabs_;
+  QDockWidget* dock_ = nullptr;
+  bool docked_ = false;
   DetailsPanel* details_;
   RangePanel* range_panel_;
   QLineEdit* find_box_;

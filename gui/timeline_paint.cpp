@@ -44,14 +44,21 @@ void TimelineView::paint_ruler(QPainter& p, const Geometry& g) const {
   p.setPen(grid_colour());
   p.drawLine(0, kRulerHeightPx - 1, g.width, kRulerHeightPx - 1);
   p.setPen(text_colour());
+  // The run's name on two lines: the scenario (bold), then the strategy.
+  const core::TraceMeta& meta = model_->trace().meta;
+  QString first = QString::fromStdString(meta.scenario.empty() ? model_->source() : meta.scenario);
+  QString second = QString::fromStdString(meta.strategy);
+  if (meta.strategy == "between_graph") second += " (" + QString::fromStdString(meta.sync) + ")";
   QFont font = p.font();
+  const QFont plain = font;
   font.setBold(true);
   p.setFont(font);
-  const QString title = QString::fromStdString(model_->title());
-  p.drawText(QRect(6, 0, kLabelWidthPx - 8, kRulerHeightPx), Qt::AlignVCenter | Qt::AlignLeft,
-             p.fontMetrics().elidedText(title, Qt::ElideRight, kLabelWidthPx - 8));
-  font.setBold(false);
-  p.setFont(font);
+  const int line = kRulerHeightPx / 2;
+  p.drawText(QRect(6, 0, kLabelWidthPx - 8, line + 1), Qt::AlignBottom | Qt::AlignLeft,
+             p.fontMetrics().elidedText(first, Qt::ElideMiddle, kLabelWidthPx - 8));
+  p.setFont(plain);
+  p.drawText(QRect(6, line, kLabelWidthPx - 8, line), Qt::AlignVCenter | Qt::AlignLeft,
+             p.fontMetrics().elidedText(second, Qt::ElideRight, kLabelWidthPx - 8));
   const RulerTicks ticks = ruler_ticks(g.from_s - offset_s_, g.until_s - offset_s_);
   for (size_t i = 0; i < ticks.times_s.size(); ++i) {
     const double x = g.x(ticks.times_s[i]);
@@ -94,16 +101,24 @@ void TimelineView::paint_rows(QPainter& p, const Geometry& g) const {
         name = QString(collapsed_.count(row.process) ? "▸ " : "▾ ") +
                QString::fromStdString(model_->process_name(row.process));
       } else {
-        name = row.index == 0 ? "counters" : "busiest links";
+        name = row.index == 0 ? "counters" : "busiest links (utilisation)";
       }
       p.drawText(label.adjusted(6, 0, -4, 0), Qt::AlignVCenter | Qt::AlignLeft, name);
       bold.setBold(false);
       p.setFont(bold);
       if (row.type == RowType::kHeader && collapsed_.count(row.process)) {
         p.setClipRect(canvas.intersected(band));
-        for (int lane : model_->lanes_of(row.process)) {
-          paint_lane(p, g, lane, band.adjusted(0, 3, 0, -3), false);
-        }
+        // Steps underneath, then transfers, then compute on top.
+        std::vector<int> lanes = model_->lanes_of(row.process);
+        auto layer = [this](int lane) {
+          const std::string& label = model_->lanes()[size_t(lane)].label;
+          if (label.rfind("step", 0) == 0) return 0;
+          if (label.rfind("compute", 0) == 0) return 2;
+          return 1;
+        };
+        std::stable_sort(lanes.begin(), lanes.end(),
+                         [&layer](int a, int b) { return layer(a) < layer(b); });
+        for (int lane : lanes) paint_lane(p, g, lane, band.adjusted(0, 3, 0, -3), false);
       }
       continue;
     }
@@ -196,15 +211,18 @@ void TimelineView::paint_lane(QPainter& p, const Geometry& g, int lane_index, QR
       }
       covered.fill(0);
     };
+    // The first time of the next pixel column (integer comparisons in the loop).
+    auto column_end_ns = [&g](int c) { return core::timeline_ns(g.trace_time(c + 1.0)); };
+    int64_t next_column_ns = column_end_ns(column);
     int64_t block_end = end;
     size_t j = i;
     for (; j < last; ++j) {
       const int64_t s = lane.start_ns[j], e = lane.end_ns[j];
       if (j > i && (s > block_end + gap_ns || e - s >= fold_ns)) break;
-      const int at = int(std::floor(g.x_ns(s)));
-      if (at != column) {
+      if (s >= next_column_ns) {
         end_column();
-        column = at;
+        column = std::max(column + 1, int(std::floor(g.x_ns(s))));
+        next_column_ns = column_end_ns(column);
       }
       covered[size_t(lane.category[j])] += e - s + 1;
       block_end = std::max(block_end, e);
@@ -278,27 +296,34 @@ void TimelineView::paint_instants(QPainter& p, const Geometry& g) const {
   p.setClipping(false);
 }
 
-// A counter as a step line, sampled at each pixel column, scaled to its maximum.
+// A counter as a step line sampled at each pixel column, scaled to the values in view (so that a
+// change, such as global_step rolled back by a restart, shows at any zoom).
 void TimelineView::paint_counter(QPainter& p, const Geometry& g, const Row& row, QRect band) const {
   const CounterTrack& track = model_->counters()[size_t(row.index)];
-  if (track.time_s.empty() || track.max_value <= 0) return;
-  const double scale = (band.height() - 2) / track.max_value;
-  QPainterPath path;
+  if (track.time_s.empty()) return;
   const int x0 = kLabelWidthPx, x1 = g.width;
+  std::vector<double> values(size_t(std::max(0, x1 - x0 + 1)));
+  for (int x = x0; x <= x1; ++x) values[size_t(x - x0)] = track.value_at(g.trace_time(x + 1.0));
+  if (values.empty()) return;
+  const auto [low_it, high_it] = std::minmax_element(values.begin(), values.end());
+  const double low = *low_it, high = *high_it;
+  const double span = high > low ? high - low : 1.0;
+  const double scale = (band.height() - 16) / span;
+  auto y_of = [&](double v) { return band.bottom() - (v - low) * scale; };
+  QPainterPath path;
   path.moveTo(x0, band.bottom());
-  for (int x = x0; x <= x1; ++x) {
-    const double v = track.value_at(g.trace_time(x + 1.0));
-    path.lineTo(x, band.bottom() - v * scale);
-  }
+  for (int x = x0; x <= x1; ++x) path.lineTo(x, y_of(values[size_t(x - x0)]));
   path.lineTo(x1, band.bottom());
   path.closeSubpath();
   p.fillPath(path, QColor(0x17, 0x80, 0x3A, 60));
   p.setPen(QPen(category_colour(Category::kUpdate), 1.2));
   p.drawPath(path);
   p.setPen(text_colour());
-  const double v = track.value_at(g.trace_time(g.width));
-  p.drawText(QRect(band.right() - 160, band.top(), 156, 14), Qt::AlignRight | Qt::AlignTop,
-             QString("%1 (max %2)").arg(v, 0, 'g', 8).arg(track.max_value, 0, 'g', 8));
+  p.drawText(QRect(band.right() - 260, band.top(), 256, 14), Qt::AlignRight | Qt::AlignTop,
+             QString("%1 to %2 in view (run max %3)")
+                 .arg(low, 0, 'g', 8)
+                 .arg(high, 0, 'g', 8)
+                 .arg(track.max_value, 0, 'g', 8));
 }
 
 // A link direction's utilisation per pixel column, 0 to 100 % of the band (above 100 %: the

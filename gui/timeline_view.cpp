@@ -151,17 +151,17 @@ void TimelineView::rebuild_rows() {
     y += height;
     return int(rows_.size()) - 1;
   };
+  if (!model_->counters().empty()) {
+    add(RowType::kSection, -1, 0, kHeaderHeightPx);
+    for (size_t c = 0; c < model_->counters().size(); ++c) {
+      add(RowType::kCounter, -1, int(c), kCounterHeightPx);
+    }
+  }
   for (int p = 0; p < model_->process_count(); ++p) {
     row_of_process_[size_t(p)] = add(RowType::kHeader, p, -1, kHeaderHeightPx);
     if (collapsed_.count(p)) continue;
     for (int lane : model_->lanes_of(p)) {
       row_of_lane_[size_t(lane)] = add(RowType::kLane, p, lane, kLaneHeightPx);
-    }
-  }
-  if (!model_->counters().empty()) {
-    add(RowType::kSection, -1, 0, kHeaderHeightPx);
-    for (size_t c = 0; c < model_->counters().size(); ++c) {
-      add(RowType::kCounter, -1, int(c), kCounterHeightPx);
     }
   }
   if (!model_->links().empty()) {

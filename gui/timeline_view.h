@@ -62,7 +62,7 @@ class TimelineView : public QAbstractScrollArea {
   void render_to(QPainter& painter, QSize size) const;
 
   static constexpr int kLabelWidthPx = 220;
-  static constexpr int kRulerHeightPx = 30;
+  static constexpr int kRulerHeightPx = 34;
   static constexpr int kLaneHeightPx = 16;
   static constexpr int kHeaderHeightPx = 20;
   static constexpr int kCounterHeightPx = 40;

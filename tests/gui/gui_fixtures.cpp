@@ -1,6 +1,7 @@
 #include "gui_fixtures.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <QDir>
 #include <QStandardPaths>
 #include <filesystem>
