@@ -71,6 +71,57 @@ int set_up_view(MainWindow& window, const QCommandLineParser& args) {
   return 0;
 }
 
+void add_options(QCommandLineParser& args) {
+  args.setApplicationDescription("replisim's timeline viewer: traces, scenarios, compare.");
+  args.addHelpOption();
+  args.addPositionalArgument(
+      "FILE", "native traces (.rstrace), Chrome traces (.json) or a scenario (.json)");
+  args.addOptions({
+      {"screenshot", "Render offscreen, write OUT.png and exit.", "OUT.png"},
+      {"size", "Window size (default 1600x1000).", "WxH", "1600x1000"},
+      {"svg", "Also write the timelines as SVG (with --screenshot).", "OUT.svg"},
+      {"grab-after", "Real window: after MS milliseconds grab the screen into OUT.png and exit.",
+       "MS:OUT.png"},
+      {"offset", "Compare view: B's time 0 on the shared axis (s).", "S"},
+      {"range", "Visible range (s, the first run's clock).", "FROM:UNTIL"},
+      {"select", "Select a time range (s) and show its statistics.", "FROM:UNTIL"},
+      {"find", "Select the first op whose name contains TEXT.", "TEXT"},
+      {"collapse", "Collapse the row group of this actor (repeatable).", "ACTOR"},
+  });
+}
+
+// --screenshot: the window's pixels (and with --svg its timelines as vectors).
+int write_screenshot(MainWindow& window, const QCommandLineParser& args) {
+  QApplication::processEvents();
+  try {
+    replisim::gui::export_png(window, args.value("screenshot"));
+    if (args.isSet("svg")) {
+      const auto views = window.shown_timelines();
+      replisim::gui::export_svg(views, views.front()->viewport()->size(), args.value("svg"));
+    }
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+  return 0;
+}
+
+// --grab-after MS:OUT.png: the screen as it is after MS milliseconds (a real window: what
+// scripts/gui-screenshots drives), then quit.
+int schedule_grab(QApplication& app, const QString& spec) {
+  const int colon = spec.indexOf(':');
+  const int delay_ms = spec.left(colon).toInt();
+  const QString out = spec.mid(colon + 1);
+  if (colon < 0 || out.isEmpty()) return fail("--grab-after wants MS:OUT.png");
+  QTimer::singleShot(delay_ms, &app, [&app, out] {
+    const QPixmap shot = QGuiApplication::primaryScreen()->grabWindow(0);
+    if (!shot.save(out, "PNG")) {
+      std::fprintf(stderr, "replisim-gui: cannot write %s\n", qPrintable(out));
+    }
+    app.quit();
+  });
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -84,22 +135,7 @@ int main(int argc, char** argv) {
   QApplication app(argc, argv);
   QApplication::setApplicationName("replisim-gui");
   QCommandLineParser args;
-  args.setApplicationDescription("replisim's timeline viewer: traces, scenarios, compare.");
-  args.addHelpOption();
-  args.addPositionalArgument(
-      "FILE", "native traces (.rstrace), Chrome traces (.json) or a scenario (.json)");
-  args.addOptions({
-      {"screenshot", "Render offscreen, write OUT.png and exit.", "OUT.png"},
-      {"size", "Window size for --screenshot (default 1600x1000).", "WxH", "1600x1000"},
-      {"svg", "Also write the timelines as SVG (with --screenshot).", "OUT.svg"},
-      {"grab-after", "Real window: after MS milliseconds grab the screen into OUT.png and exit.",
-       "MS:OUT.png"},
-      {"offset", "Compare view: B's time 0 on the shared axis (s).", "S"},
-      {"range", "Visible range (s, the first run's clock).", "FROM:UNTIL"},
-      {"select", "Select a time range (s) and show its statistics.", "FROM:UNTIL"},
-      {"find", "Select the first op whose name contains TEXT.", "TEXT"},
-      {"collapse", "Collapse the row group of this actor (repeatable).", "ACTOR"},
-  });
+  add_options(args);
   args.process(app);
 
   MainWindow window;
@@ -113,32 +149,9 @@ int main(int argc, char** argv) {
   window.open_paths(args.positionalArguments(), batch);
   if (batch && !window.last_error().isEmpty()) return fail(window.last_error());
   if (int rc = set_up_view(window, args); rc != 0) return rc;
-
-  if (args.isSet("screenshot")) {
-    QApplication::processEvents();
-    try {
-      replisim::gui::export_png(window, args.value("screenshot"));
-      if (args.isSet("svg")) {
-        const auto views = window.shown_timelines();
-        replisim::gui::export_svg(views, views.front()->viewport()->size(), args.value("svg"));
-      }
-    } catch (const std::exception& e) {
-      return fail(e.what());
-    }
-    return 0;
-  }
+  if (args.isSet("screenshot")) return write_screenshot(window, args);
   if (args.isSet("grab-after")) {
-    const QString spec = args.value("grab-after");
-    const int colon = spec.indexOf(':');
-    const int delay_ms = spec.left(colon).toInt();
-    const QString out = spec.mid(colon + 1);
-    if (colon < 0 || out.isEmpty()) return fail("--grab-after wants MS:OUT.png");
-    QTimer::singleShot(delay_ms, &app, [&app, out] {
-      const QPixmap shot = QGuiApplication::primaryScreen()->grabWindow(0);
-      if (!shot.save(out, "PNG"))
-        std::fprintf(stderr, "replisim-gui: cannot write %s\n", qPrintable(out));
-      app.quit();
-    });
+    if (int rc = schedule_grab(app, args.value("grab-after")); rc != 0) return rc;
   }
   return app.exec();
 }

@@ -79,6 +79,19 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
   loader_ = new TraceLoader(this);
   runner_ = new ScenarioRunner(ScenarioRunner::default_replisim(), this);
+  connect_files();
+  watch(timeline_);
+  watch(compare_->view_a());
+  watch(compare_->view_b());
+  active_ = timeline_;
+  build_actions();
+  resize(1500, 950);
+}
+
+MainWindow::~MainWindow() = default;
+
+// What the loader and the scenario runner report: models to show, progress, one-line errors.
+void MainWindow::connect_files() {
   connect(loader_, &TraceLoader::preview, this, [this](std::shared_ptr<const TimelineModel> model) {
     show_models({model});
     statusBar()->showMessage("showing the first events; reading the rest of the file…");
@@ -100,7 +113,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   });
   connect(runner_, &ScenarioRunner::finished, this, [this](const QString& trace) {
     set_busy(false, "");
-    open_paths({trace}, true);
+    open_paths({trace}, scenario_wait_);
   });
   connect(runner_, &ScenarioRunner::failed, this, [this](const QString& line) {
     set_busy(false, "");
@@ -115,15 +128,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     loader_->cancel();
     set_busy(false, "");
   });
-  watch(timeline_);
-  watch(compare_->view_a());
-  watch(compare_->view_b());
-  active_ = timeline_;
-  build_actions();
-  resize(1500, 950);
 }
-
-MainWindow::~MainWindow() = default;
 
 // The side panel wide enough for the statistics' six columns once the window has its size.
 void MainWindow::showEvent(QShowEvent* event) {
@@ -182,7 +187,17 @@ void MainWindow::watch(TimelineView* view) {
   });
   connect(view, &TimelineView::range_selected, this, [this, view](double from_s, double until_s) {
     active_ = view;
-    range_panel_->show_range(view->model().get(), from_s, until_s);
+    if (view == timeline_) {
+      range_panel_->show_range(view->model().get(), from_s, until_s);
+    } else {  // the same stretch of the shared axis in both runs, each in its own clock
+      const double axis_from = from_s + view->offset_s(), axis_until = until_s + view->offset_s();
+      std::vector<RangePanel::RangeRun> runs;
+      for (TimelineView* v : {compare_->view_a(), compare_->view_b()}) {
+        runs.push_back({v == compare_->view_a() ? "A" : "B", v->model().get(),
+                        axis_from - v->offset_s(), axis_until - v->offset_s()});
+      }
+      range_panel_->show_ranges(runs);
+    }
     side_tabs_->setCurrentWidget(range_panel_);
   });
 }
@@ -253,6 +268,7 @@ void MainWindow::open_paths(const QStringList& paths, bool wait) {
 
 void MainWindow::run_scenario(const QString& path, bool wait) {
   set_busy(true, "simulating " + path);
+  scenario_wait_ = wait;
   runner_->start(path);
   if (!wait) return;
   QEventLoop loop;

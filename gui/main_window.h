@@ -56,6 +56,7 @@ class MainWindow : public QMainWindow {
 
  private:
   void build_actions();
+  void connect_files();
   void watch(TimelineView* view);
   void report_error(const QString& line);
   void open_dialog();
@@ -72,6 +73,7 @@ class MainWindow : public QMainWindow {
   QTabWidget* side_tabs_;
   QDockWidget* dock_ = nullptr;
   bool docked_ = false;
+  bool scenario_wait_ = false;  // open the scenario's trace before returning (screenshots)
   DetailsPanel* details_;
   RangePanel* range_panel_;
   QLineEdit* find_box_;

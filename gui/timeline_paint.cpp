@@ -73,80 +73,80 @@ void TimelineView::paint_ruler(QPainter& p, const Geometry& g) const {
 
 void TimelineView::paint_rows(QPainter& p, const Geometry& g) const {
   const RulerTicks ticks = ruler_ticks(g.from_s - offset_s_, g.until_s - offset_s_);
-  const QRect canvas(kLabelWidthPx, kRulerHeightPx, g.width - kLabelWidthPx,
-                     g.height - kRulerHeightPx);
-  // Vertical grid at the ticks.
-  p.setPen(QColor(0xEE, 0xF0, 0xF3));
+  const QRect canvas = canvas_rect_for(g);
+  p.setPen(QColor(0xEE, 0xF0, 0xF3));  // the grid at the ticks
   for (double t : ticks.times_s) {
     const double x = g.x(t);
     if (x >= kLabelWidthPx) p.drawLine(QPointF(x, kRulerHeightPx), QPointF(x, g.height));
   }
-  QFont small = p.font();
+  const QFont base = p.font();
+  QFont small = base;
   small.setPointSizeF(std::max(6.5, small.pointSizeF() - 1));
-  for (size_t r = 0; r < rows_.size(); ++r) {
-    const Row& row = rows_[r];
+  for (const Row& row : rows_) {
     const int y = g.screen_y(row.y);
     if (y + row.height < kRulerHeightPx || y > g.height) continue;
     const QRect label(0, y, kLabelWidthPx, row.height);
     const QRect band(kLabelWidthPx, y, g.width - kLabelWidthPx, row.height);
     p.setClipRect(QRect(0, kRulerHeightPx, g.width, g.height - kRulerHeightPx));
     if (row.type == RowType::kHeader || row.type == RowType::kSection) {
-      p.fillRect(QRect(0, y, g.width, row.height), group_header_colour());
-      p.setPen(text_colour());
-      QFont bold = p.font();
-      bold.setBold(true);
-      p.setFont(bold);
-      QString name;
-      if (row.type == RowType::kHeader) {
-        name = QString(collapsed_.count(row.process) ? "▸ " : "▾ ") +
-               QString::fromStdString(model_->process_name(row.process));
-      } else {
-        name = row.index == 0 ? "counters" : "busiest links (utilisation)";
-      }
-      p.drawText(label.adjusted(6, 0, -4, 0), Qt::AlignVCenter | Qt::AlignLeft, name);
-      bold.setBold(false);
-      p.setFont(bold);
-      if (row.type == RowType::kHeader && collapsed_.count(row.process)) {
-        p.setClipRect(canvas.intersected(band));
-        // Steps underneath, then transfers, then compute on top.
-        std::vector<int> lanes = model_->lanes_of(row.process);
-        auto layer = [this](int lane) {
-          const std::string& label = model_->lanes()[size_t(lane)].label;
-          if (label.rfind("step", 0) == 0) return 0;
-          if (label.rfind("compute", 0) == 0) return 2;
-          return 1;
-        };
-        std::stable_sort(lanes.begin(), lanes.end(),
-                         [&layer](int a, int b) { return layer(a) < layer(b); });
-        for (int lane : lanes) paint_lane(p, g, lane, band.adjusted(0, 3, 0, -3), false);
-      }
+      p.setFont(base);
+      paint_header(p, g, row, label, band);
       continue;
     }
-    p.setPen(QColor(0x50, 0x56, 0x60));
     p.setFont(small);
-    QString text;
-    if (row.type == RowType::kLane)
-      text = QString::fromStdString(model_->lanes()[size_t(row.index)].label);
-    if (row.type == RowType::kCounter)
-      text = QString::fromStdString(model_->counters()[size_t(row.index)].name);
-    if (row.type == RowType::kLink)
-      text = QString::fromStdString(model_->links()[size_t(row.index)].name);
+    p.setPen(QColor(0x50, 0x56, 0x60));
+    std::string name;
+    if (row.type == RowType::kLane) name = model_->lanes()[size_t(row.index)].label;
+    if (row.type == RowType::kCounter) name = model_->counters()[size_t(row.index)].name;
+    if (row.type == RowType::kLink) name = model_->links()[size_t(row.index)].name;
     p.drawText(label.adjusted(16, 0, -4, 0), Qt::AlignVCenter | Qt::AlignLeft,
-               p.fontMetrics().elidedText(text, Qt::ElideMiddle, kLabelWidthPx - 20));
+               p.fontMetrics().elidedText(QString::fromStdString(name), Qt::ElideMiddle,
+                                          kLabelWidthPx - 20));
     p.setClipRect(canvas.intersected(band));
     if (row.type == RowType::kLane) paint_lane(p, g, row.index, band.adjusted(0, 1, 0, -1), true);
     if (row.type == RowType::kCounter) paint_counter(p, g, row, band.adjusted(0, 3, 0, -3));
     if (row.type == RowType::kLink) paint_link(p, g, row, band.adjusted(0, 2, 0, -2));
-    p.setFont(small.resolve(p.font()));
   }
+  p.setFont(base);
   p.setClipping(false);
   p.setPen(grid_colour());
   p.drawLine(kLabelWidthPx - 1, kRulerHeightPx, kLabelWidthPx - 1, g.height);
 }
 
+// A group's row (an actor, with its fold mark) or a section's ("counters"); a folded group
+// overlays its lanes there: steps underneath, then transfers, then compute on top.
+void TimelineView::paint_header(QPainter& p, const Geometry& g, const Row& row, QRect label,
+                                QRect band) const {
+  p.fillRect(QRect(0, band.top(), g.width, row.height), group_header_colour());
+  p.setPen(text_colour());
+  QFont bold = p.font();
+  bold.setBold(true);
+  p.setFont(bold);
+  QString name;
+  if (row.type == RowType::kHeader) {
+    name = QString(collapsed_.count(row.process) ? "▸ " : "▾ ") +
+           QString::fromStdString(model_->process_name(row.process));
+  } else {
+    name = row.index == 0 ? "counters" : "busiest links (utilisation)";
+  }
+  p.drawText(label.adjusted(6, 0, -4, 0), Qt::AlignVCenter | Qt::AlignLeft, name);
+  bold.setBold(false);
+  p.setFont(bold);
+  if (row.type != RowType::kHeader || !collapsed_.count(row.process)) return;
+  p.setClipRect(canvas_rect_for(g).intersected(band));
+  std::vector<int> lanes = model_->lanes_of(row.process);
+  auto layer = [this](int lane) {
+    const std::string& lane_label = model_->lanes()[size_t(lane)].label;
+    if (lane_label.rfind("step", 0) == 0) return 0;
+    return lane_label.rfind("compute", 0) == 0 ? 2 : 1;
+  };
+  std::stable_sort(lanes.begin(), lanes.end(),
+                   [&layer](int a, int b) { return layer(a) < layer(b); });
+  for (int lane : lanes) paint_lane(p, g, lane, band.adjusted(0, 3, 0, -3), false);
+}
+
 // The visible slices of one lane: each at least kFoldWidthPx wide as a rectangle (with its label
-// when it fits), runs of narrower ones as one block in the colour of the category that covers
-// most of it, with its count when that fits.
+// when it fits), runs of narrower ones folded (paint_folded).
 void TimelineView::paint_lane(QPainter& p, const Geometry& g, int lane_index, QRect band,
                               bool labels) const {
   const LaneSlices& lane = model_->lanes()[size_t(lane_index)];
@@ -156,98 +156,105 @@ void TimelineView::paint_lane(QPainter& p, const Geometry& g, int lane_index, QR
   const double ns_per_px = (g.until_s - g.from_s) * 1e9 / std::max(1.0, g.canvas_width());
   const int64_t fold_ns = int64_t(std::ceil(kFoldWidthPx * ns_per_px));
   const int64_t gap_ns = int64_t(std::ceil(ns_per_px));
-  const double top = band.top(), height = band.height();
-  const auto& slices = model_->layout().slices;
-  const core::Trace& trace = model_->trace();
   p.setPen(Qt::NoPen);
   for (size_t i = first; i < last;) {
-    const int64_t start = lane.start_ns[i], end = lane.end_ns[i];
-    if (end - start >= fold_ns) {
-      const double x0 = std::max(g.x_ns(start), double(kLabelWidthPx) - 2);
-      const double x1 = std::min(g.x_ns(end), double(g.width) + 2);
-      const bool selected = int(lane.slice[i]) == selected_slice_;
-      p.fillRect(QRectF(x0, top, x1 - x0, height), category_colour(lane.category[i]));
-      if (x1 - x0 >= 3) {
-        p.setPen(selected ? QPen(Qt::black, 2) : QPen(QColor(255, 255, 255, 150), 1));
-        p.drawLine(QPointF(x1 - 0.5, top), QPointF(x1 - 0.5, top + height));
-        if (selected) p.drawRect(QRectF(x0, top, x1 - x0, height));
-        p.setPen(Qt::NoPen);
-      }
-      if (labels && x1 - x0 > 36) {
-        const core::TraceEvent& e = *slices[lane.slice[i]].event;
-        const Category c = lane.category[i];
-        const bool dark = category_colour(c).lightness() < 140;
-        p.setPen(dark ? Qt::white : text_colour());
-        const QString text = e.label == core::kNoString
-                                 ? QString(category_name(c))
-                                 : QString::fromStdString(trace.str(e.label));
-        const QRectF box(x0 + 2, top, x1 - x0 - 4, height);
-        p.drawText(box, Qt::AlignVCenter | Qt::AlignLeft,
-                   p.fontMetrics().elidedText(text, Qt::ElideRight, int(box.width())));
-        p.setPen(Qt::NoPen);
-      }
+    if (lane.end_ns[i] - lane.start_ns[i] >= fold_ns) {
+      paint_span(p, g, lane, i, band, labels);
       ++i;
-      continue;
+    } else {
+      i = paint_folded(p, g, lane, {i, last}, {fold_ns, gap_ns}, band, labels);
     }
-    // A run of narrow spans, each starting within a pixel of the block so far: one block, each
-    // pixel column in the colour of the category covering most of it, marked as folded along
-    // its top, with its count when that fits.
-    std::array<int64_t, kCategoryCount> covered{};
-    int column = int(std::floor(g.x_ns(start)));
-    int run_start = column;
-    int run_category = -1;
-    auto flush_run = [&](int until_column) {
-      if (run_category >= 0 && until_column > run_start) {
-        p.fillRect(QRect(run_start, int(top), until_column - run_start, int(height)),
-                   category_colour(Category(run_category)));
-      }
-    };
-    auto end_column = [&]() {
-      const int dominant = int(std::max_element(covered.begin(), covered.end()) - covered.begin());
-      if (dominant != run_category) {
-        flush_run(column);
-        run_start = column;
-        run_category = dominant;
-      }
-      covered.fill(0);
-    };
-    // The first time of the next pixel column (integer comparisons in the loop).
-    auto column_end_ns = [&g](int c) { return core::timeline_ns(g.trace_time(c + 1.0)); };
-    int64_t next_column_ns = column_end_ns(column);
-    int64_t block_end = end;
-    size_t j = i;
-    for (; j < last; ++j) {
-      const int64_t s = lane.start_ns[j], e = lane.end_ns[j];
-      if (j > i && (s > block_end + gap_ns || e - s >= fold_ns)) break;
-      if (s >= next_column_ns) {
-        end_column();
-        column = std::max(column + 1, int(std::floor(g.x_ns(s))));
-        next_column_ns = column_end_ns(column);
-      }
-      covered[size_t(lane.category[j])] += e - s + 1;
-      block_end = std::max(block_end, e);
-    }
-    end_column();
-    const double x0 = std::max(g.x_ns(start), double(kLabelWidthPx) - 2);
-    const double x1 = std::max(g.x_ns(block_end), x0 + 1);
-    flush_run(std::max(column + 1, int(std::ceil(x1))));
-    const size_t count = j - i;
-    if (count > 1 && x1 - x0 >= 3) {
-      p.fillRect(QRectF(x0, top, x1 - x0, 2), fold_colour());
-    }
-    if (labels && count > 1 && x1 - x0 > 44) {
-      const QString text = QString::fromUtf8("×") + QString::number(qulonglong(count));
-      const int w = p.fontMetrics().horizontalAdvance(text) + 6;
-      if (w < x1 - x0) {
-        const QRectF box(0.5 * (x0 + x1) - w / 2.0, top + 1, w, height - 2);
-        p.fillRect(box, QColor(255, 255, 255, 210));
-        p.setPen(text_colour());
-        p.drawText(box, Qt::AlignCenter, text);
-        p.setPen(Qt::NoPen);
-      }
-    }
-    i = j;
   }
+}
+
+void TimelineView::paint_span(QPainter& p, const Geometry& g, const LaneSlices& lane, size_t i,
+                              QRect band, bool labels) const {
+  const double top = band.top(), height = band.height();
+  const double x0 = std::max(g.x_ns(lane.start_ns[i]), double(kLabelWidthPx) - 2);
+  const double x1 = std::min(g.x_ns(lane.end_ns[i]), double(g.width) + 2);
+  const bool selected = int(lane.slice[i]) == selected_slice_;
+  p.fillRect(QRectF(x0, top, x1 - x0, height), category_colour(lane.category[i]));
+  if (x1 - x0 >= 3) {  // a light edge keeps touching spans apart
+    p.setPen(selected ? QPen(Qt::black, 2) : QPen(QColor(255, 255, 255, 150), 1));
+    p.drawLine(QPointF(x1 - 0.5, top), QPointF(x1 - 0.5, top + height));
+    if (selected) p.drawRect(QRectF(x0, top, x1 - x0, height));
+    p.setPen(Qt::NoPen);
+  }
+  if (!labels || x1 - x0 <= 36) return;
+  const core::TraceEvent& e = *model_->layout().slices[lane.slice[i]].event;
+  const Category c = lane.category[i];
+  p.setPen(category_colour(c).lightness() < 140 ? QColor(Qt::white) : text_colour());
+  const QString text = e.label == core::kNoString
+                           ? QString(category_name(c))
+                           : QString::fromStdString(model_->trace().str(e.label));
+  const QRectF box(x0 + 2, top, x1 - x0 - 4, height);
+  p.drawText(box, Qt::AlignVCenter | Qt::AlignLeft,
+             p.fontMetrics().elidedText(text, Qt::ElideRight, int(box.width())));
+  p.setPen(Qt::NoPen);
+}
+
+// A run of narrow spans from `range.first`, each starting within a pixel of the block so far and
+// narrower than `limits.first` ns (`limits.second`: a pixel, ns): one block, each pixel column in
+// the colour of the category covering most of it, a dark line along its top, its count when that
+// fits. Returns the index after the run.
+size_t TimelineView::paint_folded(QPainter& p, const Geometry& g, const LaneSlices& lane,
+                                  std::pair<size_t, size_t> range,
+                                  std::pair<int64_t, int64_t> limits, QRect band,
+                                  bool labels) const {
+  const auto [i, last] = range;
+  const auto [fold_ns, gap_ns] = limits;
+  const int top = band.top(), height = band.height();
+  std::array<int64_t, kCategoryCount> covered{};
+  int column = int(std::floor(g.x_ns(lane.start_ns[i])));
+  int run_start = column, run_category = -1;
+  auto flush_run = [&](int until_column) {  // columns of one colour as one rectangle
+    if (run_category >= 0 && until_column > run_start) {
+      p.fillRect(QRect(run_start, top, until_column - run_start, height),
+                 category_colour(Category(run_category)));
+    }
+  };
+  auto end_column = [&]() {
+    const int dominant = int(std::max_element(covered.begin(), covered.end()) - covered.begin());
+    if (dominant != run_category) {
+      flush_run(column);
+      run_start = column;
+      run_category = dominant;
+    }
+    covered.fill(0);
+  };
+  // The first time of the next pixel column: integer comparisons in the loop.
+  auto column_end_ns = [&g](int c) { return core::timeline_ns(g.trace_time(c + 1.0)); };
+  int64_t next_column_ns = column_end_ns(column), block_end = lane.end_ns[i];
+  size_t j = i;
+  for (; j < last; ++j) {
+    const int64_t s = lane.start_ns[j], e = lane.end_ns[j];
+    if (j > i && (s > block_end + gap_ns || e - s >= fold_ns)) break;
+    if (s >= next_column_ns) {
+      end_column();
+      column = std::max(column + 1, int(std::floor(g.x_ns(s))));
+      next_column_ns = column_end_ns(column);
+    }
+    covered[size_t(lane.category[j])] += e - s + 1;
+    block_end = std::max(block_end, e);
+  }
+  end_column();
+  const double x0 = std::max(g.x_ns(lane.start_ns[i]), double(kLabelWidthPx) - 2);
+  const double x1 = std::max(g.x_ns(block_end), x0 + 1);
+  flush_run(std::max(column + 1, int(std::ceil(x1))));
+  const size_t count = j - i;
+  if (count > 1 && x1 - x0 >= 3) p.fillRect(QRectF(x0, top, x1 - x0, 2), fold_colour());
+  if (labels && count > 1 && x1 - x0 > 44) {
+    const QString text = QString::fromUtf8("×") + QString::number(qulonglong(count));
+    const int w = p.fontMetrics().horizontalAdvance(text) + 6;
+    if (w < x1 - x0) {
+      const QRectF box(0.5 * (x0 + x1) - w / 2.0, top + 1, w, height - 2);
+      p.fillRect(box, QColor(255, 255, 255, 210));
+      p.setPen(text_colour());
+      p.drawText(box, Qt::AlignCenter, text);
+      p.setPen(Qt::NoPen);
+    }
+  }
+  return j;
 }
 
 // Faults (a red mark and, for a window, a band across the actor's rows), updates (ticks) and

@@ -110,7 +110,13 @@ class TimelineView : public QAbstractScrollArea {
 
   void paint_ruler(QPainter& p, const Geometry& g) const;
   void paint_rows(QPainter& p, const Geometry& g) const;
+  void paint_header(QPainter& p, const Geometry& g, const Row& row, QRect label, QRect band) const;
   void paint_lane(QPainter& p, const Geometry& g, int lane, QRect band, bool labels) const;
+  void paint_span(QPainter& p, const Geometry& g, const LaneSlices& lane, size_t i, QRect band,
+                  bool labels) const;
+  size_t paint_folded(QPainter& p, const Geometry& g, const LaneSlices& lane,
+                      std::pair<size_t, size_t> range, std::pair<int64_t, int64_t> limits,
+                      QRect band, bool labels) const;
   void paint_instants(QPainter& p, const Geometry& g) const;
   void paint_counter(QPainter& p, const Geometry& g, const Row& row, QRect band) const;
   void paint_link(QPainter& p, const Geometry& g, const Row& row, QRect band) const;

@@ -2,6 +2,8 @@
 
 #include <QMetaObject>
 #include <QPointer>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -127,19 +129,6 @@ void TraceLoader::start(const QString& path) {
 
 namespace {
 
-struct ChromeRun {
-  core::Trace trace;
-  std::map<int64_t, size_t> transfer_of;  // message_id -> event index
-};
-
-// The op kind an imported slice records, from its label's first component ("forward/conv1"):
-// the Chrome form does not carry it.
-std::optional<core::OpKind> op_of_label(const std::string& label) {
-  core::OpKind kind;
-  if (core::op_kind_from_name(label.substr(0, label.find('/')), &kind)) return kind;
-  return std::nullopt;
-}
-
 double number(const nlohmann::json& j, const char* key, double fallback = 0) {
   const auto it = j.find(key);
   return it != j.end() && it->is_number() ? it->get<double>() : fallback;
@@ -149,6 +138,139 @@ std::string text(const nlohmann::json& j, const char* key) {
   const auto it = j.find(key);
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
+
+// The op kind an imported slice records, from its label's first component ("forward/conv1"):
+// the Chrome form does not carry it.
+std::optional<core::OpKind> op_of_label(const std::string& label) {
+  core::OpKind kind;
+  if (core::op_kind_from_name(label.substr(0, label.find('/')), &kind)) return kind;
+  return std::nullopt;
+}
+
+// Turns the slices, instants and counters of a Chrome trace back into runs: one per strategy
+// prefix of the process names ("in_graph worker0"), a transfer from its sending half (its
+// receiving half names the peer).
+class ChromeImport {
+ public:
+  explicit ChromeImport(const nlohmann::json& events) {
+    for (const nlohmann::json& e : events) {
+      if (text(e, "ph") == "M" && text(e, "name") == "process_name" && e.contains("args")) {
+        process_name_[int(number(e, "pid"))] = text(e["args"], "name");
+      }
+    }
+  }
+
+  void add(const nlohmann::json& e) {
+    const std::string ph = text(e, "ph");
+    if (ph != "X" && ph != "i" && ph != "C") return;
+    auto [run, actor] = locate(int(number(e, "pid")));
+    const double start_s = number(e, "ts") * 1e-6;
+    const nlohmann::json args = e.value("args", nlohmann::json::object());
+    if (ph == "C") {
+      run->trace.counters.push_back(
+          {run->trace.intern(text(e, "name")), start_s, number(args, "value")});
+      return;
+    }
+    core::TraceEvent event;
+    event.actor = actor;
+    event.start_s = start_s;
+    event.end_s = start_s + number(e, "dur") * 1e-6;
+    event.step = int64_t(number(args, "step", -1));
+    if (!text(args, "client").empty()) event.client = run->trace.intern(text(args, "client"));
+    const std::string cat = text(e, "cat"), name = text(e, "name");
+    if (cat == "transfer") {
+      const int64_t id = int64_t(number(args, "message_id", -1));
+      const auto found = run->transfer_of.find(id);
+      if (found != run->transfer_of.end()) {  // the receiving half: only its actor is new
+        run->trace.events[found->second].peer_actor = actor;
+        return;
+      }
+      run->transfer_of[id] = run->trace.events.size();
+    }
+    if (!fill_kind(run->trace, event, cat, name, args)) return;
+    event.label = run->trace.intern(name);
+    run->trace.events.push_back(event);
+  }
+
+  std::vector<core::Trace> take() {
+    std::vector<core::Trace> traces;
+    for (Run& run : runs_) traces.push_back(std::move(run.trace));
+    return traces;
+  }
+
+ private:
+  struct Run {
+    core::Trace trace;
+    std::map<int64_t, size_t> transfer_of;  // message_id -> event index
+  };
+
+  std::pair<Run*, uint32_t> locate(int pid) {
+    const auto named = process_name_.find(pid);
+    std::string name = named != process_name_.end() ? named->second : "pid " + std::to_string(pid);
+    std::string strategy;
+    for (const char* prefix : {"in_graph ", "between_graph "}) {
+      if (name.rfind(prefix, 0) == 0) {
+        strategy = std::string(prefix, std::strlen(prefix) - 1);
+        name = name.substr(std::strlen(prefix));
+      }
+    }
+    const auto [it, added] = run_of_strategy_.emplace(strategy, runs_.size());
+    if (added) {
+      runs_.emplace_back();
+      runs_.back().trace.meta.strategy = strategy;
+    }
+    Run& run = runs_[it->second];
+    return {&run, run.trace.intern(name)};
+  }
+
+  // The kind and kind-specific fields of `event` from its category; false for one not replisim's.
+  static bool fill_kind(core::Trace& trace, core::TraceEvent& event, const std::string& cat,
+                        const std::string& name, const nlohmann::json& args) {
+    if (cat == "compute") {
+      event.kind = core::EventKind::kCompute;
+      event.device = trace.intern(text(args, "device"));
+      event.flop = number(args, "flop");
+      event.op = op_of_label(name);
+    } else if (cat == "transfer") {
+      event.kind = core::EventKind::kTransfer;
+      event.op = core::OpKind::kSend;
+      event.device = trace.intern(text(args, "from"));
+      event.peer = trace.intern(text(args, "to"));
+      event.peer_actor = event.actor;
+      event.bytes = number(args, "bytes");
+      event.message_id = int64_t(number(args, "message_id", -1));
+    } else if (cat == "step") {
+      event.kind = core::EventKind::kStep;
+      event.global_step_read = int64_t(number(args, "global_step_read", -1));
+    } else if (cat == "checkpoint") {
+      event.kind = core::EventKind::kCheckpoint;
+      event.bytes = number(args, "bytes");
+      event.global_step_after = int64_t(number(args, "global_step", -1));
+    } else if (cat == "recovery") {
+      event.kind = core::EventKind::kRecovery;
+    } else if (cat == "fault") {
+      event.kind = core::EventKind::kFault;
+      event.end_s = std::max(event.start_s, number(args, "until_s", event.start_s));
+    } else if (cat == "update") {  // named "global_step N"
+      event.kind = core::EventKind::kUpdate;
+      event.global_step_read = int64_t(number(args, "global_step_read", -1));
+      event.samples = int32_t(number(args, "samples"));
+      const size_t space = name.rfind(' ');
+      if (space != std::string::npos) {
+        event.global_step_after = std::strtoll(name.c_str() + space + 1, nullptr, 10);
+      }
+    } else if (cat == "dropped") {
+      event.kind = core::EventKind::kDropped;
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  std::map<int, std::string> process_name_;
+  std::vector<Run> runs_;
+  std::map<std::string, size_t> run_of_strategy_;
+};
 
 }  // namespace
 
@@ -164,98 +286,10 @@ std::vector<core::Trace> read_chrome_trace_file(const std::string& path) {
   if (!doc.is_object() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array()) {
     throw core::InputError(path, "/traceEvents", "missing: not a Chrome trace written by replisim");
   }
-  const nlohmann::json& events = doc["traceEvents"];
-  // Process names ("in_graph worker0") and thread names ("send.0"), first.
-  std::map<int, std::string> process_name, thread_name;
-  for (const nlohmann::json& e : events) {
-    if (text(e, "ph") != "M" || !e.contains("args")) continue;
-    if (text(e, "name") == "process_name")
-      process_name[int(number(e, "pid"))] = text(e["args"], "name");
-    if (text(e, "name") == "thread_name")
-      thread_name[int(number(e, "tid"))] = text(e["args"], "name");
-  }
-  std::vector<ChromeRun> runs;
-  std::map<std::string, size_t> run_of_prefix;
-  auto locate = [&](int pid) -> std::pair<ChromeRun*, uint32_t> {
-    std::string name = process_name.count(pid) ? process_name[pid] : "pid " + std::to_string(pid);
-    std::string prefix;
-    for (const char* strategy : {"in_graph ", "between_graph "}) {
-      if (name.rfind(strategy, 0) == 0) prefix = strategy, name = name.substr(prefix.size());
-    }
-    auto [it, added] = run_of_prefix.emplace(prefix, runs.size());
-    if (added) {
-      runs.emplace_back();
-      runs.back().trace.meta.strategy = prefix.empty() ? "" : prefix.substr(0, prefix.size() - 1);
-    }
-    ChromeRun& run = runs[it->second];
-    return {&run, run.trace.intern(name)};
-  };
-  for (const nlohmann::json& e : events) {
-    const std::string ph = text(e, "ph");
-    if (ph != "X" && ph != "i" && ph != "C") continue;
-    auto [run, actor] = locate(int(number(e, "pid")));
-    core::Trace& trace = run->trace;
-    const double start_s = number(e, "ts") * 1e-6;
-    const nlohmann::json args = e.value("args", nlohmann::json::object());
-    if (ph == "C") {
-      trace.counters.push_back({trace.intern(text(e, "name")), start_s, number(args, "value")});
-      continue;
-    }
-    core::TraceEvent event;
-    event.actor = actor;
-    event.start_s = start_s;
-    event.end_s = start_s + number(e, "dur") * 1e-6;
-    event.step = int64_t(number(args, "step", -1));
-    const std::string cat = text(e, "cat"), name = text(e, "name");
-    if (!text(args, "client").empty()) event.client = trace.intern(text(args, "client"));
-    if (cat == "compute") {
-      event.kind = core::EventKind::kCompute;
-      event.device = trace.intern(text(args, "device"));
-      event.flop = number(args, "flop");
-      event.op = op_of_label(name);
-    } else if (cat == "transfer") {
-      const int64_t id = int64_t(number(args, "message_id", -1));
-      const auto found = run->transfer_of.find(id);
-      if (found != run->transfer_of.end()) {  // the receiving half: only its actor is new
-        trace.events[found->second].peer_actor = actor;
-        continue;
-      }
-      event.kind = core::EventKind::kTransfer;
-      event.op = core::OpKind::kSend;
-      event.device = trace.intern(text(args, "from"));
-      event.peer = trace.intern(text(args, "to"));
-      event.peer_actor = actor;
-      event.bytes = number(args, "bytes");
-      event.message_id = id;
-      run->transfer_of[id] = trace.events.size();
-    } else if (cat == "step") {
-      event.kind = core::EventKind::kStep;
-      event.global_step_read = int64_t(number(args, "global_step_read", -1));
-    } else if (cat == "checkpoint") {
-      event.kind = core::EventKind::kCheckpoint;
-      event.bytes = number(args, "bytes");
-    } else if (cat == "recovery") {
-      event.kind = core::EventKind::kRecovery;
-    } else if (cat == "fault") {
-      event.kind = core::EventKind::kFault;
-      event.end_s = std::max(start_s, number(args, "until_s", start_s));
-    } else if (cat == "update") {
-      event.kind = core::EventKind::kUpdate;
-      event.global_step_after = int64_t(number(args, "global_step", -1));
-    } else if (cat == "dropped") {
-      event.kind = core::EventKind::kDropped;
-    } else {
-      continue;
-    }
-    if (event.label == core::kNoString) event.label = trace.intern(name);
-    trace.events.push_back(event);
-  }
-  if (runs.empty()) throw core::InputError(path, "/traceEvents", "no events");
-  std::vector<core::Trace> traces;
-  for (ChromeRun& run : runs) {
-    run.trace.meta.scenario = "";  // unknown: a Chrome trace has no run metadata
-    traces.push_back(std::move(run.trace));
-  }
+  ChromeImport import(doc["traceEvents"]);
+  for (const nlohmann::json& e : doc["traceEvents"]) import.add(e);
+  std::vector<core::Trace> traces = import.take();
+  if (traces.empty()) throw core::InputError(path, "/traceEvents", "no events");
   return traces;
 }
 

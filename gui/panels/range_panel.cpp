@@ -13,6 +13,8 @@ namespace replisim::gui {
 
 namespace {
 
+const char* const kHint = "Shift+drag (or drag on the ruler) to select a time range.";
+
 QString seconds(double s) {
   return QString::fromStdString(core::format_quantity(s, core::Dimension::kTime));
 }
@@ -22,11 +24,11 @@ QString seconds(double s) {
 RangePanel::RangePanel(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(2, 2, 2, 2);
-  summary_ = new QLabel("Shift+drag (or drag on the ruler) to select a time range.", this);
+  summary_ = new QLabel(kHint, this);
   summary_->setWordWrap(true);
   summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  table_ = new QTableWidget(0, 6, this);
-  table_->setHorizontalHeaderLabels({"kind", "actor", "count", "in range", "mean", "max"});
+  table_ = new QTableWidget(0, 7, this);
+  table_->setHorizontalHeaderLabels({"kind", "actor", "count", "in range", "mean", "max", "run"});
   table_->verticalHeader()->hide();
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
@@ -40,16 +42,18 @@ QString RangePanel::metrics_text() const {
 }
 
 void RangePanel::show_range(const TimelineModel* model, double from_s, double until_s) {
-  table_->setRowCount(0);
-  if (model == nullptr || !(until_s > from_s)) {
-    summary_->setText("Shift+drag (or drag on the ruler) to select a time range.");
-    return;
-  }
-  QString text = QString("<b>%1 – %2</b> (%3)")
-                     .arg(seconds(from_s), seconds(until_s), seconds(until_s - from_s));
+  show_ranges({{"", model, from_s, until_s}});
+}
+
+// The window's metrics of one run, as lines of HTML.
+QString RangePanel::window_summary(const RangeRun& run) {
+  QString text = run.name.isEmpty() ? QString() : "<b>" + run.name + "</b> ";
+  text += QString::fromStdString(run.model->title()).toHtmlEscaped() +
+          QString("<br><b>%1 – %2</b> (%3)")
+              .arg(seconds(run.from_s), seconds(run.until_s), seconds(run.until_s - run.from_s));
   try {
-    const core::RunMetrics m =
-        core::compute_window_metrics(model->trace(), from_s, until_s, model->source());
+    const core::RunMetrics m = core::compute_window_metrics(run.model->trace(), run.from_s,
+                                                            run.until_s, run.model->source());
     text += QString("<br>throughput %1 samples/s, %2 updates")
                 .arg(m.throughput_samples_per_s, 0, 'f', 1)
                 .arg(m.updates_in_window);
@@ -60,20 +64,32 @@ void RangePanel::show_range(const TimelineModel* model, double from_s, double un
   } catch (const std::exception& e) {
     text += "<br>(no metrics: " + QString(e.what()).toHtmlEscaped() + ")";
   }
-  summary_->setText(text);
-  const std::vector<RangeStatistic> rows = model->range_statistics(from_s, until_s);
-  table_->setRowCount(int(rows.size()));
-  for (size_t r = 0; r < rows.size(); ++r) {
-    const RangeStatistic& s = rows[r];
-    auto* kind = new QTableWidgetItem(category_name(s.category));
-    kind->setData(Qt::DecorationRole, category_colour(s.category));
-    table_->setItem(int(r), 0, kind);
-    table_->setItem(int(r), 1, new QTableWidgetItem(QString::fromStdString(s.actor)));
-    table_->setItem(int(r), 2, new QTableWidgetItem(QString::number(s.count)));
-    table_->setItem(int(r), 3, new QTableWidgetItem(seconds(s.total_s)));
-    table_->setItem(int(r), 4, new QTableWidgetItem(seconds(s.mean_s)));
-    table_->setItem(int(r), 5, new QTableWidgetItem(seconds(s.max_s)));
+  return text;
+}
+
+void RangePanel::show_ranges(const std::vector<RangeRun>& runs) {
+  table_->setRowCount(0);
+  QStringList summaries;
+  for (const RangeRun& run : runs) {
+    if (run.model == nullptr || !(run.until_s > run.from_s)) continue;
+    summaries << window_summary(run);
+    const std::vector<RangeStatistic> rows = run.model->range_statistics(run.from_s, run.until_s);
+    for (const RangeStatistic& s : rows) {
+      const int r = table_->rowCount();
+      table_->insertRow(r);
+      auto* kind = new QTableWidgetItem(category_name(s.category));
+      kind->setData(Qt::DecorationRole, category_colour(s.category));
+      table_->setItem(r, 0, kind);
+      table_->setItem(r, 1, new QTableWidgetItem(QString::fromStdString(s.actor)));
+      table_->setItem(r, 2, new QTableWidgetItem(QString::number(s.count)));
+      table_->setItem(r, 3, new QTableWidgetItem(seconds(s.total_s)));
+      table_->setItem(r, 4, new QTableWidgetItem(seconds(s.mean_s)));
+      table_->setItem(r, 5, new QTableWidgetItem(seconds(s.max_s)));
+      table_->setItem(r, 6, new QTableWidgetItem(run.name));
+    }
   }
+  table_->setColumnHidden(6, runs.size() < 2);
+  summary_->setText(summaries.isEmpty() ? kHint : summaries.join("<br>"));
 }
 
 }  // namespace replisim::gui

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "core/trace/trace_format.h"
+#include "gui/compare_view.h"
 #include "gui/main_window.h"
 #include "gui/panels/range_panel.h"
 #include "gui/timeline_view.h"
@@ -122,7 +123,20 @@ TEST_F(MainWindowTest, ATraceOfTwoRunsOpensInTheCompareView) {
     core::write_traces_binary(out, {&a, &b});
   }
   window.open_paths({QString::fromStdString(both)}, true);
-  EXPECT_TRUE(window.comparing());
+  ASSERT_TRUE(window.comparing());
+  // B started 0.5 s later: with B's offset at -0.5 s a range of the axis covers the same ops of
+  // both, and the statistics give both the same totals.
+  window.compare()->set_offset_s(-0.5);
+  window.compare()->view_a()->select_range(0.5, 3.5);
+  QTableWidget* table = window.range_panel()->table();
+  int forward_rows = 0;
+  for (int r = 0; r < table->rowCount(); ++r) {
+    if (table->item(r, 0)->text() != "forward") continue;
+    ++forward_rows;
+    EXPECT_EQ(table->item(r, 3)->text(), "1.5 s") << table->item(r, 6)->text().toStdString();
+  }
+  EXPECT_EQ(forward_rows, 2);
+  EXPECT_FALSE(table->isColumnHidden(6));
   std::filesystem::remove(both);
 }
 

@@ -1,7 +1,10 @@
 // The model under the view: lanes, range statistics, find, link and counter tracks.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "gui/timeline_model.h"
+#include "gui/trace_loading.h"
 #include "gui_fixtures.h"
 
 namespace replisim::gui {
@@ -85,6 +88,31 @@ TEST(TimelineModel, CounterValuesHoldFromEachSample) {
   EXPECT_EQ(model.counters()[0].value_at(2.0), 1);
   EXPECT_EQ(model.counters()[0].value_at(9.0), 2);
   EXPECT_EQ(model.counters()[0].max_value, 2);
+}
+
+}  // namespace
+}  // namespace replisim::gui
+
+namespace replisim::gui {
+namespace {
+
+TEST(TraceLoading, APreviewOfTheFirstEventsComesBeforeTheWholeFile) {
+  const std::string path = test::temporary_path("preview.rstrace");
+  test::write_native(test::tiny_trace(), path);
+  size_t preview_events = 0;
+  bool whole_file_read = false;
+  const ModelList models = load_trace_file(
+      path,
+      [&](std::shared_ptr<const TimelineModel> preview) {
+        preview_events = preview->trace().events.size();
+        EXPECT_FALSE(whole_file_read);
+      },
+      2);
+  whole_file_read = true;
+  EXPECT_EQ(preview_events, 2u);
+  ASSERT_EQ(models.size(), 1u);
+  EXPECT_EQ(models[0]->trace().events.size(), test::tiny_trace().events.size());
+  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // The timeline's pixels and its zoom: what is drawn where, and the wheel zooming at the cursor.
 #include <gtest/gtest.h>
 #include <QApplication>
+#include <QKeyEvent>
+#include <QMouseEvent>
 #include <QWheelEvent>
 
 #include "gui/categories.h"
@@ -93,6 +95,38 @@ TEST(RulerTicks, PickAUnitAndFiveToFifteenTicks) {
   EXPECT_EQ(ruler_ticks(0, 4e-5).unit, QString::fromUtf8("µs"));
   EXPECT_EQ(ruler_ticks(0, 30).unit, "s");
   EXPECT_EQ(ruler_ticks(0, 30).labels.at(1), "5 s");
+}
+
+}  // namespace
+}  // namespace replisim::gui
+
+namespace replisim::gui {
+namespace {
+
+TEST_F(TimelineViewTest, AClickSelectsTheSpanUnderTheCursorAndKeysFitAndZoom) {
+  int selected = -2;
+  QObject::connect(&view, &TimelineView::slice_selected, [&](int slice) { selected = slice; });
+  const QPointF at(view.x_of(3.5), view.lane_middle_y(lane));
+  QMouseEvent press(QEvent::MouseButtonPress, at, view.viewport()->mapToGlobal(at), Qt::LeftButton,
+                    Qt::LeftButton, Qt::NoModifier);
+  QMouseEvent release(QEvent::MouseButtonRelease, at, view.viewport()->mapToGlobal(at),
+                      Qt::LeftButton, Qt::NoButton, Qt::NoModifier);
+  QApplication::sendEvent(view.viewport(), &press);
+  QApplication::sendEvent(view.viewport(), &release);
+  ASSERT_GE(selected, 0);
+  EXPECT_EQ(view.model()->trace().str(view.model()->layout().slices[size_t(selected)].event->label),
+            "fwd/b");
+  // F fits the run (0 to 4 s, padded); Z zooms to a selected range.
+  QKeyEvent f(QEvent::KeyPress, Qt::Key_F, Qt::NoModifier, "f");
+  QApplication::sendEvent(&view, &f);
+  EXPECT_LT(view.axis()->from_s(), 0.0);
+  EXPECT_GT(view.axis()->until_s(), 4.0);
+  EXPECT_LT(view.axis()->until_s(), 4.2);
+  view.select_range(1.0, 2.0);
+  QKeyEvent z(QEvent::KeyPress, Qt::Key_Z, Qt::NoModifier, "z");
+  QApplication::sendEvent(&view, &z);
+  EXPECT_NEAR(view.trace_time_at(view.canvas_rect().left()), 0.98, 0.01);
+  EXPECT_NEAR(view.axis()->duration_s(), 1.04, 0.01);
 }
 
 }  // namespace
