@@ -21,8 +21,8 @@ namespace {
 
 using core::InputError;
 
-const std::vector<std::string> kCommands = {"simulate", "plan", "report", "run",
-                                            "node",     "help", "version"};
+const std::vector<std::string> kCommands = {"simulate", "plan",      "report",  "run",  "node",
+                                            "validate", "calibrate", "cleanup", "help", "version"};
 
 std::string shell_quote(const std::string& word) {
   if (!word.empty() && word.find_first_of(" \t\n'\"\\$`*?") == std::string::npos) return word;
@@ -106,7 +106,7 @@ void parse_trace_window(CliArgs& args, const std::string& text) {
 // Values kept as typed by CLI11, checked here so that every message names its flag.
 struct RawValues {
   std::string seed, steps, scale, window, strategy, threads, connect_timeout, listen_fd,
-      progress_fd, base_port;
+      progress_fd, base_port, isolate, repeat, tolerance;
 };
 
 void add_plan_knobs(CLI::App* sub, RawValues& raw, const char* default_strategy = "both") {
@@ -168,6 +168,10 @@ void define(CLI::App& app, CliArgs& args, RawValues& raw) {
   run->add_option("--progress", args.progress, "auto (default), bar, json or none")
       ->type_name("MODE");
   add_real_knobs(run, args, raw);
+  run->add_option("--isolate", raw.isolate,
+                  "netns: each machine in its own network namespace, NICs shaped with tc tbf "
+                  "to the scenario's bandwidth (root; docs/validation-real.md)")
+      ->type_name("MODE");
 
   CLI::App* node = app.add_subcommand(
       "node", "run one task of a real run (replisim run starts these; docs/real-runs.md)");
@@ -200,9 +204,62 @@ void define(CLI::App& app, CliArgs& args, RawValues& raw) {
   node->add_option("--progress-fd", raw.progress_fd, "write progress lines here (from run)")
       ->type_name("N");
   node->add_flag("--launched", args.launched, "started by run")->group("");
+  node->add_flag("--shaped-links", args.shaped_links, "started by run --isolate netns")->group("");
   node->add_option("--resume", args.resume_path, "a restart's facts (from run)")
       ->type_name("FILE")
       ->group("");
+
+  CLI::App* validate = app.add_subcommand(
+      "validate", "simulate and really run the same plan; print predicted against measured");
+  validate->add_option("SCENARIO", args.scenario, "the scenario file")->required()->type_name("");
+  add_plan_knobs(validate, raw, "between_graph");
+  validate->add_option("--repeat", raw.repeat, "real runs of each plan (default 3)")
+      ->type_name("N");
+  validate
+      ->add_option("--tolerance", raw.tolerance,
+                   "the verdict's bound on the throughput and step time p50 errors (default "
+                   "0.08: 8%)")
+      ->type_name("F");
+  validate
+      ->add_option("--baseline", args.baseline_path,
+                   "an earlier validate --json: show how each error moved")
+      ->type_name("FILE");
+  validate->add_option("--json", args.json_path, "write the comparison (JSON)")->type_name("FILE");
+  validate
+      ->add_option("--trace", args.trace_path,
+                   "write one Chrome trace: predicted and measured as two process groups")
+      ->type_name("FILE");
+  validate->add_flag("--force", args.force, "replace existing output files");
+  validate->add_option("--progress", args.progress, "auto (default), bar, json or none")
+      ->type_name("MODE");
+  validate->add_option("--threads", raw.threads, "SGEMM threads per op (default 1)")
+      ->type_name("N");
+  validate
+      ->add_option("--connect-timeout", raw.connect_timeout,
+                   "seconds for every task to connect (default 30)")
+      ->type_name("S");
+  validate
+      ->add_option("--isolate", raw.isolate,
+                   "netns: the real runs on shaped network namespaces (root)")
+      ->type_name("MODE");
+
+  CLI::App* calibrate = app.add_subcommand(
+      "calibrate", "measure this machine into a file scenarios include (docs/validation-real.md)");
+  calibrate
+      ->add_option("--out", args.calibration_out, "the file to write (default calibration.json)")
+      ->type_name("FILE");
+  calibrate
+      ->add_option("--isolate", raw.isolate,
+                   "netns: measure the link shaped to 1 Gbit/s in network namespaces (root)")
+      ->type_name("MODE");
+  calibrate->add_flag("--force", args.force, "replace an existing file");
+  calibrate
+      ->add_option("--connect-timeout", raw.connect_timeout,
+                   "seconds for every task to connect (default 30)")
+      ->type_name("S");
+
+  app.add_subcommand("cleanup",
+                     "remove the network namespaces of shaped runs whose launcher is gone");
 
   CLI::App* plan = app.add_subcommand("plan", "print the compiled plan");
   plan->add_option("SCENARIO", args.scenario, "the scenario file")->required()->type_name("");
@@ -253,10 +310,11 @@ void check_command(const std::vector<std::string>& words) {
     return;
   }
   const std::string near = core::nearest_name(first, kCommands);
-  throw InputError("", first,
-                   "unknown command" +
-                       (near.empty() ? std::string("") : "; did you mean " + near + "?") +
-                       " (commands: simulate, plan, report, run, node, --version, --help)");
+  throw InputError(
+      "", first,
+      "unknown command" + (near.empty() ? std::string("") : "; did you mean " + near + "?") +
+          " (commands: simulate, plan, report, run, node, validate, calibrate, cleanup, "
+          "--version, --help)");
 }
 
 std::vector<std::string> flag_names(const CLI::App& sub) {
@@ -311,7 +369,20 @@ void check_values(CliArgs& args, const RawValues& raw) {
           "unknown strategy \"" + args.strategy + "\"; valid: in_graph, between_graph, both");
     }
   }
-  if (raw.strategy.empty() && args.command == "run") args.strategy = "between_graph";
+  if (raw.strategy.empty() && (args.command == "run" || args.command == "validate")) {
+    args.strategy = "between_graph";
+  }
+  if (!raw.repeat.empty()) args.repeat = parse_int("--repeat", raw.repeat, 1, 100);
+  if (!raw.tolerance.empty()) {
+    char* end = nullptr;
+    args.tolerance = std::strtod(raw.tolerance.c_str(), &end);
+    if (*end != '\0' || raw.tolerance.empty() || !std::isfinite(args.tolerance) ||
+        args.tolerance <= 0 || args.tolerance > 10) {
+      throw InputError("", "--tolerance",
+                       "expected a relative error above 0 and at most 10 (0.08: 8%), got \"" +
+                           raw.tolerance + "\"");
+    }
+  }
   if (!raw.seed.empty()) args.seed = parse_seed(raw.seed);
   if (!raw.threads.empty()) args.threads = parse_int("--threads", raw.threads, 1, 64);
   if (!raw.listen_fd.empty()) args.listen_fd = parse_int("--listen-fd", raw.listen_fd, 0, 1 << 20);
@@ -328,6 +399,13 @@ void check_values(CliArgs& args, const RawValues& raw) {
           "", "--connect-timeout",
           "expected seconds above 0 and at most 3600, got \"" + raw.connect_timeout + "\"");
     }
+  }
+  if (!raw.isolate.empty()) {
+    if (raw.isolate != "netns" && raw.isolate != "none") {
+      throw InputError("", "--isolate",
+                       "unknown mode \"" + raw.isolate + "\"; valid: netns, none (loopback)");
+    }
+    args.isolate = raw.isolate == "netns" ? "netns" : "";
   }
   if (!raw.steps.empty()) args.steps = parse_int("--steps", raw.steps, 1, core::limits::kMaxSteps);
   if (!raw.scale.empty()) args.scale_compute = parse_scale(raw.scale);
@@ -387,9 +465,10 @@ CliArgs parse_cli_args(int argc, const char* const* argv) {
   check_values(args, raw);
   if (args.command == "node") args.trace_out_path.clear();
   // A flag given with an empty value ("--threads ''") is refused, not taken as absent.
-  for (const char* flag : {"--threads", "--connect-timeout", "--listen-fd", "--progress-fd",
-                           "--seed", "--steps", "--scale-compute", "--strategy", "--checkpoint-dir",
-                           "--role", "--plan", "--cluster", "--base-port"}) {
+  for (const char* flag :
+       {"--threads", "--connect-timeout", "--listen-fd", "--progress-fd", "--seed", "--steps",
+        "--scale-compute", "--strategy", "--checkpoint-dir", "--role", "--plan", "--cluster",
+        "--base-port", "--isolate", "--repeat", "--tolerance", "--baseline"}) {
     for (size_t i = 0; i < words.size(); ++i) {
       const bool empty = (words[i] == flag && i + 1 < words.size() && words[i + 1].empty()) ||
                          words[i] == std::string(flag) + "=";
@@ -401,7 +480,9 @@ CliArgs parse_cli_args(int argc, const char* const* argv) {
            {"--trace", args.trace_path},
            {"--trace-out", args.command == "node" ? args.node_trace : args.trace_out_path},
            {"--run-trace-out", args.run_trace_out},
-           {"--csv", args.csv_path}}) {
+           {"--csv", args.csv_path},
+           {"--baseline", args.baseline_path},
+           {"--out", args.calibration_out}}) {
     const std::vector<std::string>::const_iterator given = std::find_if(
         words.begin(), words.end(),
         [&flag](const std::string& w) { return w == flag || w.rfind(flag + "=", 0) == 0; });

@@ -10,7 +10,8 @@
 namespace replisim::cli {
 
 struct CliArgs {
-  // "simulate", "plan", "report", "run", "node", "help", "version"
+  // "simulate", "plan", "report", "run", "node", "validate", "calibrate",
+  // "cleanup", "help", "version"
   std::string command;
   std::string help_text;                 // help: what --help printed for the command asked about
   std::string scenario;                  // simulate, plan, run: path of the scenario file
@@ -35,6 +36,14 @@ struct CliArgs {
   std::string checkpoint_dir;     // --checkpoint-dir DIR (a new directory)
   int threads = 1;                // --threads N: SGEMM threads per op (CPU compute)
   double connect_timeout_s = 30;  // --connect-timeout S: every peer connected by then
+  std::string isolate;            // run: --isolate netns ("": loopback)
+  bool shaped_links = false;      // node: --shaped-links (from run --isolate netns; internal)
+  // validate
+  int repeat = 3;             // --repeat N: real runs of each plan
+  double tolerance = 0.08;    // --tolerance F: the verdict's bound on |relative error|
+  std::string baseline_path;  // --baseline FILE: an earlier validate --json
+  // calibrate
+  std::string calibration_out;  // --out FILE (default calibration.json)
   // node
   std::string plan_path;      // --plan PLAN.json
   std::string role;           // --role NAME

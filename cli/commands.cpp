@@ -15,6 +15,7 @@
 #include "cli/progress.h"
 
 #include "cli/run_outputs.h"
+#include "cli/scenario_plans.h"
 #include "core/backend/backend.h"
 #include "core/base/error.h"
 #include "core/base/hash.h"
@@ -27,13 +28,6 @@
 #include "core/strategy/strategy.h"
 
 namespace replisim::cli {
-namespace {
-
-struct LoadedScenario {
-  core::Scenario scenario;
-  std::string hash;                // FNV-1a of the canonical JSON (whitespace-independent)
-  std::vector<std::string> files;  // the scenario and every file it includes
-};
 
 LoadedScenario load(const std::string& file) {
   const core::ScenarioDocument document = core::load_scenario_document(file);
@@ -49,8 +43,6 @@ nlohmann::json provenance(const CliArgs& args, const LoadedScenario& loaded) {
           {"command_line", args.command_line}};
 }
 
-// The plans a command runs: the scenario (with --steps in place of its training.steps) compiled
-// for each selected strategy with --seed and --scale-compute.
 std::vector<core::Plan> compile_plans(const LoadedScenario& loaded, const CliArgs& args) {
   core::Scenario scenario = loaded.scenario;
   if (args.steps > 0) {
@@ -68,8 +60,6 @@ std::vector<core::Plan> compile_plans(const LoadedScenario& loaded, const CliArg
   }
   return plans;
 }
-
-}  // namespace
 
 // --strict: a GPU that cannot hold its share of the plan is bad input, at its "memory" field.
 void require_memory_fits(const core::Scenario& scenario, const core::Plan& plan) {
@@ -122,13 +112,13 @@ int run_on_backend(const CliArgs& args, std::ostream& out, const std::string& ba
   const std::unique_ptr<core::Backend> backend = core::create_backend(backend_name);
   // Every plan first, so that each run's provenance lists all of them.
   const std::vector<core::Plan> plans = compile_plans(loaded, args);
-  if (backend_name == "real") {
+  if (backend_name == "real" && args.isolate.empty()) {
     for (const core::FaultSpec& fault : loaded.scenario.faults) {
       if (fault.kind != core::FaultKind::kLink) continue;
       throw core::InputError(loaded.scenario.file_of(fault.json_path), fault.json_path,
-                             "run cannot degrade or cut a link yet (that needs shaped links, a "
-                             "later part of the real backend): simulate this scenario, or run it "
-                             "without the link fault");
+                             "run on loopback cannot degrade or cut a link: run it with "
+                             "--isolate netns (shaped links), simulate it, or leave the link "
+                             "fault out");
     }
   }
   runs.provenance = provenance(args, loaded);
@@ -169,11 +159,12 @@ int run_on_backend(const CliArgs& args, std::ostream& out, const std::string& ba
     runs.traces.push_back(std::move(trace));
   }
   // A real run's network is this machine's loopback, whatever the scenario models.
-  const RunTitle title{loaded.scenario.name, args.scenario, backend->info().name,
-                       backend_name == "real"
-                           ? std::string("loopback")
-                           : network_model_name(loaded.scenario.cluster.network_model),
-                       std::to_string(args.seed)};
+  const RunTitle title{
+      loaded.scenario.name, args.scenario, backend->info().name,
+      backend_name == "real"
+          ? std::string(args.isolate == "netns" ? "netns, tc-shaped NICs" : "loopback")
+          : network_model_name(loaded.scenario.cluster.network_model),
+      std::to_string(args.seed)};
   // With an output on standard output ("-"), the text report goes to standard error.
   (outputs.writes_standard_output() ? std::cerr : out)
       << core::format_report(runs.metrics, title_line(title));
@@ -190,7 +181,7 @@ bool writes_checkpoints(const core::Plan& plan) {
 // Created when the first run starts, never reused.
 class CheckpointDirs {
  public:
-  CheckpointDirs(const CliArgs& args) : given_(args.checkpoint_dir) {
+  CheckpointDirs(const CliArgs& args) : given_(args.checkpoint_dir), isolate_(args.isolate) {
     std::string stem = args.scenario.substr(args.scenario.find_last_of('/') + 1);
     stem = stem.substr(0, stem.rfind('.'));
     fallback_ = (stem.empty() ? std::string("replisim") : stem) + ".checkpoints";
@@ -241,6 +232,7 @@ class CheckpointDirs {
   nlohmann::json settings(const std::vector<core::Plan>& plans, size_t i, int threads,
                           double connect_timeout_s) {
     nlohmann::json s = {{"threads", threads}, {"connect_timeout_s", connect_timeout_s}};
+    if (!isolate_.empty()) s["isolate"] = isolate_;
     if (root_.empty()) return s;
     if (!made_) {
       make(root_);
@@ -259,7 +251,7 @@ class CheckpointDirs {
   static void make(const std::string& dir) {
     if (::mkdir(dir.c_str(), 0755) != 0) throw core::OutputError(dir, std::strerror(errno));
   }
-  std::string given_, fallback_, root_;
+  std::string given_, isolate_, fallback_, root_;
   std::vector<std::pair<std::string, std::string>> outputs_;  // (flag, path)
   bool made_ = false;
 };

@@ -1,6 +1,7 @@
 // The `replisim` commands, callable from main() and from tests.
 #pragma once
 
+#include <functional>
 #include <iosfwd>
 #include <string>
 
@@ -16,6 +17,27 @@ int run_simulate(const CliArgs& args, std::ostream& out);
 // backend); one strategy (default between_graph).
 int run_real(const CliArgs& args, std::ostream& out);
 int run_plan(const CliArgs& args, std::ostream& out);
+// validate: the simulation and --repeat real runs of each selected plan (default between_graph),
+// compared per metric and per phase (core/metrics/validation.h). Returns 0 when every plan's
+// throughput and step time p50 are within --tolerance, kExitOutsideTolerance when not.
+inline constexpr int kExitOutsideTolerance = 3;
+int run_validate(const CliArgs& args, std::ostream& out);
+
+// calibrate's in-process microbenchmarks (real/calibrate/microbench.h) and the shaped network's
+// precondition check, set by main() (this library does not link the real backend).
+struct CalibrationProbes {
+  std::function<double(int busy_cores, double seconds)> sgemm_flop_per_s;
+  std::function<double(double seconds)> sgd_apply_s_per_param;
+  std::function<double(double seconds)> copy_bytes_per_s;
+  // The first CUDA GPU's SGEMM flop/s at the shapes GPU ops use; 0 without one. May be empty.
+  std::function<double(double seconds)> gpu_sgemm_flop_per_s;
+  std::function<void()> check_isolation;  // throws core::InputError (--isolate)
+};
+CalibrationProbes& calibration_probes();
+// calibrate: measures this machine and writes the calibration file scenarios include (--out,
+// default calibration.json; never over an existing file without --force); prints the figures
+// and the two reference plans' predicted and measured throughput.
+int run_calibrate(const CliArgs& args, std::ostream& out);
 // Rebuilds the report of saved native traces (args.trace_files) without simulating; its table is
 // byte for byte the one `simulate` printed for the same runs. Bad trace files throw InputError
 // naming the file.

@@ -9,6 +9,8 @@
 #include "core/backend/backend.h"
 #include "core/base/error.h"
 #include "real/backend/real_backend.h"
+#include "real/calibrate/microbench.h"
+#include "real/isolate/netns.h"
 #include "real/node/node.h"
 #if REPLISIM_WITH_SIM
 #include "sim/sim_backend.h"
@@ -35,6 +37,23 @@ int main(int argc, char** argv) {
       code = cli::run_report(args, std::cout);
     } else if (args.command == "run") {
       code = cli::run_real(args, std::cout);
+    } else if (args.command == "calibrate") {
+      cli::CalibrationProbes& probes = cli::calibration_probes();
+      probes.sgemm_flop_per_s = real::calibrate::sgemm_flop_per_s;
+      probes.sgd_apply_s_per_param = real::calibrate::sgd_apply_s_per_param;
+      probes.copy_bytes_per_s = real::calibrate::copy_bytes_per_s;
+      probes.gpu_sgemm_flop_per_s = real::calibrate::gpu_sgemm_flop_per_s;
+      probes.check_isolation = real::isolate::check_can_isolate;
+      code = cli::run_calibrate(args, std::cout);
+    } else if (args.command == "validate") {
+      code = cli::run_validate(args, std::cout);
+    } else if (args.command == "cleanup") {
+      // The namespaces of shaped runs whose launcher died (run --isolate netns removes its own).
+      const std::vector<std::string> removed = real::isolate::remove_leftovers();
+      for (const std::string& name : removed)
+        std::cout << "removed network namespace " << name << "\n";
+      std::cout << "replisim cleanup: " << removed.size()
+                << " leftover network namespace(s) of dead runs removed\n";
     } else if (args.command == "node") {
       real::NodeOptions node;
       node.plan_path = args.plan_path;
@@ -49,6 +68,7 @@ int main(int argc, char** argv) {
       node.progress_fd = args.progress_fd;
       node.launched = args.launched;
       node.resume_path = args.resume_path;
+      node.shaped_links = args.shaped_links;
       node.base_port = args.base_port;
       node.run_trace_out = args.run_trace_out;
       node.report = [](const core::Trace& run, const std::string& file) {

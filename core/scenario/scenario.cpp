@@ -41,11 +41,27 @@ bool ClusterSpec::add_machine(MachineSpec machine) {
   return true;
 }
 
+nlohmann::json check_calibration(const JsonCursor& c) {
+  c.expect_object();
+  if (c.at("format").as_string() != kCalibrationFormat) {
+    c.at("format").fail(std::string("not a calibration (replisim calibrate writes \"") +
+                        kCalibrationFormat + "\")");
+  }
+  const int64_t version = c.at("version").as_int(0, 1000000);
+  if (version != kCalibrationVersion) {
+    c.at("version").fail("a calibration of version " + std::to_string(version) +
+                         "; this replisim reads version " + std::to_string(kCalibrationVersion) +
+                         ": run replisim calibrate again");
+  }
+  return c.value();
+}
+
 Scenario parse_scenario(const nlohmann::json& document, const std::string& file,
                         const SourceMap* sources) {
   const JsonCursor root = sources ? JsonCursor(document, sources) : JsonCursor(document, file);
   root.expect_object();
-  root.check_keys({"name", "description", "include", "cluster", "model", "training", "faults"});
+  root.check_keys(
+      {"name", "description", "include", "calibration", "cluster", "model", "training", "faults"});
   if (root.has("include")) {
     root.at("include").fail("includes are resolved when a scenario is loaded from a file");
   }
@@ -58,6 +74,7 @@ Scenario parse_scenario(const nlohmann::json& document, const std::string& file,
         .fail("a scenario name longer than " + std::to_string(limits::kMaxNameBytes) + " bytes");
   }
   if (root.has("description")) root.at("description").as_string();
+  if (root.has("calibration")) s.calibration = check_calibration(root.at("calibration"));
   s.cluster = scenario_detail::parse_cluster(root.at("cluster"));
   s.model = parse_model(root.at("model"));
   s.training = scenario_detail::parse_training(root.at("training"), s.cluster, s.model);

@@ -221,11 +221,21 @@ struct Scenario {
   const std::string& file_of(const std::string& json_path) const {
     return sources ? sources->file_of(json_path) : file;
   }
+  // The calibration it includes ("calibration": what `replisim calibrate` measured, where and
+  // when; docs/scenario-format.md), or null.
+  nlohmann::json calibration;
   ClusterSpec cluster;
   Model model;
   TrainingSpec training;
   std::vector<FaultSpec> faults;
 };
+
+// A scenario's "calibration" member: {"format": kCalibrationFormat, "version": kCalibrationVersion,
+// ...} (its other members are provenance and figures, not read). Returns it; throws InputError at
+// /calibration/format or /calibration/version for another kind of file or another version.
+inline constexpr const char* kCalibrationFormat = "replisim-calibration";
+inline constexpr int kCalibrationVersion = 1;
+nlohmann::json check_calibration(const JsonCursor& c);
 
 // Plausibility bounds on scenario quantities (SI units): far outside any real hardware or model,
 // yet tight enough to keep simulated times finite and the simulator's arithmetic meaningful

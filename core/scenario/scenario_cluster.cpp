@@ -1,5 +1,6 @@
 // Parsing of "cluster": machines (and "count" templates), the switch and the network model.
 #include <algorithm>
+#include <optional>
 
 #include "core/base/error.h"
 #include "core/base/units.h"
@@ -71,20 +72,27 @@ double speed(const JsonCursor& c) {
                           limits::kMaxSpeedFlopPerS);
 }
 
-GpuSpec parse_gpu(const JsonCursor& g) {
+// One gpus[] entry; `defaults` (machine_defaults.gpu, or null) gives what it leaves out.
+GpuSpec parse_gpu(const JsonCursor& g, const JsonCursor* defaults) {
   g.check_keys({"speed", "memory"});
+  const auto member = [&](const char* key) {
+    if (!g.has(key) && defaults != nullptr && defaults->has(key)) return defaults->at(key);
+    return g.at(key);
+  };
   GpuSpec gpu;
-  gpu.speed_flop_per_s = speed(g.at("speed"));
-  if (g.has("memory")) {
+  gpu.speed_flop_per_s = speed(member("speed"));
+  if (g.has("memory") || (defaults != nullptr && defaults->has("memory"))) {
     gpu.memory_bytes =
-        g.at("memory").as_quantity_in(Dimension::kBytes, 1, limits::kMaxGpuMemoryBytes);
+        member("memory").as_quantity_in(Dimension::kBytes, 1, limits::kMaxGpuMemoryBytes);
   }
   return gpu;
 }
 
 // Expands one "machines" entry: a machine, or {"name": P, "count": N, ...} = P0 ... P(N-1).
-std::vector<MachineSpec> parse_machine_entry(const JsonCursor& c) {
-  MachineSpec m = parse_machine_hardware(c, {"name", "count", "cpu", "gpus", "nic", "pcie"});
+// `defaults`: cluster.machine_defaults, or null.
+std::vector<MachineSpec> parse_machine_entry(const JsonCursor& c, const JsonCursor* defaults) {
+  MachineSpec m =
+      parse_machine_hardware(c, {"name", "count", "cpu", "gpus", "nic", "pcie"}, defaults);
   m.json_path = c.path();
   const std::string name = c.at("name").as_string();
   if (!valid_name(name)) {
@@ -114,19 +122,47 @@ bool valid_name(const std::string& name) {
 }
 
 MachineSpec parse_machine_hardware(const JsonCursor& c,
-                                   const std::vector<std::string>& allowed_keys) {
+                                   const std::vector<std::string>& allowed_keys,
+                                   const JsonCursor* defaults) {
   c.check_keys(allowed_keys);
+  // object.key of the machine, else of the defaults; neither: the machine's (missing) member, so
+  // that the error names the machine.
+  const auto member = [&](const char* object, const char* key) {
+    if (c.has(object) && c.at(object).has(key)) return c.at(object).at(key);
+    if (defaults != nullptr && defaults->has(object) && defaults->at(object).has(key)) {
+      return defaults->at(object).at(key);
+    }
+    return c.at(object).at(key);
+  };
+  const auto given = [&](const char* object, const char* key) {
+    return (c.has(object) && c.at(object).has(key)) ||
+           (defaults != nullptr && defaults->has(object) && defaults->at(object).has(key));
+  };
   MachineSpec m;
-  const JsonCursor cpu = c.at("cpu");
-  cpu.check_keys({"speed", "cores"});
-  m.cpu_speed_flop_per_s = speed(cpu.at("speed"));
-  if (cpu.has("cores")) m.cpu_cores = int(cpu.at("cores").as_int(1, limits::kMaxCpuCores));
+  if (c.has("cpu")) c.at("cpu").check_keys({"speed", "cores"});
+  m.cpu_speed_flop_per_s = speed(member("cpu", "speed"));
+  if (given("cpu", "cores")) {
+    m.cpu_cores = int(member("cpu", "cores").as_int(1, limits::kMaxCpuCores));
+  }
   if (c.has("gpus")) {
     const JsonCursor gpus = c.at("gpus");
-    for (size_t i = 0; i < gpus.size(); ++i) m.gpus.push_back(parse_gpu(gpus.at(i)));
+    std::optional<JsonCursor> gpu_defaults;
+    if (defaults != nullptr && defaults->has("gpu")) gpu_defaults = defaults->at("gpu");
+    for (size_t i = 0; i < gpus.size(); ++i) {
+      m.gpus.push_back(parse_gpu(gpus.at(i), gpu_defaults ? &*gpu_defaults : nullptr));
+    }
   }
-  m.nic = parse_link(c.at("nic"), nullptr);
-  const LinkSpec pcie_defaults{kDefaultPcieBandwidthBytesPerS, kDefaultPcieLatencyS};
+  if (c.has("nic")) c.at("nic").check_keys({"bandwidth", "latency"});
+  m.nic.bandwidth_bytes_per_s =
+      member("nic", "bandwidth")
+          .as_quantity_in(Dimension::kBandwidth, limits::kMinBandwidthBytesPerS,
+                          limits::kMaxBandwidthBytesPerS);
+  m.nic.latency_s =
+      member("nic", "latency").as_quantity_in(Dimension::kTime, 0, limits::kMaxLatencyS);
+  LinkSpec pcie_defaults{kDefaultPcieBandwidthBytesPerS, kDefaultPcieLatencyS};
+  if (defaults != nullptr && defaults->has("pcie")) {
+    pcie_defaults = parse_link(defaults->at("pcie"), &pcie_defaults);
+  }
   m.pcie = c.has("pcie") ? parse_link(c.at("pcie"), &pcie_defaults) : pcie_defaults;
   return m;
 }
@@ -144,7 +180,7 @@ void add_machine(ClusterSpec& cluster, MachineSpec machine, const JsonCursor& wh
 }
 
 ClusterSpec parse_cluster(const JsonCursor& c) {
-  c.check_keys({"machines", "switch", "network_model", "transport"});
+  c.check_keys({"machines", "machine_defaults", "switch", "network_model", "transport"});
   ClusterSpec cluster;
   // Default switch: non-blocking (all NICs at full duplex together), 1 us; each field may be
   // given alone.
@@ -167,8 +203,16 @@ ClusterSpec parse_cluster(const JsonCursor& c) {
   }
   const JsonCursor machines = c.at("machines");
   if (machines.size() == 0) machines.fail("at least one machine is needed");
+  std::optional<JsonCursor> defaults;
+  if (c.has("machine_defaults")) {
+    defaults = c.at("machine_defaults");
+    defaults->check_keys({"cpu", "gpu", "nic", "pcie"});
+    if (defaults->has("cpu")) defaults->at("cpu").check_keys({"speed", "cores"});
+    if (defaults->has("gpu")) defaults->at("gpu").check_keys({"speed", "memory"});
+    if (defaults->has("nic")) defaults->at("nic").check_keys({"bandwidth", "latency"});
+  }
   for (size_t i = 0; i < machines.size(); ++i) {
-    for (MachineSpec& m : parse_machine_entry(machines.at(i))) {
+    for (MachineSpec& m : parse_machine_entry(machines.at(i), defaults ? &*defaults : nullptr)) {
       add_machine(cluster, std::move(m), machines.at(i).at("name"));
     }
   }

@@ -16,9 +16,12 @@ bool valid_name(const std::string& name);
 ClusterSpec parse_cluster(const JsonCursor& c);
 
 // A machine's hardware ({"cpu", "gpus", "nic", "pcie"}); `name` is set by the caller.
-// `allowed_keys` lists the members the object may have.
+// `allowed_keys` lists the members the object may have. `defaults` (cluster.machine_defaults, or
+// null) gives cpu.speed, cpu.cores, each gpus[] entry's speed and memory (its "gpu"),
+// nic.bandwidth, nic.latency and pcie the machine leaves out.
 MachineSpec parse_machine_hardware(const JsonCursor& c,
-                                   const std::vector<std::string>& allowed_keys);
+                                   const std::vector<std::string>& allowed_keys,
+                                   const JsonCursor* defaults = nullptr);
 
 // Adds a machine created by the scenario itself (dedicated PS machines), keeping the default
 // switch non-blocking. Throws InputError at `where` when the name is taken.

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <openssl/rand.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -74,6 +75,13 @@ void NodeGroup::start(NodeProcess process, const NodeCommand& command) {
     if (out >= 0) {
       ::dup2(out, STDOUT_FILENO);
       ::dup2(out, STDERR_FILENO);
+    }
+    if (command.netns_fd >= 0 && ::setns(command.netns_fd, CLONE_NEWNET) != 0) {
+      const std::string why =
+          std::string("replisim: error: cannot enter the run's network namespace: ") +
+          std::strerror(errno) + "\n";
+      (void)!::write(STDERR_FILENO, why.data(), why.size());
+      ::_exit(127);
     }
     for (int fd : command.keep_fds) ::fcntl(fd, F_SETFD, 0);
     for (std::string& e : environment) ::putenv(e.data());

@@ -50,6 +50,8 @@ struct NodeCommand {
   std::vector<std::string> argv;
   std::vector<int> keep_fds;
   std::vector<std::string> environment;
+  // A network namespace (an open /run/netns descriptor) the child enters before exec; -1: none.
+  int netns_fd = -1;
 };
 
 // The tasks of one incarnation. The destructor kills (SIGKILL) and reaps any still running.

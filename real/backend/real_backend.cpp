@@ -22,6 +22,7 @@
 #include "core/trace/trace_merge.h"
 #include "real/backend/launcher.h"
 #include "real/cluster.h"
+#include "real/isolate/shaped_links.h"
 #include "real/node/node.h"
 
 namespace replisim::real {
@@ -36,6 +37,7 @@ struct Settings {
   std::string node_binary;  // "": this executable
   bool node_is_self = false;
   double connect_timeout_s = 30;
+  std::string isolate;  // "" (loopback) or "netns" (a shaped network namespace per machine)
 };
 
 Settings read_settings(const nlohmann::json& j) {
@@ -52,10 +54,13 @@ Settings read_settings(const nlohmann::json& j) {
     } else if (key == "connect_timeout_s" && value.is_number() && value.get<double>() > 0 &&
                value.get<double>() <= 3600) {
       s.connect_timeout_s = value.get<double>();
+    } else if (key == "isolate" && value.is_string() && (value == "netns" || value == "none")) {
+      s.isolate = value == "netns" ? "netns" : "";
     } else {
       throw InputError("", key,
                        "not a setting of the real backend, or a bad value (threads 1..64, "
-                       "checkpoint_dir, node_binary, connect_timeout_s 0..3600)");
+                       "checkpoint_dir, node_binary, connect_timeout_s 0..3600, isolate "
+                       "netns|none)");
     }
   }
   if (s.node_binary.empty()) {
@@ -159,16 +164,24 @@ class Launch {
       : plan_(plan), settings_(settings), options_(options), dir_{launch::make_run_dir()} {
     spec_.tasks = tasks_of_plan(plan);
     spec_.token = launch::random_token();
-    for (ClusterTask& task : spec_.tasks) {
-      task.host = "127.0.0.1";
-      listeners_.push_back(launch::listen_loopback(&task.port));
-    }
     plan_file_ = dir_.path / "plan.json";
     cluster_file_ = dir_.path / "cluster.json";
+    map_ = map_roles(plan, spec_, cluster_file_.string());
+    if (settings.isolate == "netns") network_ = std::make_unique<isolate::ShapedLinks>(plan);
+    for (size_t t = 0; t < spec_.tasks.size(); ++t) {
+      ClusterTask& task = spec_.tasks[t];
+      if (network_) {
+        const int machine = machine_of_task(t);
+        task.host = network_->net.address(size_t(machine));
+        listeners_.push_back(network_->net.listen(size_t(machine), &task.port));
+      } else {
+        task.host = "127.0.0.1";
+        listeners_.push_back(launch::listen_loopback(&task.port));
+      }
+    }
     launch::write_text(plan_file_, core::dump_json(core::plan_to_json(plan), 1) + "\n");
     launch::write_text(cluster_file_,
                        core::dump_json(cluster_spec_to_json(spec_, false), 1) + "\n");
-    map_ = map_roles(plan, spec_, cluster_file_.string());
     victims_ = victims_of_faults(plan, map_);
     int fds[2] = {-1, -1};
     if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) {
@@ -255,6 +268,10 @@ class Launch {
         command.keep_fds.push_back(progress_fd_);
       }
       command.environment = {std::string(kClusterTokenVariable) + "=" + spec_.token};
+      if (network_) {
+        command.netns_fd = network_->net.namespace_fd(size_t(machine_of_task(t)));
+        command.argv.push_back("--shaped-links");
+      }
       group.start(std::move(node), command);
     }
   }
@@ -283,6 +300,9 @@ class Launch {
     std::optional<std::chrono::steady_clock::time_point> failed_at;
     for (;;) {
       progress_->poll(options_.progress);
+      if (network_ && progress_->origin_clock_s) {
+        network_->play(monotonic_s() - *progress_->origin_clock_s);
+      }
       const size_t running = group.reap(planned);
       if (options_.cancelled && options_.cancelled()) {
         group.terminate();
@@ -339,9 +359,16 @@ class Launch {
     }
   }
 
+  // The machine whose namespace task t runs in: its first role's device's.
+  int machine_of_task(size_t t) const {
+    const core::Role& role = plan_.roles[size_t(map_.roles_of_task[t].front())];
+    return plan_.platform.devices[size_t(role.device)].machine;
+  }
+
   const core::Plan& plan_;
   const Settings& settings_;
   const core::RunOptions& options_;
+  std::unique_ptr<isolate::ShapedLinks> network_;  // with isolate "netns"; removed last
   launch::RunDir dir_;  // the plan, the cluster spec, each node's log and trace
   ClusterSpec spec_;
   std::vector<int> listeners_;
@@ -357,7 +384,12 @@ class Launch {
 core::RunOutcome RealBackend::do_run(const core::Plan& plan, core::TraceSink& sink,
                                      const core::RunOptions& options) {
   const Settings settings = read_settings(options.settings);
-  check_faults(plan, "");
+  if (settings.isolate == "netns") {
+    isolate::check_can_isolate();
+    isolate::check_link_faults(plan, "");
+  } else {
+    check_faults(plan, "");
+  }
   const bool writes = plan.checkpoints.every_s > 0 || plan.checkpoints.summary_every_steps > 0;
   if (writes && settings.checkpoint_dir.empty()) {
     throw InputError("", "--checkpoint-dir",

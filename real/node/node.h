@@ -32,6 +32,9 @@ struct NodeOptions {
   // A restart after a job failure: the launcher's file of facts (Resume, runtime.h); "" for
   // the first start.
   std::string resume_path;
+  // Started by `run --isolate netns`: the launcher plays the plan's link faults on the shaped
+  // links (real/isolate), so they are accepted; the coordinator records their windows.
+  bool shaped_links = false;
   // Not launched by `run`: the coordinator gathers every node's part at the end (over the
   // transport) into the run's trace, writes it here ("": replisim-run.trace; checked before the
   // run) and hands it to `report` with that name.
@@ -43,7 +46,8 @@ struct NodeOptions {
 };
 
 // Real runs inject the plan's role, machine and slowdown faults; a link fault needs shaped links
-// (not yet): throws core::InputError(file, "/faults/<i>", ...) naming it.
+// (`run --isolate netns`): without them, throws core::InputError(file, "/faults/<i>", ...) naming
+// it.
 void check_faults(const core::Plan& plan, const std::string& file);
 
 // Reads the plan file: exactly one plan. Throws core::InputError(file, ...) for a file holding

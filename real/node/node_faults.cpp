@@ -61,6 +61,12 @@ void Node::arm_faults() {
       }
       continue;
     }
+    if (fault.kind == "link") {
+      // Played on the shaped links by the launcher; its window in the trace once, by the
+      // coordinator (as the simulation records it).
+      if (coordinator() && !resume_) recorder_->fault_window(fault);
+      continue;
+    }
     if (!is_death(fault) || fault.at_s < incarnation_start_s_) continue;
     const std::vector<uint32_t> tasks = victims(fault);
     if (std::find(tasks.begin(), tasks.end(), self_) == tasks.end()) continue;

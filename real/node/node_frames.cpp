@@ -265,6 +265,7 @@ uint8_t* Node::tensor_destination(uint32_t peer, const FrameHeader& h) {
   if (h.chunk == 0) {
     in.buffer = std::make_shared<Bytes>(expected_bytes(plan_, p, op));
     in.filled = 0;
+    in.start_s = h.time_s;
   }
   if (!in.buffer) throw FrameError("a tensor chunk without its first");
   if (in.filled + h.length > in.buffer->size()) {
@@ -279,7 +280,7 @@ void Node::on_tensor(uint32_t peer, const FrameHeader& h) {
   const int op = checked_op(p, peer, self_, h.tensor);
   const auto key = std::make_tuple(peer, p.index, h.step, op);
   if (h.length == 0 && h.chunk == 0) {
-    incoming_[key] = {std::make_shared<Bytes>(expected_bytes(plan_, p, op)), 0};
+    incoming_[key] = {std::make_shared<Bytes>(expected_bytes(plan_, p, op)), 0, h.time_s};
   }
   auto found = incoming_.find(key);
   if (found == incoming_.end()) throw FrameError("a tensor chunk without its first");
@@ -295,12 +296,12 @@ void Node::on_tensor(uint32_t peer, const FrameHeader& h) {
   const bool send = p.graph->ops[size_t(op)].kind == OpKind::kSend;
   if (p.active && h.step == p.step) {
     if (send) {
-      arrive_tensor(p, op, std::move(in.buffer), h.time_s);
+      arrive_tensor(p, op, std::move(in.buffer), in.start_s);
     } else {
       arrive_control(p, op, std::move(in.buffer));
     }
   } else if (h.step > p.step && h.step <= p.step + 2) {
-    p.early[h.step].push_back({send, op, std::move(in.buffer), h.time_s});
+    p.early[h.step].push_back({send, op, std::move(in.buffer), in.start_s});
   } else {
     throw FrameError("a tensor for step " + std::to_string(h.step) + " of graph " +
                      std::to_string(p.index) + ", which is not in progress here");

@@ -245,3 +245,55 @@ TEST(Scenario, ExplicitLayers) {
 
 }  // namespace
 }  // namespace replisim::core
+
+namespace replisim::core {
+namespace {
+
+// cluster.machine_defaults: what machines leave out (calibrate's include sets it).
+TEST(Scenario, MachineDefaultsFillWhatMachinesLeaveOut) {
+  nlohmann::json doc = valid();
+  doc["cluster"]["machine_defaults"] = {{"cpu", {{"speed", "50 GFLOPS"}, {"cores", 2}}},
+                                        {"gpu", {{"speed", "3 TFLOPS"}}},
+                                        {"nic", {{"latency", "30 us"}}}};
+  doc["cluster"]["machines"][0].erase("cpu");
+  doc["cluster"]["machines"][0]["gpus"] = {nlohmann::json::object()};
+  doc["cluster"]["machines"][0]["nic"].erase("latency");
+  const Scenario s = parse_scenario(doc, "s.json");
+  const MachineSpec& pc1 = s.cluster.machines[0];
+  const MachineSpec& pc2 = s.cluster.machines[1];
+  EXPECT_DOUBLE_EQ(pc1.cpu_speed_flop_per_s, 50e9);
+  EXPECT_EQ(pc1.cpu_cores, 2);
+  EXPECT_DOUBLE_EQ(pc1.gpus.at(0).speed_flop_per_s, 3e12);
+  EXPECT_DOUBLE_EQ(pc1.nic.latency_s, 30e-6);
+  EXPECT_DOUBLE_EQ(pc1.nic.bandwidth_bytes_per_s, 10e9 / 8);  // its own
+  // A machine's own fields win over the defaults.
+  EXPECT_DOUBLE_EQ(pc2.cpu_speed_flop_per_s, 400e9);
+  EXPECT_EQ(pc2.cpu_cores, 2);  // not given by pc2: the default
+  EXPECT_DOUBLE_EQ(pc2.gpus.at(0).speed_flop_per_s, 5e12);
+}
+
+TEST(Scenario, MachineDefaultsErrorsNameTheirPath) {
+  nlohmann::json doc = valid();
+  doc["cluster"]["machine_defaults"] = {{"cpu", {{"speed", "fast"}}}};
+  doc["cluster"]["machines"][0].erase("cpu");
+  expect_error(doc, "/cluster/machine_defaults/cpu/speed", "fast");
+  doc["cluster"]["machine_defaults"] = {{"disk", 1}};
+  expect_error(doc, "/cluster/machine_defaults/disk", "disk");
+  // Neither the machine nor the defaults give it: the machine's field is missing.
+  doc["cluster"]["machine_defaults"] = {{"nic", {{"latency", "1 us"}}}};
+  expect_error(doc, "/cluster/machines/0/cpu", "required field missing");
+}
+
+TEST(Scenario, ACalibrationOfAnotherVersionIsRefused) {
+  nlohmann::json doc = valid();
+  doc["calibration"] = {
+      {"format", kCalibrationFormat}, {"version", kCalibrationVersion}, {"host", "vm"}};
+  EXPECT_EQ(parse_scenario(doc, "s.json").calibration["host"], "vm");
+  doc["calibration"]["version"] = kCalibrationVersion + 1;
+  expect_error(doc, "/calibration/version", "run replisim calibrate again");
+  doc["calibration"] = {{"format", "something-else"}, {"version", 1}};
+  expect_error(doc, "/calibration/format", "not a calibration");
+}
+
+}  // namespace
+}  // namespace replisim::core

@@ -1,0 +1,389 @@
+// replisim calibrate: measures this machine for the scenarios that describe it (docs/
+// validation-real.md, "Calibrate") and writes a file they `include`. Three parts:
+//   1. in-process microbenchmarks (real/calibrate/microbench.h): SGEMM flop/s of one core, alone
+//      and with every core busy; a PS's SGD apply per parameter; memory copy;
+//   2. two real runs of microbenchmark plans (one PS, one worker; shaped with --isolate netns):
+//      one 16 MB variable (the link's rate as the transport achieves it) and 64 variables of 16
+//      bytes (each message's cost on a busy connection, and an idle connection's latency);
+//   3. the check: calibrate's two reference plans (one transfer-bound, one compute-bound),
+//      predicted by scenarios that include the new file and run for real; their throughput
+//      errors are printed and kept in the file.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/interrupt.h"
+#include "cli/scenario_plans.h"
+#include "core/backend/backend.h"
+#include "core/base/error.h"
+#include "core/base/json_cursor.h"
+#include "core/base/output_file.h"
+#include "core/base/units.h"
+#include "core/base/version.h"
+#include "core/metrics/metrics.h"
+#include "core/scenario/scenario.h"
+#include "core/trace/trace.h"
+
+namespace replisim::cli {
+
+// The microbenchmarks (real/calibrate/microbench.h), handed in by main(): the CLI library does not
+// link the real backend.
+CalibrationProbes& calibration_probes() {
+  static CalibrationProbes probes;
+  return probes;
+}
+
+namespace {
+
+// The nominal NIC of the calibration runs when shaped (a 1 Gbit/s NIC, as validation scenarios
+// have), and of loopback runs (not a limit: loopback is faster).
+constexpr double kShapedNicBytesPerS = 125e6;
+constexpr const char* kShapedNic = "1 Gbps";
+constexpr const char* kLoopbackNic = "100 Gbps";
+// Variables of the two network runs: one of 4 Mi floats (16 MiB), and 64 of 4 floats.
+constexpr int kBigParams = 4 << 20;
+constexpr int kTinyVariables = 64;
+
+// Quantities as scenarios write them (parse_quantity reads them back).
+std::string quantity(double value, const char* unit) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.4g %s", value, unit);
+  return buffer;
+}
+std::string rate_text(double flop_per_s) {
+  return quantity(flop_per_s / 1e9, "GFLOPS");
+}
+std::string bandwidth_text(double bytes_per_s) {
+  return quantity(bytes_per_s / 1e6, "MBps");
+}
+std::string time_text(double s) {
+  return quantity(s * 1e6, "us");
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// One PS and one worker, compute on their CPUs; `layers` the model's.
+nlohmann::json two_machine_scenario(const std::string& name, const nlohmann::json& layers,
+                                    const std::string& nic, const std::string& cpu_speed, int batch,
+                                    int steps) {
+  nlohmann::json machine = {{"cpu", {{"speed", cpu_speed}}},
+                            {"nic", {{"bandwidth", nic}, {"latency", "10 us"}}}};
+  nlohmann::json ps = machine, worker = machine;
+  ps["name"] = "ps";
+  worker["name"] = "w0";
+  return {{"name", name},
+          {"cluster", {{"machines", {ps, worker}}, {"network_model", "ideal"}}},
+          {"model", {{"layers", layers}}},
+          {"training",
+           {{"batch_per_replica", batch},
+            {"steps", steps},
+            {"warmup_steps", 2},
+            {"replicas", {"w0/cpu"}},
+            {"client", "w0"},
+            {"ps", {"ps/cpu"}},
+            {"jitter", 0},
+            {"costs", "none"}}}};
+}
+
+nlohmann::json layer(const std::string& name, double params, const std::string& flop) {
+  return {{"name", name},
+          {"params", params},
+          {"forward_flops_per_sample", flop},
+          {"activation_bytes_per_sample", "4 B"}};
+}
+
+// The real run of `document` (its plan compiled as `args` says, one strategy).
+core::Trace run_real(const nlohmann::json& document, const CliArgs& args, const std::string& dir) {
+  const std::string file = dir + "/" + document["name"].get<std::string>() + ".json";
+  std::ofstream(file) << document.dump(1) << "\n";
+  CliArgs a = args;
+  a.strategy = "between_graph";
+  a.steps = 0;
+  a.scale_compute = 1;
+  const LoadedScenario loaded = load(file);
+  const std::vector<core::Plan> plans = compile_plans(loaded, a);
+  const std::unique_ptr<core::Backend> real = core::create_backend("real");
+  core::RunOptions options;
+  options.cancelled = interrupted;
+  options.settings = {{"threads", 1}, {"connect_timeout_s", args.connect_timeout_s}};
+  if (!args.isolate.empty()) options.settings["isolate"] = args.isolate;
+  return core::run_to_trace(*real, plans.front(), options);
+}
+
+// The transfers of a run from the PS to the worker (the pulls), after the warm-up steps.
+std::vector<const core::TraceEvent*> pulls(const core::Trace& t) {
+  std::vector<const core::TraceEvent*> out;
+  for (const core::TraceEvent& e : t.events) {
+    if (e.kind == core::EventKind::kTransfer && e.producer == core::OpKind::kReadVariable &&
+        e.step >= 2) {
+      out.push_back(&e);
+    }
+  }
+  return out;
+}
+
+struct Network {
+  double link_bytes_per_s = 0;    // one connection's rate for a 16 MiB tensor
+  double message_overhead_s = 0;  // each message's cost on a busy connection
+  double idle_latency_s = 0;      // a tiny tensor's time on an idle connection, less that
+};
+
+Network measure_network(const CliArgs& args, const std::string& dir, const std::string& cpu) {
+  Network n;
+  const std::string nic = args.isolate.empty() ? kLoopbackNic : kShapedNic;
+  const nlohmann::json big = two_machine_scenario(
+      "calibrate-link", nlohmann::json::array({layer("big", kBigParams, "1 kFLOP")}), nic, cpu, 1,
+      10);
+  std::vector<double> rates;
+  for (const core::TraceEvent* e : pulls(run_real(big, args, dir))) {
+    if (e->bytes >= 1e6 && e->end_s > e->start_s)
+      rates.push_back(e->bytes / (e->end_s - e->start_s));
+  }
+  n.link_bytes_per_s = median(rates);
+  nlohmann::json layers = nlohmann::json::array();
+  for (int i = 0; i < kTinyVariables; ++i)
+    layers.push_back(layer("t" + std::to_string(i), 4, "1 kFLOP"));
+  const core::Trace tiny =
+      run_real(two_machine_scenario("calibrate-messages", layers, nic, cpu, 1, 30), args, dir);
+  // Per step: the pulls' arrivals, one after the other on the connection.
+  std::map<int64_t, std::vector<const core::TraceEvent*>> by_step;
+  for (const core::TraceEvent* e : pulls(tiny)) by_step[e->step].push_back(e);
+  std::vector<double> gaps, firsts;
+  for (auto& [step, events] : by_step) {
+    std::sort(
+        events.begin(), events.end(),
+        [](const core::TraceEvent* a, const core::TraceEvent* b) { return a->end_s < b->end_s; });
+    firsts.push_back(events.front()->end_s - events.front()->start_s);
+    for (size_t i = 1; i < events.size(); ++i)
+      gaps.push_back(events[i]->end_s - events[i - 1]->end_s);
+  }
+  n.message_overhead_s = median(gaps);
+  n.idle_latency_s = std::max(0.0, median(firsts) - n.message_overhead_s);
+  return n;
+}
+
+// Calibrate's two reference scenarios, including the calibration file `include` (a path relative
+// to the scenario).
+nlohmann::json reference_scenario(bool transfer_bound, const std::string& nic,
+                                  const std::string& include) {
+  nlohmann::json machine = {{"nic", {{"bandwidth", nic}}}};
+  nlohmann::json ps = machine, worker = machine;
+  ps["name"] = "ps";
+  worker["name"] = "w0";
+  const nlohmann::json model =
+      transfer_bound ? nlohmann::json{{"preset", "mlp"}, {"widths", {1024, 2048, 2048, 10}}}
+                     : nlohmann::json{{"preset", "mlp"}, {"widths", {512, 512, 10}}};
+  return {{"name", transfer_bound ? "calibrate-reference-transfer-bound"
+                                  : "calibrate-reference-compute-bound"},
+          {"include", include},
+          {"cluster", {{"machines", {ps, worker}}}},
+          {"model", model},
+          {"training",
+           {{"batch_per_replica", transfer_bound ? 16 : 1024},
+            {"steps", 14},
+            {"warmup_steps", 3},
+            {"replicas", {"w0/cpu"}},
+            {"client", "w0"},
+            {"ps", {"ps/cpu"}}}}};
+}
+
+std::string now_iso8601() {
+  const std::time_t t = std::time(nullptr);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buffer;
+}
+
+std::string percent(double x) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%+.1f%%", 100 * x);
+  return buffer;
+}
+
+}  // namespace
+
+int run_calibrate(const CliArgs& args, std::ostream& out) {
+  const CalibrationProbes& probes = calibration_probes();
+  if (!probes.sgemm_flop_per_s) throw core::BackendError("calibrate: no microbenchmarks linked");
+  const std::string out_path =
+      args.calibration_out.empty() ? "calibration.json" : args.calibration_out;
+  core::OutputFiles outputs(args.force, &out);
+  nlohmann::json file;
+  outputs.add("--out", out_path,
+              [&file](std::ostream& o) { o << core::dump_json(file, 2) << "\n"; });
+  outputs.set_cancel(interrupted);
+  if (probes.check_isolation && !args.isolate.empty()) probes.check_isolation();
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  std::ostream& log = std::cerr;
+
+  log << "calibrate: SGEMM (one core alone, then all " << cores << " busy)...\n";
+  const double sgemm_one = probes.sgemm_flop_per_s(1, 2.0);
+  const double sgemm_all = probes.sgemm_flop_per_s(int(cores), 2.0);
+  log << "calibrate: SGD apply and memory copy...\n";
+  const double apply_s_per_param = probes.sgd_apply_s_per_param(1.0);
+  const double copy_bytes_per_s = probes.copy_bytes_per_s(1.0);
+  if (interrupted()) throw core::RunCancelled();
+
+  // A device of the scenarios is one core of this machine, at the rate of one core alone (with
+  // every core busy it is within a few percent on an idle machine; a neighbour's load shows
+  // there first, and is no property of the machine).
+  const double cpu_speed = sgemm_one;
+  const std::string cpu = rate_text(cpu_speed);
+  const std::string dir_template = (std::getenv("TMPDIR") != nullptr && *std::getenv("TMPDIR")
+                                        ? std::string(std::getenv("TMPDIR"))
+                                        : std::string("/tmp")) +
+                                   "/replisim-calibrate-XXXXXX";
+  std::string dir = dir_template;
+  if (::mkdtemp(dir.data()) == nullptr) throw core::OutputError(dir, "cannot create");
+  struct Remove {
+    std::string path;
+    ~Remove() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  } remove{dir};
+
+  log << "calibrate: the link and per-message costs (two real runs"
+      << (args.isolate.empty() ? ", loopback" : ", shaped to 1 Gbit/s") << ")...\n";
+  const Network net = measure_network(args, dir, cpu);
+
+  const double apply_flop_per_param = apply_s_per_param * cpu_speed;
+  double gpu_flop_per_s = 0;
+  if (probes.gpu_sgemm_flop_per_s) gpu_flop_per_s = probes.gpu_sgemm_flop_per_s(2.0);
+  const std::string gpu_speed = rate_text(gpu_flop_per_s > 0 ? gpu_flop_per_s : cpu_speed);
+  char hostname[256] = "";
+  ::gethostname(hostname, sizeof hostname - 1);
+  nlohmann::json calibration = {
+      {"format", core::kCalibrationFormat},
+      {"version", core::kCalibrationVersion},
+      {"replisim", std::string(core::kVersion) + " (" + core::kGitDescribe + ")"},
+      {"host", hostname},
+      {"cores", cores},
+      {"date", now_iso8601()},
+      {"command_line", args.command_line},
+      {"network", args.isolate.empty() ? "loopback" : "netns, tc-shaped NICs"},
+      {"measured",
+       {{"sgemm_flop_per_s_one_core_alone", sgemm_one},
+        {"sgemm_flop_per_s_per_core_all_busy", sgemm_all},
+        {"sgd_apply_s_per_param", apply_s_per_param},
+        {"gpu_sgemm_flop_per_s", gpu_flop_per_s > 0 ? nlohmann::json(gpu_flop_per_s)
+                                                    : nlohmann::json("no GPU: GPU ops run on the "
+                                                                     "CPU engine")},
+        {"copy_bytes_per_s", copy_bytes_per_s},
+        {"link_bytes_per_s_one_connection", net.link_bytes_per_s},
+        {"message_overhead_s", net.message_overhead_s},
+        {"idle_connection_latency_s", net.idle_latency_s}}}};
+  if (!args.isolate.empty()) {
+    calibration["measured"]["link_efficiency_of_shaped_1_gbps"] =
+        net.link_bytes_per_s / kShapedNicBytesPerS;
+  }
+  // The scenario fields: every machine's CPU (one core each), NIC latency and, on loopback, its
+  // bandwidth (the connection's rate); the transport: TCP's framing on a shaped wire, none on
+  // loopback (its rate is measured in payload bytes); the message and apply costs.
+  const double one_way_s = net.idle_latency_s / 2;  // sender's NIC + receiver's (the switch: 1 us)
+  nlohmann::json nic = {{"latency", time_text(std::max(0.0, one_way_s - 0.5e-6))}};
+  if (args.isolate.empty()) {
+    nic["bandwidth"] = bandwidth_text(net.link_bytes_per_s);
+  }
+  file = {{"calibration", calibration},
+          {"cluster",
+           {{"machine_defaults",
+             {{"cpu", {{"speed", cpu}, {"cores", 1}}},
+              // Without a GPU, a GPU device of a real run is one thread of the CPU engine.
+              {"gpu", {{"speed", gpu_speed}}},
+              {"nic", nic}}},
+            {"network_model", "ideal"},
+            {"transport",
+             {{"preset", args.isolate.empty() ? "ideal" : "tcp"},
+              {"copy_bandwidth", bandwidth_text(copy_bytes_per_s)}}}}},
+          {"training",
+           {{"costs",
+             {{"per_message_overhead", time_text(net.message_overhead_s)},
+              {"apply_flop_per_param", std::round(apply_flop_per_param * 100) / 100},
+              {"input_samples_per_s", 0}}}}}};
+
+  // The check: the reference plans predicted through the file as scenarios include it.
+  std::ofstream(dir + "/calibration.json") << core::dump_json(file, 2) << "\n";
+  const std::unique_ptr<core::Backend> sim = core::create_backend("sim");
+  const std::unique_ptr<core::Backend> real = core::create_backend("real");
+  nlohmann::json references = nlohmann::json::array();
+  std::string table;
+  for (bool transfer_bound : {true, false}) {
+    const nlohmann::json doc = reference_scenario(
+        transfer_bound, args.isolate.empty() ? kLoopbackNic : kShapedNic, "calibration.json");
+    const std::string name = doc["name"];
+    log << "calibrate: reference " << name << " (simulated, then run)...\n";
+    const std::string path = dir + "/" + name + ".json";
+    std::ofstream(path) << doc.dump(1) << "\n";
+    CliArgs a = args;
+    a.strategy = "between_graph";
+    a.steps = 0;
+    a.scale_compute = 1;
+    const LoadedScenario loaded = load(path);
+    const core::Plan plan = compile_plans(loaded, a).front();
+    core::RunOptions options;
+    options.cancelled = interrupted;
+    const core::RunMetrics predicted =
+        core::compute_metrics(core::run_to_trace(*sim, plan, options));
+    options.settings = {{"threads", 1}, {"connect_timeout_s", args.connect_timeout_s}};
+    if (!args.isolate.empty()) options.settings["isolate"] = args.isolate;
+    const core::RunMetrics measured =
+        core::compute_metrics(core::run_to_trace(*real, plan, options));
+    const double error = (measured.throughput_samples_per_s - predicted.throughput_samples_per_s) /
+                         predicted.throughput_samples_per_s;
+    references.push_back({{"name", name},
+                          {"predicted_samples_per_s", predicted.throughput_samples_per_s},
+                          {"measured_samples_per_s", measured.throughput_samples_per_s},
+                          {"relative_error", error}});
+    char line[256];
+    std::snprintf(line, sizeof line, "  %-38s %10.1f %10.1f   %s\n", name.c_str(),
+                  predicted.throughput_samples_per_s, measured.throughput_samples_per_s,
+                  percent(error).c_str());
+    table += line;
+  }
+  file["calibration"]["reference"] = references;
+
+  char text[1024];
+  std::snprintf(text, sizeof text,
+                "replisim calibrate: %s (%u cores), %s\n"
+                "  SGEMM per core          %s alone (scenarios: this), %s with all %u busy\n"
+                "  SGD apply               %.3g ns per parameter (apply_flop_per_param %.1f)\n"
+                "  memory copy             %s\n"
+                "  link, one connection    %s%s\n"
+                "  per message             %s on a busy connection; idle latency %s\n",
+                hostname, cores, args.isolate.empty() ? "loopback" : "shaped 1 Gbit/s (netns)",
+                rate_text(sgemm_one).c_str(), rate_text(sgemm_all).c_str(), cores,
+                apply_s_per_param * 1e9, apply_flop_per_param,
+                core::format_quantity(copy_bytes_per_s, core::Dimension::kBandwidth, 4).c_str(),
+                core::format_quantity(net.link_bytes_per_s, core::Dimension::kBandwidth, 4).c_str(),
+                args.isolate.empty()
+                    ? ""
+                    : (" (" + percent(net.link_bytes_per_s / kShapedNicBytesPerS - 1) +
+                       " of the shaped rate; TCP's goodput is -5.9%)")
+                          .c_str(),
+                core::format_quantity(net.message_overhead_s, core::Dimension::kTime, 3).c_str(),
+                core::format_quantity(net.idle_latency_s, core::Dimension::kTime, 3).c_str());
+  (outputs.writes_standard_output() ? std::cerr : out)
+      << text << "\nreference plans (throughput, samples/s)   predicted   measured   error\n"
+      << table << "written: " << out_path << " (scenarios \"include\" it)\n";
+  outputs.write_all();
+  return 0;
+}
+
+}  // namespace replisim::cli

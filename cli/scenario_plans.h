@@ -1,0 +1,33 @@
+// What the commands that compile a scenario share (simulate, run, plan, validate): the scenario
+// loaded with its includes, the provenance every output records, and its plans.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_args.h"
+#include "core/plan/plan.h"
+#include "core/scenario/scenario.h"
+
+namespace replisim::cli {
+
+struct LoadedScenario {
+  core::Scenario scenario;
+  std::string hash;                // FNV-1a of the canonical JSON (whitespace-independent)
+  std::vector<std::string> files;  // the scenario and every file it includes
+};
+
+// Reads and parses the scenario file and its includes. Throws core::InputError naming the file
+// and JSON path.
+LoadedScenario load(const std::string& file);
+
+// {"replisim", "scenario_file", "scenario_hash", "seed", "command_line"} (docs/cli.md).
+nlohmann::json provenance(const CliArgs& args, const LoadedScenario& loaded);
+
+// The plans a command runs: the scenario (with --steps in place of its training.steps) compiled
+// for each selected strategy with --seed and --scale-compute. Throws core::InputError.
+std::vector<core::Plan> compile_plans(const LoadedScenario& loaded, const CliArgs& args);
+
+}  // namespace replisim::cli

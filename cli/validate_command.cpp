@@ -1,0 +1,173 @@
+// replisim validate: the simulation and `--repeat` real runs of the same plan, compared per metric
+// and per phase (core/metrics/validation.h; docs/validation-real.md).
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <ostream>
+
+#include "cli/commands.h"
+#include "cli/interrupt.h"
+#include "cli/progress.h"
+#include "cli/run_outputs.h"
+#include "cli/scenario_plans.h"
+#include "core/backend/backend.h"
+#include "core/base/error.h"
+#include "core/base/json_cursor.h"
+#include "core/base/output_file.h"
+#include "core/metrics/validation.h"
+#include "core/trace/chrome_trace.h"
+
+namespace replisim::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The validation format `--json` writes and `--baseline` reads.
+constexpr const char* kValidationFormat = "replisim-validation";
+constexpr int kValidationVersion = 1;
+
+// --baseline: an earlier `validate --json`; the entry of each strategy.
+nlohmann::json read_baseline(const std::string& file) {
+  const nlohmann::json j = core::read_json_file(file);
+  if (!j.is_object() || j.value("format", "") != kValidationFormat) {
+    throw core::InputError(file, "/format",
+                           std::string("not a validation file (validate --json writes \"format\": "
+                                       "\"") +
+                               kValidationFormat + "\")");
+  }
+  if (!j.contains("version") || j["version"] != kValidationVersion) {
+    throw core::InputError(file, "/version",
+                           "a validation of another version (this replisim reads version " +
+                               std::to_string(kValidationVersion) + ")");
+  }
+  if (!j.contains("validations") || !j["validations"].is_array()) {
+    throw core::InputError(file, "/validations", "missing, or not a list");
+  }
+  return j;
+}
+
+const nlohmann::json* baseline_of(const nlohmann::json& baseline, const std::string& strategy) {
+  if (baseline.is_null()) return nullptr;
+  for (const nlohmann::json& v : baseline["validations"]) {
+    if (v.is_object() && v.value("strategy", "") == strategy) return &v;
+  }
+  return nullptr;
+}
+
+// A temporary checkpoint directory for a plan whose chief writes checkpoints (removed after).
+struct TemporaryDir {
+  std::string path;
+  ~TemporaryDir() {
+    std::error_code ec;
+    if (!path.empty()) fs::remove_all(path, ec);
+  }
+};
+
+}  // namespace
+
+int run_validate(const CliArgs& args, std::ostream& out) {
+  core::OutputFiles outputs(args.force, &out);
+  outputs.protect(args.scenario);
+  const LoadedScenario loaded = load(args.scenario);
+  for (const std::string& file : loaded.files) outputs.protect(file);
+  nlohmann::json baseline;
+  if (!args.baseline_path.empty()) {
+    outputs.protect(args.baseline_path, "--baseline");
+    baseline = read_baseline(args.baseline_path);
+  }
+  const std::vector<core::Plan> plans = compile_plans(loaded, args);
+  const std::unique_ptr<core::Backend> sim = core::create_backend("sim");
+  const std::unique_ptr<core::Backend> real = core::create_backend("real");
+  nlohmann::json prov = provenance(args, loaded);
+  for (const core::Plan& plan : plans) prov["plan_hashes"][plan.strategy] = core::plan_hash(plan);
+
+  struct Result {
+    core::Trace predicted;
+    std::vector<core::Trace> measured;
+    core::Validation validation;
+  };
+  std::vector<Result> results;
+  if (!args.json_path.empty()) {
+    outputs.add("--json", args.json_path, [&results, &prov](std::ostream& file) {
+      nlohmann::json j = {{"format", kValidationFormat},
+                          {"version", kValidationVersion},
+                          {"provenance", prov},
+                          {"validations", nlohmann::json::array()}};
+      for (const Result& r : results)
+        j["validations"].push_back(core::validation_to_json(r.validation));
+      file << core::dump_json(j, 2) << "\n";
+    });
+  }
+  if (!args.trace_path.empty()) {
+    outputs.add("--trace", args.trace_path, [&results, &prov](std::ostream& file) {
+      std::vector<core::ChromeTraceInput> inputs;
+      for (const Result& r : results) {
+        const std::string strategy = results.size() > 1 ? r.predicted.meta.strategy + " " : "";
+        inputs.push_back({&r.predicted, "predicted " + strategy});
+        inputs.push_back({&r.measured.front(), "measured " + strategy});
+      }
+      core::write_chrome_trace(file, inputs, prov);
+    });
+  }
+
+  core::RunOptions options;
+  options.provenance = prov;
+  options.cancelled = interrupted;
+  outputs.set_cancel(interrupted);
+  ProgressDisplay progress(parse_progress_mode(args.progress), std::cerr,
+                           ::isatty(STDERR_FILENO) == 1);
+  if (progress.active()) {
+    options.progress = [&progress](const core::RunProgress& p) { progress.update(p); };
+  }
+  const size_t runs = plans.size() * size_t(1 + args.repeat);
+  size_t run = 0;
+  for (const core::Plan& plan : plans) {
+    Result result;
+    options.settings = nlohmann::json::object();
+    progress.start(run++, runs, plan);
+    result.predicted = core::run_to_trace(*sim, plan, options);
+    progress.done();
+    for (int r = 0; r < args.repeat; ++r) {
+      nlohmann::json settings = {{"threads", args.threads},
+                                 {"connect_timeout_s", args.connect_timeout_s}};
+      if (!args.isolate.empty()) settings["isolate"] = args.isolate;
+      TemporaryDir checkpoints;
+      if (plan.checkpoints.every_s > 0 || plan.checkpoints.summary_every_steps > 0) {
+        const char* tmp = std::getenv("TMPDIR");
+        std::string templ =
+            std::string(tmp != nullptr && *tmp ? tmp : "/tmp") + "/replisim-validate-XXXXXX";
+        if (::mkdtemp(templ.data()) == nullptr) throw core::OutputError(templ, "cannot create");
+        checkpoints.path = templ;
+        settings["checkpoint_dir"] = templ;
+      }
+      options.settings = settings;
+      progress.start(run++, runs, plan);
+      result.measured.push_back(core::run_to_trace(*real, plan, options));
+      progress.done();
+    }
+    std::vector<const core::Trace*> measured;
+    for (const core::Trace& t : result.measured) measured.push_back(&t);
+    result.validation =
+        core::validate_runs(result.predicted, measured, args.tolerance, args.scenario);
+    results.push_back(std::move(result));
+  }
+
+  std::ostream& text = outputs.writes_standard_output() ? std::cerr : out;
+  text << "replisim validate: scenario \"" << loaded.scenario.name << "\" (" << args.scenario
+       << "), seed " << args.seed << ", "
+       << (args.isolate.empty() ? "loopback" : "netns, tc-shaped NICs") << "\n";
+  bool within = true;
+  for (const Result& r : results) {
+    text << "\n"
+         << core::format_validation(r.validation, baseline_of(baseline, r.validation.strategy));
+    within = within && r.validation.within_tolerance;
+  }
+  outputs.write_all();
+  return within ? 0 : kExitOutsideTolerance;
+}
+
+}  // namespace replisim::cli

@@ -1,0 +1,452 @@
+#include "core/metrics/validation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "core/base/error.h"
+#include "core/base/units.h"
+
+namespace replisim::core {
+namespace {
+
+// The client steps inside a run's measurement window: client name -> step -> duration (s).
+using WindowSteps = std::map<std::string, std::map<int64_t, double>>;
+
+WindowSteps window_steps(const Trace& trace, const RunMetrics& m) {
+  WindowSteps steps;
+  for (const TraceEvent& e : trace.events) {
+    if (e.kind != EventKind::kStep || e.actor == kNoString) continue;
+    if (e.start_s < m.window_start_s || e.end_s > m.window_end_s) continue;
+    steps[trace.str(e.actor)][e.step] = e.end_s - e.start_s;
+  }
+  return steps;
+}
+
+size_t step_count(const WindowSteps& steps) {
+  size_t n = 0;
+  for (const auto& [client, of_client] : steps) n += of_client.size();
+  return n;
+}
+
+// Per phase: the summed durations of the events of the window's steps; and each joined op's
+// duration by "actor\x1fstep\x1flabel".
+struct PhaseTimes {
+  double total_s[kPhaseCount] = {};
+  std::unordered_map<std::string, double> op_s[kPhaseCount];
+};
+
+PhaseTimes phase_times(const Trace& trace, const WindowSteps& steps) {
+  PhaseTimes times;
+  for (const TraceEvent& e : trace.events) {
+    const std::optional<Phase> phase = phase_of(e);
+    if (!phase || e.client == kNoString || e.step < 0) continue;
+    const auto client = steps.find(trace.str(e.client));
+    if (client == steps.end() || client->second.count(e.step) == 0) continue;
+    const double d = std::max(0.0, e.end_s - e.start_s);
+    const int p = int(*phase);
+    times.total_s[p] += d;
+    const std::string key = (e.actor == kNoString ? std::string() : trace.str(e.actor)) + '\x1f' +
+                            std::to_string(e.step) + '\x1f' +
+                            (e.label == kNoString ? std::string() : trace.str(e.label));
+    times.op_s[p][key] += d;
+  }
+  return times;
+}
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double at = q * double(v.size() - 1);
+  const size_t lo = size_t(std::floor(at));
+  const size_t hi = std::min(v.size() - 1, lo + 1);
+  return v[lo] + (v[hi] - v[lo]) * (at - double(lo));
+}
+
+Compared compare(const std::string& name, double predicted, const std::vector<double>& measured) {
+  Compared c;
+  c.name = name;
+  c.predicted = predicted;
+  c.measured_min = *std::min_element(measured.begin(), measured.end());
+  c.measured_max = *std::max_element(measured.begin(), measured.end());
+  double sum = 0;
+  for (double x : measured) sum += x;
+  c.measured_mean = sum / double(measured.size());
+  return c;
+}
+
+double max_of(const std::vector<double>& v) {
+  return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
+}
+
+std::string percent(double x) {
+  if (!std::isfinite(x)) return "n/a";
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%+.1f%%", 100 * x);
+  return buffer;
+}
+
+std::string number(double x, int decimals) {
+  char buffer[48];
+  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, x);
+  return buffer;
+}
+
+std::string pad(std::string s, size_t width) {
+  // Widths count characters, not bytes ("µ", "…" are two and three bytes).
+  size_t chars = 0;
+  for (unsigned char c : s) chars += (c & 0xC0) != 0x80;
+  if (chars < width) s.append(width - chars, ' ');
+  return s;
+}
+
+std::string ms(double s) {
+  return number(s * 1e3, 2);
+}
+
+// A JSON number, or null for NaN and infinities (JSON has neither).
+nlohmann::json finite(double x) {
+  return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json();
+}
+
+nlohmann::json compared_json(const Compared& c) {
+  return {{"name", c.name},
+          {"predicted", c.predicted},
+          {"measured_mean", c.measured_mean},
+          {"measured_min", c.measured_min},
+          {"measured_max", c.measured_max},
+          {"relative_error", finite(c.relative_error())}};
+}
+
+// An earlier validation's relative error of the row called `name` in `list`, if there is one.
+std::optional<double> baseline_error(const nlohmann::json* baseline, const char* list,
+                                     const std::string& name) {
+  if (baseline == nullptr || !baseline->contains(list) || !(*baseline)[list].is_array()) {
+    return std::nullopt;
+  }
+  for (const nlohmann::json& row : (*baseline)[list]) {
+    if (!row.is_object() || row.value("name", "") != name) continue;
+    const nlohmann::json* c = &row;
+    if (row.contains("time_per_step_s")) c = &row["time_per_step_s"];
+    if (c->contains("relative_error") && (*c)["relative_error"].is_number()) {
+      return (*c)["relative_error"].get<double>();
+    }
+  }
+  return std::nullopt;
+}
+
+std::string with_baseline(double error, const std::optional<double>& before) {
+  std::string text = percent(error);
+  if (before) text += " (was " + percent(*before) + ")";
+  return text;
+}
+
+}  // namespace
+
+const char* phase_name(Phase phase) {
+  switch (phase) {
+    case Phase::kCompute:
+      return "compute";
+    case Phase::kPull:
+      return "pull";
+    case Phase::kPush:
+      return "push";
+    case Phase::kApply:
+      return "apply";
+    case Phase::kToken:
+      return "token";
+    case Phase::kOther:
+      return "other";
+  }
+  return "other";
+}
+
+std::optional<Phase> phase_of(const TraceEvent& e) {
+  if (e.kind == EventKind::kCompute) {
+    if (!e.op) return Phase::kOther;
+    switch (*e.op) {
+      case OpKind::kInput:
+      case OpKind::kSplit:
+      case OpKind::kForward:
+      case OpKind::kLoss:
+      case OpKind::kBackward:
+      case OpKind::kAggregate:
+      case OpKind::kLocalStep:
+        return Phase::kCompute;
+      case OpKind::kReadVariable:
+        return Phase::kPull;
+      case OpKind::kApply:
+      case OpKind::kAccumulate:
+      case OpKind::kTakeGradient:
+      case OpKind::kGlobalStepIncrement:
+        return Phase::kApply;
+      case OpKind::kTokenDequeue:
+      case OpKind::kTokenEnqueue:
+        return Phase::kToken;
+      case OpKind::kSend:
+      case OpKind::kRecv:
+        return Phase::kOther;
+    }
+    return Phase::kOther;
+  }
+  if (e.kind == EventKind::kTransfer) {
+    if (!e.producer) return Phase::kOther;
+    switch (*e.producer) {
+      case OpKind::kReadVariable:
+        return Phase::kPull;
+      case OpKind::kBackward:
+      case OpKind::kAggregate:
+        return Phase::kPush;
+      case OpKind::kTokenDequeue:
+      case OpKind::kTokenEnqueue:
+      case OpKind::kTakeGradient:
+        return Phase::kToken;
+      default:
+        return Phase::kOther;
+    }
+  }
+  return std::nullopt;
+}
+
+double Compared::relative_error() const {
+  if (predicted == 0) {
+    return measured_mean == 0 ? 0 : std::numeric_limits<double>::quiet_NaN();
+  }
+  return (measured_mean - predicted) / predicted;
+}
+
+double ks_distance(std::vector<double> a, std::vector<double> b) {
+  if (a.empty() || b.empty()) return 0;
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  size_t i = 0, j = 0;
+  double d = 0;
+  while (i < a.size() && j < b.size()) {
+    const double x = std::min(a[i], b[j]);
+    while (i < a.size() && a[i] <= x) ++i;
+    while (j < b.size() && b[j] <= x) ++j;
+    d = std::max(d, std::fabs(double(i) / double(a.size()) - double(j) / double(b.size())));
+  }
+  return d;
+}
+
+Validation validate_runs(const Trace& predicted, const std::vector<const Trace*>& measured,
+                         double tolerance, const std::string& source) {
+  if (measured.empty()) throw InputError(source, "", "no measured run to compare");
+  for (const Trace* t : measured) {
+    if (t->meta.plan_hash != predicted.meta.plan_hash) {
+      throw InputError(source, "",
+                       "a measured run is of another plan (plan hash " + t->meta.plan_hash +
+                           ", predicted " + predicted.meta.plan_hash + ")");
+    }
+  }
+  Validation v;
+  v.scenario = predicted.meta.scenario;
+  v.strategy = predicted.meta.strategy;
+  v.repeats = int(measured.size());
+  v.tolerance = tolerance;
+  const RunMetrics pm = compute_metrics(predicted, source);
+  std::vector<RunMetrics> mm;
+  for (const Trace* t : measured) mm.push_back(compute_metrics(*t, source));
+
+  const auto of = [&mm](double (*get)(const RunMetrics&)) {
+    std::vector<double> out;
+    for (const RunMetrics& m : mm) out.push_back(get(m));
+    return out;
+  };
+  v.metrics.push_back(compare("throughput (samples/s)", pm.throughput_samples_per_s,
+                              of([](const RunMetrics& m) { return m.throughput_samples_per_s; })));
+  v.metrics.push_back(compare("step time p50 (s)", pm.step_time_s.p50,
+                              of([](const RunMetrics& m) { return m.step_time_s.p50; })));
+  v.metrics.push_back(compare("step time p95 (s)", pm.step_time_s.p95,
+                              of([](const RunMetrics& m) { return m.step_time_s.p95; })));
+  v.metrics.push_back(compare("global update interval (s)", pm.update_interval_s,
+                              of([](const RunMetrics& m) { return m.update_interval_s; })));
+  v.metrics.push_back(compare("staleness mean", pm.staleness_mean,
+                              of([](const RunMetrics& m) { return m.staleness_mean; })));
+  v.metrics.push_back(compare("parameter bytes per PS (max)", max_of(pm.bytes_per_ps),
+                              of([](const RunMetrics& m) { return max_of(m.bytes_per_ps); })));
+
+  // Phases: time per step, and the joined ops.
+  const WindowSteps p_steps = window_steps(predicted, pm);
+  const PhaseTimes p_times = phase_times(predicted, p_steps);
+  std::vector<WindowSteps> m_steps;
+  std::vector<PhaseTimes> m_times;
+  for (size_t r = 0; r < measured.size(); ++r) {
+    m_steps.push_back(window_steps(*measured[r], mm[r]));
+    m_times.push_back(phase_times(*measured[r], m_steps.back()));
+  }
+  const double p_count = double(std::max<size_t>(1, step_count(p_steps)));
+  for (int p = 0; p < kPhaseCount; ++p) {
+    PhaseComparison c;
+    c.phase = Phase(p);
+    std::vector<double> per_step;
+    for (size_t r = 0; r < measured.size(); ++r) {
+      per_step.push_back(m_times[r].total_s[p] /
+                         double(std::max<size_t>(1, step_count(m_steps[r]))));
+    }
+    c.time_per_step_s = compare(phase_name(Phase(p)), p_times.total_s[p] / p_count, per_step);
+    std::vector<double> pred, meas;
+    double abs_sum = 0, signed_sum = 0;
+    size_t counted = 0;
+    for (const PhaseTimes& times : m_times) {
+      for (const auto& [key, m_s] : times.op_s[p]) {
+        const auto found = p_times.op_s[p].find(key);
+        if (found == p_times.op_s[p].end()) continue;
+        ++c.joined_ops;
+        pred.push_back(found->second);
+        meas.push_back(m_s);
+        if (found->second <= kMinJoinedDurationS) continue;
+        const double error = (m_s - found->second) / found->second;
+        abs_sum += std::fabs(error);
+        signed_sum += error;
+        ++counted;
+        if (std::fabs(error) > std::fabs(c.worst_error)) {
+          c.worst_error = error;
+          std::string op = key;
+          std::replace(op.begin(), op.end(), '\x1f', ' ');
+          const size_t space = op.find(' ');
+          if (space != std::string::npos) op.insert(space + 1, "step ");
+          c.worst_op = op;
+        }
+      }
+    }
+    if (counted > 0) {
+      c.mean_abs_percentage_error = abs_sum / double(counted);
+      c.bias = signed_sum / double(counted);
+    }
+    c.predicted_p50_s = percentile(pred, 0.5);
+    c.predicted_p95_s = percentile(pred, 0.95);
+    c.measured_p50_s = percentile(meas, 0.5);
+    c.measured_p95_s = percentile(meas, 0.95);
+    v.phases.push_back(c);
+  }
+
+  // Step-time distributions per client.
+  for (const auto& [client, steps] : p_steps) {
+    StepDistribution d;
+    d.client = client;
+    std::vector<double> a, b;
+    for (const auto& [step, s] : steps) a.push_back(s);
+    for (const WindowSteps& w : m_steps) {
+      const auto found = w.find(client);
+      if (found == w.end()) continue;
+      for (const auto& [step, s] : found->second) b.push_back(s);
+    }
+    d.predicted_steps = a.size();
+    d.measured_steps = b.size();
+    d.ks_distance = ks_distance(a, b);
+    v.clients.push_back(d);
+  }
+
+  v.within_tolerance = true;
+  for (size_t i : {size_t(0), size_t(1)}) {
+    const double e = v.metrics[i].relative_error();
+    if (!(std::fabs(e) <= tolerance)) {
+      v.within_tolerance = false;
+      v.outside.push_back(v.metrics[i].name + " " + percent(e));
+    }
+  }
+  return v;
+}
+
+nlohmann::json validation_to_json(const Validation& v) {
+  nlohmann::json j = {{"scenario", v.scenario},
+                      {"strategy", v.strategy},
+                      {"repeats", v.repeats},
+                      {"tolerance", v.tolerance},
+                      {"within_tolerance", v.within_tolerance},
+                      {"outside", v.outside}};
+  j["metrics"] = nlohmann::json::array();
+  for (const Compared& c : v.metrics) j["metrics"].push_back(compared_json(c));
+  j["phases"] = nlohmann::json::array();
+  for (const PhaseComparison& p : v.phases) {
+    j["phases"].push_back({{"name", phase_name(p.phase)},
+                           {"time_per_step_s", compared_json(p.time_per_step_s)},
+                           {"joined_ops", p.joined_ops},
+                           {"mean_abs_percentage_error", p.mean_abs_percentage_error},
+                           {"worst_error", p.worst_error},
+                           {"worst_op", p.worst_op},
+                           {"bias", p.bias},
+                           {"predicted_p50_s", p.predicted_p50_s},
+                           {"predicted_p95_s", p.predicted_p95_s},
+                           {"measured_p50_s", p.measured_p50_s},
+                           {"measured_p95_s", p.measured_p95_s}});
+  }
+  j["clients"] = nlohmann::json::array();
+  for (const StepDistribution& d : v.clients) {
+    j["clients"].push_back({{"client", d.client},
+                            {"predicted_steps", d.predicted_steps},
+                            {"measured_steps", d.measured_steps},
+                            {"ks_distance", d.ks_distance}});
+  }
+  return j;
+}
+
+std::string format_validation(const Validation& v, const nlohmann::json* baseline) {
+  std::string out;
+  out += "predicted (sim) against measured (real, " + std::to_string(v.repeats) +
+         (v.repeats == 1 ? " run" : " runs") + "): " + v.strategy + "\n\n";
+  out += pad("metric", 32) + pad("predicted", 14) + pad("measured mean (min..max)", 34) + "error\n";
+  for (const Compared& c : v.metrics) {
+    const bool seconds = c.name.find("(s)") != std::string::npos;
+    std::string name = c.name;
+    const auto fmt = [&](double x) {
+      if (seconds) return ms(x);
+      if (name.find("bytes") != std::string::npos) {
+        return format_quantity(x, Dimension::kBytes, 4);
+      }
+      return number(x, 2);
+    };
+    if (seconds) name.replace(name.find("(s)"), 3, "(ms)");
+    out += pad(name, 32) + pad(fmt(c.predicted), 14) +
+           pad(fmt(c.measured_mean) + " (" + fmt(c.measured_min) + ".." + fmt(c.measured_max) + ")",
+               34) +
+           with_baseline(c.relative_error(), baseline_error(baseline, "metrics", c.name)) + "\n";
+  }
+  out +=
+      "\nphase (time per step, ms)  predicted  measured mean (min..max)    error            "
+      "ops    MAPE     bias       worst op\n";
+  for (const PhaseComparison& p : v.phases) {
+    const Compared& c = p.time_per_step_s;
+    out +=
+        pad(c.name, 27) + pad(ms(c.predicted), 11) +
+        pad(ms(c.measured_mean) + " (" + ms(c.measured_min) + ".." + ms(c.measured_max) + ")", 28) +
+        pad(with_baseline(c.relative_error(), baseline_error(baseline, "phases", c.name)), 17) +
+        pad(std::to_string(p.joined_ops), 7) +
+        pad(p.joined_ops == 0 ? "-" : number(100 * p.mean_abs_percentage_error, 1) + "%", 9) +
+        pad(p.joined_ops == 0 ? "-" : percent(p.bias), 11) +
+        (p.worst_op.empty() ? std::string("-") : p.worst_op + " " + percent(p.worst_error)) + "\n";
+  }
+  out += "\nop durations (ms), joined by (role, step, op): p50 / p95 predicted -> measured\n";
+  for (const PhaseComparison& p : v.phases) {
+    if (p.joined_ops == 0) continue;
+    out += "  " + pad(phase_name(p.phase), 9) + ms(p.predicted_p50_s) + " / " +
+           ms(p.predicted_p95_s) + " -> " + ms(p.measured_p50_s) + " / " + ms(p.measured_p95_s) +
+           "\n";
+  }
+  out +=
+      "\nstep-time distribution per client (Kolmogorov-Smirnov distance, 0 = same, 1 = disjoint)\n";
+  for (const StepDistribution& d : v.clients) {
+    out += "  " + pad(d.client, 12) + number(d.ks_distance, 2) + "  (" +
+           std::to_string(d.predicted_steps) + " predicted steps, " +
+           std::to_string(d.measured_steps) + " measured)\n";
+  }
+  out += "\nverdict: ";
+  if (v.within_tolerance) {
+    out += "within ±" + number(100 * v.tolerance, 1) + "% (throughput " +
+           percent(v.metrics[0].relative_error()) + ", step time p50 " +
+           percent(v.metrics[1].relative_error()) + ")\n";
+  } else {
+    out += "outside ±" + number(100 * v.tolerance, 1) + "%:";
+    for (const std::string& o : v.outside) out += " " + o + ";";
+    out.back() = '\n';
+  }
+  return out;
+}
+
+}  // namespace replisim::core

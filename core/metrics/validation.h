@@ -1,0 +1,104 @@
+// Predicted against measured: the comparison `replisim validate` prints (docs/validation-real.md).
+// One predicted run (the simulator's trace of a plan) and N measured runs (real traces of the same
+// plan) are compared per metric (throughput, step time p50/p95, update interval, staleness, bytes
+// per PS) and per phase of the steps (compute, pull, push, apply, token, other), the ops joined by
+// (role, step, op name); the per-step step-time distributions of each client are compared by
+// their Kolmogorov–Smirnov distance. Reads traces only (core/trace, core/metrics), so it compares
+// any two backends' runs of one plan.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/metrics/metrics.h"
+#include "core/trace/trace.h"
+
+namespace replisim::core {
+
+// What part of a step an event's time is (docs/validation-real.md, "Phases"):
+//   compute: input, forward, backward, loss, the in-graph client's split and aggregate;
+//   pull: variable reads and the transfers of their values;
+//   push: the transfers of gradients;
+//   apply: applies, accumulates, takes and the global step increment on the PS;
+//   token: sync token dequeues and enqueues and the transfers of tokens;
+//   other: any other transfer (the in-graph sub-batches, activations between towers, ...).
+enum class Phase { kCompute, kPull, kPush, kApply, kToken, kOther };
+inline constexpr int kPhaseCount = 6;
+const char* phase_name(Phase phase);
+// The phase of a compute or transfer event; nullopt for the other kinds (steps, updates, ...).
+std::optional<Phase> phase_of(const TraceEvent& event);
+
+// A value predicted and measured over the repeats.
+struct Compared {
+  std::string name;  // "throughput (samples/s)", "compute"
+  double predicted = 0;
+  double measured_mean = 0;
+  double measured_min = 0;
+  double measured_max = 0;
+  // (measured_mean - predicted) / predicted: > 0 the prediction is too low. NaN when predicted
+  // is 0 and measured is not (0 when both are).
+  double relative_error() const;
+};
+
+// A phase: its time per measured step (summed over the phase's events of every client's steps in
+// the measurement window, divided by those steps), and its ops joined by (role, step, op).
+struct PhaseComparison {
+  Phase phase = Phase::kOther;
+  Compared time_per_step_s;
+  size_t joined_ops = 0;  // (role, step, op) found in both, over every repeat
+  // Over the joined ops whose predicted duration is above kMinJoinedDurationS: mean |error|,
+  // the worst op and its error, and the signed mean error (> 0: measured longer than predicted).
+  double mean_abs_percentage_error = 0;
+  double worst_error = 0;
+  std::string worst_op;  // "worker0 step 12 forward/conv1"
+  double bias = 0;
+  // Durations of the joined ops (s): 50th and 95th percentiles, predicted and measured.
+  double predicted_p50_s = 0, predicted_p95_s = 0;
+  double measured_p50_s = 0, measured_p95_s = 0;
+};
+
+// Joined ops shorter than this in the prediction are left out of the percentage errors (a
+// zero-cost read or a token handed over at once has no meaningful relative error). Seconds.
+inline constexpr double kMinJoinedDurationS = 1e-6;
+
+// Per client: the Kolmogorov–Smirnov distance (sup |F_pred - F_meas|, in [0, 1]) between its
+// predicted step times in the window and its measured ones (every repeat pooled).
+struct StepDistribution {
+  std::string client;
+  size_t predicted_steps = 0, measured_steps = 0;
+  double ks_distance = 0;
+};
+
+struct Validation {
+  std::string scenario, strategy;
+  int repeats = 0;
+  std::vector<Compared> metrics;  // throughput, step p50, step p95, update interval, staleness,
+                                  // bytes per PS (max)
+  std::vector<PhaseComparison> phases;  // the six phases, in Phase order
+  std::vector<StepDistribution> clients;
+  double tolerance = 0;  // relative (0.08: 8%)
+  // Within tolerance: throughput and step time p50 errors (the headline figures; the others are
+  // listed with their errors for a person to judge).
+  bool within_tolerance = false;
+  std::vector<std::string> outside;  // the headline metrics outside the tolerance
+};
+
+// The Kolmogorov–Smirnov two-sample distance of `a` and `b` (0 when either is empty).
+double ks_distance(std::vector<double> a, std::vector<double> b);
+
+// Compares `predicted` (its metrics computed from it) with `measured` (one trace per repeat, of
+// the same plan). Throws InputError(source, ...) as compute_metrics does, and when `measured` is
+// empty or a trace is of another plan (meta.plan_hash differs).
+Validation validate_runs(const Trace& predicted, const std::vector<const Trace*>& measured,
+                         double tolerance, const std::string& source = "<trace>");
+
+// The validation as JSON (validate --json; read back by --baseline), and the report's text.
+// `baseline`: an earlier validation's JSON of the same scenario and strategy, whose errors are
+// shown beside today's ("was +12.0%").
+nlohmann::json validation_to_json(const Validation& v);
+std::string format_validation(const Validation& v, const nlohmann::json* baseline = nullptr);
+
+}  // namespace replisim::core

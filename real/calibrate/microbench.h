@@ -1,0 +1,25 @@
+// The in-process microbenchmarks of `replisim calibrate` (docs/validation-real.md, "Calibrate"):
+// what one core of this machine sustains on the work real runs do — SGEMM in the blocks the CPU
+// engine executes, a PS's SGD apply, a memory copy. Each runs for about `seconds` of wall time
+// and reports the median of its repeats (a neighbour's load moves the mean more than the median).
+#pragma once
+
+namespace replisim::real::calibrate {
+
+// SGEMM flop/s of one core running the CPU engine's blocks (execute_flop, kGemmBlock), while
+// `busy_cores` - 1 other threads run the same (1: the core alone; the machine's core count: every
+// core busy, memory bandwidth and turbo shared). Median over the threads and repeats.
+double sgemm_flop_per_s(int busy_cores, double seconds);
+
+// Seconds per parameter of ApplyGradientDescent (real/state/optimizer.h) over a 32 MiB variable
+// (out of cache, as a PS's variables are).
+double sgd_apply_s_per_param(double seconds);
+
+// SGEMM flop/s of the first CUDA GPU at the shapes GPU ops run (gpu_gemm_shapes, 8 GFLOP a
+// repeat); 0 without a GPU (or a build without CUDA).
+double gpu_sgemm_flop_per_s(double seconds);
+
+// memcpy of 64 MiB buffers (out of cache): bytes per second.
+double copy_bytes_per_s(double seconds);
+
+}  // namespace replisim::real::calibrate

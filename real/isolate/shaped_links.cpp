@@ -1,0 +1,65 @@
+#include "real/isolate/shaped_links.h"
+
+#include "core/base/error.h"
+#include "core/base/units.h"
+#include "real/transport/mesh.h"
+
+namespace replisim::real::isolate {
+namespace {
+
+std::vector<NicShape> nics_of(const core::Plan& plan) {
+  std::vector<NicShape> nics;
+  for (const core::PlatformMachine& m : plan.platform.machines) {
+    const double bandwidth =
+        m.nic_link >= 0 ? plan.platform.links[size_t(m.nic_link)].bandwidth_bytes_per_s : 0;
+    nics.push_back({m.name, bandwidth, bandwidth});
+  }
+  return nics;
+}
+
+// The machine whose NIC is `link`, or -1.
+int machine_of_nic(const core::Plan& plan, int link) {
+  for (size_t m = 0; m < plan.platform.machines.size(); ++m) {
+    if (plan.platform.machines[m].nic_link == link) return int(m);
+  }
+  return -1;
+}
+
+}  // namespace
+
+void check_link_faults(const core::Plan& plan, const std::string& file) {
+  const double silence_s = MeshConfig{}.silence_timeout_s;
+  for (size_t f = 0; f < plan.faults.size(); ++f) {
+    const core::PlanFault& fault = plan.faults[f];
+    if (fault.kind != "link") continue;
+    const std::string path = "/faults/" + std::to_string(f);
+    if (machine_of_nic(plan, fault.link) < 0) {
+      throw core::InputError(file, path,
+                             "\"" + fault.description +
+                                 "\": a shaped network shapes each machine's NIC, not the "
+                                 "switch: put the fault on a machine's NIC (\"<machine>/nic\")");
+    }
+    if (fault.factor <= 0 && (fault.open_ended || fault.until_s - fault.from_s >= silence_s)) {
+      throw core::InputError(
+          file, path,
+          "\"" + fault.description + "\": a real run can cut a link for less than " +
+              core::format_quantity(silence_s, core::Dimension::kTime) +
+              " (a peer silent that long is declared lost and the job fails, where the "
+              "simulator holds the transfers until the link returns): shorten the cut");
+    }
+  }
+}
+
+ShapedLinks::ShapedLinks(const core::Plan& plan) : net(nics_of(plan)), plan_(plan) {}
+
+void ShapedLinks::play(double now_s) {
+  std::vector<double> factor(plan_.platform.machines.size(), 1.0);
+  for (const core::PlanFault& fault : plan_.faults) {
+    if (fault.kind != "link" || now_s < fault.from_s || now_s >= fault.until_s) continue;
+    const int m = machine_of_nic(plan_, fault.link);
+    if (m >= 0) factor[size_t(m)] *= fault.factor;
+  }
+  for (size_t m = 0; m < factor.size(); ++m) net.set_nic_factor(m, factor[m]);
+}
+
+}  // namespace replisim::real::isolate

@@ -1,0 +1,245 @@
+// Shaped local networks (real/isolate): namespaces, tc tbf shaping measured with iperf3, link
+// faults played during a real run, and cleanup after a launcher killed by SIGKILL. They need root
+// and iproute2 (and iperf3 for the rate): without them each test says why it is skipped.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/base/error.h"
+#include "core/trace/trace_format.h"
+#include "real/isolate/netns.h"
+#include "tests/real/real_support.h"
+
+namespace replisim::real::isolate {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Why this machine cannot run the shaped-network tests ("" when it can).
+std::string cannot_isolate() {
+  try {
+    check_can_isolate();
+  } catch (const core::InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+#define REQUIRE_ISOLATION()                                    \
+  do {                                                         \
+    const std::string why = cannot_isolate();                  \
+    if (!why.empty()) GTEST_SKIP() << "not run here: " << why; \
+  } while (false)
+
+// The namespaces under /run/netns whose names start with `prefix`.
+std::vector<std::string> namespaces_with(const std::string& prefix) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/run/netns", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(prefix, 0) == 0) out.push_back(name);
+  }
+  return out;
+}
+
+// iperf3 from machine 1 to machine 0 of `net` for `seconds`: the received rate, bit/s.
+double iperf_bits_per_s(const ShapedNetwork& net, int seconds) {
+  const pid_t server = ::fork();
+  if (server == 0) {
+    ::execlp("ip", "ip", "netns", "exec", net.namespace_name(0).c_str(), "iperf3", "-s", "-1", "-p",
+             "5201", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  std::string output;
+  int code = 1;
+  for (int attempt = 0; attempt < 50; ++attempt) {  // until the server listens (at most 5 s)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    code = run_tool({"ip", "netns", "exec", net.namespace_name(1), "iperf3", "-c", net.address(0),
+                     "-p", "5201", "-t", std::to_string(seconds), "-J"},
+                    &output);
+    if (code == 0 || output.find("Connection refused") == std::string::npos) break;
+  }
+  ::kill(server, SIGKILL);
+  ::waitpid(server, nullptr, 0);
+  EXPECT_EQ(code, 0) << output;
+  const nlohmann::json j = nlohmann::json::parse(output, nullptr, false);
+  if (j.is_discarded() || !j.contains("end")) return 0;
+  return j["end"]["sum_received"]["bits_per_second"].get<double>();
+}
+
+TEST(Netns, Iperf3MeasuresTheShapedRateWithinFivePercent) {
+  REQUIRE_ISOLATION();
+  std::string version;
+  if (run_tool({"iperf3", "--version"}, &version) != 0) {
+    GTEST_SKIP() << "not run here: iperf3 is not installed (apt-get install iperf3)";
+  }
+  const double rate_bytes_per_s = 100e6 / 8;  // 100 Mbit/s
+  ShapedNetwork net(
+      {{"a", rate_bytes_per_s, rate_bytes_per_s}, {"b", rate_bytes_per_s, rate_bytes_per_s}});
+  EXPECT_EQ(namespaces_with(net.run_id()).size(), 3u);  // a switch and two machines
+  const double full = iperf_bits_per_s(net, 3);
+  // TCP's goodput on a wire of 100 Mbit/s: 94.1 Mbit/s (Ethernet framing and headers).
+  const double goodput = 100e6 * kTcpGoodputFraction;
+  EXPECT_NEAR(full, goodput, 0.05 * goodput) << "shaped to 100 Mbit/s";
+  // A degraded link fault's rate: both tbf qdiscs changed in place.
+  net.set_nic_factor(1, 0.5);
+  const double half = iperf_bits_per_s(net, 3);
+  EXPECT_NEAR(half, goodput / 2, 0.05 * goodput / 2) << "degraded to 0.5x";
+  std::cout << "iperf3: " << full / 1e6 << " Mbit/s at 100 Mbit/s (expected " << goodput / 1e6
+            << "), " << half / 1e6 << " at 0.5x\n";
+}
+
+TEST(Netns, TheDestructorRemovesEverythingItMade) {
+  REQUIRE_ISOLATION();
+  std::string id;
+  {
+    ShapedNetwork net({{"a", 1e7, 1e7}, {"b", 1e7, 1e7}, {"c", 1e7, 1e7}});
+    id = net.run_id();
+    EXPECT_EQ(namespaces_with(id).size(), 4u);
+    uint16_t port = 0;
+    const int fd = net.listen(2, &port);
+    EXPECT_GT(port, 0);
+    ::close(fd);
+  }
+  EXPECT_TRUE(namespaces_with(id).empty());
+}
+
+// A real run of `run --isolate netns` whose launcher is killed with SIGKILL leaves its
+// namespaces; `replisim cleanup` (as every start) removes them, and only those of dead runs.
+TEST(Netns, ALauncherKilledBySigkillLeavesNothingAfterCleanup) {
+  REQUIRE_ISOLATION();
+  test::TempDir dir;
+  const std::string scenario = dir.path() + "/s.json";
+  nlohmann::json s = testing::scenario(1, {{"steps", 100000}});
+  std::ofstream(scenario) << s.dump();
+  // A live run of this process: cleanup must keep it.
+  ShapedNetwork live({{"a", 1e7, 1e7}});
+  std::string prefix;
+  {
+    test::RunningReplisim run({"run", scenario, "--isolate", "netns", "--progress", "json"}, 120);
+    prefix = std::string(kNamePrefix) + std::to_string(run.pid()) + "-";
+    std::string line;
+    bool started = false;
+    while (!started && run.next_error_line(&line)) {
+      started = line.find("\"global_step\"") != std::string::npos;
+    }
+    ASSERT_TRUE(started) << "the run never reported progress";
+    EXPECT_EQ(namespaces_with(prefix).size(), 3u) << "a switch and two machines";
+    run.send_signal(SIGKILL);
+    run.wait();
+  }
+  EXPECT_EQ(namespaces_with(prefix).size(), 3u) << "a killed launcher cannot clean up";
+  const test::BinaryResult cleanup = test::run_replisim({"cleanup"});
+  EXPECT_EQ(cleanup.exit_code, 0) << cleanup.err;
+  EXPECT_NE(cleanup.out.find(prefix), std::string::npos) << cleanup.out;
+  EXPECT_TRUE(namespaces_with(prefix).empty());
+  EXPECT_EQ(namespaces_with(live.run_id()).size(), 2u) << "a live run's namespaces stay";
+}
+
+// A degraded window and a short cut on the worker's NIC, played during a real run: the run ends
+// as planned and records both windows, as the simulation does; no namespace is left.
+TEST(Netns, LinkFaultsArePlayedOnTheShapedLinks) {
+  REQUIRE_ISOLATION();
+  test::TempDir dir;
+  const std::string scenario = dir.path() + "/s.json";
+  nlohmann::json s = testing::scenario(1, {{"steps", 400}});
+  s["faults"] = {
+      {{"kind", "link"},
+       {"link", "w0/nic"},
+       {"from", "0.05 s"},
+       {"until", "0.2 s"},
+       {"factor", 0.5}},
+      {{"kind", "link"}, {"link", "w0/nic"}, {"from", "0.3 s"}, {"until", "0.6 s"}, {"factor", 0}}};
+  std::ofstream(scenario) << s.dump();
+  const std::string trace = dir.path() + "/run.trace";
+  const size_t before = namespaces_with(kNamePrefix).size();
+  const test::BinaryResult run = test::run_replisim(
+      {"run", scenario, "--isolate", "netns", "--progress", "none", "--trace-out", trace});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("netns, tc-shaped NICs"), std::string::npos) << run.out;
+  const std::vector<core::Trace> runs = core::read_trace_file(trace);
+  ASSERT_EQ(runs.size(), 1u);
+  int windows = 0;
+  for (const core::TraceEvent& e : runs.front().events) {
+    if (e.kind == core::EventKind::kFault && e.end_s > e.start_s) ++windows;
+  }
+  EXPECT_EQ(windows, 2) << "the degraded window and the cut";
+  // While the worker's link is down nothing crosses it: no transfer ends inside the cut (the
+  // launcher applies it within its 50 ms poll), and the run goes on after it.
+  double last_end_s = 0;
+  for (const core::TraceEvent& e : runs.front().events) {
+    last_end_s = std::max(last_end_s, e.end_s);
+    if (e.kind != core::EventKind::kTransfer) continue;
+    EXPECT_FALSE(e.end_s > 0.4 && e.end_s < 0.55)
+        << "a transfer ended at " << e.end_s << " s, inside the cut";
+  }
+  EXPECT_GT(last_end_s, 0.6) << "the run should outlast the cut";
+  EXPECT_EQ(namespaces_with(kNamePrefix).size(), before) << "the run removed its namespaces";
+}
+
+TEST(Netns, ACutAsLongAsThePeersDeadlineIsRefused) {
+  REQUIRE_ISOLATION();
+  test::TempDir dir;
+  const std::string scenario = dir.path() + "/s.json";
+  nlohmann::json s = testing::scenario(1, {{"steps", 40}});
+  s["faults"] = {
+      {{"kind", "link"}, {"link", "w0/nic"}, {"from", "1 s"}, {"until", "40 s"}, {"factor", 0}}};
+  std::ofstream(scenario) << s.dump();
+  const test::BinaryResult run =
+      test::run_replisim({"run", scenario, "--isolate", "netns", "--progress", "none"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("/faults/0"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("shorten the cut"), std::string::npos) << run.err;
+}
+
+// Without root: exit 2 and one line saying what is missing, before anything is made.
+TEST(Netns, WithoutRootTheRunIsRefusedInOneLine) {
+  if (::geteuid() != 0) {
+    const test::BinaryResult run = test::run_replisim(
+        {"run", test::seed_scenario(), "--isolate", "netns", "--progress", "none"});
+    EXPECT_EQ(run.exit_code, 2);
+    EXPECT_NE(run.err.find("needs root"), std::string::npos) << run.err;
+    return;
+  }
+  // As root: the same command as the unprivileged user "nobody", its standard error read back.
+  int err[2];
+  ASSERT_EQ(::pipe(err), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(err[0]);
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(99);
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, STDOUT_FILENO);
+    ::dup2(err[1], STDERR_FILENO);
+    ::execl(REPLISIM_BINARY, REPLISIM_BINARY, "run", test::seed_scenario().c_str(), "--isolate",
+            "netns", "--progress", "none", static_cast<char*>(nullptr));
+    ::_exit(98);
+  }
+  ::close(err[1]);
+  std::string text;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(err[0], buffer, sizeof buffer)) > 0;) text.append(buffer, size_t(n));
+  ::close(err[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 98 || text.find("Permission denied") != std::string::npos) {
+    GTEST_SKIP() << "not run here: the user nobody cannot read the build or the scenario: " << text;
+  }
+  EXPECT_EQ(WEXITSTATUS(status), 2) << text;
+  EXPECT_NE(text.find("--isolate: netns needs root"), std::string::npos) << text;
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+}
+
+}  // namespace
+}  // namespace replisim::real::isolate
