@@ -104,7 +104,8 @@ class TimelineModel {
   int find_slice(const std::string& text, int after) const;
 
   // compute_metrics of the whole run, or the one-line reason it has none (a trace without a
-  // measurement window). Computed once, on first use; not thread-safe on first call.
+  // measurement window). Computed once, on first use (TraceLoader does it on its thread); the
+  // first call must not race another.
   const core::RunMetrics* metrics() const;
   const std::string& metrics_error() const;
 

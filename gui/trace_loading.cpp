@@ -112,6 +112,8 @@ void TraceLoader::start(const QString& path) {
             });
           },
           200000, cancelled.get());
+      // The metrics too, here rather than on the window's thread (the compare view shows them).
+      for (const auto& model : models) model->metrics();
       post([self, path, models] {
         if (self) emit self->loaded(path, models);
       });

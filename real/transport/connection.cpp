@@ -123,16 +123,11 @@ void Connection::deliver() {
 }
 
 void Connection::send(FrameHeader header, const uint8_t* data, size_t size,
-                      std::shared_ptr<const void> keep, std::function<void()> written,
-                      std::function<double()> stamp) {
+                      std::shared_ptr<const void> keep, std::function<void()> written) {
   if (closed_) return;
   header.length = uint32_t(size);
   Pending p;
   encode_header(header, p.header.data());
-  if (stamp) {
-    p.stamp = std::move(stamp);
-    p.unencoded = header;
-  }
   p.data = data;
   p.size = size;
   p.keep = std::move(keep);
@@ -155,15 +150,6 @@ void Connection::write_more() {
   writing_ = true;
   std::vector<asio::const_buffer> buffers;
   in_flight_ = std::min(queue_.size(), kFramesPerWrite);
-  // A stamped frame goes out first in its write, stamped as it starts.
-  for (size_t i = 1; i < in_flight_; ++i) {
-    if (queue_[i].stamp) in_flight_ = i;
-  }
-  if (queue_.front().stamp) {
-    queue_.front().unencoded.time_s = queue_.front().stamp();
-    encode_header(queue_.front().unencoded, queue_.front().header.data());
-    queue_.front().stamp = nullptr;
-  }
   for (size_t i = 0; i < in_flight_; ++i) {
     buffers.emplace_back(queue_[i].header.data(), kFrameHeaderBytes);
     if (queue_[i].size > 0) buffers.emplace_back(queue_[i].data, queue_[i].size);

@@ -52,12 +52,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Queues a frame (header.length is set to `size`). The `size` bytes at `data` must stay valid
   // and unchanged until written: `keep` owns them until then. `written` runs once they are.
-  // `stamp`: the frame's header.time_s is set to stamp()'s value when its bytes start to go out
-  // (a tensor's first chunk: its transfer starts then, not when it was queued behind others),
-  // and the frame then begins a write of its own.
   void send(FrameHeader header, const uint8_t* data, size_t size,
-            std::shared_ptr<const void> keep = {}, std::function<void()> written = {},
-            std::function<double()> stamp = {});
+            std::shared_ptr<const void> keep = {}, std::function<void()> written = {});
   // Copies the payload.
   void send(const FrameHeader& header, const std::string& payload);
   // Closes the socket; queued frames are dropped; no callback follows.
@@ -86,8 +82,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
     size_t size;
     std::shared_ptr<const void> keep;
     std::function<void()> written;
-    std::function<double()> stamp;  // with `unencoded`, until the frame's write starts
-    FrameHeader unencoded;
   };
   void read_header();
   void read_payload(size_t offset);

@@ -365,8 +365,7 @@ void Mesh::tick() {
 }
 
 void Mesh::send(uint32_t peer, FrameHeader header, const uint8_t* data, size_t size,
-                std::shared_ptr<const void> keep, std::function<void()> written, int slot,
-                std::function<double()> stamp) {
+                std::shared_ptr<const void> keep, std::function<void()> written, int slot) {
   auto found = peers_.find(peer);
   if (found == peers_.end()) {
     throw std::logic_error("no connection to task " + std::to_string(peer));
@@ -377,7 +376,7 @@ void Mesh::send(uint32_t peer, FrameHeader header, const uint8_t* data, size_t s
   if (!c) throw std::logic_error("task " + std::to_string(peer) + " is not connected");
   header.source = config_.handshake.self;
   header.destination = peer;
-  c->send(header, data, size, std::move(keep), std::move(written), std::move(stamp));
+  c->send(header, data, size, std::move(keep), std::move(written));
 }
 
 void Mesh::send(uint32_t peer, const FrameHeader& header, const std::string& payload) {

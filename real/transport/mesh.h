@@ -69,11 +69,10 @@ class Mesh : private Connection::Handler {
   ~Mesh();
   void start();
 
-  // Queues a frame to `peer` on connection `slot` (mod K). See Connection::send for `data` and
-  // `stamp`.
+  // Queues a frame to `peer` on connection `slot` (mod K). See Connection::send for `data`.
   void send(uint32_t peer, FrameHeader header, const uint8_t* data = nullptr, size_t size = 0,
-            std::shared_ptr<const void> keep = {}, std::function<void()> written = {}, int slot = 0,
-            std::function<double()> stamp = {});
+            std::shared_ptr<const void> keep = {}, std::function<void()> written = {},
+            int slot = 0);
   void send(uint32_t peer, const FrameHeader& header, const std::string& payload);
   // The same frame on each of the peer's connections (a stop, an error: each connection then
   // knows that the end of stream that follows is expected). Does nothing for a peer not
