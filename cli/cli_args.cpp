@@ -225,6 +225,8 @@ void define(CLI::App& app, CliArgs& args, RawValues& raw) {
                    "an earlier validate --json: show how each error moved")
       ->type_name("FILE");
   validate->add_option("--json", args.json_path, "write the comparison (JSON)")->type_name("FILE");
+  validate->add_option("--markdown", args.markdown_path, "write the comparison as Markdown tables")
+      ->type_name("FILE");
   validate
       ->add_option("--trace", args.trace_path,
                    "write one Chrome trace: predicted and measured as two process groups")
@@ -482,6 +484,7 @@ CliArgs parse_cli_args(int argc, const char* const* argv) {
            {"--run-trace-out", args.run_trace_out},
            {"--csv", args.csv_path},
            {"--baseline", args.baseline_path},
+           {"--markdown", args.markdown_path},
            {"--out", args.calibration_out}}) {
     const std::vector<std::string>::const_iterator given = std::find_if(
         words.begin(), words.end(),

@@ -42,6 +42,7 @@ struct CliArgs {
   int repeat = 3;             // --repeat N: real runs of each plan
   double tolerance = 0.08;    // --tolerance F: the verdict's bound on |relative error|
   std::string baseline_path;  // --baseline FILE: an earlier validate --json
+  std::string markdown_path;  // --markdown FILE: the comparison as Markdown tables
   // calibrate
   std::string calibration_out;  // --out FILE (default calibration.json)
   // node

@@ -102,6 +102,15 @@ int run_validate(const CliArgs& args, std::ostream& out) {
       file << core::dump_json(j, 2) << "\n";
     });
   }
+  if (!args.markdown_path.empty()) {
+    outputs.add("--markdown", args.markdown_path, [&results, &baseline](std::ostream& file) {
+      for (const Result& r : results) {
+        file << core::format_validation_markdown(r.validation,
+                                                 baseline_of(baseline, r.validation.strategy))
+             << "\n";
+      }
+    });
+  }
   if (!args.trace_path.empty()) {
     outputs.add("--trace", args.trace_path, [&results, &prov](std::ostream& file) {
       std::vector<core::ChromeTraceInput> inputs;

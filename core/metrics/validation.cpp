@@ -387,66 +387,126 @@ nlohmann::json validation_to_json(const Validation& v) {
   return j;
 }
 
-std::string format_validation(const Validation& v, const nlohmann::json* baseline) {
-  std::string out;
-  out += "predicted (sim) against measured (real, " + std::to_string(v.repeats) +
-         (v.repeats == 1 ? " run" : " runs") + "): " + v.strategy + "\n\n";
-  out += pad("metric", 32) + pad("predicted", 14) + pad("measured mean (min..max)", 34) + "error\n";
+namespace {
+
+// A table of cells, rendered as padded text or as Markdown.
+struct Table {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  std::string render(bool markdown) const {
+    std::string out;
+    if (markdown) {
+      const auto line = [](const std::vector<std::string>& cells) {
+        std::string l = "|";
+        for (const std::string& c : cells) l += " " + c + " |";
+        return l + "\n";
+      };
+      out += line(header);
+      out += "|";
+      for (size_t i = 0; i < header.size(); ++i) out += i == 0 ? "---|" : "---:|";
+      out += "\n";
+      for (const auto& r : rows) out += line(r);
+      return out;
+    }
+    std::vector<size_t> width(header.size(), 0);
+    const auto chars = [](const std::string& t) {
+      size_t n = 0;
+      for (unsigned char c : t) n += (c & 0xC0) != 0x80;
+      return n;
+    };
+    for (size_t i = 0; i < header.size(); ++i) width[i] = chars(header[i]);
+    for (const auto& r : rows) {
+      for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], chars(r[i]));
+    }
+    const auto line = [&](const std::vector<std::string>& cells) {
+      std::string l;
+      for (size_t i = 0; i < cells.size(); ++i) {
+        l += i + 1 == cells.size() ? cells[i] : pad(cells[i], width[i] + 2);
+      }
+      return l + "\n";
+    };
+    out += line(header);
+    for (const auto& r : rows) out += line(r);
+    return out;
+  }
+};
+
+std::string format(const Validation& v, const nlohmann::json* baseline, bool markdown) {
+  Table metrics{{"metric", "predicted", "measured mean (min..max)", "error"}, {}};
   for (const Compared& c : v.metrics) {
     const bool seconds = c.name.find("(s)") != std::string::npos;
     std::string name = c.name;
     const auto fmt = [&](double x) {
       if (seconds) return ms(x);
-      if (name.find("bytes") != std::string::npos) {
-        return format_quantity(x, Dimension::kBytes, 4);
-      }
+      if (name.find("bytes") != std::string::npos) return format_quantity(x, Dimension::kBytes, 4);
       return number(x, 2);
     };
     if (seconds) name.replace(name.find("(s)"), 3, "(ms)");
-    out += pad(name, 32) + pad(fmt(c.predicted), 14) +
-           pad(fmt(c.measured_mean) + " (" + fmt(c.measured_min) + ".." + fmt(c.measured_max) + ")",
-               34) +
-           with_baseline(c.relative_error(), baseline_error(baseline, "metrics", c.name)) + "\n";
+    metrics.rows.push_back(
+        {name, fmt(c.predicted),
+         fmt(c.measured_mean) + " (" + fmt(c.measured_min) + ".." + fmt(c.measured_max) + ")",
+         with_baseline(c.relative_error(), baseline_error(baseline, "metrics", c.name))});
   }
-  out +=
-      "\nphase (time per step, ms)  predicted  measured mean (min..max)    error            "
-      "ops    MAPE     bias       worst op\n";
+  Table phases{{"phase (time per step, ms)", "predicted", "measured mean (min..max)", "error",
+                "ops joined", "MAPE", "bias", "worst op"},
+               {}};
+  Table durations{
+      {"op durations (ms)", "p50 predicted", "p50 measured", "p95 predicted", "p95 measured"}, {}};
   for (const PhaseComparison& p : v.phases) {
     const Compared& c = p.time_per_step_s;
-    out +=
-        pad(c.name, 27) + pad(ms(c.predicted), 11) +
-        pad(ms(c.measured_mean) + " (" + ms(c.measured_min) + ".." + ms(c.measured_max) + ")", 28) +
-        pad(with_baseline(c.relative_error(), baseline_error(baseline, "phases", c.name)), 17) +
-        pad(std::to_string(p.joined_ops), 7) +
-        pad(p.joined_ops == 0 ? "-" : number(100 * p.mean_abs_percentage_error, 1) + "%", 9) +
-        pad(p.joined_ops == 0 ? "-" : percent(p.bias), 11) +
-        (p.worst_op.empty() ? std::string("-") : p.worst_op + " " + percent(p.worst_error)) + "\n";
+    const bool joined = p.joined_ops > 0;
+    phases.rows.push_back(
+        {c.name, ms(c.predicted),
+         ms(c.measured_mean) + " (" + ms(c.measured_min) + ".." + ms(c.measured_max) + ")",
+         with_baseline(c.relative_error(), baseline_error(baseline, "phases", c.name)),
+         std::to_string(p.joined_ops),
+         joined ? number(100 * p.mean_abs_percentage_error, 1) + "%" : "-",
+         joined ? percent(p.bias) : "-",
+         p.worst_op.empty() ? std::string("-") : p.worst_op + " " + percent(p.worst_error)});
+    if (joined) {
+      durations.rows.push_back({phase_name(p.phase), ms(p.predicted_p50_s), ms(p.measured_p50_s),
+                                ms(p.predicted_p95_s), ms(p.measured_p95_s)});
+    }
   }
-  out += "\nop durations (ms), joined by (role, step, op): p50 / p95 predicted -> measured\n";
-  for (const PhaseComparison& p : v.phases) {
-    if (p.joined_ops == 0) continue;
-    out += "  " + pad(phase_name(p.phase), 9) + ms(p.predicted_p50_s) + " / " +
-           ms(p.predicted_p95_s) + " -> " + ms(p.measured_p50_s) + " / " + ms(p.measured_p95_s) +
-           "\n";
-  }
-  out +=
-      "\nstep-time distribution per client (Kolmogorov-Smirnov distance, 0 = same, 1 = disjoint)\n";
+  Table clients{{"client", "Kolmogorov-Smirnov distance", "steps predicted", "steps measured"}, {}};
   for (const StepDistribution& d : v.clients) {
-    out += "  " + pad(d.client, 12) + number(d.ks_distance, 2) + "  (" +
-           std::to_string(d.predicted_steps) + " predicted steps, " +
-           std::to_string(d.measured_steps) + " measured)\n";
+    clients.rows.push_back({d.client, number(d.ks_distance, 2), std::to_string(d.predicted_steps),
+                            std::to_string(d.measured_steps)});
   }
-  out += "\nverdict: ";
+  std::string verdict;
   if (v.within_tolerance) {
-    out += "within ±" + number(100 * v.tolerance, 1) + "% (throughput " +
-           percent(v.metrics[0].relative_error()) + ", step time p50 " +
-           percent(v.metrics[1].relative_error()) + ")\n";
+    verdict = "within ±" + number(100 * v.tolerance, 1) + "% (throughput " +
+              percent(v.metrics[0].relative_error()) + ", step time p50 " +
+              percent(v.metrics[1].relative_error()) + ")";
   } else {
-    out += "outside ±" + number(100 * v.tolerance, 1) + "%:";
-    for (const std::string& o : v.outside) out += " " + o + ";";
-    out.back() = '\n';
+    verdict = "outside ±" + number(100 * v.tolerance, 1) + "%:";
+    for (const std::string& o : v.outside) verdict += " " + o + ";";
+    verdict.pop_back();
   }
+  const std::string runs = std::to_string(v.repeats) + (v.repeats == 1 ? " run" : " runs");
+  std::string out;
+  if (markdown) {
+    out += "### " + v.scenario + " (" + v.strategy + ", " + runs + ")\n\n";
+    out += metrics.render(true) + "\n" + phases.render(true) + "\n" + durations.render(true) +
+           "\n" + clients.render(true) + "\nVerdict: " + verdict + ".\n";
+    return out;
+  }
+  out += "predicted (sim) against measured (real, " + runs + "): " + v.strategy + "\n\n";
+  out += metrics.render(false) + "\n" + phases.render(false) + "\n";
+  out += "joined by (role, step, op); 0 = the same distribution, 1 = disjoint:\n";
+  out += durations.render(false) + "\n" + clients.render(false);
+  out += "\nverdict: " + verdict + "\n";
   return out;
+}
+
+}  // namespace
+
+std::string format_validation(const Validation& v, const nlohmann::json* baseline) {
+  return format(v, baseline, false);
+}
+
+std::string format_validation_markdown(const Validation& v, const nlohmann::json* baseline) {
+  return format(v, baseline, true);
 }
 
 }  // namespace replisim::core

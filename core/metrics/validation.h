@@ -100,5 +100,9 @@ Validation validate_runs(const Trace& predicted, const std::vector<const Trace*>
 // shown beside today's ("was +12.0%").
 nlohmann::json validation_to_json(const Validation& v);
 std::string format_validation(const Validation& v, const nlohmann::json* baseline = nullptr);
+// The same as Markdown tables under a "### <scenario> (<strategy>, N runs)" heading
+// (validate --markdown; docs/validation-real.md is made of these).
+std::string format_validation_markdown(const Validation& v,
+                                       const nlohmann::json* baseline = nullptr);
 
 }  // namespace replisim::core

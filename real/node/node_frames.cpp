@@ -265,7 +265,10 @@ uint8_t* Node::tensor_destination(uint32_t peer, const FrameHeader& h) {
   if (h.chunk == 0) {
     in.buffer = std::make_shared<Bytes>(expected_bytes(plan_, p, op));
     in.filled = 0;
-    in.start_s = h.time_s;
+    // The transfer's start: when its first bytes reach this task (the sender queued it at
+    // h.time_s, maybe behind other tensors on the connection and in its socket's buffer), as a
+    // simulated transfer starts when its bytes start to move.
+    in.start_s = std::max(h.time_s, now_s());
   }
   if (!in.buffer) throw FrameError("a tensor chunk without its first");
   if (in.filled + h.length > in.buffer->size()) {

@@ -161,17 +161,8 @@ void Node::send_tensor(int g, int op_index, BufferPtr value, size_t bytes, doubl
         complete(g, op_index);
       };
     }
-    // The transfer starts when its first chunk starts to go out (after the tensors queued
-    // before it on the connection), as the simulation's transfers do.
-    std::function<double()> stamp;
-    if (i == 0) {
-      stamp = [this, alive = std::weak_ptr<bool>(alive_), start_s] {
-        return alive.expired() ? start_s : std::max(start_s, now_s());
-      };
-    }
     ++sent_to_[to];
-    mesh_->send(to, h, value->data() + offset, length, value, std::move(written), slot,
-                std::move(stamp));
+    mesh_->send(to, h, value->data() + offset, length, value, std::move(written), slot);
   }
 }
 

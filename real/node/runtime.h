@@ -97,7 +97,7 @@ struct Part {
 struct Incoming {
   std::shared_ptr<Bytes> buffer;
   size_t filled = 0;
-  double start_s = 0;  // when its first chunk started out (the sender's stamp)
+  double start_s = 0;  // when its first chunk's header arrived here (run clock)
 };
 
 // A restart after a job failure, as the launcher describes it (NodeOptions::resume_path, JSON
