@@ -40,16 +40,22 @@ RulerTicks ruler_ticks(double from_s, double until_s) {
     step *= mantissa < 1.5 ? 2 : (mantissa < 3 ? 2.5 : 2);
   }
   ticks.step_s = step;
-  if (step >= 1 - 1e-12) {
-    ticks.unit_s = 1, ticks.unit = "s";
-  } else if (step >= 1e-3 - 1e-15) {
-    ticks.unit_s = 1e-3, ticks.unit = "ms";
-  } else if (step >= 1e-6 - 1e-18) {
-    ticks.unit_s = 1e-6, ticks.unit = QString::fromUtf8("µs");
-  } else {
-    ticks.unit_s = 1e-9, ticks.unit = "ns";
+  // The largest unit in which the step is at least 0.1 (a 500 µs step reads "156.5 ms").
+  struct Unit {
+    double seconds;
+    const char* name;
+  };
+  static const Unit kUnits[] = {{1, "s"}, {1e-3, "ms"}, {1e-6, "µs"}, {1e-9, "ns"}};
+  const Unit* unit = &kUnits[3];
+  for (const Unit& u : kUnits) {
+    if (step / u.seconds >= 0.1 - 1e-9) {
+      unit = &u;
+      break;
+    }
   }
-  const double in_unit = step / ticks.unit_s;  // 1, 2, 5, 10, ... or 0.1 ... for s
+  ticks.unit_s = unit->seconds;
+  ticks.unit = QString::fromUtf8(unit->name);
+  const double in_unit = step / ticks.unit_s;  // 0.1, 0.2, 0.5, 1, 2, 5, 10, ...
   const int decimals = in_unit >= 1 - 1e-9 ? 0 : int(std::ceil(-std::log10(in_unit) - 1e-9));
   for (double k = std::ceil(from_s / step); k * step <= until_s + 1e-12 * duration; k += 1) {
     const double t = k * step;

@@ -47,7 +47,8 @@ class TimeAxis : public QObject {
 };
 
 // The labelled ticks of a ruler over [from_s, until_s]: a step of 1, 2 or 5 x 10^k seconds chosen
-// so that 5 to 15 ticks fall inside, and the unit (s, ms, µs or ns) their labels are written in.
+// so that 5 to 15 ticks fall inside, and the unit their labels are written in: the largest of s,
+// ms, µs and ns in which the step is at least 0.1 (labels then have at most one decimal).
 struct RulerTicks {
   double step_s = 1;
   double unit_s = 1;  // 1, 1e-3, 1e-6 or 1e-9

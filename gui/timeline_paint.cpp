@@ -15,6 +15,15 @@ namespace {
 QColor text_colour() {
   return QColor(0x20, 0x24, 0x2A);
 }
+// A track's note at its top right, on a light box so that it reads over the track.
+void paint_track_note(QPainter& p, QRect band, const QString& text) {
+  const int width = p.fontMetrics().horizontalAdvance(text) + 8;
+  const QRect box(band.right() - width - 2, band.top(), width, p.fontMetrics().height());
+  p.fillRect(box, QColor(255, 255, 255, 215));
+  p.setPen(QColor(0x20, 0x24, 0x2A));
+  p.drawText(box, Qt::AlignCenter, text);
+}
+
 QColor grid_colour() {
   return QColor(0xDD, 0xE1, 0xE6);
 }
@@ -325,12 +334,11 @@ void TimelineView::paint_counter(QPainter& p, const Geometry& g, const Row& row,
   p.fillPath(path, QColor(0x17, 0x80, 0x3A, 60));
   p.setPen(QPen(category_colour(Category::kUpdate), 1.2));
   p.drawPath(path);
-  p.setPen(text_colour());
-  p.drawText(QRect(band.right() - 260, band.top(), 256, 14), Qt::AlignRight | Qt::AlignTop,
-             QString("%1 to %2 in view (run max %3)")
-                 .arg(low, 0, 'g', 8)
-                 .arg(high, 0, 'g', 8)
-                 .arg(track.max_value, 0, 'g', 8));
+  paint_track_note(p, band,
+                   QString("%1 to %2 in view (run max %3)")
+                       .arg(low, 0, 'g', 8)
+                       .arg(high, 0, 'g', 8)
+                       .arg(track.max_value, 0, 'g', 8));
 }
 
 // A link direction's utilisation per pixel column, 0 to 100 % of the band (above 100 %: the
@@ -346,9 +354,7 @@ void TimelineView::paint_link(QPainter& p, const Geometry& g, const Row& row, QR
     const double h = std::min(1.0, u) * band.height();
     p.fillRect(QRectF(x, band.bottom() + 1 - h, 1, h), u > 1.001 ? colour.darker(150) : colour);
   }
-  p.setPen(text_colour());
-  p.drawText(QRect(band.right() - 160, band.top(), 156, 14), Qt::AlignRight | Qt::AlignTop,
-             QString("peak %1 %").arg(int(std::lround(peak * 100))));
+  paint_track_note(p, band, QString("peak %1 %").arg(int(std::lround(peak * 100))));
 }
 
 // Message arrows of the visible transfers (when there are few enough to read).

@@ -5,7 +5,9 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QImage>
+#include <QPainter>
 #include <QProcess>
+#include <QSvgRenderer>
 #include <filesystem>
 #include <fstream>
 
@@ -76,6 +78,18 @@ TEST(Files, PngAndSvgExportsHoldTheTimeline) {
   EXPECT_TRUE(text.contains("<svg"));
   EXPECT_TRUE(text.contains("fwd/a"));  // the op's label, as text
   EXPECT_FALSE(QFile::exists(png + ".part"));
+  // Drawn back, the SVG has the span's colour where the view has it.
+  QSvgRenderer renderer(svg);
+  ASSERT_TRUE(renderer.isValid());
+  QImage drawn(view.viewport()->size(), QImage::Format_RGB32);
+  drawn.fill(Qt::white);
+  QPainter painter(&drawn);
+  renderer.render(&painter, QRectF(QPointF(0, 0), QSizeF(view.viewport()->size())));
+  painter.end();
+  const int lane = test::lane_named(*view.model(), "worker0", "compute pc1/gpu0");
+  EXPECT_EQ(drawn.pixelColor(int(view.x_of(1.9)), view.lane_middle_y(lane)),
+            category_colour(Category::kForward));
+  EXPECT_EQ(drawn.pixelColor(int(view.x_of(2.6)), view.lane_middle_y(lane)), background_colour());
   EXPECT_THROW(export_png(view, "/nonexistent-folder/x.png"), core::OutputError);
   QFile::remove(png);
   QFile::remove(svg);

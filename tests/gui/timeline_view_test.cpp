@@ -95,6 +95,7 @@ TEST(RulerTicks, PickAUnitAndFiveToFifteenTicks) {
   EXPECT_EQ(ruler_ticks(0, 4e-5).unit, QString::fromUtf8("µs"));
   EXPECT_EQ(ruler_ticks(0, 30).unit, "s");
   EXPECT_EQ(ruler_ticks(0, 30).labels.at(1), "5 s");
+  EXPECT_EQ(ruler_ticks(0.156, 0.160).labels.at(1), "156.5 ms");  // a 500 µs step
 }
 
 }  // namespace
