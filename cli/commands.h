@@ -32,6 +32,7 @@ struct CalibrationProbes {
   // The first CUDA GPU's SGEMM flop/s at the shapes GPU ops use; 0 without one. May be empty.
   std::function<double(double seconds)> gpu_sgemm_flop_per_s;
   std::function<void()> check_isolation;  // throws core::InputError (--isolate)
+  std::function<double(bool shaped)> tcp_one_way_latency_s;
 };
 CalibrationProbes& calibration_probes();
 // calibrate: measures this machine and writes the calibration file scenarios include (--out,

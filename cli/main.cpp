@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
       probes.copy_bytes_per_s = real::calibrate::copy_bytes_per_s;
       probes.gpu_sgemm_flop_per_s = real::calibrate::gpu_sgemm_flop_per_s;
       probes.check_isolation = real::isolate::check_can_isolate;
+      probes.tcp_one_way_latency_s = real::calibrate::tcp_one_way_latency_s;
       code = cli::run_calibrate(args, std::cout);
     } else if (args.command == "validate") {
       code = cli::run_validate(args, std::cout);

@@ -1,6 +1,7 @@
 #include "real/calibrate/microbench.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -8,8 +9,18 @@
 #include <thread>
 #include <vector>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core/backend/backend.h"
+#include "real/backend/launcher.h"
 #include "real/compute/cpu_engine.h"
 #include "real/compute/gpu.h"
+#include "real/isolate/netns.h"
 #include "real/state/optimizer.h"
 
 namespace replisim::real::calibrate {
@@ -78,6 +89,85 @@ double gpu_sgemm_flop_per_s(double seconds) {
   if (!gpu) return 0;
   gpu->execute(1e9, 1);  // warm up: cuBLAS's handle, the first kernels
   return median(rates(seconds, [&gpu] { return gpu->execute(8e9, 1); }));
+}
+
+namespace {
+
+// Connects to `port` at `host` (from the calling thread's network namespace).
+int connect_to(const std::string& host, uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  ::inet_pton(AF_INET, host.c_str(), &a.sin_addr);
+  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    const std::string why = std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+    throw core::BackendError("calibrate: cannot connect to " + host + ": " + why);
+  }
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return fd;
+}
+
+bool exchange(int fd, bool first) {
+  char byte = 1;
+  if (first && ::write(fd, &byte, 1) != 1) return false;
+  if (::read(fd, &byte, 1) != 1) return false;
+  return first || ::write(fd, &byte, 1) == 1;
+}
+
+}  // namespace
+
+double tcp_one_way_latency_s(bool shaped) {
+  std::unique_ptr<isolate::ShapedNetwork> net;
+  int listener = -1;
+  uint16_t port = 0;
+  std::string host = "127.0.0.1";
+  if (shaped) {
+    net = std::make_unique<isolate::ShapedNetwork>(
+        std::vector<isolate::NicShape>{{"a", 125e6, 125e6}, {"b", 125e6, 125e6}});
+    listener = net->listen(0, &port);
+    host = net->address(0);
+  } else {
+    listener = launch::listen_loopback(&port);
+  }
+  constexpr int kRoundTrips = 200;
+  std::thread server([listener] {
+    const int fd = ::accept(listener, nullptr, nullptr);
+    if (fd < 0) return;
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    for (int i = 0; i < kRoundTrips && exchange(fd, false); ++i) {
+    }
+    ::close(fd);
+  });
+  std::vector<double> rtts;
+  std::string error;
+  // The client, in machine b's namespace when shaped (setns moves only this thread).
+  std::thread client([&] {
+    try {
+      if (net && ::setns(net->namespace_fd(1), CLONE_NEWNET) != 0) {
+        error = std::string("setns: ") + std::strerror(errno);
+        return;
+      }
+      const int fd = connect_to(host, port);
+      for (int i = 0; i < kRoundTrips; ++i) {
+        const Clock::time_point t = Clock::now();
+        if (!exchange(fd, true)) break;
+        rtts.push_back(elapsed_s(t));
+      }
+      ::close(fd);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  client.join();
+  if (!error.empty()) ::shutdown(listener, SHUT_RDWR);
+  server.join();
+  ::close(listener);
+  if (!error.empty()) throw core::BackendError(error);
+  return median(rtts) / 2;
 }
 
 double copy_bytes_per_s(double seconds) {

@@ -19,6 +19,11 @@ double sgd_apply_s_per_param(double seconds);
 // repeat); 0 without a GPU (or a build without CUDA).
 double gpu_sgemm_flop_per_s(double seconds);
 
+// Half the median round trip of one byte over TCP (TCP_NODELAY), 200 round trips: between two
+// machines of a shaped network when `shaped` (its own namespaces: root), else over loopback.
+// Throws core::BackendError when a socket fails.
+double tcp_one_way_latency_s(bool shaped);
+
 // memcpy of 64 MiB buffers (out of cache): bytes per second.
 double copy_bytes_per_s(double seconds);
 

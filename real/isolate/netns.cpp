@@ -141,6 +141,30 @@ void check_can_isolate() {
                                  "iproute2 (or run scripts/setup)");
     }
   }
+  // Root is not always enough (a container without CAP_SYS_ADMIN, a kernel without veth or tbf):
+  // a namespace with a shaped veth pair, made and removed.
+  const std::string probe = run_id_of_this_process() + "-probe";
+  std::string output;
+  const std::vector<std::vector<std::string>> steps = {
+      {"ip", "netns", "add", probe},
+      {"ip", "-n", probe, "link", "add", "p0", "type", "veth", "peer", "name", "p1"},
+      {"tc", "-n", probe, "qdisc", "add", "dev", "p0", "root", "tbf", "rate", "1mbit", "burst",
+       "32k", "latency", "100ms"}};
+  std::string failed;
+  for (const std::vector<std::string>& step : steps) {
+    if (run_tool(step, &output) != 0) {
+      for (const std::string& a : step) failed += (failed.empty() ? "" : " ") + a;
+      break;
+    }
+  }
+  run_tool({"ip", "netns", "delete", probe}, nullptr);
+  if (!failed.empty()) {
+    while (!output.empty() && (output.back() == '\n' || output.back() == ' ')) output.pop_back();
+    std::replace(output.begin(), output.end(), '\n', ' ');
+    throw core::InputError(
+        "", "--isolate",
+        "netns cannot shape links on this machine: `" + failed + "` failed: " + output);
+  }
 }
 
 uint64_t tbf_burst_bytes(double rate_bytes_per_s) {

@@ -107,11 +107,16 @@ std::string replace_all(std::string text, const std::string& from, const std::st
   return text;
 }
 
-// Every scenario under scenarios/, as "seed/two_machines.json", sorted.
+// Every scenario under scenarios/, as "seed/two_machines.json", sorted. Not validation/: those
+// describe the machine they run on through its calibration (scripts/validate-real rewrites
+// validation/calibration.json), so their outputs move with it; tests/cli/validate_test.cpp and
+// tests/sim/scenarios_test.cpp check them.
 std::vector<std::string> bundled_scenarios() {
   std::vector<std::string> out;
   const fs::path root = fs::path(REPLISIM_SOURCE_DIR) / "scenarios";
   for (const fs::directory_entry& entry : fs::recursive_directory_iterator(root)) {
+    const std::string relative = fs::relative(entry.path(), root).string();
+    if (relative.rfind("validation/", 0) == 0) continue;
     if (entry.is_regular_file() && entry.path().extension() == ".json") {
       out.push_back(fs::relative(entry.path(), root).string());
     }

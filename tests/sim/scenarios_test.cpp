@@ -127,3 +127,38 @@ TEST(Scenarios, AllScenarioFilesParse) {
 
 }  // namespace
 }  // namespace replisim
+
+namespace replisim {
+namespace {
+
+// scenarios/validation/ (docs/validation-real.md): each takes its devices' speeds and the NIC
+// latency from the bundled calibration, and shows what it says it shows.
+TEST(Scenarios, ValidationScenariosUseTheCalibration) {
+  const core::Scenario one =
+      core::load_scenario(test::scenario_path("validation/one_worker_one_ps.json"));
+  ASSERT_TRUE(one.calibration.is_object());
+  const double cpu = one.calibration["measured"]["sgemm_flop_per_s_one_core_alone"].get<double>();
+  for (const core::MachineSpec& m : one.cluster.machines) {
+    EXPECT_NEAR(m.cpu_speed_flop_per_s, cpu, 0.001 * cpu) << m.name;
+    EXPECT_DOUBLE_EQ(m.nic.bandwidth_bytes_per_s, 125e6) << m.name;  // its own, 1 Gbps
+  }
+  const core::Scenario towers =
+      core::load_scenario(test::scenario_path("validation/worker_two_towers.json"));
+  EXPECT_NEAR(towers.cluster.machines.at(1).gpus.at(1).speed_flop_per_s, cpu, 0.001 * cpu);
+
+  const core::RunMetrics two = run("validation/two_async_workers.json", "between_graph");
+  // Two workers pull and push 25 MB a step each through the PS's 1 Gbit/s NIC: it binds.
+  EXPECT_EQ(two.bottleneck.name.rfind("ps/nic", 0), 0u) << two.bottleneck.name;
+  const core::RunMetrics killed = run("validation/async_worker_killed.json", "between_graph");
+  ASSERT_EQ(killed.faults.size(), 1u);
+  EXPECT_EQ(killed.faults.front().target, "worker1");
+  const core::RunMetrics degraded = run("validation/degraded_link.json", "between_graph");
+  EXPECT_GT(degraded.step_time_s.p95, 1.3 * degraded.step_time_s.p50);  // steps in the window
+  const core::RunMetrics sync = run("validation/sync_two_workers.json", "between_graph");
+  EXPECT_TRUE(sync.synchronous);
+  const core::RunMetrics in_graph = run("validation/in_graph_two_towers.json", "in_graph");
+  EXPECT_GT(in_graph.throughput_samples_per_s, 0);
+}
+
+}  // namespace
+}  // namespace replisim
