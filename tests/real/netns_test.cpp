@@ -146,6 +146,27 @@ TEST(Netns, ALauncherKilledBySigkillLeavesNothingAfterCleanup) {
   EXPECT_EQ(namespaces_with(live.run_id()).size(), 2u) << "a live run's namespaces stay";
 }
 
+// Ctrl-C (SIGINT) during a shaped run: exit 130, and the namespaces go with it.
+TEST(Netns, ACancelledRunRemovesItsNamespaces) {
+  REQUIRE_ISOLATION();
+  test::TempDir dir;
+  const std::string scenario = dir.path() + "/s.json";
+  std::ofstream(scenario) << testing::scenario(1, {{"steps", 100000}}).dump();
+  test::RunningReplisim run({"run", scenario, "--isolate", "netns", "--progress", "json"}, 120);
+  const std::string prefix = std::string(kNamePrefix) + std::to_string(run.pid()) + "-";
+  std::string line;
+  bool started = false;
+  while (!started && run.next_error_line(&line)) {
+    started = line.find("\"global_step\"") != std::string::npos;
+  }
+  ASSERT_TRUE(started) << "the run never reported progress";
+  EXPECT_EQ(namespaces_with(prefix).size(), 3u);
+  run.send_signal(SIGINT);
+  const test::BinaryResult r = run.wait();
+  EXPECT_EQ(r.exit_code, 130) << r.err;
+  EXPECT_TRUE(namespaces_with(prefix).empty());
+}
+
 // A degraded window and a short cut on the worker's NIC, played during a real run: the run ends
 // as planned and records both windows, as the simulation does; no namespace is left.
 TEST(Netns, LinkFaultsArePlayedOnTheShapedLinks) {
