@@ -109,22 +109,31 @@ nlohmann::json layer(const std::string& name, double params, const std::string& 
           {"activation_bytes_per_sample", "4 B"}};
 }
 
-// The real run of `document` (its plan compiled as `args` says, one strategy).
-core::Trace run_real(const nlohmann::json& document, const CliArgs& args, const std::string& dir) {
+// `document` written into `dir` (next to the calibration it may include) and compiled, between-
+// graph, with the scenario's own steps and compute.
+core::Plan plan_of(const nlohmann::json& document, const CliArgs& args, const std::string& dir) {
   const std::string file = dir + "/" + document["name"].get<std::string>() + ".json";
   std::ofstream(file) << document.dump(1) << "\n";
   CliArgs a = args;
   a.strategy = "between_graph";
   a.steps = 0;
   a.scale_compute = 1;
-  const LoadedScenario loaded = load(file);
-  const std::vector<core::Plan> plans = compile_plans(loaded, a);
-  const std::unique_ptr<core::Backend> real = core::create_backend("real");
+  return compile_plans(load(file), a).front();
+}
+
+// The real backend's settings of calibrate's runs.
+core::RunOptions real_options(const CliArgs& args) {
   core::RunOptions options;
   options.cancelled = interrupted;
   options.settings = {{"threads", 1}, {"connect_timeout_s", args.connect_timeout_s}};
   if (!args.isolate.empty()) options.settings["isolate"] = args.isolate;
-  return core::run_to_trace(*real, plans.front(), options);
+  return options;
+}
+
+// The real run of `document`.
+core::Trace run_real(const nlohmann::json& document, const CliArgs& args, const std::string& dir) {
+  const std::unique_ptr<core::Backend> real = core::create_backend("real");
+  return core::run_to_trace(*real, plan_of(document, args, dir), real_options(args));
 }
 
 // The transfers of a run from the PS to the worker (the pulls), after the warm-up steps.
@@ -356,22 +365,13 @@ int run_calibrate(const CliArgs& args, std::ostream& out) {
         transfer_bound, args.isolate.empty() ? kLoopbackNic : kShapedNic, "calibration.json");
     const std::string name = doc["name"];
     log << "calibrate: reference " << name << " (simulated, then run)...\n";
-    const std::string path = dir + "/" + name + ".json";
-    std::ofstream(path) << doc.dump(1) << "\n";
-    CliArgs a = args;
-    a.strategy = "between_graph";
-    a.steps = 0;
-    a.scale_compute = 1;
-    const LoadedScenario loaded = load(path);
-    const core::Plan plan = compile_plans(loaded, a).front();
+    const core::Plan plan = plan_of(doc, args, dir);
     core::RunOptions options;
     options.cancelled = interrupted;
     const core::RunMetrics predicted =
         core::compute_metrics(core::run_to_trace(*sim, plan, options));
-    options.settings = {{"threads", 1}, {"connect_timeout_s", args.connect_timeout_s}};
-    if (!args.isolate.empty()) options.settings["isolate"] = args.isolate;
     const core::RunMetrics measured =
-        core::compute_metrics(core::run_to_trace(*real, plan, options));
+        core::compute_metrics(core::run_to_trace(*real, plan, real_options(args)));
     const double error = (measured.throughput_samples_per_s - predicted.throughput_samples_per_s) /
                          predicted.throughput_samples_per_s;
     references.push_back({{"name", name},

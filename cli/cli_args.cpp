@@ -138,14 +138,28 @@ void add_outputs(CLI::App* sub, CliArgs& args, RawValues& raw, bool native_out) 
   sub->add_flag("--force", args.force, "replace existing output files");
 }
 
-void add_real_knobs(CLI::App* sub, CliArgs& args, RawValues& raw) {
-  sub->add_option("--checkpoint-dir", args.checkpoint_dir,
-                  "where the chief's checkpoints and summaries and the final variables go")
-      ->type_name("DIR");
-  sub->add_option("--threads", raw.threads, "SGEMM threads per op (default 1)")->type_name("N");
+void add_connect_timeout(CLI::App* sub, RawValues& raw) {
   sub->add_option("--connect-timeout", raw.connect_timeout,
                   "seconds for every task to connect (default 30)")
       ->type_name("S");
+}
+
+// run's, validate's and calibrate's --isolate (`what` it shapes).
+void add_isolate(CLI::App* sub, RawValues& raw, const std::string& what) {
+  sub->add_option("--isolate", raw.isolate,
+                  "netns: " + what + " (root; docs/validation-real.md); none: loopback")
+      ->type_name("MODE");
+}
+
+// The real runs' knobs; `checkpoints`: with --checkpoint-dir.
+void add_real_knobs(CLI::App* sub, CliArgs& args, RawValues& raw, bool checkpoints = true) {
+  if (checkpoints) {
+    sub->add_option("--checkpoint-dir", args.checkpoint_dir,
+                    "where the chief's checkpoints and summaries and the final variables go")
+        ->type_name("DIR");
+  }
+  sub->add_option("--threads", raw.threads, "SGEMM threads per op (default 1)")->type_name("N");
+  add_connect_timeout(sub, raw);
 }
 
 // The commands and their flags (docs/cli.md).
@@ -168,10 +182,9 @@ void define(CLI::App& app, CliArgs& args, RawValues& raw) {
   run->add_option("--progress", args.progress, "auto (default), bar, json or none")
       ->type_name("MODE");
   add_real_knobs(run, args, raw);
-  run->add_option("--isolate", raw.isolate,
-                  "netns: each machine in its own network namespace, NICs shaped with tc tbf "
-                  "to the scenario's bandwidth (root; docs/validation-real.md)")
-      ->type_name("MODE");
+  add_isolate(run, raw,
+              "each machine in its own network namespace, NICs shaped with tc tbf to the "
+              "scenario's bandwidth");
 
   CLI::App* node = app.add_subcommand(
       "node", "run one task of a real run (replisim run starts these; docs/real-runs.md)");
@@ -234,31 +247,17 @@ void define(CLI::App& app, CliArgs& args, RawValues& raw) {
   validate->add_flag("--force", args.force, "replace existing output files");
   validate->add_option("--progress", args.progress, "auto (default), bar, json or none")
       ->type_name("MODE");
-  validate->add_option("--threads", raw.threads, "SGEMM threads per op (default 1)")
-      ->type_name("N");
-  validate
-      ->add_option("--connect-timeout", raw.connect_timeout,
-                   "seconds for every task to connect (default 30)")
-      ->type_name("S");
-  validate
-      ->add_option("--isolate", raw.isolate,
-                   "netns: the real runs on shaped network namespaces (root)")
-      ->type_name("MODE");
+  add_real_knobs(validate, args, raw, false);
+  add_isolate(validate, raw, "the real runs on shaped network namespaces");
 
   CLI::App* calibrate = app.add_subcommand(
       "calibrate", "measure this machine into a file scenarios include (docs/validation-real.md)");
   calibrate
       ->add_option("--out", args.calibration_out, "the file to write (default calibration.json)")
       ->type_name("FILE");
-  calibrate
-      ->add_option("--isolate", raw.isolate,
-                   "netns: measure the link shaped to 1 Gbit/s in network namespaces (root)")
-      ->type_name("MODE");
+  add_isolate(calibrate, raw, "measure the link shaped to 1 Gbit/s in network namespaces");
   calibrate->add_flag("--force", args.force, "replace an existing file");
-  calibrate
-      ->add_option("--connect-timeout", raw.connect_timeout,
-                   "seconds for every task to connect (default 30)")
-      ->type_name("S");
+  add_connect_timeout(calibrate, raw);
 
   app.add_subcommand("cleanup",
                      "remove the network namespaces of shaped runs whose launcher is gone");
