@@ -1,4 +1,6 @@
 // TimelineView's painting: the ruler, the rows, the folded spans, instants, tracks and arrows.
+#include <QImage>
+#include <QPaintEngine>
 #include <QPainter>
 #include <QPainterPath>
 #include <algorithm>
@@ -15,6 +17,9 @@ namespace {
 QColor text_colour() {
   return QColor(0x20, 0x24, 0x2A);
 }
+// Spans of one crowded pixel column that choose its colour when folded.
+constexpr int kColumnSamples = 6;
+
 // A track's note at its top right, on a light box so that it reads over the track.
 void paint_track_note(QPainter& p, QRect band, const QString& text) {
   const int width = p.fontMetrics().horizontalAdvance(text) + 8;
@@ -166,13 +171,45 @@ void TimelineView::paint_lane(QPainter& p, const Geometry& g, int lane_index, QR
   const int64_t fold_ns = int64_t(std::ceil(kFoldWidthPx * ns_per_px));
   const int64_t gap_ns = int64_t(std::ceil(ns_per_px));
   p.setPen(Qt::NoPen);
+  // On a raster device the folded columns are collected in one strip of pixels, drawn at once
+  // (a fillRect per column costs more than the walk); a vector device (SVG) gets rectangles.
+  FoldStrip strip;
+  if (p.paintEngine() && p.paintEngine()->type() == QPaintEngine::Raster) {
+    fold_strip_.assign(size_t(std::max(1, g.width)), 0);
+    strip.pixels = fold_strip_.data();
+    strip.width = g.width;
+  }
   for (size_t i = first; i < last;) {
     if (lane.end_ns[i] - lane.start_ns[i] >= fold_ns) {
       paint_span(p, g, lane, i, band, labels);
       ++i;
     } else {
-      i = paint_folded(p, g, lane, {i, last}, {fold_ns, gap_ns}, band, labels);
+      i = paint_folded(p, g, lane, {i, last}, {fold_ns, gap_ns}, band, strip);
     }
+  }
+  if (strip.pixels && strip.until > strip.from) {
+    const QImage pixels(reinterpret_cast<const uchar*>(strip.pixels + strip.from),
+                        strip.until - strip.from, 1, QImage::Format_ARGB32_Premultiplied);
+    p.drawImage(QRect(strip.from, band.top(), strip.until - strip.from, band.height()), pixels);
+  }
+  paint_fold_marks(p, strip.blocks, band, labels);
+}
+
+// Over the folded blocks: a dark line along the top, and the count where it fits.
+void TimelineView::paint_fold_marks(QPainter& p, const std::vector<FoldStrip::Block>& blocks,
+                                    QRect band, bool labels) const {
+  const int top = band.top(), height = band.height();
+  for (const FoldStrip::Block& b : blocks) {
+    if (b.x1 - b.x0 >= 3) p.fillRect(QRectF(b.x0, top, b.x1 - b.x0, 2), fold_colour());
+    if (!labels || b.x1 - b.x0 <= 44) continue;
+    const QString text = QString::fromUtf8("×") + QString::number(qulonglong(b.count));
+    const int w = p.fontMetrics().horizontalAdvance(text) + 6;
+    if (w >= b.x1 - b.x0) continue;
+    const QRectF box(0.5 * (b.x0 + b.x1) - w / 2.0, top + 1, w, height - 2);
+    p.fillRect(box, QColor(255, 255, 255, 210));
+    p.setPen(text_colour());
+    p.drawText(box, Qt::AlignCenter, text);
+    p.setPen(Qt::NoPen);
   }
 }
 
@@ -204,12 +241,12 @@ void TimelineView::paint_span(QPainter& p, const Geometry& g, const LaneSlices& 
 
 // A run of narrow spans from `range.first`, each starting within a pixel of the block so far and
 // narrower than `limits.first` ns (`limits.second`: a pixel, ns): one block, each pixel column in
-// the colour of the category covering most of it, a dark line along its top, its count when that
-// fits. Returns the index after the run.
+// the colour of the category covering most of it (into `strip`, or as rectangles), noted in
+// strip.blocks for paint_fold_marks. Returns the index after the run.
 size_t TimelineView::paint_folded(QPainter& p, const Geometry& g, const LaneSlices& lane,
                                   std::pair<size_t, size_t> range,
                                   std::pair<int64_t, int64_t> limits, QRect band,
-                                  bool labels) const {
+                                  FoldStrip& strip) const {
   const auto [i, last] = range;
   const auto [fold_ns, gap_ns] = limits;
   const int top = band.top(), height = band.height();
@@ -217,9 +254,17 @@ size_t TimelineView::paint_folded(QPainter& p, const Geometry& g, const LaneSlic
   int column = int(std::floor(g.x_ns(lane.start_ns[i])));
   int run_start = column, run_category = -1;
   auto flush_run = [&](int until_column) {  // columns of one colour as one rectangle
-    if (run_category >= 0 && until_column > run_start) {
-      p.fillRect(QRect(run_start, top, until_column - run_start, height),
-                 category_colour(Category(run_category)));
+    if (run_category < 0 || until_column <= run_start) return;
+    const QColor colour = category_colour(Category(run_category));
+    if (strip.pixels == nullptr) {
+      p.fillRect(QRect(run_start, top, until_column - run_start, height), colour);
+      return;
+    }
+    const int from = std::max(0, run_start), until = std::min(strip.width, until_column);
+    std::fill(strip.pixels + std::min(from, until), strip.pixels + until, colour.rgba());
+    if (until > from) {
+      strip.from = strip.until > strip.from ? std::min(strip.from, from) : from;
+      strip.until = std::max(strip.until, until);
     }
   };
   auto end_column = [&]() {
@@ -234,6 +279,7 @@ size_t TimelineView::paint_folded(QPainter& p, const Geometry& g, const LaneSlic
   // The first time of the next pixel column: integer comparisons in the loop.
   auto column_end_ns = [&g](int c) { return core::timeline_ns(g.trace_time(c + 1.0)); };
   int64_t next_column_ns = column_end_ns(column), block_end = lane.end_ns[i];
+  int in_column = 0;
   size_t j = i;
   for (; j < last; ++j) {
     const int64_t s = lane.start_ns[j], e = lane.end_ns[j];
@@ -242,27 +288,33 @@ size_t TimelineView::paint_folded(QPainter& p, const Geometry& g, const LaneSlic
       end_column();
       column = std::max(column + 1, int(std::floor(g.x_ns(s))));
       next_column_ns = column_end_ns(column);
+      in_column = 0;
     }
     covered[size_t(lane.category[j])] += e - s + 1;
     block_end = std::max(block_end, e);
+    // A crowded column: its first kColumnSamples spans choose its colour; jump over the rest (a
+    // lane's spans do not overlap, so only the column's last one can reach past it).
+    if (++in_column == kColumnSamples) {
+      const size_t next =
+          size_t(std::lower_bound(lane.start_ns.begin() + ptrdiff_t(j) + 1,
+                                  lane.start_ns.begin() + ptrdiff_t(last), next_column_ns) -
+                 lane.start_ns.begin());
+      if (next - 1 > j) {
+        const size_t final_in_column = next - 1;
+        if (lane.end_ns[final_in_column] - lane.start_ns[final_in_column] >= fold_ns) {
+          j = final_in_column - 1;  // the wide one ends the block, in the next round
+        } else {
+          block_end = std::max(block_end, lane.end_ns[final_in_column]);
+          j = final_in_column;
+        }
+      }
+    }
   }
   end_column();
   const double x0 = std::max(g.x_ns(lane.start_ns[i]), double(kLabelWidthPx) - 2);
   const double x1 = std::max(g.x_ns(block_end), x0 + 1);
   flush_run(std::max(column + 1, int(std::ceil(x1))));
-  const size_t count = j - i;
-  if (count > 1 && x1 - x0 >= 3) p.fillRect(QRectF(x0, top, x1 - x0, 2), fold_colour());
-  if (labels && count > 1 && x1 - x0 > 44) {
-    const QString text = QString::fromUtf8("×") + QString::number(qulonglong(count));
-    const int w = p.fontMetrics().horizontalAdvance(text) + 6;
-    if (w < x1 - x0) {
-      const QRectF box(0.5 * (x0 + x1) - w / 2.0, top + 1, w, height - 2);
-      p.fillRect(box, QColor(255, 255, 255, 210));
-      p.setPen(text_colour());
-      p.drawText(box, Qt::AlignCenter, text);
-      p.setPen(Qt::NoPen);
-    }
-  }
+  if (j - i > 1) strip.blocks.push_back({x0, x1, j - i});
   return j;
 }
 

@@ -114,9 +114,23 @@ class TimelineView : public QAbstractScrollArea {
   void paint_lane(QPainter& p, const Geometry& g, int lane, QRect band, bool labels) const;
   void paint_span(QPainter& p, const Geometry& g, const LaneSlices& lane, size_t i, QRect band,
                   bool labels) const;
+  // Pixel columns of folded spans collected for one lane (a raster device only).
+  struct FoldStrip {
+    uint32_t* pixels = nullptr;  // premultiplied ARGB, `width` of them; null: paint rectangles
+    int width = 0;
+    int from = 0;  // the columns set: [from, until)
+    int until = 0;
+    struct Block {
+      double x0, x1;  // pixels
+      size_t count;   // spans folded into it
+    };
+    std::vector<Block> blocks;  // marked after the strip is drawn
+  };
+  void paint_fold_marks(QPainter& p, const std::vector<FoldStrip::Block>& blocks, QRect band,
+                        bool labels) const;
   size_t paint_folded(QPainter& p, const Geometry& g, const LaneSlices& lane,
                       std::pair<size_t, size_t> range, std::pair<int64_t, int64_t> limits,
-                      QRect band, bool labels) const;
+                      QRect band, FoldStrip& strip) const;
   void paint_instants(QPainter& p, const Geometry& g) const;
   void paint_counter(QPainter& p, const Geometry& g, const Row& row, QRect band) const;
   void paint_link(QPainter& p, const Geometry& g, const Row& row, QRect band) const;
@@ -134,6 +148,7 @@ class TimelineView : public QAbstractScrollArea {
   std::vector<int> row_of_lane_;     // lane -> row (-1 when collapsed)
   std::vector<int> row_of_process_;  // process -> its header row
   int selected_slice_ = -1;
+  mutable std::vector<uint32_t> fold_strip_;  // painting's scratch (FoldStrip)
   // Dragging: a pan, or a range selection, from where the button went down.
   enum class Drag { kNone, kPending, kPan, kSelect } drag_ = Drag::kNone;
   QPointF drag_origin_;
