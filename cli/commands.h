@@ -24,7 +24,8 @@ inline constexpr int kExitOutsideTolerance = 3;
 int run_validate(const CliArgs& args, std::ostream& out);
 
 // calibrate's in-process microbenchmarks (real/calibrate/microbench.h) and the shaped network's
-// precondition check, set by main() (this library does not link the real backend).
+// precondition check (calibrate's and validate's), set by main() (this library does not link the
+// real backend).
 struct CalibrationProbes {
   std::function<double(int busy_cores, double seconds)> sgemm_flop_per_s;
   std::function<double(double seconds)> sgd_apply_s_per_param;

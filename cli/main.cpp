@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
       probes.tcp_one_way_latency_s = real::calibrate::tcp_one_way_latency_s;
       code = cli::run_calibrate(args, std::cout);
     } else if (args.command == "validate") {
+      cli::calibration_probes().check_isolation = real::isolate::check_can_isolate;
       code = cli::run_validate(args, std::cout);
     } else if (args.command == "cleanup") {
       // The namespaces of shaped runs whose launcher died (run --isolate netns removes its own).

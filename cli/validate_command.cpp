@@ -80,6 +80,10 @@ int run_validate(const CliArgs& args, std::ostream& out) {
     baseline = read_baseline(args.baseline_path);
   }
   const std::vector<core::Plan> plans = compile_plans(loaded, args);
+  // Before any simulation: a shaped network this machine cannot make is bad input now.
+  if (!args.isolate.empty() && calibration_probes().check_isolation) {
+    calibration_probes().check_isolation();
+  }
   const std::unique_ptr<core::Backend> sim = core::create_backend("sim");
   const std::unique_ptr<core::Backend> real = core::create_backend("real");
   nlohmann::json prov = provenance(args, loaded);

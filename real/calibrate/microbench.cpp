@@ -74,7 +74,9 @@ double sgemm_flop_per_s(int busy_cores, double seconds) {
 }
 
 double sgd_apply_s_per_param(double seconds) {
-  const size_t n = 8u << 20;  // 8 Mi floats: 32 MiB
+  // 32 Mi floats (128 MiB each for the variable and the gradient): out of any cache, as a PS's
+  // variables and the gradients that just arrived are.
+  const size_t n = 32u << 20;
   std::vector<float> var(n, 1.0f), grad(n, 0.5f);
   const std::vector<double> per_s = rates(seconds, [&] {
     apply_gradient_descent(var.data(), grad.data(), n, 0.01f);

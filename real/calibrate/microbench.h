@@ -11,8 +11,8 @@ namespace replisim::real::calibrate {
 // core busy, memory bandwidth and turbo shared). Median over the threads and repeats.
 double sgemm_flop_per_s(int busy_cores, double seconds);
 
-// Seconds per parameter of ApplyGradientDescent (real/state/optimizer.h) over a 32 MiB variable
-// (out of cache, as a PS's variables are).
+// Seconds per parameter of ApplyGradientDescent (real/state/optimizer.h) over a 128 MiB variable
+// and gradient (out of cache, as a PS's variables are).
 double sgd_apply_s_per_param(double seconds);
 
 // SGEMM flop/s of the first CUDA GPU at the shapes GPU ops run (gpu_gemm_shapes, 8 GFLOP a
