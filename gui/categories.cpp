@@ -92,6 +92,8 @@ const char* category_name(Category category) {
       return "update";
     case Category::kDropped:
       return "dropped gradient";
+    case Category::kWait:
+      return "waiting in a step";
   }
   return "?";
 }
@@ -126,8 +128,15 @@ QColor category_colour(Category category) {
       return QColor(0x17, 0x80, 0x3A);
     case Category::kDropped:
       return QColor(0x55, 0x55, 0x55);
+    case Category::kWait:
+      return QColor(0x4A, 0x4F, 0x58);
   }
   return Qt::black;
+}
+
+QBrush category_brush(Category category) {
+  if (category == Category::kWait) return QBrush(category_colour(category), Qt::BDiagPattern);
+  return QBrush(category_colour(category));
 }
 
 QColor background_colour() {

@@ -3,6 +3,7 @@
 // Shared by the view, the legend, the statistics of a selection and the tests.
 #pragma once
 
+#include <QBrush>
 #include <QColor>
 #include <cstdint>
 #include <string>
@@ -25,14 +26,17 @@ enum class Category : uint8_t {
   kFault,          // a fault (instant, or a slowdown window)
   kUpdate,         // global_step incremented (instant)
   kDropped,        // a stale gradient dropped (instant)
+  kWait,           // a computing role inside its step with nothing of its own running (derived)
 };
-inline constexpr int kCategoryCount = 13;
+inline constexpr int kCategoryCount = 14;
 
 // The category of `event`.
 Category category_of(const core::TraceEvent& event);
 // "forward", "gradient push", ...: the legend's and the statistics' names.
 const char* category_name(Category category);
 QColor category_colour(Category category);
+// How a category fills a rectangle: its colour, hatched for kWait.
+QBrush category_brush(Category category);
 
 // The colours of what is not an event.
 QColor background_colour();    // an idle lane

@@ -21,6 +21,14 @@ std::pair<size_t, size_t> LaneSlices::overlapping(int64_t from_ns, int64_t until
   return {first, std::max(first, last)};
 }
 
+std::pair<size_t, size_t> WaitLane::overlapping(int64_t from_ns, int64_t until_ns) const {
+  const size_t first =
+      size_t(std::lower_bound(end_ns.begin(), end_ns.end(), from_ns) - end_ns.begin());
+  const size_t last =
+      size_t(std::upper_bound(start_ns.begin(), start_ns.end(), until_ns) - start_ns.begin());
+  return {first, std::max(first, last)};
+}
+
 double CounterTrack::value_at(double t) const {
   const auto it = std::upper_bound(time_s.begin(), time_s.end(), t);
   if (it == time_s.begin()) return 0;
@@ -47,6 +55,7 @@ TimelineModel::TimelineModel(core::Trace trace, std::string source)
   index_lanes();
   build_counters();
   build_links();
+  build_waits();
 }
 
 std::string TimelineModel::title() const {
@@ -209,6 +218,83 @@ void TimelineModel::build_links() {
   }
 }
 
+// Waits of every worker, tower and in-graph client (by the metadata's roles): inside the steps of
+// the client graph its ops belong to.
+void TimelineModel::build_waits() {
+  wait_of_process_.assign(layout_.processes.size(), -1);
+  std::unordered_map<uint32_t, core::RoleKind> kind_of;
+  for (const core::TraceRole& role : trace_->meta.roles) {
+    const uint32_t id = trace_->find(role.name);
+    if (id != core::kNoString) kind_of[id] = role.kind;
+  }
+  std::vector<uint32_t> client_of(layout_.processes.size(), core::kNoString);
+  for (const core::TimelineSlice& s : layout_.slices) {
+    if (!s.receiver_side && client_of[size_t(s.process)] == core::kNoString) {
+      client_of[size_t(s.process)] = s.event->client;
+    }
+  }
+  for (int p = 0; p < process_count(); ++p) {
+    const auto kind = kind_of.find(layout_.processes[size_t(p)].actor);
+    if (kind == kind_of.end() || client_of[size_t(p)] == core::kNoString) continue;
+    if (kind->second == core::RoleKind::kWorker || kind->second == core::RoleKind::kTower ||
+        kind->second == core::RoleKind::kClient) {
+      add_waits_of(p, client_of[size_t(p)]);
+    }
+  }
+}
+
+// The steps of `client` less the union of the process's compute, transfer and checkpoint slices.
+void TimelineModel::add_waits_of(int process, uint32_t client) {
+  std::vector<std::pair<int64_t, int64_t>> steps, busy;
+  for (const core::TimelineSlice& s : layout_.slices) {
+    if (s.event->kind == EventKind::kStep && s.event->actor == client) {
+      steps.push_back({s.start_ns, s.end_ns});
+    } else if (s.process == process &&
+               (s.event->kind == EventKind::kCompute || s.event->kind == EventKind::kTransfer ||
+                s.event->kind == EventKind::kCheckpoint)) {
+      busy.push_back({s.start_ns, s.end_ns});
+    }
+  }
+  if (steps.empty()) return;
+  std::sort(steps.begin(), steps.end());
+  std::sort(busy.begin(), busy.end());
+  std::vector<std::pair<int64_t, int64_t>> merged;  // the union of `busy`
+  for (const auto& b : busy) {
+    if (!merged.empty() && b.first <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, b.second);
+    } else {
+      merged.push_back(b);
+    }
+  }
+  WaitLane lane;
+  lane.process = process;
+  size_t k = 0;
+  for (const auto& [from, until] : steps) {
+    int64_t at = std::max(from, lane.end_ns.empty() ? from : lane.end_ns.back());
+    while (k < merged.size() && merged[k].second <= at) ++k;
+    for (size_t m = k; m < merged.size() && merged[m].first < until && at < until; ++m) {
+      if (merged[m].first > at) {
+        lane.start_ns.push_back(at);
+        lane.end_ns.push_back(merged[m].first);
+      }
+      at = std::max(at, merged[m].second);
+    }
+    if (at < until) {
+      lane.start_ns.push_back(at);
+      lane.end_ns.push_back(until);
+    }
+  }
+  if (lane.start_ns.empty()) return;
+  wait_of_process_[size_t(process)] = int(waits_.size());
+  waits_.push_back(std::move(lane));
+}
+
+const WaitLane* TimelineModel::waits_of(int process) const {
+  if (process < 0 || size_t(process) >= wait_of_process_.size()) return nullptr;
+  const int w = wait_of_process_[size_t(process)];
+  return w < 0 ? nullptr : &waits_[size_t(w)];
+}
+
 int TimelineModel::partner_slice(int slice) const {
   const auto& slices = layout_.slices;
   if (slice < 0 || size_t(slice) >= slices.size()) return -1;
@@ -241,6 +327,21 @@ std::vector<RangeStatistic> TimelineModel::range_statistics(double from_s, doubl
     const double end = (e.flags & core::kEventOpenEnded) ? e.start_s : std::max(e.start_s, e.end_s);
     if (end < from_s || e.start_s > until_s) continue;
     add(e, e.start_s, end);
+  }
+  for (const WaitLane& lane : waits_) {
+    const auto [first, last] =
+        lane.overlapping(core::timeline_ns(from_s), core::timeline_ns(until_s));
+    if (first == last) continue;
+    RangeStatistic& row =
+        table[{int(Category::kWait), layout_.processes[size_t(lane.process)].actor}];
+    row.category = Category::kWait;
+    for (size_t i = first; i < last; ++i) {
+      const double start = double(lane.start_ns[i]) * 1e-9, end = double(lane.end_ns[i]) * 1e-9;
+      ++row.count;
+      row.total_s += std::max(0.0, std::min(end, until_s) - std::max(start, from_s));
+      row.mean_s += end - start;
+      row.max_s = std::max(row.max_s, end - start);
+    }
   }
   std::vector<RangeStatistic> rows;
   for (auto& [key, row] : table) {

@@ -53,8 +53,19 @@ struct LinkTrack {
   double utilisation(double from_s, double until_s) const;
 };
 
+// The stretches a computing role (a worker, tower or in-graph client) spends inside its client's
+// steps with none of its own compute or transfers running: waiting on the network, its peers, the
+// client, a parameter server or a token. Derived from the layout's slices; sorted, disjoint.
+struct WaitLane {
+  int process = -1;
+  std::vector<int64_t> start_ns;
+  std::vector<int64_t> end_ns;
+  // Indices [first, last) of the stretches that overlap [from_ns, until_ns].
+  std::pair<size_t, size_t> overlapping(int64_t from_ns, int64_t until_ns) const;
+};
+
 // Count, time inside the range, mean and max duration of the events of one category and actor
-// that overlap a range. Transfers count once, at their sender.
+// that overlap a range (and of the actor's waits). Transfers count once, at their sender.
 struct RangeStatistic {
   Category category = Category::kOtherOp;
   std::string actor;
@@ -93,6 +104,9 @@ class TimelineModel {
   const std::vector<LinkTrack>& links() const { return links_; }
   static constexpr int kLinkTracks = 4;
 
+  // The wait lane of `process` (nullptr: a parameter server, a sync runner, a role without steps).
+  const WaitLane* waits_of(int process) const;
+
   // For a transfer's sending slice: its receiving slice (and the reverse); -1 when none.
   int partner_slice(int slice) const;
 
@@ -113,6 +127,8 @@ class TimelineModel {
   void index_lanes();
   void build_counters();
   void build_links();
+  void build_waits();
+  void add_waits_of(int process, uint32_t client);
 
   std::unique_ptr<core::Trace> trace_;  // stable address: the layout points into it
   std::string source_;
@@ -121,6 +137,8 @@ class TimelineModel {
   std::vector<std::vector<int>> process_lanes_;
   std::vector<CounterTrack> counters_;
   std::vector<LinkTrack> links_;
+  std::vector<WaitLane> waits_;
+  std::vector<int> wait_of_process_;  // process -> index into waits_ (-1: none)
   double begin_s_ = 0;
   double end_s_ = 0;
   mutable bool metrics_done_ = false;

@@ -111,6 +111,7 @@ void TimelineView::paint_rows(QPainter& p, const Geometry& g) const {
     p.setPen(QColor(0x50, 0x56, 0x60));
     std::string name;
     if (row.type == RowType::kLane) name = model_->lanes()[size_t(row.index)].label;
+    if (row.type == RowType::kWait) name = "waits";
     if (row.type == RowType::kCounter) name = model_->counters()[size_t(row.index)].name;
     if (row.type == RowType::kLink) name = model_->links()[size_t(row.index)].name;
     p.drawText(label.adjusted(16, 0, -4, 0), Qt::AlignVCenter | Qt::AlignLeft,
@@ -118,6 +119,7 @@ void TimelineView::paint_rows(QPainter& p, const Geometry& g) const {
                                           kLabelWidthPx - 20));
     p.setClipRect(canvas.intersected(band));
     if (row.type == RowType::kLane) paint_lane(p, g, row.index, band.adjusted(0, 1, 0, -1), true);
+    if (row.type == RowType::kWait) paint_waits(p, g, row.index, band.adjusted(0, 1, 0, -1));
     if (row.type == RowType::kCounter) paint_counter(p, g, row, band.adjusted(0, 3, 0, -3));
     if (row.type == RowType::kLink) paint_link(p, g, row, band.adjusted(0, 2, 0, -2));
   }
@@ -318,6 +320,44 @@ size_t TimelineView::paint_folded(QPainter& p, const Geometry& g, const LaneSlic
   return j;
 }
 
+// A role's waits, hatched; stretches closer than a pixel merge, and a crowded pixel column is
+// jumped over by binary search.
+void TimelineView::paint_waits(QPainter& p, const Geometry& g, int process, QRect band) const {
+  const WaitLane* lane = model_->waits_of(process);
+  if (lane == nullptr) return;
+  const auto [first, last] = lane->overlapping(core::timeline_ns(g.from_s - offset_s_),
+                                               core::timeline_ns(g.until_s - offset_s_));
+  const QBrush brush = category_brush(Category::kWait);
+  double run_x0 = 0, run_x1 = -1;
+  auto flush = [&] {
+    if (run_x1 >= run_x0)
+      p.fillRect(QRectF(run_x0, band.top(), run_x1 - run_x0, band.height()), brush);
+  };
+  for (size_t i = first; i < last; ++i) {
+    const double x0 = std::max(g.x_ns(lane->start_ns[i]), double(kLabelWidthPx) - 2);
+    double x1 = std::max(std::min(g.x_ns(lane->end_ns[i]), double(g.width) + 2), x0 + 1);
+    if (x1 < std::floor(x0) + 1 && i + 1 < last) {  // the rest of this pixel column at once
+      const int64_t column_end = core::timeline_ns(g.trace_time(std::floor(x0) + 1));
+      const auto begin = lane->start_ns.begin();
+      const size_t final_in_column =
+          size_t(std::lower_bound(begin + ptrdiff_t(i) + 1, begin + ptrdiff_t(last), column_end) -
+                 begin - 1);
+      if (final_in_column > i) {
+        i = final_in_column;
+        x1 = std::max(x1, std::min(g.x_ns(lane->end_ns[i]), double(g.width) + 2));
+      }
+    }
+    if (run_x1 >= run_x0 && x0 <= run_x1 + 1) {
+      run_x1 = std::max(run_x1, x1);
+    } else {
+      flush();
+      run_x0 = x0;
+      run_x1 = x1;
+    }
+  }
+  flush();
+}
+
 // Faults (a red mark and, for a window, a band across the actor's rows), updates (ticks) and
 // dropped gradients (crosses), in their actor's header row.
 void TimelineView::paint_instants(QPainter& p, const Geometry& g) const {
@@ -411,7 +451,7 @@ void TimelineView::paint_link(QPainter& p, const Geometry& g, const Row& row, QR
 
 // Message arrows of the visible transfers (when there are few enough to read).
 void TimelineView::paint_arrows(QPainter& p, const Geometry& g) const {
-  static constexpr size_t kMaxArrows = 1500;
+  static constexpr size_t kMaxArrows = 300;
   const int64_t from_ns = core::timeline_ns(g.from_s - offset_s_);
   const int64_t until_ns = core::timeline_ns(g.until_s - offset_s_);
   std::vector<int> shown;
@@ -436,7 +476,7 @@ void TimelineView::paint_arrow(QPainter& p, const Geometry& g, int slice) const 
   const QPointF from(g.x(send.event->start_s), y0), to(g.x(recv.event->end_s), y1);
   p.setClipRect(canvas_rect_for(g));
   const bool selected = slice == selected_slice_ || partner == selected_slice_;
-  p.setPen(QPen(selected ? QColor(0, 0, 0) : QColor(0x40, 0x40, 0x40, 110), selected ? 1.8 : 0.8));
+  p.setPen(QPen(selected ? QColor(0, 0, 0) : QColor(0x40, 0x40, 0x40, 90), selected ? 1.8 : 0.8));
   p.drawLine(from, to);
   const double angle = std::atan2(to.y() - from.y(), to.x() - from.x());
   const double size = selected ? 8 : 5;

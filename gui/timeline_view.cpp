@@ -163,6 +163,7 @@ void TimelineView::rebuild_rows() {
     for (int lane : model_->lanes_of(p)) {
       row_of_lane_[size_t(lane)] = add(RowType::kLane, p, lane, kLaneHeightPx);
     }
+    if (model_->waits_of(p)) add(RowType::kWait, p, p, kWaitHeightPx);
   }
   if (!model_->links().empty()) {
     add(RowType::kSection, -1, 1, kHeaderHeightPx);

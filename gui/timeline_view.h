@@ -67,6 +67,7 @@ class TimelineView : public QAbstractScrollArea {
   static constexpr int kHeaderHeightPx = 20;
   static constexpr int kCounterHeightPx = 40;
   static constexpr int kLinkHeightPx = 26;
+  static constexpr int kWaitHeightPx = 12;
 
  signals:
   void slice_selected(int slice);
@@ -85,11 +86,11 @@ class TimelineView : public QAbstractScrollArea {
   bool viewportEvent(QEvent* event) override;
 
  private:
-  enum class RowType { kHeader, kLane, kCounter, kLink, kSection };
+  enum class RowType { kHeader, kLane, kWait, kCounter, kLink, kSection };
   struct Row {
     RowType type = RowType::kLane;
     int process = -1;  // header: its process; lane: its lane's
-    int index = -1;    // lane, counter or link track index
+    int index = -1;    // lane, counter or link track index (waits: the process)
     int y = 0;         // top, in content pixels (below the ruler)
     int height = 0;
   };
@@ -133,6 +134,7 @@ class TimelineView : public QAbstractScrollArea {
                       QRect band, FoldStrip& strip) const;
   void paint_instants(QPainter& p, const Geometry& g) const;
   void paint_counter(QPainter& p, const Geometry& g, const Row& row, QRect band) const;
+  void paint_waits(QPainter& p, const Geometry& g, int process, QRect band) const;
   void paint_link(QPainter& p, const Geometry& g, const Row& row, QRect band) const;
   void paint_arrows(QPainter& p, const Geometry& g) const;
   void paint_arrow(QPainter& p, const Geometry& g, int slice) const;

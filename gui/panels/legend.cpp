@@ -32,7 +32,7 @@ int Legend::layout_items(int width, bool paint) {
       y += row_height;
     }
     if (paint) {
-      painter.fillRect(QRect(x, y + (row_height - 12) / 2, 14, 12), category_colour(Category(c)));
+      painter.fillRect(QRect(x, y + (row_height - 12) / 2, 14, 12), category_brush(Category(c)));
       painter.setPen(palette().color(QPalette::WindowText));
       painter.drawText(QRect(x + 19, y, item, row_height), Qt::AlignVCenter | Qt::AlignLeft, name);
     }

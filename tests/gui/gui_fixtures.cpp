@@ -69,6 +69,15 @@ core::Trace tiny_trace(double shift_s) {
   send.message_id = 0;
   trace.events.push_back(send);
   compute("apply/w", core::OpKind::kApply, ps, cpu, 2.5, 2.75);
+  core::TraceEvent step;
+  step.kind = core::EventKind::kStep;
+  step.actor = worker;
+  step.client = worker;
+  step.step = 0;
+  step.start_s = 0.5 + shift_s;
+  step.end_s = 4.5 + shift_s;
+  step.global_step_read = 0;
+  trace.events.push_back(step);
   core::TraceEvent update;
   update.kind = core::EventKind::kUpdate;
   update.op = core::OpKind::kGlobalStepIncrement;
@@ -82,7 +91,7 @@ core::Trace tiny_trace(double shift_s) {
   update.global_step_after = 1;
   update.samples = 32;
   trace.events.push_back(update);
-  trace.outcome.end_s = 4 + shift_s;
+  trace.outcome.end_s = 4.5 + shift_s;
   return trace;
 }
 

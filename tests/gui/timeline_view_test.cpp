@@ -117,12 +117,12 @@ TEST_F(TimelineViewTest, AClickSelectsTheSpanUnderTheCursorAndKeysFitAndZoom) {
   ASSERT_GE(selected, 0);
   EXPECT_EQ(view.model()->trace().str(view.model()->layout().slices[size_t(selected)].event->label),
             "fwd/b");
-  // F fits the run (0 to 4 s, padded); Z zooms to a selected range.
+  // F fits the run (0 to 4.5 s, padded); Z zooms to a selected range.
   QKeyEvent f(QEvent::KeyPress, Qt::Key_F, Qt::NoModifier, "f");
   QApplication::sendEvent(&view, &f);
   EXPECT_LT(view.axis()->from_s(), 0.0);
-  EXPECT_GT(view.axis()->until_s(), 4.0);
-  EXPECT_LT(view.axis()->until_s(), 4.2);
+  EXPECT_GT(view.axis()->until_s(), 4.5);
+  EXPECT_LT(view.axis()->until_s(), 4.6);
   view.select_range(1.0, 2.0);
   QKeyEvent z(QEvent::KeyPress, Qt::Key_Z, Qt::NoModifier, "z");
   QApplication::sendEvent(&view, &z);
