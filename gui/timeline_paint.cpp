@@ -5,6 +5,7 @@
 #include <QPainterPath>
 #include <algorithm>
 #include <array>
+#include <climits>
 #include <cmath>
 
 #include "gui/timeline_view.h"
@@ -17,6 +18,12 @@ namespace {
 QColor text_colour() {
   return QColor(0x20, 0x24, 0x2A);
 }
+// From a line's vertical middle to its baseline, for the painter's font.
+double baseline_offset(const QPainter& p) {
+  const QFontMetricsF metrics(p.font());
+  return (metrics.ascent() - metrics.descent()) / 2;
+}
+
 // Spans of one crowded pixel column that choose its colour when folded.
 constexpr int kColumnSamples = 6;
 
@@ -210,7 +217,8 @@ void TimelineView::paint_fold_marks(QPainter& p, const std::vector<FoldStrip::Bl
     const QRectF box(0.5 * (b.x0 + b.x1) - w / 2.0, top + 1, w, height - 2);
     p.fillRect(box, QColor(255, 255, 255, 210));
     p.setPen(text_colour());
-    p.drawText(box, Qt::AlignCenter, text);
+    // At a baseline: a point needs no text layout, which a rectangle and alignment would.
+    p.drawText(QPointF(box.left() + 3, box.center().y() + baseline_offset(p)), text);
     p.setPen(Qt::NoPen);
   }
 }
@@ -235,9 +243,8 @@ void TimelineView::paint_span(QPainter& p, const Geometry& g, const LaneSlices& 
   const QString text = e.label == core::kNoString
                            ? QString(category_name(c))
                            : QString::fromStdString(model_->trace().str(e.label));
-  const QRectF box(x0 + 2, top, x1 - x0 - 4, height);
-  p.drawText(box, Qt::AlignVCenter | Qt::AlignLeft,
-             p.fontMetrics().elidedText(text, Qt::ElideRight, int(box.width())));
+  const QString shown = p.fontMetrics().elidedText(text, Qt::ElideRight, int(x1 - x0 - 4));
+  if (!shown.isEmpty()) p.drawText(QPointF(x0 + 2, top + height / 2 + baseline_offset(p)), shown);
   p.setPen(Qt::NoPen);
 }
 
@@ -363,10 +370,18 @@ void TimelineView::paint_waits(QPainter& p, const Geometry& g, int process, QRec
 void TimelineView::paint_instants(QPainter& p, const Geometry& g) const {
   p.setClipRect(canvas_rect_for(g));
   const auto& layout = model_->layout();
+  // Per process and kind, the pixel column last marked: one mark per column is enough.
+  std::vector<std::array<int, 2>> marked(layout.processes.size(), {INT_MIN, INT_MIN});
   for (const core::TimelineInstant& instant : layout.instants) {
     const core::TraceEvent& e = *instant.event;
     const int row_index = row_of_process_[size_t(instant.process)];
     if (row_index < 0) continue;
+    if (e.kind == core::EventKind::kUpdate || e.kind == core::EventKind::kDropped) {
+      int& last = marked[size_t(instant.process)][e.kind == core::EventKind::kUpdate ? 0 : 1];
+      const int column = int(std::floor(g.x(e.start_s)));
+      if (column == last) continue;
+      last = column;
+    }
     const Row& header = rows_[size_t(row_index)];
     const int y = g.screen_y(header.y);
     const double x = g.x(e.start_s);
