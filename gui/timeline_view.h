@@ -5,6 +5,7 @@
 // follows the pixels, not the events. Interaction: wheel zooms at the cursor (Shift+wheel
 // scrolls), drag pans, Shift+drag or a drag on the ruler selects a range, a click selects a span
 // or folds/unfolds a group; keys F (fit all), Z (zoom to the selection), A (arrows), +/-.
+// A widget: used from the GUI thread only.
 #pragma once
 
 #include <QAbstractScrollArea>
