@@ -298,7 +298,10 @@ void TimelineView::keyPressEvent(QKeyEvent* event) {
 bool TimelineView::viewportEvent(QEvent* event) {
   if (event->type() == QEvent::ToolTip && model_) {
     auto* help = static_cast<QHelpEvent*>(event);
-    const QString text = tooltip_text(hit_at(help->pos()));
+    const Hit hit = hit_at(help->pos());
+    QString text = tooltip_text(hit);
+    if (text.isEmpty() && hit.row >= 0)
+      text = track_tooltip(rows_[size_t(hit.row)], help->pos().x());
     if (text.isEmpty()) {
       QToolTip::hideText();
     } else {
@@ -337,6 +340,45 @@ TimelineView::Hit TimelineView::hit_at(QPointF point) const {
     if (last - first > 1) hit.folded += int(last - first);
   }
   return hit;
+}
+
+// Over a counter, a link or a waits row: its value at the cursor (a link: over the cursor's
+// pixel column; waits: the stretch under it).
+QString TimelineView::track_tooltip(const Row& row, double x) const {
+  if (x < kLabelWidthPx) return {};
+  const Geometry g = geometry_for(viewport()->size());
+  const double t = g.trace_time(x);
+  const QString at = quantity(t, core::Dimension::kTime);
+  if (row.type == RowType::kCounter) {
+    const CounterTrack& track = model_->counters()[size_t(row.index)];
+    return QString("<b>%1</b> %2 at %3")
+        .arg(QString::fromStdString(track.name))
+        .arg(track.value_at(t), 0, 'g', 10)
+        .arg(at);
+  }
+  if (row.type == RowType::kLink) {
+    const LinkTrack& track = model_->links()[size_t(row.index)];
+    const double u =
+        track.utilisation(g.trace_time(std::floor(x)), g.trace_time(std::floor(x) + 1));
+    return QString("<b>%1</b> %2 % busy at %3 (bandwidth %4)")
+        .arg(QString::fromStdString(track.name))
+        .arg(int(std::lround(u * 100)))
+        .arg(at, quantity(track.bandwidth_bytes_per_s, core::Dimension::kBandwidth));
+  }
+  if (row.type == RowType::kWait) {
+    const WaitLane* lane = model_->waits_of(row.index);
+    const int64_t tolerance = core::timeline_ns(2 * axis_->duration_s() / g.canvas_width());
+    const int64_t ns = core::timeline_ns(t);
+    const auto [first, last] = lane->overlapping(ns - tolerance, ns + tolerance);
+    if (first == last) return {};
+    const double start = double(lane->start_ns[first]) * 1e-9,
+                 end = double(lane->end_ns[first]) * 1e-9;
+    return QString("<b>%1 waits</b> from %2 for %3 (nothing of its own runs in its step)")
+        .arg(QString::fromStdString(model_->process_name(row.index)),
+             quantity(start, core::Dimension::kTime),
+             quantity(end - start, core::Dimension::kTime));
+  }
+  return {};
 }
 
 QString TimelineView::tooltip_text(const Hit& hit) const {

@@ -109,6 +109,7 @@ class TimelineView : public QAbstractScrollArea {
   int content_height() const;
   Hit hit_at(QPointF point) const;
   QString tooltip_text(const Hit& hit) const;
+  QString track_tooltip(const Row& row, double x) const;
 
   void paint_ruler(QPainter& p, const Geometry& g) const;
   void paint_rows(QPainter& p, const Geometry& g) const;

@@ -1,7 +1,9 @@
 // The timeline's pixels and its zoom: what is drawn where, and the wheel zooming at the cursor.
 #include <gtest/gtest.h>
 #include <QApplication>
+#include <QHelpEvent>
 #include <QKeyEvent>
+#include <QToolTip>
 #include <QMouseEvent>
 #include <QWheelEvent>
 
@@ -128,6 +130,33 @@ TEST_F(TimelineViewTest, AClickSelectsTheSpanUnderTheCursorAndKeysFitAndZoom) {
   QApplication::sendEvent(&view, &z);
   EXPECT_NEAR(view.trace_time_at(view.canvas_rect().left()), 0.98, 0.01);
   EXPECT_NEAR(view.axis()->duration_s(), 1.04, 0.01);
+}
+
+}  // namespace
+}  // namespace replisim::gui
+
+namespace replisim::gui {
+namespace {
+
+// From the middle of a role's last lane (its step lane) to the middle of its waits row below.
+constexpr int kWaitRowOffsetPx = (TimelineView::kLaneHeightPx + TimelineView::kWaitHeightPx) / 2;
+
+TEST_F(TimelineViewTest, HoveringASpanOrAWaitShowsWhatItIs) {
+  auto tip_at = [&](QPointF at) {
+    QHelpEvent help(QEvent::ToolTip, at.toPoint(), view.viewport()->mapToGlobal(at.toPoint()));
+    QApplication::sendEvent(view.viewport(), &help);
+    return QToolTip::isVisible() ? QToolTip::text() : QString();
+  };
+  const QString span = tip_at(QPointF(view.x_of(1.5), view.lane_middle_y(lane)));
+  EXPECT_TRUE(span.contains("fwd/a")) << span.toStdString();
+  EXPECT_TRUE(span.contains("duration 1 s")) << span.toStdString();
+  EXPECT_TRUE(span.contains("worker0")) << span.toStdString();
+  // The waits row sits right under worker0's lanes: [2.5, 3] s is a wait.
+  const int step = test::lane_named(*view.model(), "worker0", "step");
+  const QString wait = tip_at(QPointF(view.x_of(2.75), view.lane_middle_y(step) + kWaitRowOffsetPx));
+  EXPECT_TRUE(wait.contains("worker0 waits")) << wait.toStdString();
+  EXPECT_TRUE(wait.contains("500 ms")) << wait.toStdString();
+  QToolTip::hideText();
 }
 
 }  // namespace
