@@ -113,6 +113,7 @@ void MainWindow::connect_files() {
   });
   connect(runner_, &ScenarioRunner::finished, this, [this](const QString& trace) {
     set_busy(false, "");
+    statusBar()->showMessage("simulated " + scenario_ + " (both strategies)", 8000);
     open_paths({trace}, scenario_wait_);
   });
   connect(runner_, &ScenarioRunner::failed, this, [this](const QString& line) {
@@ -269,6 +270,7 @@ void MainWindow::open_paths(const QStringList& paths, bool wait) {
 void MainWindow::run_scenario(const QString& path, bool wait) {
   set_busy(true, "simulating " + path);
   scenario_wait_ = wait;
+  scenario_ = path;
   runner_->start(path);
   if (!wait) return;
   QEventLoop loop;
