@@ -248,12 +248,12 @@ void MainWindow::open_paths(const QStringList& paths, bool wait) {
   }
   ModelList models;
   for (const QString& path : paths) {
+    if (is_scenario(path)) {
+      report_error(path + ": open a scenario on its own (it is simulated, then compared)");
+      return;
+    }
     try {
-      ModelList runs = is_scenario(path) ? ModelList{} : load_trace_file(path.toStdString());
-      if (is_scenario(path)) {
-        report_error(path + ": open a scenario on its own (it is simulated, then compared)");
-        return;
-      }
+      const ModelList runs = load_trace_file(path.toStdString());
       models.insert(models.end(), runs.begin(), runs.end());
     } catch (const std::exception& e) {
       report_error(QString::fromStdString(e.what()));
