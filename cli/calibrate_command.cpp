@@ -266,12 +266,18 @@ int run_calibrate(const CliArgs& args, std::ostream& out) {
   std::ostream& log = std::cerr;
 
   log << "calibrate: SGEMM (one core alone, then all " << cores << " busy)...\n";
-  const double sgemm_one = probes.sgemm_flop_per_s(1, 2.0);
-  const double sgemm_all = probes.sgemm_flop_per_s(int(cores), 2.0);
+  const auto stop_if_cancelled = [] {
+    if (interrupted()) throw core::RunCancelled();
+  };
+  const double sgemm_one = probes.sgemm_flop_per_s(1, 2.0, interrupted);
+  stop_if_cancelled();
+  const double sgemm_all = probes.sgemm_flop_per_s(int(cores), 2.0, interrupted);
+  stop_if_cancelled();
   log << "calibrate: SGD apply and memory copy...\n";
-  const double apply_s_per_param = probes.sgd_apply_s_per_param(1.0);
-  const double copy_bytes_per_s = probes.copy_bytes_per_s(1.0);
-  if (interrupted()) throw core::RunCancelled();
+  const double apply_s_per_param = probes.sgd_apply_s_per_param(1.0, interrupted);
+  stop_if_cancelled();
+  const double copy_bytes_per_s = probes.copy_bytes_per_s(1.0, interrupted);
+  stop_if_cancelled();
 
   // A device of the scenarios is one core of this machine, at the rate of one core alone (with
   // every core busy it is within a few percent on an idle machine; a neighbour's load shows
@@ -300,7 +306,8 @@ int run_calibrate(const CliArgs& args, std::ostream& out) {
 
   const double apply_flop_per_param = apply_s_per_param * cpu_speed;
   double gpu_flop_per_s = 0;
-  if (probes.gpu_sgemm_flop_per_s) gpu_flop_per_s = probes.gpu_sgemm_flop_per_s(2.0);
+  if (probes.gpu_sgemm_flop_per_s) gpu_flop_per_s = probes.gpu_sgemm_flop_per_s(2.0, interrupted);
+  stop_if_cancelled();
   const std::string gpu_speed = rate_text(gpu_flop_per_s > 0 ? gpu_flop_per_s : cpu_speed);
   char hostname[256] = "";
   ::gethostname(hostname, sizeof hostname - 1);
@@ -411,7 +418,8 @@ int run_calibrate(const CliArgs& args, std::ostream& out) {
                 net.transport_cpu_s_per_gib);
   (outputs.writes_standard_output() ? std::cerr : out)
       << text << "\nreference plans (throughput, samples/s)   predicted   measured   error\n"
-      << table << "written: " << out_path << " (scenarios \"include\" it)\n";
+      << table << "written: " << (out_path == "-" ? std::string("to standard output") : out_path)
+      << " (scenarios \"include\" it)\n";
   outputs.write_all();
   return 0;
 }

@@ -342,6 +342,9 @@ std::vector<std::string> flag_names(const CLI::App& sub) {
                            (near.empty() ? "; flags: " + core::join_names(flags)
                                          : "; did you mean " + near + "?"));
     }
+    if (command == "cleanup" || command == "calibrate") {
+      throw InputError("", word, "unexpected argument (" + command + " takes none)");
+    }
     throw InputError("", word, "unexpected argument (one scenario file per run)");
   }
   if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) {

@@ -1,6 +1,7 @@
 #include "cli/commands.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -61,6 +62,44 @@ std::vector<core::Plan> compile_plans(const LoadedScenario& loaded, const CliArg
   return plans;
 }
 
+void refuse_link_faults_on_loopback(const LoadedScenario& loaded, const CliArgs& args) {
+  if (!args.isolate.empty()) return;
+  for (const core::FaultSpec& fault : loaded.scenario.faults) {
+    if (fault.kind != core::FaultKind::kLink) continue;
+    throw core::InputError(loaded.scenario.file_of(fault.json_path), fault.json_path,
+                           "a real run on loopback cannot degrade or cut a link: run it with "
+                           "--isolate netns (shaped links), simulate it, or leave the link fault "
+                           "out");
+  }
+}
+
+core::Trace run_naming_faults(core::Backend& backend, const core::Plan& plan,
+                              const core::RunOptions& options, const LoadedScenario& loaded) {
+  try {
+    return core::run_to_trace(backend, plan, options);
+  } catch (const core::InputError& e) {
+    const std::string prefix = "/faults/";
+    if (!e.file().empty() || e.json_path().rfind(prefix, 0) != 0) throw;
+    const size_t i = size_t(std::strtoul(e.json_path().c_str() + prefix.size(), nullptr, 10));
+    if (i >= plan.faults.size()) throw;
+    // Link and slowdown faults keep the scenario's order among their kind.
+    const std::string& kind = plan.faults[i].kind;
+    const core::FaultKind spec_kind =
+        kind == "link" ? core::FaultKind::kLink : core::FaultKind::kSlowdown;
+    if (kind != "link" && kind != "slowdown") throw;
+    size_t nth = 0;
+    for (size_t f = 0; f < i; ++f) nth += plan.faults[f].kind == kind;
+    for (const core::FaultSpec& spec : loaded.scenario.faults) {
+      if (spec.kind != spec_kind) continue;
+      if (nth-- == 0) {
+        throw core::InputError(loaded.scenario.file_of(spec.json_path), spec.json_path,
+                               e.message());
+      }
+    }
+    throw;
+  }
+}
+
 // --strict: a GPU that cannot hold its share of the plan is bad input, at its "memory" field.
 void require_memory_fits(const core::Scenario& scenario, const core::Plan& plan) {
   for (const core::MemoryCheck& m : core::memory_checks(plan)) {
@@ -112,15 +151,7 @@ int run_on_backend(const CliArgs& args, std::ostream& out, const std::string& ba
   const std::unique_ptr<core::Backend> backend = core::create_backend(backend_name);
   // Every plan first, so that each run's provenance lists all of them.
   const std::vector<core::Plan> plans = compile_plans(loaded, args);
-  if (backend_name == "real" && args.isolate.empty()) {
-    for (const core::FaultSpec& fault : loaded.scenario.faults) {
-      if (fault.kind != core::FaultKind::kLink) continue;
-      throw core::InputError(loaded.scenario.file_of(fault.json_path), fault.json_path,
-                             "run on loopback cannot degrade or cut a link: run it with "
-                             "--isolate netns (shaped links), simulate it, or leave the link "
-                             "fault out");
-    }
-  }
+  if (backend_name == "real") refuse_link_faults_on_loopback(loaded, args);
   runs.provenance = provenance(args, loaded);
   for (const core::Plan& plan : plans) {
     runs.provenance["plan_hashes"][plan.strategy] = core::plan_hash(plan);
@@ -139,7 +170,7 @@ int run_on_backend(const CliArgs& args, std::ostream& out, const std::string& ba
   for (size_t i = 0; i < plans.size(); ++i) {
     if (settings_for) options.settings = settings_for(plans, i);
     progress.start(i, plans.size(), plans[i]);
-    core::Trace trace = core::run_to_trace(*backend, plans[i], options);
+    core::Trace trace = run_naming_faults(*backend, plans[i], options, loaded);
     progress.done();
     // The only figure that can fail on a fresh run is the window: name the scenario field.
     try {

@@ -27,11 +27,12 @@ int run_validate(const CliArgs& args, std::ostream& out);
 // precondition check (calibrate's and validate's), set by main() (this library does not link the
 // real backend).
 struct CalibrationProbes {
-  std::function<double(int busy_cores, double seconds)> sgemm_flop_per_s;
-  std::function<double(double seconds)> sgd_apply_s_per_param;
-  std::function<double(double seconds)> copy_bytes_per_s;
+  using Cancelled = std::function<bool()>;
+  std::function<double(int busy_cores, double seconds, const Cancelled&)> sgemm_flop_per_s;
+  std::function<double(double seconds, const Cancelled&)> sgd_apply_s_per_param;
+  std::function<double(double seconds, const Cancelled&)> copy_bytes_per_s;
   // The first CUDA GPU's SGEMM flop/s at the shapes GPU ops use; 0 without one. May be empty.
-  std::function<double(double seconds)> gpu_sgemm_flop_per_s;
+  std::function<double(double seconds, const Cancelled&)> gpu_sgemm_flop_per_s;
   std::function<void()> check_isolation;  // throws core::InputError (--isolate)
   std::function<double(bool shaped)> tcp_one_way_latency_s;
 };

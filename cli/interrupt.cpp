@@ -25,11 +25,17 @@ InterruptGuard::InterruptGuard() {
   signalled = 0;
   install(SIGINT, &old_int_);
   install(SIGTERM, &old_term_);
+  // A hang-up (the terminal or ssh session gone) and SIGQUIT end a run as Ctrl-C does: nothing
+  // written, every process and network namespace removed.
+  install(SIGHUP, &old_hup_);
+  install(SIGQUIT, &old_quit_);
 }
 
 InterruptGuard::~InterruptGuard() {
   ::sigaction(SIGINT, &old_int_, nullptr);
   ::sigaction(SIGTERM, &old_term_, nullptr);
+  ::sigaction(SIGHUP, &old_hup_, nullptr);
+  ::sigaction(SIGQUIT, &old_quit_, nullptr);
 }
 
 bool interrupted() {

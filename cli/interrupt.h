@@ -1,5 +1,6 @@
-// Ctrl-C (SIGINT) and SIGTERM as a flag that the commands poll: a run in progress stops
-// (RunOptions::cancelled) and outputs not yet in place are not written (OutputFiles::set_cancel).
+// Ctrl-C (SIGINT), SIGTERM, SIGHUP and SIGQUIT as a flag that the commands poll: a run in progress
+// stops (RunOptions::cancelled) and outputs not yet in place are not written
+// (OutputFiles::set_cancel).
 #pragma once
 
 #include <csignal>
@@ -18,9 +19,11 @@ class InterruptGuard {
  private:
   struct sigaction old_int_ {};
   struct sigaction old_term_ {};
+  struct sigaction old_hup_ {};
+  struct sigaction old_quit_ {};
 };
 
-// Whether SIGINT or SIGTERM arrived since the guard was installed.
+// Whether SIGINT, SIGTERM, SIGHUP or SIGQUIT arrived since the guard was installed.
 bool interrupted();
 
 }  // namespace replisim::cli

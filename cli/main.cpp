@@ -3,6 +3,8 @@
 // internal error, 130 cancelled: each with one line on stderr).
 #include <iostream>
 
+#include <unistd.h>
+
 #include "cli/cli_args.h"
 #include "cli/commands.h"
 #include "cli/interrupt.h"
@@ -51,6 +53,11 @@ int main(int argc, char** argv) {
       code = cli::run_validate(args, std::cout);
     } else if (args.command == "cleanup") {
       // The namespaces of shaped runs whose launcher died (run --isolate netns removes its own).
+      if (::geteuid() != 0) {
+        throw core::InputError("", "cleanup",
+                               "needs root to remove network namespaces: run it as root or with "
+                               "sudo");
+      }
       const std::vector<std::string> removed = real::isolate::remove_leftovers();
       for (const std::string& name : removed)
         std::cout << "removed network namespace " << name << "\n";

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_args.h"
+#include "core/backend/backend.h"
 #include "core/plan/plan.h"
 #include "core/scenario/scenario.h"
 
@@ -29,5 +30,14 @@ nlohmann::json provenance(const CliArgs& args, const LoadedScenario& loaded);
 // The plans a command runs: the scenario (with --steps in place of its training.steps) compiled
 // for each selected strategy with --seed and --scale-compute. Throws core::InputError.
 std::vector<core::Plan> compile_plans(const LoadedScenario& loaded, const CliArgs& args);
+
+// A real run on loopback (no --isolate) of a scenario with a link fault: core::InputError at the
+// fault, naming its file.
+void refuse_link_faults_on_loopback(const LoadedScenario& loaded, const CliArgs& args);
+
+// core::run_to_trace, but an InputError the backend raises at a plan's "/faults/<i>" without a
+// file is raised again at the scenario fault it came from, naming its file and path.
+core::Trace run_naming_faults(core::Backend& backend, const core::Plan& plan,
+                              const core::RunOptions& options, const LoadedScenario& loaded);
 
 }  // namespace replisim::cli

@@ -47,13 +47,49 @@ nlohmann::json read_baseline(const std::string& file) {
   if (!j.contains("validations") || !j["validations"].is_array()) {
     throw core::InputError(file, "/validations", "missing, or not a list");
   }
+  // What --baseline reads of each validation: its scenario and strategy, and each row's name and
+  // relative error (a number, or null where there was none).
+  const nlohmann::json& all = j["validations"];
+  for (size_t i = 0; i < all.size(); ++i) {
+    const std::string at = "/validations/" + std::to_string(i);
+    const nlohmann::json& v = all[i];
+    if (!v.is_object() || !v.contains("scenario") || !v["scenario"].is_string() ||
+        !v.contains("strategy") || !v["strategy"].is_string()) {
+      throw core::InputError(file, at, "not a validation (it needs \"scenario\" and \"strategy\")");
+    }
+    for (const char* list : {"metrics", "phases"}) {
+      if (!v.contains(list) || !v[list].is_array()) {
+        throw core::InputError(file, at + "/" + list, "missing, or not a list");
+      }
+      for (size_t r = 0; r < v[list].size(); ++r) {
+        const nlohmann::json& row = v[list][r];
+        const std::string row_at = at + "/" + list + "/" + std::to_string(r);
+        const nlohmann::json* figures =
+            row.is_object() && row.contains("time_per_step_s") ? &row["time_per_step_s"] : &row;
+        if (!row.is_object() || !row.contains("name") || !row["name"].is_string() ||
+            !figures->is_object() || !figures->contains("relative_error") ||
+            !((*figures)["relative_error"].is_number() || (*figures)["relative_error"].is_null())) {
+          throw core::InputError(file, row_at,
+                                 "a row needs \"name\" and a numeric (or null) \"relative_error\"");
+        }
+      }
+    }
+  }
   return j;
 }
 
-const nlohmann::json* baseline_of(const nlohmann::json& baseline, const std::string& strategy) {
+// The baseline's validation of `strategy`, which must be of `scenario`; null when it has none.
+const nlohmann::json* baseline_of(const nlohmann::json& baseline, const std::string& file,
+                                  const std::string& scenario, const std::string& strategy) {
   if (baseline.is_null()) return nullptr;
   for (const nlohmann::json& v : baseline["validations"]) {
-    if (v.is_object() && v.value("strategy", "") == strategy) return &v;
+    if (v["strategy"] != strategy) continue;
+    if (v["scenario"] != scenario) {
+      throw core::InputError(file, "--baseline",
+                             "a validation of scenario \"" + v["scenario"].get<std::string>() +
+                                 "\", not \"" + scenario + "\": compare a scenario with itself");
+    }
+    return &v;
   }
   return nullptr;
 }
@@ -80,6 +116,10 @@ int run_validate(const CliArgs& args, std::ostream& out) {
     baseline = read_baseline(args.baseline_path);
   }
   const std::vector<core::Plan> plans = compile_plans(loaded, args);
+  refuse_link_faults_on_loopback(loaded, args);
+  for (const core::Plan& plan : plans) {
+    baseline_of(baseline, args.baseline_path, loaded.scenario.name, plan.strategy);
+  }
   // Before any simulation: a shaped network this machine cannot make is bad input now.
   if (!args.isolate.empty() && calibration_probes().check_isolation) {
     calibration_probes().check_isolation();
@@ -93,6 +133,7 @@ int run_validate(const CliArgs& args, std::ostream& out) {
     core::Trace predicted;
     std::vector<core::Trace> measured;
     core::Validation validation;
+    const nlohmann::json* baseline = nullptr;  // into `baseline`
   };
   std::vector<Result> results;
   if (!args.json_path.empty()) {
@@ -107,11 +148,9 @@ int run_validate(const CliArgs& args, std::ostream& out) {
     });
   }
   if (!args.markdown_path.empty()) {
-    outputs.add("--markdown", args.markdown_path, [&results, &baseline](std::ostream& file) {
+    outputs.add("--markdown", args.markdown_path, [&results](std::ostream& file) {
       for (const Result& r : results) {
-        file << core::format_validation_markdown(r.validation,
-                                                 baseline_of(baseline, r.validation.strategy))
-             << "\n";
+        file << core::format_validation_markdown(r.validation, r.baseline) << "\n";
       }
     });
   }
@@ -159,24 +198,40 @@ int run_validate(const CliArgs& args, std::ostream& out) {
       }
       options.settings = settings;
       progress.start(run++, runs, plan);
-      result.measured.push_back(core::run_to_trace(*real, plan, options));
+      result.measured.push_back(run_naming_faults(*real, plan, options, loaded));
       progress.done();
     }
     std::vector<const core::Trace*> measured;
     for (const core::Trace& t : result.measured) measured.push_back(&t);
     result.validation =
         core::validate_runs(result.predicted, measured, args.tolerance, args.scenario);
+    result.baseline = baseline_of(baseline, args.baseline_path, result.validation.scenario,
+                                  result.validation.strategy);
     results.push_back(std::move(result));
   }
 
   std::ostream& text = outputs.writes_standard_output() ? std::cerr : out;
+  // A calibration measured on the other kind of network describes other links.
+  const std::string network = args.isolate.empty() ? "loopback" : "netns, tc-shaped NICs";
+  const nlohmann::json& calibration = loaded.scenario.calibration;
+  std::string mismatch;
+  if (calibration.is_object() && calibration.contains("network") &&
+      calibration["network"].is_string() && calibration["network"] != network) {
+    mismatch = "warning: the scenario's calibration was measured on " +
+               calibration["network"].get<std::string>() + ", these runs are on " + network +
+               ": its link figures do not describe them (run calibrate" +
+               (args.isolate.empty() ? "" : " --isolate netns") + " for these)\n";
+  }
   text << "replisim validate: scenario \"" << loaded.scenario.name << "\" (" << args.scenario
-       << "), seed " << args.seed << ", "
-       << (args.isolate.empty() ? "loopback" : "netns, tc-shaped NICs") << "\n";
+       << "), seed " << args.seed << ", " << network << "\n"
+       << mismatch;
   bool within = true;
   for (const Result& r : results) {
-    text << "\n"
-         << core::format_validation(r.validation, baseline_of(baseline, r.validation.strategy));
+    text << "\n" << core::format_validation(r.validation, r.baseline);
+    if (!baseline.is_null() && r.baseline == nullptr) {
+      text << "(the baseline " << args.baseline_path << " has no " << r.validation.strategy
+           << " validation to compare with)\n";
+    }
     within = within && r.validation.within_tolerance;
   }
   outputs.write_all();

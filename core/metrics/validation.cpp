@@ -108,6 +108,17 @@ std::string ms(double s) {
   return number(s * 1e3, 2);
 }
 
+std::string seconds_text(double s) {
+  return format_quantity(s, Dimension::kTime, 4);
+}
+
+// "4.003 s" or "4.001 s .. 4.010 s".
+std::string range_text(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  if (v.front() == v.back()) return seconds_text(v.front());
+  return seconds_text(v.front()) + " .. " + seconds_text(v.back());
+}
+
 // A JSON number, or null for NaN and infinities (JSON has neither).
 nlohmann::json finite(double x) {
   return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json();
@@ -280,7 +291,17 @@ Validation validate_runs(const Trace& predicted, const std::vector<const Trace*>
     m_steps.push_back(window_steps(*measured[r], mm[r]));
     m_times.push_back(phase_times(*measured[r], m_steps.back()));
   }
-  const double p_count = double(std::max<size_t>(1, step_count(p_steps)));
+  const auto nothing_measured = [&source](const std::string& run) {
+    throw InputError(source, "",
+                     run +
+                         " has no step wholly inside its measurement window, so there is nothing "
+                         "to compare: raise --steps (or training.steps)");
+  };
+  if (step_count(p_steps) == 0) nothing_measured("the prediction");
+  for (size_t r = 0; r < m_steps.size(); ++r) {
+    if (step_count(m_steps[r]) == 0) nothing_measured("real run " + std::to_string(r + 1));
+  }
+  const double p_count = double(step_count(p_steps));
   for (int p = 0; p < kPhaseCount; ++p) {
     PhaseComparison c;
     c.phase = Phase(p);
@@ -343,12 +364,68 @@ Validation validate_runs(const Trace& predicted, const std::vector<const Trace*>
     v.clients.push_back(d);
   }
 
+  // Faults and restarts, in the order they struck.
+  for (size_t f = 0; f < pm.faults.size(); ++f) {
+    const FaultRecord& p = pm.faults[f];
+    std::string line = p.description + ": predicted at " + seconds_text(p.start_s);
+    if (p.lost_step >= 0) line += " (lost " + seconds_text(p.lost_work_s) + " of work)";
+    line += ", measured";
+    std::vector<double> at, lost;
+    for (const RunMetrics& m : mm) {
+      if (f < m.faults.size() && m.faults[f].description == p.description) {
+        at.push_back(m.faults[f].start_s);
+        if (m.faults[f].lost_step >= 0) lost.push_back(m.faults[f].lost_work_s);
+      }
+    }
+    line += at.empty() ? " in no run" : " at " + range_text(at);
+    if (!lost.empty()) line += " (lost " + range_text(lost) + " of work)";
+    v.faults.push_back(line);
+  }
+  for (size_t k = 0; k < pm.recoveries.size(); ++k) {
+    const RecoveryRecord& p = pm.recoveries[k];
+    std::vector<double> recovery;
+    std::vector<int64_t> lost;
+    for (const RunMetrics& m : mm) {
+      if (k < m.recoveries.size()) {
+        recovery.push_back(m.recoveries[k].recovery_time_s);
+        lost.push_back(m.recoveries[k].lost_global_steps);
+      }
+    }
+    std::string line = "restart after " + p.cause + ": recovery predicted " +
+                       seconds_text(p.recovery_time_s) + ", " +
+                       std::to_string(p.lost_global_steps) + " global steps lost; measured ";
+    if (recovery.empty()) {
+      line += "in no run";
+    } else {
+      std::sort(lost.begin(), lost.end());
+      line += range_text(recovery) + ", " + std::to_string(lost.front()) +
+              (lost.front() != lost.back() ? ".." + std::to_string(lost.back()) : "") +
+              " global steps lost";
+    }
+    v.faults.push_back(line);
+  }
+  const auto add_warnings = [&v](const std::string& whose, const std::vector<std::string>& w) {
+    for (const std::string& text : w) {
+      const std::string line = whose + ": " + text;
+      if (std::find(v.warnings.begin(), v.warnings.end(), line) == v.warnings.end()) {
+        v.warnings.push_back(line);
+      }
+    }
+  };
+  add_warnings("predicted", pm.warnings);
+  for (size_t r = 0; r < mm.size(); ++r) {
+    add_warnings("real run " + std::to_string(r + 1), mm[r].warnings);
+  }
+
   v.within_tolerance = true;
   for (size_t i : {size_t(0), size_t(1)}) {
     const double e = v.metrics[i].relative_error();
     if (!(std::fabs(e) <= tolerance)) {
       v.within_tolerance = false;
-      v.outside.push_back(v.metrics[i].name + " " + percent(e));
+      std::string name = v.metrics[i].name;
+      const size_t unit = name.find(" (");
+      if (unit != std::string::npos) name.erase(unit);  // "step time p50", "throughput"
+      v.outside.push_back(name + " " + percent(e));
     }
   }
   return v;
@@ -377,6 +454,8 @@ nlohmann::json validation_to_json(const Validation& v) {
                            {"measured_p50_s", p.measured_p50_s},
                            {"measured_p95_s", p.measured_p95_s}});
   }
+  j["faults"] = v.faults;
+  j["warnings"] = v.warnings;
   j["clients"] = nlohmann::json::array();
   for (const StepDistribution& d : v.clients) {
     j["clients"].push_back({{"client", d.client},
@@ -488,13 +567,31 @@ std::string format(const Validation& v, const nlohmann::json* baseline, bool mar
   if (markdown) {
     out += "### " + v.scenario + " (" + v.strategy + ", " + runs + ")\n\n";
     out += metrics.render(true) + "\n" + phases.render(true) + "\n" + durations.render(true) +
-           "\n" + clients.render(true) + "\nVerdict: " + verdict + ".\n";
+           "\n" + clients.render(true);
+    if (!v.faults.empty()) {
+      out += "\nFaults and restarts:\n\n";
+      for (const std::string& f : v.faults) out += "- " + f + "\n";
+    }
+    if (!v.warnings.empty()) {
+      out += "\nWarnings:\n\n";
+      for (const std::string& w : v.warnings) out += "- " + w + "\n";
+    }
+    out += "\nVerdict: " + verdict + ".\n";
     return out;
   }
   out += "predicted (sim) against measured (real, " + runs + "): " + v.strategy + "\n\n";
   out += metrics.render(false) + "\n" + phases.render(false) + "\n";
-  out += "joined by (role, step, op); 0 = the same distribution, 1 = disjoint:\n";
-  out += durations.render(false) + "\n" + clients.render(false);
+  out += "ops joined by (role, step, op):\n" + durations.render(false) + "\n";
+  out +=
+      "step times per client (Kolmogorov-Smirnov distance: 0 the same distribution, 1 "
+      "disjoint):\n" +
+      clients.render(false);
+  if (!v.faults.empty()) {
+    out += "\nfaults and restarts:\n";
+    for (const std::string& f : v.faults) out += "  " + f + "\n";
+  }
+  for (const std::string& w : v.warnings)
+    out += "warning (" + w.substr(0, w.find(':')) + ")" + w.substr(w.find(':')) + "\n";
   out += "\nverdict: " + verdict + "\n";
   return out;
 }

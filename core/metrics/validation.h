@@ -79,6 +79,11 @@ struct Validation {
                                   // bytes per PS (max)
   std::vector<PhaseComparison> phases;  // the six phases, in Phase order
   std::vector<StepDistribution> clients;
+  // The faults and restarts of the runs, predicted against measured, a line each ("worker1
+  // dies: predicted at 4.000 s (lost 350 ms of work), measured at 4.003 s (lost 280 ms ..
+  // 410 ms)"); and the runs' own warnings (too few measured steps, ...), each once, saying whose.
+  std::vector<std::string> faults;
+  std::vector<std::string> warnings;
   double tolerance = 0;  // relative (0.08: 8%)
   // Within tolerance: throughput and step time p50 errors (the headline figures; the others are
   // listed with their errors for a person to judge).
@@ -90,8 +95,9 @@ struct Validation {
 double ks_distance(std::vector<double> a, std::vector<double> b);
 
 // Compares `predicted` (its metrics computed from it) with `measured` (one trace per repeat, of
-// the same plan). Throws InputError(source, ...) as compute_metrics does, and when `measured` is
-// empty or a trace is of another plan (meta.plan_hash differs).
+// the same plan). Throws InputError(source, ...) as compute_metrics does, when `measured` is
+// empty or a trace is of another plan (meta.plan_hash differs), and when a run has no step wholly
+// inside its measurement window (there is then nothing to compare).
 Validation validate_runs(const Trace& predicted, const std::vector<const Trace*>& measured,
                          double tolerance, const std::string& source = "<trace>");
 

@@ -209,6 +209,25 @@ ClusterSpec parse_cluster(const JsonCursor& c) {
     defaults->check_keys({"cpu", "gpu", "nic", "pcie"});
     if (defaults->has("cpu")) defaults->at("cpu").check_keys({"speed", "cores"});
     if (defaults->has("gpu")) defaults->at("gpu").check_keys({"speed", "memory"});
+    // Every default is checked, used or not: a shared calibration is valid for every scenario or
+    // none.
+    const auto check = [&defaults](const char* object, const char* key, Dimension dimension,
+                                   double lo, double hi) {
+      if (defaults->has(object) && defaults->at(object).has(key)) {
+        defaults->at(object).at(key).as_quantity_in(dimension, lo, hi);
+      }
+    };
+    check("cpu", "speed", Dimension::kFlopRate, limits::kMinSpeedFlopPerS,
+          limits::kMaxSpeedFlopPerS);
+    check("gpu", "speed", Dimension::kFlopRate, limits::kMinSpeedFlopPerS,
+          limits::kMaxSpeedFlopPerS);
+    check("gpu", "memory", Dimension::kBytes, 1, limits::kMaxGpuMemoryBytes);
+    check("nic", "bandwidth", Dimension::kBandwidth, limits::kMinBandwidthBytesPerS,
+          limits::kMaxBandwidthBytesPerS);
+    check("nic", "latency", Dimension::kTime, 0, limits::kMaxLatencyS);
+    if (defaults->has("cpu") && defaults->at("cpu").has("cores")) {
+      defaults->at("cpu").at("cores").as_int(1, limits::kMaxCpuCores);
+    }
     if (defaults->has("nic")) defaults->at("nic").check_keys({"bandwidth", "latency"});
   }
   for (size_t i = 0; i < machines.size(); ++i) {

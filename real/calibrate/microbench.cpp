@@ -41,10 +41,11 @@ double median(std::vector<double> v) {
 
 // Repeats `once` (which returns the work it did) for about `seconds`; the rate of each repeat.
 template <typename F>
-std::vector<double> rates(double seconds, F once) {
+std::vector<double> rates(double seconds, F once, const std::function<bool()>& cancelled) {
   std::vector<double> out;
   const Clock::time_point begin = Clock::now();
   do {
+    if (cancelled && cancelled()) break;
     const Clock::time_point t = Clock::now();
     const double work = once();
     const double s = elapsed_s(t);
@@ -55,7 +56,7 @@ std::vector<double> rates(double seconds, F once) {
 
 }  // namespace
 
-double sgemm_flop_per_s(int busy_cores, double seconds) {
+double sgemm_flop_per_s(int busy_cores, double seconds, const std::function<bool()>& cancelled) {
   configure_blas();
   busy_cores = std::max(1, busy_cores);
   // 64 blocks of 128 (268 MFLOP, a few milliseconds) per repeat.
@@ -64,7 +65,8 @@ double sgemm_flop_per_s(int busy_cores, double seconds) {
   std::vector<std::thread> threads;
   for (int t = 0; t < busy_cores; ++t) {
     threads.emplace_back([&, t] {
-      per_thread[size_t(t)] = rates(seconds, [flop] { return execute_flop(flop, 1); });
+      per_thread[size_t(t)] = rates(
+          seconds, [flop] { return execute_flop(flop, 1); }, cancelled);
     });
   }
   for (std::thread& t : threads) t.join();
@@ -73,24 +75,28 @@ double sgemm_flop_per_s(int busy_cores, double seconds) {
   return median(all);
 }
 
-double sgd_apply_s_per_param(double seconds) {
+double sgd_apply_s_per_param(double seconds, const std::function<bool()>& cancelled) {
   // 32 Mi floats (128 MiB each for the variable and the gradient): out of any cache, as a PS's
   // variables and the gradients that just arrived are.
   const size_t n = 32u << 20;
   std::vector<float> var(n, 1.0f), grad(n, 0.5f);
-  const std::vector<double> per_s = rates(seconds, [&] {
-    apply_gradient_descent(var.data(), grad.data(), n, 0.01f);
-    return double(n);
-  });
-  return 1.0 / median(per_s);
+  const std::vector<double> per_s = rates(
+      seconds,
+      [&] {
+        apply_gradient_descent(var.data(), grad.data(), n, 0.01f);
+        return double(n);
+      },
+      cancelled);
+  return per_s.empty() ? 0 : 1.0 / median(per_s);
 }
 
-double gpu_sgemm_flop_per_s(double seconds) {
+double gpu_sgemm_flop_per_s(double seconds, const std::function<bool()>& cancelled) {
   std::string why_not;
   const std::unique_ptr<GpuDevice> gpu = open_gpu(0, &why_not);
   if (!gpu) return 0;
   gpu->execute(1e9, 1);  // warm up: cuBLAS's handle, the first kernels
-  return median(rates(seconds, [&gpu] { return gpu->execute(8e9, 1); }));
+  return median(rates(
+      seconds, [&gpu] { return gpu->execute(8e9, 1); }, cancelled));
 }
 
 namespace {
@@ -172,14 +178,17 @@ double tcp_one_way_latency_s(bool shaped) {
   return median(rtts) / 2;
 }
 
-double copy_bytes_per_s(double seconds) {
+double copy_bytes_per_s(double seconds, const std::function<bool()>& cancelled) {
   const size_t bytes = 64u << 20;
   std::vector<char> a(bytes, 1), b(bytes, 2);
-  return median(rates(seconds, [&] {
-    std::memcpy(b.data(), a.data(), bytes);
-    std::swap(a, b);
-    return double(bytes);
-  }));
+  return median(rates(
+      seconds,
+      [&] {
+        std::memcpy(b.data(), a.data(), bytes);
+        std::swap(a, b);
+        return double(bytes);
+      },
+      cancelled));
 }
 
 }  // namespace replisim::real::calibrate

@@ -1,23 +1,27 @@
 // The in-process microbenchmarks of `replisim calibrate` (docs/validation-real.md, "Calibrate"):
 // what one core of this machine sustains on the work real runs do — SGEMM in the blocks the CPU
 // engine executes, a PS's SGD apply, a memory copy. Each runs for about `seconds` of wall time
-// and reports the median of its repeats (a neighbour's load moves the mean more than the median).
+// and reports the median of its repeats (a neighbour's load moves the mean more than the median);
+// `cancelled` (polled between repeats, every few milliseconds) true ends it early.
 #pragma once
+
+#include <functional>
 
 namespace replisim::real::calibrate {
 
 // SGEMM flop/s of one core running the CPU engine's blocks (execute_flop, kGemmBlock), while
 // `busy_cores` - 1 other threads run the same (1: the core alone; the machine's core count: every
 // core busy, memory bandwidth and turbo shared). Median over the threads and repeats.
-double sgemm_flop_per_s(int busy_cores, double seconds);
+double sgemm_flop_per_s(int busy_cores, double seconds,
+                        const std::function<bool()>& cancelled = {});
 
 // Seconds per parameter of ApplyGradientDescent (real/state/optimizer.h) over a 128 MiB variable
 // and gradient (out of cache, as a PS's variables are).
-double sgd_apply_s_per_param(double seconds);
+double sgd_apply_s_per_param(double seconds, const std::function<bool()>& cancelled = {});
 
 // SGEMM flop/s of the first CUDA GPU at the shapes GPU ops run (gpu_gemm_shapes, 8 GFLOP a
 // repeat); 0 without a GPU (or a build without CUDA).
-double gpu_sgemm_flop_per_s(double seconds);
+double gpu_sgemm_flop_per_s(double seconds, const std::function<bool()>& cancelled = {});
 
 // Half the median round trip of one byte over TCP (TCP_NODELAY), 200 round trips: between two
 // machines of a shaped network when `shaped` (its own namespaces: root), else over loopback.
@@ -25,6 +29,6 @@ double gpu_sgemm_flop_per_s(double seconds);
 double tcp_one_way_latency_s(bool shaped);
 
 // memcpy of 64 MiB buffers (out of cache): bytes per second.
-double copy_bytes_per_s(double seconds);
+double copy_bytes_per_s(double seconds, const std::function<bool()>& cancelled = {});
 
 }  // namespace replisim::real::calibrate

@@ -168,7 +168,8 @@ void check_can_isolate() {
 }
 
 uint64_t tbf_burst_bytes(double rate_bytes_per_s) {
-  return std::max<uint64_t>(32 * 1024, uint64_t(std::ceil(rate_bytes_per_s * 1e-3)));
+  const double one_ms = std::ceil(rate_bytes_per_s * 1e-3);
+  return uint64_t(std::clamp(one_ms, double(kMinTbfBurstBytes), double(kMaxTbfBurstBytes)));
 }
 
 ShapedNetwork::ShapedNetwork(const std::vector<NicShape>& nics)
@@ -233,12 +234,11 @@ void ShapedNetwork::shape(size_t i, const char* verb, double factor) {
   // latency: the most a packet may wait in tbf's queue (its length), generous enough that TCP
   // sees the rate rather than drops.
   ip_or_throw({"tc", "-n", namespace_name(i), "qdisc", verb, "dev", "eth0", "root", "tbf", "rate",
-               up, "burst", std::to_string(tbf_burst_bytes(nics_[i].up_bytes_per_s * factor)),
-               "latency", "100ms"});
+               up, "burst", std::to_string(tbf_burst_bytes(nics_[i].up_bytes_per_s)), "latency",
+               "100ms"});
   ip_or_throw({"tc", "-n", switch_namespace(), "qdisc", verb, "dev", "m" + std::to_string(i),
                "root", "tbf", "rate", down, "burst",
-               std::to_string(tbf_burst_bytes(nics_[i].down_bytes_per_s * factor)), "latency",
-               "100ms"});
+               std::to_string(tbf_burst_bytes(nics_[i].down_bytes_per_s)), "latency", "100ms"});
 }
 
 void ShapedNetwork::set_nic_factor(size_t machine, double factor) {

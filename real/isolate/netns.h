@@ -47,8 +47,13 @@ struct NicShape {
 inline constexpr double kTbfBytesPerWireByte = 1514.0 / 1538.0;
 inline constexpr double kTcpGoodputFraction = 1448.0 / 1538.0;
 
-// tc tbf's burst for a rate: 1 ms of traffic, at least 32 KiB (a veth's segmentation offload
-// hands tbf packets of up to 64 KiB, which tbf splits when they exceed the burst). Bytes.
+// tc tbf's burst for a NIC of a rate: 1 ms of traffic, at least kMinTbfBurstBytes and at most
+// kMaxTbfBurstBytes. At least the largest packet a veth hands tbf (a 64 KiB segmentation-offload
+// packet and its headers): a packet larger than the burst can never leave, so a degraded window
+// keeps the NIC's full-rate burst and changes only the rate. At most what tc accepts for a burst
+// (a NIC of terabytes per second is not shaped any tighter: a veth does not go that fast).
+inline constexpr uint64_t kMinTbfBurstBytes = 96 * 1024;
+inline constexpr uint64_t kMaxTbfBurstBytes = 256u << 20;
 uint64_t tbf_burst_bytes(double rate_bytes_per_s);
 
 // A run's shaped network, made by the constructor and removed by the destructor (and, should the

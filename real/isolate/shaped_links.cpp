@@ -1,5 +1,7 @@
 #include "real/isolate/shaped_links.h"
 
+#include <algorithm>
+
 #include "core/base/error.h"
 #include "core/base/units.h"
 #include "real/transport/mesh.h"
@@ -29,24 +31,44 @@ int machine_of_nic(const core::Plan& plan, int link) {
 
 void check_link_faults(const core::Plan& plan, const std::string& file) {
   const double silence_s = MeshConfig{}.silence_timeout_s;
+  struct Cut {
+    double from_s, until_s;
+    size_t fault;
+  };
+  std::vector<Cut> cuts;
   for (size_t f = 0; f < plan.faults.size(); ++f) {
     const core::PlanFault& fault = plan.faults[f];
     if (fault.kind != "link") continue;
-    const std::string path = "/faults/" + std::to_string(f);
     if (machine_of_nic(plan, fault.link) < 0) {
-      throw core::InputError(file, path,
+      throw core::InputError(file, "/faults/" + std::to_string(f),
                              "\"" + fault.description +
                                  "\": a shaped network shapes each machine's NIC, not the "
                                  "switch: put the fault on a machine's NIC (\"<machine>/nic\")");
     }
-    if (fault.factor <= 0 && (fault.open_ended || fault.until_s - fault.from_s >= silence_s)) {
+    if (fault.factor <= 0) {
+      cuts.push_back({fault.from_s, fault.until_s, f});
+    }
+  }
+  // Cuts that overlap or follow each other (on any NICs: a path crosses two) are one outage.
+  std::sort(cuts.begin(), cuts.end(),
+            [](const Cut& a, const Cut& b) { return a.from_s < b.from_s; });
+  for (size_t i = 0; i < cuts.size();) {
+    double until_s = cuts[i].until_s;
+    size_t j = i + 1;
+    while (j < cuts.size() && cuts[j].from_s <= until_s)
+      until_s = std::max(until_s, cuts[j++].until_s);
+    if (until_s - cuts[i].from_s >= silence_s) {
+      const core::PlanFault& first = plan.faults[cuts[i].fault];
       throw core::InputError(
-          file, path,
-          "\"" + fault.description + "\": a real run can cut a link for less than " +
+          file, "/faults/" + std::to_string(cuts[i].fault),
+          "\"" + first.description + "\"" +
+              (j - i > 1 ? " with the cuts that overlap or follow it" : "") +
+              ": a real run can cut links for less than " +
               core::format_quantity(silence_s, core::Dimension::kTime) +
-              " (a peer silent that long is declared lost and the job fails, where the "
+              " at a time (a peer silent that long is declared lost and the job fails, where the "
               "simulator holds the transfers until the link returns): shorten the cut");
     }
+    i = j;
   }
 }
 

@@ -17,13 +17,16 @@ using test::TempDir;
 
 // One PS, one worker computing on its CPU, small enough to run in a second.
 nlohmann::json small_real(int steps = 10) {
-  return test::scenario_json(
-      {test::machine("ps", "50 GFLOPS", {}, "10 Gbps"),
-       test::machine("w0", "50 GFLOPS", {}, "10 Gbps")},
-      test::one_layer_model(1e5, "2 MFLOP"),
-      {{"replicas", {"w0/cpu"}}, {"ps", {"ps/cpu"}}, {"client", "w0"}, {"steps", steps},
-       {"warmup_steps", 2}, {"batch_per_replica", 4}},
-      "ideal", "100 Gbps");
+  return test::scenario_json({test::machine("ps", "50 GFLOPS", {}, "10 Gbps"),
+                              test::machine("w0", "50 GFLOPS", {}, "10 Gbps")},
+                             test::one_layer_model(1e5, "2 MFLOP"),
+                             {{"replicas", {"w0/cpu"}},
+                              {"ps", {"ps/cpu"}},
+                              {"client", "w0"},
+                              {"steps", steps},
+                              {"warmup_steps", 2},
+                              {"batch_per_replica", 4}},
+                             "ideal", "100 Gbps");
 }
 
 void expect_one_line_exit_two(const std::vector<std::string>& args, const std::string& needle) {
@@ -54,15 +57,60 @@ TEST(Validate, BadInputExitsTwoInOneLine) {
   const std::string inc = dir.write("inc.json", including.dump());
   expect_one_line_exit_two({"validate", inc}, calibration + ": /calibration/version");
   expect_one_line_exit_two({"simulate", inc}, "run replisim calibrate again");
+  // A link fault needs shaped links: named in the scenario, before anything runs.
+  nlohmann::json faulty = small_real();
+  faulty["faults"] = {{{"kind", "link"}, {"link", "w0/nic"}, {"from", "1 s"}, {"factor", 0.5}}};
+  const std::string fault_file = dir.write("fault.json", faulty.dump());
+  expect_one_line_exit_two({"validate", fault_file}, fault_file + ": /faults/0");
+  expect_one_line_exit_two({"run", fault_file}, fault_file + ": /faults/0");
+  // A baseline of another scenario.
+  const std::string other_scenario =
+      dir.write("v-other.json", R"({"format": "replisim-validation", "version": 1, "validations": [
+        {"scenario": "another", "strategy": "between_graph", "metrics": [], "phases": []}]})");
+  expect_one_line_exit_two({"validate", s, "--baseline", other_scenario}, "not \"");
+  const std::string bad_row =
+      dir.write("v-bad.json", R"J({"format": "replisim-validation", "version": 1, "validations": [
+        {"scenario": "s", "strategy": "between_graph", "phases": [],
+         "metrics": [{"name": "throughput (samples/s)", "relative_error": "x"
+}]
+}]
+})J");
+  expect_one_line_exit_two({"validate", s, "--baseline", bad_row},
+                           bad_row + ": /validations/0/metrics/0");
+  expect_one_line_exit_two({"cleanup", "extra"}, "cleanup takes none");
+}
+
+// Nothing inside the measurement window: nothing to compare, bad input (not a pass). Synchronous
+// training one step past its warm-up: the global step moves, no worker step lies in the window.
+TEST(Validate, RunsWithoutMeasuredStepsAreRefused) {
+  TempDir dir;
+  nlohmann::json doc = test::scenario_json({test::machine("ps", "50 GFLOPS", {}, "10 Gbps"),
+                                            test::machine("w0", "50 GFLOPS", {}, "10 Gbps"),
+                                            test::machine("w1", "50 GFLOPS", {}, "10 Gbps")},
+                                           test::one_layer_model(1e5, "2 MFLOP"),
+                                           {{"replicas", {"w0/cpu", "w1/cpu"}},
+                                            {"ps", {"ps/cpu"}},
+                                            {"client", "w0"},
+                                            {"steps", 6},
+                                            {"warmup_steps", 5},
+                                            {"batch_per_replica", 4},
+                                            {"sync", "sync"}},
+                                           "ideal", "100 Gbps");
+  const std::string s = dir.write("s.json", doc.dump());
+  const test::BinaryResult r =
+      run_replisim({"validate", s, "--repeat", "1", "--progress", "none"}, 120);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("nothing to compare"), std::string::npos) << r.err;
 }
 
 TEST(Validate, ComparesTheRealRunsWithThePrediction) {
   TempDir dir;
   const std::string s = dir.write("s.json", small_real(12).dump());
-  const test::BinaryResult r = run_replisim(
-      {"validate", s, "--repeat", "2", "--progress", "none", "--tolerance", "10", "--json",
-       dir.file("v.json"), "--trace", dir.file("v.trace.json")},
-      180);
+  const test::BinaryResult r =
+      run_replisim({"validate", s, "--repeat", "2", "--progress", "none", "--tolerance", "10",
+                    "--json", dir.file("v.json"), "--trace", dir.file("v.trace.json")},
+                   180);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("predicted (sim) against measured (real, 2 runs): between_graph"),
             std::string::npos)
@@ -86,10 +134,10 @@ TEST(Validate, ComparesTheRealRunsWithThePrediction) {
   EXPECT_NE(trace.find("\"measured worker0\""), std::string::npos);
   // A tolerance the runs cannot meet: exit 3, the report and the files written all the same;
   // the baseline shows the earlier errors.
-  const test::BinaryResult tight = run_replisim(
-      {"validate", s, "--repeat", "1", "--progress", "none", "--tolerance", "1e-9", "--baseline",
-       dir.file("v.json"), "--json", dir.file("v2.json")},
-      180);
+  const test::BinaryResult tight =
+      run_replisim({"validate", s, "--repeat", "1", "--progress", "none", "--tolerance", "1e-9",
+                    "--baseline", dir.file("v.json"), "--json", dir.file("v2.json")},
+                   180);
   EXPECT_EQ(tight.exit_code, 3) << tight.err;
   EXPECT_NE(tight.out.find("verdict: outside"), std::string::npos) << tight.out;
   EXPECT_NE(tight.out.find("(was "), std::string::npos) << tight.out;

@@ -208,6 +208,40 @@ TEST(Netns, LinkFaultsArePlayedOnTheShapedLinks) {
   EXPECT_EQ(namespaces_with(kNamePrefix).size(), before) << "the run removed its namespaces";
 }
 
+// A long degraded window on a NIC that carries megabytes: the link runs at the lower rate, it
+// does not stall (a rate change keeps the burst above the largest packet the veth hands tbf).
+TEST(Netns, ALongDegradedWindowSlowsTheLinkWithoutStallingIt) {
+  REQUIRE_ISOLATION();
+  test::TempDir dir;
+  const std::string scenario = dir.path() + "/s.json";
+  nlohmann::json s = test::scenario_json({test::machine("ps", "100 GFLOPS", {}, "1 Gbps"),
+                                          test::machine("w0", "100 GFLOPS", {}, "1 Gbps")},
+                                         test::one_layer_model(1e6, "1 MFLOP"),
+                                         {{"replicas", {"w0/cpu"}},
+                                          {"ps", {"ps/cpu"}},
+                                          {"client", "w0"},
+                                          {"steps", 16},
+                                          {"warmup_steps", 1},
+                                          {"batch_per_replica", 1}},
+                                         "ideal", "100 Gbps");
+  s["faults"] = {{{"kind", "link"}, {"link", "w0/nic"}, {"from", "0.3 s"}, {"factor", 0.25}}};
+  std::ofstream(scenario) << s.dump();
+  const std::string trace = dir.path() + "/run.trace";
+  const test::BinaryResult run = test::run_replisim(
+      {"run", scenario, "--isolate", "netns", "--progress", "none", "--trace-out", trace}, 60);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  // Pushes of 4 MB: about 34 ms at 1 Gbit/s, four times that at 0.25x.
+  const std::vector<core::Trace> runs = core::read_trace_file(trace);
+  double before_s = 0, after_s = 0;
+  for (const core::TraceEvent& e : runs.front().events) {
+    if (e.kind != core::EventKind::kTransfer || e.bytes < 1e6) continue;
+    if (e.end_s < 0.3) before_s = std::max(before_s, e.end_s - e.start_s);
+    if (e.start_s > 0.5) after_s = std::max(after_s, e.end_s - e.start_s);
+  }
+  ASSERT_GT(before_s, 0);
+  EXPECT_GT(after_s, 2.5 * before_s) << "the window should slow the link to a quarter";
+}
+
 TEST(Netns, ACutAsLongAsThePeersDeadlineIsRefused) {
   REQUIRE_ISOLATION();
   test::TempDir dir;
@@ -219,8 +253,26 @@ TEST(Netns, ACutAsLongAsThePeersDeadlineIsRefused) {
   const test::BinaryResult run =
       test::run_replisim({"run", scenario, "--isolate", "netns", "--progress", "none"});
   EXPECT_EQ(run.exit_code, 2);
-  EXPECT_NE(run.err.find("/faults/0"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find(scenario + ": /faults/0"), std::string::npos) << run.err;
   EXPECT_NE(run.err.find("shorten the cut"), std::string::npos) << run.err;
+  // Two cuts that overlap, on two NICs, are one outage of 34 s.
+  s["faults"] = {
+      {{"kind", "link"}, {"link", "w0/nic"}, {"from", "1 s"}, {"until", "20 s"}, {"factor", 0}},
+      {{"kind", "link"}, {"link", "ps/nic"}, {"from", "15 s"}, {"until", "35 s"}, {"factor", 0}}};
+  std::ofstream(scenario) << s.dump();
+  const test::BinaryResult both =
+      test::run_replisim({"run", scenario, "--isolate", "netns", "--progress", "none"});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.err.find("with the cuts that overlap or follow it"), std::string::npos)
+      << both.err;
+  // The switch is not shaped.
+  s["faults"] = {
+      {{"kind", "link"}, {"link", "switch"}, {"from", "1 s"}, {"until", "2 s"}, {"factor", 0.5}}};
+  std::ofstream(scenario) << s.dump();
+  const test::BinaryResult sw =
+      test::run_replisim({"run", scenario, "--isolate", "netns", "--progress", "none"});
+  EXPECT_EQ(sw.exit_code, 2);
+  EXPECT_NE(sw.err.find(scenario + ": /faults/0"), std::string::npos) << sw.err;
 }
 
 // Without root: exit 2 and one line saying what is missing, before anything is made.

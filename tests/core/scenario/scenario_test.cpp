@@ -279,6 +279,13 @@ TEST(Scenario, MachineDefaultsErrorsNameTheirPath) {
   expect_error(doc, "/cluster/machine_defaults/cpu/speed", "fast");
   doc["cluster"]["machine_defaults"] = {{"disk", 1}};
   expect_error(doc, "/cluster/machine_defaults/disk", "disk");
+  // Checked even where no machine uses it (valid() has GPUs everywhere but gives their speeds).
+  doc["cluster"]["machines"][0]["cpu"] = {{"speed", "1 GFLOPS"}};
+  doc["cluster"]["machine_defaults"] = {{"gpu", {{"speed", "-1 GFLOPS"}}}};
+  expect_error(doc, "/cluster/machine_defaults/gpu/speed", "");
+  doc["cluster"]["machine_defaults"] = {{"nic", {{"latency", "-1 us"}}}};
+  expect_error(doc, "/cluster/machine_defaults/nic/latency", "");
+  doc["cluster"]["machines"][0].erase("cpu");
   // Neither the machine nor the defaults give it: the machine's field is missing.
   doc["cluster"]["machine_defaults"] = {{"nic", {{"latency", "1 us"}}}};
   expect_error(doc, "/cluster/machines/0/cpu", "required field missing");
