@@ -10,7 +10,11 @@
 //                       plan writes checkpoints or summaries
 //   "node_binary"       the replisim executable to start (default: this process's own)
 //   "connect_timeout_s" every task connected and authenticated by then (default 30)
-// The plan's faults are refused (InputError): real faults come with the next issue.
+//   "isolate"           "netns": each machine of the plan in its own network namespace, its NIC
+//                       shaped with tc tbf, the plan's link faults played on it (real/isolate,
+//                       root); "none" (default): loopback
+// The plan's role, machine and slowdown faults happen for real (real/node/node_faults.cpp); its
+// link faults need "isolate": "netns" (InputError otherwise).
 #pragma once
 
 #include "core/backend/backend.h"
@@ -23,7 +27,8 @@ class RealBackend : public core::Backend {
   core::BackendInfo info() const override;
 
  protected:
-  // Throws core::InputError for a plan with faults or a bad setting, core::BackendError naming
+  // Throws core::InputError for a fault it cannot play or a bad setting (or an --isolate this
+  // machine cannot make), core::BackendError naming
   // the role, host and step of the task that failed first (a failed run leaves no trace),
   // core::RunCancelled (every node killed and reaped).
   core::RunOutcome do_run(const core::Plan& plan, core::TraceSink& sink,
