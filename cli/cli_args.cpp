@@ -106,7 +106,7 @@ void parse_trace_window(CliArgs& args, const std::string& text) {
 // Values kept as typed by CLI11, checked here so that every message names its flag.
 struct RawValues {
   std::string seed, steps, scale, window, strategy, threads, connect_timeout, listen_fd,
-      progress_fd, base_port, isolate, repeat, tolerance;
+      progress_fd, base_port, isolate, repeat, tolerance, seeds;
 };
 
 void add_plan_knobs(CLI::App* sub, RawValues& raw, const char* default_strategy = "both") {
@@ -227,6 +227,11 @@ void define(CLI::App& app, CliArgs& args, RawValues& raw) {
   validate->add_option("SCENARIO", args.scenario, "the scenario file")->required()->type_name("");
   add_plan_knobs(validate, raw, "between_graph");
   validate->add_option("--repeat", raw.repeat, "real runs of each plan (default 3)")
+      ->type_name("N");
+  validate
+      ->add_option("--seeds", raw.seeds,
+                   "simulations of each plan, seeds --seed and up: predicted means and ranges "
+                   "(default 5)")
       ->type_name("N");
   validate
       ->add_option("--tolerance", raw.tolerance,
@@ -377,6 +382,7 @@ void check_values(CliArgs& args, const RawValues& raw) {
     args.strategy = "between_graph";
   }
   if (!raw.repeat.empty()) args.repeat = parse_int("--repeat", raw.repeat, 1, 100);
+  if (!raw.seeds.empty()) args.seeds = parse_int("--seeds", raw.seeds, 1, 100);
   if (!raw.tolerance.empty()) {
     char* end = nullptr;
     args.tolerance = std::strtod(raw.tolerance.c_str(), &end);
@@ -431,7 +437,8 @@ std::string usage_text() {
   return app.help() +
          "\nreplisim --version prints the version of replisim and of its engines.\n"
          "exit codes: 0 success, 2 bad input, 1 a failed run, an output that cannot be written\n"
-         "or an internal error, 130 cancelled (Ctrl-C). Docs: docs/cli.md\n";
+         "or an internal error, 3 validate outside its tolerance, 130 cancelled (Ctrl-C).\n"
+         "Docs: docs/cli.md\n";
 }
 
 CliArgs parse_cli_args(int argc, const char* const* argv) {
@@ -472,7 +479,7 @@ CliArgs parse_cli_args(int argc, const char* const* argv) {
   for (const char* flag :
        {"--threads", "--connect-timeout", "--listen-fd", "--progress-fd", "--seed", "--steps",
         "--scale-compute", "--strategy", "--checkpoint-dir", "--role", "--plan", "--cluster",
-        "--base-port", "--isolate", "--repeat", "--tolerance", "--baseline"}) {
+        "--base-port", "--isolate", "--repeat", "--tolerance", "--baseline", "--seeds"}) {
     for (size_t i = 0; i < words.size(); ++i) {
       const bool empty = (words[i] == flag && i + 1 < words.size() && words[i + 1].empty()) ||
                          words[i] == std::string(flag) + "=";

@@ -40,6 +40,7 @@ struct CliArgs {
   bool shaped_links = false;      // node: --shaped-links (from run --isolate netns; internal)
   // validate
   int repeat = 3;             // --repeat N: real runs of each plan
+  int seeds = 5;              // --seeds N: predictions of each plan, seeds --seed.. --seed+N-1
   double tolerance = 0.08;    // --tolerance F: the verdict's bound on |relative error|
   std::string baseline_path;  // --baseline FILE: an earlier validate --json
   std::string markdown_path;  // --markdown FILE: the comparison as Markdown tables

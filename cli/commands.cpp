@@ -153,6 +153,9 @@ int run_on_backend(const CliArgs& args, std::ostream& out, const std::string& ba
   const std::vector<core::Plan> plans = compile_plans(loaded, args);
   if (backend_name == "real") refuse_link_faults_on_loopback(loaded, args);
   runs.provenance = provenance(args, loaded);
+  // Where a real run's transfers went (the report's title, and report's from the trace).
+  const std::string real_network = args.isolate == "netns" ? "netns, tc-shaped NICs" : "loopback";
+  if (backend_name == "real") runs.provenance["network"] = real_network;
   for (const core::Plan& plan : plans) {
     runs.provenance["plan_hashes"][plan.strategy] = core::plan_hash(plan);
     if (args.strict) require_memory_fits(loaded.scenario, plan);
@@ -190,12 +193,11 @@ int run_on_backend(const CliArgs& args, std::ostream& out, const std::string& ba
     runs.traces.push_back(std::move(trace));
   }
   // A real run's network is this machine's loopback, whatever the scenario models.
-  const RunTitle title{
-      loaded.scenario.name, args.scenario, backend->info().name,
-      backend_name == "real"
-          ? std::string(args.isolate == "netns" ? "netns, tc-shaped NICs" : "loopback")
-          : network_model_name(loaded.scenario.cluster.network_model),
-      std::to_string(args.seed)};
+  const RunTitle title{loaded.scenario.name, args.scenario, backend->info().name,
+                       backend_name == "real"
+                           ? real_network
+                           : network_model_name(loaded.scenario.cluster.network_model),
+                       std::to_string(args.seed)};
   // With an output on standard output ("-"), the text report goes to standard error.
   (outputs.writes_standard_output() ? std::cerr : out)
       << core::format_report(runs.metrics, title_line(title));

@@ -27,6 +27,12 @@ std::string text_at(const nlohmann::json& json, const char* key) {
   return found != json.end() && found->is_string() ? found->get<std::string>() : "?";
 }
 
+// A real run's network, as its provenance says ("loopback" before runs recorded it).
+std::string real_network(const nlohmann::json& provenance) {
+  const std::string network = text_at(provenance, "network");
+  return network == "?" ? std::string("loopback") : network;
+}
+
 // The title simulate printed for this run, from the trace's metadata and provenance.
 RunTitle title_of(const core::Trace& trace) {
   const nlohmann::json& provenance = trace.meta.provenance;
@@ -35,7 +41,7 @@ RunTitle title_of(const core::Trace& trace) {
   const std::string file = text_at(provenance, "scenario_file");
   return {trace.meta.scenario, file == "?" && real ? text_at(provenance, "plan_file") : file,
           trace.meta.backend.empty() ? "?" : trace.meta.backend,
-          real ? std::string("loopback") : network_model_name(trace.meta.platform.network_model),
+          real ? real_network(provenance) : network_model_name(trace.meta.platform.network_model),
           seed != provenance.end() && seed->is_number_integer() ? seed->dump()
                                                                 : std::to_string(trace.meta.seed)};
 }

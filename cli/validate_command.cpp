@@ -130,7 +130,7 @@ int run_validate(const CliArgs& args, std::ostream& out) {
   for (const core::Plan& plan : plans) prov["plan_hashes"][plan.strategy] = core::plan_hash(plan);
 
   struct Result {
-    core::Trace predicted;
+    std::vector<core::Trace> predicted;  // one per seed; the first is the real runs' plan
     std::vector<core::Trace> measured;
     core::Validation validation;
     const nlohmann::json* baseline = nullptr;  // into `baseline`
@@ -158,14 +158,16 @@ int run_validate(const CliArgs& args, std::ostream& out) {
     outputs.add("--trace", args.trace_path, [&results, &prov](std::ostream& file) {
       std::vector<core::ChromeTraceInput> inputs;
       for (const Result& r : results) {
-        const std::string strategy = results.size() > 1 ? r.predicted.meta.strategy + " " : "";
-        inputs.push_back({&r.predicted, "predicted " + strategy});
+        const std::string strategy =
+            results.size() > 1 ? r.predicted.front().meta.strategy + " " : "";
+        inputs.push_back({&r.predicted.front(), "predicted " + strategy});
         inputs.push_back({&r.measured.front(), "measured " + strategy});
       }
       core::write_chrome_trace(file, inputs, prov);
     });
   }
 
+  const std::string network = args.isolate.empty() ? "loopback" : "netns, tc-shaped NICs";
   core::RunOptions options;
   options.provenance = prov;
   options.cancelled = interrupted;
@@ -175,14 +177,28 @@ int run_validate(const CliArgs& args, std::ostream& out) {
   if (progress.active()) {
     options.progress = [&progress](const core::RunProgress& p) { progress.update(p); };
   }
-  const size_t runs = plans.size() * size_t(1 + args.repeat);
+  // The prediction over --seeds seeds (the plan of the first is the one run for real): the
+  // start-up stagger and jitter draws move async runs' predictions by tens of percent.
+  std::vector<std::vector<core::Plan>> seed_plans;
+  for (int k = 1; k < args.seeds; ++k) {
+    CliArgs other = args;
+    other.seed = args.seed + uint64_t(k);
+    seed_plans.push_back(compile_plans(loaded, other));
+  }
+  const size_t runs = plans.size() * size_t(args.seeds + args.repeat);
   size_t run = 0;
-  for (const core::Plan& plan : plans) {
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const core::Plan& plan = plans[i];
     Result result;
     options.settings = nlohmann::json::object();
-    progress.start(run++, runs, plan);
-    result.predicted = core::run_to_trace(*sim, plan, options);
-    progress.done();
+    for (int k = 0; k < args.seeds; ++k) {
+      const core::Plan& seeded = k == 0 ? plan : seed_plans[size_t(k - 1)][i];
+      progress.start(run++, runs, seeded);
+      result.predicted.push_back(core::run_to_trace(*sim, seeded, options));
+      progress.done();
+    }
+    core::RunOptions real_options = options;
+    real_options.provenance["network"] = network;
     for (int r = 0; r < args.repeat; ++r) {
       nlohmann::json settings = {{"threads", args.threads},
                                  {"connect_timeout_s", args.connect_timeout_s}};
@@ -196,15 +212,15 @@ int run_validate(const CliArgs& args, std::ostream& out) {
         checkpoints.path = templ;
         settings["checkpoint_dir"] = templ;
       }
-      options.settings = settings;
+      real_options.settings = settings;
       progress.start(run++, runs, plan);
-      result.measured.push_back(run_naming_faults(*real, plan, options, loaded));
+      result.measured.push_back(run_naming_faults(*real, plan, real_options, loaded));
       progress.done();
     }
-    std::vector<const core::Trace*> measured;
+    std::vector<const core::Trace*> measured, predicted;
     for (const core::Trace& t : result.measured) measured.push_back(&t);
-    result.validation =
-        core::validate_runs(result.predicted, measured, args.tolerance, args.scenario);
+    for (const core::Trace& t : result.predicted) predicted.push_back(&t);
+    result.validation = core::validate_runs(predicted, measured, args.tolerance, args.scenario);
     result.baseline = baseline_of(baseline, args.baseline_path, result.validation.scenario,
                                   result.validation.strategy);
     results.push_back(std::move(result));
@@ -212,15 +228,16 @@ int run_validate(const CliArgs& args, std::ostream& out) {
 
   std::ostream& text = outputs.writes_standard_output() ? std::cerr : out;
   // A calibration measured on the other kind of network describes other links.
-  const std::string network = args.isolate.empty() ? "loopback" : "netns, tc-shaped NICs";
   const nlohmann::json& calibration = loaded.scenario.calibration;
   std::string mismatch;
   if (calibration.is_object() && calibration.contains("network") &&
       calibration["network"].is_string() && calibration["network"] != network) {
     mismatch = "warning: the scenario's calibration was measured on " +
                calibration["network"].get<std::string>() + ", these runs are on " + network +
-               ": its link figures do not describe them (run calibrate" +
-               (args.isolate.empty() ? "" : " --isolate netns") + " for these)\n";
+               ": its link figures do not describe them" +
+               (args.isolate.empty() ? std::string(" (validate with --isolate netns)")
+                                     : std::string(" (run calibrate --isolate netns)")) +
+               "\n";
   }
   text << "replisim validate: scenario \"" << loaded.scenario.name << "\" (" << args.scenario
        << "), seed " << args.seed << ", " << network << "\n"

@@ -67,10 +67,19 @@ double percentile(std::vector<double> v, double q) {
   return v[lo] + (v[hi] - v[lo]) * (at - double(lo));
 }
 
-Compared compare(const std::string& name, double predicted, const std::vector<double>& measured) {
+double mean_of(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0 : sum / double(v.size());
+}
+
+Compared compare(const std::string& name, const std::vector<double>& predicted,
+                 const std::vector<double>& measured) {
   Compared c;
   c.name = name;
-  c.predicted = predicted;
+  c.predicted = mean_of(predicted);
+  c.predicted_min = *std::min_element(predicted.begin(), predicted.end());
+  c.predicted_max = *std::max_element(predicted.begin(), predicted.end());
   c.measured_min = *std::min_element(measured.begin(), measured.end());
   c.measured_max = *std::max_element(measured.begin(), measured.end());
   double sum = 0;
@@ -127,6 +136,8 @@ nlohmann::json finite(double x) {
 nlohmann::json compared_json(const Compared& c) {
   return {{"name", c.name},
           {"predicted", c.predicted},
+          {"predicted_min", c.predicted_min},
+          {"predicted_max", c.predicted_max},
           {"measured_mean", c.measured_mean},
           {"measured_min", c.measured_min},
           {"measured_max", c.measured_max},
@@ -245,9 +256,12 @@ double ks_distance(std::vector<double> a, std::vector<double> b) {
   return d;
 }
 
-Validation validate_runs(const Trace& predicted, const std::vector<const Trace*>& measured,
-                         double tolerance, const std::string& source) {
+Validation validate_runs(const std::vector<const Trace*>& predicted_runs,
+                         const std::vector<const Trace*>& measured, double tolerance,
+                         const std::string& source) {
+  if (predicted_runs.empty()) throw InputError(source, "", "no predicted run to compare");
   if (measured.empty()) throw InputError(source, "", "no measured run to compare");
+  const Trace& predicted = *predicted_runs.front();
   for (const Trace* t : measured) {
     if (t->meta.plan_hash != predicted.meta.plan_hash) {
       throw InputError(source, "",
@@ -259,32 +273,38 @@ Validation validate_runs(const Trace& predicted, const std::vector<const Trace*>
   v.scenario = predicted.meta.scenario;
   v.strategy = predicted.meta.strategy;
   v.repeats = int(measured.size());
+  v.seeds = int(predicted_runs.size());
   v.tolerance = tolerance;
-  const RunMetrics pm = compute_metrics(predicted, source);
+  std::vector<RunMetrics> pms;
+  for (const Trace* t : predicted_runs) pms.push_back(compute_metrics(*t, source));
+  const RunMetrics& pm = pms.front();
   std::vector<RunMetrics> mm;
   for (const Trace* t : measured) mm.push_back(compute_metrics(*t, source));
 
-  const auto of = [&mm](double (*get)(const RunMetrics&)) {
+  const auto of = [](const std::vector<RunMetrics>& runs, double (*get)(const RunMetrics&)) {
     std::vector<double> out;
-    for (const RunMetrics& m : mm) out.push_back(get(m));
+    for (const RunMetrics& m : runs) out.push_back(get(m));
     return out;
   };
-  v.metrics.push_back(compare("throughput (samples/s)", pm.throughput_samples_per_s,
-                              of([](const RunMetrics& m) { return m.throughput_samples_per_s; })));
-  v.metrics.push_back(compare("step time p50 (s)", pm.step_time_s.p50,
-                              of([](const RunMetrics& m) { return m.step_time_s.p50; })));
-  v.metrics.push_back(compare("step time p95 (s)", pm.step_time_s.p95,
-                              of([](const RunMetrics& m) { return m.step_time_s.p95; })));
-  v.metrics.push_back(compare("global update interval (s)", pm.update_interval_s,
-                              of([](const RunMetrics& m) { return m.update_interval_s; })));
-  v.metrics.push_back(compare("staleness mean", pm.staleness_mean,
-                              of([](const RunMetrics& m) { return m.staleness_mean; })));
-  v.metrics.push_back(compare("parameter bytes per PS (max)", max_of(pm.bytes_per_ps),
-                              of([](const RunMetrics& m) { return max_of(m.bytes_per_ps); })));
+  const auto row = [&](const char* name, double (*get)(const RunMetrics&)) {
+    v.metrics.push_back(compare(name, of(pms, get), of(mm, get)));
+  };
+  row("throughput (samples/s)", [](const RunMetrics& m) { return m.throughput_samples_per_s; });
+  row("step time p50 (s)", [](const RunMetrics& m) { return m.step_time_s.p50; });
+  row("step time p95 (s)", [](const RunMetrics& m) { return m.step_time_s.p95; });
+  row("global update interval (s)", [](const RunMetrics& m) { return m.update_interval_s; });
+  row("staleness mean", [](const RunMetrics& m) { return m.staleness_mean; });
+  row("parameter bytes per PS (max)", [](const RunMetrics& m) { return max_of(m.bytes_per_ps); });
 
-  // Phases: time per step, and the joined ops.
-  const WindowSteps p_steps = window_steps(predicted, pm);
-  const PhaseTimes p_times = phase_times(predicted, p_steps);
+  // Phases: time per step, and the joined ops (the first seed's).
+  std::vector<WindowSteps> p_steps_all;
+  std::vector<PhaseTimes> p_times_all;
+  for (size_t k = 0; k < predicted_runs.size(); ++k) {
+    p_steps_all.push_back(window_steps(*predicted_runs[k], pms[k]));
+    p_times_all.push_back(phase_times(*predicted_runs[k], p_steps_all.back()));
+  }
+  const WindowSteps& p_steps = p_steps_all.front();
+  const PhaseTimes& p_times = p_times_all.front();
   std::vector<WindowSteps> m_steps;
   std::vector<PhaseTimes> m_times;
   for (size_t r = 0; r < measured.size(); ++r) {
@@ -297,20 +317,26 @@ Validation validate_runs(const Trace& predicted, const std::vector<const Trace*>
                          " has no step wholly inside its measurement window, so there is nothing "
                          "to compare: raise --steps (or training.steps)");
   };
-  if (step_count(p_steps) == 0) nothing_measured("the prediction");
+  for (size_t k = 0; k < p_steps_all.size(); ++k) {
+    if (step_count(p_steps_all[k]) == 0) {
+      nothing_measured(k == 0 ? std::string("the prediction")
+                              : "the prediction of seed +" + std::to_string(k));
+    }
+  }
   for (size_t r = 0; r < m_steps.size(); ++r) {
     if (step_count(m_steps[r]) == 0) nothing_measured("real run " + std::to_string(r + 1));
   }
-  const double p_count = double(step_count(p_steps));
   for (int p = 0; p < kPhaseCount; ++p) {
     PhaseComparison c;
     c.phase = Phase(p);
-    std::vector<double> per_step;
+    std::vector<double> per_step, predicted_per_step;
     for (size_t r = 0; r < measured.size(); ++r) {
-      per_step.push_back(m_times[r].total_s[p] /
-                         double(std::max<size_t>(1, step_count(m_steps[r]))));
+      per_step.push_back(m_times[r].total_s[p] / double(step_count(m_steps[r])));
     }
-    c.time_per_step_s = compare(phase_name(Phase(p)), p_times.total_s[p] / p_count, per_step);
+    for (size_t k = 0; k < p_times_all.size(); ++k) {
+      predicted_per_step.push_back(p_times_all[k].total_s[p] / double(step_count(p_steps_all[k])));
+    }
+    c.time_per_step_s = compare(phase_name(Phase(p)), predicted_per_step, per_step);
     std::vector<double> pred, meas;
     double abs_sum = 0, signed_sum = 0;
     size_t counted = 0;
@@ -352,7 +378,11 @@ Validation validate_runs(const Trace& predicted, const std::vector<const Trace*>
     StepDistribution d;
     d.client = client;
     std::vector<double> a, b;
-    for (const auto& [step, s] : steps) a.push_back(s);
+    for (const WindowSteps& w : p_steps_all) {
+      const auto found = w.find(client);
+      if (found == w.end()) continue;
+      for (const auto& [step, s] : found->second) a.push_back(s);
+    }
     for (const WindowSteps& w : m_steps) {
       const auto found = w.find(client);
       if (found == w.end()) continue;
@@ -432,11 +462,9 @@ Validation validate_runs(const Trace& predicted, const std::vector<const Trace*>
 }
 
 nlohmann::json validation_to_json(const Validation& v) {
-  nlohmann::json j = {{"scenario", v.scenario},
-                      {"strategy", v.strategy},
-                      {"repeats", v.repeats},
-                      {"tolerance", v.tolerance},
-                      {"within_tolerance", v.within_tolerance},
+  nlohmann::json j = {{"scenario", v.scenario},   {"strategy", v.strategy},
+                      {"repeats", v.repeats},     {"seeds", v.seeds},
+                      {"tolerance", v.tolerance}, {"within_tolerance", v.within_tolerance},
                       {"outside", v.outside}};
   j["metrics"] = nlohmann::json::array();
   for (const Compared& c : v.metrics) j["metrics"].push_back(compared_json(c));
@@ -511,7 +539,14 @@ struct Table {
 };
 
 std::string format(const Validation& v, const nlohmann::json* baseline, bool markdown) {
-  Table metrics{{"metric", "predicted", "measured mean (min..max)", "error"}, {}};
+  const bool spread = v.seeds > 1;
+  const std::string predicted_head = spread ? "predicted mean (min..max)" : "predicted";
+  // A predicted value, with its range over the seeds when there are several.
+  const auto predicted_cell = [spread](const Compared& c, const auto& fmt) {
+    return fmt(c.predicted) +
+           (spread ? " (" + fmt(c.predicted_min) + ".." + fmt(c.predicted_max) + ")" : "");
+  };
+  Table metrics{{"metric", predicted_head, "measured mean (min..max)", "error"}, {}};
   for (const Compared& c : v.metrics) {
     const bool seconds = c.name.find("(s)") != std::string::npos;
     std::string name = c.name;
@@ -522,11 +557,11 @@ std::string format(const Validation& v, const nlohmann::json* baseline, bool mar
     };
     if (seconds) name.replace(name.find("(s)"), 3, "(ms)");
     metrics.rows.push_back(
-        {name, fmt(c.predicted),
+        {name, predicted_cell(c, fmt),
          fmt(c.measured_mean) + " (" + fmt(c.measured_min) + ".." + fmt(c.measured_max) + ")",
          with_baseline(c.relative_error(), baseline_error(baseline, "metrics", c.name))});
   }
-  Table phases{{"phase (time per step, ms)", "predicted", "measured mean (min..max)", "error",
+  Table phases{{"phase (time per step, ms)", predicted_head, "measured mean (min..max)", "error",
                 "ops joined", "MAPE", "bias", "worst op"},
                {}};
   Table durations{
@@ -535,7 +570,7 @@ std::string format(const Validation& v, const nlohmann::json* baseline, bool mar
     const Compared& c = p.time_per_step_s;
     const bool joined = p.joined_ops > 0;
     phases.rows.push_back(
-        {c.name, ms(c.predicted),
+        {c.name, predicted_cell(c, ms),
          ms(c.measured_mean) + " (" + ms(c.measured_min) + ".." + ms(c.measured_max) + ")",
          with_baseline(c.relative_error(), baseline_error(baseline, "phases", c.name)),
          std::to_string(p.joined_ops),
@@ -562,7 +597,8 @@ std::string format(const Validation& v, const nlohmann::json* baseline, bool mar
     for (const std::string& o : v.outside) verdict += " " + o + ";";
     verdict.pop_back();
   }
-  const std::string runs = std::to_string(v.repeats) + (v.repeats == 1 ? " run" : " runs");
+  const std::string runs = std::to_string(v.repeats) + (v.repeats == 1 ? " run" : " runs") +
+                           (v.seeds > 1 ? ", " + std::to_string(v.seeds) + " predicted seeds" : "");
   std::string out;
   if (markdown) {
     out += "### " + v.scenario + " (" + v.strategy + ", " + runs + ")\n\n";

@@ -31,10 +31,13 @@ const char* phase_name(Phase phase);
 // The phase of a compute or transfer event; nullopt for the other kinds (steps, updates, ...).
 std::optional<Phase> phase_of(const TraceEvent& event);
 
-// A value predicted and measured over the repeats.
+// A value predicted (the mean over the predicted seeds, with their min..max) and measured (over
+// the repeats).
 struct Compared {
   std::string name;  // "throughput (samples/s)", "compute"
   double predicted = 0;
+  double predicted_min = 0;
+  double predicted_max = 0;
   double measured_mean = 0;
   double measured_min = 0;
   double measured_max = 0;
@@ -75,6 +78,7 @@ struct StepDistribution {
 struct Validation {
   std::string scenario, strategy;
   int repeats = 0;
+  int seeds = 1;                  // predicted runs (one per seed)
   std::vector<Compared> metrics;  // throughput, step p50, step p95, update interval, staleness,
                                   // bytes per PS (max)
   std::vector<PhaseComparison> phases;  // the six phases, in Phase order
@@ -94,12 +98,17 @@ struct Validation {
 // The Kolmogorov–Smirnov two-sample distance of `a` and `b` (0 when either is empty).
 double ks_distance(std::vector<double> a, std::vector<double> b);
 
-// Compares `predicted` (its metrics computed from it) with `measured` (one trace per repeat, of
-// the same plan). Throws InputError(source, ...) as compute_metrics does, when `measured` is
-// empty or a trace is of another plan (meta.plan_hash differs), and when a run has no step wholly
-// inside its measurement window (there is then nothing to compare).
-Validation validate_runs(const Trace& predicted, const std::vector<const Trace*>& measured,
-                         double tolerance, const std::string& source = "<trace>");
+// Compares `predicted` (one simulated trace per seed; the first of the plan the real runs ran, the
+// others of the same scenario with the next seeds, whose start-up stagger and jitter draws move a
+// prediction of async workers by tens of percent) with `measured` (one trace per repeat). Each
+// predicted figure is the mean over the seeds (with their range); ops are joined with the first
+// seed's; step times of every seed are pooled for the Kolmogorov–Smirnov distance. Throws
+// InputError(source, ...) as compute_metrics does, when `measured` is empty or a trace is of
+// another plan (meta.plan_hash differs), and when a run has no step wholly inside its measurement
+// window (there is then nothing to compare).
+Validation validate_runs(const std::vector<const Trace*>& predicted,
+                         const std::vector<const Trace*>& measured, double tolerance,
+                         const std::string& source = "<trace>");
 
 // The validation as JSON (validate --json; read back by --baseline), and the report's text.
 // `baseline`: an earlier validation's JSON of the same scenario and strategy, whose errors are

@@ -112,7 +112,7 @@ TEST(Validate, ComparesTheRealRunsWithThePrediction) {
                     "--json", dir.file("v.json"), "--trace", dir.file("v.trace.json")},
                    180);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("predicted (sim) against measured (real, 2 runs): between_graph"),
+  EXPECT_NE(r.out.find("predicted (sim) against measured (real, 2 runs, 5 predicted seeds): between_graph"),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("verdict: within ±1000.0%"), std::string::npos) << r.out;
@@ -122,6 +122,9 @@ TEST(Validate, ComparesTheRealRunsWithThePrediction) {
   ASSERT_EQ(v["validations"].size(), 1u);
   const nlohmann::json& only = v["validations"][0];
   EXPECT_EQ(only["repeats"], 2);
+  EXPECT_EQ(only["seeds"], 5);
+  EXPECT_LE(only["metrics"][0]["predicted_min"].get<double>(),
+            only["metrics"][0]["predicted_max"].get<double>());
   EXPECT_EQ(only["metrics"].size(), 6u);
   EXPECT_EQ(only["phases"].size(), 6u);
   EXPECT_GT(only["phases"][0]["joined_ops"].get<int>(), 0);  // compute

@@ -188,6 +188,10 @@ TEST(Netns, LinkFaultsArePlayedOnTheShapedLinks) {
       {"run", scenario, "--isolate", "netns", "--progress", "none", "--trace-out", trace});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_NE(run.out.find("netns, tc-shaped NICs"), std::string::npos) << run.out;
+  // The report of the saved trace says so too (from its provenance).
+  const test::BinaryResult report = test::run_replisim({"report", trace});
+  EXPECT_NE(report.out.find("real backend, netns, tc-shaped NICs network"), std::string::npos)
+      << report.out;
   const std::vector<core::Trace> runs = core::read_trace_file(trace);
   ASSERT_EQ(runs.size(), 1u);
   int windows = 0;

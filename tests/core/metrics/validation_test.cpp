@@ -77,7 +77,7 @@ class ValidationOfRuns : public ::testing::Test {
 Trace* ValidationOfRuns::predicted_ = nullptr;
 
 TEST_F(ValidationOfRuns, ARunAgainstItselfHasNoError) {
-  const Validation v = validate_runs(*predicted_, {predicted_, predicted_}, 0.08);
+  const Validation v = validate_runs({predicted_}, {predicted_, predicted_}, 0.08);
   EXPECT_EQ(v.repeats, 2);
   ASSERT_EQ(v.metrics.size(), 6u);
   for (const Compared& c : v.metrics) EXPECT_EQ(c.relative_error(), 0) << c.name;
@@ -103,7 +103,7 @@ TEST_F(ValidationOfRuns, ARunAgainstItselfHasNoError) {
 
 TEST_F(ValidationOfRuns, SlowerForwardOpsShowInTheComputePhaseOnly) {
   const Trace measured = slowed_compute(1.5);
-  const Validation v = validate_runs(*predicted_, {&measured}, 0.08);
+  const Validation v = validate_runs({predicted_}, {&measured}, 0.08);
   const PhaseComparison& compute = v.phases[int(Phase::kCompute)];
   // Only forward ops are 50% longer: the compute phase's time per step grows by less, every
   // joined forward op by exactly 50% (the bias and the worst op say so).
@@ -123,7 +123,7 @@ TEST_F(ValidationOfRuns, TheVerdictAndTheBaseline) {
     e.start_s *= 1.2;
     e.end_s *= 1.2;
   }
-  const Validation v = validate_runs(*predicted_, {&measured}, 0.1);
+  const Validation v = validate_runs({predicted_}, {&measured}, 0.1);
   EXPECT_NEAR(v.metrics[1].relative_error(), 0.2, 1e-6);  // step time p50
   EXPECT_NEAR(v.metrics[0].relative_error(), 1 / 1.2 - 1, 1e-3);
   EXPECT_FALSE(v.within_tolerance);
@@ -131,21 +131,39 @@ TEST_F(ValidationOfRuns, TheVerdictAndTheBaseline) {
   const std::string text = format_validation(v);
   EXPECT_NE(text.find("verdict: outside ±10.0%: throughput"), std::string::npos) << text;
   // A baseline (an earlier validation) shows each error beside the one it had.
-  const nlohmann::json earlier = validation_to_json(validate_runs(*predicted_, {predicted_}, 0.1));
+  const nlohmann::json earlier = validation_to_json(validate_runs({predicted_}, {predicted_}, 0.1));
   const std::string compared = format_validation(v, &earlier);
   EXPECT_NE(compared.find("+20.0% (was +0.0%)"), std::string::npos) << compared;
+}
+
+// Several predicted seeds: each figure is their mean, with their range; ops join the first's.
+TEST_F(ValidationOfRuns, SeveralSeedsGiveTheMeanAndRangeOfThePrediction) {
+  Trace slower = *predicted_;
+  for (TraceEvent& e : slower.events) {
+    e.start_s *= 1.5;
+    e.end_s *= 1.5;
+  }
+  slower.meta.plan_hash = "another seed's plan";
+  const Validation v = validate_runs({predicted_, &slower}, {predicted_}, 0.5);
+  EXPECT_EQ(v.seeds, 2);
+  const Compared& p50 = v.metrics[1];
+  EXPECT_NEAR(p50.predicted_max / p50.predicted_min, 1.5, 1e-6);
+  EXPECT_NEAR(p50.predicted, (p50.predicted_min + p50.predicted_max) / 2, 1e-12);
+  EXPECT_NEAR(p50.relative_error(), 1 / 1.25 - 1, 1e-6);  // the measured run is the faster seed
+  EXPECT_EQ(v.phases[int(Phase::kCompute)].mean_abs_percentage_error, 0);  // joined with seed 1
+  EXPECT_NE(format_validation(v).find("predicted mean (min..max)"), std::string::npos);
 }
 
 TEST_F(ValidationOfRuns, RunsOfAnotherPlanAreRefused) {
   Trace other = *predicted_;
   other.meta.plan_hash = "0000000000000000";
   try {
-    validate_runs(*predicted_, {&other}, 0.08, "x.json");
+    validate_runs({predicted_}, {&other}, 0.08, "x.json");
     FAIL() << "accepted a run of another plan";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("another plan"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(validate_runs(*predicted_, {}, 0.08), InputError);
+  EXPECT_THROW(validate_runs({predicted_}, {}, 0.08), InputError);
 }
 
 }  // namespace
