@@ -117,6 +117,15 @@ int run_validate(const CliArgs& args, std::ostream& out) {
   }
   const std::vector<core::Plan> plans = compile_plans(loaded, args);
   refuse_link_faults_on_loopback(loaded, args);
+  // A baseline made on the other kind of network measured other links.
+  const std::string network = args.isolate.empty() ? "loopback" : "netns, tc-shaped NICs";
+  if (baseline.is_object() && baseline.contains("network") && baseline["network"].is_string() &&
+      baseline["network"] != network) {
+    throw core::InputError(args.baseline_path, "/network",
+                           "a validation on " + baseline["network"].get<std::string>() +
+                               ", these runs are on " + network +
+                               ": compare validations of the same network");
+  }
   for (const core::Plan& plan : plans) {
     baseline_of(baseline, args.baseline_path, loaded.scenario.name, plan.strategy);
   }
@@ -137,9 +146,10 @@ int run_validate(const CliArgs& args, std::ostream& out) {
   };
   std::vector<Result> results;
   if (!args.json_path.empty()) {
-    outputs.add("--json", args.json_path, [&results, &prov](std::ostream& file) {
+    outputs.add("--json", args.json_path, [&results, &prov, &network](std::ostream& file) {
       nlohmann::json j = {{"format", kValidationFormat},
                           {"version", kValidationVersion},
+                          {"network", network},
                           {"provenance", prov},
                           {"validations", nlohmann::json::array()}};
       for (const Result& r : results)
@@ -167,7 +177,6 @@ int run_validate(const CliArgs& args, std::ostream& out) {
     });
   }
 
-  const std::string network = args.isolate.empty() ? "loopback" : "netns, tc-shaped NICs";
   core::RunOptions options;
   options.provenance = prov;
   options.cancelled = interrupted;

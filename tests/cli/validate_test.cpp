@@ -112,8 +112,10 @@ TEST(Validate, ComparesTheRealRunsWithThePrediction) {
                     "--json", dir.file("v.json"), "--trace", dir.file("v.trace.json")},
                    180);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("predicted (sim) against measured (real, 2 runs, 5 predicted seeds): between_graph"),
-            std::string::npos)
+  EXPECT_NE(
+      r.out.find(
+          "predicted (sim) against measured (real, 2 runs, 5 predicted seeds): between_graph"),
+      std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("verdict: within ±1000.0%"), std::string::npos) << r.out;
   const nlohmann::json v = core::read_json_file(dir.file("v.json"));
@@ -145,6 +147,12 @@ TEST(Validate, ComparesTheRealRunsWithThePrediction) {
   EXPECT_NE(tight.out.find("verdict: outside"), std::string::npos) << tight.out;
   EXPECT_NE(tight.out.find("(was "), std::string::npos) << tight.out;
   EXPECT_TRUE(test::file_exists(dir.file("v2.json")));
+  EXPECT_EQ(core::read_json_file(dir.file("v.json"))["network"], "loopback");
+  // A baseline of the other network is refused (a shaped one against a loopback run).
+  nlohmann::json shaped = core::read_json_file(dir.file("v.json"));
+  shaped["network"] = "netns, tc-shaped NICs";
+  const std::string shaped_file = dir.write("shaped.json", shaped.dump());
+  expect_one_line_exit_two({"validate", s, "--baseline", shaped_file}, shaped_file + ": /network");
 }
 
 TEST(Calibrate, WritesAFileScenariosIncludeAndChecksItsReferencePlans) {
