@@ -175,7 +175,7 @@ TEST(Calibrate, WritesAFileScenariosIncludeAndChecksItsReferencePlans) {
   // model does not have: docs/validation-real.md). The shaped figures are in that document.
   const nlohmann::json& compute_bound = c["calibration"]["reference"][1];
   EXPECT_EQ(compute_bound["name"], "calibrate-reference-compute-bound");
-  EXPECT_LT(std::abs(compute_bound["relative_error"].get<double>()), 0.3) << compute_bound.dump();
+  EXPECT_LT(std::abs(compute_bound["relative_error"].get<double>()), 0.5) << compute_bound.dump();
   // A scenario whose machines leave their CPU and NIC latency to the calibration.
   nlohmann::json s = small_real();
   s["include"] = "calibration.json";

@@ -200,12 +200,13 @@ TEST(Netns, LinkFaultsArePlayedOnTheShapedLinks) {
   }
   EXPECT_EQ(windows, 2) << "the degraded window and the cut";
   // While the worker's link is down nothing crosses it: no transfer ends inside the cut (the
-  // launcher applies it within its 50 ms poll), and the run goes on after it.
+  // launcher applies it within its 50 ms poll; 150 ms allowed for a loaded machine), and the run
+  // goes on after it.
   double last_end_s = 0;
   for (const core::TraceEvent& e : runs.front().events) {
     last_end_s = std::max(last_end_s, e.end_s);
     if (e.kind != core::EventKind::kTransfer) continue;
-    EXPECT_FALSE(e.end_s > 0.4 && e.end_s < 0.55)
+    EXPECT_FALSE(e.end_s > 0.45 && e.end_s < 0.55)
         << "a transfer ended at " << e.end_s << " s, inside the cut";
   }
   EXPECT_GT(last_end_s, 0.6) << "the run should outlast the cut";
