@@ -74,7 +74,8 @@ class MainWindow : public QMainWindow {
   QDockWidget* dock_ = nullptr;
   bool docked_ = false;
   bool scenario_wait_ = false;
-  QString scenario_;  // the scenario being simulated  // open the scenario's trace before returning (screenshots)
+  QString scenario_;  // the scenario being simulated  // open the scenario's trace before returning
+                      // (screenshots)
   DetailsPanel* details_;
   RangePanel* range_panel_;
   QLineEdit* find_box_;

@@ -265,10 +265,8 @@ MeasuredTable add_step_times(RunMetrics& r, const MetricsInput& in, StepTable& s
   return measured;
 }
 
-}  // namespace
-
-RunMetrics compute_metrics(const Trace& trace, const std::string& source) {
-  const MetricsInput in = read_input(trace, source);
+// What every run's metrics carry whatever their window: names, sizes, the run's length.
+RunMetrics run_facts(const MetricsInput& in, const Trace& trace) {
   RunMetrics r;
   r.scenario = in.meta.scenario;
   r.strategy = in.meta.strategy;
@@ -276,6 +274,14 @@ RunMetrics compute_metrics(const Trace& trace, const std::string& source) {
   r.events = trace.events.size();
   r.bytes_per_ps = in.bytes_per_ps;
   r.simulated_time_s = trace.outcome.end_s;
+  return r;
+}
+
+}  // namespace
+
+RunMetrics compute_metrics(const Trace& trace, const std::string& source) {
+  const MetricsInput in = read_input(trace, source);
+  RunMetrics r = run_facts(in, trace);
   add_memory(r, trace);
   add_recoveries(r, trace);
   StepTable steps = step_spans(in);
@@ -296,17 +302,12 @@ RunMetrics compute_metrics(const Trace& trace, const std::string& source) {
 RunMetrics compute_window_metrics(const Trace& trace, double from_s, double until_s,
                                   const std::string& source) {
   if (!(until_s > from_s)) {
-    throw InputError(source, "", "the window [" + std::to_string(from_s) + ", " +
-                                     std::to_string(until_s) + "] s is empty");
+    throw InputError(
+        source, "",
+        "the window [" + std::to_string(from_s) + ", " + std::to_string(until_s) + "] s is empty");
   }
   const MetricsInput in = read_input(trace, source);
-  RunMetrics r;
-  r.scenario = in.meta.scenario;
-  r.strategy = in.meta.strategy;
-  r.backend = trace.meta.backend;
-  r.events = trace.events.size();
-  r.bytes_per_ps = in.bytes_per_ps;
-  r.simulated_time_s = trace.outcome.end_s;
+  RunMetrics r = run_facts(in, trace);
   r.window_start_s = from_s;
   r.window_end_s = until_s;
   add_memory(r, trace);

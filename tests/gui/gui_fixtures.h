@@ -13,8 +13,8 @@ namespace replisim::gui::test {
 
 // worker0 computes two forward ops on pc1/gpu0, [1, 2] s and [3, 4] s (labels "fwd/a", "fwd/b"),
 // and sends a 1 MB gradient to ps0 over [2, 2.5] s; ps0 applies it over [2.5, 2.75] s and
-// global_step becomes 1 at 2.75 s (32 samples); worker0's step 0 lasts [0.5, 4.5] s. Two machines (pc1 with a GPU, pc2) in the
-// metadata. Every time is shifted by `shift_s`.
+// global_step becomes 1 at 2.75 s (32 samples); worker0's step 0 lasts [0.5, 4.5] s. Two machines
+// (pc1 with a GPU, pc2) in the metadata. Every time is shifted by `shift_s`.
 core::Trace tiny_trace(double shift_s = 0);
 std::shared_ptr<const TimelineModel> tiny_model(double shift_s = 0);
 

@@ -3,8 +3,8 @@
 #include <QApplication>
 #include <QHelpEvent>
 #include <QKeyEvent>
-#include <QToolTip>
 #include <QMouseEvent>
+#include <QToolTip>
 #include <QWheelEvent>
 
 #include "gui/categories.h"
@@ -153,7 +153,8 @@ TEST_F(TimelineViewTest, HoveringASpanOrAWaitShowsWhatItIs) {
   EXPECT_TRUE(span.contains("worker0")) << span.toStdString();
   // The waits row sits right under worker0's lanes: [2.5, 3] s is a wait.
   const int step = test::lane_named(*view.model(), "worker0", "step");
-  const QString wait = tip_at(QPointF(view.x_of(2.75), view.lane_middle_y(step) + kWaitRowOffsetPx));
+  const QString wait =
+      tip_at(QPointF(view.x_of(2.75), view.lane_middle_y(step) + kWaitRowOffsetPx));
   EXPECT_TRUE(wait.contains("worker0 waits")) << wait.toStdString();
   EXPECT_TRUE(wait.contains("500 ms")) << wait.toStdString();
   QToolTip::hideText();

@@ -52,6 +52,22 @@ std::vector<std::string> namespaces_with(const std::string& prefix) {
   return out;
 }
 
+// `scenario` written as s.json into `dir`; its path.
+std::string write_scenario(const test::TempDir& dir, const nlohmann::json& scenario) {
+  const std::string path = dir.path() + "/s.json";
+  std::ofstream(path) << scenario.dump();
+  return path;
+}
+
+// Reads `run`'s progress lines until it reports a global step; false if it ended first.
+bool wait_for_training(test::RunningReplisim& run) {
+  std::string line;
+  while (run.next_error_line(&line)) {
+    if (line.find("\"global_step\"") != std::string::npos) return true;
+  }
+  return false;
+}
+
 // iperf3 from machine 1 to machine 0 of `net` for `seconds`: the received rate, bit/s.
 double iperf_bits_per_s(const ShapedNetwork& net, int seconds) {
   const pid_t server = ::fork();
@@ -119,21 +135,14 @@ TEST(Netns, TheDestructorRemovesEverythingItMade) {
 TEST(Netns, ALauncherKilledBySigkillLeavesNothingAfterCleanup) {
   REQUIRE_ISOLATION();
   test::TempDir dir;
-  const std::string scenario = dir.path() + "/s.json";
-  nlohmann::json s = testing::scenario(1, {{"steps", 100000}});
-  std::ofstream(scenario) << s.dump();
+  const std::string scenario = write_scenario(dir, testing::scenario(1, {{"steps", 100000}}));
   // A live run of this process: cleanup must keep it.
   ShapedNetwork live({{"a", 1e7, 1e7}});
   std::string prefix;
   {
     test::RunningReplisim run({"run", scenario, "--isolate", "netns", "--progress", "json"}, 120);
     prefix = std::string(kNamePrefix) + std::to_string(run.pid()) + "-";
-    std::string line;
-    bool started = false;
-    while (!started && run.next_error_line(&line)) {
-      started = line.find("\"global_step\"") != std::string::npos;
-    }
-    ASSERT_TRUE(started) << "the run never reported progress";
+    ASSERT_TRUE(wait_for_training(run)) << "the run never reported progress";
     EXPECT_EQ(namespaces_with(prefix).size(), 3u) << "a switch and two machines";
     run.send_signal(SIGKILL);
     run.wait();
@@ -150,16 +159,10 @@ TEST(Netns, ALauncherKilledBySigkillLeavesNothingAfterCleanup) {
 TEST(Netns, ACancelledRunRemovesItsNamespaces) {
   REQUIRE_ISOLATION();
   test::TempDir dir;
-  const std::string scenario = dir.path() + "/s.json";
-  std::ofstream(scenario) << testing::scenario(1, {{"steps", 100000}}).dump();
+  const std::string scenario = write_scenario(dir, testing::scenario(1, {{"steps", 100000}}));
   test::RunningReplisim run({"run", scenario, "--isolate", "netns", "--progress", "json"}, 120);
   const std::string prefix = std::string(kNamePrefix) + std::to_string(run.pid()) + "-";
-  std::string line;
-  bool started = false;
-  while (!started && run.next_error_line(&line)) {
-    started = line.find("\"global_step\"") != std::string::npos;
-  }
-  ASSERT_TRUE(started) << "the run never reported progress";
+  ASSERT_TRUE(wait_for_training(run)) << "the run never reported progress";
   EXPECT_EQ(namespaces_with(prefix).size(), 3u);
   run.send_signal(SIGINT);
   const test::BinaryResult r = run.wait();
