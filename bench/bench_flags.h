@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <nlohmann/json.hpp>
+
 namespace replisim::bench {
 
 // The integer after `name` in argv ("--workers 256"), or `fallback`.
@@ -12,6 +14,23 @@ inline int int_flag(int argc, char** argv, const char* name, int fallback) {
     if (std::strcmp(argv[i], name) == 0) return std::atoi(argv[i + 1]);
   }
   return fallback;
+}
+
+// The text after `name` in argv ("--network-engine simgrid"), or `fallback`.
+inline const char* text_flag(int argc, char** argv, const char* name, const char* fallback) {
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
+  }
+  return fallback;
+}
+
+// The simulator's settings from --network-engine simgrid|auto and --tolerance SECONDS
+// (sim/sim_settings.h), as core::RunOptions::settings.
+inline nlohmann::json sim_settings_flags(int argc, char** argv) {
+  nlohmann::json settings = {{"network_engine", text_flag(argc, argv, "--network-engine", "auto")}};
+  const char* tolerance = text_flag(argc, argv, "--tolerance", nullptr);
+  if (tolerance != nullptr) settings["tolerance_s"] = std::atof(tolerance);
+  return settings;
 }
 
 }  // namespace replisim::bench

@@ -3,7 +3,8 @@
 // peak memory of the simulation process, events, and the granularity that ran.
 //
 //   build/bin/bench_scale [--workers 1024] [--steps 100] [--ps 8] [--granularity 1|0]
-//   (--granularity 0 = per layer)
+//                         [--network-engine simgrid|auto] [--tolerance SECONDS]
+//   (--granularity 0 = per layer; engine and tolerance: sim/sim_settings.h)
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -51,7 +52,12 @@ int main(int argc, char** argv) {
       workers, steps, ps, plan.granularity.c_str(), plan.clients.front().ops.size());
   std::fflush(stdout);
   replisim::sim::SimBackend backend;
-  const replisim::core::Trace trace = replisim::core::run_to_trace(backend, plan);
+  replisim::core::RunOptions options;
+  options.settings = replisim::bench::sim_settings_flags(argc, argv);
+  const replisim::core::Trace trace = replisim::core::run_to_trace(backend, plan, options);
+  std::printf("network engine %s, tolerance %g s\n",
+              trace.meta.provenance.at("network_engine").get<std::string>().c_str(),
+              trace.meta.provenance.at("tolerance_s").get<double>());
   const replisim::core::RunMetrics m = replisim::core::compute_metrics(trace);
   rusage usage{};
   ::getrusage(RUSAGE_CHILDREN, &usage);

@@ -3,6 +3,7 @@
 // machine. Prints activities per second of wall time for each and their ratio (target >= 0.8).
 //
 //   build/bin/bench_vs_bare [--workers N] [--steps S] [--ps P] [--repeat R]
+//                           [--network-engine simgrid|auto] [--tolerance SECONDS]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -89,13 +90,15 @@ struct Measured {
   uint64_t activities;
 };
 
-Measured run_replisim(const BarePattern& p) {
+Measured run_replisim(const BarePattern& p, const nlohmann::json& settings) {
   nlohmann::json doc = scenario(p);
   doc["training"]["ps"]["machine"].erase("name");
   const replisim::core::Scenario s = replisim::core::parse_scenario(doc, "bench");
   const replisim::core::Plan plan = replisim::core::compile_plan(s, "between_graph", {1});
   replisim::sim::SimBackend backend;
-  const replisim::core::Trace trace = replisim::core::run_to_trace(backend, plan);
+  replisim::core::RunOptions options;
+  options.settings = settings;
+  const replisim::core::Trace trace = replisim::core::run_to_trace(backend, plan, options);
   uint64_t activities = 0;
   // SimGrid activities only: computations and transfers that carry bytes (zero-byte control
   // tensors are charged as latency without a SimGrid communication).
@@ -115,12 +118,15 @@ int main(int argc, char** argv) {
   p.ps = replisim::bench::int_flag(argc, argv, "--ps", 8);
   p.latency_s = replisim::bench::int_flag(argc, argv, "--latency-us", 10) * 1e-6;
   const int repeat = std::max(1, replisim::bench::int_flag(argc, argv, "--repeat", 3));
-  std::printf("pattern: %d workers x %d steps, compute + push + pull to %d PS, %.0f MB slices\n",
-              p.workers, p.steps, p.ps, p.slice_bytes / 1e6);
+  const nlohmann::json settings = replisim::bench::sim_settings_flags(argc, argv);
+  std::printf(
+      "pattern: %d workers x %d steps, compute + push + pull to %d PS, %.0f MB slices; replisim's "
+      "settings %s (bare SimGrid: its defaults)\n",
+      p.workers, p.steps, p.ps, p.slice_bytes / 1e6, settings.dump().c_str());
   std::vector<double> engine_ratio, total_ratio;
   for (int r = 0; r < repeat; ++r) {
     const BareResult bare = bare_in_child(p);
-    const Measured ours = run_replisim(p);
+    const Measured ours = run_replisim(p, settings);
     const double bare_rate = double(bare.activities) / bare.wall_s;
     const double engine_rate = double(ours.activities) / ours.engine_wall_s;
     const double total_rate = double(ours.activities) / ours.total_wall_s;

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/planning_args.h"
 #include "cli/progress.h"
 #include "core/backend/backend.h"
 #include "core/base/error.h"
@@ -21,8 +22,9 @@ namespace {
 
 using core::InputError;
 
-const std::vector<std::string> kCommands = {"simulate", "plan",      "report",  "run",  "node",
-                                            "validate", "calibrate", "cleanup", "help", "version"};
+const std::vector<std::string> kCommands = {"simulate", "plan",      "report",  "run",    "node",
+                                            "validate", "calibrate", "cleanup", "sweep",  "whatif",
+                                            "merge",    "plot",      "help",    "version"};
 
 std::string shell_quote(const std::string& word) {
   if (!word.empty() && word.find_first_of(" \t\n'\"\\$`*?") == std::string::npos) return word;
@@ -107,6 +109,7 @@ void parse_trace_window(CliArgs& args, const std::string& text) {
 struct RawValues {
   std::string seed, steps, scale, window, strategy, threads, connect_timeout, listen_fd,
       progress_fd, base_port, isolate, repeat, tolerance, seeds;
+  PlanningRaw planning;
 };
 
 void add_plan_knobs(CLI::App* sub, RawValues& raw, const char* default_strategy = "both") {
@@ -173,6 +176,10 @@ void define(CLI::App& app, CliArgs& args, RawValues& raw) {
   simulate->add_flag("--strict", args.strict, "fail when a GPU cannot hold its share of a plan");
   simulate->add_option("--progress", args.progress, "auto (default), bar, json or none")
       ->type_name("MODE");
+  simulate
+      ->add_option("--network-engine", args.network_engine,
+                   "how SimGrid updates link sharing: auto (default) or simgrid (its defaults)")
+      ->type_name("ENGINE");
 
   CLI::App* run = app.add_subcommand(
       "run", "run the plan on real processes of this machine (loopback TCP); print the report");
@@ -281,6 +288,9 @@ void define(CLI::App& app, CliArgs& args, RawValues& raw) {
   report->add_option("--csv", args.csv_path, "write every event as CSV")->type_name("FILE");
   report->add_flag("--merge", args.merge,
                    "the TRACEs are the nodes' parts of one real run: merge them into it");
+
+  define_planning_commands(app, args, raw.planning,
+                           [&raw](CLI::App* sub) { add_plan_knobs(sub, raw, "between_graph"); });
 }
 
 // A flag given twice is refused whatever CLI11 would make of it.
@@ -290,6 +300,7 @@ void refuse_repeats(const std::vector<std::string>& words) {
     const std::string& w = words[i];
     if (w.size() < 3 || w.compare(0, 2, "--") != 0) continue;
     const std::string flag = w.substr(0, w.find('='));
+    if (flag == "--vary") continue;  // one per knob of a sweep
     if (std::find(seen.begin(), seen.end(), flag) != seen.end()) {
       throw InputError("", flag, "given twice");
     }
@@ -301,7 +312,7 @@ void refuse_repeats(const std::vector<std::string>& words) {
 void check_command(const std::vector<std::string>& words) {
   if (words.empty()) throw InputError("", "", "no command given; run replisim --help");
   const std::string& first = words.front();
-  if (first == "simulate") {
+  if (first == "simulate" || first == "sweep" || first == "whatif") {
     // A build without the simulator (REPLISIM_WITH_SIM=OFF) registers no "sim" backend.
     const auto& backends = core::registered_backends();
     const bool sim = std::any_of(backends.begin(), backends.end(),
@@ -319,8 +330,8 @@ void check_command(const std::vector<std::string>& words) {
   throw InputError(
       "", first,
       "unknown command" + (near.empty() ? std::string("") : "; did you mean " + near + "?") +
-          " (commands: simulate, plan, report, run, node, validate, calibrate, cleanup, "
-          "--version, --help)");
+          " (commands: simulate, plan, report, run, node, validate, calibrate, cleanup, sweep, "
+          "whatif, merge, plot, --version, --help)");
 }
 
 std::vector<std::string> flag_names(const CLI::App& sub) {
@@ -354,6 +365,8 @@ std::vector<std::string> flag_names(const CLI::App& sub) {
   }
   if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) {
     if (command == "report") throw InputError("", "", "report needs at least one TRACE file");
+    if (command == "merge") throw InputError("", "", "merge needs the shards' JSON files");
+    if (command == "plot") throw InputError("", "", "plot needs a sweep's RESULTS file");
     if (command == "node") {
       throw InputError("", "", "node needs --plan FILE (and --role NAME, --cluster FILE)");
     }
@@ -378,7 +391,8 @@ void check_values(CliArgs& args, const RawValues& raw) {
           "unknown strategy \"" + args.strategy + "\"; valid: in_graph, between_graph, both");
     }
   }
-  if (raw.strategy.empty() && (args.command == "run" || args.command == "validate")) {
+  if (raw.strategy.empty() && (args.command == "run" || args.command == "validate" ||
+                               args.command == "sweep" || args.command == "whatif")) {
     args.strategy = "between_graph";
   }
   if (!raw.repeat.empty()) args.repeat = parse_int("--repeat", raw.repeat, 1, 100);
@@ -421,6 +435,7 @@ void check_values(CliArgs& args, const RawValues& raw) {
   if (!raw.scale.empty()) args.scale_compute = parse_scale(raw.scale);
   if (!raw.window.empty()) parse_trace_window(args, raw.window);
   parse_progress_mode(args.progress);
+  check_planning_values(args, raw.planning);
   if (args.trace_window && args.trace_path.empty()) {
     throw InputError("", "--trace-window", "limits the Chrome trace: give --trace FILE too");
   }
@@ -476,10 +491,17 @@ CliArgs parse_cli_args(int argc, const char* const* argv) {
   check_values(args, raw);
   if (args.command == "node") args.trace_out_path.clear();
   // A flag given with an empty value ("--threads ''") is refused, not taken as absent.
-  for (const char* flag :
-       {"--threads", "--connect-timeout", "--listen-fd", "--progress-fd", "--seed", "--steps",
-        "--scale-compute", "--strategy", "--checkpoint-dir", "--role", "--plan", "--cluster",
-        "--base-port", "--isolate", "--repeat", "--tolerance", "--baseline", "--seeds"}) {
+  for (const char* flag : {"--threads",        "--connect-timeout",
+                           "--listen-fd",      "--progress-fd",
+                           "--seed",           "--steps",
+                           "--scale-compute",  "--strategy",
+                           "--checkpoint-dir", "--role",
+                           "--plan",           "--cluster",
+                           "--base-port",      "--isolate",
+                           "--repeat",         "--tolerance",
+                           "--baseline",       "--seeds",
+                           "--jobs",           "--shard",
+                           "--cache",          "--vary"}) {
     for (size_t i = 0; i < words.size(); ++i) {
       const bool empty = (words[i] == flag && i + 1 < words.size() && words[i + 1].empty()) ||
                          words[i] == std::string(flag) + "=";
@@ -494,7 +516,8 @@ CliArgs parse_cli_args(int argc, const char* const* argv) {
            {"--csv", args.csv_path},
            {"--baseline", args.baseline_path},
            {"--markdown", args.markdown_path},
-           {"--out", args.calibration_out}}) {
+           {"--out", args.command == "plot" ? args.plot_out : args.calibration_out},
+           {"--cache", args.cache_dir}}) {
     const std::vector<std::string>::const_iterator given = std::find_if(
         words.begin(), words.end(),
         [&flag](const std::string& w) { return w == flag || w.rfind(flag + "=", 0) == 0; });

@@ -11,7 +11,7 @@ namespace replisim::cli {
 
 struct CliArgs {
   // "simulate", "plan", "report", "run", "node", "validate", "calibrate",
-  // "cleanup", "help", "version"
+  // "cleanup", "sweep", "whatif", "merge", "plot", "help", "version"
   std::string command;
   std::string help_text;                 // help: what --help printed for the command asked about
   std::string scenario;                  // simulate, plan, run: path of the scenario file
@@ -32,6 +32,7 @@ struct CliArgs {
   std::string progress = "auto";  // simulate, run: --progress auto|bar|json|none
   int steps = 0;                  // simulate, plan, run: --steps N (0: the scenario's)
   double scale_compute = 1;       // simulate, plan, run: --scale-compute F
+  std::string network_engine = "auto";  // simulate: --network-engine simgrid|auto
   // run, node
   std::string checkpoint_dir;     // --checkpoint-dir DIR (a new directory)
   int threads = 1;                // --threads N: SGEMM threads per op (CPU compute)
@@ -57,7 +58,15 @@ struct CliArgs {
   std::string resume_path;    // --resume FILE: a restart's facts, from run (internal)
   int base_port = 43000;      // --base-port: under srun without --cluster, each node's first port
   std::string run_trace_out;  // --run-trace-out FILE: the coordinator's gathered trace
-  std::string command_line;   // as typed, for provenance
+  // sweep, whatif, merge, plot (docs/capacity-planning.md)
+  std::vector<std::string> vary;          // --vary KEY=VALUES, in the order given
+  int jobs = 1;                           // --jobs N (default: the cores)
+  std::string cache_dir;                  // --cache DIR ("": the default, sweep_engine.h)
+  int shard_index = 0, shard_count = 1;   // --shard I/N
+  std::vector<std::string> result_files;  // merge: the shards; plot: the results
+  std::string plot_out;                   // plot: --out PREFIX
+  double plot_target_samples_per_s = 0;   // plot: --target (0: none)
+  std::string command_line;               // as typed, for provenance
 };
 
 // Parses argv. Throws core::InputError("", "<flag>", message) on an unknown command or flag, a

@@ -174,6 +174,11 @@ int run_on_backend(const CliArgs& args, std::ostream& out, const std::string& ba
     if (settings_for) options.settings = settings_for(plans, i);
     progress.start(i, plans.size(), plans[i]);
     core::Trace trace = run_naming_faults(*backend, plans[i], options, loaded);
+    // What the run's settings made of the backend (the simulator's engine and tolerance).
+    for (const char* key : {"network_engine", "tolerance_s"}) {
+      const auto found = trace.meta.provenance.find(key);
+      if (found != trace.meta.provenance.end()) runs.provenance[key] = *found;
+    }
     progress.done();
     // The only figure that can fail on a fresh run is the window: name the scenario field.
     try {
@@ -193,11 +198,14 @@ int run_on_backend(const CliArgs& args, std::ostream& out, const std::string& ba
     runs.traces.push_back(std::move(trace));
   }
   // A real run's network is this machine's loopback, whatever the scenario models.
-  const RunTitle title{loaded.scenario.name, args.scenario, backend->info().name,
+  const RunTitle title{loaded.scenario.name,
+                       args.scenario,
+                       backend->info().name,
                        backend_name == "real"
                            ? real_network
                            : network_model_name(loaded.scenario.cluster.network_model),
-                       std::to_string(args.seed)};
+                       std::to_string(args.seed),
+                       engine_title(runs.provenance)};
   // With an output on standard output ("-"), the text report goes to standard error.
   (outputs.writes_standard_output() ? std::cerr : out)
       << core::format_report(runs.metrics, title_line(title));
@@ -292,7 +300,9 @@ class CheckpointDirs {
 }  // namespace
 
 int run_simulate(const CliArgs& args, std::ostream& out) {
-  return run_on_backend(args, out, "sim", nullptr);
+  return run_on_backend(args, out, "sim", [&args](const std::vector<core::Plan>&, size_t) {
+    return nlohmann::json{{"network_engine", args.network_engine}};
+  });
 }
 
 int run_real(const CliArgs& args, std::ostream& out) {

@@ -4,6 +4,7 @@
 #include <functional>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "cli/cli_args.h"
 #include "core/trace/trace.h"
@@ -48,6 +49,28 @@ int run_report(const CliArgs& args, std::ostream& out);
 // A node that gathered its run's trace (the coordinator of nodes a cluster's launcher started):
 // the report `run` prints, titled with where the trace was written (`file`).
 void print_gathered_report(const core::Trace& run, const std::string& file, std::ostream& out);
+
+// Capacity planning (docs/capacity-planning.md; planning_commands.cpp, plot_command.cpp).
+// sweep: every point of the --vary product (or of --shard I/N), each simulated in a child process
+// (--jobs at once) unless cached; prints a table, writes --csv and --json. Returns 0, or 1 when a
+// point's simulation failed (its row then says why). Throws core::RunCancelled on Ctrl-C after
+// keeping the points done in the cache (no output file is written).
+int run_sweep(const CliArgs& args, std::ostream& out);
+// whatif: the scenario's own point against one change each, sorted by throughput gain.
+int run_whatif(const CliArgs& args, std::ostream& out);
+// merge: the shards of one sweep into its whole results (--csv, --json; a table otherwise).
+int run_merge(const CliArgs& args, std::ostream& out);
+// plot: a sweep's charts as PNG and SVG files, drawn by the renderer main() sets (Qt Charts, in
+// gui/charts); without one (a build without Qt) throws core::InputError saying so.
+struct PlotRequest {
+  std::string results_file;
+  std::string prefix;  // files PREFIX-<chart>.png and .svg
+  bool force = false;
+  double target_samples_per_s = 0;  // a horizontal line on the throughput chart (0: none)
+};
+using PlotRenderer = std::function<std::vector<std::string>(const PlotRequest&)>;
+PlotRenderer& plot_renderer();
+int run_plot(const CliArgs& args, std::ostream& out);
 
 // "replisim 0.1.0 (git abc123), SimGrid 3.32.0".
 std::string version_text();

@@ -17,6 +17,9 @@
 #if REPLISIM_WITH_SIM
 #include "sim/sim_backend.h"
 #endif
+#if REPLISIM_WITH_GUI
+#include "gui/charts/plot_files.h"
+#endif
 
 int main(int argc, char** argv) {
   using namespace replisim;
@@ -51,6 +54,19 @@ int main(int argc, char** argv) {
     } else if (args.command == "validate") {
       cli::calibration_probes().check_isolation = real::isolate::check_can_isolate;
       code = cli::run_validate(args, std::cout);
+    } else if (args.command == "sweep") {
+      code = cli::run_sweep(args, std::cout);
+    } else if (args.command == "whatif") {
+      code = cli::run_whatif(args, std::cout);
+    } else if (args.command == "merge") {
+      code = cli::run_merge(args, std::cout);
+    } else if (args.command == "plot") {
+#if REPLISIM_WITH_GUI
+      cli::plot_renderer() = [](const cli::PlotRequest& r) {
+        return gui::write_sweep_plots(r.results_file, r.prefix, r.force, r.target_samples_per_s);
+      };
+#endif
+      code = cli::run_plot(args, std::cout);
     } else if (args.command == "cleanup") {
       // The namespaces of shaped runs whose launcher died (run --isolate netns removes its own).
       if (::geteuid() != 0) {
@@ -100,8 +116,9 @@ int main(int argc, char** argv) {
   } catch (const core::OutputError& e) {
     std::cerr << "replisim: error: " << e.what() << "\n";
     return 1;
-  } catch (const core::RunCancelled&) {
-    std::cerr << "replisim: cancelled: no output was written\n";
+  } catch (const core::RunCancelled& e) {
+    std::cerr << "replisim: cancelled: "
+              << (e.detail().empty() ? std::string("no output was written") : e.detail()) << "\n";
     return 130;  // as a shell reports a command interrupted by SIGINT
   } catch (const core::BackendError& e) {
     std::cerr << "replisim: error: " << e.what() << "\n";

@@ -39,11 +39,13 @@ RunTitle title_of(const core::Trace& trace) {
   const auto seed = provenance.is_object() ? provenance.find("seed") : provenance.end();
   const bool real = trace.meta.backend == "real";
   const std::string file = text_at(provenance, "scenario_file");
-  return {trace.meta.scenario, file == "?" && real ? text_at(provenance, "plan_file") : file,
+  return {trace.meta.scenario,
+          file == "?" && real ? text_at(provenance, "plan_file") : file,
           trace.meta.backend.empty() ? "?" : trace.meta.backend,
           real ? real_network(provenance) : network_model_name(trace.meta.platform.network_model),
           seed != provenance.end() && seed->is_number_integer() ? seed->dump()
-                                                                : std::to_string(trace.meta.seed)};
+                                                                : std::to_string(trace.meta.seed),
+          engine_title(provenance)};
 }
 
 // simulate's title (each distinct one when the runs come from different simulations), then

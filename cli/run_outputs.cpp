@@ -3,6 +3,7 @@
 #include <ostream>
 
 #include "core/base/json_cursor.h"
+#include "core/base/units.h"
 #include "core/metrics/report.h"
 #include "core/trace/chrome_trace.h"
 #include "core/trace/trace_csv.h"
@@ -21,12 +22,26 @@ std::vector<const core::Trace*> pointers(const std::vector<core::Trace>& traces)
 
 bool RunTitle::operator==(const RunTitle& other) const {
   return scenario_name == other.scenario_name && scenario_file == other.scenario_file &&
-         backend == other.backend && network == other.network && seed == other.seed;
+         backend == other.backend && network == other.network && seed == other.seed &&
+         engine == other.engine;
+}
+
+std::string engine_title(const nlohmann::json& provenance) {
+  if (!provenance.is_object()) return "";
+  const auto engine = provenance.find("network_engine");
+  const auto tolerance = provenance.find("tolerance_s");
+  if (engine == provenance.end() || !engine->is_string()) return "";
+  std::string out = "network engine " + engine->get<std::string>();
+  if (tolerance != provenance.end() && tolerance->is_number()) {
+    out += ", tolerance " + core::format_quantity(tolerance->get<double>(), core::Dimension::kTime);
+  }
+  return out;
 }
 
 std::string title_line(const RunTitle& title) {
   return "replisim: scenario \"" + title.scenario_name + "\" (" + title.scenario_file + "), " +
-         title.backend + " backend, " + title.network + " network, seed " + title.seed;
+         title.backend + " backend" + (title.engine.empty() ? "" : " (" + title.engine + ")") +
+         ", " + title.network + " network, seed " + title.seed;
 }
 
 void add_run_outputs(core::OutputFiles& outputs, const CliArgs& args, const RunSet& runs) {

@@ -29,11 +29,17 @@ struct RunTitle {
   std::string backend;  // "sim"
   std::string network;  // "lv08", "ideal"
   std::string seed;
+  std::string engine = "";  // the simulator's, engine_title(); "" for none
   bool operator==(const RunTitle& other) const;
 };
 
-// "replisim: scenario "NAME" (FILE), sim backend, lv08 network, seed 1".
+// "replisim: scenario "NAME" (FILE), sim backend (ENGINE), lv08 network, seed 1" ("sim backend,"
+// without an engine).
 std::string title_line(const RunTitle& title);
+
+// "network engine auto, tolerance 1 ns" when a run's provenance records the simulator's network
+// engine and tolerance (sim/sim_settings.h), else "".
+std::string engine_title(const nlohmann::json& provenance);
 
 // Registers with `outputs` each output flag of `args` that is set (--json, --trace, --trace-out,
 // --csv). The writers read `runs` when outputs.write_all() runs, so `runs` must then be

@@ -21,8 +21,13 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent), axis_(new TimeAxis(
   offset_->setDecimals(3);
   offset_->setToolTip("Where B's time 0 lies on the shared axis: aligns the runs");
   bar->addWidget(offset_);
-  bar->addWidget(new QLabel("   Both timelines zoom and pan together; F fits both.", this));
-  bar->addStretch(1);
+  auto* help = new QLabel("   Both timelines zoom and pan together; F fits both.", this);
+  help->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // gives way to side panels
+  bar->addWidget(help, 1);
+  runs_label_ = new QLabel(this);
+  runs_label_->setObjectName("runs_label");
+  runs_label_->setStyleSheet("font-weight: bold;");
+  bar->addWidget(runs_label_);
   layout->addLayout(bar);
   auto* splitter = new QSplitter(Qt::Vertical, this);
   a_ = new TimelineView(axis_, splitter);
@@ -45,6 +50,10 @@ void CompareView::set_models(std::shared_ptr<const TimelineModel> a,
   b_->set_model(std::move(b));
   table_->set_models(a_->model().get(), b_->model().get());
   fit_all();
+}
+
+void CompareView::set_runs_label(const QString& text) {
+  runs_label_->setText(text);
 }
 
 void CompareView::set_offset_s(double offset_s) {

@@ -27,6 +27,8 @@ class CompareView : public QWidget {
   void set_offset_s(double offset_s);
   double offset_s() const;
   void fit_all();
+  // Names the two runs above them ("A: before · B: after replicas 2 → 3"); "" clears it.
+  void set_runs_label(const QString& text);
 
   TimeAxis* axis() const { return axis_; }
   TimelineView* view_a() const { return a_; }
@@ -38,6 +40,7 @@ class CompareView : public QWidget {
   TimelineView* a_;
   TimelineView* b_;
   QDoubleSpinBox* offset_;
+  QLabel* runs_label_;
   MetricsTable* table_;
 };
 

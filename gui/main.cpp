@@ -11,9 +11,11 @@
 #include <cstdio>
 #include <cstring>
 
+#include "gui/classroom_panel.h"
 #include "gui/compare_view.h"
 #include "gui/export.h"
 #include "gui/main_window.h"
+#include "gui/scenario_panel.h"
 #include "gui/timeline_view.h"
 
 namespace {
@@ -87,6 +89,18 @@ void add_options(QCommandLineParser& args) {
       {"select", "Select a time range (s) and show its statistics.", "FROM:UNTIL"},
       {"find", "Select the first op whose name contains TEXT.", "TEXT"},
       {"collapse", "Collapse the row group of this actor (repeatable).", "ACTOR"},
+      {"panel", "Open SCENARIO in the scenario panel and run it.", "SCENARIO"},
+      {"classroom", "Classroom mode; with a NAME (two_machines, ps_failure, ...) that scenario.",
+       "NAME"},
+      {"strategy", "Scenario panel: both, in_graph or between_graph.", "S"},
+      {"steps", "Scenario panel: steps of each interactive run.", "N"},
+      {"knob",
+       "Scenario panel: after the first run, change KNOB=VALUE (repeatable; replicas=N, "
+       "ps=N, nic_gbps=G, sync=async|sync, backups=N, speed=DEVICE:FACTOR, "
+       "fault=none|role:NAME@S|machine:NAME@S) and run again: before against after.",
+       "KNOB=VALUE"},
+      {"animate-to", "Classroom mode: show the animation at S seconds.", "S"},
+      {"print-timing", "Print the seconds from the --knob change to its timeline shown."},
   });
 }
 
@@ -122,6 +136,34 @@ int schedule_grab(QApplication& app, const QString& spec) {
   return 0;
 }
 
+// --classroom, --panel, --knob: the scenario panel's runs, waited for (a batch run) or not.
+int run_panel(MainWindow& window, const QCommandLineParser& args, bool batch) {
+  replisim::gui::ScenarioPanel* panel = window.scenario_panel();
+  if (args.isSet("classroom")) {
+    window.set_classroom_mode(true);
+    const QString name = args.value("classroom");
+    const int index = window.classroom()->index_of(name);
+    if (index < 0) return fail("--classroom: no bundled scenario " + name);
+    window.classroom()->choose(index);
+  }
+  if (args.isSet("steps")) panel->set_interactive_steps(args.value("steps").toInt());
+  if (args.isSet("strategy")) panel->set_strategy(args.value("strategy"));
+  if (args.isSet("panel") && !window.open_in_panel(args.value("panel")))
+    return fail(panel->error_line());
+  if (!batch && args.values("knob").isEmpty()) return 0;
+  if (!panel->wait_for_run(600000) || !panel->error_line().isEmpty())
+    return fail(panel->error_line().isEmpty() ? "the run did not finish" : panel->error_line());
+  if (args.values("knob").isEmpty()) return 0;
+  for (const QString& knob : args.values("knob"))
+    if (!panel->apply_knob(knob)) return fail(panel->error_line());
+  panel->run();
+  if (!panel->wait_for_run(600000) || !panel->error_line().isEmpty())
+    return fail(panel->error_line().isEmpty() ? "the run did not finish" : panel->error_line());
+  if (args.isSet("print-timing"))
+    std::printf("knob-to-timeline %.3f s\n", panel->last_knob_to_timeline_s());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -148,6 +190,10 @@ int main(int argc, char** argv) {
   const bool batch = args.isSet("screenshot") || args.isSet("grab-after");
   window.open_paths(args.positionalArguments(), batch);
   if (batch && !window.last_error().isEmpty()) return fail(window.last_error());
+  if (args.isSet("panel") || args.isSet("classroom")) {
+    if (int rc = run_panel(window, args, batch); rc != 0) return rc;
+  }
+  if (args.isSet("animate-to")) window.classroom()->show_time(args.value("animate-to").toDouble());
   if (int rc = set_up_view(window, args); rc != 0) return rc;
   if (args.isSet("screenshot")) return write_screenshot(window, args);
   if (args.isSet("grab-after")) {

@@ -15,6 +15,7 @@
 #include <QToolBar>
 #include <QVBoxLayout>
 
+#include "gui/charts/scaling_window.h"
 #include "gui/compare_view.h"
 #include "gui/export.h"
 #include "gui/panels/details_panel.h"
@@ -85,6 +86,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   watch(compare_->view_b());
   active_ = timeline_;
   build_actions();
+  build_panels();
   resize(1500, 950);
 }
 
@@ -219,6 +221,7 @@ std::vector<const TimelineView*> MainWindow::shown_timelines() const {
 
 void MainWindow::show_models(const ModelList& models) {
   if (models.empty()) return;
+  compare_->set_runs_label("");
   details_->show_slice(nullptr, -1);
   range_panel_->show_range(nullptr, 0, 0);
   if (models.size() == 1) {
@@ -240,6 +243,10 @@ void MainWindow::show_models(const ModelList& models) {
 
 void MainWindow::open_paths(const QStringList& paths, bool wait) {
   if (paths.isEmpty()) return;
+  if (paths.size() == 1 && looks_like_sweep_results(paths[0])) {
+    open_sweep_results(paths[0]);
+    return;
+  }
   if (paths.size() == 1 && is_scenario(paths[0])) return run_scenario(paths[0], wait);
   if (paths.size() == 1 && !wait) {
     set_busy(true, "reading " + paths[0]);
@@ -265,6 +272,24 @@ void MainWindow::open_paths(const QStringList& paths, bool wait) {
   if (models.size() > 2)
     statusBar()->showMessage("more than two runs: comparing the first two", 8000);
   show_models(models);
+}
+
+bool MainWindow::open_sweep_results(const QString& path) {
+  if (scaling_ == nullptr) {
+    scaling_ = new ScalingWindow(this);
+    scaling_->setWindowFlag(Qt::Window);
+  }
+  QString error;
+  if (!scaling_->open(path, &error)) {
+    report_error(error);
+    return false;
+  }
+  last_error_.clear();
+  error_label_->clear();
+  scaling_->show();
+  scaling_->raise();
+  statusBar()->showMessage("sweep results: " + path + " (the scaling window)", 8000);
+  return true;
 }
 
 void MainWindow::run_scenario(const QString& path, bool wait) {
@@ -307,8 +332,8 @@ bool MainWindow::find(const QString& text) {
 
 void MainWindow::open_dialog() {
   const QStringList paths = QFileDialog::getOpenFileNames(
-      this, "Open traces or a scenario", QString(),
-      "replisim traces and scenarios (*.rstrace *.trace *.json);;All files (*)");
+      this, "Open traces, a scenario or a sweep's results", QString(),
+      "replisim traces, scenarios and sweeps (*.rstrace *.trace *.json);;All files (*)");
   open_paths(paths, false);
 }
 

@@ -10,6 +10,7 @@
 
 #include "gui/trace_loading.h"
 
+class QAction;
 class QDockWidget;
 class QLabel;
 class QLineEdit;
@@ -20,9 +21,12 @@ class QTabWidget;
 
 namespace replisim::gui {
 
+class ClassroomPanel;
 class CompareView;
 class DetailsPanel;
 class RangePanel;
+class ScenarioPanel;
+class ScalingWindow;
 class ScenarioRunner;
 class TimelineView;
 
@@ -51,11 +55,29 @@ class MainWindow : public QMainWindow {
   // The timelines shown now (one, or both of the compare view).
   std::vector<const TimelineView*> shown_timelines() const;
 
+  // The scenario panel (a dock on the left; main_window_panels.cpp): opens `path` there, shows the
+  // dock and runs it. False, with the panel's error line, when the file cannot be read.
+  bool open_in_panel(const QString& path);
+  ScenarioPanel* scenario_panel() const { return scenario_panel_; }
+
+  // A sweep's results (replisim sweep --json): the scaling window (gui/charts), a window of its
+  // own. False, with last_error() set, when the file is not a sweep's results.
+  bool open_sweep_results(const QString& path);
+  ScalingWindow* scaling_window() const { return scaling_; }
+  // Classroom mode: the classroom panel (the bundled scenarios, captions, animation) beside the
+  // scenario panel, large fonts and high-contrast colours; off restores the viewer.
+  void set_classroom_mode(bool on);
+  bool classroom_mode() const { return classroom_on_; }
+  ClassroomPanel* classroom() const { return classroom_; }
+
  protected:
   void showEvent(QShowEvent* event) override;
 
  private:
   void build_actions();
+  void build_panels();
+  void show_panel_runs(const ModelList& models, const QString& what);
+  std::vector<TimelineView*> animated_timelines() const;
   void connect_files();
   void watch(TimelineView* view);
   void report_error(const QString& line);
@@ -86,6 +108,14 @@ class MainWindow : public QMainWindow {
   ScenarioRunner* runner_;
   QString last_error_;
   QStringList pending_paths_;
+  ScenarioPanel* scenario_panel_ = nullptr;
+  ScalingWindow* scaling_ = nullptr;  // made on the first sweep opened; owned (a child window)
+  ClassroomPanel* classroom_ = nullptr;
+  QDockWidget* panel_dock_ = nullptr;
+  QDockWidget* classroom_dock_ = nullptr;
+  QAction* panel_action_ = nullptr;
+  QAction* classroom_action_ = nullptr;
+  bool classroom_on_ = false;
 };
 
 }  // namespace replisim::gui

@@ -30,7 +30,7 @@ bool ScenarioRunner::running() const {
   return process_ && process_->state() != QProcess::NotRunning;
 }
 
-void ScenarioRunner::start(const QString& scenario_path) {
+void ScenarioRunner::start(const QString& scenario_path, const QString& strategy) {
   cancel();
   folder_ = std::make_unique<QTemporaryDir>();
   last_error_line_.clear();
@@ -46,8 +46,8 @@ void ScenarioRunner::start(const QString& scenario_path) {
   });
   process_->setStandardOutputFile(QProcess::nullDevice());
   const QString trace = folder_->filePath("run.rstrace");
-  process_->start(replisim_, {"simulate", scenario_path, "--strategy", "both", "--trace-out", trace,
-                              "--progress", "json", "--force"});
+  process_->start(replisim_, {"simulate", scenario_path, "--strategy", strategy, "--trace-out",
+                              trace, "--progress", "json", "--force"});
 }
 
 void ScenarioRunner::cancel() {

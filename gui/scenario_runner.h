@@ -19,8 +19,9 @@ class ScenarioRunner : public QObject {
   explicit ScenarioRunner(QString replisim, QObject* parent = nullptr);
   ~ScenarioRunner() override;
 
-  // Starts simulating `scenario_path`; a run in progress is cancelled first.
-  void start(const QString& scenario_path);
+  // Starts simulating `scenario_path` with `strategy` ("both", "in_graph", "between_graph"); a
+  // run in progress is cancelled first.
+  void start(const QString& scenario_path, const QString& strategy = "both");
   void cancel();
   bool running() const;
 
@@ -30,7 +31,7 @@ class ScenarioRunner : public QObject {
  signals:
   // `fraction` of the runs' steps done (0 to 1) and a line saying where the run is.
   void progress(double fraction, const QString& line);
-  // The native trace the run wrote (both strategies, in_graph first); valid until the next start.
+  // The native trace the run wrote (with "both", in_graph first); valid until the next start.
   void finished(const QString& trace_path);
   // The run failed: the command's last line of error output (or why it could not start).
   void failed(const QString& error_line);

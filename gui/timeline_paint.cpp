@@ -56,6 +56,7 @@ void TimelineView::render_to(QPainter& p, QSize size) const {
   if (arrows_shown_) paint_arrows(p, g);
   if (selected_slice_ >= 0) paint_arrow(p, g, selected_slice_);
   paint_selection(p, g);
+  paint_overlay(p, g);
   paint_ruler(p, g);
 }
 
@@ -81,14 +82,17 @@ void TimelineView::paint_ruler(QPainter& p, const Geometry& g) const {
   p.drawText(QRect(6, line, kLabelWidthPx - 8, line), Qt::AlignVCenter | Qt::AlignLeft,
              p.fontMetrics().elidedText(second, Qt::ElideRight, kLabelWidthPx - 8));
   const RulerTicks ticks = ruler_ticks(g.from_s - offset_s_, g.until_s - offset_s_);
+  double free_x = 0;  // a narrow view labels every other tick rather than overlap them
   for (size_t i = 0; i < ticks.times_s.size(); ++i) {
     const double x = g.x(ticks.times_s[i]);
     if (x < kLabelWidthPx || x > g.width) continue;
     p.setPen(QColor(0x80, 0x86, 0x90));
     p.drawLine(QPointF(x, kRulerHeightPx - 8), QPointF(x, kRulerHeightPx - 1));
     p.setPen(text_colour());
-    if (x + 3 + p.fontMetrics().horizontalAdvance(ticks.labels[i]) > g.width) continue;
+    const double end = x + 3 + p.fontMetrics().horizontalAdvance(ticks.labels[i]);
+    if (end > g.width || x < free_x) continue;
     p.drawText(QPointF(x + 3, kRulerHeightPx - 11), ticks.labels[i]);
+    free_x = end + 6;
   }
 }
 

@@ -10,8 +10,10 @@
 
 #include <QAbstractScrollArea>
 #include <QPointF>
+#include <limits>
 #include <memory>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "gui/time_axis.h"
@@ -44,6 +46,12 @@ class TimelineView : public QAbstractScrollArea {
   bool arrows_shown() const { return arrows_shown_; }
   void set_group_collapsed(int process, bool collapsed);
   bool group_collapsed(int process) const { return collapsed_.count(process) > 0; }
+
+  // Animation: draws only what happened by `trace_s` (later spans, counters and link use blank,
+  // a line marks the time); infinity (the default) draws the whole run. A role that died is
+  // drawn dark from its death until its restart (or the end) either way.
+  void set_reveal_until_s(double trace_s);
+  double reveal_until_s() const { return reveal_until_s_; }
 
   // Selects a slice of the layout (-1: none), scrolls and zooms it into view when `reveal`.
   void select_slice(int slice, bool reveal);
@@ -141,6 +149,9 @@ class TimelineView : public QAbstractScrollArea {
   void paint_arrows(QPainter& p, const Geometry& g) const;
   void paint_arrow(QPainter& p, const Geometry& g, int slice) const;
   void paint_selection(QPainter& p, const Geometry& g) const;
+  // Dead roles darkened and, while animating, the not-yet-happened part blanked
+  // (timeline_overlay.cpp).
+  void paint_overlay(QPainter& p, const Geometry& g) const;
   int row_middle_of_lane(const Geometry& g, int lane) const;
 
   TimeAxis* axis_;
@@ -152,6 +163,14 @@ class TimelineView : public QAbstractScrollArea {
   std::vector<int> row_of_lane_;     // lane -> row (-1 when collapsed)
   std::vector<int> row_of_process_;  // process -> its header row
   int selected_slice_ = -1;
+  double reveal_until_s_ = std::numeric_limits<double>::infinity();
+  // Roles that died: name, death and return (s), found once per model (timeline_overlay.cpp).
+  struct Death {
+    std::string role;
+    double from_s, until_s;
+  };
+  mutable const TimelineModel* deaths_of_ = nullptr;
+  mutable std::vector<Death> deaths_;
   mutable std::vector<uint32_t> fold_strip_;  // painting's scratch (FoldStrip)
   // Dragging: a pan, or a range selection, from where the button went down.
   enum class Drag { kNone, kPending, kPan, kSelect } drag_ = Drag::kNone;

@@ -24,6 +24,7 @@
 #include "core/trace/trace_format.h"
 #include "sim/sim_channel.h"
 #include "sim/sim_run.h"
+#include "sim/sim_settings.h"
 
 namespace replisim::sim {
 namespace {
@@ -46,14 +47,15 @@ void quiet_simgrid_unless_asked() {
 
 // The child: simulates, streaming records and progress into the pipe, then the outcome (or the
 // error) as its last frame.
-[[noreturn]] void run_child(const core::Plan& plan, int fd, bool with_progress) {
+[[noreturn]] void run_child(const core::Plan& plan, const SimSettings& settings, int fd,
+                            bool with_progress) {
   int code = 0;
   detail::ChildChannel channel(fd);
   try {
     try {
       std::function<void(const core::RunProgress&)> progress;
       if (with_progress) progress = [&channel](const core::RunProgress& p) { channel.progress(p); };
-      const SimResult result = run_plan_in_this_process(plan, channel, progress);
+      const SimResult result = run_plan_in_this_process(plan, channel, progress, settings);
       channel.outcome(result.outcome, result.engine_wall_s);
     } catch (const core::InputError& e) {
       channel.input_error(e.file(), e.json_path(), e.message());
@@ -69,7 +71,8 @@ void quiet_simgrid_unless_asked() {
   ::_exit(code);
 }
 
-pid_t fork_child(const core::Plan& plan, int fds[2], bool with_progress) {
+pid_t fork_child(const core::Plan& plan, const SimSettings& settings, int fds[2],
+                 bool with_progress) {
   if (::pipe(fds) != 0) {
     throw core::BackendError(std::string("cannot create a pipe: ") + std::strerror(errno));
   }
@@ -90,7 +93,7 @@ pid_t fork_child(const core::Plan& plan, int fds[2], bool with_progress) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(4);
     quiet_simgrid_unless_asked();
-    run_child(plan, fds[1], with_progress);
+    run_child(plan, settings, fds[1], with_progress);
   }
   ::close(fds[1]);
   return pid;
@@ -149,8 +152,9 @@ core::BackendInfo SimBackend::info() const {
 core::RunOutcome SimBackend::do_run(const core::Plan& plan, core::TraceSink& sink,
                                     const core::RunOptions& options) {
   const auto start = std::chrono::steady_clock::now();
+  const SimSettings settings = read_sim_settings(options.settings);
   int fds[2];
-  const pid_t pid = fork_child(plan, fds, bool(options.progress));
+  const pid_t pid = fork_child(plan, settings, fds, bool(options.progress));
   ChildGuard child(pid, fds[0]);
   // Decode the records while the child writes them (no copy of the whole run).
   detail::ParentChannel channel(fds[0], options.cancelled, options.progress);
@@ -198,6 +202,10 @@ core::RunOutcome SimBackend::do_run(const core::Plan& plan, core::TraceSink& sin
   last_total_wall_s_ =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return outcome;
+}
+
+nlohmann::json SimBackend::settings_provenance(const core::RunOptions& options) const {
+  return sim_settings_provenance(read_sim_settings(options.settings));
 }
 
 void register_sim_backend() {

@@ -26,6 +26,8 @@ class SimBackend : public core::Backend {
   // fails (deadlock, crash of the child, a corrupt pipe), core::RunCancelled.
   core::RunOutcome do_run(const core::Plan& plan, core::TraceSink& sink,
                           const core::RunOptions& options) override;
+  // {"network_engine", "tolerance_s"} of options.settings (sim/sim_settings.h).
+  nlohmann::json settings_provenance(const core::RunOptions& options) const override;
 
  private:
   double last_engine_wall_s_ = 0;

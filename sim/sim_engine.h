@@ -16,12 +16,13 @@
 #include <simgrid/s4u.hpp>
 
 #include "core/backend/backend.h"
+#include "core/backend/sync_queues.h"
 #include "core/backend/trace_recorder.h"
 #include "sim/sim_faults.h"
 #include "sim/sim_network.h"
 #include "sim/sim_recovery.h"
 #include "sim/sim_run_state.h"
-#include "core/backend/sync_queues.h"
+#include "sim/sim_settings.h"
 
 namespace replisim::sim::detail {
 
@@ -30,7 +31,8 @@ class SimRun : public core::SyncHost, public NetworkHost {
   using Progress = std::function<void(const core::RunProgress&)>;
   // `plan` (valid) and `sink` must outlive the run. `progress`, when set, is called from inside
   // the simulation at most every kProgressEvery of wall time.
-  SimRun(const core::Plan& plan, core::TraceSink& sink, Progress progress);
+  SimRun(const core::Plan& plan, core::TraceSink& sink, Progress progress,
+         const SimSettings& settings);
 
   // Runs the simulation to its end and returns the outcome; events went to the sink.
   // Throws core::BackendError when it deadlocks before every client finished.
@@ -94,6 +96,7 @@ class SimRun : public core::SyncHost, public NetworkHost {
 
   const core::Plan& plan_;
   Progress progress_;
+  SimSettings settings_;
   core::RunOutcome outcome_;  // its notes fill as the run goes
   core::TraceRecorder recorder_;
   std::vector<const core::ClientGraph*> graphs_;  // core::step_graphs(plan_)

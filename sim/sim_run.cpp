@@ -1,6 +1,8 @@
 // Set-up, the driver actor and the outcome of one simulation run.
 #include "sim/sim_run.h"
 
+#include <algorithm>
+
 #include <xbt/log.h>
 #include <simgrid/s4u.hpp>
 
@@ -12,6 +14,9 @@ namespace replisim::sim {
 namespace detail {
 
 namespace {
+
+// Above this many devices in use the actors' stacks go without guard pages (build_platform).
+constexpr long kGuardPagesUpToDevices = 2000;
 
 // Which plan devices run at least one op.
 std::vector<bool> devices_used(const std::vector<const core::ClientGraph*>& graphs,
@@ -25,9 +30,11 @@ std::vector<bool> devices_used(const std::vector<const core::ClientGraph*>& grap
 
 }  // namespace
 
-SimRun::SimRun(const core::Plan& plan, core::TraceSink& sink, Progress progress)
+SimRun::SimRun(const core::Plan& plan, core::TraceSink& sink, Progress progress,
+               const SimSettings& settings)
     : plan_(plan),
       progress_(std::move(progress)),
+      settings_(settings),
       recorder_(plan, sink),
       graphs_(core::step_graphs(plan)),
       links_(plan, recorder_, outcome_.notes),
@@ -46,6 +53,14 @@ SimRun::SimRun(const core::Plan& plan, core::TraceSink& sink, Progress progress)
 // The network model, and the platform's hosts and links for the devices the plan uses.
 void SimRun::build_platform() {
   configure_network_model(plan_.platform.network_model);
+  configure_sim_settings(settings_);
+  const std::vector<bool> used = devices_used(graphs_, plan_.platform.devices.size());
+  if (std::count(used.begin(), used.end(), true) > kGuardPagesUpToDevices) {
+    // Each actor's stack has a guard page, two memory mappings per actor, and the kernel allows
+    // 65,530 per process (vm.max_map_count; simgrid-notes.md section 6): a device has a compute
+    // actor per core, a receiver and a pooled transfer actor per connection it has in flight.
+    sg4::Engine::set_config("contexts/guard-size", 0);
+  }
   bool degraded_links = false, switch_fault = false;
   for (const core::PlanFault& f : plan_.faults) {
     degraded_links |= f.kind == "link" && f.factor > 0;
@@ -59,8 +74,7 @@ void SimRun::build_platform() {
     // penalty, abort): with a link degraded at run time, the reverse-traffic term is off.
     sg4::Engine::set_config("network/crosstraffic:0");
   }
-  const SimPlatform platform = build_sim_platform(
-      plan_.platform, devices_used(graphs_, plan_.platform.devices.size()), switch_fault);
+  const SimPlatform platform = build_sim_platform(plan_.platform, used, switch_fault);
   latency_factor_ = network_latency_factor();
   devices_.resize(platform.hosts.size());
   for (size_t d = 0; d < platform.hosts.size(); ++d) devices_[d].host = platform.hosts[d];
@@ -212,8 +226,9 @@ core::RunOutcome SimRun::run() {
 }  // namespace detail
 
 SimResult run_plan_in_this_process(const core::Plan& plan, core::TraceSink& sink,
-                                   const std::function<void(const core::RunProgress&)>& progress) {
-  detail::SimRun run(plan, sink, progress);
+                                   const std::function<void(const core::RunProgress&)>& progress,
+                                   const SimSettings& settings) {
+  detail::SimRun run(plan, sink, progress, settings);
   SimResult result;
   result.outcome = run.run();
   result.engine_wall_s = run.engine_wall_s();

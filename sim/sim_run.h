@@ -7,6 +7,7 @@
 #include "core/backend/backend.h"
 #include "core/plan/plan.h"
 #include "core/trace/trace_sink.h"
+#include "sim/sim_settings.h"
 
 namespace replisim::sim {
 
@@ -18,8 +19,9 @@ struct SimResult {
 // Runs `plan` (valid) to completion, emitting its strings, events and counters into `sink`
 // (begin() and end() are the caller's), and calling `progress`, when set, every 200 ms of wall
 // time or so. Throws core::BackendError when the simulation deadlocks before every client
-// finished.
+// finished. `settings`: the network engine and tolerance (sim/sim_settings.h).
 SimResult run_plan_in_this_process(const core::Plan& plan, core::TraceSink& sink,
-                                   const std::function<void(const core::RunProgress&)>& progress);
+                                   const std::function<void(const core::RunProgress&)>& progress,
+                                   const SimSettings& settings = {});
 
 }  // namespace replisim::sim

@@ -45,9 +45,14 @@ void Backend::run(const Plan& plan, TraceSink& sink, const RunOptions& options) 
   meta.backend = about.name;
   meta.provenance = options.provenance.is_object() ? options.provenance : nlohmann::json::object();
   meta.provenance.update(about.provenance);
+  meta.provenance.update(settings_provenance(options));
   sink.begin(meta);
   const RunOutcome outcome = do_run(plan, sink, options);
   sink.end(outcome);
+}
+
+nlohmann::json Backend::settings_provenance(const RunOptions&) const {
+  return nlohmann::json::object();
 }
 
 Trace run_to_trace(Backend& backend, const Plan& plan, const RunOptions& options) {

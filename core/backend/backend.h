@@ -57,8 +57,8 @@ struct RunOptions {
   // (core/base/error.h).
   std::function<bool()> cancelled;
   // Settings of the backend's own (the real backend's "threads", "checkpoint_dir", ...: see its
-  // header). A backend refuses a key it does not know with InputError naming it; the simulator
-  // takes none.
+  // header; the simulator's in sim/sim_settings.h). A backend refuses a key it does not know with
+  // InputError naming it.
   nlohmann::json settings = nlohmann::json::object();
 };
 
@@ -78,6 +78,10 @@ class Backend {
   // Emits the run's strings, events and counters into `sink` (whose begin() has been called)
   // and returns its outcome. `plan` is valid.
   virtual RunOutcome do_run(const Plan& plan, TraceSink& sink, const RunOptions& options) = 0;
+  // What this run's settings (RunOptions::settings) make of the backend, as the trace's metadata
+  // records it under "provenance" (the simulator's network engine and tolerance); called before
+  // the run starts. Throws InputError for settings the backend refuses. Default: nothing.
+  virtual nlohmann::json settings_provenance(const RunOptions& options) const;
 };
 
 // Runs `plan` on `backend` and returns its trace (what most callers want).

@@ -45,6 +45,13 @@ class OutputError : public std::runtime_error {
 class RunCancelled : public std::runtime_error {
  public:
   RunCancelled() : std::runtime_error("cancelled") {}
+  // `detail`: what the user should know instead of "no output was written" (one line).
+  explicit RunCancelled(std::string detail)
+      : std::runtime_error("cancelled"), detail_(std::move(detail)) {}
+  const std::string& detail() const { return detail_; }
+
+ private:
+  std::string detail_;
 };
 
 // A broken invariant inside replisim (a bug, not bad input). Maps to exit code 1.

@@ -1,0 +1,113 @@
+#include "cli/planning_args.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <thread>
+#include <tuple>
+
+#include "core/base/error.h"
+#include "core/sweep/sweep_points.h"
+
+namespace replisim::cli {
+namespace {
+
+void add_run_knobs(CLI::App* sub, CliArgs& args, PlanningRaw& raw) {
+  sub->add_option("--jobs", raw.jobs, "points simulated at once (default: this machine's cores)")
+      ->type_name("N");
+  sub->add_option("--cache", args.cache_dir,
+                  "where each point's result is kept (default ~/.cache/replisim/sweep)")
+      ->type_name("DIR");
+  sub->add_option("--progress", args.progress, "auto (default), bar, json or none")
+      ->type_name("MODE");
+}
+
+}  // namespace
+
+void define_planning_commands(CLI::App& app, CliArgs& args, PlanningRaw& raw,
+                              const std::function<void(CLI::App*)>& add_plan_knobs) {
+  CLI::App* sweep = app.add_subcommand(
+      "sweep", "simulate a scenario over the product of knob values; a table of every point");
+  sweep->add_option("SCENARIO", args.scenario, "the scenario file")->required()->type_name("");
+  sweep
+      ->add_option("--vary", args.vary,
+                   "KEY=VALUES: a knob and its values (replicas=1..64x2, ps=1,2,4, "
+                   "nic_bandwidth=10Gbps,25Gbps); repeat for more knobs")
+      ->type_name("KEY=VALUES");
+  add_plan_knobs(sweep);
+  add_run_knobs(sweep, args, raw);
+  sweep->add_option("--shard", raw.shard, "run only shard I of N (points whose index mod N is I)")
+      ->type_name("I/N");
+  sweep->add_option("--csv", args.csv_path, "write one row per point (CSV)")->type_name("FILE");
+  sweep->add_option("--json", args.json_path, "write the sweep's results (JSON; merge, plot)")
+      ->type_name("FILE");
+  sweep->add_flag("--force", args.force, "replace existing output files");
+
+  CLI::App* whatif = app.add_subcommand(
+      "whatif", "what one change buys: NIC x2, one more PS, GPUs x2, ... sorted by gain");
+  whatif->add_option("SCENARIO", args.scenario, "the scenario file")->required()->type_name("");
+  add_plan_knobs(whatif);
+  add_run_knobs(whatif, args, raw);
+  whatif->add_option("--json", args.json_path, "write the what-ifs (JSON)")->type_name("FILE");
+  whatif->add_flag("--force", args.force, "replace an existing output file");
+
+  CLI::App* merge =
+      app.add_subcommand("merge", "join the shards of a sweep (sweep --shard I/N --json FILE)");
+  merge->add_option("SHARD", args.result_files, "the shards' JSON files")
+      ->required()
+      ->type_name("");
+  merge->add_option("--csv", args.csv_path, "write one row per point (CSV)")->type_name("FILE");
+  merge->add_option("--json", args.json_path, "write the merged results (JSON)")->type_name("FILE");
+  merge->add_flag("--force", args.force, "replace existing output files");
+
+  CLI::App* plot = app.add_subcommand(
+      "plot", "draw a sweep's throughput, scaling efficiency and step breakdown (PNG and SVG)");
+  plot->add_option("RESULTS", args.result_files, "a sweep's JSON file (sweep --json, merge --json)")
+      ->required()
+      ->type_name("");
+  plot->add_option("--out", args.plot_out,
+                   "the files' prefix: PREFIX-throughput.png, ... (default: RESULTS without .json)")
+      ->type_name("PREFIX");
+  plot->add_option("--target", raw.target,
+                   "draw a target throughput on the throughput chart (samples/s)")
+      ->type_name("SAMPLES_PER_S");
+  plot->add_flag("--force", args.force, "replace existing output files");
+}
+
+void check_planning_values(CliArgs& args, const PlanningRaw& raw) {
+  if (!raw.jobs.empty()) {
+    errno = 0;
+    char* end = nullptr;
+    const long jobs = std::strtol(raw.jobs.c_str(), &end, 10);
+    if (*end != '\0' || errno == ERANGE || jobs < 1 || jobs > 256) {
+      throw core::InputError("", "--jobs",
+                             "expected an integer from 1 to 256, got \"" + raw.jobs + "\"");
+    }
+    args.jobs = int(jobs);
+  } else {
+    args.jobs = int(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  if (!raw.shard.empty()) {
+    std::tie(args.shard_index, args.shard_count) = core::parse_shard(raw.shard);
+  }
+  if ((args.command == "sweep" || args.command == "whatif") && args.strategy == "both") {
+    throw core::InputError("", "--strategy",
+                           "a point runs one strategy: give in_graph or between_graph (the "
+                           "default), or --vary strategy=in_graph,between_graph");
+  }
+  if (!raw.target.empty()) {
+    char* end = nullptr;
+    args.plot_target_samples_per_s = std::strtod(raw.target.c_str(), &end);
+    if (*end != '\0' || !std::isfinite(args.plot_target_samples_per_s) ||
+        args.plot_target_samples_per_s <= 0) {
+      throw core::InputError(
+          "", "--target", "expected a throughput above 0 in samples/s, got \"" + raw.target + "\"");
+    }
+  }
+  if (args.command == "plot" && args.result_files.size() != 1) {
+    throw core::InputError("", args.result_files.size() > 1 ? args.result_files[1] : "",
+                           "plot takes one RESULTS file (merge shards first)");
+  }
+}
+
+}  // namespace replisim::cli

@@ -1,0 +1,32 @@
+// Runs a sweep's points as child processes of this replisim (`replisim simulate POINT ...`), at
+// most N at once, and reports each as it ends. Cancelling kills and reaps every child it started.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace replisim::cli {
+
+struct PointCommand {
+  std::vector<std::string> args;  // replisim's arguments ("simulate", FILE, ...)
+  std::string log_path;           // the child's standard error goes here (standard output: nowhere)
+};
+
+struct PointExit {
+  size_t command = 0;           // index into the commands given
+  int exit_code = 0;            // -1: killed by a signal
+  double wall_s = 0;            // from start to exit
+  std::string last_error_line;  // the last non-empty line of its standard error, if it failed
+};
+
+// Runs `commands` with this executable (/proc/self/exe), `jobs` (>= 1) at a time, in order;
+// `on_exit` is called in this thread as each ends (in the order they end). Polls `cancelled`
+// every 50 ms: once it is true, sends SIGTERM to every running child (SIGKILL after 5 s), reaps
+// them all, and throws core::RunCancelled. Throws core::OutputError when a child cannot be
+// started (its log file cannot be created, or spawning fails).
+void run_point_commands(const std::vector<PointCommand>& commands, int jobs,
+                        const std::function<void(const PointExit&)>& on_exit,
+                        const std::function<bool()>& cancelled);
+
+}  // namespace replisim::cli

@@ -1,0 +1,77 @@
+// What `sweep` and `whatif` share: each point resolved against the scenario, its result taken from
+// the cache or computed by a `replisim simulate` child process (--jobs at once), and progress.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/progress.h"
+#include "cli/scenario_plans.h"
+#include "core/sweep/sweep_points.h"
+#include "core/sweep/sweep_results.h"
+
+namespace replisim::cli {
+
+struct SweepSettings {
+  std::string scenario_file;
+  std::string default_strategy = "between_graph";
+  uint64_t seed = 1;
+  int steps = 0;  // --steps (0: each point's scenario's)
+  double scale_compute = 1;
+  int jobs = 1;
+  std::string cache_dir;  // where point results are kept (sweep_cache_dir)
+  ProgressMode progress = ProgressMode::kAuto;
+};
+
+// --cache, or $XDG_CACHE_HOME/replisim/sweep, or $HOME/.cache/replisim/sweep.
+std::string sweep_cache_dir(const std::string& flag_value);
+// The settings of sweep's and whatif's flags. Throws core::InputError (--cache, --progress).
+SweepSettings sweep_settings(const CliArgs& args);
+
+// A point resolved and keyed: its scenario document (what the child simulates) and the facts its
+// row needs (not the parsed scenario, large at thousands of machines).
+struct PreparedPoint {
+  core::SweepPoint point;
+  nlohmann::json document;
+  core::SweepPointFacts facts;
+  std::string key;
+};
+
+// Resolves `point` and computes its cache key (compiling its plan for the plan hash). Throws
+// core::InputError as resolve_sweep_point does, or for --steps not above the point's warm-up.
+PreparedPoint prepare_point(const LoadedScenario& base, const nlohmann::json& document,
+                            const SweepSettings& settings, const core::SweepPoint& point);
+
+// prepare_point for each point, in order, stopping with core::RunCancelled when the user
+// interrupts. Two points that are one configuration (replicas=2 and replicas=x2 of a count of 1)
+// are refused: core::InputError naming both.
+std::vector<PreparedPoint> prepare_points(const LoadedScenario& base,
+                                          const nlohmann::json& document,
+                                          const SweepSettings& settings,
+                                          const std::vector<core::SweepPoint>& points);
+
+struct SweepCounts {
+  size_t cached = 0, computed = 0, failed = 0;
+  std::vector<int> exit_codes;  // per point: its simulation's exit code (0 when cached)
+};
+
+// The rows of `points` in their order: cached ones read back, the others simulated in child
+// processes (results cached as they end; a failed point gets a row with its error and is not
+// cached). Progress on standard error per settings.progress. Throws core::RunCancelled after
+// killing the children when the user interrupts (cached points stay), core::OutputError when the
+// cache cannot be written.
+std::vector<core::SweepRow> run_prepared_points(const std::vector<PreparedPoint>& points,
+                                                const SweepSettings& settings, SweepCounts* counts);
+
+// The table sweep, merge and whatif print: columns padded to their widest cell, two spaces apart.
+void print_columns(const std::vector<std::vector<std::string>>& rows, std::ostream& out);
+// `value` with `decimals` digits after the point ("%.*f").
+std::string fixed_decimals(double value, int decimals);
+// "ps0/nic/up 97% (ps nic)".
+std::string bottleneck_text(const core::SweepRow& row);
+
+}  // namespace replisim::cli

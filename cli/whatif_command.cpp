@@ -1,0 +1,150 @@
+// whatif: the scenario's own point against one change at a time (NIC x2, switch x2, one more PS,
+// GPUs x2, replicas x2, another placement, sync with a backup, the other strategy), each
+// simulated as a sweep point (cached, --jobs at once), sorted by throughput gain.
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <ostream>
+
+#include "cli/commands.h"
+#include "cli/interrupt.h"
+#include "cli/sweep_engine.h"
+#include "core/backend/backend.h"
+#include "core/base/error.h"
+#include "core/base/output_file.h"
+
+namespace replisim::cli {
+namespace {
+
+using nlohmann::json;
+
+struct Change {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> knobs;
+};
+
+std::vector<Change> changes_for(const std::string& strategy) {
+  const std::string other = strategy == "in_graph" ? "between_graph" : "in_graph";
+  return {{"NIC bandwidth x2", {{"nic_bandwidth", "x2"}}},
+          {"switch bandwidth x2", {{"switch_bandwidth", "x2"}}},
+          {"one more PS", {{"ps", "+1"}}},
+          {"GPU speed x2", {{"gpu_speed", "x2"}}},
+          {"replicas x2", {{"replicas", "x2"}}},
+          {"greedy_by_bytes placement", {{"variable_placement", "greedy_by_bytes"}}},
+          {"partitioned placement", {{"variable_placement", "partitioned"}}},
+          {"sync with one backup worker", {{"backups", "1"}}},
+          {other + " strategy", {{"strategy", other}}}};
+}
+
+std::string percent(double fraction) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%+.1f%%", 100 * fraction);
+  return buffer;
+}
+
+json row_json(const core::SweepRow& row) {
+  if (!row.error.empty()) return {{"error", row.error}};
+  return {{"throughput_samples_per_s", row.throughput_samples_per_s},
+          {"step_time_p50_s", row.step_time_p50_s},
+          {"replica_devices", row.replica_devices},
+          {"bottleneck",
+           {{"resource", row.bottleneck},
+            {"kind", row.bottleneck_kind},
+            {"utilization", row.bottleneck_utilization}}}};
+}
+
+}  // namespace
+
+int run_whatif(const CliArgs& args, std::ostream& out) {
+  const LoadedScenario loaded = load(args.scenario);
+  const core::ScenarioDocument document = core::load_scenario_document(args.scenario);
+  const SweepSettings settings = sweep_settings(args);
+  core::OutputFiles files(args.force);
+  files.protect(args.scenario, "the scenario");
+  const std::vector<Change> changes = changes_for(args.strategy);
+  // The base point first (its errors are the scenario's own: raised), then each change.
+  std::vector<PreparedPoint> prepared = {prepare_point(loaded, document.json, settings, {})};
+  std::vector<const Change*> applied;
+  std::vector<std::pair<const Change*, std::string>> not_applicable;
+  const std::string placement =
+      document.json["training"].value("variable_placement", "round_robin");
+  for (const Change& c : changes) {
+    if (c.knobs.front().first == "variable_placement" && c.knobs.front().second == placement) {
+      not_applicable.emplace_back(&c, "the scenario's own placement");
+      continue;
+    }
+    core::SweepPoint point{prepared.size(), c.knobs};
+    if (interrupted()) throw core::RunCancelled();
+    try {
+      prepared.push_back(prepare_point(loaded, document.json, settings, point));
+      applied.push_back(&c);
+    } catch (const core::InputError& e) {
+      std::string why = e.message();
+      const std::string prefix = "point " + point.label() + ": ";
+      if (why.rfind(prefix, 0) == 0) why = why.substr(prefix.size());
+      not_applicable.emplace_back(&c, why);
+    }
+  }
+  json report = {{"format", "replisim-whatif"},
+                 {"version", 1},
+                 {"scenario", loaded.scenario.name},
+                 {"strategy", args.strategy},
+                 {"provenance", provenance(args, loaded)}};
+  if (!args.json_path.empty()) {
+    files.add("--json", args.json_path,
+              [&report](std::ostream& o) { o << report.dump(1) << "\n"; });
+  }
+  SweepCounts counts;
+  const std::vector<core::SweepRow> rows = run_prepared_points(prepared, settings, &counts);
+  const core::SweepRow& base = rows.front();
+  if (!base.error.empty()) {
+    // Exit code 2: the scenario (or a flag) is bad input, which the child's line names.
+    if (counts.exit_codes.front() == 2) throw core::InputError("", "", base.error);
+    throw core::BackendError("the scenario's own point failed: " + base.error);
+  }
+  std::vector<size_t> order(applied.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto gain = [&](size_t i) {
+    const core::SweepRow& r = rows[i + 1];
+    return r.error.empty() ? r.throughput_samples_per_s / base.throughput_samples_per_s - 1
+                           : -1e300;
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return gain(a) > gain(b); });
+
+  out << "replisim whatif: scenario \"" << loaded.scenario.name << "\" (" << args.scenario << "), "
+      << args.strategy << ", seed " << args.seed << "\n"
+      << "as it is: " << fixed_decimals(base.throughput_samples_per_s, 1) << " samples/s on "
+      << base.replica_devices << " replica device(s), bound by " << bottleneck_text(base) << "\n\n";
+  std::vector<std::vector<std::string>> table = {
+      {"change", "samples/s", "gain", "devices", "new bottleneck"}};
+  report["base"] = row_json(base);
+  report["changes"] = json::array();
+  for (size_t i : order) {
+    const core::SweepRow& r = rows[i + 1];
+    json entry = row_json(r);
+    entry["change"] = applied[i]->name;
+    entry["knobs"] = json::object();
+    for (const auto& [k, v] : applied[i]->knobs) entry["knobs"][k] = v;
+    if (r.error.empty()) {
+      entry["gain"] = gain(i);
+      table.push_back({applied[i]->name, fixed_decimals(r.throughput_samples_per_s, 1),
+                       percent(gain(i)), std::to_string(r.replica_devices), bottleneck_text(r)});
+    } else {
+      table.push_back({applied[i]->name, "failed: " + r.error});
+    }
+    report["changes"].push_back(entry);
+  }
+  print_columns(table, out);
+  report["not_applicable"] = json::array();
+  if (!not_applicable.empty()) out << "\nnot applicable here:\n";
+  for (const auto& [change, why] : not_applicable) {
+    out << "  " << change->name << ": " << why << "\n";
+    report["not_applicable"].push_back({{"change", change->name}, {"why", why}});
+  }
+  files.set_cancel(interrupted);
+  files.write_all();
+  return 0;
+}
+
+}  // namespace replisim::cli

@@ -1,0 +1,338 @@
+#include "gui/charts/scaling_chart.h"
+
+#include <QBarCategoryAxis>
+#include <QBarSet>
+#include <QCategoryAxis>
+#include <QChart>
+#include <QFont>
+#include <QGraphicsSimpleTextItem>
+#include <QLegendMarker>
+#include <QLineSeries>
+#include <QPen>
+#include <QScatterSeries>
+#include <QStackedBarSeries>
+#include <QValueAxis>
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <tuple>
+
+namespace replisim::gui {
+namespace {
+
+struct XPosition {
+  std::string value;  // the knob's value
+  QString label;      // what the axis shows
+  double at = 0;      // where on the axis
+};
+
+// Places numeric labels at their value (log2 of it when each is at least 1.5 times the one before,
+// as a doubling range: equal steps for equal ratios), and anything else one step apart.
+void place_positions(std::vector<XPosition>& positions) {
+  std::vector<double> numbers;
+  for (const XPosition& p : positions) {
+    bool ok = false;
+    const double n = p.label.section(' ', 0, 0).toDouble(&ok);
+    if (!ok || !(n > 0) || (!numbers.empty() && n <= numbers.back())) {
+      numbers.clear();
+      break;
+    }
+    numbers.push_back(n);
+  }
+  bool geometric = numbers.size() > 2;
+  for (size_t i = 1; i < numbers.size(); ++i)
+    geometric = geometric && numbers[i] >= 1.5 * numbers[i - 1];
+  for (size_t i = 0; i < positions.size(); ++i) {
+    positions[i].at = numbers.empty() ? double(i) : geometric ? std::log2(numbers[i]) : numbers[i];
+  }
+}
+
+// The x positions: the x knob's values in the sweep's order, each labelled.
+std::vector<XPosition> x_positions(const core::SweepResults& r, const std::string& key) {
+  std::vector<XPosition> positions;
+  for (const core::SweepAxis& a : r.axes) {
+    if (a.key != key) continue;
+    for (const std::string& v : a.values) positions.push_back({v, QString::fromStdString(v)});
+  }
+  if (positions.empty()) positions.push_back({"", "as given"});
+  if (key == "replicas") {  // label with the devices the rows report
+    for (XPosition& s : positions) {
+      for (const core::SweepRow& row : r.rows) {
+        for (const auto& [k, v] : row.knobs) {
+          if (k == key && v == s.value && row.replica_devices > 0) {
+            s.label = QString::number(row.replica_devices);
+          }
+        }
+      }
+    }
+  }
+  place_positions(positions);
+  return positions;
+}
+
+double position_of(const std::vector<XPosition>& positions, const core::SweepRow& row,
+                   const std::string& key) {
+  for (const auto& [k, v] : row.knobs) {
+    if (k != key) continue;
+    for (size_t i = 0; i < positions.size(); ++i) {
+      if (positions[i].value == v) return positions[i].at;
+    }
+  }
+  return 0;
+}
+
+QString axis_title(const std::string& key) {
+  if (key == "replicas") return "replica devices (GPUs or CPUs that compute a replica)";
+  return key.empty() ? QString("the scenario") : QString::fromStdString(key);
+}
+
+QCategoryAxis* make_x_axis(const std::vector<XPosition>& positions, const std::string& key) {
+  auto* axis = new QCategoryAxis;
+  axis->setLabelsPosition(QCategoryAxis::AxisLabelsPositionOnValue);
+  for (const XPosition& p : positions) axis->append(p.label, p.at);
+  const double span = positions.back().at - positions.front().at;
+  const double pad = span > 0 ? 0.05 * span : 0.3;
+  axis->setRange(positions.front().at - pad, positions.back().at + pad);
+  axis->setTitleText(axis_title(key));
+  return axis;
+}
+
+// The rows of each series, in x order.
+std::map<QString, std::vector<const core::SweepRow*>> series_rows(const core::SweepResults& r) {
+  std::map<QString, std::vector<const core::SweepRow*>> out;
+  for (const core::SweepRow& row : r.rows) {
+    if (row.error.empty()) out[sweep_series_name(r, row)].push_back(&row);
+  }
+  return out;
+}
+
+struct BottleneckLabel {
+  QLineSeries* series;
+  QPointF point;
+  QGraphicsSimpleTextItem* item;
+};
+
+// Places each label over its point; one that would cover a label placed before it goes up above
+// that one. Run again whenever the plot area changes.
+void place_labels(QChart* chart, const std::vector<BottleneckLabel>& labels) {
+  std::vector<QRectF> taken;
+  for (const BottleneckLabel& l : labels) {
+    const QPointF at = chart->mapToPosition(l.point, l.series);
+    const QRectF box = l.item->boundingRect();
+    QRectF rect(at.x() - box.width() / 2, at.y() - box.height() - 8, box.width(), box.height());
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (const QRectF& t : taken) {
+        if (rect.intersects(t)) {
+          rect.moveBottom(t.top() - 1);
+          moved = true;
+        }
+      }
+    }
+    l.item->setPos(rect.topLeft());
+    taken.push_back(rect);
+  }
+}
+
+// Text items naming the bottleneck's kind over points (`labels`: the series, the point, the
+// kind), kept in place as the chart is resized.
+void add_bottleneck_labels(QChart* chart,
+                           const std::vector<std::tuple<QLineSeries*, QPointF, QString>>& labels) {
+  auto items = std::make_shared<std::vector<BottleneckLabel>>();
+  for (const auto& [series, point, text] : labels) {
+    auto* item = new QGraphicsSimpleTextItem(text, chart);
+    QFont font = item->font();
+    font.setPointSizeF(font.pointSizeF() * 0.95);
+    font.setBold(true);
+    item->setFont(font);
+    item->setBrush(series->pen().color().darker(120));
+    item->setZValue(20);
+    items->push_back({series, point, item});
+  }
+  QObject::connect(chart, &QChart::plotAreaChanged, chart,
+                   [chart, items]() { place_labels(chart, *items); });
+  place_labels(chart, *items);
+}
+
+// Okabe and Ito's colour-blind-safe palette (Color Universal Design, 2008), without its yellow.
+QColor series_color(size_t i) {
+  static const QColor palette[] = {QColor(0, 114, 178),   QColor(213, 94, 0),   QColor(0, 158, 115),
+                                   QColor(204, 121, 167), QColor(86, 180, 233), QColor(230, 159, 0),
+                                   QColor(0, 0, 0)};
+  return palette[i % (sizeof palette / sizeof palette[0])];
+}
+
+QChart* line_chart(const core::SweepResults& r, SweepChartKind kind, double target) {
+  auto* chart = new QChart;
+  const std::string key = sweep_x_key(r);
+  const std::vector<XPosition> positions = x_positions(r, key);
+  QCategoryAxis* x = make_x_axis(positions, key);
+  auto* y = new QValueAxis;
+  chart->addAxis(x, Qt::AlignBottom);
+  chart->addAxis(y, Qt::AlignLeft);
+  double y_max = 0;
+  for (const core::SweepRow& row : r.rows) {
+    if (!row.error.empty()) continue;
+    y_max = std::max(y_max, kind == SweepChartKind::kThroughput
+                                ? row.throughput_samples_per_s
+                                : 100 * row.scaling_efficiency.value_or(0));
+  }
+  // Every series' labels; series that share a point and a bottleneck show it once.
+  std::vector<std::tuple<QLineSeries*, QPointF, QString>> labels;
+  size_t index = 0;
+  for (const auto& [name, rows] : series_rows(r)) {
+    const QColor color = series_color(index++);
+    auto* line = new QLineSeries;
+    line->setName(name);
+    line->setPen(QPen(color, 2.5));
+    auto* dots = new QScatterSeries;
+    dots->setMarkerSize(9);
+    dots->setColor(color);
+    dots->setBorderColor(color);
+    std::string previous_kind;
+    for (const core::SweepRow* row : rows) {
+      const double value = kind == SweepChartKind::kThroughput
+                               ? row->throughput_samples_per_s
+                               : 100 * row->scaling_efficiency.value_or(0);
+      const QPointF p(position_of(positions, *row, key), value);
+      line->append(p);
+      dots->append(p);
+      const QString text = QString::fromStdString(row->bottleneck_kind);
+      const bool shown = std::any_of(labels.begin(), labels.end(), [&](const auto& l) {
+        return std::get<2>(l) == text && std::get<1>(l).x() == p.x() &&
+               std::abs(std::get<1>(l).y() - p.y()) < 0.02 * y_max;
+      });
+      if (row->bottleneck_kind != previous_kind && !shown) labels.emplace_back(line, p, text);
+      previous_kind = row->bottleneck_kind;
+    }
+    chart->addSeries(line);
+    chart->addSeries(dots);
+    for (QAbstractSeries* s :
+         {static_cast<QAbstractSeries*>(line), static_cast<QAbstractSeries*>(dots)}) {
+      s->attachAxis(x);
+      s->attachAxis(y);
+    }
+    chart->legend()->markers(dots).front()->setVisible(false);
+  }
+  if (kind == SweepChartKind::kThroughput && target > 0) {
+    auto* goal = new QLineSeries;
+    goal->setName(QString("target: %1 samples/s").arg(target));
+    goal->setPen(QPen(QColor(200, 0, 0), 2, Qt::DashLine));
+    goal->append(x->min(), target);
+    goal->append(x->max(), target);
+    chart->addSeries(goal);
+    goal->attachAxis(x);
+    goal->attachAxis(y);
+    y_max = std::max(y_max, target);
+  }
+  if (kind == SweepChartKind::kThroughput) {
+    y->setRange(0, y_max * 1.12 + 1e-9);
+    y->setTitleText("throughput (samples/s)");
+    chart->setTitle(QString::fromStdString(r.scenario_name) +
+                    ": throughput (labels: the bottleneck where it changes)");
+  } else {
+    y->setRange(0, std::max(110.0, 10 * std::ceil(y_max * 1.05 / 10)));
+    y->setTickCount(int(y->max() / 10) + 1);
+    y->setTitleText("scaling efficiency (% of linear from the smallest point)");
+    chart->setTitle(QString::fromStdString(r.scenario_name) +
+                    ": scaling efficiency (labels: the bottleneck where it changes)");
+  }
+  if (kind == SweepChartKind::kThroughput) y->applyNiceNumbers();
+  y->setLabelFormat("%.0f");
+  add_bottleneck_labels(chart, labels);
+  return chart;
+}
+
+QChart* breakdown_chart(const core::SweepResults& r) {
+  auto* chart = new QChart;
+  auto* compute = new QBarSet("compute");
+  auto* network = new QBarSet("network");
+  auto* waiting = new QBarSet("waiting (peers, PS, token, idle)");
+  compute->setColor(QColor(0x2e, 0x7d, 0x32));
+  network->setColor(QColor(0x15, 0x65, 0xc0));
+  waiting->setColor(QColor(0xbd, 0xbd, 0xbd));
+  QStringList categories;
+  for (const core::SweepRow& row : r.rows) {
+    if (!row.error.empty()) continue;
+    QStringList values;  // the knobs' values only: the axis title names the knobs
+    for (const auto& kv : row.knobs) values << QString::fromStdString(kv.second);
+    categories << (values.isEmpty() ? QString("as given") : values.join("/"));
+    const double step_ms = 1000 * row.step_time_mean_s;
+    *compute << row.compute_share * step_ms;
+    *network << row.network_share * step_ms;
+    *waiting << row.waiting_share * step_ms;
+  }
+  auto* bars = new QStackedBarSeries;
+  bars->append({compute, network, waiting});
+  chart->addSeries(bars);
+  auto* x = new QBarCategoryAxis;
+  x->append(categories);
+  x->setLabelsAngle(categories.size() > 8 ? -90 : 0);
+  QStringList keys;
+  for (const core::SweepAxis& a : r.axes) keys << QString::fromStdString(a.key);
+  x->setTitleText(keys.isEmpty() ? QString("the scenario") : "point (" + keys.join("/") + ")");
+  auto* y = new QValueAxis;
+  y->setTitleText("mean step time of a replica (ms)");
+  double most = 0;
+  for (int i = 0; i < compute->count(); ++i) {
+    most = std::max(most, compute->at(i) + network->at(i) + waiting->at(i));
+  }
+  y->setRange(0, most * 1.05 + 1e-9);
+  y->applyNiceNumbers();
+  y->setLabelFormat("%.0f");
+  chart->addAxis(x, Qt::AlignBottom);
+  chart->addAxis(y, Qt::AlignLeft);
+  bars->attachAxis(x);
+  bars->attachAxis(y);
+  chart->setTitle(QString::fromStdString(r.scenario_name) +
+                  ": where a replica's step goes (compute, network, waiting)");
+  return chart;
+}
+
+}  // namespace
+
+QString sweep_chart_name(SweepChartKind kind) {
+  switch (kind) {
+    case SweepChartKind::kThroughput:
+      return "throughput";
+    case SweepChartKind::kEfficiency:
+      return "efficiency";
+    case SweepChartKind::kBreakdown:
+      return "breakdown";
+  }
+  return "chart";
+}
+
+std::string sweep_x_key(const core::SweepResults& r) {
+  for (const core::SweepAxis& a : r.axes) {
+    if (a.key == "replicas") return a.key;
+  }
+  return r.axes.empty() ? "" : r.axes.front().key;
+}
+
+QString sweep_series_name(const core::SweepResults& r, const core::SweepRow& row) {
+  const std::string x = sweep_x_key(r);
+  QString name;
+  for (const auto& [k, v] : row.knobs) {
+    if (k == x) continue;
+    name += (name.isEmpty() ? "" : ", ") + QString::fromStdString(k + "=" + v);
+  }
+  return name.isEmpty() ? QString::fromStdString(row.strategy) : name;
+}
+
+QChart* make_sweep_chart(const core::SweepResults& results, SweepChartKind kind,
+                         double target_samples_per_s) {
+  QChart* chart = kind == SweepChartKind::kBreakdown
+                      ? breakdown_chart(results)
+                      : line_chart(results, kind, target_samples_per_s);
+  QFont title = chart->titleFont();
+  title.setPointSizeF(13);
+  title.setBold(true);
+  chart->setTitleFont(title);
+  chart->legend()->setAlignment(Qt::AlignRight);
+  chart->setAnimationOptions(QChart::NoAnimation);
+  return chart;
+}
+
+}  // namespace replisim::gui

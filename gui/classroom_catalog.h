@@ -1,0 +1,50 @@
+// Classroom mode's catalog (scenarios/classroom.catalog): per bundled seed and classroom scenario,
+// the seed's claim it shows, where on the timeline to look, how to run it interactively, and a
+// "what to notice" caption per strategy whose numbers come from the run's metrics ({link:...}).
+#pragma once
+
+#include <QString>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/metrics/metrics.h"
+
+namespace replisim::gui {
+
+struct ClassroomEntry {
+  std::string file;                 // relative to the scenarios folder: "seed/two_machines.json"
+  std::string title;                // a few words
+  std::string claim;                // one line: the seed's claim it shows
+  std::string look;                 // where on the timeline to look
+  std::string strategy;             // what the panel runs: "both", "in_graph" or "between_graph"
+  int interactive_steps = 0;        // steps of an interactive run (0: the file's own)
+  int interactive_granularity = 0;  // layer groups of an interactive run (0: the file's own)
+  std::string steps_note;           // why those steps (e.g. they keep the fault's window)
+  std::map<std::string, std::string> captions;  // strategy -> caption template
+};
+
+// Reads `<scenarios_dir>/classroom.catalog` (JSON: {"scenarios": [{"file", "title", "claim",
+// "look", "strategy", "interactive_steps", "interactive_granularity", "steps_note", "captions":
+// {strategy: text}}]}).
+// Throws std::runtime_error with one line naming the file and the entry on anything missing or
+// malformed, a caption whose placeholders are unknown included.
+std::vector<ClassroomEntry> load_classroom_catalog(const std::string& scenarios_dir);
+
+// The caption `text` with its placeholders filled from `metrics`: {throughput} (samples/s),
+// {step_ms}, {update_ms}, {link:NAME} and {device:NAME} (utilisation, %), {bottleneck},
+// {bottleneck_pct}, {fastest_client}, {slowest_client}, {fastest_rate}, {slowest_rate}
+// (steps/s), {client_rate:NAME}, {dropped}, {computed_vs_applied} (%), {lost_steps},
+// {lost_work_s}, {recovery_s}, {fault_s}, {wait:KIND.PART} (KIND worker, tower or client; PART
+// compute, network, peers, client, ps, token or other; %). Throws std::invalid_argument with one
+// line for an unknown placeholder or a figure the run does not have (a link it never used).
+std::string render_caption(const std::string& text, const core::RunMetrics& metrics);
+
+// "" when every placeholder of `text` is known, else the one-line reason.
+std::string check_caption(const std::string& text);
+
+// The bundled scenarios: $REPLISIM_SCENARIOS, else scenarios/ above the executable's folder (the
+// build tree's bin/ lies in the repository), else ./scenarios.
+QString default_scenarios_dir();
+
+}  // namespace replisim::gui

@@ -1,0 +1,380 @@
+// Sweeps: values and ranges, the knobs (each writes its fields and nothing else), points and
+// shards, rows, scaling efficiency, CSV and JSON, and merging shards.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <sstream>
+
+#include "core/base/error.h"
+#include "core/sweep/sweep_knobs.h"
+#include "core/sweep/sweep_points.h"
+#include "core/sweep/sweep_results.h"
+#include "core/sweep/sweep_values.h"
+#include "tests/support/test_support.h"
+
+namespace replisim::core {
+namespace {
+
+using nlohmann::json;
+
+// Workers from a template (w0..w3, one GPU each), PS from a template on dedicated machines.
+json templated_scenario() {
+  json worker = test::machine("w", "1 TFLOPS", {"10 TFLOPS"}, "10 Gbps");
+  worker["count"] = 4;
+  return test::scenario_json(
+      {worker}, test::one_layer_model(1e6, "1 GFLOP"),
+      {{"replicas", "w*/gpu*"}, {"ps", {{"count", 2}, {"on", "dedicated"}}}});
+}
+
+// The JSON Patch (RFC 6902) paths that turn `before` into `after`.
+std::set<std::string> changed_paths(const json& before, const json& after) {
+  std::set<std::string> paths;
+  for (const json& op : json::diff(before, after)) paths.insert(op["path"].get<std::string>());
+  return paths;
+}
+
+json point_document(const json& base,
+                    const std::vector<std::pair<std::string, std::string>>& knobs) {
+  return resolve_sweep_point(base, "s.json", SweepPoint{0, knobs}, "between_graph").document;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(SweepValues, ListsRangesAndDoubling) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(expand_sweep_values("--vary ps", "1,2,4"), (V{"1", "2", "4"}));
+  EXPECT_EQ(expand_sweep_values("--vary ps", "1..4"), (V{"1", "2", "3", "4"}));
+  EXPECT_EQ(expand_sweep_values("--vary replicas", "1..64x2"),
+            (V{"1", "2", "4", "8", "16", "32", "64"}));
+  EXPECT_EQ(expand_sweep_values("--vary replicas", "1..10x3"), (V{"1", "3", "9"}));
+  EXPECT_EQ(expand_sweep_values("--vary nic_bandwidth", "10 Gbps, 25 Gbps"),
+            (V{"10 Gbps", "25 Gbps"}));
+  EXPECT_EQ(expand_sweep_values("--vary replicas", "1,8..9"), (V{"1", "8", "9"}));
+}
+
+TEST(SweepValues, BadValuesNameTheFlag) {
+  EXPECT_NE(error_of([] {
+              expand_sweep_values("--vary ps", "8..1");
+            }).find("--vary ps: the range \"8..1\" is empty"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { expand_sweep_values("--vary ps", ""); }).find("no values"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { expand_sweep_values("--vary ps", "1,,2"); }).find("an empty value"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { expand_sweep_values("--vary ps", "1,1"); }).find("given twice"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { expand_sweep_values("--vary ps", "1..8x1"); }).find("at least 2"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { expand_sweep_values("--vary ps", "1..100000"); }).find("more than"),
+            std::string::npos);
+}
+
+TEST(SweepAxis, UnknownKeyListsTheValidOnes) {
+  const std::string e = error_of([] { parse_sweep_axis("replica=1,2"); });
+  EXPECT_NE(e.find("--vary: unknown key \"replica\"; did you mean replicas?"), std::string::npos)
+      << e;
+  for (const char* key :
+       {"replicas", "ps", "nic_bandwidth", "switch_bandwidth", "gpu_speed", "batch_per_replica",
+        "strategy", "sync", "backups", "variable_placement", "transport"}) {
+    EXPECT_NE(e.find(key), std::string::npos) << key;
+  }
+  EXPECT_NE(error_of([] { parse_sweep_axis("replicas"); }).find("expected KEY=VALUES"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_sweep_axis("strategy=both"); }).find("unknown strategy"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              check_sweep_axes({{"ps", {"1"}}, {"ps", {"2"}}});
+            }).find("varied twice"),
+            std::string::npos);
+}
+
+TEST(SweepPoints, CartesianProductFirstAxisOutermost) {
+  const std::vector<SweepPoint> points =
+      sweep_points({parse_sweep_axis("replicas=1..64x2"), parse_sweep_axis("ps=1,2,4,8")});
+  ASSERT_EQ(points.size(), 28u);
+  EXPECT_EQ(points[0].label(), "replicas=1 ps=1");
+  EXPECT_EQ(points[1].label(), "replicas=1 ps=2");
+  EXPECT_EQ(points[4].label(), "replicas=2 ps=1");
+  EXPECT_EQ(points[27].label(), "replicas=64 ps=8");
+  EXPECT_EQ(sweep_points({}).size(), 1u);
+  EXPECT_EQ(sweep_points({}).front().label(), "base");
+}
+
+TEST(SweepPoints, ShardsPartitionThePoints) {
+  const std::vector<SweepPoint> points = sweep_points({parse_sweep_axis("replicas=1..10")});
+  std::multiset<size_t> seen;
+  for (int i = 0; i < 3; ++i) {
+    for (const SweepPoint& p : shard_points(points, i, 3)) {
+      EXPECT_EQ(int(p.index % 3), i);
+      seen.insert(p.index);
+    }
+  }
+  EXPECT_EQ(seen.size(), points.size());
+  EXPECT_EQ(std::set<size_t>(seen.begin(), seen.end()).size(), points.size());
+  EXPECT_EQ(parse_shard("2/3"), std::make_pair(2, 3));
+  for (const char* bad : {"3/3", "1", "a/3", "-1/3", "1/0", "1/3/4", ""}) {
+    EXPECT_NE(error_of([&] { parse_shard(bad); }).find("--shard: expected I/N"), std::string::npos)
+        << bad;
+  }
+}
+
+TEST(SweepKnobs, EachWritesItsFieldAndNothingElse) {
+  const json base = templated_scenario();
+  EXPECT_EQ(changed_paths(base, point_document(base, {{"replicas", "16"}})),
+            (std::set<std::string>{"/cluster/machines/0/count"}));
+  EXPECT_EQ(point_document(base, {{"replicas", "16"}})["cluster"]["machines"][0]["count"], 16);
+  EXPECT_EQ(point_document(base, {{"replicas", "x2"}})["cluster"]["machines"][0]["count"], 8);
+  EXPECT_EQ(changed_paths(base, point_document(base, {{"ps", "+1"}})),
+            (std::set<std::string>{"/training/ps/count"}));
+  EXPECT_EQ(point_document(base, {{"ps", "+1"}})["training"]["ps"]["count"], 3);
+  EXPECT_EQ(changed_paths(base, point_document(base, {{"nic_bandwidth", "25 Gbps"}})),
+            (std::set<std::string>{"/cluster/machines/0/nic/bandwidth"}));
+  EXPECT_EQ(
+      point_document(base, {{"gpu_speed", "x2"}})["cluster"]["machines"][0]["gpus"][0]["speed"],
+      "20000000000000 FLOPS");
+  EXPECT_EQ(changed_paths(base, point_document(base, {{"batch_per_replica", "64"}})),
+            (std::set<std::string>{"/training/batch_per_replica"}));
+  EXPECT_EQ(changed_paths(base, point_document(base, {{"variable_placement", "partitioned"}})),
+            (std::set<std::string>{"/training/variable_placement"}));
+  EXPECT_EQ(changed_paths(base, point_document(base, {{"strategy", "in_graph"}})),
+            std::set<std::string>{});
+  EXPECT_EQ(resolve_sweep_point(base, "s.json", SweepPoint{0, {{"strategy", "in_graph"}}},
+                                "between_graph")
+                .strategy,
+            "in_graph");
+  // backups counts the point's workers, whatever order the knobs come in.
+  const json sync = point_document(base, {{"backups", "1"}, {"replicas", "8"}});
+  EXPECT_EQ(sync["training"]["sync"],
+            (json{{"replicas_to_aggregate", 7}, {"total_num_replicas", 8}}));
+  EXPECT_EQ(point_document(base, {{"sync", "sync"}})["training"]["sync"], "sync");
+}
+
+TEST(SweepKnobs, ScenariosThatCannotVaryAKeySayWhatTheyNeed) {
+  json listed = templated_scenario();
+  listed["training"]["replicas"] = json::array({"w0/gpu0", "w1/gpu0"});
+  const std::string replicas = error_of([&] { point_document(listed, {{"replicas", "8"}}); });
+  EXPECT_NE(replicas.find("s.json: /training/replicas: point replicas=8: replicas can be varied "
+                          "only when /training/replicas is a pattern over a machine template"),
+            std::string::npos)
+      << replicas;
+  json fixed_ps = templated_scenario();
+  fixed_ps["training"]["ps"] = json::array({"w0/cpu"});
+  const std::string ps = error_of([&] { point_document(fixed_ps, {{"ps", "2"}}); });
+  EXPECT_NE(ps.find("/training/ps: point ps=2: ps can be varied only when /training/ps is a "
+                    "template"),
+            std::string::npos)
+      << ps;
+  const json base = templated_scenario();
+  json non_blocking = base;
+  non_blocking["cluster"].erase("switch");
+  EXPECT_NE(error_of([&] {
+              point_document(non_blocking, {{"switch_bandwidth", "x2"}});
+            }).find("non-blocking"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              point_document(base, {{"backups", "4"}});
+            }).find("leaves no replica"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              point_document(base, {{"sync", "async"}, {"backups", "1"}});
+            }).find("needs synchronous training"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              point_document(base, {{"strategy", "in_graph"}, {"backups", "1"}});
+            }).find("applies to between-graph training"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              point_document(base, {{"gpu_speed", "x1e400"}});
+            }).find("at most 1000000"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              point_document(base, {{"nic_bandwidth", "10"}});
+            }).find("--vary nic_bandwidth"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              point_document(base, {{"replicas", "0"}});
+            }).find("--vary replicas"),
+            std::string::npos);
+  // A value the scenario rejects names the point and the field.
+  const std::string placement = error_of([&] {
+    point_document(base, {{"transport", "carrier_pigeon"}});
+  });
+  EXPECT_NE(placement.find("/cluster/transport/preset: point transport=carrier_pigeon"),
+            std::string::npos)
+      << placement;
+}
+
+json summary(double throughput, const std::string& bottleneck, double headroom) {
+  json run = {{"throughput_samples_per_s", throughput},
+              {"step_time_s", {{"mean", 0.2}, {"p50", 0.19}, {"p95", 0.3}}},
+              {"bottleneck", {{"resource", bottleneck}, {"utilization", 0.9}}},
+              {"bytes_per_ps", {100, 300}},
+              {"memory",
+               {{{"device", "w0/gpu0"},
+                 {"needed_bytes", 1},
+                 {"capacity_bytes", 2},
+                 {"headroom_bytes", headroom}},
+                {{"device", "ps0/cpu"},
+                 {"needed_bytes", 1},
+                 {"capacity_bytes", 2},
+                 {"headroom_bytes", -5}}}},
+              {"waits",
+               {{{"role", "worker0"},
+                 {"role_kind", "worker"},
+                 {"compute", 0.6},
+                 {"network", 0.3},
+                 {"peers", 0},
+                 {"client", 0},
+                 {"ps", 0.05},
+                 {"token", 0},
+                 {"other", 0.05}},
+                {{"role", "ps0"},
+                 {"role_kind", "ps"},
+                 {"compute", 1},
+                 {"network", 0},
+                 {"peers", 0},
+                 {"client", 0},
+                 {"ps", 0},
+                 {"token", 0},
+                 {"other", 0}}}}};
+  return {{"runs", {run}}};
+}
+
+SweepResults results_of(const std::vector<std::pair<std::string, double>>& replicas_throughput) {
+  const json base = templated_scenario();
+  SweepResults r;
+  r.scenario_name = "t";
+  r.scenario_file = "s.json";
+  r.scenario_hash = "h";
+  r.axes = {parse_sweep_axis("replicas=1,2,4")};
+  r.points_total = replicas_throughput.size();
+  size_t i = 0;
+  for (const auto& [replicas, throughput] : replicas_throughput) {
+    const SweepPoint p{i++, {{"replicas", replicas}}};
+    const ResolvedPoint resolved = resolve_sweep_point(base, "s.json", p, "between_graph");
+    r.rows.push_back(sweep_row_from_summary(p, sweep_point_facts(resolved), "k" + replicas,
+                                            summary(throughput, "ps1/nic/up", 1e9), "p.json", 1.5));
+  }
+  r.sweep_id = sweep_id(r);
+  return r;
+}
+
+TEST(SweepResults, RowsFromSummaries) {
+  const SweepResults r = results_of({{"1", 100}});
+  const SweepRow& row = r.rows.front();
+  EXPECT_EQ(row.replica_devices, 1);
+  EXPECT_EQ(row.workers, 1);
+  EXPECT_EQ(row.ps_tasks, 2);
+  EXPECT_EQ(row.bottleneck_kind, "ps nic");
+  EXPECT_DOUBLE_EQ(row.ps_bytes_max, 300);
+  EXPECT_DOUBLE_EQ(row.ps_bytes_mean, 200);
+  ASSERT_TRUE(row.gpu_memory_headroom_bytes.has_value());
+  EXPECT_DOUBLE_EQ(*row.gpu_memory_headroom_bytes, 1e9);  // GPUs only: the PS CPU is left out
+  EXPECT_DOUBLE_EQ(row.compute_share, 0.6);
+  EXPECT_DOUBLE_EQ(row.network_share, 0.3);
+  EXPECT_NEAR(row.waiting_share, 0.1, 1e-12);
+  EXPECT_NE(error_of([&] {
+              const json base = templated_scenario();
+              const SweepPoint p{0, {}};
+              sweep_row_from_summary(
+                  p, sweep_point_facts(resolve_sweep_point(base, "s.json", p, "between_graph")),
+                  "k", json{{"runs", json::array()}}, "p.json", 0);
+            }).find("p.json: /runs"),
+            std::string::npos);
+}
+
+TEST(SweepResults, ScalingEfficiencyAgainstTheSmallestPoint) {
+  SweepResults r = results_of({{"1", 100}, {"2", 180}, {"4", 200}});
+  compute_scaling_efficiency(r.rows);
+  EXPECT_DOUBLE_EQ(*r.rows[0].scaling_efficiency, 1.0);
+  EXPECT_DOUBLE_EQ(*r.rows[1].scaling_efficiency, 0.9);
+  EXPECT_DOUBLE_EQ(*r.rows[2].scaling_efficiency, 0.5);
+}
+
+TEST(SweepResults, CsvAndJsonRoundTrip) {
+  SweepResults r = results_of({{"1", 100}, {"2", 180}, {"4", 200}});
+  compute_scaling_efficiency(r.rows);
+  // A point with no step inside the window: no step time, and its warning in both files.
+  r.rows[2].step_time_mean_s = r.rows[2].step_time_p50_s = r.rows[2].step_time_p95_s = 0;
+  r.rows[2].warnings = {"worker3 has 0 step(s) wholly inside the measured window"};
+  r.rows[1].error = "a \"quoted\", failure";
+  std::ostringstream csv;
+  write_sweep_csv(r, csv);
+  const std::string text = csv.str();
+  EXPECT_EQ(text.substr(0, text.find('\n')),
+            "index,replicas,strategy,replica_devices,workers,ps_tasks,throughput_samples_per_s,"
+            "step_time_mean_s,step_time_p50_s,step_time_p95_s,scaling_efficiency,bottleneck,"
+            "bottleneck_kind,bottleneck_utilization,ps_bytes_max,ps_bytes_mean,"
+            "gpu_memory_headroom_bytes,compute_share,network_share,waiting_share,wall_s,warnings,"
+            "error");
+  EXPECT_NE(text.find("\n0,1,between_graph,1,1,2,100,0.2,0.19,0.3,1,ps1/nic/up,ps nic,0.9,300,200,"
+                      "1000000000,0.6,0.3,0.1,1.5,,\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(",\"a \"\"quoted\"\", failure\"\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\n2,4,between_graph,4,4,2,200,,,,0.5,"), std::string::npos) << text;
+  EXPECT_NE(text.find(",1.5,worker3 has 0 step(s) wholly inside the measured window,\n"),
+            std::string::npos)
+      << text;
+  EXPECT_TRUE(sweep_results_to_json(r)["rows"][2]["step_time_s"]["p50"].is_null());
+  const json written = sweep_results_to_json(r);
+  EXPECT_EQ(sweep_results_to_json(sweep_results_from_json(written, "r.json")), written);
+  const std::string other = error_of([] {
+    sweep_results_from_json(json{{"format", "other"}}, "r.json");
+  });
+  EXPECT_NE(other.find("r.json: /: not a sweep's results"), std::string::npos) << other;
+}
+
+TEST(SweepResults, MergeJoinsEveryShardOnce) {
+  SweepResults whole = results_of({{"1", 100}, {"2", 180}, {"4", 200}});
+  compute_scaling_efficiency(whole.rows);
+  std::vector<SweepResults> shards;
+  for (int i = 0; i < 2; ++i) {
+    SweepResults s = whole;
+    s.shard_index = i;
+    s.shard_count = 2;
+    s.rows.clear();
+    for (const SweepRow& row : whole.rows) {
+      if (int(row.index % 2) == i) s.rows.push_back(row);
+    }
+    for (SweepRow& row : s.rows) row.scaling_efficiency.reset();
+    shards.push_back(s);
+  }
+  const SweepResults merged = merge_sweep_shards({shards[1], shards[0]}, {"b.json", "a.json"});
+  EXPECT_EQ(sweep_results_to_json(merged)["rows"], sweep_results_to_json(whole)["rows"]);
+  EXPECT_NE(error_of([&] {
+              merge_sweep_shards({shards[0], shards[0]}, {"a.json", "c.json"});
+            }).find("c.json: /shard: shard 0/2 is also in a.json"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { merge_sweep_shards({shards[0]}, {"a.json"}); }).find("shard 1/2 is missing"),
+      std::string::npos);
+  SweepResults stray = shards[1];
+  stray.rows.front().index = 999;
+  EXPECT_NE(error_of([&] {
+              merge_sweep_shards({shards[0], stray}, {"a.json", "s.json"});
+            }).find("s.json: /rows/0/index: point 999 is not one of shard 1/2's points"),
+            std::string::npos);
+  SweepResults doubled = shards[1];
+  doubled.rows.push_back(doubled.rows.front());
+  EXPECT_NE(error_of([&] {
+              merge_sweep_shards({shards[0], doubled}, {"a.json", "d.json"});
+            }).find("the shards repeat point 1"),
+            std::string::npos);
+  SweepResults other = shards[1];
+  other.sweep_id = "x";
+  EXPECT_NE(error_of([&] {
+              merge_sweep_shards({shards[0], other}, {"a.json", "o.json"});
+            }).find("o.json: /sweep_id: a shard of another sweep"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace replisim::core

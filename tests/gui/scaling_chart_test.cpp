@@ -1,0 +1,101 @@
+// The scaling charts (gui/charts): the series and bottleneck labels a sweep's results make, and the
+// viewer's scaling window opening a results file (or refusing another file with one line).
+#include <QChart>
+#include <QChartView>
+#include <QGraphicsSimpleTextItem>
+#include <QLineSeries>
+#include <QScatterSeries>
+#include <QStackedBarSeries>
+#include <QTabWidget>
+#include <QTableWidget>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "core/sweep/sweep_results.h"
+#include "gui/charts/scaling_chart.h"
+#include "gui/charts/scaling_window.h"
+#include "gui/main_window.h"
+#include "tests/gui/gui_fixtures.h"
+
+namespace replisim::gui {
+namespace {
+
+// replicas 1, 2, 4 × ps 1, 2: the GPU binds until one PS's NIC does at 4 replicas.
+core::SweepResults two_series() {
+  core::SweepResults r;
+  r.scenario_name = "toy";
+  r.axes = {{"replicas", {"1", "2", "4"}}, {"ps", {"1", "2"}}};
+  r.points_total = 6;
+  size_t index = 0;
+  for (int replicas : {1, 2, 4}) {
+    for (int ps : {1, 2}) {
+      core::SweepRow row;
+      row.index = index++;
+      row.knobs = {{"replicas", std::to_string(replicas)}, {"ps", std::to_string(ps)}};
+      row.strategy = "between_graph";
+      row.replica_devices = replicas;
+      const bool nic_bound = replicas == 4 && ps == 1;
+      row.throughput_samples_per_s = nic_bound ? 300 : 100.0 * replicas;
+      row.bottleneck_kind = nic_bound ? "ps nic" : "gpu";
+      row.bottleneck = nic_bound ? "ps0/nic/up" : "w0/gpu0";
+      row.step_time_mean_s = 0.1;
+      row.compute_share = 0.7;
+      row.network_share = 0.3;
+      r.rows.push_back(row);
+    }
+  }
+  core::compute_scaling_efficiency(r.rows);
+  return r;
+}
+
+std::vector<QString> label_texts(QChart* chart) {
+  std::vector<QString> texts;
+  for (QGraphicsItem* item : chart->childItems()) {
+    if (auto* text = dynamic_cast<QGraphicsSimpleTextItem*>(item)) texts.push_back(text->text());
+  }
+  return texts;
+}
+
+TEST(ScalingChart, OneLinePerSeriesAndTheBottleneckWhereItChanges) {
+  QChartView view(make_sweep_chart(two_series(), SweepChartKind::kThroughput, 250));
+  view.resize(1000, 700);
+  QChart* chart = view.chart();
+  std::vector<QString> names;
+  for (QAbstractSeries* s : chart->series()) {
+    if (auto* line = qobject_cast<QLineSeries*>(s); line && !qobject_cast<QScatterSeries*>(s)) {
+      names.push_back(line->name());
+    }
+  }
+  EXPECT_EQ(names, (std::vector<QString>{"ps=1", "ps=2", "target: 250 samples/s"}));
+  const std::vector<QString> labels = label_texts(chart);
+  // "gpu" once at the shared first point, "ps nic" where ps=1 changes.
+  EXPECT_EQ(std::count(labels.begin(), labels.end(), "gpu"), 1);
+  EXPECT_EQ(std::count(labels.begin(), labels.end(), "ps nic"), 1);
+  EXPECT_TRUE(chart->title().startsWith("toy: throughput"));
+  QChartView breakdown(make_sweep_chart(two_series(), SweepChartKind::kBreakdown));
+  ASSERT_EQ(breakdown.chart()->series().size(), 1);
+  auto* bars = qobject_cast<QStackedBarSeries*>(breakdown.chart()->series().front());
+  ASSERT_NE(bars, nullptr);
+  EXPECT_EQ(bars->count(), 3);  // compute, network, waiting
+}
+
+TEST(ScalingWindow, OpensResultsAndRefusesOtherFiles) {
+  const std::string path = test::temporary_path("sweep.json");
+  std::ofstream(path) << core::sweep_results_to_json(two_series()).dump();
+  MainWindow window;
+  ASSERT_TRUE(looks_like_sweep_results(QString::fromStdString(path)));
+  window.open_paths({QString::fromStdString(path)}, true);
+  ASSERT_NE(window.scaling_window(), nullptr) << window.last_error().toStdString();
+  EXPECT_EQ(window.scaling_window()->tabs()->count(), 3);
+  EXPECT_EQ(window.scaling_window()->table()->rowCount(), 6);
+  const std::string other = test::temporary_path("other.json");
+  std::ofstream(other) << R"({"format": "replisim-sweep", "version": 7})";
+  EXPECT_FALSE(window.open_sweep_results(QString::fromStdString(other)));
+  EXPECT_NE(window.last_error().indexOf("a sweep of another version"), -1)
+      << window.last_error().toStdString();
+  EXPECT_FALSE(window.last_error().contains('\n'));
+}
+
+}  // namespace
+}  // namespace replisim::gui
