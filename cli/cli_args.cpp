@@ -44,6 +44,54 @@ uint64_t parse_seed(const std::string& text) {
   return seed;
 }
 
+// simulate --seeds: "A..B" (A <= B), "a,b,c" (distinct) or a count N (`first` and up), at most
+// kMaxSeeds seeds.
+std::vector<uint64_t> parse_seed_list(const std::string& text, uint64_t first) {
+  constexpr uint64_t kMaxSeeds = 1000;
+  auto fail = [&text](const std::string& why) -> InputError {
+    return InputError("", "--seeds", why + ", got \"" + text + "\"");
+  };
+  auto number = [&fail](const std::string& word) {
+    try {
+      return parse_seed(word);
+    } catch (const InputError&) {
+      throw fail("expected A..B, a list of seeds (1,4,9) or a count, each an integer");
+    }
+  };
+  std::vector<uint64_t> seeds;
+  const size_t dots = text.find("..");
+  if (dots != std::string::npos) {
+    const uint64_t from = number(text.substr(0, dots)), until = number(text.substr(dots + 2));
+    if (until < from) throw fail("the range is empty (A..B needs A <= B)");
+    if (until - from >= kMaxSeeds) throw fail("at most 1000 seeds");
+    for (uint64_t s = from;; ++s) {
+      seeds.push_back(s);
+      if (s == until) break;
+    }
+    return seeds;
+  }
+  if (text.find(',') == std::string::npos) {
+    const uint64_t count = number(text);
+    if (count < 1 || count > kMaxSeeds) throw fail("a count of seeds from 1 to 1000");
+    if (first > UINT64_MAX - (count - 1)) throw fail("the seeds run past 18446744073709551615");
+    for (uint64_t k = 0; k < count; ++k) seeds.push_back(first + k);
+    return seeds;
+  }
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    const uint64_t seed = number(text.substr(start, comma - start));
+    if (std::find(seeds.begin(), seeds.end(), seed) != seeds.end()) {
+      throw fail("seed " + std::to_string(seed) + " is given twice");
+    }
+    seeds.push_back(seed);
+    if (seeds.size() > kMaxSeeds) throw fail("at most 1000 seeds");
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return seeds;
+}
+
 // An integer in [lo, hi] for `flag`.
 int parse_int(const std::string& flag, const std::string& text, int lo, int hi) {
   errno = 0;
@@ -180,6 +228,13 @@ void define(CLI::App& app, CliArgs& args, RawValues& raw) {
       ->add_option("--network-engine", args.network_engine,
                    "how SimGrid updates link sharing: auto (default) or simgrid (its defaults)")
       ->type_name("ENGINE");
+  simulate
+      ->add_option("--seeds", raw.seeds,
+                   "A..B, a list (1,4,9) or a count N (--seed and up): one run per seed, each "
+                   "metric's mean and min..max")
+      ->type_name("SEEDS");
+  simulate->add_option("--jobs", raw.planning.jobs, "seeds simulated at once (default: the cores)")
+      ->type_name("N");
 
   CLI::App* run = app.add_subcommand(
       "run", "run the plan on real processes of this machine (loopback TCP); print the report");
@@ -396,7 +451,9 @@ void check_values(CliArgs& args, const RawValues& raw) {
     args.strategy = "between_graph";
   }
   if (!raw.repeat.empty()) args.repeat = parse_int("--repeat", raw.repeat, 1, 100);
-  if (!raw.seeds.empty()) args.seeds = parse_int("--seeds", raw.seeds, 1, 100);
+  if (!raw.seeds.empty() && args.command != "simulate") {
+    args.seeds = parse_int("--seeds", raw.seeds, 1, 100);
+  }
   if (!raw.tolerance.empty()) {
     char* end = nullptr;
     args.tolerance = std::strtod(raw.tolerance.c_str(), &end);
@@ -408,6 +465,17 @@ void check_values(CliArgs& args, const RawValues& raw) {
     }
   }
   if (!raw.seed.empty()) args.seed = parse_seed(raw.seed);
+  if (!raw.seeds.empty() && args.command == "simulate") {
+    args.seed_list = parse_seed_list(raw.seeds, args.seed);
+    const char* one_run_output = !args.trace_path.empty()       ? "--trace"
+                                 : !args.trace_out_path.empty() ? "--trace-out"
+                                                                : nullptr;
+    if (one_run_output != nullptr) {
+      throw InputError("", one_run_output,
+                       "writes one run's trace: leave it out with --seeds, or simulate the seed "
+                       "you want with --seed");
+    }
+  }
   if (!raw.threads.empty()) args.threads = parse_int("--threads", raw.threads, 1, 64);
   if (!raw.listen_fd.empty()) args.listen_fd = parse_int("--listen-fd", raw.listen_fd, 0, 1 << 20);
   if (!raw.base_port.empty()) args.base_port = parse_int("--base-port", raw.base_port, 1, 65535);

@@ -18,10 +18,11 @@ struct CliArgs {
   std::vector<std::string> trace_files;  // report: native trace files, in the order given
   std::string strategy = "both";         // in_graph | between_graph | both (run: between_graph)
   uint64_t seed = 1;
-  std::string json_path;     // simulate, report, run: --json FILE
-  bool json_stdout = false;  // plan: --json (print the plan data)
-  std::string trace_path;    // simulate, report, run: --trace FILE (Chrome Trace Event JSON)
-  double trace_from_s = 0;   // --trace-window FROM..UNTIL (seconds)
+  std::vector<uint64_t> seed_list;  // simulate: --seeds (empty: one run with --seed)
+  std::string json_path;            // simulate, report, run: --json FILE
+  bool json_stdout = false;         // plan: --json (print the plan data)
+  std::string trace_path;           // simulate, report, run: --trace FILE (Chrome Trace Event JSON)
+  double trace_from_s = 0;          // --trace-window FROM..UNTIL (seconds)
   double trace_until_s = std::numeric_limits<double>::infinity();
   bool trace_window = false;      // --trace-window given
   std::string trace_out_path;     // simulate, run: --trace-out FILE (native trace)

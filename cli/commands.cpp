@@ -53,6 +53,7 @@ std::vector<core::Plan> compile_plans(const LoadedScenario& loaded, const CliArg
                                  std::to_string(scenario.training.warmup_steps) + ")");
     }
     scenario.training.steps = args.steps;
+    scenario.training.steady_state.enabled = false;  // a fixed count instead of "auto"
   }
   std::vector<core::Plan> plans;
   for (const std::string& strategy : selected_strategies(args)) {
@@ -62,7 +63,14 @@ std::vector<core::Plan> compile_plans(const LoadedScenario& loaded, const CliArg
   return plans;
 }
 
-void refuse_link_faults_on_loopback(const LoadedScenario& loaded, const CliArgs& args) {
+void refuse_what_real_runs_cannot_do(const LoadedScenario& loaded, const CliArgs& args) {
+  const core::TrainingSpec& training = loaded.scenario.training;
+  if (training.steady_state.enabled && args.steps == 0) {
+    throw core::InputError(loaded.scenario.file_of("/training/steps"), "/training/steps",
+                           "\"auto\" (stop once the throughput is steady) is a simulation's "
+                           "rule for now: give a real run a number of steps with --steps N (a "
+                           "simulation's report says how many it took)");
+  }
   if (!args.isolate.empty()) return;
   for (const core::FaultSpec& fault : loaded.scenario.faults) {
     if (fault.kind != core::FaultKind::kLink) continue;
@@ -151,7 +159,7 @@ int run_on_backend(const CliArgs& args, std::ostream& out, const std::string& ba
   const std::unique_ptr<core::Backend> backend = core::create_backend(backend_name);
   // Every plan first, so that each run's provenance lists all of them.
   const std::vector<core::Plan> plans = compile_plans(loaded, args);
-  if (backend_name == "real") refuse_link_faults_on_loopback(loaded, args);
+  if (backend_name == "real") refuse_what_real_runs_cannot_do(loaded, args);
   runs.provenance = provenance(args, loaded);
   // Where a real run's transfers went (the report's title, and report's from the trace).
   const std::string real_network = args.isolate == "netns" ? "netns, tc-shaped NICs" : "loopback";
@@ -300,6 +308,7 @@ class CheckpointDirs {
 }  // namespace
 
 int run_simulate(const CliArgs& args, std::ostream& out) {
+  if (!args.seed_list.empty()) return run_seed_spread(args, out);
   return run_on_backend(args, out, "sim", [&args](const std::vector<core::Plan>&, size_t) {
     return nlohmann::json{{"network_engine", args.network_engine}};
   });

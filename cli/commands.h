@@ -14,6 +14,10 @@ namespace replisim::cli {
 // Each returns the process exit code (0) and throws core::InputError (exit 2) or other
 // exceptions (exit 1); main() maps them. Reports go to `out`.
 int run_simulate(const CliArgs& args, std::ostream& out);
+// simulate --seeds: each seed a `replisim simulate` child (--jobs at once); the report gives each
+// metric's mean and min..max over the seeds, --json every seed's summary (cli/seeds_command.cpp).
+// Throws core::BackendError naming the first seed whose child failed.
+int run_seed_spread(const CliArgs& args, std::ostream& out);
 // run: the same report and outputs as simulate, from real processes of this machine (the "real"
 // backend); one strategy (default between_graph).
 int run_real(const CliArgs& args, std::ostream& out);

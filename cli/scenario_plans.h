@@ -31,9 +31,10 @@ nlohmann::json provenance(const CliArgs& args, const LoadedScenario& loaded);
 // for each selected strategy with --seed and --scale-compute. Throws core::InputError.
 std::vector<core::Plan> compile_plans(const LoadedScenario& loaded, const CliArgs& args);
 
-// A real run on loopback (no --isolate) of a scenario with a link fault: core::InputError at the
-// fault, naming its file.
-void refuse_link_faults_on_loopback(const LoadedScenario& loaded, const CliArgs& args);
+// What a real run refuses, as core::InputError naming the file and path: training.steps "auto"
+// without --steps (the steady-state rule is the simulation's), and on loopback (no --isolate) a
+// link fault.
+void refuse_what_real_runs_cannot_do(const LoadedScenario& loaded, const CliArgs& args);
 
 // core::run_to_trace, but an InputError the backend raises at a plan's "/faults/<i>" without a
 // file is raised again at the scenario fault it came from, naming its file and path.

@@ -31,7 +31,16 @@ std::string name_of(const Json& machine) {
 }
 
 int gpu_count_of(const Json& machine) {
-  return machine.contains("gpus") && machine["gpus"].is_array() ? int(machine["gpus"].size()) : 0;
+  if (!machine.contains("gpus")) return 0;
+  const Json& gpus = machine["gpus"];
+  if (gpus.is_object()) return gpus.value("count", 0);  // {"count": 8, "speed": ...}
+  return gpus.is_array() ? int(gpus.size()) : 0;
+}
+
+// GPU `index` of a machine's "gpus" (a list, or the identical GPUs' shorthand object).
+const Json& gpu_at(const Json& machine, size_t index) {
+  const Json& gpus = machine["gpus"];
+  return gpus.is_object() ? gpus : gpus[index];
 }
 
 // "pc2" -> {"pc", 2}; "fast" -> {"fast", -1}.
@@ -362,9 +371,9 @@ double ScenarioDocument::device_speed_flop_per_s(const std::string& device) cons
   if (entry < 0 || gpu.rfind("gpu", 0) != 0) throw std::invalid_argument("no GPU " + device);
   const Json& m = json_["cluster"]["machines"][size_t(entry)];
   const size_t index = std::stoul(gpu.substr(3));
-  if (index >= size_t(gpu_count_of(m)) || !m["gpus"][index].contains("speed"))
+  if (index >= size_t(gpu_count_of(m)) || !gpu_at(m, index).contains("speed"))
     throw std::invalid_argument("no speed for GPU " + device);
-  return core::parse_quantity(m["gpus"][index]["speed"], core::Dimension::kFlopRate);
+  return core::parse_quantity(gpu_at(m, index)["speed"], core::Dimension::kFlopRate);
 }
 
 void ScenarioDocument::set_device_speed_flop_per_s(const std::string& device, double speed) {
@@ -373,8 +382,10 @@ void ScenarioDocument::set_device_speed_flop_per_s(const std::string& device, do
   std::string machine = machine_of(device);
   if (machine.back() == '*') machine.pop_back(), machine += "0";
   Json& m = json_["cluster"]["machines"][size_t(machine_entry_of(machine))];
-  m["gpus"][std::stoul(device_part(device).substr(3))]["speed"] =
-      number_text(speed / 1e12) + " TFLOPS";
+  Json& gpus = m["gpus"];
+  // The shorthand's GPUs are identical: a knob on one sets them all.
+  Json& gpu = gpus.is_object() ? gpus : gpus[std::stoul(device_part(device).substr(3))];
+  gpu["speed"] = number_text(speed / 1e12) + " TFLOPS";
 }
 
 FaultKnob ScenarioDocument::fault() const {

@@ -16,6 +16,7 @@
 #include <simgrid/s4u.hpp>
 
 #include "core/backend/backend.h"
+#include "core/backend/steady_state.h"
 #include "core/backend/sync_queues.h"
 #include "core/backend/trace_recorder.h"
 #include "sim/sim_faults.h"
@@ -106,6 +107,12 @@ class SimRun : public core::SyncHost, public NetworkHost {
   Network network_;
   core::SyncQueues sync_;
   JobRecovery recovery_;
+  // training.steps "auto": the stopping rule, and what it decided. Asynchronous and in-graph
+  // clients end the step they are in (or about to start) once stop_requested_; synchronous
+  // training ends at global step steps_limit_ (Plan::steps until the rule lowers it).
+  core::SteadyStateStop steady_;
+  bool stop_requested_ = false;
+  int64_t steps_limit_ = 0;
   sg4::Host* service_host_ = nullptr;        // runs the driver; no links, never fails
   std::deque<std::pair<int, int>> pending_;  // completions waiting to be propagated
   bool draining_ = false;

@@ -93,6 +93,7 @@ JobRecovery::Restart JobRecovery::restart(double now) {
     r.global_step = restored_->global_step;
     r.client_steps = restored_->client_steps;
     r.restore_s = plan_.checkpoints.bytes / plan_.checkpoints.disk_bandwidth_bytes_per_s;
+    r.checkpoint_start_s = restored_->start_s;
   }
   r.chief_ready_s = now + r.restore_s;
   return r;

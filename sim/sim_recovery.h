@@ -63,6 +63,9 @@ class JobRecovery {
     std::vector<int> client_steps;  // per graph; empty: 0 for all
     double restore_s = 0;           // the chief's restore
     double chief_ready_s = 0;       // when the chief trains again
+    // When the restored checkpoint's save read the variables (0: none): the updates after it are
+    // rolled back.
+    double checkpoint_start_s = 0;
   };
   // The launcher restarts every task at `now`: the dead roles come back.
   Restart restart(double now);

@@ -40,7 +40,9 @@ SimRun::SimRun(const core::Plan& plan, core::TraceSink& sink, Progress progress,
       links_(plan, recorder_, outcome_.notes),
       network_(plan, *this, links_),
       sync_(plan, recorder_, *this),
-      recovery_(plan, recorder_, outcome_.notes) {
+      recovery_(plan, recorder_, outcome_.notes),
+      steady_(plan),
+      steps_limit_(plan.steps) {
   const bool sync = plan.sync == "sync";
   for (size_t c = 0; c < graphs_.size(); ++c) {
     ClientState& s = clients_.emplace_back(*graphs_[c]);
@@ -176,7 +178,7 @@ void SimRun::report_progress() {
 // the faults that struck after it.
 void SimRun::record_outcome() {
   recovery_.finish(outcome_);
-  if (!outcome_.job_failure && sync_.enabled() && global_step_ < plan_.steps) {
+  if (!outcome_.job_failure && sync_.enabled() && global_step_ < steps_limit_) {
     // Synchronous training stopped: SimGrid found every actor blocked (a take waiting for
     // gradients no live worker will send, workers waiting for tokens).
     std::vector<bool> finished, dead;
@@ -200,6 +202,7 @@ void SimRun::record_outcome() {
         core::format_quantity(end_s, core::Dimension::kTime) + "): it changed nothing");
   }
   outcome_.end_s = end_s;
+  if (steady_.enabled()) outcome_.steady_state = steady_.record(end_s);
 }
 
 core::RunOutcome SimRun::run() {

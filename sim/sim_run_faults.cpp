@@ -61,6 +61,7 @@ void SimRun::kill_client(int c) {
   ClientState& s = clients_[size_t(c)];
   if (s.dead) return;
   s.dead = true;
+  if (size_t(c) < plan_.clients.size()) steady_.client_died(c);
   if (!s.finished) {
     s.finished = true;
     ++finished_clients_;
@@ -97,6 +98,7 @@ void SimRun::restart_job() {
   const JobRecovery::Restart restart = recovery_.restart(now);
   global_step_ = restart.global_step;
   recorder_.global_step(now, global_step_);
+  steady_.restarted(restart.checkpoint_start_s, now);
   // The launcher brings the tasks up one by one, in the order and spacing of the first start
   // (each client's start_offset_s, 0 for the chief); a non-chief worker checks for a ready model
   // as soon as it is up, then every recovery_wait (SessionManager.wait_for_session).

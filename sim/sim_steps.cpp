@@ -126,6 +126,9 @@ void SimRun::complete_now(int c, int op_index) {
     ++global_step_;
     last_update_s_ = now;
     recorder_.update(c, op_index, s.step, now, s.global_step_read, global_step_);
+    if (steady_.update(now, recorder_.samples_per_step(c), global_step_)) {
+      steps_limit_ = global_step_;  // synchronous: this update is the last
+    }
   }
   if (s.graph->ops[size_t(op_index)].kind == OpKind::kAccumulate) {
     sync_.accumulate(c, op_index, s.step, now);
@@ -139,6 +142,7 @@ void SimRun::finish_step(int c) {
   const double start_s = s.step_start_s;
   if (s.loop != StepLoop::kChiefSyncOp) {
     recorder_.step(c, s.step, start_s, end_s, s.global_step_read);
+    stop_requested_ |= steady_.step_ended(c, s.step, start_s, end_s, global_step_);
   }
   ++s.step;
   report_progress();
@@ -274,11 +278,11 @@ bool SimRun::more_steps(const ClientState& s) const {
   if (s.graph->data_steps > 0 && s.step >= s.graph->data_steps) return false;  // out of data
   switch (s.loop) {
     case StepLoop::kFixedSteps:
-      return s.step < plan_.steps;
+      return s.step < plan_.steps && !stop_requested_;
     case StepLoop::kSyncWorker:
-      return s.next_local_step < plan_.steps && s.step < INT_MAX;
+      return s.next_local_step < steps_limit_ && s.step < INT_MAX;
     case StepLoop::kChiefSyncOp:
-      return global_step_ < plan_.steps;
+      return global_step_ < steps_limit_;
   }
   return false;
 }

@@ -54,6 +54,9 @@ class TraceRecorder {
   // The global_step counter alone (a restart sets it back).
   void global_step(double at_s, int64_t value);
 
+  // The samples one step of the graph trains on (its update events carry them).
+  int samples_per_step(int graph) const { return names_[size_t(graph)].samples_per_step; }
+
  private:
   // Per graph: the strings and kinds of its ops, and of its role.
   struct GraphNames {

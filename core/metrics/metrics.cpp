@@ -101,6 +101,9 @@ StepTable step_spans(const MetricsInput& in) {
 // global_step stopped earlier is measured up to its last update, with a warning.
 void find_sync_window(RunMetrics& r, const MetricsInput& in) {
   const TraceMeta& meta = in.meta;
+  // training.steps "auto" stopped at an update: the run is one of that many global steps.
+  const std::optional<SteadyStateRecord>& steady = in.trace.outcome.steady_state;
+  const int64_t steps = steady && steady->converged ? steady->stop_global_step : meta.steps;
   const RunOutcome& outcome = in.trace.outcome;
   double start = INFINITY, end = -1;
   int64_t last_global_step = 0;
@@ -113,7 +116,7 @@ void find_sync_window(RunMetrics& r, const MetricsInput& in) {
       start = e.end_s;
       warm = true;
     }
-    if (e.global_step_after <= meta.steps && e.global_step_after >= last_global_step) {
+    if (e.global_step_after <= steps && e.global_step_after >= last_global_step) {
       last_global_step = e.global_step_after;
       end = e.end_s;
     }
@@ -122,14 +125,12 @@ void find_sync_window(RunMetrics& r, const MetricsInput& in) {
     const std::string why = outcome.stall ? "; training stalled: " + outcome.stall->cause : "";
     throw MeasurementError(in.source, why.empty() ? "/training/steps" : "/training/warmup_steps",
                            "the measurement window is empty: global_step reached " +
-                               std::to_string(last_global_step) + " of " +
-                               std::to_string(meta.steps) + " (warm-up " +
-                               std::to_string(meta.warmup_steps) + ")" + why);
+                               std::to_string(last_global_step) + " of " + std::to_string(steps) +
+                               " (warm-up " + std::to_string(meta.warmup_steps) + ")" + why);
   }
-  if (last_global_step < meta.steps && !outcome.stall && !outcome.job_failure) {
+  if (last_global_step < steps && !outcome.stall && !outcome.job_failure) {
     r.warnings.push_back("global_step stopped at " + std::to_string(last_global_step) + " of " +
-                         std::to_string(meta.steps) +
-                         " (t = " + format_quantity(end, Dimension::kTime) +
+                         std::to_string(steps) + " (t = " + format_quantity(end, Dimension::kTime) +
                          "): the window ends at the last update");
   }
   r.window_start_s = start;
@@ -274,6 +275,12 @@ RunMetrics run_facts(const MetricsInput& in, const Trace& trace) {
   r.events = trace.events.size();
   r.bytes_per_ps = in.bytes_per_ps;
   r.simulated_time_s = trace.outcome.end_s;
+  r.steady_state = trace.outcome.steady_state;
+  if (r.steady_state && !r.steady_state->converged) {
+    r.warnings.push_back("the throughput was not steady within max_steps (" +
+                         std::to_string(r.steady_state->max_steps) + "): raise " +
+                         "training.max_steps or training.steady_tolerance");
+  }
   return r;
 }
 
@@ -293,7 +300,10 @@ RunMetrics compute_metrics(const Trace& trace, const std::string& source) {
   }
   add_update_figures(r, trace);
   add_faults(r, trace, steps);
+  add_fault_throughputs(r, trace);
   MeasuredTable measured = add_step_times(r, in, steps);
+  add_client_updates(r, in);
+  add_input_pipeline_note(r, in);
   add_utilisation(r, trace, in.meta.platform);
   add_waits(r, in, steps, measured);
   return r;
@@ -316,6 +326,7 @@ RunMetrics compute_window_metrics(const Trace& trace, double from_s, double unti
   add_update_figures(r, trace);
   add_faults(r, trace, steps);
   add_step_times(r, in, steps);
+  add_client_updates(r, in);
   add_utilisation(r, trace, in.meta.platform);
   return r;
 }

@@ -28,7 +28,18 @@ struct ClientMetrics {
   double mean_step_time_s = 0;
   double step_rate_per_s = 0;  // 1 / mean_step_time_s (0 when no step was measured)
   bool died = false;           // a fault killed it (its rate covers its steps before that)
+  // Its updates in the window (asynchronous and in-graph; a synchronous update is the chief's):
+  // staleness = global_step at the apply - 1 - global_step read, as RunMetrics::staleness_mean.
+  int updates = 0;
+  double staleness_mean = 0;
+  double staleness_max = 0;
+  // staleness_histogram[k]: updates of staleness k; the last bucket (kStalenessBuckets - 1)
+  // counts that and more. Empty without updates.
+  std::vector<int> staleness_histogram;
+  int dropped_gradients = 0;  // synchronous: its steps whose gradient an accumulator dropped
 };
+
+inline constexpr int kStalenessBuckets = 64;
 
 // What one role's time in its steps went to (fractions summing to 1).
 struct WaitBreakdown {
@@ -61,6 +72,11 @@ struct FaultRecord {
   // A role that died: its work since its last completed step, lost (s), and that step.
   double lost_work_s = 0;
   int64_t lost_step = -1;
+  // The throughput (samples/s, updates counted as the window's) inside the measured window
+  // before the fault struck, and after it ended (a death: after it); -1 when that part of the
+  // window is empty (the fault came before the window, or lasts past its end).
+  double throughput_before_samples_per_s = -1;
+  double throughput_after_samples_per_s = -1;
 };
 
 // A job failure (a parameter server, the in-graph client or a tower died) and its restart from
@@ -111,6 +127,8 @@ struct RunMetrics {
   double stall_end_s = 0;
   int64_t stall_global_step = 0;
   std::string stall_cause;
+  // training.steps "auto": where the run stopped and the 95% interval it stopped on.
+  std::optional<SteadyStateRecord> steady_state;
   std::vector<FaultRecord> faults;         // in time order
   std::vector<RecoveryRecord> recoveries;  // job restarts, in time order
   // A job failure with no training.recovery: the run ended there.

@@ -52,7 +52,16 @@ double overlap(double a0, double a1, double b0, double b1);
 // metrics_events.cpp: updates, synchronous training, faults, restarts and the chief's writes.
 void add_update_figures(RunMetrics& r, const Trace& trace);
 void add_sync_figures(RunMetrics& r, const MetricsInput& in);
+// Per client (after the step times made RunMetrics::clients): its updates' staleness and its
+// dropped gradients in the window.
+void add_client_updates(RunMetrics& r, const MetricsInput& in);
+// A note when a client's input pipeline takes more than kInputShareNoted of its step: the
+// batch's time on its device against the mean step time, for the client where it is largest.
+inline constexpr double kInputShareNoted = 0.10;
+void add_input_pipeline_note(RunMetrics& r, const MetricsInput& in);
 void add_faults(RunMetrics& r, const Trace& trace, StepTable& steps);
+// Each fault's throughput before and after it (FaultRecord), once the window and faults are in.
+void add_fault_throughputs(RunMetrics& r, const Trace& trace);
 void add_recoveries(RunMetrics& r, const Trace& trace);
 // metrics_resources.cpp: utilisation, the bottleneck, GPU memory.
 void add_utilisation(RunMetrics& r, const Trace& trace, const Platform& platform);

@@ -2,29 +2,42 @@
 // synchronous training's computed samples and dropped gradients, faults with the work they lost,
 // job restarts, and the chief's checkpoints and summaries.
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <set>
 
 #include "core/base/units.h"
 #include "core/metrics/metrics_detail.h"
 
 namespace replisim::core::metrics_detail {
 
+namespace {
+
+// An update at `time_s` that a restart rolled back: after the checkpoint's save started, up to
+// the failure's detection.
+bool rolled_back(const RunMetrics& r, double time_s) {
+  for (const RecoveryRecord& k : r.recoveries) {
+    if (time_s > k.checkpoint_start_s && time_s <= k.detected_s) return true;
+  }
+  return false;
+}
+
+// An update event the window's figures count: it lies in (start, end] and no restart rolled it
+// back.
+bool counted_update(const RunMetrics& r, const TraceEvent& e) {
+  return e.kind == EventKind::kUpdate && e.end_s > r.window_start_s && e.end_s <= r.window_end_s &&
+         !rolled_back(r, e.end_s);
+}
+
+}  // namespace
+
 // Throughput, update interval and staleness: updates whose time lies in (start, end] and that no
 // restart rolled back.
 void add_update_figures(RunMetrics& r, const Trace& trace) {
-  const double window_start = r.window_start_s, window_end = r.window_end_s;
-  const double window = window_end - window_start;
+  const double window = r.window_end_s - r.window_start_s;
   double samples = 0, staleness_sum = 0;
-  auto rolled_back = [&r](double time_s) {
-    for (const RecoveryRecord& k : r.recoveries) {
-      // After the checkpoint's save started, up to the failure's detection.
-      if (time_s > k.checkpoint_start_s && time_s <= k.detected_s) return true;
-    }
-    return false;
-  };
   for (const TraceEvent& e : trace.events) {
-    if (e.kind != EventKind::kUpdate) continue;
-    if (e.end_s <= window_start || e.end_s > window_end || rolled_back(e.end_s)) continue;
+    if (!counted_update(r, e)) continue;
     samples += e.samples;
     ++r.updates_in_window;
     const double staleness = double(e.global_step_after - 1 - e.global_step_read);
@@ -83,6 +96,95 @@ void add_sync_figures(RunMetrics& r, const MetricsInput& in) {
   std::sort(dropped.begin(), dropped.end());
   r.dropped_gradients = int(std::unique(dropped.begin(), dropped.end()) - dropped.begin());
   r.computed_samples_per_s = computed / (r.window_end_s - r.window_start_s);
+}
+
+void add_fault_throughputs(RunMetrics& r, const Trace& trace) {
+  // Samples over (from, until] inside the window, or -1 for an empty part.
+  auto throughput = [&r, &trace](double from_s, double until_s) {
+    from_s = std::max(from_s, r.window_start_s);
+    until_s = std::min(until_s, r.window_end_s);
+    if (!(until_s > from_s)) return -1.0;
+    double samples = 0;
+    for (const TraceEvent& e : trace.events) {
+      if (counted_update(r, e) && e.end_s > from_s && e.end_s <= until_s) samples += e.samples;
+    }
+    return samples / (until_s - from_s);
+  };
+  for (FaultRecord& f : r.faults) {
+    f.throughput_before_samples_per_s = throughput(r.window_start_s, f.start_s);
+    f.throughput_after_samples_per_s =
+        f.open_ended ? -1.0 : throughput(std::max(f.start_s, f.end_s), r.window_end_s);
+  }
+}
+
+void add_input_pipeline_note(RunMetrics& r, const MetricsInput& in) {
+  struct InputTime {
+    double busy_s = 0;
+    int batches = 0;
+    uint32_t device = 0;
+  };
+  std::map<uint32_t, InputTime> inputs;
+  for (const TraceEvent& e : in.trace.events) {
+    if (e.kind != EventKind::kCompute || e.op != OpKind::kInput) continue;
+    if (e.end_s <= r.window_start_s || e.end_s > r.window_end_s) continue;
+    InputTime& t = inputs[e.client];
+    t.busy_s += e.end_s - e.start_s;
+    ++t.batches;
+    t.device = e.device;
+  }
+  double largest = 0;
+  int above = 0;
+  std::string note;
+  for (size_t i = 0; i < in.meta.clients.size() && i < r.clients.size(); ++i) {
+    const auto found = inputs.find(in.client_ids[i]);
+    const ClientMetrics& c = r.clients[i];
+    if (found == inputs.end() || c.mean_step_time_s <= 0) continue;
+    const double per_batch_s = found->second.busy_s / found->second.batches;
+    const double share = per_batch_s / c.mean_step_time_s;
+    if (share <= kInputShareNoted) continue;
+    ++above;
+    if (share <= largest) continue;
+    largest = share;
+    note = "input pipeline on " + in.trace.str(found->second.device) + ": " +
+           format_quantity(per_batch_s, Dimension::kTime) + " of " +
+           format_quantity(c.mean_step_time_s, Dimension::kTime) + " per step (" +
+           std::to_string(int(std::lround(100 * share))) + "%, " + c.name + ")";
+  }
+  if (note.empty()) return;
+  if (above > 1) note += " and " + std::to_string(above - 1) + " other client(s) above 10%";
+  r.notes.push_back(note + "; set training.costs to change it");
+}
+
+void add_client_updates(RunMetrics& r, const MetricsInput& in) {
+  std::map<uint32_t, ClientMetrics*> by_id;
+  for (size_t i = 0; i < in.meta.clients.size() && i < r.clients.size(); ++i) {
+    by_id[in.client_ids[i]] = &r.clients[i];
+  }
+  std::set<std::pair<uint32_t, int64_t>> dropped;
+  for (const TraceEvent& e : in.trace.events) {
+    if (e.kind == EventKind::kDropped && e.end_s > r.window_start_s && e.end_s <= r.window_end_s) {
+      if (dropped.emplace(e.client, e.step).second && by_id.count(e.client) > 0) {
+        ++by_id[e.client]->dropped_gradients;
+      }
+    }
+    if (!counted_update(r, e)) continue;
+    const auto found = by_id.find(e.client);
+    if (found == by_id.end()) continue;  // the chief's sync op
+    ClientMetrics& c = *found->second;
+    const double staleness = double(e.global_step_after - 1 - e.global_step_read);
+    if (c.staleness_histogram.empty()) c.staleness_histogram.assign(kStalenessBuckets, 0);
+    ++c.staleness_histogram[size_t(std::clamp(staleness, 0.0, double(kStalenessBuckets - 1)))];
+    c.staleness_mean += staleness;  // a sum until the end
+    c.staleness_max = std::max(c.staleness_max, staleness);
+    ++c.updates;
+  }
+  for (ClientMetrics& c : r.clients) {
+    if (c.updates > 0) c.staleness_mean /= c.updates;
+    // Trailing empty buckets say nothing.
+    while (!c.staleness_histogram.empty() && c.staleness_histogram.back() == 0) {
+      c.staleness_histogram.pop_back();
+    }
+  }
 }
 
 // The faults: roles that died (with the work they lost) and slowdowns, in time order.

@@ -127,6 +127,22 @@ std::vector<std::string> column_labels(const std::vector<RunMetrics>& runs) {
   return labels;
 }
 
+// training.steps "auto": the throughput's 95% interval and where the run stopped.
+void add_steady_rows(ReportTable& t) {
+  if (!t.any([](const RunMetrics& r) { return r.steady_state.has_value(); })) return;
+  t.row("steady state (95% interval)", [](const RunMetrics& r) {
+    if (!r.steady_state) return std::string("-");
+    const SteadyStateRecord& s = *r.steady_state;
+    const std::string interval = "+-" + fixed(100 * s.half_width_fraction, 2) + "%";
+    if (!s.converged) {
+      return "not within +-" + fixed(100 * s.tolerance, 2) + "% by max_steps " +
+             std::to_string(s.max_steps) + " (" + interval + ")";
+    }
+    return interval + " after " + std::to_string(s.updates) + " updates, stopped at " +
+           fixed(s.stop_s, 3) + " s";
+  });
+}
+
 void add_sync_rows(ReportTable& t) {
   if (!t.any([](const RunMetrics& r) { return r.synchronous; })) return;
   t.row("sync mode", [](const RunMetrics& r) {
@@ -155,6 +171,11 @@ std::string faults_text(const RunMetrics& r) {
     out += f.description + (f.end_s > f.start_s ? " from " + fixed(f.start_s, 3) + " s" + until
                                                 : " at " + fixed(f.start_s, 3) + " s");
     if (f.lost_step >= 0) out += " (" + f.target + " lost " + fixed(f.lost_work_s, 3) + " s)";
+    if (f.throughput_before_samples_per_s >= 0 || f.throughput_after_samples_per_s >= 0) {
+      auto rate = [](double v) { return v >= 0 ? fixed(v, 1) : std::string("-"); };
+      out += " [samples/s before " + rate(f.throughput_before_samples_per_s) + ", after " +
+             rate(f.throughput_after_samples_per_s) + "]";
+    }
   }
   return out.empty() ? std::string("-") : out;
 }
@@ -296,6 +317,7 @@ std::string format_report(const std::vector<RunMetrics>& runs, const std::string
   table.row("", [&](const RunMetrics&) { return labels[column++]; });
   table.row("throughput (samples/s)",
             [](const RunMetrics& r) { return fixed(r.throughput_samples_per_s, 1); });
+  add_steady_rows(table);
   add_sync_rows(table);
   add_fault_rows(table);
   add_step_rows(table);
@@ -336,7 +358,9 @@ void add_training_events_json(const RunMetrics& r, nlohmann::json& run) {
                              {"start_s", f.start_s},
                              {"end_s", f.end_s},
                              {"lost_work_s", f.lost_work_s},
-                             {"lost_step", f.lost_step}});
+                             {"lost_step", f.lost_step},
+                             {"throughput_before_samples_per_s", f.throughput_before_samples_per_s},
+                             {"throughput_after_samples_per_s", f.throughput_after_samples_per_s}});
   }
   run["recoveries"] = nlohmann::json::array();
   for (const RecoveryRecord& k : r.recoveries) {
@@ -369,7 +393,13 @@ void add_per_role_json(const RunMetrics& r, nlohmann::json& run) {
                               {"measured_steps", c.measured_steps},
                               {"mean_step_time_s", c.mean_step_time_s},
                               {"step_rate_per_s", c.step_rate_per_s},
-                              {"died", c.died}});
+                              {"died", c.died},
+                              {"updates", c.updates},
+                              {"staleness",
+                               {{"mean", c.staleness_mean},
+                                {"max", c.staleness_max},
+                                {"histogram", c.staleness_histogram}}},
+                              {"dropped_gradients", c.dropped_gradients}});
   }
   run["memory"] = nlohmann::json::array();
   for (const MemoryUse& m : r.memory) {
@@ -378,6 +408,7 @@ void add_per_role_json(const RunMetrics& r, nlohmann::json& run) {
                              {"capacity_bytes", m.capacity_bytes},
                              {"headroom_bytes", m.headroom_bytes()}});
   }
+  if (r.steady_state) run["steady_state"] = steady_state_to_json(*r.steady_state);
   run["waits"] = nlohmann::json::array();
   for (const WaitBreakdown& w : r.waits) {
     run["waits"].push_back({{"role", w.role},

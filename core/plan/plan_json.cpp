@@ -90,6 +90,7 @@ void settings_to_json(const Plan& plan, nlohmann::json& j) {
   j["sync"] = plan.sync;
   j["steps"] = plan.steps;
   j["warmup_steps"] = plan.warmup_steps;
+  if (plan.steady_tolerance > 0) j["steady_tolerance"] = plan.steady_tolerance;
   j["batch_per_replica"] = plan.batch_per_replica;
   j["input_prefetch_batches"] = plan.input_prefetch_batches;
   j["granularity"] = plan.granularity;
@@ -349,6 +350,9 @@ void settings_from_json(const JsonCursor& c, Plan& plan) {
   }
   plan.steps = int(c.at("steps").as_int(1, 100000000));
   plan.warmup_steps = int(c.at("warmup_steps").as_int(0, plan.steps - 1));
+  if (c.has("steady_tolerance")) {
+    plan.steady_tolerance = c.at("steady_tolerance").as_number_in(1e-9, 0.999999);
+  }
   plan.batch_per_replica = int(c.at("batch_per_replica").as_int(1, 1 << 24));
   plan.input_prefetch_batches = int(c.at("input_prefetch_batches").as_int(0, 1024));
   plan.granularity = c.at("granularity").as_string();
@@ -406,6 +410,7 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& file) {
                 "sync",
                 "steps",
                 "warmup_steps",
+                "steady_tolerance",
                 "batch_per_replica",
                 "input_prefetch_batches",
                 "granularity",

@@ -159,10 +159,19 @@ struct RecoverySpec {
   double recovery_wait_s = 30;
 };
 
+// training.steps "auto": train until the throughput's 95% confidence interval (batch means over
+// the measured window, core/backend/steady_state.h) is within +-tolerance, at most max_steps.
+struct SteadyStateSpec {
+  bool enabled = false;
+  int max_steps = 1000;     // per client (synchronous training: global steps)
+  double tolerance = 0.01;  // the interval's half width over the throughput, in (0, 1)
+};
+
 struct TrainingSpec {
   int batch_per_replica = 0;
-  int steps = 0;
+  int steps = 0;  // "auto": steady_state.max_steps
   int warmup_steps = 0;
+  SteadyStateSpec steady_state;
   std::vector<DeviceRef> replicas;  // every tower device (in-graph: one tower each)
   // Between-graph workers: each one's tower devices, as indices into `replicas`. One worker per
   // replica, except where a {"towers": ...} entry groups several into one worker.

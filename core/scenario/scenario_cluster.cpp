@@ -73,8 +73,17 @@ double speed(const JsonCursor& c) {
 }
 
 // One gpus[] entry; `defaults` (machine_defaults.gpu, or null) gives what it leaves out.
-GpuSpec parse_gpu(const JsonCursor& g, const JsonCursor* defaults) {
-  g.check_keys({"speed", "memory"});
+// Identical GPUs on one machine, at most: a DGX-class machine has 8 or 16.
+constexpr int64_t kMaxGpusPerMachine = 1024;
+
+// One GPU: {"speed", "memory"}; `count_key`: the shorthand {"count", "speed", ...} for identical
+// GPUs, whose "count" the caller reads.
+GpuSpec parse_gpu(const JsonCursor& g, const JsonCursor* defaults, bool count_key = false) {
+  if (count_key) {
+    g.check_keys({"count", "speed", "memory"});
+  } else {
+    g.check_keys({"speed", "memory"});
+  }
   const auto member = [&](const char* key) {
     if (!g.has(key) && defaults != nullptr && defaults->has(key)) return defaults->at(key);
     return g.at(key);
@@ -148,8 +157,13 @@ MachineSpec parse_machine_hardware(const JsonCursor& c,
     const JsonCursor gpus = c.at("gpus");
     std::optional<JsonCursor> gpu_defaults;
     if (defaults != nullptr && defaults->has("gpu")) gpu_defaults = defaults->at("gpu");
-    for (size_t i = 0; i < gpus.size(); ++i) {
-      m.gpus.push_back(parse_gpu(gpus.at(i), gpu_defaults ? &*gpu_defaults : nullptr));
+    const JsonCursor* gpu_default = gpu_defaults ? &*gpu_defaults : nullptr;
+    if (gpus.value().is_object()) {  // {"count": 8, "speed": ...}: identical GPUs
+      const GpuSpec gpu = parse_gpu(gpus, gpu_default, true);
+      m.gpus.assign(size_t(gpus.at("count").as_int(0, kMaxGpusPerMachine)), gpu);
+    } else {
+      gpus.expect_array();
+      for (size_t i = 0; i < gpus.size(); ++i) m.gpus.push_back(parse_gpu(gpus.at(i), gpu_default));
     }
   }
   if (c.has("nic")) c.at("nic").check_keys({"bandwidth", "latency"});

@@ -16,14 +16,24 @@ constexpr size_t kMaxIncludeDepth = 16;
 // many times (20^5 loads from 6 files) from running for hours.
 constexpr size_t kMaxIncludeLoads = 256;
 
-// Deep-merges `overlay` (whose parts come from `overlay_sources`) into `base` at `path`.
+// Applies `overlay` (whose parts come from `overlay_sources`) to `base` at `path` as a JSON Merge
+// Patch (RFC 7386): a null member removes the field, an object merges member by member into an
+// object (a field that was not one becomes one), anything else (arrays included) replaces it.
 void merge(nlohmann::json& base, const nlohmann::json& overlay, const std::string& path,
            SourceMap& sources, const SourceMap& overlay_sources) {
   for (auto it = overlay.begin(); it != overlay.end(); ++it) {
     const std::string child = path + "/" + escape_pointer_token(it.key());
-    auto existing = base.find(it.key());
-    if (existing != base.end() && existing->is_object() && it->is_object()) {
-      merge(*existing, *it, child, sources, overlay_sources);
+    if (it->is_null()) {
+      base.erase(it.key());
+      continue;
+    }
+    if (it->is_object()) {
+      auto existing = base.find(it.key());
+      if (existing == base.end() || !existing->is_object()) {
+        base[it.key()] = nlohmann::json::object();
+        sources.copy_from(overlay_sources, child);
+      }
+      merge(base[it.key()], *it, child, sources, overlay_sources);
     } else {
       base[it.key()] = *it;
       sources.copy_from(overlay_sources, child);

@@ -245,11 +245,55 @@ RecoverySpec parse_recovery(const JsonCursor& c) {
   return spec;
 }
 
+// training.steps: a count, or "auto" with max_steps and steady_tolerance (SteadyStateSpec).
+void parse_steps(const JsonCursor& c, TrainingSpec& t) {
+  const bool automatic = c.has("steps") && c.at("steps").value().is_string();
+  if (automatic && c.at("steps").as_string() != "auto") {
+    c.at("steps").fail(
+        "expected a number of steps or \"auto\" (stop once the throughput is "
+        "steady), got " +
+        describe_json(c.at("steps").value()));
+  }
+  for (const char* key : {"max_steps", "steady_tolerance"}) {
+    if (!automatic && c.has(key)) c.at(key).fail("applies only with \"steps\": \"auto\"");
+  }
+  if (automatic) {
+    t.steady_state.enabled = true;
+    if (c.has("max_steps")) {
+      t.steady_state.max_steps = int(c.at("max_steps").as_int(1, limits::kMaxSteps));
+    }
+    if (c.has("steady_tolerance")) {
+      const double tolerance = c.at("steady_tolerance").as_number();
+      if (!(tolerance > 0 && tolerance < 1)) {
+        c.at("steady_tolerance")
+            .fail("must lie strictly between 0 and 1 (a fraction: 0.01 is +-1%), got " +
+                  describe_json(c.at("steady_tolerance").value()));
+      }
+      t.steady_state.tolerance = tolerance;
+    }
+    t.steps = t.steady_state.max_steps;
+    if (t.steps <= t.warmup_steps) {
+      (c.has("max_steps") ? c.at("max_steps") : c.at("steps"))
+          .fail("max_steps (" + std::to_string(t.steps) + ") must be greater than warmup_steps (" +
+                std::to_string(t.warmup_steps) + ")");
+    }
+    return;
+  }
+  t.steps = c.has("steps") ? int(c.at("steps").as_int(1, limits::kMaxSteps)) : kDefaultSteps;
+  if (t.steps <= t.warmup_steps) {
+    (c.has("steps") ? c.at("steps") : c)
+        .fail("steps (" + std::to_string(t.steps) + ") must be greater than warmup_steps (" +
+              std::to_string(t.warmup_steps) + ")");
+  }
+}
+
 }  // namespace
 
 TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Model& model) {
   c.check_keys({"batch_per_replica",
                 "steps",
+                "max_steps",
+                "steady_tolerance",
                 "warmup_steps",
                 "replicas",
                 "client",
@@ -270,14 +314,9 @@ TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Mod
                 "recovery"});
   TrainingSpec t;
   t.batch_per_replica = int(c.at("batch_per_replica").as_int(1, limits::kMaxBatch));
-  t.steps = c.has("steps") ? int(c.at("steps").as_int(1, limits::kMaxSteps)) : kDefaultSteps;
   t.warmup_steps = c.has("warmup_steps") ? int(c.at("warmup_steps").as_int(0, limits::kMaxSteps))
                                          : kDefaultWarmupSteps;
-  if (t.steps <= t.warmup_steps) {
-    (c.has("steps") ? c.at("steps") : c)
-        .fail("steps (" + std::to_string(t.steps) + ") must be greater than warmup_steps (" +
-              std::to_string(t.warmup_steps) + ")");
-  }
+  parse_steps(c, t);
   parse_where(c, cluster, model, t);
   t.variable_placement = "round_robin";
   if (c.has("variable_placement")) {

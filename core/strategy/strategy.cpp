@@ -107,6 +107,9 @@ Plan plan_skeleton(const Scenario& scenario, const std::string& strategy,
   plan.platform = build_platform(scenario.cluster);
   plan.steps = scenario.training.steps;
   plan.warmup_steps = scenario.training.warmup_steps;
+  if (scenario.training.steady_state.enabled) {
+    plan.steady_tolerance = scenario.training.steady_state.tolerance;
+  }
   plan.batch_per_replica = scenario.training.batch_per_replica;
   plan.compute_jitter_fraction = scenario.training.jitter.compute_fraction;
   plan.step_jitter_fraction = scenario.training.jitter.step_fraction;

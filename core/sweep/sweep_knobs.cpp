@@ -159,6 +159,10 @@ void apply_nic_bandwidth(json& s, const std::string& value, const KnobContext& c
 void apply_gpu_speed(json& s, const std::string& value, const KnobContext& ctx) {
   std::vector<Field> fields;
   for (auto& [holder, path] : hardware_holders(s)) {
+    if (json* gpus = member(*holder, "gpus"); gpus && gpus->is_object()) {
+      if (member(*gpus, "speed") != nullptr)
+        fields.push_back({gpus, "speed", path + "/gpus/speed"});
+    }
     if (json* gpus = member(*holder, "gpus"); gpus && gpus->is_array()) {
       for (size_t g = 0; g < gpus->size(); ++g) {
         if (member((*gpus)[g], "speed") != nullptr) {

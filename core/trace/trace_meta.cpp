@@ -269,6 +269,37 @@ TraceMeta trace_meta_from_json(const nlohmann::json& json, const std::string& so
   return m;
 }
 
+namespace {
+
+SteadyStateRecord steady_state_from_json(const JsonCursor& c) {
+  c.expect_object();
+  c.check_keys({"tolerance", "max_steps", "converged", "stop_s", "stop_global_step",
+                "throughput_samples_per_s", "half_width_fraction", "updates"});
+  SteadyStateRecord r;
+  r.tolerance = c.at("tolerance").as_number_in(0, 1);
+  r.max_steps = int(c.at("max_steps").as_int(1, kMaxSteps));
+  r.converged = c.at("converged").as_bool();
+  r.stop_s = c.at("stop_s").as_number_in(0, kMaxTimeS);
+  r.stop_global_step = c.at("stop_global_step").as_int(0, INT64_MAX);
+  r.throughput_samples_per_s = c.at("throughput_samples_per_s").as_number_in(0, 1e300);
+  r.half_width_fraction = c.at("half_width_fraction").as_number_in(0, 1e300);
+  r.updates = int(c.at("updates").as_int(0, INT_MAX));
+  return r;
+}
+
+}  // namespace
+
+nlohmann::json steady_state_to_json(const SteadyStateRecord& r) {
+  return {{"tolerance", r.tolerance},
+          {"max_steps", r.max_steps},
+          {"converged", r.converged},
+          {"stop_s", r.stop_s},
+          {"stop_global_step", r.stop_global_step},
+          {"throughput_samples_per_s", r.throughput_samples_per_s},
+          {"half_width_fraction", r.half_width_fraction},
+          {"updates", r.updates}};
+}
+
 nlohmann::json run_outcome_to_json(const RunOutcome& o) {
   nlohmann::json j;
   j["simulated_time_s"] = o.end_s;
@@ -289,6 +320,7 @@ nlohmann::json run_outcome_to_json(const RunOutcome& o) {
                   {"detected_s", o.stall->detected_s},
                   {"cause", o.stall->cause}};
   }
+  if (o.steady_state) j["steady_state"] = steady_state_to_json(*o.steady_state);
   j["notes"] = o.notes;
   if (o.killed_s) j["killed_s"] = *o.killed_s;
   if (!o.clock_offsets.empty()) {
@@ -332,6 +364,7 @@ RunOutcome run_outcome_from_json(const nlohmann::json& json, const std::string& 
     stall.cause = s.at("cause").as_string();
     o.stall = stall;
   }
+  if (c.has("steady_state")) o.steady_state = steady_state_from_json(c.at("steady_state"));
   if (c.has("notes")) o.notes = strings_from_json(c.at("notes"));
   if (c.has("killed_s")) o.killed_s = c.at("killed_s").as_number_in(-1e9, kMaxTimeS);
   if (c.has("clock_offsets")) {

@@ -119,6 +119,22 @@ struct StallRecord {
   std::string cause;
 };
 
+// training.steps "auto" (core/backend/steady_state.h): where the run stopped and the interval it
+// stopped on.
+struct SteadyStateRecord {
+  double tolerance = 0;    // the half width asked for, a fraction of the throughput
+  int max_steps = 0;       // training.max_steps
+  bool converged = false;  // the rule stopped the run; false: max_steps came first
+  double stop_s = 0;       // when the rule held (not converged: 0)
+  // global_step when the rule held (a synchronous run's last update: its measured window ends
+  // there, as a run of that many steps would); not converged: 0.
+  int64_t stop_global_step = 0;
+  // The estimate when the rule held, or over the last window the run measured.
+  double throughput_samples_per_s = 0;
+  double half_width_fraction = 0;
+  int updates = 0;  // in the estimate's window
+};
+
 // A real run's estimate of a task's clock against the chief's (ping-pong at start, the exchange
 // with the lowest round trip kept): chief = task + offset_s, to within uncertainty_s (half that
 // round trip). The merged trace is on the chief's clock.
@@ -134,8 +150,9 @@ struct RunOutcome {
   std::vector<RestartRecord> restarts;
   std::optional<JobFailureRecord> job_failure;
   std::optional<StallRecord> stall;
-  std::vector<std::string> notes;          // what the run found out, after the plan's notes
-  std::vector<ClockOffset> clock_offsets;  // real runs: every task but the coordinator's
+  std::optional<SteadyStateRecord> steady_state;  // training.steps "auto" only
+  std::vector<std::string> notes;                 // what the run found out, after the plan's notes
+  std::vector<ClockOffset> clock_offsets;         // real runs: every task but the coordinator's
   // A real run's part only: its task was killed at this time by a fault of the plan (it wrote its
   // part, then died).
   std::optional<double> killed_s;
@@ -143,12 +160,14 @@ struct RunOutcome {
 
 // The JSON forms (docs/trace-format.md). Metadata: {"format": "replisim-trace-meta",
 // "scenario", "strategy", "sync", "sync_replicas", "steps", ..., "backend", "provenance"}.
-// Outcome: {"simulated_time_s", "restarts", "job_failure", "stall", "notes", "clock_offsets",
-// "killed_s"},
+// Outcome: {"simulated_time_s", "restarts", "job_failure", "stall", "steady_state", "notes",
+// "clock_offsets", "killed_s"},
 // each but the first only when present; the same members that version 2 traces kept in their
 // metadata.
 nlohmann::json trace_meta_to_json(const TraceMeta& meta);
 nlohmann::json run_outcome_to_json(const RunOutcome& outcome);
+// The outcome's "steady_state" member (also the --json summary's, per run).
+nlohmann::json steady_state_to_json(const SteadyStateRecord& record);
 
 // Throw InputError(source, path + "/<member>", ...) on a missing member, a wrong type or a value
 // out of range (e.g. a restart detected before its fault).

@@ -279,7 +279,9 @@ TEST(Whatif, ChangesSortedByGainWithTheNewBottleneck) {
   EXPECT_TRUE(backup_not_applicable) << r.out;
   // The NIC (1 Gbit/s) binds this point: doubling it is a gain.
   for (const json& c : w["changes"]) {
-    if (c["change"] == "NIC bandwidth x2") EXPECT_GT(c["gain"].get<double>(), 0.1) << c;
+    if (c["change"] == "NIC bandwidth x2") {
+      EXPECT_GT(c["gain"].get<double>(), 0.1) << c;
+    }
   }
 }
 

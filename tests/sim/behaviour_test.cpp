@@ -51,6 +51,25 @@ TEST(InGraph, SlowestTowerSetsThePace) {
   EXPECT_GT(fast_tower_peers, 0.3);
 }
 
+// The report states the input pipeline's cost when it takes more than a tenth of a step, and not
+// otherwise.
+TEST(InGraph, ASlowInputPipelineIsNoted) {
+  auto input_note = [](const core::RunMetrics& m) {
+    for (const std::string& n : m.notes) {
+      if (n.rfind("input pipeline on ", 0) == 0) return n;
+    }
+    return std::string();
+  };
+  nlohmann::json doc = towers_doc({"2 TFLOPS", "2 TFLOPS"}, 0);
+  // 64 samples a step at 1,000 samples/s: 64 ms of input on the client's CPU per step.
+  doc["training"]["costs"] = {{"input_samples_per_s", 1000}};
+  const std::string note = input_note(test::simulate(doc, "in_graph"));
+  EXPECT_NE(note.find("input pipeline on c/cpu: 64"), std::string::npos) << note;
+  EXPECT_NE(note.find("set training.costs to change it"), std::string::npos) << note;
+  doc["training"]["costs"] = {{"input_samples_per_s", 1e9}};
+  EXPECT_EQ(input_note(test::simulate(doc, "in_graph")), "");
+}
+
 TEST(BetweenGraph, AsyncWorkersKeepTheirOwnPace) {
   const core::RunMetrics both =
       test::simulate(towers_doc({"2 TFLOPS", "1 TFLOPS"}), "between_graph");

@@ -57,6 +57,9 @@ TEST(Faults, AsyncWorkerDeathCostsItsShare) {
   const double before = rate(trace, m.window_start_s, death_s);
   const double after = rate(trace, death_s + 2 * kStepS, m.window_end_s);
   EXPECT_NEAR(after, 0.75 * before, 0.05 * 0.75 * before);
+  // The report's own before and after (from the death on, its step's tail included).
+  EXPECT_NEAR(m.faults[0].throughput_before_samples_per_s, before, 1e-9 * before);
+  EXPECT_NEAR(m.faults[0].throughput_after_samples_per_s, 0.75 * before, 0.06 * 0.75 * before);
   // The others finish their steps; the dead one stops.
   int worker2_steps = 0;
   for (const core::TraceEvent& e : trace.events) {

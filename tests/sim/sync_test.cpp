@@ -89,6 +89,37 @@ TEST(SyncReplicas, AsyncLosesOnlyTheStragglersMissingHalf) {
   EXPECT_FALSE(with.synchronous);
 }
 
+// Per worker (--json's clients): the straggler's dropped gradients, and async staleness that adds
+// up to the run's.
+TEST(SyncReplicas, DroppedGradientsAndStalenessPerWorker) {
+  const core::RunMetrics sync =
+      test::simulate(workers_doc(kWithStraggler, strict(3)), "between_graph");
+  ASSERT_EQ(sync.clients.size(), 4u);
+  int dropped = 0;
+  for (const core::ClientMetrics& c : sync.clients) dropped += c.dropped_gradients;
+  EXPECT_EQ(dropped, sync.dropped_gradients);
+  // The straggler (worker3, half speed) arrives after the take: most drops are its own.
+  EXPECT_GT(sync.clients[3].dropped_gradients, dropped / 2) << dropped;
+
+  const core::RunMetrics async =
+      test::simulate(workers_doc(kWithStraggler, "async"), "between_graph");
+  int updates = 0;
+  double staleness_sum = 0, staleness_max = 0;
+  for (const core::ClientMetrics& c : async.clients) {
+    int in_histogram = 0;
+    for (int n : c.staleness_histogram) in_histogram += n;
+    EXPECT_EQ(in_histogram, c.updates) << c.name;
+    EXPECT_EQ(int(c.staleness_histogram.size()) - 1, int(c.staleness_max)) << c.name;
+    updates += c.updates;
+    staleness_sum += c.staleness_mean * c.updates;
+    staleness_max = std::max(staleness_max, c.staleness_max);
+  }
+  EXPECT_EQ(updates, async.updates_in_window);
+  EXPECT_NEAR(staleness_sum / updates, async.staleness_mean, 1e-9);
+  EXPECT_EQ(staleness_max, async.staleness_max);
+  EXPECT_GT(async.staleness_mean, 0);  // four async workers: others' updates come in between
+}
+
 TEST(SyncReplicas, TfTokensLetAWorkerContributeTwice) {
   // R = 4 gradients per global step from T = 2 workers: with TF's shared queue (max(T, R) = 4
   // tokens per global step) each worker takes two tokens and gives two gradients per global

@@ -164,6 +164,52 @@ TEST(Includes, MergeBeforeOwnFieldsAndNameTheirFile) {
   }
 }
 
+// RFC 7386: a null removes what an include set; an object merges into an object; an array
+// replaces.
+TEST(Includes, FollowJsonMergePatch) {
+  test::TempDir dir;
+  const nlohmann::json base = {
+      {"name", "base"},
+      {"cluster",
+       {{"machines",
+         {{{"name", "pc"},
+           {"cpu", {{"speed", "1 TFLOPS"}}},
+           {"gpus", {{{"speed", "10 TFLOPS"}}}},
+           {"nic", {{"bandwidth", "10 Gbps"}, {"latency", "10 us"}}}}}},
+        {"transport", {{"preset", "tf1_grpc"}}}}},
+      {"model", test::one_layer_model(1e6, "1 GFLOP")},
+      {"training", {{"batch_per_replica", 8}, {"replicas", "pc/gpu0"}, {"warmup_steps", 2}}}};
+  dir.write("base.json", base.dump());
+  const std::string top = dir.write(
+      "top.json", nlohmann::json({{"include", "base.json"},
+                                  {"cluster", {{"transport", nullptr}}},
+                                  {"training", {{"warmup_steps", nullptr}, {"steps", 30}}}})
+                      .dump());
+  const Scenario s = load_scenario(top);
+  const Scenario with = load_scenario(dir.file("base.json"));
+  EXPECT_EQ(with.cluster.transport.preset, "tf1_grpc");
+  EXPECT_EQ(s.cluster.transport.preset, "ideal");  // the null removed the inherited preset
+  EXPECT_EQ(s.training.warmup_steps, 10);          // back to its default
+  EXPECT_EQ(s.training.steps, 30);
+}
+
+// "gpus": {"count": N, ...} is N identical GPUs.
+TEST(Templates, IdenticalGpusShorthand) {
+  nlohmann::json doc = templated("w*/gpu*", {"c/cpu"});
+  doc["cluster"]["machines"][0]["gpus"] = {
+      {"count", 8}, {"speed", "15 TFLOPS"}, {"memory", "16 GiB"}};
+  const Scenario s = parse_scenario(doc, "s.json");
+  const MachineSpec* w = s.cluster.find_machine("w0");
+  ASSERT_NE(w, nullptr);
+  ASSERT_EQ(w->gpus.size(), 8u);
+  EXPECT_DOUBLE_EQ(w->gpus[7].speed_flop_per_s, 15e12);
+  EXPECT_DOUBLE_EQ(w->gpus[7].memory_bytes, 16.0 * (1 << 30));
+  doc["cluster"]["machines"][0]["gpus"] = {{"count", 8}, {"speeds", "15 TFLOPS"}};
+  expect_error(doc, "/cluster/machines/0/gpus/speeds", "speed");
+  doc["cluster"]["machines"][0]["gpus"] = {{"count", -1}, {"speed", "15 TFLOPS"}};
+  expect_error(doc, "/cluster/machines/0/gpus/count", "");
+}
+
 TEST(Includes, RepeatedIncludesAreBounded) {
   // Six tiny files including each other 20 times would mean 20^5 loads.
   test::TempDir dir;

@@ -1,0 +1,263 @@
+// simulate --seeds: the scenario's prediction under several seeds (start-up stagger and jitter
+// draws), each seed a `replisim simulate --seed S` child process (--jobs at once); the report gives
+// each metric's mean and min..max over the seeds, and --json every seed's summary.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/interrupt.h"
+#include "cli/point_pool.h"
+#include "cli/scenario_plans.h"
+#include "core/backend/backend.h"
+#include "core/base/error.h"
+#include "core/base/json_cursor.h"
+#include "core/base/output_file.h"
+#include "core/base/version.h"
+
+namespace replisim::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+// A metric of a run's summary (simulate --json), by its JSON pointer, with its report label and
+// the factor that turns it into the label's unit.
+struct SpreadMetric {
+  const char* label;
+  const char* pointer;
+  double scale;
+  int decimals;
+};
+
+const SpreadMetric kMetrics[] = {
+    {"throughput (samples/s)", "/throughput_samples_per_s", 1, 1},
+    {"step time mean (ms)", "/step_time_s/mean", 1e3, 2},
+    {"step time p50 (ms)", "/step_time_s/p50", 1e3, 2},
+    {"step time p95 (ms)", "/step_time_s/p95", 1e3, 2},
+    {"global update interval (ms)", "/update_interval_s", 1e3, 2},
+    {"staleness mean", "/staleness/mean", 1, 2},
+    {"bottleneck utilisation (%)", "/bottleneck/utilization", 100, 1},
+    {"simulated time (s)", "/simulated_time_s", 1, 3},
+};
+
+struct Spread {
+  double mean = 0, min = 0, max = 0;
+  std::vector<double> values;  // per seed, in the seeds' order
+};
+
+std::string fixed(double value, int decimals) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", decimals, value);
+  return text;
+}
+
+// A private directory for the children's summaries and logs, removed on every way out.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern =
+        std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/replisim-seeds-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      throw core::OutputError(pattern, "cannot create a directory for the seeds' runs");
+    }
+    path_ = pattern;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// The child's command: simulate this scenario with one seed, the parent's plan knobs, no
+// progress, its summary into `summary`.
+PointCommand seed_command(const CliArgs& args, uint64_t seed, const std::string& dir) {
+  const std::string stem = dir + "/seed-" + std::to_string(seed);
+  PointCommand c;
+  c.args = {"simulate",   args.scenario,  "--seed",           std::to_string(seed),
+            "--json",     stem + ".json", "--progress",       "none",
+            "--strategy", args.strategy,  "--network-engine", args.network_engine};
+  if (args.steps > 0) c.args.insert(c.args.end(), {"--steps", std::to_string(args.steps)});
+  if (args.scale_compute != 1) {
+    char factor[40];
+    std::snprintf(factor, sizeof factor, "%.17g", args.scale_compute);
+    c.args.insert(c.args.end(), {"--scale-compute", factor});
+  }
+  if (args.strict) c.args.push_back("--strict");
+  c.log_path = stem + ".log";
+  return c;
+}
+
+// "replisim: scenario.json: ..." -> "scenario.json: ..."
+std::string without_prefix(const std::string& line) {
+  const std::string prefix = "replisim: ";
+  return line.compare(0, prefix.size(), prefix) == 0 ? line.substr(prefix.size()) : line;
+}
+
+// Per strategy (in the first summary's order), per metric: the spread over the seeds.
+std::map<std::string, std::vector<Spread>> spreads(const std::vector<json>& summaries,
+                                                   std::vector<std::string>& strategies) {
+  std::map<std::string, std::vector<Spread>> out;
+  for (const json& summary : summaries) {
+    for (const json& run : summary.at("runs")) {
+      const std::string strategy = run.at("strategy").get<std::string>();
+      if (out.count(strategy) == 0) {
+        strategies.push_back(strategy);
+        out[strategy].resize(std::size(kMetrics));
+      }
+      for (size_t m = 0; m < std::size(kMetrics); ++m) {
+        const json::json_pointer pointer(kMetrics[m].pointer);
+        const double value = run.contains(pointer) && run.at(pointer).is_number()
+                                 ? run.at(pointer).get<double>() * kMetrics[m].scale
+                                 : 0.0;
+        out[strategy][m].values.push_back(value);
+      }
+    }
+  }
+  for (auto& [strategy, metrics] : out) {
+    for (Spread& s : metrics) {
+      s.min = *std::min_element(s.values.begin(), s.values.end());
+      s.max = *std::max_element(s.values.begin(), s.values.end());
+      double sum = 0;
+      for (double v : s.values) sum += v;
+      s.mean = sum / double(s.values.size());
+    }
+  }
+  return out;
+}
+
+void print_spread(const std::map<std::string, std::vector<Spread>>& table,
+                  const std::vector<std::string>& strategies, const std::vector<json>& summaries,
+                  std::ostream& out) {
+  std::vector<std::vector<std::string>> rows = {{"mean (min .. max) over the seeds"}};
+  for (const std::string& s : strategies) rows[0].push_back(s);
+  for (size_t m = 0; m < std::size(kMetrics); ++m) {
+    std::vector<std::string> row = {kMetrics[m].label};
+    for (const std::string& s : strategies) {
+      const Spread& v = table.at(s)[m];
+      const int d = kMetrics[m].decimals;
+      row.push_back(fixed(v.mean, d) + " (" + fixed(v.min, d) + " .. " + fixed(v.max, d) + ")");
+    }
+    rows.push_back(row);
+  }
+  // The bottleneck each seed named, with how many named it.
+  std::vector<std::string> row = {"bottleneck (seeds naming it)"};
+  for (const std::string& s : strategies) {
+    std::map<std::string, int> names;
+    for (const json& summary : summaries) {
+      for (const json& run : summary.at("runs")) {
+        if (run.at("strategy") == s) ++names[run.at("bottleneck").value("resource", "-")];
+      }
+    }
+    std::string text;
+    for (const auto& [name, n] : names) {
+      text += (text.empty() ? "" : ", ") + name + " " + std::to_string(n);
+    }
+    row.push_back(text);
+  }
+  rows.push_back(row);
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& r : rows) {
+    for (size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  }
+  for (const auto& r : rows) {
+    for (size_t c = 0; c < r.size(); ++c) {
+      out << r[c] << (c + 1 < r.size() ? std::string(width[c] - r[c].size() + 2, ' ') : "");
+    }
+    out << "\n";
+  }
+}
+
+json spread_json(const std::map<std::string, std::vector<Spread>>& table) {
+  json j = json::object();
+  for (const auto& [strategy, metrics] : table) {
+    for (size_t m = 0; m < std::size(kMetrics); ++m) {
+      const Spread& s = metrics[m];
+      // The summary's own name and unit (the pointer), not the report's label.
+      j[strategy][std::string(kMetrics[m].pointer).substr(1)] = {
+          {"mean", s.mean / kMetrics[m].scale},
+          {"min", s.min / kMetrics[m].scale},
+          {"max", s.max / kMetrics[m].scale}};
+    }
+  }
+  return j;
+}
+
+}  // namespace
+
+int run_seed_spread(const CliArgs& args, std::ostream& out) {
+  core::OutputFiles outputs(args.force, &out);
+  outputs.protect(args.scenario);
+  const LoadedScenario loaded = load(args.scenario);
+  for (const std::string& file : loaded.files) outputs.protect(file);
+  compile_plans(loaded, args);  // bad input fails here, once, before any child starts
+  std::vector<json> summaries(args.seed_list.size());
+  json document;
+  if (!args.json_path.empty()) {
+    outputs.add("--json", args.json_path,
+                [&document](std::ostream& o) { o << core::dump_json(document, 1) << "\n"; });
+  }
+  const ScratchDir scratch;
+  std::vector<PointCommand> commands;
+  for (uint64_t seed : args.seed_list) commands.push_back(seed_command(args, seed, scratch.path()));
+  std::string failure;
+  run_point_commands(
+      commands, args.jobs,
+      [&](const PointExit& exit) {
+        const uint64_t seed = args.seed_list[exit.command];
+        if (exit.exit_code != 0) {
+          if (failure.empty()) {
+            failure = "seed " + std::to_string(seed) + ": " +
+                      (exit.last_error_line.empty()
+                           ? "the simulation ended with exit code " + std::to_string(exit.exit_code)
+                           : without_prefix(exit.last_error_line));
+          }
+          return;
+        }
+        summaries[exit.command] = core::read_json_file(commands[exit.command].args[5]);
+      },
+      interrupted);
+  if (!failure.empty()) throw core::BackendError(failure);
+  std::vector<std::string> strategies;
+  const auto table = spreads(summaries, strategies);
+  out << "replisim: scenario \"" << loaded.scenario.name << "\" (" << args.scenario << "), "
+      << args.seed_list.size() << " seeds (" << args.seed_list.front() << " .. "
+      << args.seed_list.back() << "), sim backend (network engine " << args.network_engine
+      << ")\n\n";
+  print_spread(table, strategies, summaries, out);
+  if (!args.json_path.empty()) {
+    document = {{"format", "replisim-seeds"},
+                {"format_version", 1},
+                {"scenario", loaded.scenario.name},
+                {"scenario_file", args.scenario},
+                {"scenario_hash", loaded.hash},
+                {"replisim", std::string(core::kVersion) + " (" + core::kGitDescribe + ")"},
+                {"command_line", args.command_line},
+                {"seeds", args.seed_list},
+                {"spread", spread_json(table)},
+                {"runs", json::array()}};
+    for (size_t i = 0; i < summaries.size(); ++i) {
+      document["runs"].push_back({{"seed", args.seed_list[i]}, {"summary", summaries[i]}});
+    }
+  }
+  outputs.set_cancel(interrupted);
+  outputs.write_all();
+  return 0;
+}
+
+}  // namespace replisim::cli
