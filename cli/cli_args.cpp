@@ -465,7 +465,16 @@ void check_values(CliArgs& args, const RawValues& raw) {
     }
   }
   if (!raw.seed.empty()) args.seed = parse_seed(raw.seed);
+  if (args.command == "simulate" && raw.seeds.empty() && !raw.planning.jobs.empty()) {
+    throw InputError("", "--jobs", "runs several seeds at once: give --seeds too");
+  }
   if (!raw.seeds.empty() && args.command == "simulate") {
+    const bool count = raw.seeds.find_first_not_of("0123456789") == std::string::npos;
+    if (!count && !raw.seed.empty()) {
+      throw InputError("", "--seed",
+                       "sets where a count of --seeds starts; with a range or a list of seeds it "
+                       "would not be used: leave it out");
+    }
     args.seed_list = parse_seed_list(raw.seeds, args.seed);
     const char* one_run_output = !args.trace_path.empty()       ? "--trace"
                                  : !args.trace_out_path.empty() ? "--trace-out"

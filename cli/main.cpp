@@ -8,6 +8,7 @@
 #include "cli/cli_args.h"
 #include "cli/commands.h"
 #include "cli/interrupt.h"
+#include "cli/point_pool.h"
 #include "core/backend/backend.h"
 #include "core/base/error.h"
 #include "real/backend/real_backend.h"
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
   using namespace replisim;
   // From the start: a Ctrl-C before the first run still stops it cleanly.
   const cli::InterruptGuard interrupts;
+  cli::end_with_spawning_parent();  // a sweep's or seed spread's point dies with its parent
   try {
 #if REPLISIM_WITH_SIM
     sim::register_sim_backend();

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -11,6 +12,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,8 +42,18 @@ pid_t spawn(const PointCommand& command) {
   std::vector<char*> argv;
   for (std::string& w : words) argv.push_back(w.data());
   argv.push_back(nullptr);
+  // The child's environment: ours, with kParentPidVariable naming this process.
+  const std::string prefix = std::string(kParentPidVariable) + "=";
+  std::string parent = prefix + std::to_string(::getpid());
+  std::vector<char*> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, prefix.c_str(), prefix.size()) != 0) env.push_back(*e);
+  }
+  env.push_back(parent.data());
+  env.push_back(nullptr);
   pid_t pid = -1;
-  const int error = ::posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), environ);
+  const int error =
+      ::posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), env.data());
   posix_spawn_file_actions_destroy(&actions);
   if (error != 0) {
     throw core::OutputError(command.log_path, std::string("cannot start a point's simulation: ") +
@@ -126,6 +138,23 @@ void run_point_commands(const std::vector<PointCommand>& commands, int jobs,
     kill_all(running);
     throw;
   }
+}
+
+std::string without_replisim_prefix(const std::string& line) {
+  for (const std::string prefix : {"replisim: error: ", "replisim: "}) {
+    if (line.rfind(prefix, 0) == 0) return line.substr(prefix.size());
+  }
+  return line;
+}
+
+void end_with_spawning_parent() {
+  const char* value = std::getenv(kParentPidVariable);
+  if (value == nullptr) return;
+  const long parent = std::strtol(value, nullptr, 10);
+  ::unsetenv(kParentPidVariable);  // not for the processes this one starts
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  // The parent may have died before the line above: then nobody waits for this run.
+  if (parent > 0 && ::getppid() != pid_t(parent)) ::raise(SIGTERM);
 }
 
 }  // namespace replisim::cli

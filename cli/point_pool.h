@@ -20,6 +20,17 @@ struct PointExit {
   std::string last_error_line;  // the last non-empty line of its standard error, if it failed
 };
 
+// The environment variable through which a point's child learns its parent's pid.
+inline constexpr const char* kParentPidVariable = "REPLISIM_PARENT_PID";
+
+// In a child that run_point_commands started (kParentPidVariable set): asks the kernel for
+// SIGTERM when the parent dies (SIGKILL included), which the child's interrupt handling turns
+// into a clean stop (exit 130, no output). Call early in main(), after the handlers are in place.
+void end_with_spawning_parent();
+
+// A child's error line without replisim's prefix ("replisim: error: " or "replisim: ").
+std::string without_replisim_prefix(const std::string& line);
+
 // Runs `commands` with this executable (/proc/self/exe), `jobs` (>= 1) at a time, in order;
 // `on_exit` is called in this thread as each ends (in the order they end). Polls `cancelled`
 // every 50 ms: once it is true, sends SIGTERM to every running child (SIGKILL after 5 s), reaps

@@ -31,6 +31,9 @@ nlohmann::json provenance(const CliArgs& args, const LoadedScenario& loaded);
 // for each selected strategy with --seed and --scale-compute. Throws core::InputError.
 std::vector<core::Plan> compile_plans(const LoadedScenario& loaded, const CliArgs& args);
 
+// --strict: a GPU that cannot hold its share of `plan` is core::InputError at its "memory" field.
+void require_memory_fits(const core::Scenario& scenario, const core::Plan& plan);
+
 // What a real run refuses, as core::InputError naming the file and path: training.steps "auto"
 // without --steps (the steady-state rule is the simulation's), and on loopback (no --isolate) a
 // link fault.

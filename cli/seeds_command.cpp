@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <set>
@@ -22,6 +23,7 @@
 #include "core/base/json_cursor.h"
 #include "core/base/output_file.h"
 #include "core/base/version.h"
+#include "core/scenario/scenario.h"
 
 namespace replisim::cli {
 namespace {
@@ -84,12 +86,13 @@ class ScratchDir {
   std::string path_;
 };
 
-// The child's command: simulate this scenario with one seed, the parent's plan knobs, no
-// progress, its summary into `summary`.
-PointCommand seed_command(const CliArgs& args, uint64_t seed, const std::string& dir) {
+// The child's command: simulate `scenario` (the snapshot) with one seed, the parent's plan knobs,
+// no progress, its summary into `summary`.
+PointCommand seed_command(const CliArgs& args, const std::string& scenario, uint64_t seed,
+                          const std::string& dir) {
   const std::string stem = dir + "/seed-" + std::to_string(seed);
   PointCommand c;
-  c.args = {"simulate",   args.scenario,  "--seed",           std::to_string(seed),
+  c.args = {"simulate",   scenario,       "--seed",           std::to_string(seed),
             "--json",     stem + ".json", "--progress",       "none",
             "--strategy", args.strategy,  "--network-engine", args.network_engine};
   if (args.steps > 0) c.args.insert(c.args.end(), {"--steps", std::to_string(args.steps)});
@@ -101,12 +104,6 @@ PointCommand seed_command(const CliArgs& args, uint64_t seed, const std::string&
   if (args.strict) c.args.push_back("--strict");
   c.log_path = stem + ".log";
   return c;
-}
-
-// "replisim: scenario.json: ..." -> "scenario.json: ..."
-std::string without_prefix(const std::string& line) {
-  const std::string prefix = "replisim: ";
-  return line.compare(0, prefix.size(), prefix) == 0 ? line.substr(prefix.size()) : line;
 }
 
 // Per strategy (in the first summary's order), per metric: the spread over the seeds.
@@ -183,6 +180,34 @@ void print_spread(const std::map<std::string, std::vector<Spread>>& table,
   }
 }
 
+// Each seed's warnings, identical texts once with the seeds that gave them (at most kShown).
+void print_warnings(const std::vector<json>& summaries, const std::vector<uint64_t>& seeds,
+                    std::ostream& out) {
+  constexpr size_t kShown = 20;
+  std::vector<std::pair<std::string, std::string>> order;  // (strategy, text), first seen first
+  std::map<std::pair<std::string, std::string>, std::vector<uint64_t>> seeds_of;
+  for (size_t i = 0; i < summaries.size(); ++i) {
+    for (const json& run : summaries[i].at("runs")) {
+      for (const json& w : run.value("warnings", json::array())) {
+        const auto key =
+            std::make_pair(run.at("strategy").get<std::string>(), w.get<std::string>());
+        if (seeds_of.count(key) == 0) order.push_back(key);
+        seeds_of[key].push_back(seeds[i]);
+      }
+    }
+  }
+  for (size_t k = 0; k < order.size() && k < kShown; ++k) {
+    std::string list;
+    for (uint64_t seed : seeds_of[order[k]])
+      list += (list.empty() ? "" : ",") + std::to_string(seed);
+    out << "warning (" << order[k].first << ", seed" << (seeds_of[order[k]].size() > 1 ? "s " : " ")
+        << list << "): " << order[k].second << "\n";
+  }
+  if (order.size() > kShown) {
+    out << "... and " << order.size() - kShown << " other warning(s): see --json\n";
+  }
+}
+
 json spread_json(const std::map<std::string, std::vector<Spread>>& table) {
   json j = json::object();
   for (const auto& [strategy, metrics] : table) {
@@ -205,41 +230,74 @@ int run_seed_spread(const CliArgs& args, std::ostream& out) {
   outputs.protect(args.scenario);
   const LoadedScenario loaded = load(args.scenario);
   for (const std::string& file : loaded.files) outputs.protect(file);
-  compile_plans(loaded, args);  // bad input fails here, once, before any child starts
+  // Bad input fails here, once, before any child starts.
+  for (const core::Plan& plan : compile_plans(loaded, args)) {
+    if (args.strict) require_memory_fits(loaded.scenario, plan);
+  }
   std::vector<json> summaries(args.seed_list.size());
   json document;
   if (!args.json_path.empty()) {
     outputs.add("--json", args.json_path,
                 [&document](std::ostream& o) { o << core::dump_json(document, 1) << "\n"; });
   }
+  // With an output on standard output, the table goes to standard error.
+  std::ostream& text = outputs.writes_standard_output() ? std::cerr : out;
   const ScratchDir scratch;
+  // Every seed simulates the scenario as it was read here (includes merged), whatever happens to
+  // its files meanwhile.
+  const std::string snapshot = scratch.path() + "/scenario.json";
+  {
+    std::ofstream file(snapshot);
+    file << core::dump_json(core::load_scenario_document(args.scenario).json, 1) << "\n";
+    if (!file.flush()) throw core::OutputError(snapshot, "cannot write the scenario's snapshot");
+  }
   std::vector<PointCommand> commands;
-  for (uint64_t seed : args.seed_list) commands.push_back(seed_command(args, seed, scratch.path()));
-  std::string failure;
-  run_point_commands(
-      commands, args.jobs,
-      [&](const PointExit& exit) {
-        const uint64_t seed = args.seed_list[exit.command];
-        if (exit.exit_code != 0) {
-          if (failure.empty()) {
-            failure = "seed " + std::to_string(seed) + ": " +
-                      (exit.last_error_line.empty()
-                           ? "the simulation ended with exit code " + std::to_string(exit.exit_code)
-                           : without_prefix(exit.last_error_line));
+  for (uint64_t seed : args.seed_list) {
+    commands.push_back(seed_command(args, snapshot, seed, scratch.path()));
+  }
+  // The first seed (in the list's order) of those that failed, and whether it was bad input.
+  std::map<size_t, std::pair<int, std::string>> failures;
+  try {
+    run_point_commands(
+        commands, args.jobs,
+        [&](const PointExit& exit) {
+          if (exit.exit_code == 0) {
+            summaries[exit.command] = core::read_json_file(commands[exit.command].args[5]);
+            return;
           }
-          return;
-        }
-        summaries[exit.command] = core::read_json_file(commands[exit.command].args[5]);
-      },
-      interrupted);
-  if (!failure.empty()) throw core::BackendError(failure);
+          if (exit.exit_code == -1 && !failures.empty()) return;  // stopped for that failure
+          failures[exit.command] = {
+              exit.exit_code,
+              exit.last_error_line.empty()
+                  ? "the simulation ended with exit code " + std::to_string(exit.exit_code)
+                  : without_replisim_prefix(exit.last_error_line)};
+        },
+        [&failures] { return interrupted() || !failures.empty(); });
+  } catch (const core::RunCancelled&) {
+    if (failures.empty()) throw;  // Ctrl-C: RunCancelled's own line
+  }
+  if (!failures.empty()) {
+    const auto& [index, failure] = *failures.begin();
+    const std::string what =
+        "seed " + std::to_string(args.seed_list[index]) + ": " + failure.second;
+    if (failure.first == 2) throw core::InputError("", "--seeds", what);
+    throw core::BackendError(what);
+  }
+  for (size_t i = 0; i < summaries.size(); ++i) {
+    // The child's provenance names the snapshot, gone with the scratch folder: name the user's.
+    json& provenance = summaries[i]["provenance"];
+    provenance["scenario_file"] = args.scenario;
+    provenance["command_line"] =
+        args.command_line + " (seed " + std::to_string(args.seed_list[i]) + ")";
+  }
   std::vector<std::string> strategies;
   const auto table = spreads(summaries, strategies);
-  out << "replisim: scenario \"" << loaded.scenario.name << "\" (" << args.scenario << "), "
-      << args.seed_list.size() << " seeds (" << args.seed_list.front() << " .. "
-      << args.seed_list.back() << "), sim backend (network engine " << args.network_engine
-      << ")\n\n";
-  print_spread(table, strategies, summaries, out);
+  text << "replisim: scenario \"" << loaded.scenario.name << "\" (" << args.scenario << "), "
+       << args.seed_list.size() << " seeds (" << args.seed_list.front() << " .. "
+       << args.seed_list.back() << "), sim backend (network engine " << args.network_engine
+       << ")\n\n";
+  print_spread(table, strategies, summaries, text);
+  print_warnings(summaries, args.seed_list, text);
   if (!args.json_path.empty()) {
     document = {{"format", "replisim-seeds"},
                 {"format_version", 1},

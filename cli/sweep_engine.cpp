@@ -138,13 +138,6 @@ class SweepProgress {
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
 
-std::string without_prefix(std::string line) {
-  for (const char* prefix : {"replisim: error: ", "replisim: "}) {
-    if (line.rfind(prefix, 0) == 0) return line.substr(std::string(prefix).size());
-  }
-  return line;
-}
-
 }  // namespace
 
 std::string sweep_cache_dir(const std::string& flag_value) {
@@ -292,7 +285,7 @@ std::vector<core::SweepRow> run_prepared_points(const std::vector<PreparedPoint>
       row.wall_s = exit.wall_s;
       row.error = exit.last_error_line.empty()
                       ? "the simulation ended with exit code " + std::to_string(exit.exit_code)
-                      : without_prefix(exit.last_error_line);
+                      : without_replisim_prefix(exit.last_error_line);
       ++local.failed;
       return;
     }

@@ -94,7 +94,11 @@ JsonCursor JsonCursor::at(const std::string& key) const {
   expect_object();
   auto it = value_->find(key);
   const std::string child_path = path_ + "/" + escape_pointer_token(key);
-  if (it == value_->end()) throw InputError(file(), child_path, "required field missing");
+  if (it == value_->end()) {
+    // The file that removed it (a null in an including file), if one did; else this object's.
+    throw InputError(sources_ ? sources_->file_of(child_path) : file_, child_path,
+                     "required field missing");
+  }
   return child(*it, child_path);
 }
 

@@ -276,11 +276,6 @@ RunMetrics run_facts(const MetricsInput& in, const Trace& trace) {
   r.bytes_per_ps = in.bytes_per_ps;
   r.simulated_time_s = trace.outcome.end_s;
   r.steady_state = trace.outcome.steady_state;
-  if (r.steady_state && !r.steady_state->converged) {
-    r.warnings.push_back("the throughput was not steady within max_steps (" +
-                         std::to_string(r.steady_state->max_steps) + "): raise " +
-                         "training.max_steps or training.steady_tolerance");
-  }
   return r;
 }
 
@@ -299,6 +294,7 @@ RunMetrics compute_metrics(const Trace& trace, const std::string& source) {
     find_window(r, in, steps);
   }
   add_update_figures(r, trace);
+  add_unsteady_estimate(r, trace);
   add_faults(r, trace, steps);
   add_fault_throughputs(r, trace);
   MeasuredTable measured = add_step_times(r, in, steps);

@@ -51,6 +51,9 @@ double overlap(double a0, double a1, double b0, double b1);
 // The passes over the trace, each filling its part of the metrics.
 // metrics_events.cpp: updates, synchronous training, faults, restarts and the chief's writes.
 void add_update_figures(RunMetrics& r, const Trace& trace);
+// training.steps "auto" that ended before the rule held: its interval over the measured window
+// (the figures the report gives; -1 when too few updates) and a warning.
+void add_unsteady_estimate(RunMetrics& r, const Trace& trace);
 void add_sync_figures(RunMetrics& r, const MetricsInput& in);
 // Per client (after the step times made RunMetrics::clients): its updates' staleness and its
 // dropped gradients in the window.

@@ -3,9 +3,11 @@
 // job restarts, and the chief's checkpoints and summaries.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 
+#include "core/base/steady_state_estimator.h"
 #include "core/base/units.h"
 #include "core/metrics/metrics_detail.h"
 
@@ -96,6 +98,35 @@ void add_sync_figures(RunMetrics& r, const MetricsInput& in) {
   std::sort(dropped.begin(), dropped.end());
   r.dropped_gradients = int(std::unique(dropped.begin(), dropped.end()) - dropped.begin());
   r.computed_samples_per_s = computed / (r.window_end_s - r.window_start_s);
+}
+
+void add_unsteady_estimate(RunMetrics& r, const Trace& trace) {
+  if (!r.steady_state || r.steady_state->converged) return;
+  SteadyStateRecord& s = *r.steady_state;
+  std::vector<std::pair<double, double>> updates;  // (end_s, samples), in time order
+  for (const TraceEvent& e : trace.events) {
+    if (counted_update(r, e)) updates.emplace_back(e.end_s, e.samples);
+  }
+  std::stable_sort(updates.begin(), updates.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  SteadyStateEstimator estimator;
+  for (const auto& [end_s, samples] : updates) estimator.add_update(end_s, samples);
+  const SteadyStateEstimator::Estimate e = estimator.estimate(r.window_start_s, r.window_end_s);
+  s.throughput_samples_per_s = e.throughput;
+  s.updates = e.updates;
+  s.half_width_fraction = e.valid ? e.half_width_fraction : -1;
+  auto percent = [](double fraction) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3g%%", 100 * fraction);
+    return std::string(text);
+  };
+  const std::string interval = e.valid
+                                   ? "+-" + percent(e.half_width_fraction)
+                                   : "no interval from " + std::to_string(e.updates) + " updates";
+  r.warnings.push_back(
+      "the throughput was not steady to +-" + percent(s.tolerance) + " when the run ended (" +
+      interval + " over its measured window): raise training.max_steps (" +
+      std::to_string(s.max_steps) + ") if it ran them all, or training.steady_tolerance");
 }
 
 void add_fault_throughputs(RunMetrics& r, const Trace& trace) {

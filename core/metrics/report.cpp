@@ -133,10 +133,12 @@ void add_steady_rows(ReportTable& t) {
   t.row("steady state (95% interval)", [](const RunMetrics& r) {
     if (!r.steady_state) return std::string("-");
     const SteadyStateRecord& s = *r.steady_state;
-    const std::string interval = "+-" + fixed(100 * s.half_width_fraction, 2) + "%";
+    const std::string interval = s.half_width_fraction >= 0
+                                     ? "+-" + fixed(100 * s.half_width_fraction, 2) + "%"
+                                     : "no interval";
     if (!s.converged) {
-      return "not within +-" + fixed(100 * s.tolerance, 2) + "% by max_steps " +
-             std::to_string(s.max_steps) + " (" + interval + ")";
+      return "not within +-" + fixed(100 * s.tolerance, 2) + "% when the run ended (" + interval +
+             " over " + std::to_string(s.updates) + " updates)";
     }
     return interval + " after " + std::to_string(s.updates) + " updates, stopped at " +
            fixed(s.stop_s, 3) + " s";
@@ -408,7 +410,12 @@ void add_per_role_json(const RunMetrics& r, nlohmann::json& run) {
                              {"capacity_bytes", m.capacity_bytes},
                              {"headroom_bytes", m.headroom_bytes()}});
   }
-  if (r.steady_state) run["steady_state"] = steady_state_to_json(*r.steady_state);
+  if (r.steady_state) {
+    nlohmann::json& s = run["steady_state"] = steady_state_to_json(*r.steady_state);
+    // Values a run that ended first does not have.
+    if (!r.steady_state->converged) s["stop_s"] = s["stop_global_step"] = nullptr;
+    if (r.steady_state->half_width_fraction < 0) s["half_width_fraction"] = nullptr;
+  }
   run["waits"] = nlohmann::json::array();
   for (const WaitBreakdown& w : r.waits) {
     run["waits"].push_back({{"role", w.role},

@@ -2,6 +2,7 @@
 // own fields, remembering which file every part came from so errors can name it.
 #include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include "core/base/error.h"
 #include "core/scenario/scenario.h"
@@ -19,12 +20,18 @@ constexpr size_t kMaxIncludeLoads = 256;
 // Applies `overlay` (whose parts come from `overlay_sources`) to `base` at `path` as a JSON Merge
 // Patch (RFC 7386): a null member removes the field, an object merges member by member into an
 // object (a field that was not one becomes one), anything else (arrays included) replaces it.
+// A removed field stays as a null (a tombstone), so that a file included after another, or the
+// file that includes this one, removes it too; `removed` collects the tombstones that removed a
+// value; strip_tombstones drops them all once every file is in.
 void merge(nlohmann::json& base, const nlohmann::json& overlay, const std::string& path,
-           SourceMap& sources, const SourceMap& overlay_sources) {
+           SourceMap& sources, const SourceMap& overlay_sources, std::set<std::string>& removed) {
   for (auto it = overlay.begin(); it != overlay.end(); ++it) {
     const std::string child = path + "/" + escape_pointer_token(it.key());
     if (it->is_null()) {
-      base.erase(it.key());
+      const auto existing = base.find(it.key());
+      if (existing != base.end() && !existing->is_null()) removed.insert(child);
+      base[it.key()] = nullptr;
+      sources.copy_from(overlay_sources, child);
       continue;
     }
     if (it->is_object()) {
@@ -33,7 +40,7 @@ void merge(nlohmann::json& base, const nlohmann::json& overlay, const std::strin
         base[it.key()] = nlohmann::json::object();
         sources.copy_from(overlay_sources, child);
       }
-      merge(base[it.key()], *it, child, sources, overlay_sources);
+      merge(base[it.key()], *it, child, sources, overlay_sources, removed);
     } else {
       base[it.key()] = *it;
       sources.copy_from(overlay_sources, child);
@@ -41,10 +48,32 @@ void merge(nlohmann::json& base, const nlohmann::json& overlay, const std::strin
   }
 }
 
+// Drops the tombstones merge left in objects (not in arrays, which patches replace whole). One
+// that removed nothing (not in `removed`) is an error: no file below it set that field, so its name
+// is likely misspelt.
+void strip_tombstones(nlohmann::json& value, const std::string& path, const SourceMap& sources,
+                      const std::set<std::string>& removed) {
+  for (auto it = value.begin(); it != value.end();) {
+    const std::string child = path + "/" + escape_pointer_token(it.key());
+    if (it->is_null()) {
+      if (removed.count(child) == 0) {
+        throw InputError(sources.file_of(child), child,
+                         "null removes a field that an included file sets, but none sets this "
+                         "one (a misspelt name?)");
+      }
+      it = value.erase(it);
+      continue;
+    }
+    if (it->is_object()) strip_tombstones(*it, child, sources, removed);
+    ++it;
+  }
+}
+
 struct Loaded {
   nlohmann::json json;
   SourceMap sources;
   std::vector<std::string> files;
+  std::set<std::string> removed;  // merge's tombstones that removed a value
 };
 
 Loaded load(const std::string& file, std::vector<std::string>& chain, size_t& loads) {
@@ -84,12 +113,13 @@ Loaded load(const std::string& file, std::vector<std::string>& chain, size_t& lo
       chain.push_back(canonical);
       Loaded included = load(target.string(), chain, loads);
       chain.pop_back();
-      merge(result.json, included.json, "", result.sources, included.sources);
+      merge(result.json, included.json, "", result.sources, included.sources, result.removed);
       result.files.insert(result.files.end(), included.files.begin(), included.files.end());
+      result.removed.insert(included.removed.begin(), included.removed.end());
     }
     own.erase("include");
   }
-  merge(result.json, own, "", result.sources, SourceMap(file));
+  merge(result.json, own, "", result.sources, SourceMap(file), result.removed);
   return result;
 }
 
@@ -100,6 +130,7 @@ ScenarioDocument load_scenario_document(const std::string& file) {
   std::vector<std::string> chain = {fs::weakly_canonical(fs::path(file), error).string()};
   size_t loads = 0;
   Loaded loaded = load(file, chain, loads);
+  strip_tombstones(loaded.json, "", loaded.sources, loaded.removed);
   return {std::move(loaded.json), std::move(loaded.sources), std::move(loaded.files)};
 }
 

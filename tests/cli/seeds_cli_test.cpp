@@ -80,6 +80,40 @@ TEST(Seeds, BadListsAndOneRunOutputsAreBadInputNamingTheFlag) {
   }
 }
 
+TEST(Seeds, JsonOnStandardOutputAndTheFirstFailingSeed) {
+  TempDir dir;
+  // --json -: the JSON alone on standard output, the table on standard error.
+  const test::BinaryResult piped = run_replisim(
+      {"simulate", test::seed_scenario(), "--seeds", "2", "--strategy", "in_graph", "--json", "-"});
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_EQ(json::parse(piped.out)["format"], "replisim-seeds");
+  EXPECT_NE(piped.err.find("throughput (samples/s)"), std::string::npos) << piped.err;
+  // A seed whose run has no window (bad input in its child) stops the spread: exit 2, one line
+  // naming the seed, no output.
+  json doc = read(test::seed_scenario());
+  doc["training"]["steps"] = 11;
+  doc["training"]["warmup_steps"] = 10;
+  const std::string path = dir.file("short.json");
+  std::ofstream(path) << doc.dump(1);
+  const test::BinaryResult failed =
+      run_replisim({"simulate", path, "--seeds", "1..40", "--jobs", "1", "--strategy",
+                    "between_graph", "--json", dir.file("out.json")});
+  EXPECT_EQ(failed.exit_code, 2) << failed.err;
+  EXPECT_EQ(failed.err.find('\n'), failed.err.size() - 1) << "not one line: " << failed.err;
+  EXPECT_NE(failed.err.find("seed 1: "), std::string::npos) << failed.err;
+  EXPECT_EQ(failed.err.find("error: seed 1: error:"), std::string::npos) << failed.err;
+  EXPECT_FALSE(test::file_exists(dir.file("out.json")));
+  // --seed with a range, --jobs without --seeds: refused naming the flag.
+  for (const std::vector<std::string>& flags :
+       std::vector<std::vector<std::string>>{{"--seeds", "1..3", "--seed", "4"}, {"--jobs", "2"}}) {
+    std::vector<std::string> args = {"simulate", test::seed_scenario()};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const test::BinaryResult r = run_replisim(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find(flags.size() == 4 ? "--seed:" : "--jobs"), std::string::npos) << r.err;
+  }
+}
+
 // The seed scenario with training.steps "auto" (and `extra` merged into training).
 std::string auto_scenario(const TempDir& dir, const json& extra = json::object()) {
   json doc = read(test::seed_scenario());

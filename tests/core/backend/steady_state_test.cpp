@@ -21,8 +21,10 @@ TEST(SteadyState, EvenlySpacedUpdatesGiveTheirRateAndAQuantisationInterval) {
   ASSERT_TRUE(est.valid);
   EXPECT_EQ(est.updates, 400);
   EXPECT_NEAR(est.throughput, 1000, 1e-9);
-  // 20 batches of 0.2 s hold 20 updates each (none on an edge): no spread at all.
-  EXPECT_NEAR(est.half_width_fraction, 0, 1e-9);
+  // 20 batches of 0.2 s hold 20 updates each (none on an edge): no spread between the batches,
+  // so the interval is the resolution of 400 whole updates.
+  EXPECT_NEAR(est.half_width_fraction, 1.0 / 400, 1e-12);
+  EXPECT_NEAR(est.half_width, 1000.0 / 400, 1e-9);
 }
 
 TEST(SteadyState, HalfWidthIsStudentTOverTheBatchesSpread) {

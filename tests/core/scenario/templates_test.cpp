@@ -164,6 +164,19 @@ TEST(Includes, MergeBeforeOwnFieldsAndNameTheirFile) {
   }
 }
 
+// Expects load_scenario(file) to fail in that file at `path` with a message containing `needle`.
+void expect_load_error(const std::string& file, const std::string& path,
+                       const std::string& needle) {
+  try {
+    load_scenario(file);
+    ADD_FAILURE() << "expected an error at " << path;
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), file) << e.what();
+    EXPECT_EQ(e.json_path(), path) << e.what();
+    EXPECT_NE(e.message().find(needle), std::string::npos) << e.what();
+  }
+}
+
 // RFC 7386: a null removes what an include set; an object merges into an object; an array
 // replaces.
 TEST(Includes, FollowJsonMergePatch) {
@@ -191,6 +204,19 @@ TEST(Includes, FollowJsonMergePatch) {
   EXPECT_EQ(s.cluster.transport.preset, "ideal");  // the null removed the inherited preset
   EXPECT_EQ(s.training.warmup_steps, 10);          // back to its default
   EXPECT_EQ(s.training.steps, 30);
+  // A later include's null removes what an earlier one set.
+  dir.write("no_warmup.json", R"({"training": {"warmup_steps": null}})");
+  const std::string both = dir.write(
+      "both.json", R"({"include": ["base.json", "no_warmup.json"], "training": {"steps": 30}})");
+  EXPECT_EQ(load_scenario(both).training.warmup_steps, 10);
+  // A null that removes nothing is a misspelt name, named with its file.
+  expect_load_error(
+      dir.write("typo.json", R"({"include": "base.json", "training": {"warmup_step": null}})"),
+      "/training/warmup_step", "misspelt");
+  // A required field removed is missing in the file that removed it.
+  expect_load_error(
+      dir.write("gone.json", R"({"include": "base.json", "training": {"replicas": null}})"),
+      "/training/replicas", "required field missing");
 }
 
 // "gpus": {"count": N, ...} is N identical GPUs.
