@@ -81,7 +81,7 @@ void expect_same_prediction(const core::Plan& plan, const std::string& what) {
 }
 
 // Release only: a Debug or sanitizer build takes many minutes over these runs.
-#ifndef NDEBUG
+#if !defined(NDEBUG) || defined(REPLISIM_SANITIZED)
 #define SKIP_UNLESS_RELEASE() GTEST_SKIP() << "Release only (many simulations)"
 #else
 #define SKIP_UNLESS_RELEASE() static_cast<void>(0)
