@@ -30,9 +30,13 @@ int Network::add_connection(int source, int destination, double latency_factor) 
   Connection connection;
   connection.source = source;
   connection.destination = destination;
-  connection.latency_s = latency_factor * p.route_latency_s(source, destination);
+  const bool between_machines =
+      p.devices[size_t(source)].machine != p.devices[size_t(destination)].machine;
+  // TCP's factors apply between machines only (sim_platform.h).
+  connection.latency_s =
+      (between_machines ? latency_factor : 1.0) * p.route_latency_s(source, destination);
   for (const core::Hop& hop : p.route(source, destination)) connection.links.push_back(hop.link);
-  if (p.devices[size_t(source)].machine != p.devices[size_t(destination)].machine) {
+  if (between_machines) {
     connection.wire_bytes_per_byte = 1 + p.transport.header_overhead_fraction;
     connection.rate_limit_bytes_per_s = p.transport.flow_rate_limit_bytes_per_s;
   }

@@ -45,7 +45,7 @@ class Network {
   Network(const core::Plan& plan, NetworkHost& host, LinkFaults& faults);
 
   // Gives every send op of `graphs` (core::step_graphs) its connection. `latency_factor`: the
-  // network model's multiplier on route latencies.
+  // network model's multiplier on the latencies of routes between machines.
   void prepare(const std::vector<const core::ClientGraph*>& graphs, double latency_factor);
   // The permanent receiver of the connections that end on device `d` (on `host`). Call for each
   // device the plan uses, in device order, then create_mailboxes().

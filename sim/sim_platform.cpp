@@ -1,5 +1,6 @@
 #include "sim/sim_platform.h"
 
+#include <simgrid/kernel/resource/NetworkModelIntf.hpp>
 #include <xbt/config.hpp>
 
 #include "core/base/error.h"
@@ -20,6 +21,18 @@ void configure_network_model(core::NetworkModel model) {
 
 double network_latency_factor() {
   return simgrid::config::get_value<double>("network/latency-factor");
+}
+
+void keep_tcp_factors_off_machine_links(sg4::NetZone* root) {
+  // The configured factor (LV08: 0.97; CM02: 1), read before the callback replaces it. SimGrid
+  // calls the callback for every communication; both ends of a copy inside a machine are hosts
+  // of that machine's zone, and every route between machines crosses a NIC.
+  const double between_machines = simgrid::config::get_value<double>("network/bandwidth-factor");
+  root->get_network_model()->set_bw_factor_cb(
+      [between_machines](double, const sg4::Host* src, const sg4::Host* dst,
+                         const std::vector<sg4::Link*>&, const std::unordered_set<sg4::NetZone*>&) {
+        return src->get_englobing_zone() == dst->get_englobing_zone() ? 1.0 : between_machines;
+      });
 }
 
 bool switch_can_bind(const core::Platform& platform) {
@@ -78,6 +91,7 @@ SimPlatform build_sim_platform(const core::Platform& platform, const std::vector
   }
   sg4::Host* service = root->create_host("replisim:service", 1e9)->seal();
   root->seal();
+  keep_tcp_factors_off_machine_links(root);
   for (size_t d = 0; d < hosts.size(); ++d) {
     REPLISIM_ASSERT(!used[d] || hosts[d] != nullptr, "used device without a host");
   }

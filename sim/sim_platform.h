@@ -36,8 +36,17 @@ bool switch_can_bind(const core::Platform& platform);
 SimPlatform build_sim_platform(const core::Platform& platform, const std::vector<bool>& used,
                                bool keep_switch = false);
 
+// Links inside a machine (PCIe) are not TCP: LV08's bandwidth factor (0.97, Velho and Legrand
+// 2009, fitted to TCP over Ethernet) applies only to communications between machines, through a
+// bandwidth-factor callback on the network model that replaces SimGrid's configured factor. (The
+// latency factor is the backend's own charge, network_latency_factor(); LV08's reverse-traffic
+// term is global in SimGrid 3.32 and stays: 5% of a copy's rate on its PCIe link's other
+// direction, felt only by a copy the other way at the same time.) Call after sealing `root`.
+void keep_tcp_factors_off_machine_links(simgrid::s4u::NetZone* root);
+
 // Multiplier the configured network model applies to latencies (LV08: 13.01, read from
-// SimGrid's "network/latency-factor"; CM02: 1). Call after configure_network_model().
+// SimGrid's "network/latency-factor"; CM02: 1), between machines only (inside a machine the
+// route's own latency is charged). Call after configure_network_model().
 double network_latency_factor();
 
 }  // namespace replisim::sim

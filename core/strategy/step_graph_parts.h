@@ -40,9 +40,9 @@ GroupPlacement on_one_device(const ModelLayout& layout, int device, int role);
 std::vector<std::vector<int>> add_reads(StepGraphBuilder& builder, const Plan& plan,
                                         const ModelLayout& layout);
 
-// A worker with several towers keeps a local copy of each slice on `device` (its first tower's
-// device): one read from the PS per step, then every tower reads the copy
-// (tf_cnn_benchmarks' distributed_replicated). Returns local[g][s], shaped as `reads`.
+// A worker with several towers keeps a local copy of each slice on `device` (its CPU): one read
+// from the PS per step, then every tower reads the copy over its own link (tf_cnn_benchmarks'
+// distributed_replicated). Returns local[g][s], shaped as `reads`.
 std::vector<std::vector<int>> add_local_copies(StepGraphBuilder& builder, const ModelLayout& layout,
                                                const std::vector<std::vector<int>>& reads,
                                                int device, int role);

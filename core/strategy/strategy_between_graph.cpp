@@ -22,9 +22,10 @@ using namespace strategy_detail;
 namespace {
 
 // One worker's step graph with a tower on each of `devices` (its machine's CPU runs the input
-// pipeline for all of them). With several towers the worker splits its batch, keeps local
-// copies of the variables on its first tower's device and sums the towers' gradients there
-// before talking to the PS.
+// pipeline for all of them). With several towers, as tf_cnn_benchmarks' distributed_replicated
+// (VariableMgrDistributedReplicated, variable_mgr.py, 2017): the worker splits its batch, reads
+// each variable from its PS once into its CPU's memory, copies it to every tower over that
+// tower's own PCIe link, and averages the towers' gradients on its CPU before talking to the PS.
 ClientGraph worker_graph(const Scenario& scenario, Plan& plan, const ModelLayout& layout,
                          const std::vector<int>& devices, int role) {
   const TrainingSpec& t = scenario.training;
@@ -50,7 +51,9 @@ ClientGraph worker_graph(const Scenario& scenario, Plan& plan, const ModelLayout
     batch_op = builder.add(std::move(split), {{input_op, 0.0}});
   }
   std::vector<std::vector<int>> reads = add_reads(builder, plan, layout);
-  if (devices.size() > 1) reads = add_local_copies(builder, layout, reads, device, role);
+  // Where the worker's own copy of the variables and the towers' gradient sum live.
+  const int local = devices.size() > 1 ? cpu : device;
+  if (devices.size() > 1) reads = add_local_copies(builder, layout, reads, local, role);
   const double logits_bytes = layout.groups.back().activation_bytes_per_sample * sub_batch;
   std::vector<GroupPlacement> towers;
   std::vector<Edge> loss_gradients;
@@ -69,7 +72,7 @@ ClientGraph worker_graph(const Scenario& scenario, Plan& plan, const ModelLayout
         {builder.add(std::move(loss), {{forward.back(), logits_bytes}}), logits_bytes});
   }
   const std::vector<std::vector<int>> gradient = add_backward_and_aggregate(
-      builder, scenario, plan, layout, reads, towers, loss_gradients, device, role);
+      builder, scenario, plan, layout, reads, towers, loss_gradients, local, role);
   const int increment =
       t.sync.synchronous ? -1 : add_applies(builder, scenario, plan, layout, gradient);
   if (t.sync.synchronous) {

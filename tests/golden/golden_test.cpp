@@ -238,13 +238,10 @@ TEST(Version2Traces, ReportAsTheyDidWhenWritten) {
     for (const auto& [name, recorded] : outputs) {
       EXPECT_EQ(file_hash(dir.file(name)), recorded) << trace << " " << name;
     }
-    // Simulated again today (version 3 all the way), the scenario reports the same, but for the
-    // network engine its title names (traces record it since 2026-12).
-    const BinaryResult simulate = run_replisim({"simulate", stem + ".json"});
-    ASSERT_EQ(simulate.exit_code, 0) << simulate.err;
-    EXPECT_EQ(replace_all(simulate.out, " (network engine auto, tolerance 1 ns)", ""),
-              replace_all(report.out, ", from saved trace " + trace, ""))
-        << stem;
+    // (Until 2026-12-02 this also simulated the scenario again and required the same report:
+    // true only while the model does not move. Copies inside a machine lost LV08's TCP factors
+    // then, which moved these scenarios' PCIe transfers; the round trip of today's traces is
+    // Scenarios/Golden's report_of_native_trace.)
   }
 }
 

@@ -76,6 +76,31 @@ TEST(ClosedFormLv08, StepTimeMatches) {
   EXPECT_NEAR(m.step_time_s.mean, expected, 0.01 * expected);
 }
 
+// A PCIe copy inside a machine is not TCP: under LV08 too it takes the link's own bandwidth and
+// latency (neither 0.97 nor 13.01). The worker on w/gpu0 pulls from and pushes to a PS on its
+// own machine's CPU; a large layer checks the bandwidth, a small one the latency.
+TEST(ClosedFormLv08, APcieCopyPaysNoTcpFactors) {
+  for (const double params : {25e6, 1e3}) {
+    const nlohmann::json doc =
+        test::scenario_json({test::machine("w", "2 TFLOPS", {"8 TFLOPS"}, "10 Gbps")},
+                            test::one_layer_model(params, "1 MFLOP"),
+                            {{"replicas", {"w/gpu0"}},
+                             {"ps", {"w/cpu"}},
+                             {"batch_per_replica", 4},
+                             {"costs", "none"},
+                             {"jitter", 0}},
+                            "lv08");
+    const core::Plan plan = core::compile_plan(test::parse(doc), "between_graph", {});
+    const core::Platform& p = plan.platform;
+    const int gpu = p.find_device("w/gpu0"), cpu = p.find_device("w/cpu");
+    const double bandwidth = p.route_bandwidth_bytes_per_s(cpu, gpu);
+    const double latency = p.route_latency_s(cpu, gpu);
+    const double expected = 2 * (4 * params / bandwidth + latency) + 3 * 1e6 * 4 / 8e12;
+    const core::RunMetrics m = test::simulate(doc, "between_graph");
+    EXPECT_NEAR(m.step_time_s.mean, expected, 0.005 * expected) << params << " parameters";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Cases, ClosedForm,
     ::testing::Values(

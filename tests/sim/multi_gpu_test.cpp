@@ -55,6 +55,34 @@ TEST(MultiGpuWorkers, OneWorkerTalksToThePsOncePerStep) {
   EXPECT_EQ(pushes, 1);
 }
 
+// As tf_cnn_benchmarks' VariableMgrDistributedReplicated: the worker's copy of the variables and
+// the sum of its towers' gradients live on its CPU; each tower gets the copy, and gives its
+// gradient, over its own PCIe link, and no tensor goes from one GPU to another.
+TEST(MultiGpuWorkers, EachTowerTakesItsCopyOverItsOwnLink) {
+  const core::Plan plan =
+      core::compile_plan(test::parse(four_gpu_doc({{{"towers", "w/gpu*"}}})), "between_graph", {});
+  const core::ClientGraph& worker = plan.clients.front();
+  const core::Platform& p = plan.platform;
+  const int cpu = p.find_device("w/cpu");
+  const double layer_bytes = 4 * 25e6;
+  std::vector<int> copies_in(p.devices.size(), 0), gradients_out(p.devices.size(), 0);
+  for (const core::Op& op : worker.ops) {
+    if (op.kind != core::OpKind::kSend || op.bytes != layer_bytes) continue;
+    const int from = op.device, to = worker.ops[size_t(op.peer)].device;
+    EXPECT_FALSE(p.devices[size_t(from)].pcie_link >= 0 && p.devices[size_t(to)].pcie_link >= 0)
+        << op.name << ": GPU to GPU";
+    if (from == cpu && to != cpu) ++copies_in[size_t(to)];
+    if (to == cpu && from != cpu) ++gradients_out[size_t(from)];
+  }
+  for (const char* gpu : {"w/gpu0", "w/gpu1", "w/gpu2", "w/gpu3"}) {
+    EXPECT_EQ(copies_in[size_t(p.find_device(gpu))], 1) << gpu;
+    EXPECT_EQ(gradients_out[size_t(p.find_device(gpu))], 1) << gpu;
+  }
+  for (const core::Op& op : worker.ops) {
+    if (op.kind == core::OpKind::kAggregate) EXPECT_EQ(op.device, cpu) << op.name;
+  }
+}
+
 TEST(MultiGpuWorkers, LocalAggregationBeatsOneWorkerPerGpuOnASlowNetwork) {
   const core::RunMetrics towers =
       test::simulate(four_gpu_doc({{{"towers", "w/gpu*"}}}), "between_graph");
