@@ -54,6 +54,7 @@ void ProgressDisplay::start(size_t run, size_t runs, const core::Plan& plan) {
   strategy_ = plan.strategy;
   synchronous_ = plan.sync == "sync";
   steps_ = plan.steps;
+  steps_auto_ = plan.steady_tolerance > 0;
   client_steps_.clear();
   for (const core::ClientGraph& c : plan.clients) {
     client_steps_.push_back(c.data_steps > 0 ? std::min(c.data_steps, plan.steps) : plan.steps);
@@ -64,7 +65,8 @@ void ProgressDisplay::start(size_t run, size_t runs, const core::Plan& plan) {
                              {"run", run},
                              {"runs", runs},
                              {"strategy", strategy_},
-                             {"steps", steps_}})
+                             {"steps", steps_},
+                             {"steps_auto", steps_auto_}})
          << std::endl;
   }
 }
@@ -121,12 +123,15 @@ void ProgressDisplay::draw_bar(const core::RunProgress& progress, double f, doub
     }
   }
   char line[256];
-  std::snprintf(line, sizeof line, "\r[%s%s] %3d%%  %s (%zu/%zu)  steps %lld/%lld  t = %.1f s%s",
-                std::string(size_t(filled), '#').c_str(),
-                std::string(size_t(kBarWidth - filled), '.').c_str(), int(std::lround(f * 100)),
-                strategy_.c_str(), run_ + 1, runs_, static_cast<long long>(done),
-                static_cast<long long>(total), progress.time_s,
-                f > 0 ? ("  ETA " + seconds_text(elapsed_s * (1 - f) / f)).c_str() : "");
+  // An auto run may stop at any step once steady: its total and ETA are bounds.
+  const char* bound = steps_auto_ ? "<=" : "";
+  std::snprintf(
+      line, sizeof line, "\r[%s%s] %3d%%  %s (%zu/%zu)  steps %lld/%s%lld  t = %.1f s%s",
+      std::string(size_t(filled), '#').c_str(),
+      std::string(size_t(kBarWidth - filled), '.').c_str(), int(std::lround(f * 100)),
+      strategy_.c_str(), run_ + 1, runs_, static_cast<long long>(done), bound,
+      static_cast<long long>(total), progress.time_s,
+      f > 0 ? ("  ETA " + std::string(bound) + seconds_text(elapsed_s * (1 - f) / f)).c_str() : "");
   err_ << line << "\033[K" << std::flush;
   bar_drawn_ = true;
 }

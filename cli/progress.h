@@ -54,6 +54,7 @@ class ProgressDisplay {
   std::string strategy_;
   bool synchronous_ = false;
   int steps_ = 0;
+  bool steps_auto_ = false;  // training.steps "auto": steps_ is the bound, the run may stop sooner
   std::vector<int> client_steps_;  // per client: the steps it runs (its data limit or steps)
   std::chrono::steady_clock::time_point started_;
   bool bar_drawn_ = false;

@@ -83,9 +83,15 @@ void write_faults(std::ostream& out, const Plan& plan) {
 // Steps, roles, notes and where the variables live.
 void write_roles_and_variables(std::ostream& out, const Plan& plan) {
   const Platform& p = plan.platform;
-  out << "steps: " << plan.steps << " (" << plan.warmup_steps << " warm-up), batch per replica "
-      << plan.batch_per_replica << ", input prefetch " << plan.input_prefetch_batches
-      << " batch(es)\n";
+  out << "steps: ";
+  if (plan.steady_tolerance > 0) {
+    out << "auto, stopping once the throughput's 95% interval is within +-"
+        << 100 * plan.steady_tolerance << "%, at most " << plan.steps;
+  } else {
+    out << plan.steps;
+  }
+  out << " (" << plan.warmup_steps << " warm-up), batch per replica " << plan.batch_per_replica
+      << ", input prefetch " << plan.input_prefetch_batches << " batch(es)\n";
   out << "roles:";
   for (const Role& r : plan.roles) {
     out << " " << r.name << (r.chief ? "*" : "") << "@" << p.devices[size_t(r.device)].name;

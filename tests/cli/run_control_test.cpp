@@ -41,6 +41,7 @@ TEST(Progress, JsonLinesComeBeforeTheResult) {
   ASSERT_EQ(done.exit_code, 0) << done.err;
   ASSERT_GE(lines.size(), 3u);
   EXPECT_EQ(lines.front()["event"], "start");
+  EXPECT_EQ(lines.front()["steps_auto"], false);  // the scenario's steps are a count
   EXPECT_EQ(lines.back()["event"], "done");
   int progress = 0;
   double last_time_s = -1, last_fraction = -1;

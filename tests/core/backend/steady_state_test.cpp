@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include "core/base/error.h"
+#include "core/plan/plan_text.h"
 #include "core/scenario/scenario.h"
+#include "core/strategy/strategy.h"
 #include "tests/support/test_support.h"
 
 namespace replisim::core {
@@ -86,6 +88,11 @@ TEST(SteadyState, AutoStepsReadTheirBoundsAndRefuseBadOnes) {
       with_training({{"steps", "auto"}, {"max_steps", 300}, {"steady_tolerance", 0.02}}), "s.json");
   EXPECT_EQ(t.training.steps, 300);
   EXPECT_DOUBLE_EQ(t.training.steady_state.tolerance, 0.02);
+  // The plan says so (its steps are the bound).
+  EXPECT_NE(format_plan(compile_plan(t, "between_graph", {}))
+                .find("steps: auto, stopping once the throughput's 95% interval is within +-2%, "
+                      "at most 300 ("),
+            std::string::npos);
   EXPECT_FALSE(
       parse_scenario(with_training({{"steps", 50}}), "s.json").training.steady_state.enabled);
 
