@@ -20,6 +20,9 @@ void add_run_knobs(CLI::App* sub, CliArgs& args, PlanningRaw& raw) {
       ->type_name("DIR");
   sub->add_option("--progress", args.progress, "auto (default), bar, json or none")
       ->type_name("MODE");
+  sub->add_option("--network-engine", args.network_engine,
+                  "each point's simulate --network-engine: auto (default) or simgrid")
+      ->type_name("ENGINE");
 }
 
 }  // namespace

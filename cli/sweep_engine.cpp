@@ -160,6 +160,11 @@ SweepSettings sweep_settings(const CliArgs& args) {
   s.seed = args.seed;
   s.steps = args.steps;
   s.scale_compute = args.scale_compute;
+  if (args.network_engine != "auto" && args.network_engine != "simgrid") {
+    throw core::InputError("", "--network-engine",
+                           "expected simgrid or auto, found \"" + args.network_engine + "\"");
+  }
+  s.network_engine = args.network_engine;
   s.jobs = args.jobs;
   s.cache_dir = sweep_cache_dir(args.cache_dir);
   s.progress = parse_progress_mode(args.progress);
@@ -185,7 +190,8 @@ PreparedPoint prepare_point(const LoadedScenario& base, const json& document,
     if (point.knobs.empty()) throw;
     throw core::InputError(e.file(), e.json_path(), "point " + point.label() + ": " + e.message());
   }
-  p.key = core::sweep_point_key(resolved, settings.seed, settings.steps, plan_hash);
+  p.key = core::sweep_point_key(resolved, settings.seed, settings.steps, plan_hash,
+                                settings.network_engine);
   p.document = std::move(resolved.document);
   return p;
 }
@@ -249,11 +255,12 @@ std::vector<core::SweepRow> run_prepared_points(const std::vector<PreparedPoint>
     const std::string scenario = point_path(settings, p.key, ".scenario.json");
     write_atomically(scenario, [&](std::ostream& out) { out << p.document.dump(1) << "\n"; });
     PointCommand c;
-    c.args = {"simulate",   scenario,
-              "--strategy", p.facts.strategy,
-              "--seed",     std::to_string(settings.seed),
-              "--json",     point_path(settings, p.key, ".summary.json"),
-              "--progress", "none",
+    c.args = {"simulate",         scenario,
+              "--strategy",       p.facts.strategy,
+              "--seed",           std::to_string(settings.seed),
+              "--json",           point_path(settings, p.key, ".summary.json"),
+              "--progress",       "none",
+              "--network-engine", settings.network_engine,
               "--force"};
     if (settings.steps > 0)
       c.args.insert(c.args.end(), {"--steps", std::to_string(settings.steps)});

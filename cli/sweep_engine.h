@@ -22,6 +22,7 @@ struct SweepSettings {
   uint64_t seed = 1;
   int steps = 0;  // --steps (0: each point's scenario's)
   double scale_compute = 1;
+  std::string network_engine = "auto";  // each point's simulate --network-engine
   int jobs = 1;
   std::string cache_dir;  // where point results are kept (sweep_cache_dir)
   ProgressMode progress = ProgressMode::kAuto;
@@ -29,7 +30,8 @@ struct SweepSettings {
 
 // --cache, or $XDG_CACHE_HOME/replisim/sweep, or $HOME/.cache/replisim/sweep.
 std::string sweep_cache_dir(const std::string& flag_value);
-// The settings of sweep's and whatif's flags. Throws core::InputError (--cache, --progress).
+// The settings of sweep's and whatif's flags. Throws core::InputError (--cache, --progress,
+// --network-engine).
 SweepSettings sweep_settings(const CliArgs& args);
 
 // A point resolved and keyed: its scenario document (what the child simulates) and the facts its

@@ -141,10 +141,12 @@ SweepPointFacts sweep_point_facts(const ResolvedPoint& point) {
 }
 
 std::string sweep_point_key(const ResolvedPoint& point, uint64_t seed, int steps,
-                            const std::string& plan_hash) {
-  const std::string text = std::string(kVersion) + "\n" + kGitDescribe + "\n" + point.strategy +
-                           "\n" + std::to_string(seed) + "\n" + std::to_string(steps) + "\n" +
-                           plan_hash + "\n" + point.document.dump();
+                            const std::string& plan_hash, const std::string& network_engine) {
+  std::string text = std::string(kVersion) + "\n" + kGitDescribe + "\n" + point.strategy + "\n" +
+                     std::to_string(seed) + "\n" + std::to_string(steps) + "\n" + plan_hash + "\n" +
+                     point.document.dump();
+  // The default engine adds nothing, so that keys computed before the flag existed stay valid.
+  if (network_engine != "auto") text += "\nnetwork_engine " + network_engine;
   return fnv1a_hex(text);
 }
 

@@ -72,8 +72,10 @@ ResolvedPoint resolve_sweep_point(const nlohmann::json& base, const std::string&
                                   const SweepPoint& point, const std::string& default_strategy);
 
 // The cache key of a point's result: FNV-1a over replisim's version, the point's canonical
-// scenario JSON, its strategy, seed, steps and plan hash (16 hex digits).
+// scenario JSON, its strategy, seed, steps, plan hash and network engine ("auto", the default,
+// adds nothing) (16 hex digits).
 std::string sweep_point_key(const ResolvedPoint& point, uint64_t seed, int steps,
-                            const std::string& plan_hash);
+                            const std::string& plan_hash,
+                            const std::string& network_engine = "auto");
 
 }  // namespace replisim::core

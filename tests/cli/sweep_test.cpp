@@ -112,6 +112,34 @@ TEST(Sweep, BadInputIsOneLine) {
   expect_one_line_error(test::run_replisim({"plot", dir.file("missing.json")}), "missing.json");
 }
 
+// --network-engine reaches each point's simulate (its summary records the engine) and keys the
+// cache apart from the default engine's points.
+TEST(Sweep, TheNetworkEngineReachesEachPointAndKeysItsCache) {
+  TempDir dir;
+  const std::string s = small_scenario(dir);
+  const std::vector<std::string> sweep = {
+      "sweep", s, "--vary", "ps=1", "--cache", dir.file("c"), "--progress", "none"};
+  std::vector<std::string> simgrid = sweep;
+  simgrid.insert(simgrid.end(), {"--network-engine", "simgrid"});
+  const test::BinaryResult a = test::run_replisim(simgrid, 120);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  int summaries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.file("c"))) {
+    const std::string name = e.path().filename().string();
+    if (name.size() < 11 || name.substr(name.size() - 11) != ".point.json") continue;
+    EXPECT_EQ(read_json(e.path().string())["summary"]["provenance"]["network_engine"], "simgrid")
+        << name;
+    ++summaries;
+  }
+  EXPECT_EQ(summaries, 1);
+  const test::BinaryResult b = test::run_replisim(sweep, 120);
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_NE(b.out.find("1 simulated, 0 from the cache"), std::string::npos) << b.out;
+  std::vector<std::string> bad = sweep;
+  bad.insert(bad.end(), {"--network-engine", "fast"});
+  expect_one_line_error(test::run_replisim(bad), "--network-engine: expected simgrid or auto");
+}
+
 TEST(Sweep, AFailedPointSaysWhyInItsRow) {
   TempDir dir;
   // Twelve steps leave model_parallel's window empty: simulate refuses that run (exit 2).
