@@ -30,6 +30,7 @@
 #include "core/base/error.h"
 #include "core/base/json_cursor.h"
 #include "core/base/output_file.h"
+#include "core/base/temp_dir.h"
 #include "core/base/units.h"
 #include "core/base/version.h"
 #include "core/metrics/metrics.h"
@@ -284,19 +285,8 @@ int run_calibrate(const CliArgs& args, std::ostream& out) {
   // there first, and is no property of the machine).
   const double cpu_speed = sgemm_one;
   const std::string cpu = rate_text(cpu_speed);
-  const std::string dir_template = (std::getenv("TMPDIR") != nullptr && *std::getenv("TMPDIR")
-                                        ? std::string(std::getenv("TMPDIR"))
-                                        : std::string("/tmp")) +
-                                   "/replisim-calibrate-XXXXXX";
-  std::string dir = dir_template;
-  if (::mkdtemp(dir.data()) == nullptr) throw core::OutputError(dir, "cannot create");
-  struct Remove {
-    std::string path;
-    ~Remove() {
-      std::error_code ec;
-      std::filesystem::remove_all(path, ec);
-    }
-  } remove{dir};
+  const core::ScopedTempDir scratch("replisim-calibrate");
+  const std::string& dir = scratch.path();
 
   log << "calibrate: the link and per-message costs (two real runs"
       << (args.isolate.empty() ? ", loopback" : ", shaped to 1 Gbit/s") << ")...\n";

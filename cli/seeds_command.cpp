@@ -22,6 +22,7 @@
 #include "core/base/error.h"
 #include "core/base/json_cursor.h"
 #include "core/base/output_file.h"
+#include "core/base/temp_dir.h"
 #include "core/base/version.h"
 #include "core/scenario/scenario.h"
 
@@ -61,30 +62,6 @@ std::string fixed(double value, int decimals) {
   std::snprintf(text, sizeof text, "%.*f", decimals, value);
   return text;
 }
-
-// A private directory for the children's summaries and logs, removed on every way out.
-class ScratchDir {
- public:
-  ScratchDir() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern =
-        std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/replisim-seeds-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      throw core::OutputError(pattern, "cannot create a directory for the seeds' runs");
-    }
-    path_ = pattern;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // The child's command: simulate `scenario` (the snapshot) with one seed, the parent's plan knobs,
 // no progress, its summary into `summary`.
@@ -242,7 +219,8 @@ int run_seed_spread(const CliArgs& args, std::ostream& out) {
   }
   // With an output on standard output, the table goes to standard error.
   std::ostream& text = outputs.writes_standard_output() ? std::cerr : out;
-  const ScratchDir scratch;
+  // The children's summaries and logs, removed on every way out.
+  const core::ScopedTempDir scratch("replisim-seeds");
   // Every seed simulates the scenario as it was read here (includes merged), whatever happens to
   // its files meanwhile.
   const std::string snapshot = scratch.path() + "/scenario.json";

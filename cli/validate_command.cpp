@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <ostream>
 
 #include "cli/commands.h"
@@ -18,6 +19,7 @@
 #include "core/base/error.h"
 #include "core/base/json_cursor.h"
 #include "core/base/output_file.h"
+#include "core/base/temp_dir.h"
 #include "core/metrics/validation.h"
 #include "core/trace/chrome_trace.h"
 
@@ -95,13 +97,6 @@ const nlohmann::json* baseline_of(const nlohmann::json& baseline, const std::str
 }
 
 // A temporary checkpoint directory for a plan whose chief writes checkpoints (removed after).
-struct TemporaryDir {
-  std::string path;
-  ~TemporaryDir() {
-    std::error_code ec;
-    if (!path.empty()) fs::remove_all(path, ec);
-  }
-};
 
 }  // namespace
 
@@ -212,14 +207,10 @@ int run_validate(const CliArgs& args, std::ostream& out) {
       nlohmann::json settings = {{"threads", args.threads},
                                  {"connect_timeout_s", args.connect_timeout_s}};
       if (!args.isolate.empty()) settings["isolate"] = args.isolate;
-      TemporaryDir checkpoints;
+      std::optional<core::ScopedTempDir> checkpoints;
       if (plan.checkpoints.every_s > 0 || plan.checkpoints.summary_every_steps > 0) {
-        const char* tmp = std::getenv("TMPDIR");
-        std::string templ =
-            std::string(tmp != nullptr && *tmp ? tmp : "/tmp") + "/replisim-validate-XXXXXX";
-        if (::mkdtemp(templ.data()) == nullptr) throw core::OutputError(templ, "cannot create");
-        checkpoints.path = templ;
-        settings["checkpoint_dir"] = templ;
+        checkpoints.emplace("replisim-validate");
+        settings["checkpoint_dir"] = checkpoints->path();
       }
       real_options.settings = settings;
       progress.start(run++, runs, plan);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/base/error.h"
+#include "core/base/temp_dir.h"
 
 namespace replisim::real::launch {
 
@@ -234,13 +235,7 @@ RunDir::~RunDir() {
 }
 
 fs::path make_run_dir() {
-  const char* tmp = std::getenv("TMPDIR");
-  const std::string pattern =
-      std::string(tmp != nullptr && *tmp ? tmp : "/tmp") + "/replisim-run-XXXXXX";
-  std::vector<char> buffer(pattern.begin(), pattern.end());
-  buffer.push_back('\0');
-  if (::mkdtemp(buffer.data()) == nullptr) throw core::OutputError(pattern, std::strerror(errno));
-  return fs::path(buffer.data());
+  return core::make_temp_dir("replisim-run");
 }
 
 }  // namespace replisim::real::launch
