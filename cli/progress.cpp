@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iostream>
 #include <ostream>
+#include <utility>
+
+#include <unistd.h>
 
 #include "core/base/error.h"
 #include "core/base/json_cursor.h"
@@ -26,6 +30,11 @@ std::string seconds_text(double s) {
 // `value` to the nearest 1 / per (wall seconds to the millisecond, shares to 1e-4).
 double rounded(double value, double per) {
   return std::round(value * per) / per;
+}
+
+// One JSON object per line on standard error (PointProgress).
+void emit_line(const nlohmann::json& line) {
+  std::cerr << line.dump() << "\n" << std::flush;
 }
 
 }  // namespace
@@ -154,6 +163,92 @@ void ProgressDisplay::done() {
                              {"elapsed_s", rounded(elapsed_s, 1e3)}})
          << std::endl;
   }
+}
+
+PointProgress::PointProgress(std::string name, std::string unit, ProgressMode mode, size_t points,
+                             size_t cached, int jobs)
+    : name_(std::move(name)),
+      unit_(std::move(unit)),
+      mode_(mode),
+      points_(points),
+      done_(cached),
+      cached_(cached),
+      jobs_(std::max(1, jobs)) {
+  if (mode_ == ProgressMode::kAuto) {
+    mode_ = ::isatty(STDERR_FILENO) == 1 ? ProgressMode::kBar : ProgressMode::kNone;
+  }
+  if (mode_ == ProgressMode::kJson) {
+    emit_line({{"event", "start"},
+               {"points", points_},
+               {"cached", cached_},
+               {"to_compute", points_ - cached_},
+               {"jobs", jobs_}});
+  }
+  draw();
+}
+
+PointProgress::~PointProgress() {
+  clear();
+}
+
+void PointProgress::point_done(size_t index, const std::string& label, int exit_code,
+                               double wall_s) {
+  ++done_;
+  computed_wall_s_ += wall_s;
+  ++computed_;
+  if (mode_ == ProgressMode::kJson) {
+    emit_line({{"event", "point"},
+               {"index", index},
+               {"label", label},
+               {"status", exit_code == 0 ? "ok" : "failed"},
+               {"done", done_},
+               {"points", points_},
+               {"wall_s", wall_s},
+               {"eta_s", eta_s()}});
+  }
+  draw();
+}
+
+void PointProgress::finish(size_t computed, size_t cached, size_t failed) {
+  clear();
+  if (mode_ == ProgressMode::kJson) {
+    emit_line({{"event", "done"},
+               {"points", points_},
+               {"computed", computed},
+               {"cached", cached},
+               {"failed", failed},
+               {"wall_s", elapsed_s()}});
+  }
+}
+
+double PointProgress::elapsed_s() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+}
+
+double PointProgress::eta_s() const {
+  if (computed_ == 0) return -1;
+  return computed_wall_s_ / double(computed_) * double(points_ - done_) / double(jobs_);
+}
+
+void PointProgress::draw() {
+  if (mode_ != ProgressMode::kBar) return;
+  constexpr int kWidth = 30;
+  const int filled = points_ == 0 ? kWidth : int(kWidth * done_ / points_);
+  std::string bar(size_t(filled), '#');
+  bar.resize(kWidth, '.');
+  char line[200];
+  const double eta = eta_s();
+  std::snprintf(line, sizeof line, "\r%s [%s] %zu/%zu %s%s%s", name_.c_str(), bar.c_str(), done_,
+                points_, unit_.c_str(),
+                cached_ > 0 ? (" (" + std::to_string(cached_) + " cached)").c_str() : "",
+                eta < 0 ? "" : (", ETA " + std::to_string(int(eta + 0.5)) + " s").c_str());
+  std::cerr << line << "\033[K" << std::flush;
+  drawn_ = true;
+}
+
+void PointProgress::clear() {
+  if (drawn_) std::cerr << "\r\033[K" << std::flush;
+  drawn_ = false;
 }
 
 }  // namespace replisim::cli

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "core/backend/backend.h"
 #include "core/plan/plan.h"
@@ -58,6 +59,43 @@ class ProgressDisplay {
   std::vector<int> client_steps_;  // per client: the steps it runs (its data limit or steps)
   std::chrono::steady_clock::time_point started_;
   bool bar_drawn_ = false;
+};
+
+// Progress over separate runs done by child processes (a sweep's points, simulate --seeds's
+// seeds): a bar on a terminal ("sweep [####......] 3/8 points (1 cached), ETA 40 s"), JSON lines
+// ({"event": "start" | "point" | "done", ...}; docs/capacity-planning.md), or nothing. Writes to
+// standard error.
+class PointProgress {
+ public:
+  // `name` starts the bar ("sweep", "seeds") and `unit` counts its points ("points", "seeds");
+  // `points` in all, `cached` of them already done; `jobs` at once (for the ETA). kAuto is the
+  // bar on a terminal and nothing otherwise.
+  PointProgress(std::string name, std::string unit, ProgressMode mode, size_t points, size_t cached,
+                int jobs);
+  ~PointProgress();  // clears the bar
+  PointProgress(const PointProgress&) = delete;
+  PointProgress& operator=(const PointProgress&) = delete;
+
+  // Point `index` (`label`, e.g. "ps=2" or "seed 3") ended as `exit` says.
+  void point_done(size_t index, const std::string& label, int exit_code, double wall_s);
+  // Every point ended (or the run stopped): the bar goes, JSON gets its "done" line.
+  void finish(size_t computed, size_t cached, size_t failed);
+
+ private:
+  double elapsed_s() const;
+  // Mean wall time of the points computed so far x those left / jobs; -1 before the first.
+  double eta_s() const;
+  void draw();
+  void clear();
+
+  std::string name_, unit_;
+  ProgressMode mode_;
+  size_t points_, done_, cached_;
+  size_t computed_ = 0;
+  double computed_wall_s_ = 0;
+  int jobs_;
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace replisim::cli

@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/interrupt.h"
 #include "cli/point_pool.h"
+#include "cli/progress.h"
 #include "cli/scenario_plans.h"
 #include "core/backend/backend.h"
 #include "core/base/error.h"
@@ -56,6 +57,14 @@ struct Spread {
   double mean = 0, min = 0, max = 0;
   std::vector<double> values;  // per seed, in the seeds' order
 };
+
+// `text` with every `from` replaced by `to`.
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+  return text;
+}
 
 std::string fixed(double value, int decimals) {
   char text[64];
@@ -235,10 +244,19 @@ int run_seed_spread(const CliArgs& args, std::ostream& out) {
   }
   // The first seed (in the list's order) of those that failed, and whether it was bad input.
   std::map<size_t, std::pair<int, std::string>> failures;
+  PointProgress progress("seeds", "seeds", parse_progress_mode(args.progress), commands.size(), 0,
+                         args.jobs);
+  size_t computed = 0;
   try {
     run_point_commands(
         commands, args.jobs,
         [&](const PointExit& exit) {
+          if (exit.exit_code != -1) {
+            ++computed;
+            progress.point_done(exit.command,
+                                "seed " + std::to_string(args.seed_list[exit.command]),
+                                exit.exit_code, exit.wall_s);
+          }
           if (exit.exit_code == 0) {
             summaries[exit.command] = core::read_json_file(commands[exit.command].args[5]);
             return;
@@ -248,12 +266,18 @@ int run_seed_spread(const CliArgs& args, std::ostream& out) {
               exit.exit_code,
               exit.last_error_line.empty()
                   ? "the simulation ended with exit code " + std::to_string(exit.exit_code)
-                  : without_replisim_prefix(exit.last_error_line)};
+                  // The child read the snapshot: name the user's file.
+                  : replace_all(without_replisim_prefix(exit.last_error_line), snapshot,
+                                args.scenario)};
         },
         [&failures] { return interrupted() || !failures.empty(); });
   } catch (const core::RunCancelled&) {
-    if (failures.empty()) throw;  // Ctrl-C: RunCancelled's own line
+    if (failures.empty()) {  // Ctrl-C: RunCancelled's own line
+      progress.finish(computed, 0, 0);
+      throw;
+    }
   }
+  progress.finish(computed, 0, failures.size());
   if (!failures.empty()) {
     const auto& [index, failure] = *failures.begin();
     const std::string what =

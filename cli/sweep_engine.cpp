@@ -53,91 +53,6 @@ json cached_summary(const SweepSettings& s, const std::string& key, double* wall
   return point["summary"];
 }
 
-// Points done, cached, an ETA: a bar on a terminal, JSON lines, or nothing.
-class SweepProgress {
- public:
-  SweepProgress(ProgressMode mode, size_t points, size_t cached, int jobs)
-      : mode_(mode), points_(points), done_(cached), cached_(cached), jobs_(jobs) {
-    const bool terminal = ::isatty(STDERR_FILENO) == 1;
-    if (mode_ == ProgressMode::kAuto) mode_ = terminal ? ProgressMode::kBar : ProgressMode::kNone;
-    if (mode_ == ProgressMode::kJson) {
-      emit({{"event", "start"},
-            {"points", points_},
-            {"cached", cached_},
-            {"to_compute", points_ - cached_},
-            {"jobs", jobs_}});
-    }
-    draw();
-  }
-  ~SweepProgress() { clear(); }
-
-  void point_done(const PreparedPoint& p, const PointExit& exit) {
-    ++done_;
-    computed_wall_s_ += exit.wall_s;
-    ++computed_;
-    if (mode_ == ProgressMode::kJson) {
-      emit({{"event", "point"},
-            {"index", p.point.index},
-            {"label", p.point.label()},
-            {"status", exit.exit_code == 0 ? "ok" : "failed"},
-            {"done", done_},
-            {"points", points_},
-            {"wall_s", exit.wall_s},
-            {"eta_s", eta_s()}});
-    }
-    draw();
-  }
-
-  void finish(const SweepCounts& counts) {
-    clear();
-    if (mode_ == ProgressMode::kJson) {
-      emit({{"event", "done"},
-            {"points", points_},
-            {"computed", counts.computed},
-            {"cached", counts.cached},
-            {"failed", counts.failed},
-            {"wall_s", elapsed_s()}});
-    }
-  }
-
- private:
-  double elapsed_s() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  }
-  // Mean wall time of the points computed so far × those left ÷ jobs.
-  double eta_s() const {
-    if (computed_ == 0) return -1;
-    return computed_wall_s_ / double(computed_) * double(points_ - done_) / double(jobs_);
-  }
-  void emit(const json& line) { std::cerr << line.dump() << "\n" << std::flush; }
-  void draw() {
-    if (mode_ != ProgressMode::kBar) return;
-    constexpr int kWidth = 30;
-    const int filled = points_ == 0 ? kWidth : int(kWidth * done_ / points_);
-    std::string bar(size_t(filled), '#');
-    bar.resize(kWidth, '.');
-    char line[160];
-    const double eta = eta_s();
-    std::snprintf(line, sizeof line, "\rsweep [%s] %zu/%zu points (%zu cached)%s", bar.c_str(),
-                  done_, points_, cached_,
-                  eta < 0 ? "" : (", ETA " + std::to_string(int(eta + 0.5)) + " s").c_str());
-    std::cerr << line << "\033[K" << std::flush;
-    drawn_ = true;
-  }
-  void clear() {
-    if (drawn_) std::cerr << "\r\033[K" << std::flush;
-    drawn_ = false;
-  }
-
-  ProgressMode mode_;
-  size_t points_, done_, cached_;
-  size_t computed_ = 0;
-  double computed_wall_s_ = 0;
-  int jobs_;
-  bool drawn_ = false;
-  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-};
-
 }  // namespace
 
 std::string sweep_cache_dir(const std::string& flag_value) {
@@ -272,12 +187,13 @@ std::vector<core::SweepRow> run_prepared_points(const std::vector<PreparedPoint>
     c.log_path = point_path(settings, p.key, ".log");
     commands.push_back(std::move(c));
   }
-  SweepProgress progress(settings.progress, points.size(), local.cached, settings.jobs);
+  PointProgress progress("sweep", "points", settings.progress, points.size(), local.cached,
+                         settings.jobs);
   auto on_exit = [&](const PointExit& exit) {
     const size_t i = missing[exit.command];
     const PreparedPoint& p = points[i];
     const std::string summary_path = point_path(settings, p.key, ".summary.json");
-    progress.point_done(p, exit);
+    progress.point_done(p.point.index, p.point.label(), exit.exit_code, exit.wall_s);
     ++local.computed;
     local.exit_codes[i] = exit.exit_code;
     if (exit.exit_code != 0) {
@@ -307,7 +223,7 @@ std::vector<core::SweepRow> run_prepared_points(const std::vector<PreparedPoint>
     fs::remove(commands[exit.command].log_path, ec);
   };
   run_point_commands(commands, settings.jobs, on_exit, interrupted);
-  progress.finish(local);
+  progress.finish(local.computed, local.cached, local.failed);
   if (counts != nullptr) *counts = local;
   return rows;
 }

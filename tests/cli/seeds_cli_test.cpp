@@ -2,6 +2,7 @@
 // range come from them; bad lists are bad input) and training.steps "auto" at the command line
 // (the report's interval row; a real run refuses it without --steps).
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -102,7 +103,28 @@ TEST(Seeds, JsonOnStandardOutputAndTheFirstFailingSeed) {
   EXPECT_EQ(failed.err.find('\n'), failed.err.size() - 1) << "not one line: " << failed.err;
   EXPECT_NE(failed.err.find("seed 1: "), std::string::npos) << failed.err;
   EXPECT_EQ(failed.err.find("error: seed 1: error:"), std::string::npos) << failed.err;
+  // The child read a snapshot of the scenario; the line names the user's file.
+  EXPECT_NE(failed.err.find("seed 1: " + path + ": /training/steps"), std::string::npos)
+      << failed.err;
   EXPECT_FALSE(test::file_exists(dir.file("out.json")));
+  // --progress json: a line per seed as it ends, then done (the failure counted).
+  const test::BinaryResult lines =
+      run_replisim({"simulate", path, "--seeds", "1..3", "--jobs", "1", "--strategy",
+                    "between_graph", "--progress", "json"});
+  EXPECT_EQ(lines.exit_code, 2);
+  std::istringstream err(lines.err);
+  std::vector<json> events;
+  for (std::string line; std::getline(err, line);) {
+    if (!line.empty() && line.front() == '{') events.push_back(json::parse(line));
+  }
+  ASSERT_EQ(events.size(), 3u) << lines.err;
+  EXPECT_EQ(events[0]["event"], "start");
+  EXPECT_EQ(events[0]["points"], 3);
+  EXPECT_EQ(events[1]["event"], "point");
+  EXPECT_EQ(events[1]["label"], "seed 1");
+  EXPECT_EQ(events[1]["status"], "failed");
+  EXPECT_EQ(events[2]["event"], "done");
+  EXPECT_EQ(events[2]["failed"], 1);
   // --seed with a range, --jobs without --seeds: refused naming the flag.
   for (const std::vector<std::string>& flags :
        std::vector<std::vector<std::string>>{{"--seeds", "1..3", "--seed", "4"}, {"--jobs", "2"}}) {
