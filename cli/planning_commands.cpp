@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <ostream>
 
 #include "cli/commands.h"
@@ -53,16 +54,34 @@ void print_rows(const core::SweepResults& r, std::ostream& out) {
     failures_done = true;
     out << "  " << core::SweepPoint{row.index, row.knobs}.label() << ": " << row.error << "\n";
   }
-  // The simulations' caveats, one line per point (its first, and how many more).
-  bool header_done = false;
+  // The simulations' caveats, grouped by what they say (the text before its first " (" or ": ",
+  // the figures after it differ from point to point): a caveat of one point in full, one that many
+  // points share once with the points named (the first few).
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> points_of;
   for (const core::SweepRow& row : r.rows) {
-    if (row.warnings.empty()) continue;
-    if (!header_done) out << "\nwarnings (in the --json and --csv rows in full):\n";
-    header_done = true;
-    core::SweepPoint point{row.index, row.knobs};
-    out << "  " << point.label() << ": " << row.warnings.front();
-    if (row.warnings.size() > 1) out << " (and " << row.warnings.size() - 1 << " more)";
-    out << "\n";
+    for (const std::string& warning : row.warnings) {
+      const std::string kind = warning.substr(0, std::min(warning.find(" ("), warning.find(": ")));
+      auto& points = points_of[kind];
+      if (points.empty()) order.push_back(kind);
+      points.emplace_back(core::SweepPoint{row.index, row.knobs}.label(), warning);
+    }
+  }
+  if (order.empty()) return;
+  out << "\nwarnings (in the --json and --csv rows in full):\n";
+  constexpr size_t kNamed = 3;
+  for (const std::string& kind : order) {
+    const auto& points = points_of[kind];
+    if (points.size() == 1) {
+      out << "  " << points.front().first << ": " << points.front().second << "\n";
+      continue;
+    }
+    out << "  " << kind << ": " << points.size() << " points (";
+    for (size_t i = 0; i < std::min(kNamed, points.size()); ++i) {
+      out << (i > 0 ? ", " : "") << points[i].first;
+    }
+    if (points.size() > kNamed) out << " and " << points.size() - kNamed << " more";
+    out << ")\n";
   }
 }
 

@@ -78,7 +78,7 @@ struct Loaded {
 
 Loaded load(const std::string& file, std::vector<std::string>& chain, size_t& loads) {
   nlohmann::json own = read_json_file(file);
-  Loaded result{nlohmann::json::object(), SourceMap(file), {file}};
+  Loaded result{nlohmann::json::object(), SourceMap(file), {file}, {}};
   const JsonCursor root(own, file);
   root.expect_object();
   if (root.has("include")) {

@@ -140,7 +140,8 @@ std::vector<std::vector<int>> add_reads(StepGraphBuilder& builder, const Plan& p
   return reads;
 }
 
-std::vector<std::vector<int>> add_local_copies(StepGraphBuilder& builder, const ModelLayout& layout,
+std::vector<std::vector<int>> add_local_copies(StepGraphBuilder& builder, Plan& plan,
+                                               const ModelLayout& layout,
                                                const std::vector<std::vector<int>>& reads,
                                                int device, int role) {
   std::vector<std::vector<int>> local(layout.groups.size());
@@ -153,6 +154,9 @@ std::vector<std::vector<int>> add_local_copies(StepGraphBuilder& builder, const 
       copy.role = role;
       copy.variable = layout.slices[g][s].variables.front();
       local[g].push_back(builder.add(std::move(copy), {{reads[g][s], layout.slices[g][s].bytes}}));
+      DeviceMemory& m = memory_of(plan, device);
+      m.weights_bytes += layout.slices[g][s].bytes;
+      m.gradients_bytes += layout.slices[g][s].bytes;
     }
   }
   return local;
@@ -200,6 +204,11 @@ std::vector<std::vector<int>> add_backward_and_aggregate(
   const int sub_batch = t.batch_per_replica;
   std::vector<std::vector<std::vector<Edge>>> gradients(layout.groups.size());
   for (size_t g = 0; g < layout.groups.size(); ++g) gradients[g].resize(layout.slices[g].size());
+  // Where each slice is read from: its PS variable, or a worker's local copy.
+  std::vector<std::vector<int>> read_device(reads.size());
+  for (size_t g = 0; g < reads.size(); ++g) {
+    for (int op : reads[g]) read_device[g].push_back(builder.op(op).device);
+  }
   for (size_t k = 0; k < towers.size(); ++k) {
     const std::vector<int> backward = add_backward_chain(builder, scenario.model, layout, reads,
                                                          towers[k], loss_gradient[k], sub_batch);
@@ -208,7 +217,7 @@ std::vector<std::vector<int>> add_backward_and_aggregate(
         gradients[g][s].push_back({backward[g], layout.slices[g][s].bytes, int(s) + 1});
       }
     }
-    account_replica_memory(plan, scenario.model, layout, towers[k], sub_batch);
+    account_replica_memory(plan, scenario.model, layout, towers[k], sub_batch, read_device);
   }
   std::vector<std::vector<int>> aggregated(layout.groups.size());
   for (size_t g = 0; g < layout.groups.size(); ++g) {
@@ -285,11 +294,13 @@ ClientGraph chief_sync_graph(const Scenario& scenario, const Plan& plan, const M
 }
 
 void account_replica_memory(Plan& plan, const Model& model, const ModelLayout& layout,
-                            const GroupPlacement& where, int samples) {
+                            const GroupPlacement& where, int samples,
+                            const std::vector<std::vector<int>>& read_device) {
   for (size_t g = 0; g < layout.groups.size(); ++g) {
     DeviceMemory& m = memory_of(plan, where.device[g]);
-    for (const Slice& s : layout.slices[g]) {
-      if (device_of_shard(plan, s.shard) != where.device[g]) m.weights_bytes += s.bytes;
+    for (size_t i = 0; i < layout.slices[g].size(); ++i) {
+      const Slice& s = layout.slices[g][i];
+      if (read_device[g][i] != where.device[g]) m.weights_bytes += s.bytes;
       m.gradients_bytes += s.bytes;
     }
     m.activations_bytes += layout.groups[g].stored_activation_bytes_per_sample * samples;

@@ -42,8 +42,10 @@ std::vector<std::vector<int>> add_reads(StepGraphBuilder& builder, const Plan& p
 
 // A worker with several towers keeps a local copy of each slice on `device` (its CPU): one read
 // from the PS per step, then every tower reads the copy over its own link (tf_cnn_benchmarks'
-// distributed_replicated). Returns local[g][s], shaped as `reads`.
-std::vector<std::vector<int>> add_local_copies(StepGraphBuilder& builder, const ModelLayout& layout,
+// distributed_replicated). Accounts the copy and the towers' gradient sum (the same bytes) in
+// `device`'s memory. Returns local[g][s], shaped as `reads`.
+std::vector<std::vector<int>> add_local_copies(StepGraphBuilder& builder, Plan& plan,
+                                               const ModelLayout& layout,
                                                const std::vector<std::vector<int>>& reads,
                                                int device, int role);
 
@@ -91,10 +93,12 @@ ClientGraph chief_sync_graph(const Scenario& scenario, const Plan& plan, const M
                              int role, int samples_per_step);
 
 // Adds to plan.memory what one tower/worker keeps on its devices: the weights it reads (unless
-// they live on that device already), their gradients, and every layer's output for `samples`
-// (kept for the backward pass), plus the input batch on the first group's device.
+// it reads them where they are: `read_device[g][s]`, the device of the op each slice is read
+// from, is its own), their gradients, and every layer's output for `samples` (kept for the
+// backward pass), plus the input batch on the first group's device.
 void account_replica_memory(Plan& plan, const Model& model, const ModelLayout& layout,
-                            const GroupPlacement& where, int samples);
+                            const GroupPlacement& where, int samples,
+                            const std::vector<std::vector<int>>& read_device);
 // Adds to plan.memory the variables and optimizer slots each PS device holds.
 void account_ps_memory(Plan& plan, const Scenario& scenario);
 

@@ -53,7 +53,7 @@ ClientGraph worker_graph(const Scenario& scenario, Plan& plan, const ModelLayout
   std::vector<std::vector<int>> reads = add_reads(builder, plan, layout);
   // Where the worker's own copy of the variables and the towers' gradient sum live.
   const int local = devices.size() > 1 ? cpu : device;
-  if (devices.size() > 1) reads = add_local_copies(builder, layout, reads, local, role);
+  if (devices.size() > 1) reads = add_local_copies(builder, plan, layout, reads, local, role);
   const double logits_bytes = layout.groups.back().activation_bytes_per_sample * sub_batch;
   std::vector<GroupPlacement> towers;
   std::vector<Edge> loss_gradients;

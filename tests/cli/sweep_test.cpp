@@ -140,6 +140,25 @@ TEST(Sweep, TheNetworkEngineReachesEachPointAndKeysItsCache) {
   expect_one_line_error(test::run_replisim(bad), "--network-engine: expected simgrid or auto");
 }
 
+// A caveat many points share is one line naming the first few points (each row keeps it in full).
+TEST(Sweep, ACaveatManyPointsShareIsOneLine) {
+  TempDir dir;
+  const test::BinaryResult r =
+      test::run_replisim({"sweep", test::scenario_path("planning/ps_scaling.json"), "--vary",
+                          "ps=1,2", "--vary", "replicas=1,2", "--cache", dir.file("c"),
+                          "--progress", "none", "--json", dir.file("r.json")},
+                         120);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\n  no resource is saturated over the window: 4 points (ps=1 replicas=1, "
+                       "ps=1 replicas=2, ps=2 replicas=1 and 1 more)\n"),
+            std::string::npos)
+      << r.out;
+  for (const json& row : read_json(dir.file("r.json"))["rows"]) {
+    ASSERT_FALSE(row["warnings"].empty()) << row;
+    EXPECT_NE(row["warnings"][0].get<std::string>().find("(the busiest, "), std::string::npos);
+  }
+}
+
 TEST(Sweep, AFailedPointSaysWhyInItsRow) {
   TempDir dir;
   // Twelve steps leave model_parallel's window empty: simulate refuses that run (exit 2).

@@ -79,8 +79,31 @@ TEST(MultiGpuWorkers, EachTowerTakesItsCopyOverItsOwnLink) {
     EXPECT_EQ(gradients_out[size_t(p.find_device(gpu))], 1) << gpu;
   }
   for (const core::Op& op : worker.ops) {
-    if (op.kind == core::OpKind::kAggregate) EXPECT_EQ(op.device, cpu) << op.name;
+    if (op.kind == core::OpKind::kAggregate) {
+      EXPECT_EQ(op.device, cpu) << op.name;
+    }
   }
+}
+
+// Every tower holds its own copy of the weights, even one on the PS's own GPU (its copy comes
+// from the worker's CPU, not from the variable beside it); the CPU holds the copy and the sum.
+TEST(MultiGpuWorkers, EachTowerHoldsItsOwnCopyInMemory) {
+  nlohmann::json doc = four_gpu_doc({{{"towers", "w/gpu*"}}});
+  doc["training"]["ps"] = {"w/gpu0"};
+  const core::Plan plan = core::compile_plan(test::parse(doc), "between_graph", {});
+  const core::Platform& p = plan.platform;
+  const double layer_bytes = 4 * 25e6;
+  auto memory = [&](const char* device) {
+    for (const core::DeviceMemory& m : plan.memory) {
+      if (m.device == p.find_device(device)) return m;
+    }
+    return core::DeviceMemory{};
+  };
+  // gpu0: the PS's variables (the layer and global_step's 8 bytes) and tower 0's own copy.
+  EXPECT_DOUBLE_EQ(memory("w/gpu0").weights_bytes, 2 * layer_bytes + 8);
+  EXPECT_DOUBLE_EQ(memory("w/gpu1").weights_bytes, layer_bytes);
+  EXPECT_DOUBLE_EQ(memory("w/cpu").weights_bytes, layer_bytes);
+  EXPECT_DOUBLE_EQ(memory("w/cpu").gradients_bytes, layer_bytes);
 }
 
 TEST(MultiGpuWorkers, LocalAggregationBeatsOneWorkerPerGpuOnASlowNetwork) {
