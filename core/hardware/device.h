@@ -29,7 +29,8 @@ bool parse_device_ref(const std::string& text, DeviceRef* out);
 
 // Transfer model used by the simulator (docs/scenario-format.md, "network_model").
 enum class NetworkModel {
-  kLv08,   // SimGrid's default TCP model (latency x13.01, bandwidth x0.97 between machines; cross-traffic)
+  kLv08,   // SimGrid's default TCP model (latency x13.01, bandwidth x0.97 between machines;
+           // cross-traffic)
   kIdeal,  // bytes / bandwidth + latency exactly: CM02, no cross-traffic, no TCP window bound
 };
 const char* network_model_name(NetworkModel model);  // "lv08", "ideal"
