@@ -54,6 +54,8 @@ class SimRun : public core::SyncHost, public NetworkHost {
   bool void_send(const PendingSend& send) const override {
     return void_item(send.client, send.incarnation, send.op);
   }
+  void copied(const PendingSend& send, int cpu, bool receiving, double start_s,
+              double flop) override;
   void delivered(const PendingSend& send, double start_s, int64_t message_id) override;
 
  private:
@@ -123,7 +125,7 @@ class SimRun : public core::SyncHost, public NetworkHost {
   std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
   sg4::MutexPtr driver_mutex_;
   sg4::ConditionVariablePtr driver_wake_;
-  double latency_factor_ = 1.0;  // the network model's multiplier on route latencies
+  std::vector<sg4::Host*> endpoint_hosts_;  // per Network::process_endpoints()
   double engine_wall_s_ = 0;
   std::chrono::steady_clock::time_point next_progress_;
 };

@@ -21,33 +21,80 @@ Network::Network(const core::Plan& plan, NetworkHost& host, LinkFaults& faults)
     : plan_(plan),
       host_(host),
       faults_(faults),
+      processes_(core::plan_processes(plan)),
       hosts_(plan.platform.devices.size(), nullptr),
       receivers_(plan.platform.devices.size()),
       idle_transfers_(plan.platform.devices.size()) {}
 
-int Network::add_connection(int source, int destination, double latency_factor) {
+int Network::endpoint_of(int process, int device) {
+  const auto [found, added] = endpoint_index_.try_emplace(
+      {process, device}, int(plan_.platform.devices.size() + endpoints_.size()));
+  if (added) {
+    endpoints_.push_back({process, device});
+    hosts_.push_back(nullptr);
+    receivers_.emplace_back();
+    idle_transfers_.emplace_back();
+  }
+  return found->second;
+}
+
+int Network::add_connection(const Op& send, const Op& recv) {
   const core::Platform& p = plan_.platform;
+  const core::Transport& t = p.transport;
   Connection connection;
-  connection.source = source;
-  connection.destination = destination;
-  const bool between_machines =
-      p.devices[size_t(source)].machine != p.devices[size_t(destination)].machine;
-  // TCP's factors apply between machines only (sim_platform.h).
-  connection.latency_s =
-      (between_machines ? latency_factor : 1.0) * p.route_latency_s(source, destination);
-  for (const core::Hop& hop : p.route(source, destination)) connection.links.push_back(hop.link);
-  if (between_machines) {
-    connection.wire_bytes_per_byte = 1 + p.transport.header_overhead_fraction;
-    connection.rate_limit_bytes_per_s = p.transport.flow_rate_limit_bytes_per_s;
+  connection.source = connection.from = send.device;
+  connection.destination = connection.to = recv.device;
+  const int machine = p.devices[size_t(send.device)].machine;
+  const bool between_machines = machine != p.devices[size_t(recv.device)].machine;
+  const int process_from = processes_.of_role[size_t(send.role)];
+  const int process_to = processes_.of_role[size_t(recv.role)];
+  // The transport's costs: between machines, and between processes of one machine when it says
+  // so (strategy.cpp charges the per-message overhead on the same condition).
+  const bool transport = between_machines || (t.between_processes && process_from != process_to);
+  connection.between_machines = between_machines;
+  for (const core::Hop& hop : p.route(send.device, recv.device)) {
+    connection.links.push_back(hop.link);
+  }
+  if (transport) {
+    connection.rate_limit_bytes_per_s = t.flow_rate_limit_bytes_per_s;
+    if (between_machines) {
+      connection.wire_bytes_per_byte = 1 + t.header_overhead_fraction;
+    } else {
+      connection.loopback_latency_s = t.loopback_latency_s;
+      const double loopback = t.loopback_bandwidth_bytes_per_s;
+      if (loopback > 0 && (connection.rate_limit_bytes_per_s == 0 ||
+                           loopback < connection.rate_limit_bytes_per_s)) {
+        connection.rate_limit_bytes_per_s = loopback;
+      }
+    }
+    if (t.copy_bandwidth_bytes_per_s > 0) {
+      connection.copy_cpu_from = p.cpu_of_machine(processes_.machine[size_t(process_from)]);
+      connection.copy_cpu_to = p.cpu_of_machine(processes_.machine[size_t(process_to)]);
+    }
+    if (t.process_rpc_ceiling_bytes_per_s > 0) {
+      connection.from = endpoint_of(process_from, send.device);
+      connection.to = endpoint_of(process_to, recv.device);
+    }
   }
   connections_.push_back(std::move(connection));
   return int(connections_.size()) - 1;
 }
 
-void Network::prepare(const std::vector<const core::ClientGraph*>& graphs, double latency_factor) {
-  // (source, destination, slot) -> connection; a pair of devices on different machines has
-  // transport.connections_per_peer slots, which its tensors take in turn.
-  std::map<std::tuple<int, int, int>, int> connection_of;
+void Network::set_latency_factor(double latency_factor) {
+  for (Connection& c : connections_) {
+    // TCP's factors apply between machines only (sim_platform.h).
+    c.latency_s = (c.between_machines ? latency_factor : 1.0) *
+                      plan_.platform.route_latency_s(c.source, c.destination) +
+                  c.loopback_latency_s;
+  }
+}
+
+void Network::prepare(const std::vector<const core::ClientGraph*>& graphs) {
+  // (source, destination, slot, sending process, receiving process) -> connection; a pair of
+  // devices on different machines has transport.connections_per_peer slots, which its tensors
+  // take in turn. Processes key connections only when the transport charges between processes
+  // (one gRPC channel per pair of tasks); otherwise -1.
+  std::map<std::tuple<int, int, int, int, int>, int> connection_of;
   std::map<std::pair<int, int>, int> sends_of_pair;
   const core::Platform& p = plan_.platform;
   const int slots = std::max(1, p.transport.connections_per_peer);
@@ -57,40 +104,42 @@ void Network::prepare(const std::vector<const core::ClientGraph*>& graphs, doubl
     for (size_t k = 0; k < graph->ops.size(); ++k) {
       const Op& op = graph->ops[k];
       if (op.kind != OpKind::kSend) continue;
-      const int source = op.device, destination = graph->ops[size_t(op.peer)].device;
+      const Op& recv = graph->ops[size_t(op.peer)];
+      const int source = op.device, destination = recv.device;
       const bool network =
           p.devices[size_t(source)].machine != p.devices[size_t(destination)].machine;
       const int slot = network ? sends_of_pair[{source, destination}]++ % slots : 0;
-      const auto key = std::make_tuple(source, destination, slot);
+      const bool by_process = p.transport.between_processes;
+      const auto key = std::make_tuple(source, destination, slot,
+                                       by_process ? processes_.of_role[size_t(op.role)] : -1,
+                                       by_process ? processes_.of_role[size_t(recv.role)] : -1);
       auto found = connection_of.find(key);
       if (found == connection_of.end()) {
-        found =
-            connection_of.emplace(key, add_connection(source, destination, latency_factor)).first;
+        found = connection_of.emplace(key, add_connection(op, recv)).first;
       }
       of_op[k] = found->second;
     }
   }
 }
 
-void Network::create_receiver(int d, sg4::Host* host) {
-  hosts_[size_t(d)] = host;
+void Network::create_receiver(int e, sg4::Host* host) {
+  hosts_[size_t(e)] = host;
   // It only blocks, never suspends (SimGrid suspends a communication whose receiver is
   // suspended, so a compute actor cannot be the receiver).
-  receivers_[size_t(d)] =
-      sg4::Actor::create(plan_.platform.devices[size_t(d)].name + "/receive", host, [] {
-        const sg4::MutexPtr mutex = sg4::Mutex::create();
-        const sg4::ConditionVariablePtr never = sg4::ConditionVariable::create();
-        std::unique_lock<sg4::Mutex> lock(*mutex);
-        for (;;) never->wait(lock);
-      });
-  receivers_[size_t(d)]->daemonize();
+  receivers_[size_t(e)] = sg4::Actor::create(host->get_name() + "/receive", host, [] {
+    const sg4::MutexPtr mutex = sg4::Mutex::create();
+    const sg4::ConditionVariablePtr never = sg4::ConditionVariable::create();
+    std::unique_lock<sg4::Mutex> lock(*mutex);
+    for (;;) never->wait(lock);
+  });
+  receivers_[size_t(e)]->daemonize();
 }
 
 void Network::create_mailboxes() {
   for (size_t id = 0; id < connections_.size(); ++id) {
     Connection& connection = connections_[id];
     connection.mailbox = sg4::Mailbox::by_name("connection." + std::to_string(id));
-    connection.mailbox->set_receiver(receivers_[size_t(connection.destination)]);
+    connection.mailbox->set_receiver(receivers_[size_t(connection.to)]);
   }
 }
 
@@ -106,7 +155,7 @@ void Network::send(int c, int op, int incarnation) {
 void Network::activate(int connection) {
   Connection& c = connections_[size_t(connection)];
   c.active = true;
-  std::vector<int>& pool = idle_transfers_[size_t(c.source)];
+  std::vector<int>& pool = idle_transfers_[size_t(c.from)];
   if (!pool.empty()) {
     const int t = pool.back();
     pool.pop_back();
@@ -116,14 +165,23 @@ void Network::activate(int connection) {
   }
   const int t = int(transfers_.size());
   TransferActor added;
-  added.device = c.source;
+  added.endpoint = c.from;
   added.connection = connection;
   transfers_.push_back(added);
   // Any s4u call may yield: the slot is claimed above, before Actor::create runs.
-  sg4::ActorPtr actor = sg4::Actor::create(
-      "transfer." + std::to_string(t), hosts_[size_t(c.source)], [this, t] { transfer_loop(t); });
+  sg4::ActorPtr actor = sg4::Actor::create("transfer." + std::to_string(t), hosts_[size_t(c.from)],
+                                           [this, t] { transfer_loop(t); });
   actor->daemonize();
   transfers_[size_t(t)].actor = actor;
+}
+
+void Network::copy_on(const PendingSend& send, int cpu, bool receiving, double seconds) {
+  if (cpu < 0 || seconds <= 0) return;
+  // At the CPU's peak speed per core: a slowdown of the CPU slows its copies too.
+  const double flop = seconds * plan_.platform.devices[size_t(cpu)].speed_flop_per_s;
+  const double start_s = sg4::Engine::get_clock();
+  sg4::Exec::init()->set_flops_amount(flop)->set_host(device_hosts_[size_t(cpu)])->wait();
+  host_.copied(send, cpu, receiving, start_s, flop);
 }
 
 void Network::send_bytes(int t, int id, double bytes) {
@@ -161,7 +219,7 @@ void Network::send_bytes(int t, int id, double bytes) {
 void Network::transfer_loop(int t) {
   for (;;) {
     if (transfers_[size_t(t)].connection < 0) {
-      idle_transfers_[size_t(transfers_[size_t(t)].device)].push_back(t);
+      idle_transfers_[size_t(transfers_[size_t(t)].endpoint)].push_back(t);
       sg4::this_actor::suspend();
       continue;
     }
@@ -183,7 +241,12 @@ void Network::transfer_loop(int t) {
         // A zero-byte tensor (a control edge: TF's dead tensor) is latency only, which the wait
         // above has charged; it needs no flow on the links.
         if (send_op.bytes > 0) {
-          send_bytes(t, id, send_op.bytes * connection.wire_bytes_per_byte);
+          const core::Transport& transport = plan_.platform.transport;
+          const int copy_to = connections_[size_t(id)].copy_cpu_to;
+          const double copy_s = transport.copy_s(send_op.bytes);
+          copy_on(item, connections_[size_t(id)].copy_cpu_from, false, copy_s);
+          send_bytes(t, id, send_op.bytes * connections_[size_t(id)].wire_bytes_per_byte);
+          copy_on(item, copy_to, true, copy_s);
           sent = true;
         }
         if (host_.void_send(item)) continue;

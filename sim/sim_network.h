@@ -1,6 +1,11 @@
 // How tensors travel in the simulation (internal to sim/): one connection per directed pair of
-// devices (and per slot when the transport opens several per peer), each served by a pooled
-// transfer actor that sends its tensors one after the other over SimGrid's links.
+// devices (and per slot when the transport opens several per peer; per pair of processes too when
+// the transport charges between processes), each served by a pooled transfer actor that sends
+// its tensors one after the other over SimGrid's links.
+//
+// A connection's ends are endpoints: a device's host, or, when the transport bounds what one
+// process moves, a process's endpoint host on that device (ProcessEndpoint). Endpoint indices:
+// the plan's devices first, then process_endpoints() in order.
 //
 // TF sends every tensor between two tasks over one gRPC (HTTP/2) connection, so concurrent
 // tensors share one TCP flow's bandwidth rather than each taking a fair share of its own. Modelled
@@ -10,11 +15,13 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <vector>
 
 #include <simgrid/s4u.hpp>
 
 #include "core/plan/plan.h"
+#include "sim/sim_platform.h"
 
 namespace replisim::sim::detail {
 
@@ -35,6 +42,9 @@ class NetworkHost {
   virtual ~NetworkHost() = default;
   // Whether the send must not go (or count) any more: its client, or a role at either end, died.
   virtual bool void_send(const PendingSend& send) const = 0;
+  // The send's copy (serialisation, or `receiving`, deserialisation) ran on CPU device `cpu`.
+  virtual void copied(const PendingSend& send, int cpu, bool receiving, double start_s,
+                      double flop) = 0;
   // The tensor arrived at its recv's device; it left at `start_s`.
   virtual void delivered(const PendingSend& send, double start_s, int64_t message_id) = 0;
 };
@@ -44,12 +54,19 @@ class Network {
   // `plan`, `host` and `faults` must outlive the network.
   Network(const core::Plan& plan, NetworkHost& host, LinkFaults& faults);
 
-  // Gives every send op of `graphs` (core::step_graphs) its connection. `latency_factor`: the
-  // network model's multiplier on the latencies of routes between machines.
-  void prepare(const std::vector<const core::ClientGraph*>& graphs, double latency_factor);
-  // The permanent receiver of the connections that end on device `d` (on `host`). Call for each
-  // device the plan uses, in device order, then create_mailboxes().
-  void create_receiver(int d, sg4::Host* host);
+  // Gives every send op of `graphs` (core::step_graphs) its connection. Call before the
+  // platform is built: it needs process_endpoints().
+  void prepare(const std::vector<const core::ClientGraph*>& graphs);
+  // The network model's multiplier on the latencies of routes between machines, known once the
+  // platform is built (network_latency_factor()). Call after prepare().
+  void set_latency_factor(double latency_factor);
+  const std::vector<ProcessEndpoint>& process_endpoints() const { return endpoints_; }
+  const core::Processes& processes() const { return processes_; }
+  // The hosts of the plan's devices (null: unused), where copies run.
+  void set_device_hosts(const std::vector<sg4::Host*>& hosts) { device_hosts_ = hosts; }
+  // The permanent receiver of the connections that end on endpoint `e` (on `host`). Call for each
+  // device the plan uses and each process endpoint, in endpoint order, then create_mailboxes().
+  void create_receiver(int e, sg4::Host* host);
   void create_mailboxes();
 
   // Queues send op `op` of graph `c` on its connection, waking a transfer actor if none serves it.
@@ -65,15 +82,23 @@ class Network {
 
  private:
   struct Connection {
-    int source = -1;
+    int source = -1;  // devices (routes, link faults)
     int destination = -1;
+    int from = -1;  // endpoints (hosts)
+    int to = -1;
+    // Serialisation and copying: the CPU devices of the sending and receiving processes (-1: no
+    // copies), each charged Transport::copy_s of the tensor.
+    int copy_cpu_from = -1;
+    int copy_cpu_to = -1;
     // Its own mailbox, whose permanent receiver is the destination's receiver actor: a put starts
     // at once from the source host to the destination host and returns when the tensor has
     // arrived; the transfer actor then takes the delivered message off the mailbox itself.
     sg4::Mailbox* mailbox = nullptr;
     double latency_s = 0;  // one-way latency of the route, charged once per burst
-    // Between machines, the platform transport: link bytes per tensor byte (headers) and the
-    // ceiling of one stream (bytes/s; 0 = none).
+    bool between_machines = false;
+    double loopback_latency_s = 0;  // between processes on one machine, the transport's
+    // Between machines, the platform transport: link bytes per tensor byte (headers); between
+    // processes, the ceiling of one stream (bytes/s; 0 = none).
     double wire_bytes_per_byte = 1;
     double rate_limit_bytes_per_s = 0;
     bool active = false;  // a transfer actor is serving it
@@ -83,7 +108,7 @@ class Network {
   // A pooled actor on a device's host that serves one connection from that device at a time.
   struct TransferActor {
     sg4::ActorPtr actor;
-    int device = -1;          // the source device whose host it runs on
+    int endpoint = -1;        // the source endpoint whose host it runs on
     int connection = -1;      // -1: idle (suspended, in its device's pool)
     sg4::CommPtr comm;        // the SimGrid communication in flight (link cuts suspend it)
     double comm_start_s = 0;  // when it started
@@ -91,7 +116,11 @@ class Network {
     double resend_bytes = 0;  // bytes still to send when a link fault cancelled the comm
   };
 
-  int add_connection(int source, int destination, double latency_factor);
+  // A connection of send op `send` (to recv op `recv`) in the plan's transport.
+  int add_connection(const core::Op& send, const core::Op& recv);
+  // Runs `seconds` of one core's work on CPU device `cpu` for `send` and waits for it.
+  void copy_on(const PendingSend& send, int cpu, bool receiving, double seconds);
+  int endpoint_of(int process, int device);
   void activate(int connection);
   void transfer_loop(int transfer);
   // Sends one tensor's bytes on `connection`'s mailbox, anew after each link-fault cancellation.
@@ -104,9 +133,13 @@ class Network {
   std::vector<std::vector<int>> connection_of_;   // per graph, per op: its connection (-1: none)
   std::vector<Connection> connections_;
   std::vector<TransferActor> transfers_;
-  std::vector<sg4::Host*> hosts_;                 // per device (null: unused)
-  std::vector<sg4::ActorPtr> receivers_;          // per device
-  std::vector<std::vector<int>> idle_transfers_;  // per device: its pooled transfer actors
+  core::Processes processes_;
+  std::vector<ProcessEndpoint> endpoints_;
+  std::map<std::pair<int, int>, int> endpoint_index_;  // (process, device) -> endpoint
+  std::vector<sg4::Host*> device_hosts_;               // per device (null: unused)
+  std::vector<sg4::Host*> hosts_;                      // per endpoint (null: unused)
+  std::vector<sg4::ActorPtr> receivers_;               // per endpoint
+  std::vector<std::vector<int>> idle_transfers_;       // per endpoint: its pooled transfer actors
   int64_t next_message_id_ = 0;
 };
 

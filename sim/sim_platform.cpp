@@ -44,7 +44,8 @@ bool switch_can_bind(const core::Platform& platform) {
 }
 
 SimPlatform build_sim_platform(const core::Platform& platform, const std::vector<bool>& used,
-                               bool keep_switch) {
+                               bool keep_switch, const std::vector<ProcessEndpoint>& endpoints,
+                               const std::vector<std::string>& process_names) {
   auto* root = sg4::create_star_zone("cluster");
   // A switch at least twice as fast as all NICs together can never be the bottleneck (every
   // flow also crosses a NIC, and LV08's reverse traffic adds 5%): it then stays out of the
@@ -55,6 +56,9 @@ SimPlatform build_sim_platform(const core::Platform& platform, const std::vector
   const sg4::Link* switch_link =
       root->create_link("cluster/" + sw.name, sw.bandwidth_bytes_per_s)->seal();
   std::vector<sg4::Host*> hosts(platform.devices.size(), nullptr);
+  std::vector<sg4::Host*> endpoint_hosts(endpoints.size(), nullptr);
+  std::vector<sg4::SplitDuplexLink*> pcie_of_device(platform.devices.size(), nullptr);
+  std::vector<sg4::Link*> rpc_of_process(process_names.size(), nullptr);
   for (const core::PlatformMachine& machine : platform.machines) {
     bool machine_used = false;
     for (int d : machine.devices) machine_used |= used[size_t(d)];
@@ -78,6 +82,26 @@ SimPlatform build_sim_platform(const core::Platform& platform, const std::vector
       link->seal();
       zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
                       {{link, sg4::LinkInRoute::Direction::UP}}, true);
+      pcie_of_device[size_t(d)] = link;
+    }
+    for (size_t e = 0; e < endpoints.size(); ++e) {
+      const ProcessEndpoint& endpoint = endpoints[e];
+      const core::PlatformDevice& device = platform.devices[size_t(endpoint.device)];
+      if (&platform.machines[size_t(device.machine)] != &machine) continue;
+      const std::string& process = process_names[size_t(endpoint.process)];
+      sg4::Link*& rpc = rpc_of_process[size_t(endpoint.process)];
+      if (rpc == nullptr) {
+        rpc =
+            zone->create_link(process + "/rpc", platform.transport.process_rpc_ceiling_bytes_per_s)
+                ->seal();
+      }
+      std::vector<sg4::LinkInRoute> route = {sg4::LinkInRoute(rpc)};
+      if (pcie_of_device[size_t(endpoint.device)] != nullptr) {
+        route.emplace_back(pcie_of_device[size_t(endpoint.device)],
+                           sg4::LinkInRoute::Direction::UP);
+      }
+      endpoint_hosts[e] = zone->create_host(process + "@" + device.name, 1e9)->seal();
+      zone->add_route(endpoint_hosts[e]->get_netpoint(), nullptr, nullptr, nullptr, route, true);
     }
     auto* gateway = zone->create_router(machine.name + "/gateway");
     zone->seal();
@@ -95,7 +119,7 @@ SimPlatform build_sim_platform(const core::Platform& platform, const std::vector
   for (size_t d = 0; d < hosts.size(); ++d) {
     REPLISIM_ASSERT(!used[d] || hosts[d] != nullptr, "used device without a host");
   }
-  return {hosts, service};
+  return {hosts, endpoint_hosts, service};
 }
 
 }  // namespace replisim::sim

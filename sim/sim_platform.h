@@ -3,6 +3,7 @@
 // every machine's split-duplex NIC and the shared switch link (simgrid-notes.md section 9).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include <simgrid/s4u.hpp>
@@ -15,8 +16,19 @@ namespace replisim::sim {
 // before any platform call (simgrid-notes.md section 5).
 void configure_network_model(core::NetworkModel model);
 
+// Where a process's streams start and end on one of its devices when the transport bounds what
+// a process moves (Transport::process_rpc_ceiling_bytes_per_s): a host of its own in the
+// device's machine zone whose route is the device's PCIe link (a GPU) and the process's RPC
+// link, one shared link of the ceiling's bandwidth that all of the process's streams cross, in
+// both directions. It only sends and receives; copies run on the process's CPU.
+struct ProcessEndpoint {
+  int process = -1;  // index into core::Processes
+  int device = -1;   // plan device
+};
+
 struct SimPlatform {
-  std::vector<simgrid::s4u::Host*> hosts;  // one per plan device (same indices)
+  std::vector<simgrid::s4u::Host*> hosts;           // one per plan device (same indices)
+  std::vector<simgrid::s4u::Host*> endpoint_hosts;  // one per ProcessEndpoint (same indices)
   // A host with no link that only runs bookkeeping actors (transfers): it is never the end of a
   // communication and no fault turns it off.
   simgrid::s4u::Host* service_host = nullptr;
@@ -33,8 +45,11 @@ bool switch_can_bind(const core::Platform& platform);
 // Machines none of whose devices are in `used` (one flag per plan device) are left out: idle
 // machines of a large template cost SimGrid time and memory for nothing. Their hosts are null.
 // `keep_switch`: the switch stays in the routes even when it cannot bind (a fault changes it).
+// `endpoints` (with `process_names`, core::Processes::names) get their hosts and RPC links.
 SimPlatform build_sim_platform(const core::Platform& platform, const std::vector<bool>& used,
-                               bool keep_switch = false);
+                               bool keep_switch = false,
+                               const std::vector<ProcessEndpoint>& endpoints = {},
+                               const std::vector<std::string>& process_names = {});
 
 // Links inside a machine (PCIe) are not TCP: LV08's bandwidth factor (0.97, Velho and Legrand
 // 2009, fitted to TCP over Ethernet) applies only to communications between machines, through a

@@ -52,7 +52,8 @@ SimRun::SimRun(const core::Plan& plan, core::TraceSink& sink, Progress progress,
   }
 }
 
-// The network model, and the platform's hosts and links for the devices the plan uses.
+// The network model, the connections, and the platform's hosts and links for the devices the
+// plan uses (and the process endpoints the connections need).
 void SimRun::build_platform() {
   configure_network_model(plan_.platform.network_model);
   configure_sim_settings(settings_);
@@ -76,10 +77,15 @@ void SimRun::build_platform() {
     // penalty, abort): with a link degraded at run time, the reverse-traffic term is off.
     sg4::Engine::set_config("network/crosstraffic:0");
   }
-  const SimPlatform platform = build_sim_platform(plan_.platform, used, switch_fault);
-  latency_factor_ = network_latency_factor();
+  network_.prepare(graphs_);
+  const SimPlatform platform = build_sim_platform(
+      plan_.platform, used, switch_fault, network_.process_endpoints(), network_.processes().names);
+  // SimGrid sets the model's latency factor when the platform creates the model.
+  network_.set_latency_factor(network_latency_factor());
   devices_.resize(platform.hosts.size());
   for (size_t d = 0; d < platform.hosts.size(); ++d) devices_[d].host = platform.hosts[d];
+  endpoint_hosts_ = platform.endpoint_hosts;
+  network_.set_device_hosts(platform.hosts);
   service_host_ = platform.service_host;
   if (no_crosstraffic) {
     outcome_.notes.push_back(
@@ -101,6 +107,9 @@ void SimRun::create_actors() {
       device.compute_actors.back()->daemonize();
     }
     network_.create_receiver(index, device.host);
+  }
+  for (size_t e = 0; e < endpoint_hosts_.size(); ++e) {
+    network_.create_receiver(int(devices_.size() + e), endpoint_hosts_[e]);
   }
   network_.create_mailboxes();
   // The driver runs on the service host: a fault on a device must not stop the step loop.
@@ -209,7 +218,6 @@ core::RunOutcome SimRun::run() {
   sg4::Engine engine("replisim");
   xbt_log_control_set("xbt_cfg.thres:warning");
   build_platform();
-  network_.prepare(graphs_, latency_factor_);
   if (sync_.enabled()) sync_.reset();
   std::vector<sg4::Host*> hosts;
   for (const DeviceState& d : devices_) hosts.push_back(d.host);

@@ -92,6 +92,12 @@ void SimRun::dispatch(int c, int op_index) {
   complete(c, op_index);
 }
 
+void SimRun::copied(const PendingSend& send, int cpu, bool receiving, double start_s, double flop) {
+  if (void_send(send)) return;
+  recorder_.copy(send.client, send.op, clients_[size_t(send.client)].step, cpu, receiving, start_s,
+                 sg4::Engine::get_clock(), flop);
+}
+
 void SimRun::delivered(const PendingSend& send, double start_s, int64_t message_id) {
   ClientState& s = clients_[size_t(send.client)];
   recorder_.transfer(send.client, send.op, s.step, start_s, sg4::Engine::get_clock(), message_id);

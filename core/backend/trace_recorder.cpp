@@ -54,6 +54,20 @@ void TraceRecorder::compute(int graph, int op, int64_t step, double start_s, dou
   sink_.event(e);
 }
 
+void TraceRecorder::copy(int graph, int send_op, int64_t step, int cpu, bool receiving,
+                         double start_s, double end_s, double flop) {
+  const Op& send = graphs_[size_t(graph)]->ops[size_t(send_op)];
+  TraceEvent e = op_event(EventKind::kCompute, graph, receiving ? send.peer : send_op, step);
+  e.device = intern(plan_.platform.devices[size_t(cpu)].name);
+  // "send/<tensor>" -> "serialise/<tensor>"
+  const std::string tensor = send.name.substr(send.name.find('/') + 1);
+  e.label = intern((receiving ? "deserialise/" : "serialise/") + tensor);
+  e.start_s = start_s;
+  e.end_s = end_s;
+  e.flop = flop;
+  sink_.event(e);
+}
+
 void TraceRecorder::transfer(int graph, int send_op, int64_t step, double start_s, double end_s,
                              int64_t message_id) {
   const GraphNames& names = names_[size_t(graph)];

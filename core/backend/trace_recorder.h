@@ -28,6 +28,12 @@ class TraceRecorder {
   // The tensor of send op `send_op` went from its device to its recv's over [start_s, end_s].
   void transfer(int graph, int send_op, int64_t step, double start_s, double end_s,
                 int64_t message_id);
+  // Serialisation (on the sending process) or, `receiving`, deserialisation (on the receiving
+  // one) of send op `send_op`'s tensor occupied a core of CPU device `cpu` over [start_s, end_s]
+  // (Transport::copy_bandwidth_bytes_per_s): a compute event of the send (or its recv) on that
+  // CPU, labelled "serialise/<tensor>" or "deserialise/<tensor>", of `flop`.
+  void copy(int graph, int send_op, int64_t step, int cpu, bool receiving, double start_s,
+            double end_s, double flop);
   // A step of the graph, started having read `global_step_read`.
   void step(int graph, int64_t step, double start_s, double end_s, int64_t global_step_read);
   // `op` (the graph's global step increment) made global_step `global_step_after` at `at_s`:

@@ -25,13 +25,17 @@ void add_utilisation(RunMetrics& r, const Trace& trace, const Platform& p) {
   const double window = window_end - window_start;
   std::unordered_map<std::string, int> device_index;
   for (size_t d = 0; d < p.devices.size(); ++d) device_index[p.devices[d].name] = int(d);
-  std::vector<double> busy(p.devices.size(), 0.0);
+  // Per device, (time, +1/-1) as its ops start and end inside the window.
+  std::vector<std::vector<std::pair<double, int>>> edges(p.devices.size());
   std::vector<double> channel_bytes(size_t(p.channel_count()), 0.0);
   for (const TraceEvent& e : trace.events) {
     if (e.kind == EventKind::kCompute) {
       auto found = device_index.find(trace.str(e.device));
       if (found == device_index.end()) continue;
-      busy[size_t(found->second)] += overlap(e.start_s, e.end_s, window_start, window_end);
+      const double start = std::max(e.start_s, window_start), end = std::min(e.end_s, window_end);
+      if (end <= start) continue;
+      edges[size_t(found->second)].emplace_back(start, +1);
+      edges[size_t(found->second)].emplace_back(end, -1);
     } else if (e.kind == EventKind::kTransfer && e.bytes > 0 && e.end_s > e.start_s) {
       auto src = device_index.find(trace.str(e.device));
       auto dst = device_index.find(trace.str(e.peer));
@@ -45,7 +49,18 @@ void add_utilisation(RunMetrics& r, const Trace& trace, const Platform& p) {
     }
   }
   for (size_t d = 0; d < p.devices.size(); ++d) {
-    r.devices.push_back({p.devices[d].name, busy[d] / (window * p.devices[d].cores)});
+    // Cores in use: ops beyond the core count (a tensor's copies beside the ops, which share the
+    // cores) do not make a device more than fully busy.
+    std::sort(edges[d].begin(), edges[d].end());
+    const int cores = p.devices[d].cores;
+    double busy = 0, last = window_start;
+    int active = 0;
+    for (const auto& [time, delta] : edges[d]) {
+      busy += std::min(active, cores) * (time - last);
+      last = time;
+      active += delta;
+    }
+    r.devices.push_back({p.devices[d].name, busy / (window * cores)});
   }
   for (int ch = 0; ch < p.channel_count(); ++ch) {
     if (!p.channel_exists(ch)) continue;

@@ -35,7 +35,14 @@ std::vector<Boundary> boundaries_of(const MetricsInput& in,
     const double end = std::min(e->end_s, span.end_s);
     if (end <= start) continue;
     std::vector<Activity> activities;
-    if (e->kind == EventKind::kCompute) {
+    // A tensor's serialisation or deserialisation (TraceRecorder::copy) is the network stack's
+    // time, not the op's.
+    const bool copy =
+        e->kind == EventKind::kCompute && (e->op == OpKind::kSend || e->op == OpKind::kRecv);
+    if (copy) {
+      if (e->actor == role) activities.push_back(kOwnTransfer);
+      activities.push_back(kAnyTransfer);
+    } else if (e->kind == EventKind::kCompute) {
       if (e->actor == role) {
         activities.push_back(kOwnCompute);
       } else {

@@ -24,6 +24,47 @@ std::vector<const ClientGraph*> step_graphs(const Plan& plan) {
   return graphs;
 }
 
+Processes plan_processes(const Plan& plan) {
+  Processes out;
+  out.of_role.assign(plan.roles.size(), -1);
+  auto machine_of = [&](const Role& role) {
+    return plan.platform.devices[size_t(role.device)].machine;
+  };
+  auto add = [&](const std::string& name, int machine) {
+    out.names.push_back(name);
+    out.machine.push_back(machine);
+    return int(out.names.size()) - 1;
+  };
+  int client_machine = -1, client_process = -1, chief_process = -1;
+  for (size_t r = 0; r < plan.roles.size(); ++r) {
+    const Role& role = plan.roles[r];
+    if (role.kind == RoleKind::kTower || role.kind == RoleKind::kSyncQueueRunner) continue;
+    out.of_role[r] = add(role.name, machine_of(role));
+    if (role.kind == RoleKind::kClient) {
+      client_machine = machine_of(role);
+      client_process = out.of_role[r];
+    }
+    if (role.chief) chief_process = out.of_role[r];
+  }
+  std::vector<int> task_of_machine(plan.platform.machines.size(), -1);
+  for (size_t r = 0; r < plan.roles.size(); ++r) {
+    const Role& role = plan.roles[r];
+    if (role.kind == RoleKind::kSyncQueueRunner) {
+      out.of_role[r] = chief_process >= 0 ? chief_process : add(role.name, machine_of(role));
+    } else if (role.kind == RoleKind::kTower) {
+      const int m = machine_of(role);
+      if (m == client_machine) {
+        out.of_role[r] = client_process;
+        continue;
+      }
+      int& task = task_of_machine[size_t(m)];
+      if (task < 0) task = add(plan.platform.machines[size_t(m)].name + " task", m);
+      out.of_role[r] = task;
+    }
+  }
+  return out;
+}
+
 std::vector<MemoryCheck> memory_checks(const Plan& plan) {
   std::vector<MemoryCheck> out;
   for (const DeviceMemory& m : plan.memory) {

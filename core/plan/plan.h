@@ -184,6 +184,21 @@ struct Plan {
 // number graphs by their index here. Pointers into `plan`.
 std::vector<const ClientGraph*> step_graphs(const Plan& plan);
 
+// The operating-system processes of the job: TF 1.x runs one server per task, and a tensor
+// between two tasks goes through gRPC even on one machine (Transport::between_processes).
+// A worker and its towers, and the chief's sync op with the chief, are one process; each PS is
+// its own; in-graph towers on the client's machine run in the client's process and those on
+// another machine in that machine's worker task (one per machine).
+struct Processes {
+  std::vector<int> of_role;        // per Plan::roles: its process
+  std::vector<std::string> names;  // per process: its first role's name, or "<machine> task"
+  std::vector<int> machine;        // per process: index into Platform::machines
+
+  // Whether a tensor from an op of role `from` to one of role `to` leaves its process.
+  bool crosses(int from, int to) const { return of_role[size_t(from)] != of_role[size_t(to)]; }
+};
+Processes plan_processes(const Plan& plan);
+
 // A GPU whose capacity is known, against what the plan needs on it.
 struct MemoryCheck {
   std::string device;

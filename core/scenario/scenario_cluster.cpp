@@ -12,7 +12,8 @@ namespace {
 // cluster.transport: {"preset", and any field to override} (docs/scenario-format.md).
 Transport parse_transport(const JsonCursor& c) {
   c.check_keys({"preset", "flow_rate_limit", "per_message_overhead", "copy_bandwidth",
-                "header_overhead", "chunk_size", "connections_per_peer"});
+                "header_overhead", "chunk_size", "connections_per_peer", "between_processes",
+                "loopback_bandwidth", "loopback_latency", "process_rpc_ceiling"});
   Transport t;
   if (c.has("preset")) {
     const std::string name = c.at("preset").as_string();
@@ -28,6 +29,12 @@ Transport parse_transport(const JsonCursor& c) {
   };
   bandwidth("flow_rate_limit", &t.flow_rate_limit_bytes_per_s);
   bandwidth("copy_bandwidth", &t.copy_bandwidth_bytes_per_s);
+  bandwidth("loopback_bandwidth", &t.loopback_bandwidth_bytes_per_s);
+  bandwidth("process_rpc_ceiling", &t.process_rpc_ceiling_bytes_per_s);
+  if (c.has("between_processes")) t.between_processes = c.at("between_processes").as_bool();
+  if (c.has("loopback_latency")) {
+    t.loopback_latency_s = c.at("loopback_latency").as_quantity_in(Dimension::kTime, 0, 10);
+  }
   if (c.has("per_message_overhead")) {
     t.per_message_overhead_s = c.at("per_message_overhead").as_quantity_in(Dimension::kTime, 0, 10);
   }

@@ -4,8 +4,7 @@
 
 namespace replisim::core {
 
-StepGraphBuilder::StepGraphBuilder(const Platform& platform, double per_message_overhead_s)
-    : platform_(platform), per_message_overhead_s_(per_message_overhead_s) {}
+StepGraphBuilder::StepGraphBuilder(const Platform& platform) : platform_(platform) {}
 
 int StepGraphBuilder::recv_for(const Edge& edge, int device, int role) {
   const auto key = std::make_tuple(edge.op, edge.output, device);
@@ -24,11 +23,6 @@ int StepGraphBuilder::recv_for(const Edge& edge, int device, int role) {
   send.bytes = edge.bytes;
   send.peer = recv_index;
   send.inputs = {edge.op};
-  const bool between_machines = platform_.devices[size_t(producer.device)].machine !=
-                                platform_.devices[size_t(device)].machine;
-  send.overhead_s = between_machines
-                        ? per_message_overhead_s_ + platform_.transport.send_overhead_s(edge.bytes)
-                        : 0.0;
   Op recv;
   recv.name = "recv/" + tensor;
   recv.kind = OpKind::kRecv;

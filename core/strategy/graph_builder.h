@@ -22,10 +22,9 @@ struct Edge {
 
 class StepGraphBuilder {
  public:
-  // `platform` must outlive the builder. `per_message_overhead_s` is charged on every send
-  // between two machines (not on PCIe copies inside a machine), with the platform transport's
-  // per-message and copy costs (Transport::send_overhead_s).
-  StepGraphBuilder(const Platform& platform, double per_message_overhead_s);
+  // `platform` must outlive the builder. Sends leave with no overhead: compile_plan charges it
+  // once the roles' processes are known (strategy.cpp).
+  explicit StepGraphBuilder(const Platform& platform);
 
   // Appends `op` (its `inputs` are ignored and rebuilt from `inputs`) and returns its index.
   // An input on another device goes through a send (placed with the producer, owned by its
@@ -40,7 +39,6 @@ class StepGraphBuilder {
   int recv_for(const Edge& edge, int device, int role);
 
   const Platform& platform_;
-  double per_message_overhead_s_;
   std::vector<Op> ops_;
   std::map<std::tuple<int, int, int>, int> recv_of_tensor_on_device_;  // (op, output, device)
 };

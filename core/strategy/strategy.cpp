@@ -36,6 +36,31 @@ std::vector<std::string> strategy_names() {
   return names;
 }
 
+namespace {
+
+// Each send that leaves its process (between machines always; between processes of one machine
+// when the transport says so) pays training.costs.per_message_overhead and the transport's own
+// per-message cost before it starts.
+void charge_send_overheads(Plan& plan, double per_message_overhead_s) {
+  const Processes processes = plan_processes(plan);
+  const Transport& transport = plan.platform.transport;
+  auto charge = [&](ClientGraph& graph) {
+    for (Op& op : graph.ops) {
+      if (op.kind != OpKind::kSend) continue;
+      const Op& recv = graph.ops[size_t(op.peer)];
+      const bool between_machines = plan.platform.devices[size_t(op.device)].machine !=
+                                    plan.platform.devices[size_t(recv.device)].machine;
+      const bool charged = between_machines ||
+                           (transport.between_processes && processes.crosses(op.role, recv.role));
+      op.overhead_s = charged ? per_message_overhead_s + transport.send_overhead_s(op.bytes) : 0.0;
+    }
+  };
+  for (ClientGraph& graph : plan.clients) charge(graph);
+  if (plan.sync == "sync") charge(plan.sync_replicas.chief_graph);
+}
+
+}  // namespace
+
 Plan compile_plan(const Scenario& scenario, const std::string& strategy,
                   const CompileOptions& options, const std::string& flag) {
   const Strategy* s = find_strategy(strategy);
@@ -44,6 +69,7 @@ Plan compile_plan(const Scenario& scenario, const std::string& strategy,
         "", flag, "unknown strategy \"" + strategy + "\"; valid: " + join_names(strategy_names()));
   }
   Plan plan = s->compile(scenario, options);
+  charge_send_overheads(plan, scenario.training.costs.per_message_overhead_s);
   validate_plan(plan, "<compiled plan>");
   return plan;
 }
