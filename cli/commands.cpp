@@ -206,14 +206,15 @@ int run_on_backend(const CliArgs& args, std::ostream& out, const std::string& ba
     runs.traces.push_back(std::move(trace));
   }
   // A real run's network is this machine's loopback, whatever the scenario models.
-  const RunTitle title{loaded.scenario.name,
-                       args.scenario,
-                       backend->info().name,
-                       backend_name == "real"
-                           ? real_network
-                           : network_model_name(loaded.scenario.cluster.network_model),
-                       std::to_string(args.seed),
-                       engine_title(runs.provenance)};
+  const RunTitle title{
+      loaded.scenario.name,
+      args.scenario,
+      backend->info().name,
+      backend_name == "real" ? real_network
+                             : network_model_name(loaded.scenario.cluster.network_model),
+      std::to_string(args.seed),
+      engine_title(runs.provenance),
+      backend_name == "real" ? "" : transport_title(loaded.scenario.cluster.transport)};
   // With an output on standard output ("-"), the text report goes to standard error.
   (outputs.writes_standard_output() ? std::cerr : out)
       << core::format_report(runs.metrics, title_line(title));

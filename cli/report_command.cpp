@@ -45,7 +45,8 @@ RunTitle title_of(const core::Trace& trace) {
           real ? real_network(provenance) : network_model_name(trace.meta.platform.network_model),
           seed != provenance.end() && seed->is_number_integer() ? seed->dump()
                                                                 : std::to_string(trace.meta.seed),
-          engine_title(provenance)};
+          engine_title(provenance),
+          real ? "" : transport_title(trace.meta.platform.transport)};
 }
 
 // simulate's title (each distinct one when the runs come from different simulations), then

@@ -1,5 +1,6 @@
 #include "cli/run_outputs.h"
 
+#include <algorithm>
 #include <ostream>
 
 #include "core/base/json_cursor.h"
@@ -23,7 +24,7 @@ std::vector<const core::Trace*> pointers(const std::vector<core::Trace>& traces)
 bool RunTitle::operator==(const RunTitle& other) const {
   return scenario_name == other.scenario_name && scenario_file == other.scenario_file &&
          backend == other.backend && network == other.network && seed == other.seed &&
-         engine == other.engine;
+         engine == other.engine && transport == other.transport;
 }
 
 std::string engine_title(const nlohmann::json& provenance) {
@@ -38,10 +39,23 @@ std::string engine_title(const nlohmann::json& provenance) {
   return out;
 }
 
+std::string transport_title(const core::Transport& transport) {
+  const std::vector<std::string> presets = core::transport_preset_names();
+  if (std::find(presets.begin(), presets.end(), transport.preset) == presets.end()) {
+    return transport.preset;
+  }
+  const bool changed = core::transport_to_json(transport) !=
+                       core::transport_to_json(core::transport_preset(transport.preset));
+  if (transport.preset == "ideal" && !changed) return "";
+  return transport.preset + (changed ? " (changed)" : "");
+}
+
 std::string title_line(const RunTitle& title) {
   return "replisim: scenario \"" + title.scenario_name + "\" (" + title.scenario_file + "), " +
          title.backend + " backend" + (title.engine.empty() ? "" : " (" + title.engine + ")") +
-         ", " + title.network + " network, seed " + title.seed;
+         ", " + title.network + " network" +
+         (title.transport.empty() ? "" : ", " + title.transport + " transport") + ", seed " +
+         title.seed;
 }
 
 void add_run_outputs(core::OutputFiles& outputs, const CliArgs& args, const RunSet& runs) {

@@ -10,6 +10,7 @@
 
 #include "cli/cli_args.h"
 #include "core/base/output_file.h"
+#include "core/hardware/transport.h"
 #include "core/metrics/metrics.h"
 #include "core/trace/trace.h"
 
@@ -29,12 +30,17 @@ struct RunTitle {
   std::string backend;  // "sim"
   std::string network;  // "lv08", "ideal"
   std::string seed;
-  std::string engine = "";  // the simulator's, engine_title(); "" for none
+  std::string engine = "";     // the simulator's, engine_title(); "" for none
+  std::string transport = "";  // transport_title(); "" for none
   bool operator==(const RunTitle& other) const;
 };
 
+// The modelled transport's preset name ("tf1_grpc", "tcp (changed)" when fields differ from the
+// preset's), or "" for the default `ideal` one untouched.
+std::string transport_title(const core::Transport& transport);
+
 // "replisim: scenario "NAME" (FILE), sim backend (ENGINE), lv08 network, seed 1" ("sim backend,"
-// without an engine).
+// without an engine; "lv08 network, tcp transport," with a transport).
 std::string title_line(const RunTitle& title);
 
 // "network engine auto, tolerance 1 ns" when a run's provenance records the simulator's network

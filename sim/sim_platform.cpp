@@ -1,5 +1,7 @@
 #include "sim/sim_platform.h"
 
+#include <string>
+
 #include <simgrid/kernel/resource/NetworkModelIntf.hpp>
 #include <xbt/config.hpp>
 
@@ -8,6 +10,12 @@
 namespace sg4 = simgrid::s4u;
 
 namespace replisim::sim {
+namespace {
+
+// A bandwidth no transfer reaches (1 PB/s, the scenarios' largest).
+constexpr double kUnboundedBytesPerS = 1e15;
+
+}  // namespace
 
 void configure_network_model(core::NetworkModel model) {
   if (model == core::NetworkModel::kIdeal) {
@@ -45,7 +53,7 @@ bool switch_can_bind(const core::Platform& platform) {
 
 SimPlatform build_sim_platform(const core::Platform& platform, const std::vector<bool>& used,
                                bool keep_switch, const std::vector<ProcessEndpoint>& endpoints,
-                               const std::vector<std::string>& process_names) {
+                               size_t process_count) {
   auto* root = sg4::create_star_zone("cluster");
   // A switch at least twice as fast as all NICs together can never be the bottleneck (every
   // flow also crosses a NIC, and LV08's reverse traffic adds 5%): it then stays out of the
@@ -58,19 +66,40 @@ SimPlatform build_sim_platform(const core::Platform& platform, const std::vector
   std::vector<sg4::Host*> hosts(platform.devices.size(), nullptr);
   std::vector<sg4::Host*> endpoint_hosts(endpoints.size(), nullptr);
   std::vector<sg4::SplitDuplexLink*> pcie_of_device(platform.devices.size(), nullptr);
-  std::vector<sg4::Link*> rpc_of_process(process_names.size(), nullptr);
+  std::vector<sg4::Link*> rpc_of_process(process_count, nullptr);
+  // LV08's reverse traffic makes each flow also use 5% of its rate on the links of its reverse
+  // route, and a process's RPC link is in both (one link for both directions): its bandwidth is
+  // raised by that 5% so that the streams get the ceiling itself (SimGrid 3.32's LV08 charges
+  // the reverse route 0.05 of each flow, simgrid-notes.md section 5). Between machines LV08's
+  // 0.97 bandwidth factor applies to it as to every link a TCP flow crosses.
+  const bool crosstraffic = simgrid::config::get_value<bool>("network/crosstraffic");
+  const double rpc_link_bytes_per_s =
+      platform.transport.process_rpc_ceiling_bytes_per_s * (crosstraffic ? 1.05 : 1.0);
   for (const core::PlatformMachine& machine : platform.machines) {
     bool machine_used = false;
     for (int d : machine.devices) machine_used |= used[size_t(d)];
     if (!machine_used) continue;
     auto* zone = sg4::create_star_zone("machine:" + machine.name);
     zone->set_parent(root);
+    // Two processes on one device talk over loopback (core::Transport::between_processes):
+    // SimGrid needs a route from a host to itself. A fat pipe that never binds: the loopback's
+    // stream ceiling is each communication's rate bound (sim_network.cpp).
+    const sg4::Link* loopback = nullptr;
+    if (platform.transport.between_processes) {
+      loopback = zone->create_link("replisim:loopback." + machine.name, kUnboundedBytesPerS)
+                     ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
+                     ->seal();
+    }
     for (int d : machine.devices) {
       const core::PlatformDevice& device = platform.devices[size_t(d)];
       sg4::Host* host = zone->create_host(device.name, device.speed_flop_per_s)
                             ->set_core_count(device.cores)
                             ->seal();
       hosts[size_t(d)] = host;
+      if (loopback != nullptr) {
+        zone->add_route(host->get_netpoint(), host->get_netpoint(), nullptr, nullptr,
+                        {sg4::LinkInRoute(loopback)}, false);
+      }
       if (device.pcie_link < 0) {
         // The CPU sits on the host bus: no link between it and the NIC or the GPUs' PCIe.
         zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr, {}, true);
@@ -88,19 +117,19 @@ SimPlatform build_sim_platform(const core::Platform& platform, const std::vector
       const ProcessEndpoint& endpoint = endpoints[e];
       const core::PlatformDevice& device = platform.devices[size_t(endpoint.device)];
       if (&platform.machines[size_t(device.machine)] != &machine) continue;
-      const std::string& process = process_names[size_t(endpoint.process)];
+      // Named by index: machine and role names may hold any character.
       sg4::Link*& rpc = rpc_of_process[size_t(endpoint.process)];
       if (rpc == nullptr) {
-        rpc =
-            zone->create_link(process + "/rpc", platform.transport.process_rpc_ceiling_bytes_per_s)
-                ->seal();
+        rpc = zone->create_link("replisim:rpc." + std::to_string(endpoint.process),
+                                rpc_link_bytes_per_s)
+                  ->seal();
       }
       std::vector<sg4::LinkInRoute> route = {sg4::LinkInRoute(rpc)};
       if (pcie_of_device[size_t(endpoint.device)] != nullptr) {
         route.emplace_back(pcie_of_device[size_t(endpoint.device)],
                            sg4::LinkInRoute::Direction::UP);
       }
-      endpoint_hosts[e] = zone->create_host(process + "@" + device.name, 1e9)->seal();
+      endpoint_hosts[e] = zone->create_host("replisim:endpoint." + std::to_string(e), 1e9)->seal();
       zone->add_route(endpoint_hosts[e]->get_netpoint(), nullptr, nullptr, nullptr, route, true);
     }
     auto* gateway = zone->create_router(machine.name + "/gateway");

@@ -3,7 +3,6 @@
 // every machine's split-duplex NIC and the shared switch link (simgrid-notes.md section 9).
 #pragma once
 
-#include <string>
 #include <vector>
 
 #include <simgrid/s4u.hpp>
@@ -45,11 +44,11 @@ bool switch_can_bind(const core::Platform& platform);
 // Machines none of whose devices are in `used` (one flag per plan device) are left out: idle
 // machines of a large template cost SimGrid time and memory for nothing. Their hosts are null.
 // `keep_switch`: the switch stays in the routes even when it cannot bind (a fault changes it).
-// `endpoints` (with `process_names`, core::Processes::names) get their hosts and RPC links.
+// `endpoints` (of `process_count` processes, core::Processes) get their hosts and RPC links.
 SimPlatform build_sim_platform(const core::Platform& platform, const std::vector<bool>& used,
                                bool keep_switch = false,
                                const std::vector<ProcessEndpoint>& endpoints = {},
-                               const std::vector<std::string>& process_names = {});
+                               size_t process_count = 0);
 
 // Links inside a machine (PCIe) are not TCP: LV08's bandwidth factor (0.97, Velho and Legrand
 // 2009, fitted to TCP over Ethernet) applies only to communications between machines, through a

@@ -78,8 +78,9 @@ void SimRun::build_platform() {
     sg4::Engine::set_config("network/crosstraffic:0");
   }
   network_.prepare(graphs_);
-  const SimPlatform platform = build_sim_platform(
-      plan_.platform, used, switch_fault, network_.process_endpoints(), network_.processes().names);
+  const SimPlatform platform =
+      build_sim_platform(plan_.platform, used, switch_fault, network_.process_endpoints(),
+                         network_.processes().names.size());
   // SimGrid sets the model's latency factor when the platform creates the model.
   network_.set_latency_factor(network_latency_factor());
   devices_.resize(platform.hosts.size());

@@ -27,6 +27,7 @@ std::vector<const ClientGraph*> step_graphs(const Plan& plan) {
 Processes plan_processes(const Plan& plan) {
   Processes out;
   out.of_role.assign(plan.roles.size(), -1);
+
   auto machine_of = [&](const Role& role) {
     return plan.platform.devices[size_t(role.device)].machine;
   };
@@ -35,26 +36,30 @@ Processes plan_processes(const Plan& plan) {
     out.machine.push_back(machine);
     return int(out.names.size()) - 1;
   };
-  int client_machine = -1, client_process = -1, chief_process = -1;
+  int client = -1, chief_process = -1;
   for (size_t r = 0; r < plan.roles.size(); ++r) {
     const Role& role = plan.roles[r];
-    if (role.kind == RoleKind::kTower || role.kind == RoleKind::kSyncQueueRunner) continue;
+    if (role.kind != RoleKind::kClient && role.kind != RoleKind::kWorker) continue;
     out.of_role[r] = add(role.name, machine_of(role));
-    if (role.kind == RoleKind::kClient) {
-      client_machine = machine_of(role);
-      client_process = out.of_role[r];
-    }
+    if (role.kind == RoleKind::kClient) client = int(r);
     if (role.chief) chief_process = out.of_role[r];
   }
+  const Role* client_role = client >= 0 ? &plan.roles[size_t(client)] : nullptr;
   std::vector<int> task_of_machine(plan.platform.machines.size(), -1);
   for (size_t r = 0; r < plan.roles.size(); ++r) {
     const Role& role = plan.roles[r];
-    if (role.kind == RoleKind::kSyncQueueRunner) {
+    if (out.of_role[r] >= 0) continue;
+    if (role.kind == RoleKind::kParameterServer) {
+      // In-graph variables kept on the client's own device (variables_on "client") live in its
+      // process, as a single-process TF graph keeps them.
+      const bool on_client = client_role != nullptr && role.device == client_role->device;
+      out.of_role[r] = on_client ? out.of_role[size_t(client)] : add(role.name, machine_of(role));
+    } else if (role.kind == RoleKind::kSyncQueueRunner) {
       out.of_role[r] = chief_process >= 0 ? chief_process : add(role.name, machine_of(role));
-    } else if (role.kind == RoleKind::kTower) {
+    } else {  // kTower
       const int m = machine_of(role);
-      if (m == client_machine) {
-        out.of_role[r] = client_process;
+      if (client_role != nullptr && m == machine_of(*client_role)) {
+        out.of_role[r] = out.of_role[size_t(client)];
         continue;
       }
       int& task = task_of_machine[size_t(m)];

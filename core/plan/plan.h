@@ -186,16 +186,22 @@ std::vector<const ClientGraph*> step_graphs(const Plan& plan);
 
 // The operating-system processes of the job: TF 1.x runs one server per task, and a tensor
 // between two tasks goes through gRPC even on one machine (Transport::between_processes).
-// A worker and its towers, and the chief's sync op with the chief, are one process; each PS is
-// its own; in-graph towers on the client's machine run in the client's process and those on
-// another machine in that machine's worker task (one per machine).
+// A worker and its towers (and the chief's sync-queue runner, a thread of worker 0) are one
+// process; each PS is its own (in-graph: but one on the client's
+// own device is in the client's process); in-graph towers on the client's machine run in the
+// client's process and those on another machine in that machine's worker task (one per
+// machine). An op runs in its role's process: the ops on a PS's variables (reads, applies,
+// accumulators, the sync op's takes and tokens) are the PS's role's, as TF runs an op in the task
+// that owns its device.
 struct Processes {
   std::vector<int> of_role;        // per Plan::roles: its process
   std::vector<std::string> names;  // per process: its first role's name, or "<machine> task"
   std::vector<int> machine;        // per process: index into Platform::machines
 
-  // Whether a tensor from an op of role `from` to one of role `to` leaves its process.
-  bool crosses(int from, int to) const { return of_role[size_t(from)] != of_role[size_t(to)]; }
+  // Whether a tensor from op `from` to op `to` (ops of one step graph) leaves its process.
+  bool crosses(const Op& from, const Op& to) const {
+    return of_role[size_t(from.role)] != of_role[size_t(to.role)];
+  }
 };
 Processes plan_processes(const Plan& plan);
 

@@ -1,4 +1,6 @@
 // Plan invariants (validate_plan): what every backend may rely on, whatever made the plan.
+#include <optional>
+
 #include "core/base/error.h"
 #include "core/plan/plan.h"
 
@@ -14,8 +16,10 @@ bool sync_only(OpKind kind) {
 
 // One step graph: topological order, send/recv pairs, the named input and global_step ops.
 // `chief_sync_op`: the chief's sync op of synchronous training (no input op).
+// `processes`: when the transport charges between processes (else null), a send and its recv
+// may share a device if they cross processes.
 void validate_graph(const Plan& plan, const ClientGraph& graph, const std::string& base,
-                    const std::string& file, bool chief_sync_op) {
+                    const std::string& file, bool chief_sync_op, const Processes* processes) {
   auto fail = [&](size_t op, const std::string& message) {
     throw InputError(file, base + "/ops/" + std::to_string(op), message);
   };
@@ -45,7 +49,9 @@ void validate_graph(const Plan& plan, const ClientGraph& graph, const std::strin
     if (peer.kind != expected || peer.peer != int(k) || peer.bytes != op.bytes) {
       fail(k, "send/recv pair is inconsistent");
     }
-    if (peer.device == op.device) fail(k, "send and recv on the same device");
+    if (peer.device == op.device && (processes == nullptr || !processes->crosses(op, peer))) {
+      fail(k, "send and recv on the same device (and in the same process)");
+    }
     if (op.kind == OpKind::kRecv && (op.inputs.size() != 1 || op.inputs[0] != op.peer)) {
       fail(k, "a recv has exactly its send as input");
     }
@@ -78,8 +84,12 @@ void validate_plan(const Plan& plan, const std::string& file) {
       throw InputError(file, "/memory/" + std::to_string(i) + "/device", "unknown device");
     }
   }
+  std::optional<Processes> processes;
+  if (plan.platform.transport.between_processes) processes = plan_processes(plan);
+  const Processes* by_process = processes ? &*processes : nullptr;
   for (size_t ci = 0; ci < plan.clients.size(); ++ci) {
-    validate_graph(plan, plan.clients[ci], "/clients/" + std::to_string(ci), file, false);
+    validate_graph(plan, plan.clients[ci], "/clients/" + std::to_string(ci), file, false,
+                   by_process);
   }
   if (plan.sync != "sync") return;
   const SyncReplicas& sr = plan.sync_replicas;
@@ -95,7 +105,7 @@ void validate_plan(const Plan& plan, const std::string& file) {
     throw InputError(file, "/sync_replicas/replicas_to_aggregate",
                      "cannot exceed total_num_replicas with variant strict");
   }
-  validate_graph(plan, sr.chief_graph, "/sync_replicas/chief_graph", file, true);
+  validate_graph(plan, sr.chief_graph, "/sync_replicas/chief_graph", file, true, by_process);
 }
 
 }  // namespace replisim::core

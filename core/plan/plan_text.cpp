@@ -24,13 +24,15 @@ void write_transport(std::ostream& out, const Transport& t) {
   if (t.copy_bandwidth_bytes_per_s > 0) {
     out << ", copies at " << format_quantity(t.copy_bandwidth_bytes_per_s, Dimension::kBandwidth);
   }
-  if (t.between_processes && t.loopback_bandwidth_bytes_per_s > 0) {
-    out << ", loopback " << format_quantity(t.loopback_bandwidth_bytes_per_s, Dimension::kBandwidth)
-        << " per stream";
+  if (t.between_processes) {
+    out << ", loopback";
+    if (t.loopback_bandwidth_bytes_per_s > 0) {
+      out << " at most " << format_quantity(t.loopback_bandwidth_bytes_per_s, Dimension::kBandwidth)
+          << " per stream,";
+    }
+    out << " latency " << format_quantity(t.loopback_latency_s, Dimension::kTime);
   }
-  if (t.between_processes && t.loopback_latency_s > 0) {
-    out << " and " << format_quantity(t.loopback_latency_s, Dimension::kTime);
-  }
+
   if (t.process_rpc_ceiling_bytes_per_s > 0) {
     out << ", at most " << format_quantity(t.process_rpc_ceiling_bytes_per_s, Dimension::kBandwidth)
         << " per process";

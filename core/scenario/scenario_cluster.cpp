@@ -23,17 +23,34 @@ Transport parse_transport(const JsonCursor& c) {
     }
     t = transport_preset(name);
   }
+  // 0 (none), or a bandwidth links may have.
   auto bandwidth = [&](const char* key, double* out) {
     if (!c.has(key)) return;
-    *out = c.at(key).as_quantity_in(Dimension::kBandwidth, 0, 1e15);
+    *out = c.at(key).as_quantity_in(Dimension::kBandwidth, 0, limits::kMaxBandwidthBytesPerS);
+    if (*out > 0 && *out < limits::kMinBandwidthBytesPerS) {
+      c.at(key).fail("must be 0 (none) or at least " +
+                     format_quantity(limits::kMinBandwidthBytesPerS, Dimension::kBandwidth));
+    }
   };
   bandwidth("flow_rate_limit", &t.flow_rate_limit_bytes_per_s);
   bandwidth("copy_bandwidth", &t.copy_bandwidth_bytes_per_s);
   bandwidth("loopback_bandwidth", &t.loopback_bandwidth_bytes_per_s);
   bandwidth("process_rpc_ceiling", &t.process_rpc_ceiling_bytes_per_s);
-  if (c.has("between_processes")) t.between_processes = c.at("between_processes").as_bool();
   if (c.has("loopback_latency")) {
     t.loopback_latency_s = c.at("loopback_latency").as_quantity_in(Dimension::kTime, 0, 10);
+  }
+  // Costs between processes given here mean the transport charges between processes, unless
+  // the scenario says it does not (then they would do nothing: an error).
+  if (c.has("between_processes")) {
+    t.between_processes = c.at("between_processes").as_bool();
+    for (const char* key : {"loopback_bandwidth", "loopback_latency", "process_rpc_ceiling"}) {
+      if (!t.between_processes && c.has(key)) {
+        c.at(key).fail("applies only between processes, and between_processes is false");
+      }
+    }
+  } else if (c.has("loopback_bandwidth") || c.has("loopback_latency") ||
+             c.has("process_rpc_ceiling")) {
+    t.between_processes = true;
   }
   if (c.has("per_message_overhead")) {
     t.per_message_overhead_s = c.at("per_message_overhead").as_quantity_in(Dimension::kTime, 0, 10);

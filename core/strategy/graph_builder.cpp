@@ -4,10 +4,19 @@
 
 namespace replisim::core {
 
-StepGraphBuilder::StepGraphBuilder(const Platform& platform) : platform_(platform) {}
+StepGraphBuilder::StepGraphBuilder(const Plan& plan) : platform_(plan.platform) {
+  if (plan.platform.transport.between_processes) processes_ = plan_processes(plan);
+}
+
+int StepGraphBuilder::process_of(int role) const {
+  if (!processes_ || role < 0) return -1;
+  REPLISIM_ASSERT(size_t(role) < processes_->of_role.size(),
+                  "op of a role added after the builder");
+  return processes_->of_role[size_t(role)];
+}
 
 int StepGraphBuilder::recv_for(const Edge& edge, int device, int role) {
-  const auto key = std::make_tuple(edge.op, edge.output, device);
+  const auto key = std::make_tuple(edge.op, edge.output, device, process_of(role));
   auto found = recv_of_tensor_on_device_.find(key);
   if (found != recv_of_tensor_on_device_.end()) return found->second;
   const Op& producer = ops_[size_t(edge.op)];
@@ -43,9 +52,10 @@ int StepGraphBuilder::add(Op op, const std::vector<Edge>& inputs) {
   op.inputs.clear();
   for (const Edge& edge : inputs) {
     REPLISIM_ASSERT(edge.op >= 0 && size_t(edge.op) < ops_.size(), "edge from an unknown op");
-    const int producer_device = ops_[size_t(edge.op)].device;
-    op.inputs.push_back(producer_device == op.device ? edge.op
-                                                     : recv_for(edge, op.device, op.role));
+    const Op& producer = ops_[size_t(edge.op)];
+    const bool local =
+        producer.device == op.device && process_of(producer.role) == process_of(op.role);
+    op.inputs.push_back(local ? edge.op : recv_for(edge, op.device, op.role));
   }
   ops_.push_back(std::move(op));
   return int(ops_.size()) - 1;

@@ -268,7 +268,7 @@ int add_accumulates_and_token(StepGraphBuilder& builder, const Plan& plan,
 
 ClientGraph chief_sync_graph(const Scenario& scenario, const Plan& plan, const ModelLayout& layout,
                              int role, int samples_per_step) {
-  StepGraphBuilder builder(plan.platform);
+  StepGraphBuilder builder(plan);
   std::vector<std::vector<int>> taken(layout.groups.size());
   for (size_t g = 0; g < layout.groups.size(); ++g) {
     for (size_t s = 0; s < layout.slices[g].size(); ++s) {

@@ -50,8 +50,8 @@ void charge_send_overheads(Plan& plan, double per_message_overhead_s) {
       const Op& recv = graph.ops[size_t(op.peer)];
       const bool between_machines = plan.platform.devices[size_t(op.device)].machine !=
                                     plan.platform.devices[size_t(recv.device)].machine;
-      const bool charged = between_machines ||
-                           (transport.between_processes && processes.crosses(op.role, recv.role));
+      const bool charged =
+          between_machines || (transport.between_processes && processes.crosses(op, recv));
       op.overhead_s = charged ? per_message_overhead_s + transport.send_overhead_s(op.bytes) : 0.0;
     }
   };

@@ -33,7 +33,7 @@ ClientGraph worker_graph(const Scenario& scenario, Plan& plan, const ModelLayout
   const int samples = sub_batch * int(devices.size());
   const int device = devices.front();
   const int cpu = plan.platform.cpu_of_machine(plan.platform.devices[size_t(device)].machine);
-  StepGraphBuilder builder(plan.platform);
+  StepGraphBuilder builder(plan);
   Op input;
   input.name = "input";
   input.kind = OpKind::kInput;

@@ -132,7 +132,7 @@ Plan compile_in_graph(const Scenario& scenario, const CompileOptions& options) {
   const int sub_batch = t.batch_per_replica;
   const int batch = sub_batch * int(tower.size());
 
-  StepGraphBuilder builder(plan.platform);
+  StepGraphBuilder builder(plan);
   const int input_op = builder.add(client_op("input", OpKind::kInput, cpu, client,
                                              input_flop(scenario, plan.platform, cpu, batch)),
                                    {});

@@ -43,19 +43,45 @@ TEST(ProcessCosts, OnlyATransportBetweenProcessesChargesTheLoopback) {
   // ideal: a PCIe copy each way and nothing else (what replisim charged before process costs).
   const double pcie_only = 2 * bytes / kPcieBytesPerS + compute_s;
   EXPECT_NEAR(step_s(nullptr), pcie_only, 0.01 * pcie_only);
-  // The same knobs without between_processes change nothing inside a machine.
-  const nlohmann::json loopback = {{"loopback_bandwidth", "1 GBps"},
-                                   {"loopback_latency", "1 ms"},
-                                   {"copy_bandwidth", "2 GBps"},
-                                   {"per_message_overhead", "0.5 ms"}};
-  EXPECT_NEAR(step_s(loopback), pcie_only, 0.01 * pcie_only);
-  // With it: per tensor the message overhead, the loopback latency, a serialisation and a
-  // deserialisation on h/cpu, and the bytes at the loopback stream's 1 GB/s.
-  nlohmann::json between = loopback;
-  between["between_processes"] = true;
+  // Copies and message overheads alone are charged between machines only.
+  const nlohmann::json machines_only = {{"copy_bandwidth", "2 GBps"},
+                                        {"per_message_overhead", "0.5 ms"}};
+  EXPECT_NEAR(step_s(machines_only), pcie_only, 0.01 * pcie_only);
+  // With between_processes (which a loopback field implies): per tensor the message overhead,
+  // the loopback latency, a serialisation and a deserialisation on h/cpu, and the bytes at the
+  // loopback stream's 1 GB/s.
+  nlohmann::json between = machines_only;
+  between["loopback_bandwidth"] = "1 GBps";
+  between["loopback_latency"] = "1 ms";
   const double tensor_s = 0.5e-3 + 1e-3 + 2 * bytes / 2e9 + bytes / 1e9;
   const double expected = 2 * tensor_s + compute_s;
   EXPECT_NEAR(step_s(between), expected, 0.01 * expected);
+}
+
+TEST(ProcessCosts, ProcessesSharingADeviceStillTalkThroughTheTransport) {
+  // A CPU worker and its PS on the same CPU: two processes, so each tensor pays the loopback
+  // (1 ms, 1 GB/s) though it never leaves the device.
+  constexpr double kParams = 1e6;
+  nlohmann::json doc = one_host(
+      1, kParams, {{"loopback_bandwidth", "1 GBps"}, {"loopback_latency", "1 ms"}}, "async");
+  doc["training"]["replicas"] = {"h/cpu"};
+  const double expected = 2 * (1e-3 + 4 * kParams / 1e9) + 3 * 1e9 * 32 / 500e9;
+  EXPECT_NEAR(test::simulate(doc, "between_graph").step_time_s.mean, expected, 0.01 * expected);
+  // A two-tower worker whose PS sits on its CPU: the PS's value reaches the worker's copy on that
+  // CPU over loopback (tf1_grpc_legacy: 150 MB/s per stream), so the step takes at least the
+  // pull and the push of 4P each at that rate.
+  nlohmann::json towers = one_host(2, 25e6, {{"preset", "tf1_grpc_legacy"}}, "async");
+  towers["training"]["replicas"] = {{{"towers", "h/gpu*"}}};
+  EXPECT_GE(test::simulate(towers, "between_graph").step_time_s.mean, 2 * 4 * 25e6 / 150e6);
+  // In-graph variables kept on the client's own CPU are in its process: no loopback at all.
+  nlohmann::json in_graph = one_host(2, kParams, {{"preset", "tf1_grpc_legacy"}}, "async");
+  in_graph["training"].erase("ps");
+  in_graph["training"]["variables_on"] = "client";
+  nlohmann::json ideal = in_graph;
+  ideal["cluster"].erase("transport");
+  const double with_grpc = test::simulate(in_graph, "in_graph").throughput_samples_per_s;
+  EXPECT_NEAR(with_grpc, test::simulate(ideal, "in_graph").throughput_samples_per_s,
+              0.01 * with_grpc);
 }
 
 TEST(ProcessCosts, SixteenWorkersOnOneHostPlateauAtThePsProcessCeiling) {
@@ -119,7 +145,7 @@ TEST(ProcessCosts, AOneCorePsSaturatesItsCpuBeforeItsNic) {
 
 TEST(ProcessCosts, ProcessesFollowTf1Tasks) {
   // Between-graph, sync, a two-GPU worker: the worker and its towers are one process, the
-  // chief's sync op runs in worker 0's, each PS in its own.
+  // chief's queue runner is worker 0's thread, each PS is its own process.
   nlohmann::json host = test::machine("h", "500 GFLOPS", {"8 TFLOPS", "8 TFLOPS"}, "10 Gbps");
   nlohmann::json other = test::machine("g", "500 GFLOPS", {"8 TFLOPS"}, "10 Gbps");
   const nlohmann::json doc =
@@ -134,6 +160,14 @@ TEST(ProcessCosts, ProcessesFollowTf1Tasks) {
   };
   EXPECT_EQ(process_of("worker0"), "worker0");
   EXPECT_EQ(process_of("chief/sync"), "worker0");
+  // The sync op's ops run in the process of the PS whose variables they touch.
+  for (const core::Op& op : plan.sync_replicas.chief_graph.ops) {
+    if (op.kind == core::OpKind::kSend || op.kind == core::OpKind::kRecv) continue;
+    const std::string device = plan.platform.devices[size_t(op.device)].name;
+    EXPECT_EQ(processes.names[size_t(processes.of_role[size_t(op.role)])],
+              device == "h/cpu" ? "ps0" : "ps1")
+        << op.name;
+  }
   EXPECT_EQ(process_of("ps0"), "ps0");
   EXPECT_EQ(process_of("ps1"), "ps1");
   EXPECT_EQ(processes.names.size(), 4u);
@@ -181,7 +215,10 @@ TEST(ProcessCosts, PresetsRoundTripsAndErrors) {
            {{{"process_rpc_ceiling", 100}}, "/cluster/transport/process_rpc_ceiling"},
            {{{"loopback_latency", "-1 us"}}, "/cluster/transport/loopback_latency"},
            {{{"loopback_bandwidth", "fast"}}, "/cluster/transport/loopback_bandwidth"},
-           {{{"between_processes", "yes"}}, "/cluster/transport/between_processes"}}) {
+           {{{"between_processes", "yes"}}, "/cluster/transport/between_processes"},
+           {{{"loopback_bandwidth", "0.5 Bps"}}, "/cluster/transport/loopback_bandwidth"},
+           {{{"between_processes", false}, {"process_rpc_ceiling", "1 GBps"}},
+            "/cluster/transport/process_rpc_ceiling"}}) {
     try {
       test::parse(one_host(1, 1e6, transport, "async"));
       ADD_FAILURE() << transport.dump();
