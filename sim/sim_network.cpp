@@ -52,7 +52,7 @@ int Network::add_connection(const Op& send, const Op& recv) {
   // so (strategy.cpp charges the per-message overhead on the same condition).
   const bool transport = between_machines || (t.between_processes && process_from != process_to);
   connection.between_machines = between_machines;
-  for (const core::Hop& hop : p.route(send.device, recv.device)) {
+  for (const core::Hop& hop : p.transfer_route(send.device, recv.device)) {
     connection.links.push_back(hop.link);
   }
   if (transport) {
@@ -83,9 +83,9 @@ int Network::add_connection(const Op& send, const Op& recv) {
 void Network::set_latency_factor(double latency_factor) {
   for (Connection& c : connections_) {
     // TCP's factors apply between machines only (sim_platform.h).
-    c.latency_s = (c.between_machines ? latency_factor : 1.0) *
-                      plan_.platform.route_latency_s(c.source, c.destination) +
-                  c.loopback_latency_s;
+    double route_s = 0;  // core::Platform::transfer_route's links
+    for (int link : c.links) route_s += plan_.platform.links[size_t(link)].latency_s;
+    c.latency_s = (c.between_machines ? latency_factor : 1.0) * route_s + c.loopback_latency_s;
   }
 }
 

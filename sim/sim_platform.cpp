@@ -82,8 +82,9 @@ SimPlatform build_sim_platform(const core::Platform& platform, const std::vector
     auto* zone = sg4::create_star_zone("machine:" + machine.name);
     zone->set_parent(root);
     // Two processes on one device talk over loopback (core::Transport::between_processes):
-    // SimGrid needs a route from a host to itself. A fat pipe that never binds: the loopback's
-    // stream ceiling is each communication's rate bound (sim_network.cpp).
+    // SimGrid needs a route from a host to itself, core::Platform::transfer_route's. On a CPU a
+    // fat pipe that never binds (the loopback's stream ceiling is each communication's rate
+    // bound, sim_network.cpp); on a GPU its PCIe link up and down.
     const sg4::Link* loopback = nullptr;
     if (platform.transport.between_processes) {
       loopback = zone->create_link("replisim:loopback." + machine.name, kUnboundedBytesPerS)
@@ -96,7 +97,7 @@ SimPlatform build_sim_platform(const core::Platform& platform, const std::vector
                             ->set_core_count(device.cores)
                             ->seal();
       hosts[size_t(d)] = host;
-      if (loopback != nullptr) {
+      if (loopback != nullptr && device.pcie_link < 0) {
         zone->add_route(host->get_netpoint(), host->get_netpoint(), nullptr, nullptr,
                         {sg4::LinkInRoute(loopback)}, false);
       }
@@ -112,6 +113,12 @@ SimPlatform build_sim_platform(const core::Platform& platform, const std::vector
       zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
                       {{link, sg4::LinkInRoute::Direction::UP}}, true);
       pcie_of_device[size_t(d)] = link;
+      if (loopback != nullptr) {
+        zone->add_route(
+            host->get_netpoint(), host->get_netpoint(), nullptr, nullptr,
+            {{link, sg4::LinkInRoute::Direction::UP}, {link, sg4::LinkInRoute::Direction::DOWN}},
+            false);
+      }
     }
     for (size_t e = 0; e < endpoints.size(); ++e) {
       const ProcessEndpoint& endpoint = endpoints[e];

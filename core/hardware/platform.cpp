@@ -33,6 +33,13 @@ std::vector<Hop> Platform::route(int src, int dst) const {
   return hops;
 }
 
+std::vector<Hop> Platform::transfer_route(int src, int dst) const {
+  if (src != dst) return route(src, dst);
+  const int pcie = devices[size_t(src)].pcie_link;
+  if (pcie < 0) return {};
+  return {{pcie, LinkDirection::kUp}, {pcie, LinkDirection::kDown}};
+}
+
 double Platform::route_latency_s(int src, int dst) const {
   double latency = 0;
   for (const Hop& hop : route(src, dst)) latency += links[size_t(hop.link)].latency_s;

@@ -63,6 +63,10 @@ struct Platform {
   // then, between machines, the source NIC up, the switch and the destination NIC down, then the
   // destination's PCIe down (GPU). Same device: empty.
   std::vector<Hop> route(int src, int dst) const;
+  // The links a tensor from `src` to `dst` crosses: route(src, dst), and on one GPU (two
+  // processes there, Transport::between_processes) its PCIe link up and down, through host
+  // memory where the processes exchange it.
+  std::vector<Hop> transfer_route(int src, int dst) const;
   // Sum of hop latencies and minimum hop bandwidth of route(src, dst) (the closed forms' L and B).
   double route_latency_s(int src, int dst) const;
   double route_bandwidth_bytes_per_s(int src, int dst) const;

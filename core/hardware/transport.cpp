@@ -88,6 +88,10 @@ Transport transport_from_json(const JsonCursor& c) {
                 "loopback_latency_s", "process_rpc_ceiling_bytes_per_s"});
   Transport t;
   t.preset = c.at("preset").as_string();
+  const std::vector<std::string> presets = transport_preset_names();
+  if (std::find(presets.begin(), presets.end(), t.preset) == presets.end()) {
+    c.at("preset").fail("unknown transport preset \"" + t.preset + "\"");
+  }
   t.flow_rate_limit_bytes_per_s = c.at("flow_rate_limit_bytes_per_s").as_number_in(0, 1e15);
   t.per_message_overhead_s = c.at("per_message_overhead_s").as_number_in(0, 10);
   t.copy_bandwidth_bytes_per_s = c.at("copy_bandwidth_bytes_per_s").as_number_in(0, 1e15);
@@ -105,6 +109,12 @@ Transport transport_from_json(const JsonCursor& c) {
   if (c.has("process_rpc_ceiling_bytes_per_s")) {
     t.process_rpc_ceiling_bytes_per_s =
         c.at("process_rpc_ceiling_bytes_per_s").as_number_in(0, 1e15);
+  }
+  for (const char* key : {"flow_rate_limit_bytes_per_s", "copy_bandwidth_bytes_per_s",
+                          "loopback_bandwidth_bytes_per_s", "process_rpc_ceiling_bytes_per_s"}) {
+    if (!c.has(key)) continue;
+    const double value = c.at(key).as_number();
+    if (value > 0 && value < 1) c.at(key).fail("must be 0 (none) or at least 1 B/s");
   }
   return t;
 }

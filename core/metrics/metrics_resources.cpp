@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "core/base/units.h"
 #include "core/metrics/metrics_detail.h"
@@ -15,6 +16,23 @@ void sort_by_use(std::vector<ResourceUse>& uses) {
   std::stable_sort(uses.begin(), uses.end(), [](const ResourceUse& a, const ResourceUse& b) {
     return a.utilization > b.utilization;
   });
+}
+
+// ", or transfers run at the transport's ceilings, which no row shows (...)" when it has any.
+std::string transport_ceilings(const Transport& t) {
+  std::vector<std::string> ceilings;
+  auto add = [&](double bytes_per_s, const char* what) {
+    if (bytes_per_s > 0) {
+      ceilings.push_back(format_quantity(bytes_per_s, Dimension::kBandwidth) + " " + what);
+    }
+  };
+  add(t.flow_rate_limit_bytes_per_s, "per stream");
+  if (t.between_processes) add(t.loopback_bandwidth_bytes_per_s, "per loopback stream");
+  add(t.process_rpc_ceiling_bytes_per_s, "per process");
+  if (ceilings.empty()) return "";
+  std::string out = ", or transfers run at the transport's ceilings, which no row shows (";
+  for (size_t i = 0; i < ceilings.size(); ++i) out += (i > 0 ? ", " : "") + ceilings[i];
+  return out + ")";
 }
 
 }  // namespace
@@ -43,7 +61,7 @@ void add_utilisation(RunMetrics& r, const Trace& trace, const Platform& p) {
       const double fraction =
           overlap(e.start_s, e.end_s, window_start, window_end) / (e.end_s - e.start_s);
       if (fraction <= 0) continue;
-      for (const Hop& hop : p.route(src->second, dst->second)) {
+      for (const Hop& hop : p.transfer_route(src->second, dst->second)) {
         channel_bytes[size_t(p.channel_of(hop))] += e.bytes * fraction;
       }
     }
@@ -78,7 +96,8 @@ void add_utilisation(RunMetrics& r, const Trace& trace, const Platform& p) {
         "no resource is saturated over the window (the busiest, " + r.bottleneck.name + ", is " +
         std::to_string(int(std::lround(r.bottleneck.utilization * 100))) +
         "% busy): the steps wait along the chain of dependent compute and transfers, or load "
-        "different resources in turn; see what each role waited on");
+        "different resources in turn" +
+        transport_ceilings(p.transport) + "; see what each role waited on");
   }
 }
 

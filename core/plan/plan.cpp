@@ -50,9 +50,9 @@ Processes plan_processes(const Plan& plan) {
     const Role& role = plan.roles[r];
     if (out.of_role[r] >= 0) continue;
     if (role.kind == RoleKind::kParameterServer) {
-      // In-graph variables kept on the client's own device (variables_on "client") live in its
-      // process, as a single-process TF graph keeps them.
-      const bool on_client = client_role != nullptr && role.device == client_role->device;
+      // In-graph variables kept on the client's machine (variables_on "client" or one of its
+      // GPUs) live in its process, as the towers there do.
+      const bool on_client = client_role != nullptr && machine_of(role) == machine_of(*client_role);
       out.of_role[r] = on_client ? out.of_role[size_t(client)] : add(role.name, machine_of(role));
     } else if (role.kind == RoleKind::kSyncQueueRunner) {
       out.of_role[r] = chief_process >= 0 ? chief_process : add(role.name, machine_of(role));

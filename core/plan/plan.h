@@ -188,7 +188,7 @@ std::vector<const ClientGraph*> step_graphs(const Plan& plan);
 // between two tasks goes through gRPC even on one machine (Transport::between_processes).
 // A worker and its towers (and the chief's sync-queue runner, a thread of worker 0) are one
 // process; each PS is its own (in-graph: but one on the client's
-// own device is in the client's process); in-graph towers on the client's machine run in the
+// machine is in the client's process); in-graph towers on the client's machine run in the
 // client's process and those on another machine in that machine's worker task (one per
 // machine). An op runs in its role's process: the ops on a PS's variables (reads, applies,
 // accumulators, the sync op's takes and tokens) are the PS's role's, as TF runs an op in the task

@@ -73,15 +73,31 @@ TEST(ProcessCosts, ProcessesSharingADeviceStillTalkThroughTheTransport) {
   nlohmann::json towers = one_host(2, 25e6, {{"preset", "tf1_grpc_legacy"}}, "async");
   towers["training"]["replicas"] = {{{"towers", "h/gpu*"}}};
   EXPECT_GE(test::simulate(towers, "between_graph").step_time_s.mean, 2 * 4 * 25e6 / 150e6);
-  // In-graph variables kept on the client's own CPU are in its process: no loopback at all.
+  // A PS and its worker on one GPU exchange tensors through host memory: over the GPU's PCIe
+  // link out and back (both directions at once, 16 GB/s each here), with or without a process
+  // ceiling that never binds; a pull and a push per step.
+  nlohmann::json gpu = one_host(1, 25e6, {{"between_processes", true}}, "async");
+  gpu["training"]["ps"] = {"h/gpu0"};
+  gpu["model"]["layers"][0]["forward_flops_per_sample"] = "1 FLOP";
+  const double through_pcie = 2 * 4 * 25e6 / kPcieBytesPerS;
+  const double step = test::simulate(gpu, "between_graph").step_time_s.mean;
+  EXPECT_NEAR(step, through_pcie, 0.01 * through_pcie);
+  gpu["cluster"]["transport"]["process_rpc_ceiling"] = "1000 TBps";
+  EXPECT_NEAR(test::simulate(gpu, "between_graph").step_time_s.mean, step, 0.01 * step);
+  // In-graph variables kept on the client's machine are in its process: no loopback at all.
   nlohmann::json in_graph = one_host(2, kParams, {{"preset", "tf1_grpc_legacy"}}, "async");
   in_graph["training"].erase("ps");
   in_graph["training"]["variables_on"] = "client";
   nlohmann::json ideal = in_graph;
   ideal["cluster"].erase("transport");
-  const double with_grpc = test::simulate(in_graph, "in_graph").throughput_samples_per_s;
-  EXPECT_NEAR(with_grpc, test::simulate(ideal, "in_graph").throughput_samples_per_s,
-              0.01 * with_grpc);
+  for (const char* where : {"client", "h/gpu1"}) {
+    in_graph["training"]["variables_on"] = where;
+    ideal["training"]["variables_on"] = where;
+    const double with_grpc = test::simulate(in_graph, "in_graph").throughput_samples_per_s;
+    EXPECT_NEAR(with_grpc, test::simulate(ideal, "in_graph").throughput_samples_per_s,
+                0.01 * with_grpc)
+        << where;
+  }
 }
 
 TEST(ProcessCosts, SixteenWorkersOnOneHostPlateauAtThePsProcessCeiling) {
@@ -101,9 +117,24 @@ TEST(ProcessCosts, SixteenWorkersOnOneHostPlateauAtThePsProcessCeiling) {
   const std::vector<core::WaitBreakdown> kinds = core::average_waits_by_kind(bound.waits);
   ASSERT_FALSE(kinds.empty());
   EXPECT_GT(kinds.front().network, 0.9) << kinds.front().role_kind;
+  // No utilisation row shows the ceiling; the warning names it.
+  bool named = false;
+  for (const std::string& w : bound.warnings)
+    named |= w.find("200 MB/s per process") != std::string::npos;
+  EXPECT_TRUE(named);
   const core::RunMetrics free =
       test::simulate(one_host(16, kParams, nullptr, "sync"), "between_graph");
   EXPECT_GT(free.throughput_samples_per_s, 3 * bound.throughput_samples_per_s);
+}
+
+TEST(ProcessCosts, AnRpcCeilingHoldsUnderLv08) {
+  // LV08's reverse traffic loads a flow's reverse route with 5% of its rate, and the ceiling is
+  // one link for both directions: its streams still get the ceiling itself. One worker and its
+  // PS on one machine, 100 MB each way per step at 100 MB/s, compute free: 2 s.
+  nlohmann::json doc = one_host(1, 25e6, {{"process_rpc_ceiling", "100 MBps"}}, "async");
+  doc["cluster"]["network_model"] = "lv08";
+  doc["model"]["layers"][0]["forward_flops_per_sample"] = "1 FLOP";
+  EXPECT_NEAR(test::simulate(doc, "between_graph").step_time_s.mean, 2.0, 0.005);
 }
 
 TEST(ProcessCosts, AOneCorePsSaturatesItsCpuBeforeItsNic) {
