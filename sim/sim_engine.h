@@ -56,7 +56,8 @@ class SimRun : public core::SyncHost, public NetworkHost {
   }
   void copied(const PendingSend& send, int cpu, bool receiving, double start_s,
               double flop) override;
-  void delivered(const PendingSend& send, double start_s, int64_t message_id) override;
+  void delivered(const PendingSend& send, double start_s, int64_t message_id,
+                 const std::string& bound) override;
 
  private:
   // Set-up and outcome (sim_run.cpp).

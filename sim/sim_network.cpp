@@ -10,6 +10,7 @@
 
 #include <simgrid/Exception.hpp>
 
+#include "core/base/units.h"
 #include "sim/sim_faults.h"
 
 namespace replisim::sim::detail {
@@ -54,6 +55,11 @@ int Network::add_connection(const Op& send, const Op& recv) {
   connection.between_machines = between_machines;
   for (const core::Hop& hop : p.transfer_route(send.device, recv.device)) {
     connection.links.push_back(hop.link);
+    const core::PlatformLink& link = p.links[size_t(hop.link)];
+    const char* direction = hop.direction == core::LinkDirection::kUp     ? "/up"
+                            : hop.direction == core::LinkDirection::kDown ? "/down"
+                                                                          : "";
+    connection.caps.push_back(cap_of(link.name + direction, link.bandwidth_bytes_per_s));
   }
   if (transport) {
     connection.rate_limit_bytes_per_s = t.flow_rate_limit_bytes_per_s;
@@ -74,10 +80,52 @@ int Network::add_connection(const Op& send, const Op& recv) {
     if (t.process_rpc_ceiling_bytes_per_s > 0) {
       connection.from = endpoint_of(process_from, send.device);
       connection.to = endpoint_of(process_to, recv.device);
+      const std::string ceiling =
+          " RPC ceiling " +
+          core::format_quantity(t.process_rpc_ceiling_bytes_per_s, core::Dimension::kBandwidth, 3);
+      for (int process : {process_from, process_to}) {
+        connection.caps.push_back(
+            cap_of(processes_.names[size_t(process)] + ceiling, t.process_rpc_ceiling_bytes_per_s));
+      }
+    }
+    if (connection.rate_limit_bytes_per_s > 0) {
+      const bool loopback = !between_machines &&
+                            connection.rate_limit_bytes_per_s == t.loopback_bandwidth_bytes_per_s;
+      connection.stream_ceiling =
+          "the " +
+          core::format_quantity(connection.rate_limit_bytes_per_s, core::Dimension::kBandwidth, 3) +
+          (loopback ? " loopback stream" : " stream ceiling");
     }
   }
   connections_.push_back(std::move(connection));
   return int(connections_.size()) - 1;
+}
+
+int Network::cap_of(const std::string& name, double bytes_per_s) {
+  const auto [found, added] = cap_index_.try_emplace(name, int(caps_.size()));
+  if (added) caps_.push_back({name, bytes_per_s, 0});
+  return found->second;
+}
+
+const std::string& Network::binding_cap(int id, const std::vector<int>& flows_at_start) const {
+  static const std::string kNone = "";
+  const Connection& connection = connections_[size_t(id)];
+  const std::string* bound = &kNone;
+  double least = 0;
+  if (connection.rate_limit_bytes_per_s > 0) {
+    bound = &connection.stream_ceiling;
+    least = connection.rate_limit_bytes_per_s;
+  }
+  for (size_t k = 0; k < connection.caps.size(); ++k) {
+    const Cap& cap = caps_[size_t(connection.caps[k])];
+    // This flow is still counted in cap.flows.
+    const double share = cap.bytes_per_s / std::max({1, flows_at_start[k], cap.flows});
+    if (bound == &kNone || share < least) {
+      bound = &cap.name;
+      least = share;
+    }
+  }
+  return *bound;
 }
 
 void Network::set_latency_factor(double latency_factor) {
@@ -184,9 +232,10 @@ void Network::copy_on(const PendingSend& send, int cpu, bool receiving, double s
   host_.copied(send, cpu, receiving, start_s, flop);
 }
 
-void Network::send_bytes(int t, int id, double bytes) {
+std::string Network::send_bytes(int t, int id, double bytes) {
   static int payload;  // transfers carry no data: the plan knows what each one is
   Connection& connection = connections_[size_t(id)];
+  std::string bound;
   while (bytes >= 1) {
     faults_.wait_while_cut(connection.links);
     TransferActor& self = transfers_[size_t(t)];
@@ -195,6 +244,10 @@ void Network::send_bytes(int t, int id, double bytes) {
       self.comm->set_rate(connection.rate_limit_bytes_per_s);
     self.comm_start_s = sg4::Engine::get_clock();
     self.resend_bytes = 0;
+    self.flows_at_start.resize(connection.caps.size());
+    for (size_t k = 0; k < connection.caps.size(); ++k) {
+      self.flows_at_start[k] = ++caps_[size_t(connection.caps[k])].flows;
+    }
     // With link faults, started before the wait so that a cut can suspend it and a recovered
     // link cancel it (an s4u activity that wait() starts itself is not marked started, and
     // suspend() then does nothing); without, wait() alone is one simcall fewer per tensor.
@@ -208,9 +261,12 @@ void Network::send_bytes(int t, int id, double bytes) {
       // off), not as a CancelException.
       bytes = transfers_[size_t(t)].resend_bytes;  // cancelled when a link came back
     }
+    bound = binding_cap(id, transfers_[size_t(t)].flows_at_start);
+    for (int cap : connection.caps) --caps_[size_t(cap)].flows;
     transfers_[size_t(t)].comm = nullptr;
     transfers_[size_t(t)].suspended = false;
   }
+  return bound;
 }
 
 // Serves one connection: waits out the route latency when the connection starts a burst, then
@@ -238,6 +294,7 @@ void Network::transfer_loop(int t) {
         first = false;
         if (delay_s > 0) sg4::this_actor::sleep_for(delay_s);
         const int64_t message_id = next_message_id_++;
+        std::string bound;
         // A zero-byte tensor (a control edge: TF's dead tensor) is latency only, which the wait
         // above has charged; it needs no flow on the links.
         if (send_op.bytes > 0) {
@@ -245,12 +302,16 @@ void Network::transfer_loop(int t) {
           const int copy_to = connections_[size_t(id)].copy_cpu_to;
           const double copy_s = transport.copy_s(send_op.bytes);
           copy_on(item, connections_[size_t(id)].copy_cpu_from, false, copy_s);
-          send_bytes(t, id, send_op.bytes * connections_[size_t(id)].wire_bytes_per_byte);
+          const double wire_start_s = sg4::Engine::get_clock();
+          bound = send_bytes(t, id, send_op.bytes * connections_[size_t(id)].wire_bytes_per_byte);
+          // The fixed costs took longer than the bytes: they bound the tensor.
+          if (sg4::Engine::get_clock() - wire_start_s < delay_s) bound.clear();
           copy_on(item, copy_to, true, copy_s);
           sent = true;
         }
+        if (bound.empty()) bound = "latency and per-message overhead";
         if (host_.void_send(item)) continue;
-        host_.delivered(item, start_s, message_id);
+        host_.delivered(item, start_s, message_id, bound);
       }
       // Drop the delivered messages the permanent receiver kept (one call per burst). The call
       // may let other actors run: a tensor queued meanwhile (the connection still looked served)

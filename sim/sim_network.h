@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <string>
 #include <vector>
 
 #include <simgrid/s4u.hpp>
@@ -45,8 +46,10 @@ class NetworkHost {
   // The send's copy (serialisation, or `receiving`, deserialisation) ran on CPU device `cpu`.
   virtual void copied(const PendingSend& send, int cpu, bool receiving, double start_s,
                       double flop) = 0;
-  // The tensor arrived at its recv's device; it left at `start_s`.
-  virtual void delivered(const PendingSend& send, double start_s, int64_t message_id) = 0;
+  // The tensor arrived at its recv's device; it left at `start_s`. `bound`: what bounded its
+  // rate (core::TraceEvent::bound).
+  virtual void delivered(const PendingSend& send, double start_s, int64_t message_id,
+                         const std::string& bound) = 0;
 };
 
 class Network {
@@ -103,17 +106,27 @@ class Network {
     double rate_limit_bytes_per_s = 0;
     bool active = false;  // a transfer actor is serving it
     std::deque<PendingSend> waiting;
-    std::vector<int> links;  // Platform::links its route crosses (link faults)
+    std::vector<int> links;      // Platform::links its route crosses (link faults)
+    std::vector<int> caps;       // the shared caps its flows cross (caps_)
+    std::string stream_ceiling;  // the name of rate_limit_bytes_per_s (empty: none)
+  };
+  // A resource the flows of several connections share, for naming what bounded a tensor's rate:
+  // a link direction of its route, or a process's RPC ceiling.
+  struct Cap {
+    std::string name;  // "pc1/nic/up" (as the metrics name link directions), "ps0 RPC ceiling"
+    double bytes_per_s = 0;
+    int flows = 0;  // in flight now
   };
   // A pooled actor on a device's host that serves one connection from that device at a time.
   struct TransferActor {
     sg4::ActorPtr actor;
-    int endpoint = -1;        // the source endpoint whose host it runs on
-    int connection = -1;      // -1: idle (suspended, in its device's pool)
-    sg4::CommPtr comm;        // the SimGrid communication in flight (link cuts suspend it)
-    double comm_start_s = 0;  // when it started
-    bool suspended = false;   // by a link cut
-    double resend_bytes = 0;  // bytes still to send when a link fault cancelled the comm
+    int endpoint = -1;                // the source endpoint whose host it runs on
+    int connection = -1;              // -1: idle (suspended, in its device's pool)
+    sg4::CommPtr comm;                // the SimGrid communication in flight (link cuts suspend it)
+    double comm_start_s = 0;          // when it started
+    bool suspended = false;           // by a link cut
+    double resend_bytes = 0;          // bytes still to send when a link fault cancelled the comm
+    std::vector<int> flows_at_start;  // per cap of its connection: its flows when this one began
   };
 
   // A connection of send op `send` (to recv op `recv`) in the plan's transport.
@@ -121,10 +134,17 @@ class Network {
   // Runs `seconds` of one core's work on CPU device `cpu` for `send` and waits for it.
   void copy_on(const PendingSend& send, int cpu, bool receiving, double seconds);
   int endpoint_of(int process, int device);
+  // The index in caps_ of the cap called `name`, added with `bytes_per_s` when new.
+  int cap_of(const std::string& name, double bytes_per_s);
+  // The cap with the smallest fair share for a flow of connection `id` (its capacity over the
+  // flows crossing it when the flow began or ended, whichever is more; the stream ceiling is
+  // the flow's own): what max-min sharing bounds the flow by, approximately (docs/model.md).
+  const std::string& binding_cap(int id, const std::vector<int>& flows_at_start) const;
   void activate(int connection);
   void transfer_loop(int transfer);
   // Sends one tensor's bytes on `connection`'s mailbox, anew after each link-fault cancellation.
-  void send_bytes(int transfer, int connection, double bytes);
+  // Returns what bounded its rate (binding_cap).
+  std::string send_bytes(int transfer, int connection, double bytes);
 
   const core::Plan& plan_;
   NetworkHost& host_;
@@ -136,10 +156,12 @@ class Network {
   core::Processes processes_;
   std::vector<ProcessEndpoint> endpoints_;
   std::map<std::pair<int, int>, int> endpoint_index_;  // (process, device) -> endpoint
-  std::vector<sg4::Host*> device_hosts_;               // per device (null: unused)
-  std::vector<sg4::Host*> hosts_;                      // per endpoint (null: unused)
-  std::vector<sg4::ActorPtr> receivers_;               // per endpoint
-  std::vector<std::vector<int>> idle_transfers_;       // per endpoint: its pooled transfer actors
+  std::vector<Cap> caps_;
+  std::map<std::string, int> cap_index_;          // name -> index in caps_
+  std::vector<sg4::Host*> device_hosts_;          // per device (null: unused)
+  std::vector<sg4::Host*> hosts_;                 // per endpoint (null: unused)
+  std::vector<sg4::ActorPtr> receivers_;          // per endpoint
+  std::vector<std::vector<int>> idle_transfers_;  // per endpoint: its pooled transfer actors
   int64_t next_message_id_ = 0;
 };
 

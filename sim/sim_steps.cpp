@@ -98,9 +98,11 @@ void SimRun::copied(const PendingSend& send, int cpu, bool receiving, double sta
                  sg4::Engine::get_clock(), flop);
 }
 
-void SimRun::delivered(const PendingSend& send, double start_s, int64_t message_id) {
+void SimRun::delivered(const PendingSend& send, double start_s, int64_t message_id,
+                       const std::string& bound) {
   ClientState& s = clients_[size_t(send.client)];
-  recorder_.transfer(send.client, send.op, s.step, start_s, sg4::Engine::get_clock(), message_id);
+  recorder_.transfer(send.client, send.op, s.step, start_s, sg4::Engine::get_clock(), message_id,
+                     bound);
   pending_.emplace_back(send.client, send.op);
   pending_.emplace_back(send.client, s.graph->ops[size_t(send.op)].peer);
   drain();

@@ -92,6 +92,19 @@ TraceMeta trace_meta_from_plan(const Plan& plan) {
                            m.need.activations_bytes});
   }
   for (const Variable& v : plan.variables) meta.variables.push_back({v.name, v.bytes, v.ps});
+  if (plan.op_count() > kMaxTraceGraphOps) {
+    meta.notes.push_back("no critical path (\"bound by\"): the plan's " +
+                         std::to_string(plan.op_count()) + " ops are more than the trace keeps (" +
+                         std::to_string(kMaxTraceGraphOps) + "); see the utilisation rows");
+    return meta;
+  }
+  for (const ClientGraph* graph : step_graphs(plan)) {
+    TraceGraph& g = meta.graphs.emplace_back();
+    g.role = plan.roles[size_t(graph->role)].name;
+    for (const Op& op : graph->ops) {
+      g.ops.push_back({op.name, op.kind, op.role, op.device, op.variable, op.inputs});
+    }
+  }
   return meta;
 }
 

@@ -42,6 +42,7 @@ TraceEvent TraceRecorder::op_event(EventKind kind, int graph, int op, int64_t st
   e.label = names.label[size_t(op)];
   e.client = names.role;
   e.step = step;
+  e.op_index = op;
   return e;
 }
 
@@ -69,7 +70,7 @@ void TraceRecorder::copy(int graph, int send_op, int64_t step, int cpu, bool rec
 }
 
 void TraceRecorder::transfer(int graph, int send_op, int64_t step, double start_s, double end_s,
-                             int64_t message_id) {
+                             int64_t message_id, const std::string& bound) {
   const GraphNames& names = names_[size_t(graph)];
   const Op& send = graphs_[size_t(graph)]->ops[size_t(send_op)];
   TraceEvent e = op_event(EventKind::kTransfer, graph, send_op, step);
@@ -80,6 +81,7 @@ void TraceRecorder::transfer(int graph, int send_op, int64_t step, double start_
   e.end_s = end_s;
   e.bytes = send.bytes;
   e.message_id = message_id;
+  if (!bound.empty()) e.bound = intern(bound);
   sink_.event(e);
 }
 

@@ -25,9 +25,10 @@ class TraceRecorder {
 
   // An op occupied its device over [start_s, end_s] and executed `flop`.
   void compute(int graph, int op, int64_t step, double start_s, double end_s, double flop);
-  // The tensor of send op `send_op` went from its device to its recv's over [start_s, end_s].
+  // The tensor of send op `send_op` went from its device to its recv's over [start_s, end_s];
+  // `bound` says what bounded its rate (TraceEvent::bound; "" = not known).
   void transfer(int graph, int send_op, int64_t step, double start_s, double end_s,
-                int64_t message_id);
+                int64_t message_id, const std::string& bound);
   // Serialisation (on the sending process) or, `receiving`, deserialisation (on the receiving
   // one) of send op `send_op`'s tensor occupied a core of CPU device `cpu` over [start_s, end_s]
   // (Transport::copy_bandwidth_bytes_per_s): a compute event of the send (or its recv) on that

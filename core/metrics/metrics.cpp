@@ -301,6 +301,9 @@ RunMetrics compute_metrics(const Trace& trace, const std::string& source) {
   add_client_updates(r, in);
   add_input_pipeline_note(r, in);
   add_utilisation(r, trace, in.meta.platform);
+  r.paths = critical_paths(trace, r.window_start_s, r.window_end_s);
+  if (!r.paths.empty()) r.bound_by = combine_paths(r.paths);
+  add_saturation_warning(r, in.meta.platform);
   add_waits(r, in, steps, measured);
   return r;
 }
@@ -324,6 +327,7 @@ RunMetrics compute_window_metrics(const Trace& trace, double from_s, double unti
   add_step_times(r, in, steps);
   add_client_updates(r, in);
   add_utilisation(r, trace, in.meta.platform);
+  add_saturation_warning(r, in.meta.platform);
   return r;
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/base/error.h"
+#include "core/metrics/critical_path.h"
 #include "core/trace/trace.h"
 
 namespace replisim::core {
@@ -144,6 +145,10 @@ struct RunMetrics {
   std::vector<ResourceUse> devices;  // by utilisation, highest first
   std::vector<ResourceUse> links;    // per direction, highest first
   ResourceUse bottleneck;            // the highest of devices and links
+  // What binds: the critical path of every measured step, per client and all together
+  // (critical_path.h); empty for a trace without step graphs, and for window metrics.
+  std::vector<CriticalPath> paths;
+  CriticalPath bound_by;
   std::vector<double> bytes_per_ps;  // parameter bytes held by each PS shard
   std::string granularity;           // "layer" or "<N> groups"
   std::vector<MemoryUse> memory;     // GPUs with a known capacity, tightest first
@@ -164,6 +169,8 @@ inline constexpr double kLongStepFactor = 3;
 // Below this utilisation the bottleneck is reported as not saturated: the steps are then bound
 // by waiting along the chain of dependent compute and transfers, not by one resource.
 inline constexpr double kSaturatedUtilization = 0.7;
+// ... unless one share of the critical path holds at least this much of it: that share binds.
+inline constexpr double kPathHeldShare = 0.5;
 
 // The run left no window to measure (too few steps, a job failure before the warm-up ended,
 // every client dead): an InputError naming the trace, which also says which scenario field would

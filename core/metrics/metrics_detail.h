@@ -68,6 +68,9 @@ void add_fault_throughputs(RunMetrics& r, const Trace& trace);
 void add_recoveries(RunMetrics& r, const Trace& trace);
 // metrics_resources.cpp: utilisation, the bottleneck, GPU memory.
 void add_utilisation(RunMetrics& r, const Trace& trace, const Platform& platform);
+// "No resource is saturated" when the bottleneck is below kSaturatedUtilization and no share of
+// the critical path (r.bound_by) holds kPathHeldShare of it.
+void add_saturation_warning(RunMetrics& r, const Platform& platform);
 void add_memory(RunMetrics& r, const Trace& trace);
 // metrics_waits.cpp: what each computing role waited on.
 void add_waits(RunMetrics& r, const MetricsInput& in, StepTable& steps, MeasuredTable& measured);

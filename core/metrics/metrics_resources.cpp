@@ -91,6 +91,17 @@ void add_utilisation(RunMetrics& r, const Trace& trace, const Platform& p) {
   if (!r.links.empty() && r.links.front().utilization > r.bottleneck.utilization) {
     r.bottleneck = r.links.front();
   }
+}
+
+void add_saturation_warning(RunMetrics& r, const Platform& p) {
+  // The critical path names what binds when one resource or cap holds most of it (not time
+  // it cannot place: "other", or a token wait it could not follow).
+  if (!r.bound_by.shares.empty() &&
+      r.bound_by.shares.front().seconds >= kPathHeldShare * r.bound_by.seconds &&
+      r.bound_by.shares.front().name != "other" &&
+      r.bound_by.shares.front().name != "token queue") {
+    return;
+  }
   if (r.bottleneck.utilization < kSaturatedUtilization) {
     r.warnings.push_back(
         "no resource is saturated over the window (the busiest, " + r.bottleneck.name + ", is " +

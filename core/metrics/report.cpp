@@ -317,6 +317,12 @@ std::string format_report(const std::vector<RunMetrics>& runs, const std::string
   const std::vector<std::string> labels = column_labels(runs);
   size_t column = 0;
   table.row("", [&](const RunMetrics&) { return labels[column++]; });
+  const bool paths = table.any([](const RunMetrics& r) { return !r.bound_by.shares.empty(); });
+  if (paths) {
+    table.row("bound by (critical path)", [](const RunMetrics& r) {
+      return r.bound_by.shares.empty() ? std::string("-") : describe_path(r.bound_by, 2, false);
+    });
+  }
   table.row("throughput (samples/s)",
             [](const RunMetrics& r) { return fixed(r.throughput_samples_per_s, 1); });
   add_steady_rows(table);
@@ -327,6 +333,10 @@ std::string format_report(const std::vector<RunMetrics>& runs, const std::string
   add_wait_rows(table);
   add_run_rows(table);
   std::string out = table.render(title);
+  for (size_t i = 0; i < runs.size() && paths; ++i) {
+    if (runs[i].bound_by.shares.empty()) continue;
+    out += "bound by (" + labels[i] + "): " + describe_path(runs[i].bound_by, 4, true) + "\n";
+  }
   for (size_t i = 0; i < runs.size(); ++i) {
     for (const std::string& note : runs[i].notes) out += "note (" + labels[i] + "): " + note + "\n";
     for (const std::string& warning : runs[i].warnings) {
@@ -388,7 +398,27 @@ void add_training_events_json(const RunMetrics& r, nlohmann::json& run) {
 }
 
 // Per client, per GPU and per role: step rates, memory and where the time went.
+nlohmann::json path_json(const CriticalPath& path) {
+  nlohmann::json shares = nlohmann::json::array();
+  for (const PathShare& s : path.shares) {
+    nlohmann::json share = {{"name", s.name},
+                            {"seconds", s.seconds},
+                            {"fraction", path.seconds > 0 ? s.seconds / path.seconds : 0.0}};
+    if (!s.directions.empty()) {
+      for (const auto& [direction, seconds] : s.directions)
+        share["directions"][direction] = seconds;
+      for (const auto& [bound, seconds] : s.bounds) share["bounds"][bound] = seconds;
+    }
+    shares.push_back(std::move(share));
+  }
+  return {{"steps", path.steps}, {"seconds", path.seconds}, {"shares", std::move(shares)}};
+}
+
 void add_per_role_json(const RunMetrics& r, nlohmann::json& run) {
+  if (!r.bound_by.shares.empty()) {
+    run["bound_by"] = path_json(r.bound_by);
+    run["bound_by"]["text"] = describe_path(r.bound_by, 4, true);
+  }
   run["clients"] = nlohmann::json::array();
   for (const ClientMetrics& c : r.clients) {
     run["clients"].push_back({{"name", c.name},
@@ -402,6 +432,9 @@ void add_per_role_json(const RunMetrics& r, nlohmann::json& run) {
                                 {"max", c.staleness_max},
                                 {"histogram", c.staleness_histogram}}},
                               {"dropped_gradients", c.dropped_gradients}});
+    for (const CriticalPath& path : r.paths) {
+      if (path.client == c.name) run["clients"].back()["bound_by"] = path_json(path);
+    }
   }
   run["memory"] = nlohmann::json::array();
   for (const MemoryUse& m : r.memory) {

@@ -71,6 +71,14 @@ struct TraceEvent {
   int64_t global_step_read = -1;   // updates: global_step the worker read at the start of its step
   int64_t global_step_after = -1;  // updates: global_step after this increment
   int32_t samples = 0;             // updates: samples whose gradients were applied
+  // The op it records in its client's step graph (TraceMeta::graphs, found by `client`):
+  // compute, update and dropped events their op, transfers their send, a serialisation its send
+  // and a deserialisation its recv; -1: none, or a trace of format version 3 or older.
+  int32_t op_index = -1;
+  // Transfers: what bounded the tensor's rate, when the backend knows it ("ps0 RPC ceiling
+  // 200 MB/s", "pc1/nic up", "the 150 MB/s stream ceiling", "latency and per-message
+  // overhead"); kNoString: not known (real runs).
+  uint32_t bound = kNoString;
 };
 
 // A sampled counter (global_step, queue depths): value from time_s on.

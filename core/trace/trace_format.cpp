@@ -1,4 +1,4 @@
-// The native trace format, version 3 (docs/trace-format.md): writer, reader, and what both
+// The native trace format, versions 3 and 4 (docs/trace-format.md): writer, reader, and what both
 // versions share (event validation, the Decoder).
 #include "core/trace/trace_format.h"
 
@@ -24,7 +24,7 @@ namespace {
 
 using namespace trace_format_detail;
 
-// Version 3 record tags and sizes.
+// Version 3 and 4 record tags and sizes.
 constexpr char kBeginRecord = 'B';
 constexpr char kStringRecord = 'S';
 constexpr char kEventRecord = 'E';
@@ -32,7 +32,8 @@ constexpr char kCounterRecord = 'C';
 constexpr char kEndRecord = 'Z';
 constexpr char kFileEndRecord = 'F';
 constexpr uint8_t kNoKind = 0xFF;
-constexpr size_t kEventBytes = 4 + kEventBodyBytes;  // kind, op, producer, flags, then the body
+constexpr size_t kEventBytesV3 = 4 + kEventBodyBytes;  // kind, op, producer, flags, the body
+constexpr size_t kEventBytes = kEventBytesV3 + 8;      // version 4: then op_index, bound
 
 uint8_t kind_byte(const std::optional<OpKind>& kind) {
   return kind ? uint8_t(*kind) : kNoKind;
@@ -57,7 +58,9 @@ void put_json(std::string& out, const nlohmann::json& value, uint32_t run) {
 // Reads the records of one run after its begin record, up to and including its end record.
 class RunReader {
  public:
-  RunReader(Decoder& d, uint32_t run, TraceSink& sink) : d_(d), run_(run), sink_(sink) {}
+  // `version`: 3 or 4 (the events' size).
+  RunReader(Decoder& d, uint32_t run, TraceSink& sink, uint32_t version)
+      : d_(d), run_(run), sink_(sink), version_(version) {}
 
   // Reads S, E and C records into the sink: when `framed`, up to the end record that closes
   // them (consumed); otherwise up to the end of the stream.
@@ -72,7 +75,7 @@ class RunReader {
       } else if (tag == kEventRecord) {
         d_.at(run_, "event", events_);
         d_.check_count(events_ + 1, kMaxTraceRecords, 0, "event count");
-        d_.read(record, kEventBytes);
+        d_.read(record, version_ >= 4 ? kEventBytes : kEventBytesV3);
         sink_.event(decode_event(record));
         ++events_;
       } else if (tag == kCounterRecord) {
@@ -118,6 +121,10 @@ class RunReader {
     const uint8_t op = uint8_t(p[1]), producer = uint8_t(p[2]);
     e.flags = uint8_t(p[3]);
     decode_event_body(p + 4, e);
+    if (version_ >= 4) {
+      e.op_index = int32_t(load_u32(p + kEventBytesV3));
+      e.bound = load_u32(p + kEventBytesV3 + 4);
+    }
     if ((op != kNoKind && op >= all_op_kinds().size()) ||
         (producer != kNoKind && producer >= all_op_kinds().size())) {
       d_.fail("unknown op kind");
@@ -132,6 +139,7 @@ class RunReader {
   Decoder& d_;
   uint32_t run_;
   TraceSink& sink_;
+  uint32_t version_;
   uint32_t strings_ = 0;
   uint64_t events_ = 0;
   uint64_t counters_ = 0;
@@ -139,11 +147,11 @@ class RunReader {
 };
 
 // One run, after its begin record's tag (the run's hash covers the tag).
-void read_run_v3(Decoder& d, uint32_t run, TraceSink& sink) {
+void read_run_v3(Decoder& d, uint32_t run, TraceSink& sink, uint32_t version) {
   d.at(run, "metadata");
   const nlohmann::json meta = d.json_object();
   sink.begin(in_run(run, [&] { return trace_meta_from_json(meta, d.source()); }));
-  RunReader reader(d, run, sink);
+  RunReader reader(d, run, sink, version);
   reader.read_records(true);
   d.at(run, "outcome");
   const nlohmann::json outcome = d.json_object();
@@ -155,7 +163,7 @@ void read_run_v3(Decoder& d, uint32_t run, TraceSink& sink) {
 }
 
 // Runs until the end record; returns how many.
-uint32_t read_runs_v3(Decoder& d, TraceSink& sink) {
+uint32_t read_runs_v3(Decoder& d, TraceSink& sink, uint32_t version) {
   uint32_t run = 0;
   for (;;) {
     d.at(run);
@@ -179,7 +187,7 @@ uint32_t read_runs_v3(Decoder& d, TraceSink& sink) {
     }
     if (run >= kMaxTraceRuns)
       d.fail("more runs than the limit of " + std::to_string(kMaxTraceRuns));
-    read_run_v3(d, run, sink);
+    read_run_v3(d, run, sink, version);
     ++run;
   }
 }
@@ -203,8 +211,8 @@ uint32_t read_trace_stream(std::istream& in, const std::string& source, TraceSin
              std::to_string(kMaxTraceRuns));
     }
     read_runs_v2(d, runs, sink);
-  } else if (version == kTraceFormatVersion) {
-    runs = read_runs_v3(d, sink);
+  } else if (version == 3 || version == kTraceFormatVersion) {
+    runs = read_runs_v3(d, sink, version);
   } else {
     d.fail("unsupported trace format version " + std::to_string(version) +
            " (this replisim reads versions " + std::to_string(kOldestTraceFormatVersion) + " to " +
@@ -362,6 +370,8 @@ void encode_event_record(std::string& out, const TraceEvent& event, uint32_t str
   out.push_back(char(kind_byte(event.producer)));
   out.push_back(char(event.flags));
   encode_event_body(out, event);
+  put_u32(out, uint32_t(event.op_index));
+  put_u32(out, event.bound);
 }
 
 void encode_counter_record(std::string& out, const CounterSample& sample, uint32_t strings) {
@@ -376,7 +386,7 @@ void encode_counter_record(std::string& out, const CounterSample& sample, uint32
 void read_trace_records(std::istream& in, const std::string& source, TraceSink& sink,
                         uint32_t& strings) {
   Decoder d(in, source);
-  RunReader reader(d, 0, sink);
+  RunReader reader(d, 0, sink, kTraceFormatVersion);
   reader.set_strings(strings);
   try {
     reader.read_records(false);

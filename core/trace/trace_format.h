@@ -1,9 +1,10 @@
 // replisim's native trace format (docs/trace-format.md): a versioned, little-endian binary file of
-// one or more runs. Version 3 is a stream of records per run — its metadata, then strings (each
+// one or more runs. Version 4 (version 3's records, each event with its op index and what bounded
+// a transfer) is a stream of records per run — its metadata, then strings (each
 // before its first use), events and counter samples in the order they were emitted, then its
 // outcome and a checksum — so a run can be written while it happens. Version 2 (metadata and the
-// whole string table first, no op kinds) is still read. `simulate --trace-out` writes version 3,
-// `report` reads both.
+// whole string table first, no op kinds) and version 3 are still read. `simulate --trace-out`
+// writes version 4, `report` reads all three.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +18,7 @@
 namespace replisim::core {
 
 // The version this replisim writes, and the oldest it reads.
-inline constexpr uint32_t kTraceFormatVersion = 3;
+inline constexpr uint32_t kTraceFormatVersion = 4;
 inline constexpr uint32_t kOldestTraceFormatVersion = 2;
 
 // Limits a reader enforces before it allocates anything (docs/trace-format.md, "Limits").

@@ -30,7 +30,7 @@ std::string event_problem(const TraceEvent& e, uint32_t strings) {
   }
   if (!valid_op_kind(e.op) || !valid_op_kind(e.producer)) return "unknown op kind";
   if ((e.flags & ~kKnownEventFlags) != 0) return "unknown flags " + std::to_string(e.flags);
-  for (uint32_t index : {e.actor, e.device, e.label, e.client, e.peer_actor, e.peer}) {
+  for (uint32_t index : {e.actor, e.device, e.label, e.client, e.peer_actor, e.peer, e.bound}) {
     if (index != kNoString && index >= strings) {
       return "string index " + std::to_string(index) + " not defined (the run has " +
              std::to_string(strings) + " strings so far)";
@@ -44,6 +44,7 @@ std::string event_problem(const TraceEvent& e, uint32_t strings) {
   if (!std::isfinite(e.bytes) || e.bytes < 0) return "bytes not a finite number >= 0";
   if (!std::isfinite(e.flop) || e.flop < 0) return "flop not a finite number >= 0";
   if (e.samples < 0) return "samples below 0";
+  if (e.op_index < -1) return "op_index below -1 (-1 means absent)";
   for (int64_t value : {e.step, e.message_id, e.global_step_read, e.global_step_after}) {
     if (value < -1) return "step, message_id or a global_step below -1 (-1 means absent)";
   }

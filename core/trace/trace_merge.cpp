@@ -105,7 +105,8 @@ RunOutcome emit_merged_parts(const std::vector<Trace>& parts, TraceSink& sink) {
   std::vector<CounterSample> counters;
   for (const Trace& t : parts) {
     for (TraceEvent e : t.events) {
-      for (uint32_t* field : {&e.actor, &e.device, &e.label, &e.client, &e.peer_actor, &e.peer}) {
+      for (uint32_t* field :
+           {&e.actor, &e.device, &e.label, &e.client, &e.peer_actor, &e.peer, &e.bound}) {
         *field = id_of(t, *field);
       }
       events.push_back(e);

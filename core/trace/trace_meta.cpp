@@ -51,6 +51,50 @@ nlohmann::json memory_to_json(const std::vector<TraceMemory>& memory) {
   return out;
 }
 
+// Each graph as {"role", "ops": [[name, kind, role, device, variable, [inputs...]], ...]}: arrays,
+// not objects, since a large plan has tens of thousands of ops.
+nlohmann::json graphs_to_json(const std::vector<TraceGraph>& graphs) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const TraceGraph& g : graphs) {
+    nlohmann::json ops = nlohmann::json::array();
+    for (const TraceOp& op : g.ops) {
+      ops.push_back({op.name, op_kind_name(op.kind), op.role, op.device, op.variable, op.inputs});
+    }
+    out.push_back({{"role", g.role}, {"ops", std::move(ops)}});
+  }
+  return out;
+}
+
+std::vector<TraceGraph> graphs_from_json(const JsonCursor& c, int roles, int devices,
+                                         int variables) {
+  std::vector<TraceGraph> out;
+  for (size_t i = 0; i < c.size(); ++i) {
+    const JsonCursor g = c.at(i);
+    g.check_keys({"role", "ops"});
+    TraceGraph graph;
+    graph.role = g.at("role").as_string();
+    const JsonCursor ops = g.at("ops");
+    for (size_t k = 0; k < ops.size(); ++k) {
+      const JsonCursor o = ops.at(k);
+      if (o.size() != 6) o.fail("expected [name, kind, role, device, variable, inputs]");
+      TraceOp op;
+      op.name = o.at(0).as_string();
+      if (!op_kind_from_name(o.at(1).as_string(), &op.kind)) o.at(1).fail("unknown op kind");
+      op.role = int(o.at(2).as_int(0, roles - 1));
+      op.device = int(o.at(3).as_int(0, devices - 1));
+      op.variable = int(o.at(4).as_int(-1, variables - 1));
+      const JsonCursor inputs = o.at(5);
+      for (size_t n = 0; n < inputs.size(); ++n) {
+        // Topological order: an input is an earlier op.
+        op.inputs.push_back(int(inputs.at(n).as_int(0, int64_t(k) - 1)));
+      }
+      graph.ops.push_back(std::move(op));
+    }
+    out.push_back(std::move(graph));
+  }
+  return out;
+}
+
 // A string that must be one of `valid`.
 std::string one_of(const JsonCursor& c, const std::vector<std::string>& valid) {
   const std::string text = c.as_string();
@@ -208,6 +252,13 @@ const TraceRole* TraceMeta::find_role(const std::string& name) const {
   return nullptr;
 }
 
+const TraceGraph* TraceMeta::find_graph(const std::string& role) const {
+  for (const TraceGraph& g : graphs) {
+    if (g.role == role) return &g;
+  }
+  return nullptr;
+}
+
 nlohmann::json trace_meta_to_json(const TraceMeta& m) {
   nlohmann::json j;
   j["format"] = "replisim-trace-meta";
@@ -235,6 +286,7 @@ nlohmann::json trace_meta_to_json(const TraceMeta& m) {
   for (const TraceVariable& v : m.variables) {
     j["variables"].push_back({{"name", v.name}, {"bytes", v.bytes}, {"ps", v.ps}});
   }
+  if (!m.graphs.empty()) j["graphs"] = graphs_to_json(m.graphs);
   j["backend"] = m.backend;
   j["provenance"] = m.provenance;
   return j;
@@ -263,6 +315,16 @@ TraceMeta trace_meta_from_json(const nlohmann::json& json, const std::string& so
     const JsonCursor v = variables.at(i);
     m.variables.push_back({v.at("name").as_string(), v.at("bytes").as_number_in(0, kMaxBytes),
                            int(v.at("ps").as_int(0, int64_t(m.ps.size()) - 1))});
+  }
+  if (c.has("graphs")) {
+    m.graphs = graphs_from_json(c.at("graphs"), int(m.roles.size()), int(m.platform.devices.size()),
+                                int(m.variables.size()));
+    std::set<std::string> seen;
+    for (size_t g = 0; g < m.graphs.size(); ++g) {
+      const JsonCursor role = c.at("graphs").at(g).at("role");
+      if (m.find_role(m.graphs[g].role) == nullptr) role.fail("names no role of the trace");
+      if (!seen.insert(m.graphs[g].role).second) role.fail("a second graph of this role");
+    }
   }
   if (c.has("backend")) m.backend = c.at("backend").as_string();
   if (c.has("provenance")) m.provenance = c.at("provenance").value();

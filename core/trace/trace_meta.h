@@ -56,6 +56,28 @@ struct TraceSyncReplicas {
   std::string variant;  // "tf" or "strict"
 };
 
+// An op of a step graph (Plan's Op, reduced to what a critical path needs): `role` indexes
+// TraceMeta::roles, `device` the platform's devices, `inputs` earlier ops of the same graph.
+struct TraceOp {
+  std::string name;
+  OpKind kind = OpKind::kForward;
+  int role = -1;
+  int device = -1;
+  int variable = -1;  // kReadVariable, kApply, kAccumulate, kTakeGradient: TraceMeta::variables
+  std::vector<int> inputs;
+};
+
+// A step graph (step_graphs(plan) order: each client's, then the chief's sync op): the role that
+// owns its events (TraceEvent::client) and its ops, in topological order. TraceEvent::op_index
+// indexes `ops`.
+struct TraceGraph {
+  std::string role;
+  std::vector<TraceOp> ops;
+};
+
+// The most ops TraceMeta::graphs holds (about 80 bytes of JSON each, below kMaxTraceMetaBytes).
+inline constexpr size_t kMaxTraceGraphOps = 500000;
+
 // Written once, before any event (TraceSink::begin).
 struct TraceMeta {
   std::string scenario;
@@ -75,12 +97,18 @@ struct TraceMeta {
   std::vector<std::string> notes;  // the plan's caveats (the run's own are in RunOutcome::notes)
   std::vector<TraceMemory> memory;
   std::vector<TraceVariable> variables;
+  // The step graphs' dependencies (what the critical path walks; metrics.h). Empty in traces
+  // written before 2026-12-03, and for plans of more than kMaxTraceGraphOps ops (their JSON
+  // would pass the metadata's size limit): their reports have no "bound by" row.
+  std::vector<TraceGraph> graphs;
   std::string backend;                                   // the registered name ("sim")
   nlohmann::json provenance = nlohmann::json::object();  // versions, scenario, command line, ...
 
   bool synchronous() const { return sync == "sync"; }
   // The role called `name`, or nullptr.
   const TraceRole* find_role(const std::string& name) const;
+  // The step graph whose events name `role` as their client, or nullptr.
+  const TraceGraph* find_graph(const std::string& role) const;
 };
 
 // A job failure and the restart that followed it (a parameter server, the in-graph client or a

@@ -116,7 +116,7 @@ void Node::tensor_in_place(Part& p, int send_op, BufferPtr data, double start_s)
   p.out[size_t(recv)] = std::move(data);
   p.tensor_in[size_t(recv)] = 1;
   recorder_->transfer(p.index, send_op, p.step, start_s, std::max(start_s, now_s()),
-                      (int64_t(self_) << 40) | next_message_++);
+                      (int64_t(self_) << 40) | next_message_++, "");  // bound: not known
   complete(p.index, send_op);
 }
 

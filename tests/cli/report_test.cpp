@@ -77,7 +77,7 @@ TEST(Report, SavedTraceGivesBackSimulateOutputs) {
   }
   EXPECT_EQ(first_line(csv.substr(comment.size() + 1)),
             "run,strategy,kind,actor,device,lane,label,client,step,start_s,end_s,bytes,flop,"
-            "peer_actor,peer,message_id,global_step_read,global_step_after,samples");
+            "peer_actor,peer,message_id,global_step_read,global_step_after,samples,op_index,bound");
   const nlohmann::json summary = nlohmann::json::parse(test::read_file(dir.file("rep.json")));
   const size_t events =
       summary["runs"][0]["events"].get<size_t>() + summary["runs"][1]["events"].get<size_t>();
@@ -127,9 +127,10 @@ TEST(Report, ReadsATraceFromStandardInputAndNumbersSharedHeadings) {
   for (const char* label : {"in_graph #1", "between_graph #2", "in_graph #3", "between_graph #4"}) {
     EXPECT_NE(headings.find(label), std::string::npos) << headings;
   }
-  // Their warnings say which column they belong to (the seed's in_graph run has one).
-  EXPECT_NE(twice.out.find("\nwarning (in_graph #1): "), std::string::npos) << twice.out;
-  EXPECT_NE(twice.out.find("\nwarning (in_graph #3): "), std::string::npos) << twice.out;
+  // The lines under the table say which column they belong to.
+  EXPECT_NE(twice.out.find("\nbound by (in_graph #1): "), std::string::npos) << twice.out;
+  EXPECT_NE(twice.out.find("\nbound by (in_graph #3): "), std::string::npos) << twice.out;
+  EXPECT_NE(twice.out.find("\nnote (between_graph #4): "), std::string::npos) << twice.out;
   expect_one_error_line(run_replisim({"report", "-", "-"}, sim.out), "standard input");
   expect_one_error_line(run_replisim({"report", "-"}, "not a trace"), "<standard input>");
   // A trace redirected from a file is an input: --force does not let an output replace it.

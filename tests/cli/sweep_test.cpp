@@ -144,13 +144,17 @@ TEST(Sweep, TheNetworkEngineReachesEachPointAndKeysItsCache) {
 TEST(Sweep, ACaveatManyPointsShareIsOneLine) {
   TempDir dir;
   const test::BinaryResult r =
-      test::run_replisim({"sweep", test::scenario_path("planning/ps_scaling.json"), "--vary",
-                          "ps=1,2", "--vary", "replicas=1,2", "--cache", dir.file("c"),
-                          "--progress", "none", "--json", dir.file("r.json")},
-                         120);
+      // In-graph over three workers' links: no resource, and no one share of the critical path,
+      // holds the steps.
+      test::run_replisim(
+          {"sweep", test::scenario_path("classroom/heterogeneous.json"), "--strategy", "in_graph",
+           "--vary", "nic_bandwidth=1Gbps,2Gbps,10Gbps,25Gbps", "--cache", dir.file("c"),
+           "--progress", "none", "--json", dir.file("r.json")},
+          120);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("\n  no resource is saturated over the window: 4 points (ps=1 replicas=1, "
-                       "ps=1 replicas=2, ps=2 replicas=1 and 1 more)\n"),
+  EXPECT_NE(r.out.find("\n  no resource is saturated over the window: 4 points "
+                       "(nic_bandwidth=1Gbps, nic_bandwidth=2Gbps, nic_bandwidth=10Gbps and 1 "
+                       "more)\n"),
             std::string::npos)
       << r.out;
   for (const json& row : read_json(dir.file("r.json"))["rows"]) {

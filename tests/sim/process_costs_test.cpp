@@ -117,11 +117,10 @@ TEST(ProcessCosts, SixteenWorkersOnOneHostPlateauAtThePsProcessCeiling) {
   const std::vector<core::WaitBreakdown> kinds = core::average_waits_by_kind(bound.waits);
   ASSERT_FALSE(kinds.empty());
   EXPECT_GT(kinds.front().network, 0.9) << kinds.front().role_kind;
-  // No utilisation row shows the ceiling; the warning names it.
-  bool named = false;
-  for (const std::string& w : bound.warnings)
-    named |= w.find("200 MB/s per process") != std::string::npos;
-  EXPECT_TRUE(named);
+  // No utilisation row shows the ceiling; the critical path names it
+  // (tests/sim/critical_path_test.cpp).
+  ASSERT_FALSE(bound.bound_by.shares.empty());
+  EXPECT_EQ(bound.bound_by.shares.front().bounds.front().first, "ps0 RPC ceiling 200 MB/s");
   const core::RunMetrics free =
       test::simulate(one_host(16, kParams, nullptr, "sync"), "between_graph");
   EXPECT_GT(free.throughput_samples_per_s, 3 * bound.throughput_samples_per_s);

@@ -33,7 +33,7 @@ TEST(TraceRecorder, EventsCarryThePlansNamesAndKinds) {
   ASSERT_GE(forward, 0);
   ASSERT_GE(pull, 0);
   recorder.compute(1, forward, 4, 1.0, 1.5, 2e9);
-  recorder.transfer(1, pull, 4, 0.5, 0.9, 17);
+  recorder.transfer(1, pull, 4, 0.5, 0.9, 17, "pc1/nic/up");
   recorder.update(1, increment, 4, 2.0, 6, 8);
   recorder.checkpoint(0, 3, 2.0, 2.1, 1e6, 8, true);
   recorder.step(1, 4, 0.4, 2.0, 6);
@@ -53,6 +53,14 @@ TEST(TraceRecorder, EventsCarryThePlansNamesAndKinds) {
   EXPECT_EQ(t.str(transfer.peer_actor), "worker1");
   EXPECT_EQ(transfer.bytes, g.ops[size_t(pull)].bytes);
   EXPECT_EQ(transfer.message_id, 17);
+  // The ops they record, for the critical path, and what bounded the transfer.
+  EXPECT_EQ(compute.op_index, forward);
+  EXPECT_EQ(transfer.op_index, pull);
+  EXPECT_EQ(update.op_index, increment);
+  EXPECT_EQ(t.str(transfer.bound), "pc1/nic/up");
+  ASSERT_EQ(t.meta.graphs.size(), plan.clients.size());
+  EXPECT_EQ(t.meta.graphs[1].ops[size_t(forward)].name, g.ops[size_t(forward)].name);
+  EXPECT_EQ(t.meta.graphs[1].ops[size_t(forward)].inputs, g.ops[size_t(forward)].inputs);
   EXPECT_EQ(update.op, OpKind::kGlobalStepIncrement);
   EXPECT_EQ(t.str(update.actor), "worker1");  // the client whose gradients were applied
   EXPECT_EQ(update.samples, g.samples_per_step);

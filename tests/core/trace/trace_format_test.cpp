@@ -52,6 +52,9 @@ Trace sample_trace(const std::string& strategy) {
   t.meta.clients = {{"worker0", 32, 0.5, 0}};
   t.meta.ps = {"ps0"};
   t.meta.variables = {{"global_step", 8, 0}};
+  t.meta.graphs = {{"worker0",
+                    {{"read/global_step", OpKind::kReadVariable, 1, 0, 0, {}},
+                     {"send/grad", OpKind::kSend, 0, 0, -1, {0}}}}};
   t.meta.notes = {"a plan note"};
   t.meta.backend = "sim";
   t.meta.provenance = {{"nested", {{"x", 1.25}}}};
@@ -72,6 +75,8 @@ Trace sample_trace(const std::string& strategy) {
   transfer.end_s = 2.25;
   transfer.bytes = 4e6;
   transfer.message_id = 42;
+  transfer.op_index = 1;
+  transfer.bound = t.intern("pc1/nic/up");
   TraceEvent compute;
   compute.op = OpKind::kForward;
   compute.actor = transfer.actor;
@@ -144,6 +149,8 @@ void expect_same(const Trace& a, const Trace& b) {
     EXPECT_EQ(std::vector<double>({x.start_s, x.end_s, x.bytes, x.flop}),
               std::vector<double>({y.start_s, y.end_s, y.bytes, y.flop}));
     EXPECT_EQ(x.samples, y.samples);
+    EXPECT_EQ(x.op_index, y.op_index);
+    EXPECT_EQ(x.bound, y.bound);
     EXPECT_EQ(x.op, y.op);
     EXPECT_EQ(x.producer, y.producer);
     EXPECT_EQ(x.flags, y.flags);
@@ -179,12 +186,50 @@ size_t first_event_offset(const Trace& t) {
   return offset;
 }
 
-constexpr size_t kEventRecordBytes = 97;
+constexpr size_t kEventRecordBytes = 105;
 
 TEST(TraceFormat, RoundTripKeepsEveryField) {
   const Trace t = sample_trace("in_graph");
   std::istringstream in(encode({&t}));
   expect_same(read_trace_binary(in, "mem"), t);
+}
+
+// Version 3 (96-byte events, no op index or bound): the same file less the last 8 bytes of each
+// event record, under version 3 and its own checksum.
+TEST(TraceFormat, Version3FilesReadWithoutOpIndices) {
+  const Trace t = sample_trace("in_graph");
+  const std::string v4 = encode({&t});
+  std::string v3 = file_header(3);
+  size_t at = 12;
+  const size_t run_start = v3.size();
+  auto u32_at = [&](size_t offset) {
+    uint32_t value = 0;
+    for (int i = 0; i < 4; ++i) value |= uint32_t(uint8_t(v4[offset + size_t(i)])) << (8 * i);
+    return value;
+  };
+  for (;;) {
+    const char tag = v4[at];
+    size_t size = 0;
+    if (tag == 'B' || tag == 'S' || tag == 'Z') size = 5 + u32_at(at + 1);
+    if (tag == 'E') size = kEventRecordBytes;
+    if (tag == 'C') size = 21;
+    ASSERT_GT(size, 0u) << "tag " << int(tag);
+    v3 += v4.substr(at, tag == 'E' ? size - 8 : size);
+    at += size;
+    if (tag == 'Z') break;
+  }
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  for (size_t i = run_start; i < v3.size(); ++i) {
+    hash ^= uint8_t(v3[i]);
+    hash *= 1099511628211ULL;
+  }
+  v3 += le(hash, 8) + "F" + le(1, 4);
+  std::istringstream in(v3);
+  const Trace back = read_trace_binary(in, "v3");
+  ASSERT_EQ(back.events.size(), t.events.size());
+  EXPECT_EQ(back.events[0].message_id, 42);
+  EXPECT_EQ(back.events[0].op_index, -1);
+  EXPECT_EQ(back.events[0].bound, kNoString);
 }
 
 TEST(TraceFormat, OneFileHoldsSeveralRuns) {
@@ -266,7 +311,10 @@ TEST(TraceFormat, LayoutIsLittleEndianAsDocumented) {
   EXPECT_EQ(bytes.substr(event + 37, 8), le(bits, 8));
   EXPECT_EQ(bytes.substr(event + 69, 8), le(42, 8));                     // message_id
   EXPECT_EQ(bytes.substr(event + 77, 8), le(uint64_t(int64_t(-1)), 8));  // global_step_read
-  EXPECT_EQ(bytes[event + kEventRecordBytes + 3], char(0xFF));           // a compute: no producer
+  EXPECT_EQ(bytes.substr(event + 97, 4), le(1, 4));                      // op_index
+  EXPECT_EQ(bytes.substr(event + 101, 4), le(t.events[0].bound, 4));     // bound
+  EXPECT_EQ(bytes.substr(event + kEventRecordBytes + 97, 4), le(0xFFFFFFFFu, 4));  // none
+  EXPECT_EQ(bytes[event + kEventRecordBytes + 3], char(0xFF));  // a compute: no producer
   EXPECT_EQ(bytes[event + 3 * kEventRecordBytes + 4], char(kEventOpenEnded));
   const size_t counter = event + 4 * kEventRecordBytes;
   EXPECT_EQ(bytes[counter], 'C');
@@ -345,7 +393,7 @@ TEST(TraceFormat, BadHeadersAndOversizedLengthsAreRejectedBeforeAllocating) {
   };
   has(decode_error("{\"traceEvents\": []}"), "not a replisim native trace");
   has(decode_error(file_header(1)), "unsupported trace format version 1");
-  has(decode_error(file_header(4)), "reads versions 2 to 3");
+  has(decode_error(file_header(5)), "reads versions 2 to 4");
   has(decode_error(file_header()), "no runs");
   has(decode_error(file_header() + "X"), "run 0: does not start with a run");
   has(decode_error(file_header() + "B" + le(0xFFFFFFFFu, 4)), "metadata: length 4294967295 above");
@@ -419,6 +467,11 @@ TEST(TraceFormat, MetadataIsCheckedMemberByMember) {
   has(error_with([](Trace& t) { t.meta.strategy = "bogus"; }),
       "run 1, /meta/strategy: unknown value \"bogus\"; valid: in_graph, between_graph");
   has(error_with([](Trace& t) { t.meta.sync = "sometimes"; }), "run 1, /meta/sync");
+  // A step graph's op whose input is not an earlier op, or whose device does not exist.
+  has(error_with([](Trace& t) { t.meta.graphs[0].ops[0].inputs = {1}; }),
+      "run 1, /meta/graphs/0/ops/0/5/0");
+  has(error_with([](Trace& t) { t.meta.graphs[0].ops[1].device = 7; }),
+      "run 1, /meta/graphs/0/ops/1/3");
   has(error_with([](Trace& t) { t.meta.roles.push_back(t.meta.roles[0]); }),
       "run 1, /meta/roles/2/name: repeated role");
   has(error_with([](Trace& t) { t.meta.clients[0].role = "nobody"; }),

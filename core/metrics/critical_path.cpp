@@ -1,0 +1,634 @@
+#include "core/metrics/critical_path.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <unordered_map>
+
+namespace replisim::core {
+namespace {
+
+constexpr double kEpsilonS = 1e-12;
+constexpr double kNever = -std::numeric_limits<double>::infinity();
+
+bool is_sync_wait(OpKind kind) {
+  return kind == OpKind::kTokenDequeue || kind == OpKind::kTakeGradient ||
+         kind == OpKind::kTokenEnqueue;
+}
+
+// What a tensor is, from the kind of op that produced it (PathShare::directions).
+const char* direction_of(const std::optional<OpKind>& producer) {
+  if (!producer) return "other";
+  switch (*producer) {
+    case OpKind::kReadVariable:
+      return "pull";
+    case OpKind::kBackward:
+    case OpKind::kAggregate:
+      return "push";
+    case OpKind::kInput:
+    case OpKind::kSplit:
+      return "batch";
+    case OpKind::kForward:
+    case OpKind::kLoss:
+      return "activations";
+    case OpKind::kTokenDequeue:
+    case OpKind::kTokenEnqueue:
+    case OpKind::kTakeGradient:
+    case OpKind::kAccumulate:
+      return "sync";
+    default:
+      return "other";
+  }
+}
+
+bool is_copy(const TraceEvent& e) {
+  return e.kind == EventKind::kCompute && e.op &&
+         (*e.op == OpKind::kSend || *e.op == OpKind::kRecv);
+}
+
+// When each op of one step of one graph started and ended, from its events; instant ops end when
+// their last input does, and a synchronous wait (no event of its own) when the first op after it
+// starts (or the step ends).
+struct StepTimes {
+  std::vector<double> start, end;
+  std::vector<int> event;                // the op's compute event, or a send's transfer
+  std::vector<std::vector<int>> copies;  // per send: its (de)serialisation events
+};
+
+class PathWalker {
+ public:
+  explicit PathWalker(const Trace& trace) : trace_(trace), meta_(trace.meta) {
+    for (size_t g = 0; g < meta_.graphs.size(); ++g) {
+      const uint32_t id = trace.find(meta_.graphs[g].role);
+      if (id != kNoString) graph_of_role_[id] = int(g);
+      const TraceRole* role = meta_.find_role(meta_.graphs[g].role);
+      if (role != nullptr && role->kind == RoleKind::kSyncQueueRunner) chief_graph_ = int(g);
+    }
+    // Per graph, the accumulate each send's tensor feeds (a worker's gradient push).
+    std::vector<std::unordered_map<int, int>> accumulate_of_send(meta_.graphs.size());
+    for (size_t g = 0; g < meta_.graphs.size(); ++g) {
+      const std::vector<TraceOp>& ops = meta_.graphs[g].ops;
+      for (size_t a = 0; a < ops.size(); ++a) {
+        if (ops[a].kind != OpKind::kAccumulate) continue;
+        for (int recv : ops[a].inputs) {
+          const TraceOp& r = ops[size_t(recv)];
+          if (r.kind == OpKind::kRecv && r.inputs.size() == 1) {
+            accumulate_of_send[g][r.inputs[0]] = int(a);
+          }
+        }
+      }
+    }
+    for (size_t d = 0; d < meta_.platform.devices.size(); ++d) {
+      device_machine_[meta_.platform.devices[d].name] =
+          meta_.platform.machines[size_t(meta_.platform.devices[d].machine)].name;
+    }
+    for (const TraceGraph& graph : meta_.graphs) {
+      const TraceRole* role = meta_.find_role(graph.role);
+      graph_machine_.push_back(role == nullptr ? "" : machine_of_device(role->device));
+    }
+    for (size_t i = 0; i < trace.events.size(); ++i) {
+      const TraceEvent& e = trace.events[i];
+      const int g = graph_of(e.client);
+      if (g >= 0 && e.kind == EventKind::kStep) step_spans_[key(g, e.step)] = {e.start_s, e.end_s};
+      if (g < 0 || e.op_index < 0 || size_t(e.op_index) >= meta_.graphs[size_t(g)].ops.size()) {
+        continue;
+      }
+      // An update marks when its global step increment ran.
+      if (e.kind == EventKind::kCompute || e.kind == EventKind::kTransfer ||
+          e.kind == EventKind::kUpdate) {
+        buckets_[key(g, e.step)].push_back(int(i));
+      }
+      const TraceOp& op = meta_.graphs[size_t(g)].ops[size_t(e.op_index)];
+      // When each accumulate was in: its compute, or (when it costs nothing) its gradient's
+      // arrival.
+      if (e.kind == EventKind::kCompute && op.kind == OpKind::kAccumulate && !is_copy(e)) {
+        accumulates_[op.variable].push_back({e.end_s, g, e.step, e.op_index});
+      }
+      if (e.kind == EventKind::kTransfer) {
+        const auto found = accumulate_of_send[size_t(g)].find(e.op_index);
+        if (found != accumulate_of_send[size_t(g)].end()) {
+          const int a = found->second;
+          accumulates_[meta_.graphs[size_t(g)].ops[size_t(a)].variable].push_back(
+              {e.end_s, g, e.step, a});
+        }
+      }
+      if (e.kind == EventKind::kUpdate && g == chief_graph_) {
+        chief_updates_.push_back({e.end_s, g, e.step, e.op_index});
+      }
+    }
+    for (size_t i = 0; i < trace.events.size(); ++i) {
+      const TraceEvent& e = trace.events[i];
+      if (e.kind != EventKind::kCompute || e.device == kNoString) continue;
+      device_events_[e.device].push_back(int(i));
+      longest_event_s_ = std::max(longest_event_s_, e.end_s - e.start_s);
+    }
+    for (auto& [device, list] : device_events_) {
+      std::sort(list.begin(), list.end(), [&](int a, int b) {
+        return trace.events[size_t(a)].start_s < trace.events[size_t(b)].start_s;
+      });
+    }
+    for (auto& [variable, list] : accumulates_) std::sort(list.begin(), list.end());
+    std::sort(chief_updates_.begin(), chief_updates_.end());
+  }
+
+  // Whether any compute or transfer event names an op of its graph.
+  bool has_ops() const { return !buckets_.empty(); }
+
+  // Adds the path of `graph`'s step `step`, over [start_s, end_s], to `out`.
+  void walk(int graph, int64_t step, double start_s, double end_s,
+            std::map<std::string, PathShare>& out) {
+    out_ = &out;
+    own_role_ = meta_.graphs[size_t(graph)].role;
+    int g = graph;
+    int64_t k = step;
+    const StepTimes* times = &times_of(g, k);
+    int cur = last_op(*times, end_s);
+    double t = end_s;
+    // Each pass moves back by an op or a jump; bounded so that a malformed trace cannot loop.
+    size_t budget = 4 * (meta_.graphs[size_t(g)].ops.size() + 64);
+    while (t > start_s + kEpsilonS && budget-- > 0) {
+      if (cur < 0) break;
+      const TraceOp& op = meta_.graphs[size_t(g)].ops[size_t(cur)];
+      const double op_end = std::max(std::min(times->end[size_t(cur)], t), start_s);
+      add("other", t - op_end);
+      t = op_end;
+      // A synchronous wait: follow it to what released it.
+      if (is_sync_wait(op.kind) &&
+          times->end[size_t(cur)] > times->start[size_t(cur)] + kEpsilonS) {
+        const Origin* origin = release_of(g, op, times->end[size_t(cur)]);
+        if (origin != nullptr && origin->end_s > times->start[size_t(cur)] + kEpsilonS) {
+          add("other", t - std::max(origin->end_s, start_s));  // the release reaching this op
+          t = std::max(std::min(origin->end_s, t), start_s);
+          g = origin->graph;
+          k = origin->step;
+          times = &times_of(g, k);
+          cur = origin->op;
+          continue;
+        }
+      }
+      // The input that finished last; the op's own time, and its wait after that input, go to
+      // the op's resource.
+      int pred = -1;
+      for (int input : op.inputs) {
+        if (pred < 0 || times->end[size_t(input)] > times->end[size_t(pred)]) pred = input;
+      }
+      const double from_s =
+          std::clamp(pred < 0 ? times->start[size_t(cur)] : times->end[size_t(pred)], start_s, t);
+      attribute(g, *times, cur, from_s, t);
+      t = from_s;
+      cur = pred;
+    }
+    add("other", t - start_s);
+  }
+
+ private:
+  struct Origin {
+    double end_s;
+    int graph;
+    int64_t step;
+    int op;
+    bool operator<(const Origin& o) const { return end_s < o.end_s; }
+  };
+
+  using Key = std::pair<int, int64_t>;  // (graph, step)
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return std::hash<int64_t>()(k.second) * 31 + std::hash<int>()(k.first);
+    }
+  };
+  static Key key(int graph, int64_t step) { return {graph, step}; }
+
+  int graph_of(uint32_t role) const {
+    const auto found = graph_of_role_.find(role);
+    return found == graph_of_role_.end() ? -1 : found->second;
+  }
+
+  // The op of the step that ended last, at or before end_s.
+  static int last_op(const StepTimes& times, double end_s) {
+    int best = -1;
+    for (size_t i = 0; i < times.end.size(); ++i) {
+      if (times.end[i] <= end_s + kEpsilonS &&
+          (best < 0 || times.end[i] >= times.end[size_t(best)])) {
+        best = int(i);
+      }
+    }
+    return best;
+  }
+
+  // What released a synchronous wait that ended at `end_s`: for a worker's token, the chief's
+  // global step increment before it; for the chief's take, the accumulate that completed it.
+  const Origin* release_of(int graph, const TraceOp& op, double end_s) const {
+    const std::vector<Origin>* list = nullptr;
+    if (op.kind == OpKind::kTokenDequeue && graph != chief_graph_) {
+      list = &chief_updates_;
+    } else if (op.kind == OpKind::kTakeGradient) {
+      const auto found = accumulates_.find(op.variable);
+      if (found != accumulates_.end()) list = &found->second;
+    }
+    if (list == nullptr) return nullptr;
+    auto it = std::upper_bound(list->begin(), list->end(), Origin{end_s + kEpsilonS, 0, 0, 0});
+    if (it == list->begin()) return nullptr;
+    return &*std::prev(it);
+  }
+
+  // The times of step `k` of graph `g`, bounded by its step event (none for the chief's sync op:
+  // unbounded), whichever walk asks first.
+  const StepTimes& times_of(int g, int64_t k) {
+    const Key id = key(g, k);
+    if (const auto found = cache_.find(id); found != cache_.end()) return found->second;
+    if (cache_.size() > 64) cache_.clear();
+    double step_start_s = kNever, step_end_s = std::numeric_limits<double>::infinity();
+    if (const auto found = step_spans_.find(id); found != step_spans_.end()) {
+      step_start_s = found->second.first;
+      step_end_s = found->second.second;
+    }
+    const std::vector<TraceOp>& ops = meta_.graphs[size_t(g)].ops;
+    const size_t n = ops.size();
+    StepTimes times;
+    times.start.assign(n, kNever);
+    times.end.assign(n, kNever);
+    times.event.assign(n, -1);
+    times.copies.resize(n);
+    if (const auto found = buckets_.find(id); found != buckets_.end()) {
+      for (int i : found->second) {
+        const TraceEvent& e = trace_.events[size_t(i)];
+        const size_t op = size_t(e.op_index);
+        if (is_copy(e)) {
+          // A deserialisation is its recv's; kept with the send, which holds the transfer.
+          const std::vector<int>& inputs = ops[op].inputs;
+          const bool recv = ops[op].kind == OpKind::kRecv && inputs.size() == 1;
+          times.copies[recv ? size_t(inputs[0]) : op].push_back(i);
+        } else if (times.event[op] < 0 || e.end_s > trace_.events[size_t(times.event[op])].end_s) {
+          times.event[op] = i;
+        }
+      }
+    }
+    // Forward: events, transfers (a recv's input is its send), instant ops; a wait starts when
+    // its inputs are in.
+    auto forward = [&](bool waits_known) {
+      for (size_t i = 0; i < n; ++i) {
+        double inputs_in = ops[i].inputs.empty() ? step_start_s : kNever;
+        for (int input : ops[i].inputs) inputs_in = std::max(inputs_in, times.end[size_t(input)]);
+        if (times.event[i] >= 0) {
+          times.start[i] = trace_.events[size_t(times.event[i])].start_s;
+          times.end[i] = trace_.events[size_t(times.event[i])].end_s;
+        } else if (ops[i].kind == OpKind::kRecv && ops[i].inputs.size() == 1 &&
+                   times.event[size_t(ops[i].inputs[0])] >= 0) {
+          times.start[i] = times.start[size_t(ops[i].inputs[0])];
+          times.end[i] = times.end[size_t(ops[i].inputs[0])];
+        } else if (is_sync_wait(ops[i].kind) && waits_known) {
+          times.start[i] = inputs_in;
+          times.end[i] = std::max(times.end[i], inputs_in);
+        } else {
+          times.start[i] = times.end[i] = inputs_in;
+        }
+      }
+    };
+    forward(false);
+    // Backward: a wait ends when the first op after it that has an event starts.
+    std::vector<double> first_after(n, step_end_s);
+    for (size_t i = n; i-- > 0;) {
+      for (int input : ops[i].inputs) {
+        const double next = times.event[i] >= 0 ? times.start[i] : first_after[i];
+        first_after[size_t(input)] = std::min(first_after[size_t(input)], next);
+      }
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (is_sync_wait(ops[i].kind) && times.event[i] < 0 && std::isfinite(first_after[i])) {
+        times.end[i] = std::max(times.start[i], first_after[i]);
+      }
+    }
+    forward(true);
+    return cache_.emplace(id, std::move(times)).first->second;
+  }
+
+  void add(const std::string& name, double seconds, bool own = false) {
+    // Below a picosecond: rounding left over from a subtraction, not time on the path.
+    if (seconds <= 1e-12) return;
+    PathShare& share = (*out_)[name];
+    share.name = name;
+    share.seconds += seconds;
+    share.own_compute |= own;
+  }
+
+  static void add_to(std::vector<std::pair<std::string, double>>& list, const std::string& name,
+                     double seconds) {
+    for (auto& [n, s] : list) {
+      if (n == name) {
+        s += seconds;
+        return;
+      }
+    }
+    list.emplace_back(name, seconds);
+  }
+
+  const std::string& machine_of(uint32_t device) const {
+    static const std::string kUnknown = "?";
+    if (device == kNoString) return kUnknown;
+    return machine_of_device(trace_.str(device));
+  }
+  const std::string& machine_of_device(const std::string& device) const {
+    static const std::string kUnknown = "?";
+    const auto found = device_machine_.find(device);
+    return found == device_machine_.end() ? kUnknown : found->second;
+  }
+
+  // Op `op`'s part of the path, [from_s, to_s] (its own time and its wait after its inputs).
+  void attribute(int g, const StepTimes& times, int op, double from_s, double to_s) {
+    if (to_s <= from_s) return;
+    const TraceOp& o = meta_.graphs[size_t(g)].ops[size_t(op)];
+    int transfer = -1;
+    std::vector<int> copies;
+    if (o.kind == OpKind::kSend || o.kind == OpKind::kRecv) {
+      const int send = o.kind == OpKind::kSend ? op : (o.inputs.empty() ? -1 : o.inputs[0]);
+      if (send >= 0) {
+        transfer = times.event[size_t(send)];
+        copies = times.copies[size_t(send)];
+      }
+    }
+    if (transfer < 0 || trace_.events[size_t(transfer)].kind != EventKind::kTransfer) {
+      if (is_sync_wait(o.kind)) {
+        add("token queue", to_s - from_s);
+      } else if (times.event[size_t(op)] >= 0) {
+        // Its own run, and before it its wait for the device, busy with other work.
+        const TraceEvent& e = trace_.events[size_t(times.event[size_t(op)])];
+        const double run_from_s = std::clamp(e.start_s, from_s, to_s);
+        const std::string share = device_share(o, e);
+        add(share, to_s - run_from_s, share == trace_.str(e.device) && own_op(o));
+        attribute_device_wait(e.device, from_s, run_from_s);
+      } else {
+        add("other", to_s - from_s);
+      }
+      return;
+    }
+    const TraceEvent& e = trace_.events[size_t(transfer)];
+    double network_s = to_s - from_s;
+    for (int c : copies) {
+      const TraceEvent& copy = trace_.events[size_t(c)];
+      const double overlap = std::min(copy.end_s, to_s) - std::max(copy.start_s, from_s);
+      if (overlap <= 0) continue;
+      add("copies on " + trace_.str(copy.device), overlap);
+      network_s -= overlap;
+    }
+    if (network_s <= 0) return;
+    const std::string& a = machine_of(e.device);
+    const std::string& b = machine_of(e.peer);
+    const std::string name =
+        a == b ? a + " local transfers" : std::min(a, b) + "<->" + std::max(a, b) + " network";
+    add(name, network_s);
+    PathShare& share = (*out_)[name];
+    // Relative to the graph walked (a straggler's graph, followed from another client's wait,
+    // names the straggler's link to the PS as the PS's network too).
+    const std::string& own = graph_machine_[size_t(g)];
+    if (a != b && (a == own || b == own)) share.peer_machine = a == own ? b : a;
+    add_to(share.directions, direction_of(e.producer), network_s);
+    add_to(share.bounds, e.bound == kNoString ? "not known" : trace_.str(e.bound), network_s);
+  }
+
+  // [from_s, to_s] on `device`, which an op waited for: to what the device ran meanwhile (its
+  // events' shares, scaled down when several cores ran at once), the rest to the device itself.
+  void attribute_device_wait(uint32_t device, double from_s, double to_s) {
+    if (to_s <= from_s) return;
+    const auto found = device_events_.find(device);
+    std::vector<std::pair<std::string, double>> ran;
+    double total = 0;
+    if (found != device_events_.end()) {
+      const std::vector<int>& list = found->second;  // by start
+      // Events are shorter than the longest one on the device: start the scan that far back.
+      auto it =
+          std::lower_bound(list.begin(), list.end(), from_s - longest_event_s_,
+                           [&](int i, double s) { return trace_.events[size_t(i)].start_s < s; });
+      for (; it != list.end() && trace_.events[size_t(*it)].start_s < to_s; ++it) {
+        const TraceEvent& e = trace_.events[size_t(*it)];
+        const double overlap = std::min(e.end_s, to_s) - std::max(e.start_s, from_s);
+        if (overlap <= 0) continue;
+        add_to(ran, share_of_event(e), overlap);
+        total += overlap;
+      }
+    }
+    const double scale = total > to_s - from_s ? (to_s - from_s) / total : 1.0;
+    for (const auto& [name, seconds] : ran) add(name, seconds * scale);
+    add(trace_.str(device), (to_s - from_s) - total * scale);
+  }
+
+  // Whether `o` is an op of the client whose step is walked (its role, or one of its towers):
+  // compute on its own devices.
+  bool own_op(const TraceOp& o) const {
+    if (size_t(o.role) >= meta_.roles.size()) return false;
+    const TraceRole& role = meta_.roles[size_t(o.role)];
+    // Between-graph towers are ops of their worker's role; in-graph towers are the client's.
+    return role.name == own_role_ ||
+           (role.kind == RoleKind::kTower && meta_.strategy == "in_graph");
+  }
+
+  // The share a compute event counts to: its op's (device_share), or a copy's.
+  std::string share_of_event(const TraceEvent& e) const {
+    if (is_copy(e)) return "copies on " + trace_.str(e.device);
+    const int g = graph_of(e.client);
+    if (g < 0 || e.op_index < 0 || size_t(e.op_index) >= meta_.graphs[size_t(g)].ops.size()) {
+      return trace_.str(e.device);
+    }
+    return device_share(meta_.graphs[size_t(g)].ops[size_t(e.op_index)], e);
+  }
+
+  // A compute op's share: its device; in-graph, the client's own ops say which part they are.
+  std::string device_share(const TraceOp& o, const TraceEvent& e) const {
+    const std::string& device = trace_.str(e.device);
+    if (meta_.strategy == "in_graph" && size_t(o.role) < meta_.roles.size() &&
+        meta_.roles[size_t(o.role)].kind == RoleKind::kClient &&
+        (o.kind == OpKind::kInput || o.kind == OpKind::kSplit || o.kind == OpKind::kAggregate ||
+         o.kind == OpKind::kLoss || o.kind == OpKind::kApply)) {
+      return std::string("client ") + op_kind_name(o.kind) + " on " + device;
+    }
+    if (o.kind == OpKind::kInput) return "input pipeline on " + device;
+    return device;
+  }
+
+  const Trace& trace_;
+  const TraceMeta& meta_;
+  std::unordered_map<uint32_t, int> graph_of_role_;
+  std::unordered_map<std::string, std::string> device_machine_;
+  std::unordered_map<Key, std::vector<int>, KeyHash> buckets_;    // event indices
+  std::unordered_map<uint32_t, std::vector<int>> device_events_;  // compute events, by start
+  double longest_event_s_ = 0;
+  std::map<int, std::vector<Origin>> accumulates_;  // per variable, by end
+  std::vector<Origin> chief_updates_;               // the chief's updates, by time
+  std::unordered_map<Key, StepTimes, KeyHash> cache_;
+  std::unordered_map<Key, std::pair<double, double>, KeyHash> step_spans_;  // step events
+  int chief_graph_ = -1;
+  std::map<std::string, PathShare>* out_ = nullptr;
+  std::string own_role_;                    // the client whose step is walked
+  std::vector<std::string> graph_machine_;  // per graph: its role's machine
+};
+
+bool is_network(const PathShare& share) {
+  return !share.directions.empty();
+}
+
+void sort_shares(CriticalPath& path) {
+  std::sort(path.shares.begin(), path.shares.end(),
+            [](const PathShare& a, const PathShare& b) { return a.seconds > b.seconds; });
+  for (PathShare& share : path.shares) {
+    for (auto* list : {&share.directions, &share.bounds}) {
+      std::sort(list->begin(), list->end(),
+                [](const auto& a, const auto& b) { return a.second > b.second; });
+    }
+  }
+}
+
+CriticalPath path_of(const std::string& client, int steps, double seconds,
+                     std::map<std::string, PathShare>& shares) {
+  CriticalPath path;
+  path.client = client;
+  path.steps = steps;
+  path.seconds = seconds;
+  for (auto& [name, share] : shares) path.shares.push_back(std::move(share));
+  sort_shares(path);
+  return path;
+}
+
+std::string percent_of(double part, double whole) {
+  char text[16];
+  std::snprintf(text, sizeof text, "%.0f%%", whole > 0 ? 100 * part / whole : 0.0);
+  return text;
+}
+
+}  // namespace
+
+std::vector<CriticalPath> critical_paths(const Trace& trace, double window_start_s,
+                                         double window_end_s) {
+  std::vector<CriticalPath> out;
+  if (trace.meta.graphs.empty()) return out;
+  PathWalker walker(trace);
+  // Events that name no op of their graph (a version 3 trace, a damaged one): nothing to walk.
+  if (!walker.has_ops()) return out;
+  for (const TraceClient& client : trace.meta.clients) {
+    const uint32_t role = trace.find(client.role);
+    if (role == kNoString || trace.meta.find_graph(client.role) == nullptr) continue;
+    const int graph = int(trace.meta.find_graph(client.role) - trace.meta.graphs.data());
+    std::map<std::string, PathShare> shares;
+    int steps = 0;
+    double seconds = 0;
+    for (const TraceEvent& e : trace.events) {
+      if (e.kind != EventKind::kStep || e.client != role || e.start_s < window_start_s ||
+          e.end_s > window_end_s) {
+        continue;
+      }
+      walker.walk(graph, e.step, e.start_s, e.end_s, shares);
+      ++steps;
+      seconds += e.end_s - e.start_s;
+    }
+    if (steps > 0) out.push_back(path_of(client.role, steps, seconds, shares));
+  }
+  return out;
+}
+
+CriticalPath combine_paths(const std::vector<CriticalPath>& paths) {
+  std::map<std::string, PathShare> shares;
+  int steps = 0;
+  double seconds = 0;
+  for (const CriticalPath& path : paths) {
+    steps += path.steps;
+    seconds += path.seconds;
+    for (const PathShare& share : path.shares) {
+      // Each client's own devices are one share: "compute".
+      std::string name = share.name;
+      if (paths.size() > 1 && share.own_compute) name = "compute";
+      if (paths.size() > 1 && !share.peer_machine.empty()) name = share.peer_machine + " network";
+      PathShare& into = shares[name];
+      into.name = name;
+      into.own_compute = share.own_compute;
+      into.peer_machine = share.peer_machine;
+      into.seconds += share.seconds;
+      for (const auto* list : {&share.directions, &share.bounds}) {
+        auto& target = list == &share.directions ? into.directions : into.bounds;
+        for (const auto& [name, s] : *list) {
+          auto it = std::find_if(target.begin(), target.end(),
+                                 [&](const auto& item) { return item.first == name; });
+          if (it == target.end()) {
+            target.emplace_back(name, s);
+          } else {
+            it->second += s;
+          }
+        }
+      }
+    }
+  }
+  if (paths.size() > 1) {
+    // Other clients' devices (a sync step waits for the slowest of them): one share per machine
+    // when several of its devices appear ("aws2 GPUs"), so that jitter across many towers does
+    // not scatter the path over them.
+    std::map<std::string, std::vector<std::string>> by_machine;
+    for (const auto& [name, share] : shares) {
+      const size_t slash = name.find('/');
+      if (share.own_compute || !share.directions.empty() || slash == std::string::npos ||
+          name.find(' ') != std::string::npos) {
+        continue;
+      }
+      by_machine[name.substr(0, slash)].push_back(name);
+    }
+    for (const auto& [machine, names] : by_machine) {
+      if (names.size() < 2) continue;
+      bool gpus = true;
+      for (const std::string& n : names) gpus &= n.find("/gpu") != std::string::npos;
+      const std::string merged = machine + (gpus ? " GPUs" : " devices");
+      PathShare& into = shares[merged];
+      into.name = merged;
+      for (const std::string& n : names) {
+        into.seconds += shares[n].seconds;
+        shares.erase(n);
+      }
+    }
+  }
+  return path_of(paths.size() == 1 ? paths.front().client : "", steps, seconds, shares);
+}
+
+std::string describe_path(const CriticalPath& path, int max_shares, bool detailed) {
+  std::string text;
+  int shown = 0;
+  for (const PathShare& share : path.shares) {
+    if (shown == max_shares || share.seconds < 0.01 * path.seconds) break;
+    if (!text.empty()) text += ", ";
+    text += share.name + " " + percent_of(share.seconds, path.seconds);
+    if (detailed && is_network(share)) {
+      std::string detail;
+      if (share.directions.size() > 1 || share.directions.front().first != "other") {
+        for (const auto& [direction, s] : share.directions) {
+          if (s < 0.01 * path.seconds) continue;
+          if (!detail.empty()) detail += ", ";
+          detail += direction + " " + percent_of(s, path.seconds);
+        }
+      }
+      // The bound that held most of the share, or the two that held most when none held 90%.
+      std::string bounds;
+      for (size_t b = 0; b < share.bounds.size() && b < 2; ++b) {
+        const auto& [bound, s] = share.bounds[b];
+        if (b == 1 && share.bounds[0].second >= 0.9 * share.seconds) break;
+        if (!bounds.empty()) bounds += ", ";
+        bounds += bound == "not known" ? "not known" : bound;
+        if (share.bounds.size() > 1 && share.bounds[0].second < 0.9 * share.seconds) {
+          bounds += " " + percent_of(s, path.seconds);
+        }
+      }
+      if (!detail.empty()) detail += "; ";
+      detail += share.bounds.front().first == "not known" && share.bounds.size() == 1
+                    ? "what bounded the rate: not known"
+                    : bounds + (bounds.find(", ") == std::string::npos ? " binds" : " bind");
+      text += " (" + detail + ")";
+    }
+    ++shown;
+  }
+  return text;
+}
+
+double network_fraction(const CriticalPath& path) {
+  double seconds = 0;
+  for (const PathShare& share : path.shares) {
+    if (is_network(share)) seconds += share.seconds;
+  }
+  return path.seconds > 0 ? seconds / path.seconds : 0;
+}
+
+}  // namespace replisim::core
