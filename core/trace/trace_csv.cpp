@@ -57,9 +57,7 @@ const std::vector<std::string>& csv_columns() {
                                                     "message_id",
                                                     "global_step_read",
                                                     "global_step_after",
-                                                    "samples",
-                                                    "op_index",
-                                                    "bound"};
+                                                    "samples"};
   return kColumns;
 }
 
@@ -103,9 +101,7 @@ void write_events_csv(std::ostream& out, const std::vector<const Trace*>& runs,
                 optional_integer(e.message_id),
                 optional_integer(e.global_step_read),
                 optional_integer(e.global_step_after),
-                std::to_string(e.samples),
-                optional_integer(e.op_index),
-                t.str(e.bound)};
+                std::to_string(e.samples)};
       write_row(line, fields);
       out << line;
     }

@@ -77,7 +77,7 @@ TEST(Report, SavedTraceGivesBackSimulateOutputs) {
   }
   EXPECT_EQ(first_line(csv.substr(comment.size() + 1)),
             "run,strategy,kind,actor,device,lane,label,client,step,start_s,end_s,bytes,flop,"
-            "peer_actor,peer,message_id,global_step_read,global_step_after,samples,op_index,bound");
+            "peer_actor,peer,message_id,global_step_read,global_step_after,samples");
   const nlohmann::json summary = nlohmann::json::parse(test::read_file(dir.file("rep.json")));
   const size_t events =
       summary["runs"][0]["events"].get<size_t>() + summary["runs"][1]["events"].get<size_t>();
