@@ -318,6 +318,7 @@ SyncKnob ScenarioDocument::sync() const {
   const Json& sync = (*t)["sync"];
   if (sync.is_string()) {
     knob.synchronous = sync.get<std::string>() == "sync";
+    knob.distributed_replicated = sync.get<std::string>() == "distributed_replicated";
     return knob;
   }
   knob.synchronous = true;
@@ -329,6 +330,10 @@ SyncKnob ScenarioDocument::sync() const {
 
 void ScenarioDocument::set_sync(const SyncKnob& knob) {
   Json& t = training();
+  if (knob.distributed_replicated) {
+    t["sync"] = "distributed_replicated";
+    return;
+  }
   if (!knob.synchronous) {
     if (t.contains("sync")) t["sync"] = "async";
     return;

@@ -11,9 +11,10 @@ namespace replisim::gui {
 
 // training.sync as the panel edits it.
 struct SyncKnob {
-  bool synchronous = false;
-  int backup_workers = 0;  // total_num_replicas - replicas_to_aggregate
-  std::string variant;     // "tf", "strict", or "" (the file gives none: replisim's default)
+  bool synchronous = false;             // SyncReplicasOptimizer ("sync" or the object)
+  bool distributed_replicated = false;  // "distributed_replicated" (barriers, no backups)
+  int backup_workers = 0;               // total_num_replicas - replicas_to_aggregate
+  std::string variant;  // "tf", "strict", or "" (the file gives none: replisim's default)
 };
 
 // The first fault of kind "role" or "machine" in `faults` (kind "" when there is none).

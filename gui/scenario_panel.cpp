@@ -79,7 +79,7 @@ QFormLayout* ScenarioPanel::build_knob_rows() {
   nic_gbps_->setKeyboardTracking(false);
   form->addRow("NIC bandwidth", nic_gbps_);
   sync_ = named(new QComboBox(this), "sync", "training.sync (between-graph only)");
-  sync_->addItems({"async", "sync"});
+  sync_->addItems({"async", "sync", "distributed_replicated"});
   backups_ = named(new QSpinBox(this), "backup_workers",
                    "sync: backup workers = total_num_replicas - replicas_to_aggregate");
   backups_->setRange(0, 255);
@@ -199,10 +199,13 @@ void ScenarioPanel::connect_knobs() {
 // Sync mode and backups, a device's speed factor (relative to the file as read), the fault.
 void ScenarioPanel::connect_sync_speed_fault() {
   auto sync_changed = [this] {
-    const SyncKnob knob{sync_->currentText() == "sync", backups_->value(),
-                        document_ ? document_->sync().variant : ""};
+    SyncKnob knob{sync_->currentText() == "sync", false, backups_->value(),
+                  document_ ? document_->sync().variant : ""};
+    knob.distributed_replicated = sync_->currentText() == "distributed_replicated";
     backups_->setEnabled(knob.synchronous);
-    edit(knob.synchronous ? QString("sync, %1 backup workers").arg(knob.backup_workers) : "async",
+    edit(knob.synchronous              ? QString("sync, %1 backup workers").arg(knob.backup_workers)
+         : knob.distributed_replicated ? QString("distributed_replicated")
+                                       : QString("async"),
          [knob](ScenarioDocument& d) { d.set_sync(knob); });
   };
   connect(sync_, &QComboBox::currentTextChanged, this, sync_changed);
@@ -279,7 +282,9 @@ void ScenarioPanel::load_knobs() {
   nic_gbps_->setEnabled(nic > 0);
   nic_gbps_->setValue(nic * 8 / 1e9);
   const SyncKnob sync = d.sync();
-  sync_->setCurrentText(sync.synchronous ? "sync" : "async");
+  sync_->setCurrentText(sync.synchronous              ? "sync"
+                        : sync.distributed_replicated ? "distributed_replicated"
+                                                      : "async");
   backups_->setValue(sync.backup_workers);
   backups_->setEnabled(sync.synchronous);
   device_->clear();

@@ -198,7 +198,8 @@ bool ScenarioPanel::apply_knob(const QString& spec) {
     steps_->setValue(number);
   } else if (knob == "nic_gbps" && value.toDouble(&ok) > 0) {
     nic_gbps_->setValue(value.toDouble());
-  } else if (knob == "sync" && (value == "async" || value == "sync")) {
+  } else if (knob == "sync" &&
+             (value == "async" || value == "sync" || value == "distributed_replicated")) {
     sync_->setCurrentText(value);
   } else if (knob == "strategy" && strategy_->findText(value) >= 0) {
     strategy_->setCurrentText(value);
@@ -211,7 +212,8 @@ bool ScenarioPanel::apply_knob(const QString& spec) {
     fault_at_s_->setValue(at_s);
   } else {
     show_error("--knob " + spec +
-               ": not a knob (replicas=N, ps=N, nic_gbps=G, sync=async|sync, backups=N, "
+               ": not a knob (replicas=N, ps=N, nic_gbps=G, "
+               "sync=async|sync|distributed_replicated, backups=N, "
                "speed=DEVICE:FACTOR, fault=none|role:NAME@S|machine:NAME@S, strategy=S, steps=N)");
     return false;
   }

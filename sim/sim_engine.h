@@ -115,6 +115,8 @@ class SimRun : public core::SyncHost, public NetworkHost {
   // training ends at global step steps_limit_ (Plan::steps until the rule lowers it).
   core::SteadyStateStop steady_;
   bool stop_requested_ = false;
+  // distributed_replicated: once stop_requested_, every worker ends with this step (-1: none).
+  int64_t last_barrier_step_ = -1;
   int64_t steps_limit_ = 0;
   sg4::Host* service_host_ = nullptr;        // runs the driver; no links, never fails
   std::deque<std::pair<int, int>> pending_;  // completions waiting to be propagated

@@ -188,9 +188,11 @@ void SimRun::report_progress() {
 // the faults that struck after it.
 void SimRun::record_outcome() {
   recovery_.finish(outcome_);
-  if (!outcome_.job_failure && sync_.enabled() && global_step_ < steps_limit_) {
+  const bool hung_at_barrier = sync_.barriers() && finished_clients_ < int(clients_.size());
+  if (!outcome_.job_failure &&
+      ((sync_.enabled() && global_step_ < steps_limit_) || hung_at_barrier)) {
     // Synchronous training stopped: SimGrid found every actor blocked (a take waiting for
-    // gradients no live worker will send, workers waiting for tokens).
+    // gradients no live worker will send, workers waiting for tokens or at a barrier).
     std::vector<bool> finished, dead;
     for (const ClientState& s : clients_) {
       finished.push_back(s.finished);
@@ -219,7 +221,7 @@ core::RunOutcome SimRun::run() {
   sg4::Engine engine("replisim");
   xbt_log_control_set("xbt_cfg.thres:warning");
   build_platform();
-  if (sync_.enabled()) sync_.reset();
+  if (sync_.enabled() || sync_.barriers()) sync_.reset();
   std::vector<sg4::Host*> hosts;
   for (const DeviceState& d : devices_) hosts.push_back(d.host);
   apply_slowdowns(plan_, hosts, recorder_);

@@ -130,7 +130,7 @@ void SimRun::restart_job() {
     s.lost_before_back = false;
     timers_.push({start_s, -1 - int(c), TimerKind::kStart, int(c), s.incarnation});
   }
-  if (sync_.enabled()) sync_.reset();
+  if (sync_.enabled() || sync_.barriers()) sync_.reset();
   recovery_.record_restart(restart, now, workers_resumed_s);
   // Before the chief's start at the same time: its recovery slice ends as training resumes.
   timers_.push({restart.chief_ready_s, INT_MIN + 1, TimerKind::kResumed, -1});

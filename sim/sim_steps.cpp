@@ -75,6 +75,7 @@ void SimRun::dispatch(int c, int op_index) {
     case OpKind::kTakeGradient:
     case OpKind::kTokenDequeue:
     case OpKind::kTokenEnqueue:
+    case OpKind::kBarrier:
       sync_.dispatch(c, op_index, op.kind);
       return;
     case OpKind::kSend:
@@ -150,7 +151,15 @@ void SimRun::finish_step(int c) {
   const double start_s = s.step_start_s;
   if (s.loop != StepLoop::kChiefSyncOp) {
     recorder_.step(c, s.step, start_s, end_s, s.global_step_read);
+    const bool stopping = stop_requested_;
     stop_requested_ |= steady_.step_ended(c, s.step, start_s, end_s, global_step_);
+    if (stop_requested_ && !stopping && sync_.barriers()) {
+      // Workers meeting at barriers stop together: each runs up to the furthest step any of
+      // them is in (or has been let into), or that one would wait at a barrier forever.
+      for (const ClientState& o : clients_) {
+        last_barrier_step_ = std::max(last_barrier_step_, int64_t(o.step));
+      }
+    }
   }
   ++s.step;
   report_progress();
@@ -286,7 +295,7 @@ bool SimRun::more_steps(const ClientState& s) const {
   if (s.graph->data_steps > 0 && s.step >= s.graph->data_steps) return false;  // out of data
   switch (s.loop) {
     case StepLoop::kFixedSteps:
-      return s.step < plan_.steps && !stop_requested_;
+      return s.step < plan_.steps && (!stop_requested_ || s.step <= last_barrier_step_);
     case StepLoop::kSyncWorker:
       return s.next_local_step < steps_limit_ && s.step < INT_MAX;
     case StepLoop::kChiefSyncOp:

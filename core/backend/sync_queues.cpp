@@ -1,11 +1,25 @@
 #include "core/backend/sync_queues.h"
 
+#include <map>
 #include <string>
 
 namespace replisim::core {
 
 SyncQueues::SyncQueues(const Plan& plan, TraceRecorder& recorder, SyncHost& host)
     : plan_(plan), graphs_(step_graphs(plan)), recorder_(recorder), host_(host) {
+  if (plan.sync == kDistributedReplicated) {
+    std::map<std::string, int> id;
+    for (const ClientGraph* graph : graphs_) {
+      std::vector<int>& of_op = barrier_of_op_.emplace_back(graph->ops.size(), -1);
+      for (size_t k = 0; k < graph->ops.size(); ++k) {
+        if (graph->ops[k].kind != OpKind::kBarrier) continue;
+        const auto [it, added] = id.emplace(graph->ops[k].name, int(barrier_names_.size()));
+        if (added) barrier_names_.push_back(graph->ops[k].name);
+        of_op[k] = it->second;
+      }
+    }
+    return;
+  }
   if (plan.sync != "sync") return;
   const SyncReplicas& sr = plan.sync_replicas;
   enabled_ = true;
@@ -22,6 +36,8 @@ void SyncQueues::reset() {
   tokens_.assign(size_t(plan_.sync_replicas.initial_tokens), global_step);
   waiting_dequeue_.clear();
   done_ = global_step >= plan_.steps;
+  barrier_tokens_.assign(barrier_names_.size(), std::vector<int>(graphs_.size(), 0));
+  barrier_waiting_.assign(barrier_names_.size(), std::vector<int>(graphs_.size(), -1));
 }
 
 bool SyncQueues::dispatch(int c, int op, OpKind kind) {
@@ -35,6 +51,9 @@ bool SyncQueues::dispatch(int c, int op, OpKind kind) {
     case OpKind::kTokenEnqueue:
       enqueue_tokens();
       host_.sync_complete(c, op);
+      return true;
+    case OpKind::kBarrier:
+      arrive_at_barrier(c, op);
       return true;
     default:
       return false;
@@ -73,6 +92,39 @@ void SyncQueues::take_gradient(int c, int op) {
   host_.sync_complete(c, op);
 }
 
+void SyncQueues::arrive_at_barrier(int c, int op) {
+  if (host_.client_dead(c)) return;
+  const int b = barrier_of_op_[size_t(c)][size_t(op)];
+  std::vector<int>& tokens = barrier_tokens_[size_t(b)];
+  for (size_t j = 0; j < tokens.size(); ++j) tokens[j] += int(j) != c;
+  barrier_waiting_[size_t(b)][size_t(c)] = op;
+  release_barrier(b, c);  // this worker first, as its own dequeue runs right after its enqueues
+  for (size_t j = 0; j < tokens.size(); ++j) {
+    if (int(j) != c) release_barrier(b, int(j));
+  }
+}
+
+// Worker c's dequeue_many(workers - 1) at barrier b, if it waits and its tokens are in.
+void SyncQueues::release_barrier(int b, int c) {
+  int& waiting = barrier_waiting_[size_t(b)][size_t(c)];
+  int& tokens = barrier_tokens_[size_t(b)][size_t(c)];
+  const int needed = int(graphs_.size()) - 1;
+  if (waiting < 0 || tokens < needed || host_.client_dead(c)) return;
+  tokens -= needed;
+  const int op = waiting;
+  waiting = -1;
+  host_.sync_complete(c, op);
+}
+
+bool SyncQueues::any_waiting() const {
+  for (const std::vector<int>& waiting : barrier_waiting_) {
+    for (int op : waiting) {
+      if (op >= 0) return true;
+    }
+  }
+  return false;
+}
+
 void SyncQueues::dequeue_token(int c, int op) {
   if (host_.client_dead(c)) return;
   const int64_t global_step = host_.global_step();
@@ -97,8 +149,31 @@ void SyncQueues::enqueue_tokens() {
   for (const auto& [c, op] : waiting) dequeue_token(c, op);
 }
 
+StallRecord SyncQueues::barrier_stall(const std::vector<bool>& finished,
+                                      const std::vector<bool>& dead, double last_update_s,
+                                      double now) const {
+  int live = 0, died = 0;
+  for (size_t c = 0; c < finished.size(); ++c) {
+    live += !finished[c];
+    died += dead[c];
+  }
+  std::string cause;
+  for (size_t b = 0; b < barrier_names_.size() && cause.empty(); ++b) {
+    int waiting = 0;
+    for (size_t c = 0; c < finished.size(); ++c) waiting += barrier_waiting_[b][c] >= 0;
+    if (waiting == 0) continue;
+    cause = std::to_string(waiting) + " of " + std::to_string(live) +
+            " live workers wait at barrier \"" + barrier_names_[b] + "\" for " +
+            (died > 0 ? std::to_string(died) + " dead worker(s)" : "workers that ran out of data") +
+            ", which will never reach it";
+  }
+  if (cause.empty()) cause = "every worker ran out of data (training.data_steps_per_worker)";
+  return {last_update_s, host_.global_step(), live, now, cause};
+}
+
 StallRecord SyncQueues::stall(const std::vector<bool>& finished, const std::vector<bool>& dead,
                               double last_update_s, double now) const {
+  if (barriers()) return barrier_stall(finished, dead, last_update_s, now);
   const int workers = int(plan_.clients.size());
   int live = 0, died = 0, waiting = 0;
   for (int c = 0; c < workers; ++c) {

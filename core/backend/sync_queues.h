@@ -8,10 +8,15 @@
 //   after each step and uses its value as its next local_step.
 // The "strict" variant gives each worker one token per global step instead (a worker waits for a
 // global_step newer than its local_step).
+// A distributed_replicated plan (kDistributedReplicated) has barriers instead: tf_cnn_benchmarks'
+// add_sync_queues_and_barrier (tensorflow/benchmarks 9165a70) gives each barrier one FIFO queue
+// per worker; a worker reaching it enqueues a token into every other worker's queue, then
+// dequeue_many(workers - 1) from its own.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -39,11 +44,17 @@ class SyncHost {
 class SyncQueues {
  public:
   SyncQueues(const Plan& plan, TraceRecorder& recorder, SyncHost& host);
+  // SyncReplicasOptimizer's accumulators and tokens (plan.sync == "sync").
   bool enabled() const { return enabled_; }
+  // distributed_replicated's barriers.
+  bool barriers() const { return !barrier_of_op_.empty(); }
+  // Whether a worker waits at one of the barriers.
+  bool any_waiting() const;
   // Empty accumulators at global_step and the chief's initial tokens (get_init_tokens_op), as a
   // new session (the first, or after a restart) starts them.
   void reset();
-  // Runs a take, dequeue or enqueue op (`kind`: its kind); false when it is none of them.
+  // Runs a take, dequeue, enqueue or barrier op (`kind`: its kind); false when it is none of
+  // them. A barrier completes (SyncHost::sync_complete) once every other worker has reached it.
   bool dispatch(int c, int op, OpKind kind);
   // An accumulate op of client `c` finished (at `now`, in its local step `step`): its gradient
   // counts (true: the backend adds it to the accumulator's value, if it keeps values), or is
@@ -59,6 +70,10 @@ class SyncQueues {
 
  private:
   void take_gradient(int c, int op);
+  void arrive_at_barrier(int c, int op);
+  void release_barrier(int barrier, int c);
+  StallRecord barrier_stall(const std::vector<bool>& finished, const std::vector<bool>& dead,
+                            double last_update_s, double now) const;
   void dequeue_token(int c, int op);
   void enqueue_tokens();
 
@@ -76,6 +91,12 @@ class SyncQueues {
   std::deque<int64_t> tokens_;
   std::deque<std::pair<int, int>> waiting_dequeue_;  // (client, op), in arrival order
   bool done_ = false;  // global_step reached Plan::steps: dequeues return at once
+  // Barriers, numbered by name in worker 0's graph: per graph and op, its barrier or -1; per
+  // barrier and worker, the tokens in the worker's queue and the op waiting on it (-1: none).
+  std::vector<std::vector<int>> barrier_of_op_;
+  std::vector<std::string> barrier_names_;
+  std::vector<std::vector<int>> barrier_tokens_;
+  std::vector<std::vector<int>> barrier_waiting_;
 };
 
 }  // namespace replisim::core

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 namespace replisim::core {
@@ -15,7 +16,7 @@ constexpr double kNever = -std::numeric_limits<double>::infinity();
 
 bool is_sync_wait(OpKind kind) {
   return kind == OpKind::kTokenDequeue || kind == OpKind::kTakeGradient ||
-         kind == OpKind::kTokenEnqueue;
+         kind == OpKind::kTokenEnqueue || kind == OpKind::kBarrier;
 }
 
 // What a tensor is, from the kind of op that produced it (PathShare::directions).
@@ -37,6 +38,7 @@ const char* direction_of(const std::optional<OpKind>& producer) {
     case OpKind::kTokenEnqueue:
     case OpKind::kTakeGradient:
     case OpKind::kAccumulate:
+    case OpKind::kBarrier:
       return "sync";
     default:
       return "other";
@@ -157,8 +159,9 @@ class PathWalker {
       // A synchronous wait: follow it to what released it.
       if (is_sync_wait(op.kind) &&
           times->end[size_t(cur)] > times->start[size_t(cur)] + kEpsilonS) {
-        const Origin* origin = release_of(g, op, times->end[size_t(cur)]);
-        if (origin != nullptr && origin->end_s > times->start[size_t(cur)] + kEpsilonS) {
+        const double wait_from_s = times->start[size_t(cur)];
+        const std::optional<Origin> origin = release_of(g, k, cur, op, times->end[size_t(cur)]);
+        if (origin && origin->end_s > wait_from_s + kEpsilonS) {
           add("other", t - std::max(origin->end_s, start_s));  // the release reaching this op
           t = std::max(std::min(origin->end_s, t), start_s);
           g = origin->graph;
@@ -218,8 +221,11 @@ class PathWalker {
   }
 
   // What released a synchronous wait that ended at `end_s`: for a worker's token, the chief's
-  // global step increment before it; for the chief's take, the accumulate that completed it.
-  const Origin* release_of(int graph, const TraceOp& op, double end_s) const {
+  // global step increment before it; for the chief's take, the accumulate that completed it; for
+  // a barrier (op `op_index` of step `step`), the other worker that reached it last.
+  std::optional<Origin> release_of(int graph, int64_t step, int op_index, const TraceOp& op,
+                                   double end_s) {
+    if (op.kind == OpKind::kBarrier) return last_at_barrier(graph, step, op_index, end_s);
     const std::vector<Origin>* list = nullptr;
     if (op.kind == OpKind::kTokenDequeue && graph != chief_graph_) {
       list = &chief_updates_;
@@ -227,10 +233,36 @@ class PathWalker {
       const auto found = accumulates_.find(op.variable);
       if (found != accumulates_.end()) list = &found->second;
     }
-    if (list == nullptr) return nullptr;
+    if (list == nullptr) return std::nullopt;
     auto it = std::upper_bound(list->begin(), list->end(), Origin{end_s + kEpsilonS, 0, 0, 0});
-    if (it == list->begin()) return nullptr;
-    return &*std::prev(it);
+    if (it == list->begin()) return std::nullopt;
+    return *std::prev(it);
+  }
+
+  // The worker whose arrival at the barrier named as `graph`'s op `op_index` (same step) came
+  // last at or before `end_s`: when its inputs were in.
+  std::optional<Origin> last_at_barrier(int graph, int64_t step, int op_index, double end_s) {
+    const std::string& name = meta_.graphs[size_t(graph)].ops[size_t(op_index)].name;
+    std::optional<Origin> last;
+    for (size_t g = 0; g < meta_.graphs.size(); ++g) {
+      if (int(g) == graph) continue;
+      const std::vector<TraceOp>& ops = meta_.graphs[g].ops;
+      // Workers have the same graph shape unless their tower counts differ: look there first.
+      int at = -1;
+      if (size_t(op_index) < ops.size() && ops[size_t(op_index)].name == name) {
+        at = op_index;
+      } else {
+        for (size_t k = 0; k < ops.size() && at < 0; ++k) {
+          if (ops[k].kind == OpKind::kBarrier && ops[k].name == name) at = int(k);
+        }
+      }
+      if (at < 0) continue;
+      const double in_s = times_of(int(g), step).start[size_t(at)];
+      if (in_s <= end_s + kEpsilonS && (!last || in_s > last->end_s)) {
+        last = Origin{in_s, int(g), step, at};
+      }
+    }
+    return last;
   }
 
   // The times of step `k` of graph `g`, bounded by its step event (none for the chief's sync op:

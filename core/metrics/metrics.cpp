@@ -271,6 +271,7 @@ RunMetrics run_facts(const MetricsInput& in, const Trace& trace) {
   RunMetrics r;
   r.scenario = in.meta.scenario;
   r.strategy = in.meta.strategy;
+  if (in.meta.sync == kDistributedReplicated) r.sync_variant = kDistributedReplicated;
   r.backend = trace.meta.backend;
   r.events = trace.events.size();
   r.bytes_per_ps = in.bytes_per_ps;
@@ -293,6 +294,7 @@ RunMetrics compute_metrics(const Trace& trace, const std::string& source) {
   } else {
     find_window(r, in, steps);
   }
+  add_stall(r, in);
   add_update_figures(r, trace);
   add_unsteady_estimate(r, trace);
   add_faults(r, trace, steps);

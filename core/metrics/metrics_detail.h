@@ -55,6 +55,8 @@ void add_update_figures(RunMetrics& r, const Trace& trace);
 // (the figures the report gives; -1 when too few updates) and a warning.
 void add_unsteady_estimate(RunMetrics& r, const Trace& trace);
 void add_sync_figures(RunMetrics& r, const MetricsInput& in);
+// A stalled run (synchronous training, distributed_replicated's barriers): when, why; a warning.
+void add_stall(RunMetrics& r, const MetricsInput& in);
 // Per client (after the step times made RunMetrics::clients): its updates' staleness and its
 // dropped gradients in the window.
 void add_client_updates(RunMetrics& r, const MetricsInput& in);

@@ -51,6 +51,19 @@ void add_update_figures(RunMetrics& r, const Trace& trace) {
   r.staleness_mean = r.updates_in_window > 0 ? staleness_sum / r.updates_in_window : 0;
 }
 
+void add_stall(RunMetrics& r, const MetricsInput& in) {
+  if (!in.trace.outcome.stall) return;
+  const StallRecord& stall = *in.trace.outcome.stall;
+  r.stalled = true;
+  r.stall_start_s = stall.time_s;
+  r.stall_end_s = stall.detected_s;
+  r.stall_global_step = stall.global_step;
+  r.stall_cause = stall.cause;
+  r.warnings.push_back("training stalled at global_step " + std::to_string(r.stall_global_step) +
+                       " (t = " + format_quantity(r.stall_start_s, Dimension::kTime) +
+                       "): " + r.stall_cause);
+}
+
 // Synchronous training: the sync settings, computed samples and dropped gradients in the window.
 void add_sync_figures(RunMetrics& r, const MetricsInput& in) {
   const TraceSyncReplicas& settings = in.meta.sync_replicas;
@@ -58,17 +71,6 @@ void add_sync_figures(RunMetrics& r, const MetricsInput& in) {
   r.sync_variant = settings.variant;
   r.replicas_to_aggregate = settings.replicas_to_aggregate;
   r.total_num_replicas = settings.total_num_replicas;
-  if (in.trace.outcome.stall) {
-    const StallRecord& stall = *in.trace.outcome.stall;
-    r.stalled = true;
-    r.stall_start_s = stall.time_s;
-    r.stall_end_s = stall.detected_s;
-    r.stall_global_step = stall.global_step;
-    r.stall_cause = stall.cause;
-    r.warnings.push_back("training stalled at global_step " + std::to_string(r.stall_global_step) +
-                         " (t = " + format_quantity(r.stall_start_s, Dimension::kTime) +
-                         "): " + r.stall_cause);
-  }
   std::unordered_map<uint32_t, int> samples_of;
   for (size_t i = 0; i < in.meta.clients.size(); ++i) {
     samples_of[in.client_ids[i]] = in.meta.clients[i].samples_per_step;

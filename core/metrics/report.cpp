@@ -146,8 +146,13 @@ void add_steady_rows(ReportTable& t) {
 }
 
 void add_sync_rows(ReportTable& t) {
-  if (!t.any([](const RunMetrics& r) { return r.synchronous; })) return;
+  if (!t.any([](const RunMetrics& r) {
+        return r.synchronous || r.stalled || r.sync_variant == kDistributedReplicated;
+      })) {
+    return;
+  }
   t.row("sync mode", [](const RunMetrics& r) {
+    if (r.sync_variant == kDistributedReplicated) return r.sync_variant + " (barriers)";
     if (!r.synchronous) return std::string(r.strategy == "in_graph" ? "-" : "async");
     return "sync " + r.sync_variant + ", R " + std::to_string(r.replicas_to_aggregate) + " of T " +
            std::to_string(r.total_num_replicas);
@@ -356,12 +361,14 @@ void add_training_events_json(const RunMetrics& r, nlohmann::json& run) {
                    {"total_num_replicas", r.total_num_replicas}};
     run["computed_samples_per_s"] = r.computed_samples_per_s;
     run["dropped_gradients"] = r.dropped_gradients;
-    if (r.stalled) {
-      run["stall"] = {{"start_s", r.stall_start_s},
-                      {"end_s", r.stall_end_s},
-                      {"global_step", r.stall_global_step},
-                      {"cause", r.stall_cause}};
-    }
+  } else if (r.sync_variant == kDistributedReplicated) {
+    run["sync"] = {{"variant", r.sync_variant}};
+  }
+  if (r.stalled) {
+    run["stall"] = {{"start_s", r.stall_start_s},
+                    {"end_s", r.stall_end_s},
+                    {"global_step", r.stall_global_step},
+                    {"cause", r.stall_cause}};
   }
   run["faults"] = nlohmann::json::array();
   for (const FaultRecord& f : r.faults) {

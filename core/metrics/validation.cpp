@@ -208,6 +208,7 @@ std::optional<Phase> phase_of(const TraceEvent& e) {
         return Phase::kApply;
       case OpKind::kTokenDequeue:
       case OpKind::kTokenEnqueue:
+      case OpKind::kBarrier:
         return Phase::kToken;
       case OpKind::kSend:
       case OpKind::kRecv:
@@ -226,6 +227,7 @@ std::optional<Phase> phase_of(const TraceEvent& e) {
       case OpKind::kTokenDequeue:
       case OpKind::kTokenEnqueue:
       case OpKind::kTakeGradient:
+      case OpKind::kBarrier:
         return Phase::kToken;
       default:
         return Phase::kOther;

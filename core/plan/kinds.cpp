@@ -36,6 +36,8 @@ const char* op_kind_name(OpKind kind) {
       return "take_gradient";
     case OpKind::kTokenEnqueue:
       return "token_enqueue";
+    case OpKind::kBarrier:
+      return "barrier";
   }
   return "?";
 }
@@ -63,7 +65,7 @@ const std::vector<OpKind>& all_op_kinds() {
       OpKind::kAggregate,    OpKind::kApply,     OpKind::kGlobalStepIncrement,
       OpKind::kSend,         OpKind::kRecv,      OpKind::kAccumulate,
       OpKind::kTokenDequeue, OpKind::kLocalStep, OpKind::kTakeGradient,
-      OpKind::kTokenEnqueue};
+      OpKind::kTokenEnqueue, OpKind::kBarrier};
   return kAll;
 }
 

@@ -31,8 +31,15 @@ enum class OpKind : uint8_t {
                   // that many fresh gradients are in, then resets the accumulator and bumps its
                   // global step
   kTokenEnqueue,  // chief's sync op: enqueue the tokens of the new global_step
+  // Between-graph "distributed_replicated" (tf_cnn_benchmarks' add_sync_queues_and_barrier):
+  kBarrier,  // on a PS: enqueue a token into every other worker's queue of this barrier, then
+             // dequeue one per other worker from this worker's; waits until they are in
 };
 const char* op_kind_name(OpKind kind);
+
+// The sync mode of a between-graph plan and trace ("sync" field) whose workers meet at kBarrier
+// ops: tf_cnn_benchmarks' variable_update=distributed_replicated with cross_replica_sync.
+inline constexpr const char* kDistributedReplicated = "distributed_replicated";
 
 // kSyncQueueRunner: the chief's thread that runs the sync op of synchronous between-graph
 // training once per global step (TF's chief_queue_runner).

@@ -70,6 +70,13 @@ struct DeviceMemory {
   }
 };
 
+// Between-graph synchronous training as tf_cnn_benchmarks' variable_update=distributed_replicated
+// with cross_replica_sync (scripts/tf_cnn_benchmarks, tensorflow/benchmarks 9165a70, 2017-05):
+// each worker applies its own gradient to the PS variable, waits at a barrier of all workers
+// (OpKind::kBarrier) and reads the value back into its towers' copies; every worker increments
+// global_step after its step. No chief sync op: its plan has sync == kDistributedReplicated
+// (core/plan/kinds.h).
+
 // Synchronous between-graph training (plan.sync == "sync"): TF's SyncReplicasOptimizer.
 // Workers' step graphs end with kAccumulate per slice, then kTokenDequeue and kLocalStep; the
 // chief's sync op (`chief_graph`, run once per global step until global_step reaches
@@ -147,8 +154,9 @@ struct OptimizerRule {
 
 struct Plan {
   std::string scenario_name;
-  std::string strategy;        // "in_graph" or "between_graph"
-  std::string sync = "async";  // "async" or "sync" (between_graph; see sync_replicas)
+  std::string strategy;  // "in_graph" or "between_graph"
+  // "async", "sync" (between_graph; see sync_replicas) or kDistributedReplicated.
+  std::string sync = "async";
   SyncReplicas sync_replicas;  // when sync == "sync"
   Platform platform;
   std::vector<Role> roles;

@@ -1,5 +1,6 @@
 // Plan invariants (validate_plan): what every backend may rely on, whatever made the plan.
 #include <optional>
+#include <set>
 
 #include "core/base/error.h"
 #include "core/plan/plan.h"
@@ -31,6 +32,9 @@ void validate_graph(const Plan& plan, const ClientGraph& graph, const std::strin
       if (in < 0 || size_t(in) >= k) fail(k, "inputs must name earlier ops");
     }
     if (sync_only(op.kind) && !sync) fail(k, "a synchronous-training op in an async plan");
+    if (op.kind == OpKind::kBarrier && plan.sync != kDistributedReplicated) {
+      fail(k, "a barrier outside a distributed_replicated plan");
+    }
     if ((op.kind == OpKind::kAccumulate || op.kind == OpKind::kTakeGradient) && op.variable < 0) {
       fail(k, "an accumulator op needs its variable");
     }
@@ -73,6 +77,32 @@ void validate_graph(const Plan& plan, const ClientGraph& graph, const std::strin
   }
 }
 
+// distributed_replicated: every worker passes the same barriers (by name), each once per step;
+// a barrier some worker never reaches would hold the others forever.
+void validate_barriers(const Plan& plan, const std::string& file) {
+  if (plan.strategy != "between_graph") {
+    throw InputError(file, "/sync", "distributed_replicated is a between_graph mode");
+  }
+  std::set<std::string> first;
+  for (size_t ci = 0; ci < plan.clients.size(); ++ci) {
+    std::set<std::string> names;
+    const std::vector<Op>& ops = plan.clients[ci].ops;
+    for (size_t k = 0; k < ops.size(); ++k) {
+      if (ops[k].kind != OpKind::kBarrier) continue;
+      if (!names.insert(ops[k].name).second) {
+        throw InputError(file, "/clients/" + std::to_string(ci) + "/ops/" + std::to_string(k),
+                         "barrier \"" + ops[k].name + "\" appears twice in one step graph");
+      }
+    }
+    if (ci == 0) {
+      first = std::move(names);
+    } else if (names != first) {
+      throw InputError(file, "/clients/" + std::to_string(ci),
+                       "passes other barriers than worker 0: every worker must pass the same ones");
+    }
+  }
+}
+
 }  // namespace
 
 void validate_plan(const Plan& plan, const std::string& file) {
@@ -90,6 +120,10 @@ void validate_plan(const Plan& plan, const std::string& file) {
   for (size_t ci = 0; ci < plan.clients.size(); ++ci) {
     validate_graph(plan, plan.clients[ci], "/clients/" + std::to_string(ci), file, false,
                    by_process);
+  }
+  if (plan.sync == kDistributedReplicated) {
+    validate_barriers(plan, file);
+    return;
   }
   if (plan.sync != "sync") return;
   const SyncReplicas& sr = plan.sync_replicas;

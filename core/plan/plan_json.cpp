@@ -345,8 +345,9 @@ void settings_from_json(const JsonCursor& c, Plan& plan) {
   plan.scenario_name = c.at("scenario").as_string();
   plan.strategy = c.at("strategy").as_string();
   plan.sync = c.at("sync").as_string();
-  if (plan.sync != "async" && plan.sync != "sync") {
-    c.at("sync").fail("unknown sync mode \"" + plan.sync + "\"; valid: async, sync");
+  if (plan.sync != "async" && plan.sync != "sync" && plan.sync != kDistributedReplicated) {
+    c.at("sync").fail("unknown sync mode \"" + plan.sync +
+                      "\"; valid: async, sync, distributed_replicated");
   }
   plan.steps = int(c.at("steps").as_int(1, 100000000));
   plan.warmup_steps = int(c.at("warmup_steps").as_int(0, plan.steps - 1));

@@ -50,6 +50,14 @@ void write_training_policies(std::ostream& out, const Plan& plan) {
         << " per global step; the chief's sync op: " << sr.chief_graph.ops.size()
         << " ops on the PS devices\n";
   }
+  if (plan.sync == kDistributedReplicated) {
+    size_t barriers = 0;
+    for (const Op& op : plan.clients.front().ops) barriers += op.kind == OpKind::kBarrier;
+    out << "sync: distributed_replicated, each worker applies its own gradients and meets the "
+           "others at "
+        << barriers
+        << " barriers per step on the PS tasks (one per variable slice, one at the end)\n";
+  }
   const CheckpointPolicy& cp = plan.checkpoints;
   if (cp.every_s > 0) {
     out << "checkpoints: every " << format_quantity(cp.every_s, Dimension::kTime) << " (and at "

@@ -99,7 +99,10 @@ enum class SyncVariant {
             // global step after its push), for teaching: the "backup workers" scheme
 };
 struct SyncSpec {
-  bool synchronous = false;
+  bool synchronous = false;  // SyncReplicasOptimizer (the fields below)
+  // tf_cnn_benchmarks' distributed_replicated with cross_replica_sync (Plan's
+  // kDistributedReplicated): per-variable barriers of all workers, no accumulators, no chief op.
+  bool distributed_replicated = false;
   int replicas_to_aggregate = 0;  // R (1..)
   int total_num_replicas = 0;     // T: the number of workers; backup workers = T - R
   SyncVariant variant = SyncVariant::kTf;

@@ -148,17 +148,22 @@ std::vector<int> parse_data_steps(const JsonCursor& c, int workers) {
   return steps;
 }
 
-// "async", "sync" (R = T = workers, variant tf) or {"replicas_to_aggregate", "total_num_replicas",
-// "variant"}.
+// "async", "sync" (R = T = workers, variant tf), "distributed_replicated" or
+// {"replicas_to_aggregate", "total_num_replicas", "variant"}.
 SyncSpec parse_sync(const JsonCursor& c, int workers) {
   SyncSpec sync;
   if (c.value().is_string()) {
     const std::string mode = c.as_string();
     if (mode == "async") return sync;
+    if (mode == "distributed_replicated") {
+      sync.distributed_replicated = true;
+      return sync;
+    }
     if (mode != "sync") {
       c.fail("unknown sync mode \"" + mode +
-             "\"; expected \"async\", \"sync\" or {\"replicas_to_aggregate\": R, "
-             "\"total_num_replicas\": T, \"variant\": \"tf\" | \"strict\"}");
+             "\"; expected \"async\", \"sync\", \"distributed_replicated\" or "
+             "{\"replicas_to_aggregate\": R, \"total_num_replicas\": T, \"variant\": \"tf\" | "
+             "\"strict\"}");
     }
     sync.synchronous = true;
     sync.replicas_to_aggregate = sync.total_num_replicas = workers;

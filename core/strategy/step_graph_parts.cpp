@@ -199,7 +199,9 @@ std::vector<int> add_backward_chain(StepGraphBuilder& builder, const Model& /*mo
 std::vector<std::vector<int>> add_backward_and_aggregate(
     StepGraphBuilder& builder, const Scenario& scenario, Plan& plan, const ModelLayout& layout,
     const std::vector<std::vector<int>>& reads, const std::vector<GroupPlacement>& towers,
-    const std::vector<Edge>& loss_gradient, int device, int role) {
+    const std::vector<Edge>& loss_gradient, const std::vector<int>& device, int role) {
+  REPLISIM_ASSERT(!device.empty(), "an aggregation device");
+  size_t slice_number = 0;
   const TrainingSpec& t = scenario.training;
   const int sub_batch = t.batch_per_replica;
   std::vector<std::vector<std::vector<Edge>>> gradients(layout.groups.size());
@@ -229,7 +231,7 @@ std::vector<std::vector<int>> add_backward_and_aggregate(
       Op aggregate;
       aggregate.name = "aggregate/" + slice_name(layout.groups[g], layout.slices[g], s);
       aggregate.kind = OpKind::kAggregate;
-      aggregate.device = device;
+      aggregate.device = device[slice_number++ % device.size()];
       aggregate.role = role;
       aggregate.compute_flop =
           t.costs.aggregate_flop_per_param * layout.slices[g][s].params * double(towers.size());
@@ -246,6 +248,60 @@ int add_applies(StepGraphBuilder& builder, const Scenario& scenario, const Plan&
                     scenario.training.costs.apply_flop_per_param);
   Op increment = op_on_global_step_ps(plan, "global_step/increment", OpKind::kGlobalStepIncrement);
   return builder.add(std::move(increment), applied);
+}
+
+int add_distributed_replicated_updates(StepGraphBuilder& builder, const Scenario& scenario,
+                                       const Plan& plan, const ModelLayout& layout,
+                                       const std::vector<std::vector<int>>& gradient,
+                                       const std::vector<int>& towers, int cpu, int role) {
+  const size_t ps_count = plan.ps_roles.size();
+  size_t barrier_counter = 0;
+  auto barrier = [&](std::string name, int variable, const std::vector<Edge>& after) {
+    const int shard = int(++barrier_counter % ps_count);
+    Op op;
+    op.name = "barrier/" + std::move(name);
+    op.kind = OpKind::kBarrier;
+    op.device = device_of_shard(plan, shard);
+    op.role = plan.ps_roles[size_t(shard)];
+    op.variable = variable;
+    return builder.add(std::move(op), after);
+  };
+  std::vector<Edge> assigned;
+  for (size_t g = 0; g < layout.groups.size(); ++g) {
+    const std::vector<Slice>& slices = layout.slices[g];
+    for (size_t s = 0; s < slices.size(); ++s) {
+      const std::string name = slice_name(layout.groups[g], slices, s);
+      Op apply = slice_op(plan, layout, g, s, OpKind::kApply, "apply/");
+      apply.compute_flop = scenario.training.costs.apply_flop_per_param * slices[s].params;
+      const int applied =
+          builder.add(std::move(apply), {{gradient[g][s], slices[s].bytes, int(s) + 1}});
+      // Control edges: TF sends a dead tensor across devices.
+      const int passed = barrier(name, slices[s].variables.front(), {{applied, 0.0}});
+      const int read = builder.add(slice_op(plan, layout, g, s, OpKind::kReadVariable, "read/"),
+                                   {{passed, 0.0}});
+      const int variable = slices[s].variables.front();
+      Op local;
+      local.name = "local/" + name;
+      local.kind = OpKind::kReadVariable;
+      local.device = cpu;
+      local.role = role;
+      local.variable = variable;
+      const int value = builder.add(std::move(local), {{read, slices[s].bytes}});
+      for (size_t k = 0; k < towers.size(); ++k) {
+        Op assign;
+        assign.name = "assign/" + name + (towers.size() > 1 ? "/tower" + std::to_string(k) : "");
+        assign.kind = OpKind::kReadVariable;
+        assign.device = towers[k];
+        assign.role = role;
+        assign.variable = variable;
+        assigned.push_back({builder.add(std::move(assign), {{value, slices[s].bytes}}), 0.0});
+      }
+    }
+  }
+  Op increment = op_on_global_step_ps(plan, "global_step/increment", OpKind::kGlobalStepIncrement);
+  const int incremented = builder.add(std::move(increment), assigned);
+  barrier("step_end", -1, assigned);
+  return incremented;
 }
 
 int add_accumulates_and_token(StepGraphBuilder& builder, const Plan& plan,
@@ -300,7 +356,10 @@ void account_replica_memory(Plan& plan, const Model& model, const ModelLayout& l
     DeviceMemory& m = memory_of(plan, where.device[g]);
     for (size_t i = 0; i < layout.slices[g].size(); ++i) {
       const Slice& s = layout.slices[g][i];
-      if (read_device[g][i] != where.device[g]) m.weights_bytes += s.bytes;
+      // No read (distributed_replicated): the tower keeps its own copy.
+      if (i >= read_device[g].size() || read_device[g][i] != where.device[g]) {
+        m.weights_bytes += s.bytes;
+      }
       m.gradients_bytes += s.bytes;
     }
     m.activations_bytes += layout.groups[g].stored_activation_bytes_per_sample * samples;

@@ -67,10 +67,24 @@ std::vector<int> add_backward_chain(StepGraphBuilder& builder, const Model& mode
 // each slice's gradients over the towers on `device` (owned by `role`; aggregate_flop_per_param
 // x params x towers). With one tower, nothing to sum: the gradient itself. Returns, per group
 // and slice, the op whose output is the gradient to apply. Accounts the towers' memory.
+// `device`: one device for every sum, or (several) slice i's sum on device[i mod size], slices
+// counted over the groups in order.
 std::vector<std::vector<int>> add_backward_and_aggregate(
     StepGraphBuilder& builder, const Scenario& scenario, Plan& plan, const ModelLayout& layout,
     const std::vector<std::vector<int>>& reads, const std::vector<GroupPlacement>& towers,
-    const std::vector<Edge>& loss_gradient, int device, int role);
+    const std::vector<Edge>& loss_gradient, const std::vector<int>& device, int role);
+
+// distributed_replicated, one worker's end of step (tf_cnn_benchmarks 9165a70,
+// VariableMgrDistributedReplicated.append_apply_gradients_ops and add_sync_queues_and_barrier):
+// per slice i, in order, the worker applies its gradient (gradient[g][s]) to the PS variable,
+// waits at barrier i on PS task (i + 1) mod P (the benchmark's counter is bumped before use),
+// reads the value into `cpu` and assigns it to each of `towers`' copies; after every assign it
+// increments global_step (on its PS) and waits at the step-end barrier (PS (slices + 1) mod P).
+// Returns the increment op.
+int add_distributed_replicated_updates(StepGraphBuilder& builder, const Scenario& scenario,
+                                       const Plan& plan, const ModelLayout& layout,
+                                       const std::vector<std::vector<int>>& gradient,
+                                       const std::vector<int>& towers, int cpu, int role);
 
 // Applies each slice on its PS, the gradient coming from `gradient[g][s]` (slice bytes), then
 // increments global_step on PS 0 after all of them (TF's Optimizer.apply_gradients). Returns the

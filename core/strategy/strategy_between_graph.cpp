@@ -7,6 +7,9 @@
 // - sync (SyncReplicasOptimizer): it sends each gradient into the variable's accumulator, then
 //   dequeues a token; the chief's sync op aggregates, applies, increments and enqueues tokens
 //   (Plan::sync_replicas).
+// - distributed_replicated (tf_cnn_benchmarks, kDistributedReplicated): its towers compute on
+//   their own copies; per variable it applies its gradient, waits at a barrier of all workers and
+//   reads the new value back into every tower; then it increments global_step.
 #include <algorithm>
 #include <cmath>
 
@@ -50,10 +53,14 @@ ClientGraph worker_graph(const Scenario& scenario, Plan& plan, const ModelLayout
     split.role = role;
     batch_op = builder.add(std::move(split), {{input_op, 0.0}});
   }
-  std::vector<std::vector<int>> reads = add_reads(builder, plan, layout);
   // Where the worker's own copy of the variables and the towers' gradient sum live.
   const int local = devices.size() > 1 ? cpu : device;
-  if (devices.size() > 1) reads = add_local_copies(builder, plan, layout, reads, local, role);
+  const bool replicated = t.sync.distributed_replicated;
+  std::vector<std::vector<int>> reads(layout.groups.size());  // replicated: the towers' copies
+  if (!replicated) {
+    reads = add_reads(builder, plan, layout);
+    if (devices.size() > 1) reads = add_local_copies(builder, plan, layout, reads, local, role);
+  }
   const double logits_bytes = layout.groups.back().activation_bytes_per_sample * sub_batch;
   std::vector<GroupPlacement> towers;
   std::vector<Edge> loss_gradients;
@@ -71,12 +78,19 @@ ClientGraph worker_graph(const Scenario& scenario, Plan& plan, const ModelLayout
     loss_gradients.push_back(
         {builder.add(std::move(loss), {{forward.back(), logits_bytes}}), logits_bytes});
   }
-  const std::vector<std::vector<int>> gradient = add_backward_and_aggregate(
-      builder, scenario, plan, layout, reads, towers, loss_gradients, local, role);
-  const int increment =
-      t.sync.synchronous ? -1 : add_applies(builder, scenario, plan, layout, gradient);
-  if (t.sync.synchronous) {
+  // distributed_replicated sums slice i's tower gradients on GPU i mod towers
+  // (aggregate_gradients_using_copy_with_device_selection, --local_parameter_device=gpu).
+  const std::vector<std::vector<int>> gradient =
+      add_backward_and_aggregate(builder, scenario, plan, layout, reads, towers, loss_gradients,
+                                 replicated ? devices : std::vector<int>{local}, role);
+  int increment = -1;
+  if (replicated) {
+    increment = add_distributed_replicated_updates(builder, scenario, plan, layout, gradient,
+                                                   devices, cpu, role);
+  } else if (t.sync.synchronous) {
     add_accumulates_and_token(builder, plan, layout, gradient, device, role);
+  } else {
+    increment = add_applies(builder, scenario, plan, layout, gradient);
   }
 
   ClientGraph graph;
@@ -137,6 +151,7 @@ Plan compile_between_graph(const Scenario& scenario, const CompileOptions& optio
       plan.clients.back().data_steps = t.data_steps_per_worker[w];
   }
   if (t.sync.synchronous) add_sync_replicas(scenario, plan, layout);
+  if (t.sync.distributed_replicated) plan.sync = kDistributedReplicated;
   add_faults(scenario, plan);
   account_ps_memory(plan, scenario);
   apply_compute_scale(plan, options);

@@ -101,7 +101,7 @@ void note_unused_fields(const TrainingSpec& t, Plan& plan) {
         "training.data_steps_per_worker applies to between_graph only: the in_graph client "
         "feeds every tower from one input pipeline");
   }
-  if (t.sync.synchronous) {
+  if (t.sync.synchronous || t.sync.distributed_replicated) {
     plan.notes.push_back(
         "training.sync applies to between_graph only: in_graph is synchronous by construction "
         "(each global step waits for every tower)");
@@ -153,7 +153,7 @@ Plan compile_in_graph(const Scenario& scenario, const CompileOptions& options) {
   // Every tower's gradient of each slice, summed on the client, then applied on the slice's PS.
   const std::vector<std::vector<int>> aggregated = add_backward_and_aggregate(
       builder, scenario, plan, layout, reads, tower,
-      std::vector<Edge>(tower.size(), Edge{loss_op, logits_bytes}), cpu, client);
+      std::vector<Edge>(tower.size(), Edge{loss_op, logits_bytes}), {cpu}, client);
   const int increment = add_applies(builder, scenario, plan, layout, aggregated);
   add_faults(scenario, plan);
   account_ps_memory(plan, scenario);

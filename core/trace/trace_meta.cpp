@@ -173,7 +173,7 @@ void settings_from_json(const JsonCursor& c, TraceMeta& m) {
   if (c.has("seed")) m.seed = uint64_t(c.at("seed").as_int(0, INT64_MAX));
   if (c.has("plan_hash")) m.plan_hash = c.at("plan_hash").as_string();
   if (c.has("granularity")) m.granularity = c.at("granularity").as_string();
-  if (c.has("sync")) m.sync = one_of(c.at("sync"), {"async", "sync"});
+  if (c.has("sync")) m.sync = one_of(c.at("sync"), {"async", "sync", "distributed_replicated"});
   if (m.synchronous()) {
     const JsonCursor s = c.at("sync_replicas");
     m.sync_replicas.replicas_to_aggregate = int(s.at("replicas_to_aggregate").as_int(1, 1 << 30));

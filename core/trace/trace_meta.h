@@ -82,7 +82,7 @@ inline constexpr size_t kMaxTraceGraphOps = 500000;
 struct TraceMeta {
   std::string scenario;
   std::string strategy;        // "in_graph" or "between_graph"
-  std::string sync = "async";  // "async" or "sync"
+  std::string sync = "async";  // "async", "sync" or "distributed_replicated"
   TraceSyncReplicas sync_replicas;
   int steps = 0;
   int warmup_steps = 0;

@@ -214,7 +214,10 @@ nlohmann::json Node::status(const std::string& finished) const {
                       {"received", received_from_},
                       {"busy", work_pending_ + timers_pending_ + int(mesh_->queued_frames()) +
                                    int(!pending_.empty())}};
-  if (sync_ && store_->holds_global_step() && store_->global_step < plan_.steps) {
+  // distributed_replicated: any task whose barriers hold a worker says so.
+  if (sync_ &&
+      ((sync_->barriers() && sync_->any_waiting()) ||
+       (sync_->enabled() && store_->holds_global_step() && store_->global_step < plan_.steps))) {
     std::vector<bool> done(parts_.size()), dead(graph_dead_);
     for (size_t g = 0; g < parts_.size(); ++g) done[g] = finished[g] == '1' || graph_dead_[g];
     const core::StallRecord s = sync_->stall(done, dead, last_update_s_, now_s());

@@ -122,7 +122,9 @@ Node::Node(const NodeSetup& setup)
   }
   build_parts();
   open_trace();
-  if (store_ && plan_.sync == "sync") {
+  // SyncReplicas' queues live with the PS tasks' variables; distributed_replicated's barriers on
+  // whichever PS task each is placed (every task keeps the table; only those tasks use theirs).
+  if ((store_ && plan_.sync == "sync") || plan_.sync == core::kDistributedReplicated) {
     sync_.emplace(plan_, *recorder_, *this);
     sync_->reset();  // before any worker's step can reach this task
   }

@@ -135,6 +135,7 @@ void Node::dispatch(int g, int op_index) {
     case OpKind::kTakeGradient:
     case OpKind::kTokenDequeue:
     case OpKind::kTokenEnqueue:
+    case OpKind::kBarrier:
       if (!sync_) throw std::logic_error("a sync queue op on a task without the sync queues");
       // A synchronous worker's step ends with its token: the step reached global_step's PS.
       if (op.kind == OpKind::kTokenDequeue && g < int(graph_steps_.size()))

@@ -116,6 +116,19 @@ TEST_F(PanelTest, BackupWorkersSetReplicasToAggregateAndSaveAsWritesANewFileOnly
   std::filesystem::remove(copy);
 }
 
+TEST_F(PanelTest, TheSyncModeOffersDistributedReplicatedAndShowsWhatTheFileSays) {
+  open("published/resnet50_bs32_16gpu.json");
+  EXPECT_EQ(control<QComboBox>("sync")->currentText().toStdString(), "distributed_replicated");
+  EXPECT_FALSE(control<QSpinBox>("backup_workers")->isEnabled());
+  EXPECT_EQ(panel.document()->json(), before);  // showing it wrote nothing
+  control<QComboBox>("sync")->setCurrentText("async");
+  Json expected = before;
+  expected["training"]["sync"] = "async";
+  EXPECT_EQ(panel.document()->json(), expected);
+  control<QComboBox>("sync")->setCurrentText("distributed_replicated");
+  EXPECT_EQ(panel.document()->json(), before);
+}
+
 TEST_F(PanelTest, ABadValueShowsReplisimsOneLineAndTheNextEditRunsAgain) {
   open("seed/two_machines.json");
   panel.set_interactive_steps(12);

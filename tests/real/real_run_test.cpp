@@ -189,6 +189,50 @@ TEST(RealRun, SyncTrainingOutOfDataStallsAsTheSimulatorSays) {
 #endif
 }
 
+// distributed_replicated for real: each worker applies its own gradient, so the variables end as
+// the sum of every worker's updates; the barriers keep the workers in step, and a worker out of
+// data holds the others at a barrier, as the simulator says.
+TEST(RealRun, DistributedReplicatedWorkersMeetAtEachBarrier) {
+  const core::Plan plan = core::compile_plan(
+      test::parse(scenario(3, {{"sync", "distributed_replicated"}})), "between_graph", {1});
+  const RealRun run = run_real(plan);
+  for (const std::string client : {"worker0", "worker1", "worker2"}) {
+    EXPECT_EQ(count(run.trace, EventKind::kStep, client), plan.steps) << client;
+  }
+  EXPECT_EQ(run.final.index.global_step, 3 * plan.steps);
+  EXPECT_FALSE(run.trace.outcome.stall.has_value());
+  Expected expected(plan);
+  for (int c = 0; c < 3; ++c) {
+    for (int s = 0; s < plan.steps; ++s) expected.step(c, s);
+  }
+  expected.expect_equal(run.final);
+  // No worker ends step k before every worker has reached its barriers in step k.
+  std::vector<std::vector<const core::TraceEvent*>> steps;
+  for (const std::string client : {"worker0", "worker1", "worker2"}) {
+    steps.push_back(test::events_of(run.trace, EventKind::kStep, client));
+    ASSERT_EQ(steps.back().size(), size_t(plan.steps));
+  }
+  for (size_t k = 0; k < size_t(plan.steps); ++k) {
+    for (size_t a = 0; a < 3; ++a) {
+      for (size_t b = 0; b < 3; ++b) EXPECT_GE(steps[a][k]->end_s, steps[b][k]->start_s) << k;
+    }
+  }
+
+  const nlohmann::json doc = scenario(
+      3, {{"sync", "distributed_replicated"}, {"steps", 6}, {"data_steps_per_worker", {6, 6, 2}}});
+  const core::Plan short_plan = core::compile_plan(test::parse(doc), "between_graph", {1});
+  const RealRun stalled = run_real(short_plan);
+  ASSERT_TRUE(stalled.trace.outcome.stall.has_value());
+  EXPECT_NE(stalled.trace.outcome.stall->cause.find("wait at barrier"), std::string::npos)
+      << stalled.trace.outcome.stall->cause;
+#if REPLISIM_WITH_SIM
+  const core::Trace predicted = test::run_plan(short_plan);
+  ASSERT_TRUE(predicted.outcome.stall.has_value());
+  EXPECT_EQ(stalled.trace.outcome.stall->cause, predicted.outcome.stall->cause);
+  EXPECT_EQ(stalled.trace.outcome.stall->live_workers, predicted.outcome.stall->live_workers);
+#endif
+}
+
 // The chief's hooks for real: a checkpoint when its session starts, after a step once `every`
 // passed, and when it ends; summaries every N steps; the last five checkpoints kept, each whole.
 TEST(RealRun, TheChiefCheckpointsAndWritesSummaries) {
