@@ -113,6 +113,11 @@ void SimRun::restart_job() {
       --finished_clients_;
     }
     s.step = restart.client_steps.empty() ? 0 : restart.client_steps[c];
+    // Workers meeting at barriers resume in step together: the checkpoint may have caught some
+    // just past a step's end and others not yet.
+    if (sync_.barriers() && !restart.client_steps.empty()) {
+      s.step = *std::min_element(restart.client_steps.begin(), restart.client_steps.end());
+    }
     s.produced = s.step;
     s.batches_ready = 0;
     s.producing = false;

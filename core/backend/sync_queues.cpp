@@ -152,20 +152,27 @@ void SyncQueues::enqueue_tokens() {
 StallRecord SyncQueues::barrier_stall(const std::vector<bool>& finished,
                                       const std::vector<bool>& dead, double last_update_s,
                                       double now) const {
-  int live = 0, died = 0;
+  int live = 0, died = 0, gone = 0;
   for (size_t c = 0; c < finished.size(); ++c) {
     live += !finished[c];
     died += dead[c];
+    gone += finished[c] || dead[c];
   }
   std::string cause;
   for (size_t b = 0; b < barrier_names_.size() && cause.empty(); ++b) {
     int waiting = 0;
     for (size_t c = 0; c < finished.size(); ++c) waiting += barrier_waiting_[b][c] >= 0;
     if (waiting == 0) continue;
-    cause = std::to_string(waiting) + " of " + std::to_string(live) +
-            " live workers wait at barrier \"" + barrier_names_[b] + "\" for " +
-            (died > 0 ? std::to_string(died) + " dead worker(s)" : "workers that ran out of data") +
-            ", which will never reach it";
+    const std::string at = std::to_string(waiting) + " of " + std::to_string(live) +
+                           " live workers wait at barrier \"" + barrier_names_[b] + "\"";
+    if (gone == 0) {
+      cause = at + " with no worker gone: the workers' barriers wait for each other (a deadlock)";
+    } else {
+      cause =
+          at + " for " +
+          (died > 0 ? std::to_string(died) + " dead worker(s)" : "workers that ran out of data") +
+          ", which will never reach it";
+    }
   }
   if (cause.empty()) cause = "every worker ran out of data (training.data_steps_per_worker)";
   return {last_update_s, host_.global_step(), live, now, cause};

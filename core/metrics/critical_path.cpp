@@ -161,6 +161,7 @@ class PathWalker {
           times->end[size_t(cur)] > times->start[size_t(cur)] + kEpsilonS) {
         const double wait_from_s = times->start[size_t(cur)];
         const std::optional<Origin> origin = release_of(g, k, cur, op, times->end[size_t(cur)]);
+        times = &times_of(g, k);  // release_of may have evicted it from the cache
         if (origin && origin->end_s > wait_from_s + kEpsilonS) {
           add("other", t - std::max(origin->end_s, start_s));  // the release reaching this op
           t = std::max(std::min(origin->end_s, t), start_s);
@@ -270,7 +271,8 @@ class PathWalker {
   const StepTimes& times_of(int g, int64_t k) {
     const Key id = key(g, k);
     if (const auto found = cache_.find(id); found != cache_.end()) return found->second;
-    if (cache_.size() > 64) cache_.clear();
+    // Big enough for every graph's step at once (a barrier's wait looks at all of them).
+    if (cache_.size() > std::max<size_t>(64, 2 * meta_.graphs.size() + 8)) cache_.clear();
     double step_start_s = kNever, step_end_s = std::numeric_limits<double>::infinity();
     if (const auto found = step_spans_.find(id); found != step_spans_.end()) {
       step_start_s = found->second.first;
@@ -382,7 +384,7 @@ class PathWalker {
     }
     if (transfer < 0 || trace_.events[size_t(transfer)].kind != EventKind::kTransfer) {
       if (is_sync_wait(o.kind)) {
-        add("token queue", to_s - from_s);
+        add(o.kind == OpKind::kBarrier ? "barrier wait" : "token queue", to_s - from_s);
       } else if (times.event[size_t(op)] >= 0) {
         // Its own run, and before it its wait for the device, busy with other work.
         const TraceEvent& e = trace_.events[size_t(times.event[size_t(op)])];

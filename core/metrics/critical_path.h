@@ -17,7 +17,8 @@ struct PathShare {
   // split on pc1/cpu", "client input on pc1/cpu"), the
   // network between two machines ("pc1<->ps network"; inside one machine "pc1 local
   // transfers"), serialisation ("copies on pc1/cpu"), "token queue" (a synchronous worker
-  // waiting for the chief, when the wait cannot be followed to the worker it waited for) or
+  // waiting for the chief, or at a barrier, when the wait cannot be followed to the worker it
+  // waited for) or
   // "other" (no op of the step active: start-up, step bookkeeping).
   std::string name;
   double seconds = 0;
@@ -48,7 +49,9 @@ struct CriticalPath {
 // its resource; time it waited with its inputs in goes to its resource too (it was busy with
 // other work, or its connection with other tensors). A synchronous worker's token wait is
 // followed into the chief's sync op and from its take to the worker whose accumulate released
-// it (the straggler). Empty when the trace has no step graphs (written before 2026-12-03).
+// it (the straggler); a distributed_replicated barrier's wait to the worker that reached that
+// barrier last in the same step. Empty when the trace has no step graphs (written before
+// 2026-12-03).
 std::vector<CriticalPath> critical_paths(const Trace& trace, double window_start_s,
                                          double window_end_s);
 

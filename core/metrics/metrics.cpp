@@ -24,7 +24,16 @@ MetricsInput read_input(const Trace& trace, const std::string& source) {
   if (meta.platform.devices.empty()) {
     throw InputError(source, "/meta/platform", "the trace's platform has no devices");
   }
-  MetricsInput in{trace, meta, source, {}, {}, {}, {}, {}, meta.synchronous()};
+  MetricsInput in{trace,
+                  meta,
+                  source,
+                  {},
+                  {},
+                  {},
+                  {},
+                  {},
+                  meta.synchronous(),
+                  meta.sync == kDistributedReplicated};
   for (const TraceRole& role : meta.roles) {
     const uint32_t id = trace.find(role.name);
     if (id != kNoString) in.role_kind.emplace(id, role.kind);
@@ -153,6 +162,14 @@ void find_window(RunMetrics& r, const MetricsInput& in, StepTable& steps) {
         throw MeasurementError(in.source, "/faults",
                                "the job failed (" + in.trace.outcome.job_failure->cause +
                                    ") before " + client + " finished " +
+                                   (meta.warmup_steps > 0 ? "its warm-up" : "a step") +
+                                   ": no window to measure");
+      }
+      if (in.trace.outcome.stall) {
+        // distributed_replicated: a worker gone before the warm-up's end holds the others.
+        throw MeasurementError(in.source, "/faults",
+                               "training stalled (" + in.trace.outcome.stall->cause + ") before " +
+                                   client + " finished " +
                                    (meta.warmup_steps > 0 ? "its warm-up" : "a step") +
                                    ": no window to measure");
       }

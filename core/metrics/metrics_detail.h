@@ -31,6 +31,7 @@ struct MetricsInput {
   std::set<std::string> data_limited;                // clients with a data limit
   std::vector<double> bytes_per_ps;
   bool synchronous = false;  // between_graph with sync "sync": steps count global steps
+  bool barriers = false;     // sync "distributed_replicated": workers wait at barriers
 
   // The kind of the role `actor` names, or null when it names no role.
   const RoleKind* kind_of(uint32_t actor) const {

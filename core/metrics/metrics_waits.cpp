@@ -79,8 +79,10 @@ void accumulate_waits(const MetricsInput& in, const std::vector<const TraceEvent
   auto charge = [&](double until) {
     if (until <= t) return;
     // Synchronous workers: once every op of the step is done, the rest of the step is the wait
-    // for a token (the other workers' gradients and the chief's update).
-    WaitCategory category = in.synchronous && t >= last_event_end ? kToken : kOther;
+    // for a token (the other workers' gradients and the chief's update). distributed_replicated
+    // workers: nothing of the step running is a wait at a barrier (for the other workers).
+    WaitCategory category =
+        (in.synchronous && t >= last_event_end) || in.barriers ? kToken : kOther;
     if (active[kOwnCompute] > 0) {
       category = kCompute;
     } else if (active[kOwnTransfer] > 0) {

@@ -157,12 +157,15 @@ void add_sync_rows(ReportTable& t) {
     return "sync " + r.sync_variant + ", R " + std::to_string(r.replicas_to_aggregate) + " of T " +
            std::to_string(r.total_num_replicas);
   });
-  t.row("computed (samples/s)", [](const RunMetrics& r) {
-    return r.synchronous ? fixed(r.computed_samples_per_s, 1) : std::string("-");
-  });
-  t.row("dropped gradients", [](const RunMetrics& r) {
-    return r.synchronous ? std::to_string(r.dropped_gradients) : std::string("-");
-  });
+  // SyncReplicasOptimizer's own figures (distributed_replicated drops nothing).
+  if (t.any([](const RunMetrics& r) { return r.synchronous; })) {
+    t.row("computed (samples/s)", [](const RunMetrics& r) {
+      return r.synchronous ? fixed(r.computed_samples_per_s, 1) : std::string("-");
+    });
+    t.row("dropped gradients", [](const RunMetrics& r) {
+      return r.synchronous ? std::to_string(r.dropped_gradients) : std::string("-");
+    });
+  }
   t.row("stall", [](const RunMetrics& r) {
     if (!r.stalled) return std::string("-");
     return "from " + fixed(r.stall_start_s, 3) + " s at global_step " +

@@ -83,9 +83,11 @@ void validate_barriers(const Plan& plan, const std::string& file) {
   if (plan.strategy != "between_graph") {
     throw InputError(file, "/sync", "distributed_replicated is a between_graph mode");
   }
-  std::set<std::string> first;
+  // Worker 0's barriers, in graph order, with the role (task) each runs on.
+  std::vector<std::pair<std::string, int>> first;
   for (size_t ci = 0; ci < plan.clients.size(); ++ci) {
     std::set<std::string> names;
+    std::vector<std::pair<std::string, int>> order;
     const std::vector<Op>& ops = plan.clients[ci].ops;
     for (size_t k = 0; k < ops.size(); ++k) {
       if (ops[k].kind != OpKind::kBarrier) continue;
@@ -93,12 +95,15 @@ void validate_barriers(const Plan& plan, const std::string& file) {
         throw InputError(file, "/clients/" + std::to_string(ci) + "/ops/" + std::to_string(k),
                          "barrier \"" + ops[k].name + "\" appears twice in one step graph");
       }
+      order.emplace_back(ops[k].name, ops[k].role);
     }
     if (ci == 0) {
-      first = std::move(names);
-    } else if (names != first) {
+      first = std::move(order);
+    } else if (order != first) {
       throw InputError(file, "/clients/" + std::to_string(ci),
-                       "passes other barriers than worker 0: every worker must pass the same ones");
+                       "passes other barriers than worker 0, or in another order, or on other "
+                       "tasks: every worker must pass the same ones, in the same order, on the "
+                       "same tasks");
     }
   }
 }

@@ -40,10 +40,15 @@ std::vector<int> clients_of_role(const Plan& plan, int r) {
 }
 
 // Whether PS role `r` holds a variable (global_step, whose PS also holds the sync queues, is
-// one); a PS without variables runs nothing of any step.
-bool holds_variables(const Plan& plan, int r) {
+// one) or runs an op of some step (a distributed_replicated barrier may be all it runs).
+bool used_by_steps(const Plan& plan, int r) {
   for (const Variable& v : plan.variables) {
     if (v.ps >= 0 && plan.ps_roles[size_t(v.ps)] == r) return true;
+  }
+  for (const ClientGraph* graph : step_graphs(plan)) {
+    for (const Op& op : graph->ops) {
+      if (op.role == r) return true;
+    }
   }
   return false;
 }
@@ -83,7 +88,7 @@ PlanFault death_fault(const FaultSpec& spec, const Plan& plan, const TrainingSpe
     if (plan.roles[size_t(r)].kind == RoleKind::kWorker) {
       for (int c : clients_of_role(plan, r)) f.clients.push_back(c);
     } else if (plan.roles[size_t(r)].kind == RoleKind::kParameterServer &&
-               !holds_variables(plan, r)) {
+               !used_by_steps(plan, r)) {
       // A task no step touches (a PS left without variables): no RPC to it fails.
       idle_ps.push_back(plan.roles[size_t(r)].name);
       continue;

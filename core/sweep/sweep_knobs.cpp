@@ -9,6 +9,7 @@
 #include "core/base/glob.h"
 #include "core/base/json_cursor.h"
 #include "core/base/units.h"
+#include "core/plan/kinds.h"
 #include "core/scenario/scenario.h"
 
 namespace replisim::core {
@@ -287,13 +288,25 @@ void apply_backups(json& s, const std::string& value, const KnobContext& ctx) {
   }
   if (ctx.point != nullptr) {
     auto it = ctx.point->find("sync");
-    if (it != ctx.point->end() && it->second == "async") {
+    if (it != ctx.point->end() && (it->second == "async" || it->second == kDistributedReplicated)) {
       if (backups == 0) return;
       throw InputError("", "--vary backups",
                        "backups=" + value +
-                           " needs synchronous training, and this point has "
-                           "sync=async");
+                           " needs synchronous training (SyncReplicasOptimizer), and this point "
+                           "has sync=" +
+                           it->second);
     }
+  }
+  // A scenario in distributed_replicated mode has no backup workers (every worker meets every
+  // barrier): backups would silently switch it to SyncReplicasOptimizer.
+  if (json* t = member(s, "training"); t != nullptr && t->contains("sync") &&
+                                       (*t)["sync"] == kDistributedReplicated &&
+                                       (ctx.point == nullptr || !ctx.point->count("sync"))) {
+    if (backups == 0) return;
+    throw InputError("", "--vary backups",
+                     "backups=" + value +
+                         " needs synchronous training (SyncReplicasOptimizer), and the scenario "
+                         "has sync \"distributed_replicated\" (vary sync=sync with it)");
   }
   // The workers this point has (replicas may have changed them).
   const Scenario parsed = parse_scenario(s, ctx.file);
@@ -314,7 +327,7 @@ void apply_backups(json& s, const std::string& value, const KnobContext& ctx) {
 }
 
 void apply_sync(json& s, const std::string& value, const KnobContext& ctx) {
-  require_one_of("sync", value, {"async", "sync"});
+  require_one_of("sync", value, {"async", "sync", kDistributedReplicated});
   json& t = training(s, ctx);
   json* old = member(t, "sync");
   if (value == "sync" && old != nullptr && old->is_object()) return;  // keeps R, T and variant
@@ -352,7 +365,10 @@ std::vector<SweepKnob> make_knobs() {
   knobs.push_back(
       {"strategy", "in_graph or between_graph (the compiler; default between_graph)", {}});
   knobs.push_back(
-      {"sync", "async or sync (TF's SyncReplicasOptimizer, R = T = workers)", apply_sync});
+      {"sync",
+       "async, sync (TF's SyncReplicasOptimizer, R = T = workers) or distributed_replicated "
+       "(tf_cnn_benchmarks' barriers)",
+       apply_sync});
   knobs.push_back({"backups",
                    "backup workers of synchronous training: T = workers, R = workers - backups",
                    apply_backups, 1});

@@ -227,6 +227,10 @@ nlohmann::json Node::status(const std::string& finished) const {
                   {"detected_s", s.detected_s},
                   {"cause", s.cause}};
   }
+  // The task holding global_step says where it stands: a barrier's task may hold no variable.
+  if (store_ && store_->holds_global_step()) {
+    j["global_step"] = {{"value", store_->global_step}, {"updated_s", last_update_s_}};
+  }
   return j;
 }
 
@@ -235,6 +239,10 @@ void Node::on_status(uint32_t peer, const FrameHeader& h, const uint8_t* payload
   try {
     nlohmann::json j = nlohmann::json::parse(payload, payload + h.length);
     if (!j.at("busy").is_number_integer()) throw std::runtime_error("busy");
+    if (j.contains("global_step") && (!j.at("global_step").at("value").is_number_integer() ||
+                                      !j.at("global_step").at("updated_s").is_number())) {
+      throw std::runtime_error("global_step");
+    }
     for (const char* key : {"sent", "received"}) {
       const nlohmann::json& counts = j.at(key);
       if (!counts.is_array() || counts.size() != spec_.tasks.size()) {
@@ -259,11 +267,12 @@ void Node::evaluate_wave() {
   int64_t busy = 0;
   bool balanced = true;
   std::string counts;
-  std::optional<nlohmann::json> stall;
+  std::optional<nlohmann::json> stall, global_step;
   for (const auto& [a, j] : wave_status_) {
     if (!live(a)) continue;
     busy += j.at("busy").get<int64_t>();
     if (j.contains("stall")) stall = j.at("stall");
+    if (j.contains("global_step")) global_step = j.at("global_step");
     for (const auto& [b, k] : wave_status_) {
       if (a == b || !live(b)) continue;
       const int64_t sent = j.at("sent")[b].get<int64_t>();
@@ -285,6 +294,10 @@ void Node::evaluate_wave() {
     s.live_workers = stall->at("live_workers").get<int>();
     s.detected_s = stall->at("detected_s").get<double>();
     s.cause = stall->at("cause").get<std::string>();
+    if (global_step) {
+      s.global_step = global_step->at("value").get<int64_t>();
+      s.time_s = global_step->at("updated_s").get<double>();
+    }
     outcome_.stall = s;
     finish_job();
     return;

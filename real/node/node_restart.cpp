@@ -288,6 +288,11 @@ void Node::resume_client(int g, int64_t global_step, const std::vector<int64_t>&
   if (size_t(g) < awaiting_model_.size()) awaiting_model_[size_t(g)] = false;
   if (g < int(plan_.clients.size())) {
     p.steps_done = size_t(g) < client_steps.size() ? int(client_steps[size_t(g)]) : 0;
+    // Workers meeting at barriers resume in step together (as the simulator does): the
+    // checkpoint may have caught some just past a step's end and others not yet.
+    if (plan_.sync == core::kDistributedReplicated && !client_steps.empty()) {
+      p.steps_done = int(*std::min_element(client_steps.begin(), client_steps.end()));
+    }
   }
   p.produced = p.steps_done;
   p.next_local_step = global_step;

@@ -218,8 +218,11 @@ TEST(RealRun, DistributedReplicatedWorkersMeetAtEachBarrier) {
     }
   }
 
-  const nlohmann::json doc = scenario(
-      3, {{"sync", "distributed_replicated"}, {"steps", 6}, {"data_steps_per_worker", {6, 6, 2}}});
+  // Two PS: the first barrier is on the one without global_step.
+  const nlohmann::json doc = scenario(3, {{"sync", "distributed_replicated"},
+                                          {"steps", 6},
+                                          {"ps", {"ps/cpu", "w1/cpu"}},
+                                          {"data_steps_per_worker", {6, 6, 2}}});
   const core::Plan short_plan = core::compile_plan(test::parse(doc), "between_graph", {1});
   const RealRun stalled = run_real(short_plan);
   ASSERT_TRUE(stalled.trace.outcome.stall.has_value());
@@ -230,7 +233,10 @@ TEST(RealRun, DistributedReplicatedWorkersMeetAtEachBarrier) {
   ASSERT_TRUE(predicted.outcome.stall.has_value());
   EXPECT_EQ(stalled.trace.outcome.stall->cause, predicted.outcome.stall->cause);
   EXPECT_EQ(stalled.trace.outcome.stall->live_workers, predicted.outcome.stall->live_workers);
+  // global_step comes from the task that holds it, not from the barrier's task.
+  EXPECT_EQ(stalled.trace.outcome.stall->global_step, predicted.outcome.stall->global_step);
 #endif
+  EXPECT_EQ(stalled.final.index.global_step, stalled.trace.outcome.stall->global_step);
 }
 
 // The chief's hooks for real: a checkpoint when its session starts, after a step once `every`

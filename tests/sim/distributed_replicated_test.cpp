@@ -96,6 +96,13 @@ TEST(DistributedReplicated, PlansRoundTripAndBadBarriersAreRefused) {
               std::string::npos)
         << e.what();
   }
+  // A barrier of one worker on another task than worker 0's: the two never meet.
+  core::Plan moved = back;
+  for (core::Op& op : moved.clients[1].ops) {
+    if (op.name == "barrier/step_end")
+      op.role = moved.ps_roles[0] == op.role ? moved.ps_roles[1] : moved.ps_roles[0];
+  }
+  EXPECT_THROW(core::validate_plan(moved, "p.json"), core::InputError);
   // Workers that pass different barriers would hold each other forever.
   core::Plan renamed = back;
   for (core::Op& op : renamed.clients[1].ops) {
@@ -174,6 +181,95 @@ TEST(DistributedReplicated, StepsAutoStopsEveryWorkerAtTheSameStep) {
   }
   const core::RunMetrics m = core::compute_metrics(trace);
   EXPECT_FALSE(m.stalled);
+}
+
+// A small model on CPU workers: cheap enough for many workers and steps.
+nlohmann::json cpu_workers(int workers, int ps, int steps) {
+  return {{"name", "dr-cpu"},
+          {"cluster",
+           {{"machines",
+             {{{"name", "w"},
+               {"count", workers},
+               {"cpu", {{"speed", "10 GFLOPS"}}},
+               {"nic", {{"bandwidth", "1 Gbps"}, {"latency", "10 us"}}}}}}}},
+          {"model", {{"preset", "mlp"}, {"widths", {64, 128, 64, 10}}}},
+          {"training",
+           {{"batch_per_replica", 16},
+            {"steps", steps},
+            {"warmup_steps", 2},
+            {"replicas", "w*/cpu"},
+            {"ps", {{"count", ps}, {"on", "dedicated"}}},
+            {"sync", "distributed_replicated"}}}};
+}
+
+TEST(DistributedReplicated, TheCriticalPathOfManyWorkersAndStepsStaysInItsCache) {
+  // 40 workers x 60 steps: each barrier wait looks at every worker's step, more step tables
+  // than the walk's cache once held (a breaker's use-after-free; ASan checks it here).
+  const core::Trace trace = test::simulate_trace(cpu_workers(40, 2, 60), "between_graph");
+  const core::RunMetrics m = core::compute_metrics(trace);
+  std::printf("bound by %s\n", core::describe_path(m.bound_by, 4, true).c_str());
+  ASSERT_EQ(m.paths.size(), 40u);
+  for (const core::CriticalPath& path : m.paths) {
+    for (const core::PathShare& share : path.shares) {
+      if (share.name == "other") {
+        EXPECT_LT(share.seconds / path.seconds, 0.05) << path.client;
+      }
+    }
+  }
+}
+
+TEST(DistributedReplicated, APsThatRunsOnlyABarrierIsUsed) {
+  // Five dedicated PS for four variables: one PS holds no variable, but runs barriers. Its death
+  // fails the job, as any PS the steps use.
+  const core::Scenario s = test::parse(cpu_workers(2, 5, 30));
+  const core::Plan plan = core::compile_plan(s, "between_graph", {});
+  std::string idle;
+  for (int role : plan.ps_roles) {
+    bool holds = false, runs = false;
+    for (const core::Variable& v : plan.variables) holds |= plan.ps_roles[size_t(v.ps)] == role;
+    for (const core::Op& op : plan.clients[0].ops) runs |= op.role == role;
+    if (!holds && runs) idle = plan.roles[size_t(role)].name;
+  }
+  ASSERT_FALSE(idle.empty()) << "no PS without variables runs a barrier in this layout";
+  nlohmann::json doc = cpu_workers(2, 5, 30);
+  doc["faults"] = {{{"kind", "role"}, {"role", idle}, {"at", "20 ms"}}};
+  const core::Plan faulty = core::compile_plan(test::parse(doc), "between_graph", {});
+  ASSERT_EQ(faulty.faults.size(), 1u) << idle;
+  EXPECT_EQ(faulty.faults[0].kind, "job") << idle;
+}
+
+TEST(DistributedReplicated, ARestartResumesEveryWorkerAtTheSameStep) {
+  // A checkpoint can catch some workers just past a step's end and others not: after the
+  // restart they must still meet at every barrier and finish (no stall).
+  for (const char* every : {"1.3 s", "1.1 s", "0.9 s"}) {
+    nlohmann::json doc = straggler(60);
+    doc["training"]["checkpoint"] = {{"every", every}, {"disk_bandwidth", "500 MBps"}};
+    doc["training"]["recovery"] = {
+        {"detect_timeout", "1 s"}, {"restart_delay", "2 s"}, {"recovery_wait", "1 s"}};
+    doc["faults"] = {{{"kind", "role"}, {"role", "ps0"}, {"at", "4.1 s"}}};
+    const core::Trace trace = test::simulate_trace(doc, "between_graph");
+    EXPECT_FALSE(trace.outcome.stall.has_value()) << every << ": " << trace.outcome.stall->cause;
+    for (const char* w : {"worker0", "worker1", "worker2", "worker3"}) {
+      const auto steps = test::events_of(trace, core::EventKind::kStep, w);
+      ASSERT_FALSE(steps.empty()) << w;
+      EXPECT_EQ(steps.back()->step, 59) << every << " " << w;
+    }
+  }
+}
+
+TEST(DistributedReplicated, AStallBeforeTheWarmUpEndsSaysSo) {
+  nlohmann::json doc = straggler(20);
+  doc["training"]["data_steps_per_worker"] = {20, 20, 20, 1};
+  const core::Trace trace = test::simulate_trace(doc, "between_graph");
+  ASSERT_TRUE(trace.outcome.stall.has_value());
+  try {
+    core::compute_metrics(trace);
+    FAIL() << "a window from a stalled warm-up";
+  } catch (const core::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("training stalled (3 of 3 live workers wait at barrier"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(DistributedReplicated, TheScenarioSaysSo) {

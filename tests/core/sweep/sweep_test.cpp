@@ -186,6 +186,20 @@ TEST(SweepKnobs, ScenariosThatCannotVaryAKeySayWhatTheyNeed) {
               point_document(base, {{"sync", "async"}, {"backups", "1"}});
             }).find("needs synchronous training"),
             std::string::npos);
+  // distributed_replicated has no backup workers: backups must not switch it to
+  // SyncReplicasOptimizer behind the user's back.
+  json replicated = base;
+  replicated["training"]["sync"] = "distributed_replicated";
+  EXPECT_NE(error_of([&] {
+              point_document(replicated, {{"backups", "1"}});
+            }).find("has sync \"distributed_replicated\""),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              point_document(base, {{"sync", "distributed_replicated"}, {"backups", "1"}});
+            }).find("sync=distributed_replicated"),
+            std::string::npos);
+  EXPECT_EQ(point_document(base, {{"sync", "distributed_replicated"}})["training"]["sync"],
+            "distributed_replicated");
   EXPECT_NE(error_of([&] {
               point_document(base, {{"strategy", "in_graph"}, {"backups", "1"}});
             }).find("applies to between-graph training"),
