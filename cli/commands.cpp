@@ -63,13 +63,19 @@ std::vector<core::Plan> compile_plans(const LoadedScenario& loaded, const CliArg
   return plans;
 }
 
-void refuse_what_real_runs_cannot_do(const LoadedScenario& loaded, const CliArgs& args) {
-  const core::TrainingSpec& training = loaded.scenario.training;
-  if (training.steady_state.enabled && args.steps == 0) {
-    throw core::InputError(loaded.scenario.file_of("/training/steps"), "/training/steps",
-                           "\"auto\" (stop once the throughput is steady) is a simulation's "
-                           "rule for now: give a real run a number of steps with --steps N (a "
-                           "simulation's report says how many it took)");
+void refuse_what_real_runs_cannot_do(const LoadedScenario& loaded, const CliArgs& args,
+                                     const std::vector<core::Plan>& plans) {
+  // training.steps "auto" runs online (real/node/node_steady.cpp), but a restarted incarnation
+  // would start its estimate again.
+  for (const core::Plan& plan : plans) {
+    if (plan.steady_tolerance <= 0 || !plan.recovery.enabled) continue;
+    for (const core::PlanFault& fault : plan.faults) {
+      if (fault.kind != "job") continue;
+      throw core::InputError(loaded.scenario.file_of("/training/recovery"), "/training/recovery",
+                             "a real run whose steps are \"auto\" cannot restart after a job "
+                             "failure (its steady-state estimate would start again): give it "
+                             "--steps N, or simulate it");
+    }
   }
   if (!args.isolate.empty()) return;
   for (const core::FaultSpec& fault : loaded.scenario.faults) {
@@ -115,9 +121,11 @@ void require_memory_fits(const core::Scenario& scenario, const core::Plan& plan)
     core::DeviceRef ref;
     core::parse_device_ref(m.device, &ref);
     const core::MachineSpec* machine = scenario.cluster.find_machine(ref.machine);
-    const std::string path = machine == nullptr ? std::string()
-                                                : machine->json_path + "/gpus/" +
-                                                      std::to_string(ref.gpu_index) + "/memory";
+    // Where the memory was given: the GPU's own entry, the identical-GPUs shorthand or a default.
+    std::string path;
+    if (machine != nullptr && ref.gpu_index >= 0 && size_t(ref.gpu_index) < machine->gpus.size()) {
+      path = machine->gpus[size_t(ref.gpu_index)].memory_json_path;
+    }
     auto bytes = [](double b) { return core::format_quantity(b, core::Dimension::kBytes, 3); };
     throw core::InputError(
         scenario.file_of(path), path,
@@ -159,7 +167,7 @@ int run_on_backend(const CliArgs& args, std::ostream& out, const std::string& ba
   const std::unique_ptr<core::Backend> backend = core::create_backend(backend_name);
   // Every plan first, so that each run's provenance lists all of them.
   const std::vector<core::Plan> plans = compile_plans(loaded, args);
-  if (backend_name == "real") refuse_what_real_runs_cannot_do(loaded, args);
+  if (backend_name == "real") refuse_what_real_runs_cannot_do(loaded, args, plans);
   runs.provenance = provenance(args, loaded);
   // Where a real run's transfers went (the report's title, and report's from the trace).
   const std::string real_network = args.isolate == "netns" ? "netns, tc-shaped NICs" : "loopback";

@@ -34,10 +34,11 @@ std::vector<core::Plan> compile_plans(const LoadedScenario& loaded, const CliArg
 // --strict: a GPU that cannot hold its share of `plan` is core::InputError at its "memory" field.
 void require_memory_fits(const core::Scenario& scenario, const core::Plan& plan);
 
-// What a real run refuses, as core::InputError naming the file and path: training.steps "auto"
-// without --steps (the steady-state rule is the simulation's), and on loopback (no --isolate) a
-// link fault.
-void refuse_what_real_runs_cannot_do(const LoadedScenario& loaded, const CliArgs& args);
+// What a real run of `plans` (compile_plans') refuses, as core::InputError naming the file and
+// path: training.steps "auto" with a job restart (training.recovery: the estimate would start
+// again in the restarted incarnation), and on loopback (no --isolate) a link fault.
+void refuse_what_real_runs_cannot_do(const LoadedScenario& loaded, const CliArgs& args,
+                                     const std::vector<core::Plan>& plans);
 
 // core::run_to_trace, but an InputError the backend raises at a plan's "/faults/<i>" without a
 // file is raised again at the scenario fault it came from, naming its file and path.

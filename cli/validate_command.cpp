@@ -111,7 +111,7 @@ int run_validate(const CliArgs& args, std::ostream& out) {
     baseline = read_baseline(args.baseline_path);
   }
   const std::vector<core::Plan> plans = compile_plans(loaded, args);
-  refuse_what_real_runs_cannot_do(loaded, args);
+  refuse_what_real_runs_cannot_do(loaded, args, plans);
   // A baseline made on the other kind of network measured other links.
   const std::string network = args.isolate.empty() ? "loopback" : "netns, tc-shaped NICs";
   if (baseline.is_object() && baseline.contains("network") && baseline["network"].is_string() &&

@@ -39,6 +39,11 @@ class SteadyStateStop {
   // them), and brought every client back.
   void restarted(double checkpoint_start_s, double now_s);
 
+  // The rule held, but the run did not end there: it stalled first (a worker that died as the
+  // rule held leaves the others at a barrier or without tokens). The record then gives the
+  // estimate over the window up to the run's end, not converged, as for a run that ended first.
+  void stop_overtaken() { stopped_.reset(); }
+
   // What the run's outcome records (`end_s`: the run's end): the stop, or the last estimate when
   // max_steps came first.
   SteadyStateRecord record(double end_s) const;

@@ -1,5 +1,6 @@
 #include "core/base/units.h"
 
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
@@ -118,6 +119,7 @@ double parse_quantity(const std::string& text, Dimension dimension) {
   const char* begin = text.c_str();
   char* end = nullptr;
   // strtod accepts "inf", "nan" and hex floats; the finiteness and digit checks reject them.
+  errno = 0;
   const double number = std::strtod(begin, &end);
   if (end == begin || !std::isfinite(number) || text.find_first_of("xXpP") < size_t(end - begin)) {
     throw UnitError(expected + ", got \"" + text + "\"");
@@ -132,8 +134,13 @@ double parse_quantity(const std::string& text, Dimension dimension) {
   if (std::isnan(factor)) {
     throw UnitError(expected + ", got unknown unit \"" + unit_text + "\" in \"" + text + "\"");
   }
+  // ERANGE: the digits overflow or underflow a double ("1e-400" would read as 0).
+  const bool digits_out_of_range = errno == ERANGE;
   const double value = number * factor;
-  if (!std::isfinite(value)) throw UnitError("\"" + text + "\" is out of range");
+  // Out of a double's normal range once in base units (a non-zero amount that would read as 0).
+  if (digits_out_of_range || !std::isfinite(value) || (number != 0 && !std::isnormal(value))) {
+    throw UnitError("\"" + text + "\" is out of range");
+  }
   return value;
 }
 

@@ -132,7 +132,9 @@ void find_sync_window(RunMetrics& r, const MetricsInput& in) {
   }
   if (!std::isfinite(start) || !(end > start)) {
     const std::string why = outcome.stall ? "; training stalled: " + outcome.stall->cause : "";
-    throw MeasurementError(in.source, why.empty() ? "/training/steps" : "/training/warmup_steps",
+    const char* steps_path =
+        in.trace.outcome.steady_state ? "/training/max_steps" : "/training/steps";
+    throw MeasurementError(in.source, why.empty() ? steps_path : "/training/warmup_steps",
                            "the measurement window is empty: global_step reached " +
                                std::to_string(last_global_step) + " of " + std::to_string(steps) +
                                " (warm-up " + std::to_string(meta.warmup_steps) + ")" + why);
@@ -192,12 +194,18 @@ void find_window(RunMetrics& r, const MetricsInput& in, StepTable& steps) {
   }
   if (!(window_end > window_start)) {
     const bool data_limited = in.data_limited.count(first_to_finish) > 0;
-    throw InputError(
-        in.source, data_limited ? "/training/data_steps_per_worker" : "/training/steps",
-        "the measurement window is empty: " + first_to_finish + " finished its last step before " +
-            last_to_warm + (meta.warmup_steps > 0 ? " finished warming up" : " started") +
-            (data_limited ? "; give it more data (training.data_steps_per_worker)"
-                          : "; raise training.steps"));
+    // training.steps "auto": the steps a client may run are training.max_steps.
+    const bool steps_auto = in.trace.outcome.steady_state.has_value();
+    throw InputError(in.source,
+                     data_limited ? "/training/data_steps_per_worker"
+                     : steps_auto ? "/training/max_steps"
+                                  : "/training/steps",
+                     "the measurement window is empty: " + first_to_finish +
+                         " finished its last step before " + last_to_warm +
+                         (meta.warmup_steps > 0 ? " finished warming up" : " started") +
+                         (data_limited ? "; give it more data (training.data_steps_per_worker)"
+                          : steps_auto ? "; raise training.max_steps"
+                                       : "; raise training.steps"));
   }
   r.window_start_s = window_start;
   r.window_end_s = window_end;

@@ -21,6 +21,12 @@ void write_transport(std::ostream& out, const Transport& t) {
   if (t.header_overhead_fraction > 0) {
     out << ", headers +" << std::lround(1000 * t.header_overhead_fraction) / 10.0 << "%";
   }
+  if (t.per_message_overhead_s > 0) {
+    out << ", " << format_quantity(t.per_message_overhead_s, Dimension::kTime) << " per message";
+    if (t.chunk_bytes > 0) {
+      out << " (each " << format_quantity(t.chunk_bytes, Dimension::kBytes) << " chunk)";
+    }
+  }
   if (t.copy_bandwidth_bytes_per_s > 0) {
     out << ", copies at " << format_quantity(t.copy_bandwidth_bytes_per_s, Dimension::kBandwidth);
   }

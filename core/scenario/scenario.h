@@ -26,6 +26,9 @@ struct LinkSpec {
 struct GpuSpec {
   double speed_flop_per_s = 0;
   double memory_bytes = 0;  // 0 = not given (no memory check)
+  // Where memory_bytes was given ("/cluster/machines/0/gpus/1/memory", the shorthand's
+  // "/cluster/machines/0/gpus/memory", or a default's); empty when not given.
+  std::string memory_json_path;
 };
 
 struct MachineSpec {

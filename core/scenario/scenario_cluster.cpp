@@ -115,8 +115,9 @@ GpuSpec parse_gpu(const JsonCursor& g, const JsonCursor* defaults, bool count_ke
   GpuSpec gpu;
   gpu.speed_flop_per_s = speed(member("speed"));
   if (g.has("memory") || (defaults != nullptr && defaults->has("memory"))) {
-    gpu.memory_bytes =
-        member("memory").as_quantity_in(Dimension::kBytes, 1, limits::kMaxGpuMemoryBytes);
+    const JsonCursor memory = member("memory");
+    gpu.memory_bytes = memory.as_quantity_in(Dimension::kBytes, 1, limits::kMaxGpuMemoryBytes);
+    gpu.memory_json_path = memory.path();
   }
   return gpu;
 }

@@ -115,10 +115,14 @@ void Node::begin_training() {
 
 // --- progress and the end of the job --------------------------------------------------------
 
-void Node::on_progress(int g, int steps_done, int64_t global_step) {
+void Node::on_progress(int g, int steps_done, int64_t global_step, double start_s, double end_s) {
   if (g < int(steps_seen_.size()))
     steps_seen_[size_t(g)] = std::max(steps_seen_[size_t(g)], steps_done);
   global_step_seen_ = std::max(global_step_seen_, global_step);
+  if (steady_ && g < int(plan_.clients.size()) &&
+      steady_->step_ended(g, steps_done - 1, start_s, end_s, global_step_seen_)) {
+    ask_to_stop();
+  }
   const double now = now_s();
   if (last_progress_s_ >= 0 && now - last_progress_s_ < kProgressEveryS) return;
   write_progress();
@@ -149,7 +153,7 @@ void Node::maybe_end_job() {
   for (size_t c = 0; c < plan_.clients.size(); ++c) {
     if (!finished_[c]) return;
   }
-  if (plan_.sync == "sync" && global_step_seen_ < plan_.steps) return;
+  if (plan_.sync == "sync" && global_step_seen_ < last_global_step()) return;
   finish_job();
 }
 
@@ -215,9 +219,9 @@ nlohmann::json Node::status(const std::string& finished) const {
                       {"busy", work_pending_ + timers_pending_ + int(mesh_->queued_frames()) +
                                    int(!pending_.empty())}};
   // distributed_replicated: any task whose barriers hold a worker says so.
-  if (sync_ &&
-      ((sync_->barriers() && sync_->any_waiting()) ||
-       (sync_->enabled() && store_->holds_global_step() && store_->global_step < plan_.steps))) {
+  if (sync_ && ((sync_->barriers() && sync_->any_waiting()) ||
+                (sync_->enabled() && store_->holds_global_step() &&
+                 store_->global_step < last_global_step()))) {
     std::vector<bool> done(parts_.size()), dead(graph_dead_);
     for (size_t g = 0; g < parts_.size(); ++g) done[g] = finished[g] == '1' || graph_dead_[g];
     const core::StallRecord s = sync_->stall(done, dead, last_update_s_, now_s());
@@ -395,6 +399,10 @@ void Node::write_trace_end() {
     }
   }
   if (coordinator() && resume_) record_restart();
+  if (steady_) {
+    if (outcome_.stall) steady_->stop_overtaken();
+    outcome_.steady_state = steady_->record(outcome_.end_s);
+  }
   if (coordinator() && !outcome_.killed_s) note_faults_after_the_end();
   writer_->end(outcome_);
   writer_->finish();

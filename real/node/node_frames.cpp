@@ -26,6 +26,9 @@ bool counted(FrameType type) {
     case FrameType::kModelQuery:
     case FrameType::kModelReady:
     case FrameType::kResumed:
+    case FrameType::kStopAsk:
+    case FrameType::kStopReply:
+    case FrameType::kStopLimit:
       return true;
     default:
       return false;
@@ -141,9 +144,25 @@ void Node::on_frame(uint32_t peer, const FrameHeader& h, const uint8_t* payload)
     case FrameType::kProgress: {
       require(coordinator(), "sent to a task that is not the coordinator");
       const Part& p = part_of_frame(peer, h, true);
-      on_progress(p.index, int(h.step), unpack_i64(payload, h.length, 0));
+      on_progress(p.index, int(h.step), unpack_i64(payload, h.length, 0),
+                  unpack_f64(payload, h.length, 1), unpack_f64(payload, h.length, 2));
       return;
     }
+    case FrameType::kStopAsk: {
+      require(from_coordinator && part_of_frame(peer, h, false).owner,
+              "not from the coordinator, or for a graph whose client is not here");
+      on_stop_ask(part_of_frame(peer, h, false));
+      return;
+    }
+    case FrameType::kStopReply:
+      require(coordinator() && steady_ && stop_asked_, "not asked for");
+      on_stop_reply(part_of_frame(peer, h, true), h.step);
+      return;
+    case FrameType::kStopLimit:
+      require(from_coordinator && part_of_frame(peer, h, false).owner,
+              "not from the coordinator, or for a graph whose client is not here");
+      on_stop_limit(part_of_frame(peer, h, false), h.step);
+      return;
     case FrameType::kRestore:
       require(from_chief && store_ != nullptr && resume_.has_value(),
               "not from the chief of a restarted run, or to a task without variables");

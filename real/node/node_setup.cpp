@@ -120,6 +120,10 @@ Node::Node(const NodeSetup& setup)
     resume_ = read_resume_file(options_.resume_path);
     incarnation_start_s_ = resume_->restart_s;
   }
+  // training.steps "auto": the coordinator runs the rule (it holds global_step). A restarted
+  // incarnation has lost the estimate and runs to max_steps (run refuses the combination).
+  steady_rule_ = plan_.steady_tolerance > 0 && !resume_;
+  if (steady_rule_ && coordinator()) steady_.emplace(plan_);
   build_parts();
   open_trace();
   // SyncReplicas' queues live with the PS tasks' variables; distributed_replicated's barriers on

@@ -15,6 +15,7 @@ void Node::start_client(int g) {
     mark_finished(p);
     return;
   }
+  if (held_for_stop_limit(p)) return;
   maybe_produce(p);
   if (chief() && g < int(plan_.clients.size()) && plan_.checkpoints.every_s > 0 &&
       plan_.roles[size_t(p.graph->role)].chief) {
@@ -222,16 +223,18 @@ void Node::finish_step(Part& p) {
   std::fill(p.out.begin(), p.out.end(), nullptr);
   for (auto& g : p.gradients) g.clear();
   if (p.global_step_read >= 0) p.read_seen = p.global_step_read;
+  const double end_s = now_s();
   if (p.loop != Loop::kChiefSyncOp) {
     const int64_t read = p.loop == Loop::kSyncWorker ? p.local_step : p.read_seen;
-    recorder_->step(p.index, p.steps_done, p.step_start_s, now_s(), read);
+    recorder_->step(p.index, p.steps_done, p.step_start_s, end_s, read);
   }
   ++p.steps_done;
   if (coordinator()) {
-    on_progress(p.index, p.steps_done, global_step_seen_);
-  } else if (progress_) {
+    on_progress(p.index, p.steps_done, global_step_seen_, p.step_start_s, end_s);
+  } else if (progress_ || steady_rule_) {
     send_frame(uint32_t(map_.coordinator_task), FrameType::kProgress, p.steps_done,
-               uint64_t(p.index), pack_i64({global_step_seen_}));
+               uint64_t(p.index),
+               pack_i64({global_step_seen_}) + pack_f64({p.step_start_s, end_s}));
   }
   const bool chief_client =
       p.index < int(plan_.clients.size()) && plan_.roles[size_t(p.graph->role)].chief;
@@ -245,7 +248,7 @@ void Node::finish_step(Part& p) {
 
 void Node::next_step(Part& p) {
   if (more_steps(p)) {
-    start_step(p.index);
+    if (!held_for_stop_limit(p)) start_step(p.index);
     return;
   }
   const bool chief_client =
@@ -277,6 +280,12 @@ void Node::mark_finished(Part& p) {
 
 bool Node::more_steps(const Part& p) const {
   if (p.graph->data_steps > 0 && p.steps_done >= p.graph->data_steps) return false;
+  // training.steps "auto": up to the coordinator's limit (node_steady.cpp).
+  if (p.stop_limit) {
+    const int64_t position = stop_position(p);
+    if (p.loop == Loop::kFixedSteps ? position > *p.stop_limit : position >= *p.stop_limit)
+      return false;
+  }
   switch (p.loop) {
     case Loop::kFixedSteps:
       return p.steps_done < plan_.steps;

@@ -23,6 +23,7 @@
 #include <asio.hpp>
 #include <nlohmann/json.hpp>
 
+#include "core/backend/steady_state.h"
 #include "core/backend/sync_queues.h"
 #include "core/backend/trace_recorder.h"
 #include "core/plan/plan.h"
@@ -91,6 +92,14 @@ struct Part {
   bool producing = false;
   bool waiting_for_input = false;
   bool finished = false;
+  // training.steps "auto" (node_steady.cpp): once the coordinator asked, the last step this
+  // client said it would end (a synchronous worker: the token it would run on; the chief's sync
+  // op: global_step), and the coordinator's limit (none until it comes). `held`: it would begin a
+  // step beyond its reply and waits for the limit instead.
+  bool stop_asked = false;
+  int64_t stop_reply = -1;
+  std::optional<int64_t> stop_limit;
+  bool held = false;
 };
 
 // A tensor arriving in chunks from one peer.
@@ -251,7 +260,8 @@ class Node : public Mesh::Handler, public core::SyncHost {
   void forget_old_checkpoints(const CheckpointIndex& saved);
   void on_finished(int g);
   void maybe_end_job();
-  void on_progress(int g, int steps_done, int64_t global_step);
+  // A client's step ended (steps_done steps now) over [start_s, end_s] on the run's clock.
+  void on_progress(int g, int steps_done, int64_t global_step, double start_s, double end_s);
   void write_progress();
   void schedule_wave();
   void query_wave();
@@ -268,6 +278,22 @@ class Node : public Mesh::Handler, public core::SyncHost {
   void fail(const std::string& why);
   void write_trace_end();
   void note_faults_after_the_end();
+  // training.steps "auto" online (node_steady.cpp): the coordinator's rule over the updates it
+  // runs (it holds global_step) and the step ends its clients report; when it holds, it asks
+  // every live client which step it will end last, sets each a limit from the answers (the same
+  // for workers that meet at barriers or share tokens, so none waits for one that stopped) and
+  // the clients run up to it. Clients never begin a step beyond their answer before the limit
+  // comes.
+  void ask_to_stop();
+  void on_stop_ask(Part& p);
+  void on_stop_reply(Part& p, int64_t last_step);
+  void maybe_set_stop_limits();
+  void on_stop_limit(Part& p, int64_t limit);
+  int64_t stop_position(const Part& p) const;
+  // Asked, no limit yet, and the next step is beyond the answer: hold it (the limit resumes it).
+  bool held_for_stop_limit(Part& p);
+  // The step the chief's sync op stops at (Plan::steps, or the limit once the rule held).
+  int64_t last_global_step() const;
 
   double clock_s() const;  // this machine's monotonic clock (s)
   double now_s() const { return clock_s() - origin_local_s_; }  // the run's clock
@@ -376,6 +402,13 @@ class Node : public Mesh::Handler, public core::SyncHost {
   std::vector<double> resumed_s_;  // coordinator: per graph, when its client trained again
   std::vector<std::string> lost_before_back_;  // coordinator: workers dead before they resumed
   std::vector<bool> awaiting_model_;           // per owned graph: restarted, not training yet
+  // training.steps "auto": the coordinator's rule, and its replies once it held (per graph).
+  bool steady_rule_ = false;  // the plan's steps are "auto" (every task: report step ends)
+  std::optional<core::SteadyStateStop> steady_;
+  bool stop_asked_ = false;
+  bool stop_limits_sent_ = false;
+  std::map<int, int64_t> stop_replies_;
+  int64_t stop_global_step_ = -1;  // synchronous: the limit every sync graph was given
   bool stopping_ = false;
   bool cancelled_ = false;  // stopped by SIGINT or SIGTERM (NodeOptions::cancelled)
   bool failed_ = false;

@@ -77,6 +77,12 @@ const char* frame_type_name(FrameType type) {
       return "trace part";
     case FrameType::kTracePartKept:
       return "trace part kept";
+    case FrameType::kStopAsk:
+      return "stop ask";
+    case FrameType::kStopReply:
+      return "stop reply";
+    case FrameType::kStopLimit:
+      return "stop limit";
   }
   return "?";
 }
@@ -108,7 +114,7 @@ FrameHeader decode_header(const uint8_t* in) {
   }
   FrameHeader h;
   const uint16_t type = uint16_t(get(in + 6, 2));
-  if (type < uint16_t(FrameType::kHello) || type > uint16_t(FrameType::kTracePartKept)) {
+  if (type < uint16_t(FrameType::kHello) || type > uint16_t(FrameType::kStopLimit)) {
     throw FrameError("unknown frame type " + std::to_string(type));
   }
   h.type = FrameType(type);

@@ -17,7 +17,7 @@
 namespace replisim::real {
 
 // Version 2: restarts (restore, model queries), trace parts gathered by the coordinator.
-inline constexpr uint16_t kProtocolVersion = 2;
+inline constexpr uint16_t kProtocolVersion = 3;  // 3: the stop frames
 inline constexpr size_t kFrameHeaderBytes = 52;
 // Payloads above this are refused (a corrupt or hostile length): 16 MiB.
 inline constexpr uint32_t kMaxFramePayloadBytes = uint32_t(16) << 20;
@@ -57,6 +57,10 @@ enum class FrameType : uint16_t {
   kResumed = 26,     // to the coordinator: a graph's client trains again (time_s: since when)
   kTracePart = 27,   // to the coordinator: a chunk of this task's trace (chunk of chunks)
   kTracePartKept = 28,  // the coordinator has a task's whole trace part
+  // training.steps "auto" in a real run (real/node/node_steady.cpp): the coordinator's rule held.
+  kStopAsk = 29,    // to a client's task: which step will yours end last? (tensor = graph)
+  kStopReply = 30,  // the answer: step = that step (a synchronous worker: its token)
+  kStopLimit = 31,  // the coordinator's limit: run up to step (tensor = graph), then stop
 };
 const char* frame_type_name(FrameType type);
 

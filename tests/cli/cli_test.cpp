@@ -181,6 +181,12 @@ TEST(Cli, StrictFailsWhenAGpuCannotHoldThePlan) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("pc2/gpu0 needs"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("GPU memory"), std::string::npos) << r.out;
+  // The identical-GPUs shorthand: the error names its "memory", not a GPU entry there is none of.
+  doc["cluster"]["machines"][1]["gpus"] = {{"count", 2}, {"speed", "5 TFLOPS"}, {"memory", "1 GB"}};
+  r = run_replisim(
+      {"simulate", dir.write("shorthand.json", doc.dump()), "--strict", "--progress", "none"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("/cluster/machines/1/gpus/memory"), std::string::npos) << r.err;
 }
 
 TEST(Cli, SimulateWritesTheSummaryJson) {
@@ -239,6 +245,14 @@ TEST(Cli, PlanPrintsTextAndJson) {
   r = run_replisim({"--version"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("SimGrid 3.32"), std::string::npos) << r.out;
+  // The transport line names every cost the transport charges, its per-message one included.
+  TempDir dir;
+  nlohmann::json doc = small_valid();
+  doc["cluster"]["transport"] = {
+      {"preset", "tcp"}, {"per_message_overhead", "20 us"}, {"chunk_size", "4 MB"}};
+  r = run_replisim({"plan", dir.write("t.json", doc.dump()), "--strategy", "between_graph"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("20 us per message (each 4 MB chunk)"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // simulate --seeds (each seed's figures equal a single run with that seed; the spread's mean and
 // range come from them; bad lists are bad input) and training.steps "auto" at the command line
-// (the report's interval row; a real run refuses it without --steps).
+// (the report's interval row; a real run that could restart refuses it without --steps).
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -146,7 +146,7 @@ std::string auto_scenario(const TempDir& dir, const json& extra = json::object()
   return path;
 }
 
-TEST(SteadyStateCli, ReportShowsTheIntervalAndRealRunsAskForSteps) {
+TEST(SteadyStateCli, ReportShowsTheIntervalAndRestartingRealRunsAskForSteps) {
   TempDir dir;
   const std::string scenario = auto_scenario(dir);
   const test::BinaryResult r = run_replisim(
@@ -165,9 +165,16 @@ TEST(SteadyStateCli, ReportShowsTheIntervalAndRealRunsAskForSteps) {
   ASSERT_EQ(fixed.exit_code, 0) << fixed.err;
   EXPECT_EQ(fixed.out.find("steady state"), std::string::npos) << fixed.out;
 
-  const test::BinaryResult real = run_replisim({"run", scenario, "--progress", "none"});
+  // A real run applies the rule online (tests/real/steady_state_real_test.cpp), but not across a
+  // job restart: its estimate would start again.
+  json restarting = read(
+      auto_scenario(dir, {{"recovery", {{"detect_timeout", "0.5 s"}, {"restart_delay", "1 s"}}}}));
+  restarting["faults"] = {{{"kind", "role"}, {"role", "ps0"}, {"at", "1 s"}}};
+  const std::string restarting_path = dir.file("restarting.json");
+  std::ofstream(restarting_path) << restarting.dump(1);
+  const test::BinaryResult real = run_replisim({"run", restarting_path, "--progress", "none"});
   EXPECT_EQ(real.exit_code, 2) << real.err;
-  EXPECT_NE(real.err.find("/training/steps"), std::string::npos) << real.err;
+  EXPECT_NE(real.err.find("/training/recovery"), std::string::npos) << real.err;
   EXPECT_NE(real.err.find("--steps"), std::string::npos) << real.err;
 
   // A tolerance outside (0, 1) names its field.

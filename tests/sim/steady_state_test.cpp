@@ -121,5 +121,28 @@ TEST(SteadyStateStop, WaitsForTheLastFaultWindowAndStopsAtMaxSteps) {
   }));
 }
 
+// A window a run's steps leave empty names the field that bounds them: training.max_steps under
+// "auto" (a breaker's real run said /training/steps, which "auto" runs do not count).
+TEST(SteadyStateStop, AnEmptyWindowNamesMaxSteps) {
+  // A worker ten times slower has not warmed up when the other one has run its 4 steps.
+  nlohmann::json doc = workers_doc(2, "10 TFLOPS", "100 Gbps",
+                                   {{"steps", 4}, {"warmup_steps", 3}, {"jitter", "none"}});
+  doc["cluster"]["machines"][2]["gpus"][0]["speed"] = "1 TFLOPS";
+  core::Trace trace = test::simulate_trace(doc, "between_graph");
+  for (const bool steps_auto : {false, true}) {
+    if (steps_auto) trace.outcome.steady_state = core::SteadyStateRecord{};
+    try {
+      core::compute_metrics(trace);
+      ADD_FAILURE() << "no error for an empty window";
+    } catch (const core::InputError& e) {
+      EXPECT_EQ(e.json_path(), steps_auto ? "/training/max_steps" : "/training/steps");
+      EXPECT_NE(std::string(e.what()).find(steps_auto ? "raise training.max_steps"
+                                                      : "raise training.steps"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace replisim

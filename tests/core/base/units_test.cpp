@@ -52,6 +52,19 @@ TEST(Units, EdgeCases) {
   EXPECT_THROW(parse_quantity("1 PiFLOPS", Dimension::kFlopRate), UnitError);  // no binary FLOP
   EXPECT_THROW(parse_quantity(std::string("10 Gbps\0x", 9), Dimension::kBandwidth), UnitError);
   EXPECT_THROW(parse_quantity("1e300 PBps", Dimension::kBandwidth), UnitError);  // overflows
+  // Underflows: a non-zero amount that would read as 0 (or lose its precision) is out of range.
+  for (const auto& [tiny, dimension] :
+       {std::pair{"1e-400 Bps", Dimension::kBandwidth},
+        std::pair{"1e-310 Bps", Dimension::kBandwidth}, std::pair{"1e-300 ns", Dimension::kTime}}) {
+    try {
+      parse_quantity(tiny, dimension);
+      ADD_FAILURE() << tiny << " parsed";
+    } catch (const UnitError& e) {
+      EXPECT_NE(std::string(e.what()).find("out of range"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(parse_quantity("0 Bps", Dimension::kBandwidth), 0);  // zero is still zero
+  EXPECT_EQ(parse_quantity("0.0e-400 s", Dimension::kTime), 0);
 }
 
 TEST(Units, FormatsForPeople) {
