@@ -131,17 +131,7 @@ std::vector<std::string> column_labels(const std::vector<RunMetrics>& runs) {
 void add_steady_rows(ReportTable& t) {
   if (!t.any([](const RunMetrics& r) { return r.steady_state.has_value(); })) return;
   t.row("steady state (95% interval)", [](const RunMetrics& r) {
-    if (!r.steady_state) return std::string("-");
-    const SteadyStateRecord& s = *r.steady_state;
-    const std::string interval = s.half_width_fraction >= 0
-                                     ? "+-" + fixed(100 * s.half_width_fraction, 2) + "%"
-                                     : "no interval";
-    if (!s.converged) {
-      return "not within +-" + fixed(100 * s.tolerance, 2) + "% when the run ended (" + interval +
-             " over " + std::to_string(s.updates) + " updates)";
-    }
-    return interval + " after " + std::to_string(s.updates) + " updates, stopped at " +
-           fixed(s.stop_s, 3) + " s";
+    return r.steady_state ? steady_state_text(*r.steady_state) : std::string("-");
   });
 }
 
@@ -319,6 +309,18 @@ void add_run_rows(ReportTable& t) {
 }
 
 }  // namespace
+
+std::string steady_state_text(const SteadyStateRecord& s) {
+  const std::string interval = s.half_width_fraction >= 0
+                                   ? "+-" + fixed(100 * s.half_width_fraction, 2) + "%"
+                                   : "no interval";
+  if (!s.converged) {
+    return "not within +-" + fixed(100 * s.tolerance, 2) + "% when the run ended (" + interval +
+           " over " + std::to_string(s.updates) + " updates)";
+  }
+  return interval + " after " + std::to_string(s.updates) + " updates, stopped at " +
+         fixed(s.stop_s, 3) + " s";
+}
 
 std::string format_report(const std::vector<RunMetrics>& runs, const std::string& title) {
   ReportTable table(runs);

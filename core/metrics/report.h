@@ -15,6 +15,11 @@ namespace replisim::core {
 // `title` is printed above it (scenario, backend, seed).
 std::string format_report(const std::vector<RunMetrics>& runs, const std::string& title);
 
+// training.steps "auto": the report's "steady state (95% interval)" cell, e.g. "+-0.89% after 364
+// updates, stopped at 6.612 s" or "not within +-1.00% when the run ended (+-6.00% over 920
+// updates)".
+std::string steady_state_text(const SteadyStateRecord& record);
+
 // {"scenario": NAME, "provenance": ..., "runs": [{"strategy", "throughput_samples_per_s",
 //  "step_time_s": {"mean","p50","p95"}, "update_interval_s", "staleness": {"mean","max"},
 //  "bottleneck": {"resource","utilization"}, "bytes_per_ps": [...], "simulated_time_s",

@@ -10,6 +10,7 @@
 
 #include "core/base/error.h"
 #include "core/base/units.h"
+#include "core/metrics/report.h"
 
 namespace replisim::core {
 namespace {
@@ -444,6 +445,13 @@ Validation validate_runs(const std::vector<const Trace*>& predicted_runs,
       }
     }
   };
+  if (pm.steady_state)
+    v.steady_states.push_back("predicted: " + steady_state_text(*pm.steady_state));
+  for (size_t r = 0; r < mm.size(); ++r) {
+    if (!mm[r].steady_state) continue;
+    v.steady_states.push_back("real run " + std::to_string(r + 1) + ": " +
+                              steady_state_text(*mm[r].steady_state));
+  }
   add_warnings("predicted", pm.warnings);
   for (size_t r = 0; r < mm.size(); ++r) {
     add_warnings("real run " + std::to_string(r + 1), mm[r].warnings);
@@ -485,6 +493,7 @@ nlohmann::json validation_to_json(const Validation& v) {
                            {"measured_p95_s", p.measured_p95_s}});
   }
   j["faults"] = v.faults;
+  j["steady_states"] = v.steady_states;
   j["warnings"] = v.warnings;
   j["clients"] = nlohmann::json::array();
   for (const StepDistribution& d : v.clients) {
@@ -610,6 +619,10 @@ std::string format(const Validation& v, const nlohmann::json* baseline, bool mar
       out += "\nFaults and restarts:\n\n";
       for (const std::string& f : v.faults) out += "- " + f + "\n";
     }
+    if (!v.steady_states.empty()) {
+      out += "\nSteady state (95% interval):\n\n";
+      for (const std::string& line : v.steady_states) out += "- " + line + "\n";
+    }
     if (!v.warnings.empty()) {
       out += "\nWarnings:\n\n";
       for (const std::string& w : v.warnings) out += "- " + w + "\n";
@@ -627,6 +640,10 @@ std::string format(const Validation& v, const nlohmann::json* baseline, bool mar
   if (!v.faults.empty()) {
     out += "\nfaults and restarts:\n";
     for (const std::string& f : v.faults) out += "  " + f + "\n";
+  }
+  if (!v.steady_states.empty()) {
+    out += "\nsteady state (95% interval):\n";
+    for (const std::string& line : v.steady_states) out += "  " + line + "\n";
   }
   for (const std::string& w : v.warnings)
     out += "warning (" + w.substr(0, w.find(':')) + ")" + w.substr(w.find(':')) + "\n";

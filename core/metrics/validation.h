@@ -87,6 +87,9 @@ struct Validation {
   // dies: predicted at 4.000 s (lost 350 ms of work), measured at 4.003 s (lost 280 ms ..
   // 410 ms)"); and the runs' own warnings (too few measured steps, ...), each once, saying whose.
   std::vector<std::string> faults;
+  // training.steps "auto": where the predicted run and each real one stopped ("predicted: +-0.89%
+  // after 364 updates, stopped at 6.612 s", "real run 1: ..."); empty for a fixed step count.
+  std::vector<std::string> steady_states;
   std::vector<std::string> warnings;
   double tolerance = 0;  // relative (0.08: 8%)
   // Within tolerance: throughput and step time p50 errors (the headline figures; the others are

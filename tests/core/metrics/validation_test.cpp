@@ -101,6 +101,35 @@ TEST_F(ValidationOfRuns, ARunAgainstItselfHasNoError) {
   EXPECT_NE(text.find("verdict: within ±8.0%"), std::string::npos) << text;
 }
 
+// training.steps "auto": the validation says where the prediction and each real run stopped, in
+// the text, the Markdown and the JSON; a fixed step count says nothing of it.
+TEST_F(ValidationOfRuns, StepsAutoSaysWhereEachRunStopped) {
+  EXPECT_TRUE(validate_runs({predicted_}, {predicted_}, 0.08).steady_states.empty());
+  Trace stopped = *predicted_, unsteady = *predicted_;
+  SteadyStateRecord record;
+  record.tolerance = 0.01;
+  record.max_steps = 20;
+  record.converged = true;
+  record.stop_s = 1.5;
+  record.half_width_fraction = 0.0089;
+  record.updates = 364;
+  stopped.outcome.steady_state = record;
+  record.converged = false;
+  record.half_width_fraction = 0.06;
+  unsteady.outcome.steady_state = record;
+  const Validation v = validate_runs({&stopped}, {&stopped, &unsteady}, 0.08);
+  ASSERT_EQ(v.steady_states.size(), 3u);
+  EXPECT_EQ(v.steady_states[0], "predicted: +-0.89% after 364 updates, stopped at 1.500 s");
+  // A run that ended first: its interval over the report's own window.
+  EXPECT_EQ(v.steady_states[2].rfind("real run 2: not within +-1.00% when the run ended (", 0), 0u)
+      << v.steady_states[2];
+  EXPECT_NE(format_validation(v).find("steady state (95% interval):\n  predicted: +-0.89%"),
+            std::string::npos)
+      << format_validation(v);
+  EXPECT_NE(format_validation_markdown(v).find("- real run 1: +-0.89%"), std::string::npos);
+  EXPECT_EQ(validation_to_json(v)["steady_states"].size(), 3u);
+}
+
 TEST_F(ValidationOfRuns, SlowerForwardOpsShowInTheComputePhaseOnly) {
   const Trace measured = slowed_compute(1.5);
   const Validation v = validate_runs({predicted_}, {&measured}, 0.08);
