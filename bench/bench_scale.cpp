@@ -3,20 +3,51 @@
 // peak memory of the simulation process, events, and the granularity that ran.
 //
 //   build/bin/bench_scale [--workers 1024] [--steps 100] [--ps 8] [--granularity 1|0]
-//                         [--network-engine simgrid|auto] [--tolerance SECONDS]
+//                         [--network-engine simgrid|auto] [--tolerance SECONDS] [--callgrind]
 //   (--granularity 0 = per layer; engine and tolerance: sim/sim_settings.h)
+//
+// --callgrind runs it (64 x 10 unless sized) under Valgrind's callgrind and prints the
+// instructions of the simulation and per event: a measure the neighbours' load does not move
+// (bench/callgrind.h).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "bench/bench_flags.h"
+#include "bench/callgrind.h"
 #include "core/metrics/metrics.h"
 #include "core/strategy/strategy.h"
 #include "sim/sim_backend.h"
 
+namespace {
+
+// --callgrind: this benchmark once under callgrind, then its instruction counts.
+int report_callgrind(int argc, char** argv) {
+  using replisim::bench::with_commas;
+  const replisim::bench::CallgrindRun run =
+      replisim::bench::run_under_callgrind(argc, argv, {"--workers", "64", "--steps", "10"});
+  const long long parent = replisim::bench::value_of(run, "process parent");
+  const long long events = replisim::bench::value_of(run, "events");
+  const uint64_t child = replisim::bench::instructions_of_unnamed(run, {parent});
+  std::printf(
+      "instructions (callgrind), each process counted from just before the run started:\n"
+      "  the simulation child %s, %.0f per event (%lld events)\n"
+      "  the parent           %s (run_to_trace: metadata before the fork, then decoding;\n"
+      "                       then metrics)\n",
+      with_commas(child).c_str(), double(child) / double(events), events,
+      with_commas(run.instructions.at(parent)).c_str());
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  if (replisim::bench::has_flag(argc, argv, "--callgrind")) return report_callgrind(argc, argv);
+  const bool inner_callgrind = replisim::bench::has_flag(argc, argv, "--callgrind-inner");
+  if (inner_callgrind) replisim::bench::print_value("process parent", ::getpid());
   const int workers = replisim::bench::int_flag(argc, argv, "--workers", 1024);
   const int steps = replisim::bench::int_flag(argc, argv, "--steps", 100);
   const int ps = replisim::bench::int_flag(argc, argv, "--ps", 8);
@@ -54,6 +85,7 @@ int main(int argc, char** argv) {
   replisim::sim::SimBackend backend;
   replisim::core::RunOptions options;
   options.settings = replisim::bench::sim_settings_flags(argc, argv);
+  replisim::bench::zero_counts();  // under callgrind: parent and child count from here
   const replisim::core::Trace trace = replisim::core::run_to_trace(backend, plan, options);
   std::printf("network engine %s, tolerance %g s\n",
               trace.meta.provenance.at("network_engine").get<std::string>().c_str(),
@@ -67,5 +99,6 @@ int main(int argc, char** argv) {
       backend.last_engine_wall_s(), backend.last_total_wall_s(), double(usage.ru_maxrss) / 1024.0,
       trace.events.size(), m.simulated_time_s, m.throughput_samples_per_s,
       m.bottleneck.name.c_str());
+  if (inner_callgrind) replisim::bench::print_value("events", (long long)trace.events.size());
   return 0;
 }

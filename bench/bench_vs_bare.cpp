@@ -3,7 +3,11 @@
 // machine. Prints activities per second of wall time for each and their ratio (target >= 0.8).
 //
 //   build/bin/bench_vs_bare [--workers N] [--steps S] [--ps P] [--repeat R]
-//                           [--network-engine simgrid|auto] [--tolerance SECONDS]
+//                           [--network-engine simgrid|auto] [--tolerance SECONDS] [--callgrind]
+//
+// --callgrind runs one repeat (64 x 10 unless sized) under Valgrind's callgrind and prints the
+// instructions each process executed and activities per instruction, replisim / bare: a measure
+// the neighbours' load does not move (bench/callgrind.h).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +20,7 @@
 
 #include "bench/bare_pattern.h"
 #include "bench/bench_flags.h"
+#include "bench/callgrind.h"
 #include "core/strategy/strategy.h"
 #include "sim/sim_backend.h"
 
@@ -24,11 +29,15 @@ namespace {
 using replisim::bench::BarePattern;
 using replisim::bench::BareResult;
 
+// Set in a run under callgrind (--callgrind-inner): print the figures the outer run reads.
+bool inner_callgrind = false;
+
 // The bare program runs in a child (one SimGrid engine per process).
 BareResult bare_in_child(const BarePattern& p) {
   int fds[2];
   if (::pipe(fds) != 0) std::exit(3);
   std::fflush(stdout);
+  replisim::bench::zero_counts();  // under callgrind: the child counts from here
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::close(fds[0]);
@@ -37,6 +46,7 @@ BareResult bare_in_child(const BarePattern& p) {
     ::_exit(0);
   }
   ::close(fds[1]);
+  if (inner_callgrind) replisim::bench::print_value("process bare", pid);
   BareResult r;
   if (::read(fds[0], &r, sizeof r) != ssize_t(sizeof r)) std::exit(5);
   ::close(fds[0]);
@@ -98,6 +108,7 @@ Measured run_replisim(const BarePattern& p, const nlohmann::json& settings) {
   replisim::sim::SimBackend backend;
   replisim::core::RunOptions options;
   options.settings = settings;
+  replisim::bench::zero_counts();  // under callgrind: parent and child count from here
   const replisim::core::Trace trace = replisim::core::run_to_trace(backend, plan, options);
   uint64_t activities = 0;
   // SimGrid activities only: computations and transfers that carry bytes (zero-byte control
@@ -109,15 +120,46 @@ Measured run_replisim(const BarePattern& p, const nlohmann::json& settings) {
   return {backend.last_engine_wall_s(), backend.last_total_wall_s(), activities};
 }
 
+// --callgrind: this benchmark once under callgrind, then its instruction counts.
+int report_callgrind(int argc, char** argv) {
+  using replisim::bench::with_commas;
+  const replisim::bench::CallgrindRun run =
+      replisim::bench::run_under_callgrind(argc, argv, {"--workers", "64", "--steps", "10"});
+  const long long parent = replisim::bench::value_of(run, "process parent");
+  const long long bare = replisim::bench::value_of(run, "process bare");
+  const long long bare_activities = replisim::bench::value_of(run, "activities bare");
+  const long long our_activities = replisim::bench::value_of(run, "activities replisim");
+  const uint64_t ours = replisim::bench::instructions_of_unnamed(run, {parent, bare});
+  const uint64_t bare_instructions = run.instructions.at(bare);
+  const uint64_t parent_instructions = run.instructions.at(parent);
+  const double bare_rate = double(bare_activities) / double(bare_instructions);
+  std::printf(
+      "instructions (callgrind), each process counted from just before its part started:\n"
+      "  bare SimGrid child  %s for %lld activities\n"
+      "  replisim's child    %s for %lld activities (the simulation: platform, engine, trace)\n"
+      "  replisim's parent   %s (run_to_trace: metadata before the fork, then decoding)\n"
+      "activities per instruction, replisim / bare: the simulation %.3f, end to end %.3f\n",
+      with_commas(bare_instructions).c_str(), bare_activities, with_commas(ours).c_str(),
+      our_activities, with_commas(parent_instructions).c_str(),
+      double(our_activities) / double(ours) / bare_rate,
+      double(our_activities) / double(ours + parent_instructions) / bare_rate);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (replisim::bench::has_flag(argc, argv, "--callgrind")) return report_callgrind(argc, argv);
+  inner_callgrind = replisim::bench::has_flag(argc, argv, "--callgrind-inner");
+  if (inner_callgrind) replisim::bench::print_value("process parent", ::getpid());
   BarePattern p;
   p.workers = replisim::bench::int_flag(argc, argv, "--workers", 256);
   p.steps = replisim::bench::int_flag(argc, argv, "--steps", 50);
   p.ps = replisim::bench::int_flag(argc, argv, "--ps", 8);
   p.latency_s = replisim::bench::int_flag(argc, argv, "--latency-us", 10) * 1e-6;
-  const int repeat = std::max(1, replisim::bench::int_flag(argc, argv, "--repeat", 3));
+  // Under callgrind one repeat: one bare child and one simulation child to tell apart.
+  const int repeat =
+      inner_callgrind ? 1 : std::max(1, replisim::bench::int_flag(argc, argv, "--repeat", 3));
   const nlohmann::json settings = replisim::bench::sim_settings_flags(argc, argv);
   std::printf(
       "pattern: %d workers x %d steps, compute + push + pull to %d PS, %.0f MB slices; replisim's "
@@ -130,6 +172,10 @@ int main(int argc, char** argv) {
     const double bare_rate = double(bare.activities) / bare.wall_s;
     const double engine_rate = double(ours.activities) / ours.engine_wall_s;
     const double total_rate = double(ours.activities) / ours.total_wall_s;
+    if (inner_callgrind) {
+      replisim::bench::print_value("activities bare", (long long)bare.activities);
+      replisim::bench::print_value("activities replisim", (long long)ours.activities);
+    }
     engine_ratio.push_back(engine_rate / bare_rate);
     total_ratio.push_back(total_rate / bare_rate);
     std::printf(

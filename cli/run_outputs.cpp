@@ -54,8 +54,8 @@ std::string title_line(const RunTitle& title) {
   return "replisim: scenario \"" + title.scenario_name + "\" (" + title.scenario_file + "), " +
          title.backend + " backend" + (title.engine.empty() ? "" : " (" + title.engine + ")") +
          ", " + title.network + " network" +
-         (title.transport.empty() ? "" : ", " + title.transport + " transport") + ", seed " +
-         title.seed;
+         (title.transport.empty() ? "" : ", " + title.transport + " transport") +
+         (title.seed.empty() ? "" : ", seed " + title.seed);
 }
 
 void add_run_outputs(core::OutputFiles& outputs, const CliArgs& args, const RunSet& runs) {

@@ -40,7 +40,8 @@ struct RunTitle {
 std::string transport_title(const core::Transport& transport);
 
 // "replisim: scenario "NAME" (FILE), sim backend (ENGINE), lv08 network, seed 1" ("sim backend,"
-// without an engine; "lv08 network, tcp transport," with a transport).
+// without an engine; "lv08 network, tcp transport," with a transport; no ", seed" part when the
+// title's seed is empty).
 std::string title_line(const RunTitle& title);
 
 // "network engine auto, tolerance 1 ns" when a run's provenance records the simulator's network

@@ -18,6 +18,7 @@
 #include "cli/interrupt.h"
 #include "cli/point_pool.h"
 #include "cli/progress.h"
+#include "cli/run_outputs.h"
 #include "cli/scenario_plans.h"
 #include "core/backend/backend.h"
 #include "core/base/error.h"
@@ -294,10 +295,16 @@ int run_seed_spread(const CliArgs& args, std::ostream& out) {
   }
   std::vector<std::string> strategies;
   const auto table = spreads(summaries, strategies);
-  text << "replisim: scenario \"" << loaded.scenario.name << "\" (" << args.scenario << "), "
-       << args.seed_list.size() << " seeds (" << args.seed_list.front() << " .. "
-       << args.seed_list.back() << "), sim backend (network engine " << args.network_engine
-       << ")\n\n";
+  // As a single run's title (the children's provenance names engine and tolerance), then the seeds.
+  const RunTitle title{loaded.scenario.name,
+                       args.scenario,
+                       "sim",
+                       core::network_model_name(loaded.scenario.cluster.network_model),
+                       "",
+                       engine_title(summaries.front()["provenance"]),
+                       transport_title(loaded.scenario.cluster.transport)};
+  text << title_line(title) << ", " << args.seed_list.size() << " seeds (" << args.seed_list.front()
+       << " .. " << args.seed_list.back() << ")\n\n";
   print_spread(table, strategies, summaries, text);
   print_warnings(summaries, args.seed_list, text);
   if (!args.json_path.empty()) {

@@ -28,7 +28,11 @@ TEST(Seeds, EachSeedEqualsASingleRunWithThatSeed) {
       run_replisim({"simulate", test::seed_scenario(), "--seeds", "2..4", "--jobs", "2",
                     "--strategy", "between_graph", "--json", dir.file("seeds.json")});
   ASSERT_EQ(spread.exit_code, 0) << spread.err;
-  EXPECT_NE(spread.out.find("3 seeds (2 .. 4)"), std::string::npos) << spread.out;
+  // Titled as a single run is (engine, tolerance, network model), then the seeds.
+  EXPECT_NE(spread.out.find("sim backend (network engine auto, tolerance 1 ns), lv08 network, 3 "
+                            "seeds (2 .. 4)"),
+            std::string::npos)
+      << spread.out;
   EXPECT_NE(spread.out.find("throughput (samples/s)"), std::string::npos) << spread.out;
   const json seeds = read(dir.file("seeds.json"));
   ASSERT_EQ(seeds["format"], "replisim-seeds");
