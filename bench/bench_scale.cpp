@@ -25,7 +25,7 @@
 namespace {
 
 // --callgrind: this benchmark once under callgrind, then its instruction counts.
-int report_callgrind(int argc, char** argv) {
+void report_callgrind(int argc, char** argv) {
   using replisim::bench::with_commas;
   const replisim::bench::CallgrindRun run =
       replisim::bench::run_under_callgrind(argc, argv, {"--workers", "64", "--steps", "10"});
@@ -39,13 +39,14 @@ int report_callgrind(int argc, char** argv) {
       "                       then metrics)\n",
       with_commas(child).c_str(), double(child) / double(events), events,
       with_commas(run.instructions.at(parent)).c_str());
-  return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (replisim::bench::has_flag(argc, argv, "--callgrind")) return report_callgrind(argc, argv);
+  if (replisim::bench::has_flag(argc, argv, "--callgrind")) {
+    return replisim::bench::callgrind_main([&] { report_callgrind(argc, argv); });
+  }
   const bool inner_callgrind = replisim::bench::has_flag(argc, argv, "--callgrind-inner");
   if (inner_callgrind) replisim::bench::print_value("process parent", ::getpid());
   const int workers = replisim::bench::int_flag(argc, argv, "--workers", 1024);

@@ -121,7 +121,7 @@ Measured run_replisim(const BarePattern& p, const nlohmann::json& settings) {
 }
 
 // --callgrind: this benchmark once under callgrind, then its instruction counts.
-int report_callgrind(int argc, char** argv) {
+void report_callgrind(int argc, char** argv) {
   using replisim::bench::with_commas;
   const replisim::bench::CallgrindRun run =
       replisim::bench::run_under_callgrind(argc, argv, {"--workers", "64", "--steps", "10"});
@@ -143,13 +143,14 @@ int report_callgrind(int argc, char** argv) {
       our_activities, with_commas(parent_instructions).c_str(),
       double(our_activities) / double(ours) / bare_rate,
       double(our_activities) / double(ours + parent_instructions) / bare_rate);
-  return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (replisim::bench::has_flag(argc, argv, "--callgrind")) return report_callgrind(argc, argv);
+  if (replisim::bench::has_flag(argc, argv, "--callgrind")) {
+    return replisim::bench::callgrind_main([&] { report_callgrind(argc, argv); });
+  }
   inner_callgrind = replisim::bench::has_flag(argc, argv, "--callgrind-inner");
   if (inner_callgrind) replisim::bench::print_value("process parent", ::getpid());
   BarePattern p;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,8 +25,7 @@ namespace replisim::bench {
 namespace {
 
 [[noreturn]] void fail(const std::string& why) {
-  std::fprintf(stderr, "--callgrind: %s\n", why.c_str());
-  std::exit(2);
+  throw std::runtime_error("--callgrind: " + why);
 }
 
 // The "summary:" line of a callgrind output file: the instructions the process executed.
@@ -65,7 +65,7 @@ CallgrindRun run_under_callgrind(int argc, char** argv, const std::vector<std::s
   args.insert(args.end(), defaults.begin(), defaults.end());
   std::string command;
   for (const std::string& a : args) command += a + " ";
-  std::printf("running under callgrind (about 50 times slower): %s\n", command.c_str());
+  std::printf("running under callgrind (tens of times slower): %s\n", command.c_str());
   std::fflush(stdout);
 
   int fds[2];
@@ -101,8 +101,12 @@ CallgrindRun run_under_callgrind(int argc, char** argv, const std::vector<std::s
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  if (WIFSIGNALED(status)) {
+    fail("the run under valgrind was killed by signal " + std::to_string(WTERMSIG(status)));
+  }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    fail("the run under valgrind failed (status " + std::to_string(status) + ")");
+    fail("the run under valgrind ended with exit code " + std::to_string(WEXITSTATUS(status)) +
+         (WEXITSTATUS(status) == 127 ? " (valgrind could not start)" : ""));
   }
   for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
     const std::string name = entry.path().filename().string();
@@ -143,6 +147,16 @@ uint64_t instructions_of_unnamed(const CallgrindRun& run, const std::vector<long
 void print_value(const std::string& key, long long value) {
   std::printf("callgrind %s: %lld\n", key.c_str(), value);
   std::fflush(stdout);
+}
+
+int callgrind_main(const std::function<void()>& report) {
+  try {
+    report();
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
 }
 
 void zero_counts() {

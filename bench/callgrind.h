@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -28,23 +29,28 @@ bool has_flag(int argc, char** argv, const char* flag);
 // Runs this program (/proc/self/exe) under callgrind with argv[1..] (--callgrind replaced by
 // --callgrind-inner) followed by `defaults`: bench_flags.h's lookups take a flag's first
 // occurrence, so the user's flags win and `defaults` size the run when the user did not.
-// Output files go to a private scratch directory, removed afterwards. Exits the process with
-// status 2 and one line on stderr when valgrind is not installed, the inner run fails, or a count
-// cannot be read.
+// Output files go to a private scratch directory, removed afterwards. Throws std::runtime_error
+// with one line ("--callgrind: ...") when valgrind is not installed, the inner run fails, or a
+// count cannot be read.
 CallgrindRun run_under_callgrind(int argc, char** argv, const std::vector<std::string>& defaults);
 
-// A figure the inner run printed as "callgrind <key>: <integer>"; exits with status 2 and one line
-// naming the key when it printed none (or a negative one).
+// A figure the inner run printed as "callgrind <key>: <integer>"; throws std::runtime_error naming
+// the key when it printed none (or a negative one).
 long long value_of(const CallgrindRun& run, const std::string& key);
 
 // The instructions of the one counted process whose id is not in `named` (the simulation child
-// that SimBackend forks, whose id the benchmark never sees); exits with status 2 and one line when
-// a named process was not counted or there is not exactly one other.
+// that SimBackend forks, whose id the benchmark never sees); throws std::runtime_error when a
+// named process was not counted or there is not exactly one other.
 uint64_t instructions_of_unnamed(const CallgrindRun& run, const std::vector<long long>& named);
 
 // Prints "callgrind <key>: <value>" for the outer run to read (inner runs only): process ids
 // ("process parent") and counts ("activities").
 void print_value(const std::string& key, long long value);
+
+// Runs `report` (a benchmark's --callgrind part) and returns the process's exit status: 0, or 2
+// after printing the one line of an exception it threw on stderr (the scratch directory is gone by
+// then).
+int callgrind_main(const std::function<void()>& report);
 
 // Sets this process's counts to zero (CALLGRIND_ZERO_STATS; nothing when not under valgrind or
 // built without valgrind's headers). Called in the inner run's parent just before the part to be
