@@ -200,7 +200,7 @@ TEST(Netns, LinkFaultsArePlayedOnTheShapedLinks) {
        {"from", "0.05 s"},
        {"until", "0.2 s"},
        {"factor", 0.5}},
-      {{"kind", "link"}, {"link", "w0/nic"}, {"from", "0.3 s"}, {"until", "0.6 s"}, {"factor", 0}}};
+      {{"kind", "link"}, {"link", "w0/nic"}, {"from", "0.3 s"}, {"until", "0.9 s"}, {"factor", 0}}};
   std::ofstream(scenario) << s.dump();
   const std::string trace = dir.path() + "/run.trace";
   const std::vector<std::string> before = namespaces_with(kNamePrefix);
@@ -220,16 +220,17 @@ TEST(Netns, LinkFaultsArePlayedOnTheShapedLinks) {
   }
   EXPECT_EQ(windows, 2) << "the degraded window and the cut";
   // While the worker's link is down nothing crosses it: no transfer ends inside the cut (the
-  // launcher applies it within its 50 ms poll; 150 ms allowed for a loaded machine), and the run
-  // goes on after it.
+  // launcher applies it within its 50 ms poll; 250 ms allowed for a loaded machine: under the
+  // sanitizers with the suite's load, transfers were seen ending up to 160 ms into the cut), and
+  // the run goes on after it.
   double last_end_s = 0;
   for (const core::TraceEvent& e : runs.front().events) {
     last_end_s = std::max(last_end_s, e.end_s);
     if (e.kind != core::EventKind::kTransfer) continue;
-    EXPECT_FALSE(e.end_s > 0.45 && e.end_s < 0.55)
+    EXPECT_FALSE(e.end_s > 0.55 && e.end_s < 0.85)
         << "a transfer ended at " << e.end_s << " s, inside the cut";
   }
-  EXPECT_GT(last_end_s, 0.6) << "the run should outlast the cut";
+  EXPECT_GT(last_end_s, 0.9) << "the run should outlast the cut";
   EXPECT_TRUE(leftovers_of_finished_runs(before).empty()) << "the run removed its namespaces";
 }
 
