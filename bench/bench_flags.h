@@ -1,8 +1,10 @@
 // Command-line flags shared by the benchmark programs.
 #pragma once
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 
 #include <nlohmann/json.hpp>
 
@@ -31,6 +33,17 @@ inline nlohmann::json sim_settings_flags(int argc, char** argv) {
   const char* tolerance = text_flag(argc, argv, "--tolerance", nullptr);
   if (tolerance != nullptr) settings["tolerance_s"] = std::atof(tolerance);
   return settings;
+}
+
+// Runs `run(argc, argv)`; anything it throws (a size of 0, an unknown engine) is one line on
+// standard error naming `program`, and exit 2, not an uncaught exception.
+inline int guarded_main(const char* program, int (*run)(int, char**), int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", program, e.what());
+    return 2;
+  }
 }
 
 }  // namespace replisim::bench

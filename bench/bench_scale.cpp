@@ -41,9 +41,7 @@ void report_callgrind(int argc, char** argv) {
       with_commas(run.instructions.at(parent)).c_str());
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   if (replisim::bench::has_flag(argc, argv, "--callgrind")) {
     return replisim::bench::callgrind_main([&] { report_callgrind(argc, argv); });
   }
@@ -100,6 +98,22 @@ int main(int argc, char** argv) {
       backend.last_engine_wall_s(), backend.last_total_wall_s(), double(usage.ru_maxrss) / 1024.0,
       trace.events.size(), m.simulated_time_s, m.throughput_samples_per_s,
       m.bottleneck.name.c_str());
+  const replisim::sim::SharingStats& sharing = backend.last_sharing_stats();
+  if (sharing.flows > 0) {
+    std::printf(
+        "exact sharing model: ended %lld of %lld flows; handed them to SimGrid %lld times, took "
+        "them back %lld times, chose every flow's group again %lld times\n",
+        (long long)sharing.model_flows, (long long)sharing.flows, (long long)sharing.hand_backs,
+        (long long)sharing.take_overs, (long long)sharing.reassignments);
+  } else {
+    std::printf("exact sharing model: not used (SimGrid's solver carried every flow)\n");
+  }
   if (inner_callgrind) replisim::bench::print_value("events", (long long)trace.events.size());
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return replisim::bench::guarded_main("bench_scale", run, argc, argv);
 }

@@ -145,9 +145,7 @@ void report_callgrind(int argc, char** argv) {
       double(our_activities) / double(ours + parent_instructions) / bare_rate);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   if (replisim::bench::has_flag(argc, argv, "--callgrind")) {
     return replisim::bench::callgrind_main([&] { report_callgrind(argc, argv); });
   }
@@ -193,4 +191,10 @@ int main(int argc, char** argv) {
       "(target >= 0.80); end to end: %.2f\n",
       engine_ratio[engine_ratio.size() / 2], total_ratio[total_ratio.size() / 2]);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return replisim::bench::guarded_main("bench_vs_bare", run, argc, argv);
 }

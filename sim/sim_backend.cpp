@@ -56,7 +56,7 @@ void quiet_simgrid_unless_asked() {
       std::function<void(const core::RunProgress&)> progress;
       if (with_progress) progress = [&channel](const core::RunProgress& p) { channel.progress(p); };
       const SimResult result = run_plan_in_this_process(plan, channel, progress, settings);
-      channel.outcome(result.outcome, result.engine_wall_s);
+      channel.outcome(result.outcome, result.engine_wall_s, result.sharing);
     } catch (const core::InputError& e) {
       channel.input_error(e.file(), e.json_path(), e.message());
     } catch (const std::exception& e) {
@@ -199,6 +199,7 @@ core::RunOutcome SimBackend::do_run(const core::Plan& plan, core::TraceSink& sin
     throw core::BackendError(std::string("bad outcome from the simulation: ") + e.what());
   }
   last_engine_wall_s_ = channel.engine_wall_s();
+  last_sharing_ = channel.sharing_stats();
   last_total_wall_s_ =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return outcome;

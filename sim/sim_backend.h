@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/backend/backend.h"
+#include "sim/sim_settings.h"
 
 namespace replisim::sim {
 
@@ -19,6 +20,8 @@ class SimBackend : public core::Backend {
   // platform, engine, trace transport and decoding). For benchmarks.
   double last_engine_wall_s() const { return last_engine_wall_s_; }
   double last_total_wall_s() const { return last_total_wall_s_; }
+  // What the exact sharing model did in the last run (docs/model.md).
+  const SharingStats& last_sharing_stats() const { return last_sharing_; }
 
  protected:
   // Runs the plan in a child process and forwards its records into `sink`. Throws
@@ -32,6 +35,7 @@ class SimBackend : public core::Backend {
  private:
   double last_engine_wall_s_ = 0;
   double last_total_wall_s_ = 0;
+  SharingStats last_sharing_;
 };
 
 // "SimGrid <major>.<minor>.<patch>" of the library this binary is linked against.

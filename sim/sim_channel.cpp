@@ -17,6 +17,8 @@ constexpr size_t kRecordFrameBytes = size_t(64) << 10;
 // Frames larger than this are corrupt (an outcome's JSON is at most the trace format's limit).
 constexpr uint32_t kMaxFrameBytes = core::kMaxTraceMetaBytes + 64;
 constexpr int kPollMs = 100;
+// A 'Z' frame: the engine's wall time (f64), the five SharingStats counts (u64), then the JSON.
+constexpr size_t kOutcomeHeaderBytes = 8 + 5 * 8;
 
 void put_le(std::string& out, uint64_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) out.push_back(char(uint8_t(value >> (8 * i))));
@@ -66,10 +68,15 @@ void ChildChannel::progress(const core::RunProgress& progress) {
   frame('P', payload);
 }
 
-void ChildChannel::outcome(const core::RunOutcome& outcome, double engine_wall_s) {
+void ChildChannel::outcome(const core::RunOutcome& outcome, double engine_wall_s,
+                           const SharingStats& sharing) {
   flush_records();
   std::string payload;
   put_f64(payload, engine_wall_s);
+  for (int64_t n : {sharing.flows, sharing.model_flows, sharing.hand_backs, sharing.take_overs,
+                    sharing.reassignments}) {
+    put_le(payload, uint64_t(n), 8);
+  }
   payload += core::dump_json(core::run_outcome_to_json(outcome));
   frame('Z', payload);
 }
@@ -166,12 +173,17 @@ bool ParentChannel::next_frame() {
         if (progress_) progress_(progress);
         continue;
       }
-      case 'Z':
-        if (size < 8) break;
+      case 'Z': {
+        if (size < kOutcomeHeaderBytes) break;
         engine_wall_s_ = load_f64(payload.data());
-        final_ = payload.substr(8);
+        int64_t* figures[] = {&sharing_.flows, &sharing_.model_flows, &sharing_.hand_backs,
+                              &sharing_.take_overs, &sharing_.reassignments};
+        for (size_t k = 0; k < 5; ++k)
+          *figures[k] = int64_t(load_le(payload.data() + 8 + 8 * k, 8));
+        final_ = payload.substr(kOutcomeHeaderBytes);
         end_ = End::kOutcome;
         return false;
+      }
       case 'I':
       case 'E':
         final_ = std::move(payload);

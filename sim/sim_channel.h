@@ -16,6 +16,7 @@
 
 #include "core/backend/backend.h"
 #include "core/trace/trace_sink.h"
+#include "sim/sim_settings.h"
 
 namespace replisim::sim::detail {
 
@@ -34,7 +35,7 @@ class ChildChannel : public core::TraceSink {
   void end(const core::RunOutcome&) override {}
 
   void progress(const core::RunProgress& progress);
-  void outcome(const core::RunOutcome& outcome, double engine_wall_s);
+  void outcome(const core::RunOutcome& outcome, double engine_wall_s, const SharingStats& sharing);
   void input_error(const std::string& file, const std::string& path, const std::string& message);
   void failure(const std::string& message);
 
@@ -58,9 +59,11 @@ class ParentChannel : public std::streambuf {
   // How the stream ended.
   enum class End { kOpen, kOutcome, kInputError, kFailure, kClosed, kCancelled, kCorrupt };
   End end() const { return end_; }
-  // The last frame's payload ('Z': outcome JSON; 'I', 'E': the text), the engine's wall time.
+  // The last frame's payload ('Z': outcome JSON; 'I', 'E': the text), the engine's wall time and
+  // what the exact sharing model did.
   const std::string& final_payload() const { return final_; }
   double engine_wall_s() const { return engine_wall_s_; }
+  const SharingStats& sharing_stats() const { return sharing_; }
 
  protected:
   int_type underflow() override;
@@ -77,6 +80,7 @@ class ParentChannel : public std::streambuf {
   End end_ = End::kOpen;
   std::string final_;
   double engine_wall_s_ = 0;
+  SharingStats sharing_;
 };
 
 }  // namespace replisim::sim::detail

@@ -39,6 +39,7 @@ class SimRun : public core::SyncHost, public NetworkHost {
   // Throws core::BackendError when it deadlocks before every client finished.
   core::RunOutcome run();
   double engine_wall_s() const { return engine_wall_s_; }
+  SharingStats sharing_stats() const;
 
   static constexpr std::chrono::milliseconds kProgressEvery{200};
 
@@ -63,6 +64,7 @@ class SimRun : public core::SyncHost, public NetworkHost {
   // Set-up and outcome (sim_run.cpp).
   void build_platform();
   void create_actors();
+  void use_sharing_model();
   void driver();
   void serve(const Timer& timer);
   void record_outcome();

@@ -12,6 +12,7 @@
 
 #include "core/base/units.h"
 #include "sim/sim_faults.h"
+#include "sim/sim_sharing.h"
 
 namespace replisim::sim::detail {
 
@@ -26,6 +27,26 @@ Network::Network(const core::Plan& plan, NetworkHost& host, LinkFaults& faults)
       hosts_(plan.platform.devices.size(), nullptr),
       receivers_(plan.platform.devices.size()),
       idle_transfers_(plan.platform.devices.size()) {}
+
+Network::~Network() = default;
+
+bool Network::use_sharing_model(sg4::Host* service_host, const std::vector<std::string>& nic_names,
+                                double between_machines_factor, double reverse_coefficient) {
+  if (!endpoints_.empty()) return false;  // a process's RPC ceiling
+  for (const Connection& c : connections_) {
+    if (c.rate_limit_bytes_per_s > 0) return false;  // a stream ceiling or loopback bandwidth
+  }
+  auto engine =
+      std::make_unique<SharingEngine>(nic_names, between_machines_factor, reverse_coefficient);
+  for (const Connection& c : connections_) {
+    if (!engine->add_connection(hosts_[size_t(c.from)], hosts_[size_t(c.to)], c.between_machines)) {
+      return false;
+    }
+  }
+  engine->start(service_host);
+  sharing_ = std::move(engine);
+  return true;
+}
 
 int Network::endpoint_of(int process, int device) {
   const auto [found, added] = endpoint_index_.try_emplace(
@@ -232,10 +253,30 @@ void Network::copy_on(const PendingSend& send, int cpu, bool receiving, double s
   host_.copied(send, cpu, receiving, start_s, flop);
 }
 
+void Network::flow_started(int t, int id) {
+  const Connection& connection = connections_[size_t(id)];
+  std::vector<int>& flows = transfers_[size_t(t)].flows_at_start;
+  flows.resize(connection.caps.size());
+  for (size_t k = 0; k < connection.caps.size(); ++k) {
+    flows[k] = ++caps_[size_t(connection.caps[k])].flows;
+  }
+}
+
+std::string Network::flow_ended(int t, int id) {
+  std::string bound = binding_cap(id, transfers_[size_t(t)].flows_at_start);
+  for (int cap : connections_[size_t(id)].caps) --caps_[size_t(cap)].flows;
+  return bound;
+}
+
 std::string Network::send_bytes(int t, int id, double bytes) {
   static int payload;  // transfers carry no data: the plan knows what each one is
   Connection& connection = connections_[size_t(id)];
   std::string bound;
+  if (sharing_ && bytes >= 1) {
+    flow_started(t, id);
+    sharing_->send(t, id, connection.mailbox, bytes);
+    return flow_ended(t, id);
+  }
   while (bytes >= 1) {
     faults_.wait_while_cut(connection.links);
     TransferActor& self = transfers_[size_t(t)];
@@ -244,10 +285,7 @@ std::string Network::send_bytes(int t, int id, double bytes) {
       self.comm->set_rate(connection.rate_limit_bytes_per_s);
     self.comm_start_s = sg4::Engine::get_clock();
     self.resend_bytes = 0;
-    self.flows_at_start.resize(connection.caps.size());
-    for (size_t k = 0; k < connection.caps.size(); ++k) {
-      self.flows_at_start[k] = ++caps_[size_t(connection.caps[k])].flows;
-    }
+    flow_started(t, id);
     // With link faults, started before the wait so that a cut can suspend it and a recovered
     // link cancel it (an s4u activity that wait() starts itself is not marked started, and
     // suspend() then does nothing); without, wait() alone is one simcall fewer per tensor.
@@ -261,8 +299,7 @@ std::string Network::send_bytes(int t, int id, double bytes) {
       // off), not as a CancelException.
       bytes = transfers_[size_t(t)].resend_bytes;  // cancelled when a link came back
     }
-    bound = binding_cap(id, transfers_[size_t(t)].flows_at_start);
-    for (int cap : connection.caps) --caps_[size_t(cap)].flows;
+    bound = flow_ended(t, id);
     transfers_[size_t(t)].comm = nullptr;
     transfers_[size_t(t)].suspended = false;
   }

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,7 @@ namespace replisim::sim::detail {
 namespace sg4 = simgrid::s4u;
 
 class LinkFaults;
+class SharingEngine;
 
 // A tensor waiting for its connection: send op `op` of client graph `client`'s incarnation.
 struct PendingSend {
@@ -56,6 +58,7 @@ class Network {
  public:
   // `plan`, `host` and `faults` must outlive the network.
   Network(const core::Plan& plan, NetworkHost& host, LinkFaults& faults);
+  ~Network();
 
   // Gives every send op of `graphs` (core::step_graphs) its connection. Call before the
   // platform is built: it needs process_endpoints().
@@ -74,6 +77,16 @@ class Network {
 
   // Queues send op `op` of graph `c` on its connection, waking a transfer actor if none serves it.
   void send(int c, int op, int incarnation);
+
+  // Lets the exact sharing model carry flows whenever it can (sim_sharing.h): call after
+  // create_mailboxes(), in a run without faults. `nic_names`: the machines' NICs (split-duplex
+  // links); `between_machines_factor` and `reverse_coefficient`: the network model's bandwidth
+  // factor and cross-traffic (0: none). Does nothing and returns false when a flow could cross
+  // a cap the model does not know: a stream ceiling, a process's RPC ceiling, a loopback link.
+  bool use_sharing_model(sg4::Host* service_host, const std::vector<std::string>& nic_names,
+                         double between_machines_factor, double reverse_coefficient);
+  // The sharing model's figures (null: not in use).
+  const SharingEngine* sharing_engine() const { return sharing_.get(); }
 
   // Link faults: suspends the communications in flight whose route crosses a cut link and
   // resumes those whose route no longer does.
@@ -140,6 +153,10 @@ class Network {
   // flows crossing it when the flow began or ended, whichever is more; the stream ceiling is
   // the flow's own): what max-min sharing bounds the flow by, approximately (docs/model.md).
   const std::string& binding_cap(int id, const std::vector<int>& flows_at_start) const;
+  // A flow of connection `id` starts (ends) on transfer actor `t`: counts it on its caps (and
+  // returns what bounded it, binding_cap).
+  void flow_started(int t, int id);
+  std::string flow_ended(int t, int id);
   void activate(int connection);
   void transfer_loop(int transfer);
   // Sends one tensor's bytes on `connection`'s mailbox, anew after each link-fault cancellation.
@@ -163,6 +180,7 @@ class Network {
   std::vector<sg4::ActorPtr> receivers_;          // per endpoint
   std::vector<std::vector<int>> idle_transfers_;  // per endpoint: its pooled transfer actors
   int64_t next_message_id_ = 0;
+  std::unique_ptr<SharingEngine> sharing_;
 };
 
 }  // namespace replisim::sim::detail

@@ -1,14 +1,18 @@
 // Set-up, the driver actor and the outcome of one simulation run.
 #include "sim/sim_run.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 
 #include <xbt/log.h>
 #include <simgrid/s4u.hpp>
+#include <xbt/config.hpp>
 
 #include "core/base/units.h"
 #include "sim/sim_engine.h"
 #include "sim/sim_platform.h"
+#include "sim/sim_sharing.h"
 
 namespace replisim::sim {
 namespace detail {
@@ -17,6 +21,8 @@ namespace {
 
 // Above this many devices in use the actors' stacks go without guard pages (build_platform).
 constexpr long kGuardPagesUpToDevices = 2000;
+// glibc's initial mmap threshold (mallopt(3)).
+constexpr int kMmapThresholdBytes = 128 * 1024;
 
 // Which plan devices run at least one op.
 std::vector<bool> devices_used(const std::vector<const core::ClientGraph*>& graphs,
@@ -63,6 +69,12 @@ void SimRun::build_platform() {
     // 65,530 per process (vm.max_map_count; simgrid-notes.md section 6): a device has a compute
     // actor per core, a receiver and a pooled transfer actor per connection it has in flight.
     sg4::Engine::set_config("contexts/guard-size", 0);
+    // Without a guard page SimGrid 3.32 allocates each stack with calloc (ContextSwapped.cpp).
+    // glibc serves a request above its mmap threshold with fresh zero pages, touched only as the
+    // stack grows; but the threshold rises as large blocks are freed (up to 32 MiB), and calloc
+    // from the heap zeroes all 8 MiB: measured, 1,024 workers peaked at 2.3 GB against 127 MB
+    // at 512. A fixed threshold (which also stops its rise) keeps stacks in mmap.
+    mallopt(M_MMAP_THRESHOLD, kMmapThresholdBytes);
   }
   bool degraded_links = false, switch_fault = false;
   for (const core::PlanFault& f : plan_.faults) {
@@ -113,8 +125,30 @@ void SimRun::create_actors() {
     network_.create_receiver(int(devices_.size() + e), endpoint_hosts_[e]);
   }
   network_.create_mailboxes();
+  use_sharing_model();
   // The driver runs on the service host: a fault on a device must not stop the step loop.
   sg4::Actor::create("driver", service_host_, [this] { driver(); });
+}
+
+SharingStats SimRun::sharing_stats() const {
+  return network_.sharing_engine() ? network_.sharing_engine()->stats() : SharingStats{};
+}
+
+// The `auto` engine's exact sharing model (sim_sharing.h), in runs without faults (a fault
+// changes bandwidths, turns hosts off or holds flows, none of which the model knows).
+void SimRun::use_sharing_model() {
+  // LV08's reverse traffic: SimGrid 3.32 puts 5% of each flow on its reverse route
+  // (NetworkCm02Model::comm_action_expand_constraints, a constant, not a configuration key).
+  constexpr double kCrossTrafficCoefficient = 0.05;
+  if (settings_.network_engine != NetworkEngine::kAuto || !plan_.faults.empty()) return;
+  std::vector<std::string> nic_names;
+  for (const core::PlatformMachine& machine : plan_.platform.machines) {
+    nic_names.push_back(plan_.platform.links[size_t(machine.nic_link)].name);
+  }
+  const bool crosstraffic = simgrid::config::get_value<bool>("network/crosstraffic");
+  network_.use_sharing_model(service_host_, nic_names,
+                             simgrid::config::get_value<double>("network/bandwidth-factor"),
+                             crosstraffic ? kCrossTrafficCoefficient : 0.0);
 }
 
 // Starts every client at its start-up offset, then serves delayed step starts, faults and
@@ -246,6 +280,7 @@ SimResult run_plan_in_this_process(const core::Plan& plan, core::TraceSink& sink
   SimResult result;
   result.outcome = run.run();
   result.engine_wall_s = run.engine_wall_s();
+  result.sharing = run.sharing_stats();
   return result;
 }
 

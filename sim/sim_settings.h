@@ -2,19 +2,21 @@
 // the links and SimGrid's timing tolerance, read, applied to SimGrid and recorded in provenance.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 namespace replisim::sim {
 
-// How link sharing is computed. Both are SimGrid's max-min model with the same factors; they
-// differ in how SimGrid updates it (docs/model.md, "Simulation speed"):
+// How link sharing is computed. Both give SimGrid's max-min sharing with the same factors
+// (docs/model.md, "Simulation speed"):
 // - kSimgrid: SimGrid's defaults (network/optim:Lazy, selective update of the sharing problem);
-// - kAuto: network/optim:Full, which re-solves the whole sharing problem at each event without
-//   first walking the constraints that changed. When the parameter servers saturate every flow is
-//   tied to every other, the walk reaches them all anyway, and skipping it saves about a quarter
-//   of the simulation's time (docs/benchmarks.md); the solution is the same.
+// - kAuto: network/optim:Full (the whole problem re-solved at each event, without first walking
+//   the constraints that changed, which at scale reaches every flow anyway), and, in runs without
+//   faults or caps it does not know, the exact sharing model of sim/sharing_model.h carrying the
+//   flows instead of SimGrid's solver (O(log n) per flow that starts or ends in a saturated
+//   parameter server's NIC instead of O(flows)); the solution is the same.
 enum class NetworkEngine { kSimgrid, kAuto };
 
 struct SimSettings {
@@ -26,6 +28,16 @@ struct SimSettings {
   static constexpr double kDefaultToleranceS = 1e-9;
   // Larger tolerances move step times by more than the differential test's 0.5%.
   static constexpr double kMaxToleranceS = 1e-3;
+};
+
+// What the `auto` engine's exact sharing model (docs/model.md) did in one run; all zero when the
+// run did not use it (the `simgrid` engine, or a run with faults, stream or RPC ceilings).
+struct SharingStats {
+  int64_t flows = 0;          // flows sent while it was in use
+  int64_t model_flows = 0;    // of them, ended by the model rather than by SimGrid's solver
+  int64_t hand_backs = 0;     // times it handed every flow in flight to SimGrid
+  int64_t take_overs = 0;     // times it took them back
+  int64_t reassignments = 0;  // times it chose every flow's group again (full max-min)
 };
 
 // "simgrid", "auto".

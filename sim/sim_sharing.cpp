@@ -1,0 +1,238 @@
+#include "sim/sim_sharing.h"
+
+#include <algorithm>
+
+#include <simgrid/Exception.hpp>
+#include <xbt/config.hpp>
+
+#include "core/base/error.h"
+
+namespace replisim::sim::detail {
+
+SharingEngine::SharingEngine(const std::vector<std::string>& nic_names,
+                             double between_machines_factor, double reverse_coefficient,
+                             Options options)
+    : model_(options.repair_rounds),
+      between_machines_factor_(between_machines_factor),
+      reverse_coefficient_(reverse_coefficient),
+      options_(options),
+      mutex_(sg4::Mutex::create()),
+      changed_(sg4::ConditionVariable::create()) {
+  for (sg4::Link* link : sg4::Engine::get_instance()->get_all_links()) {
+    if (link->get_sharing_policy() != sg4::Link::SharingPolicy::SHARED) continue;
+    constraint_of_[link] = model_.add_constraint(link->get_bandwidth());
+  }
+  for (const std::string& name : nic_names) {
+    const sg4::Link* up = sg4::Link::by_name_or_null(name + "_UP");
+    const sg4::Link* down = sg4::Link::by_name_or_null(name + "_DOWN");
+    if (up == nullptr || down == nullptr) continue;  // a machine left out of the platform
+    // Without cross-traffic a NIC's directions share nothing: each is a group of its own.
+    if (reverse_coefficient > 0) {
+      model_.add_group({constraint_of_.at(up), constraint_of_.at(down)});
+    } else {
+      model_.add_group({constraint_of_.at(up)});
+      model_.add_group({constraint_of_.at(down)});
+    }
+  }
+}
+
+bool SharingEngine::add_connection(sg4::Host* from, sg4::Host* to, bool between_machines) {
+  Route route;
+  route.rate_factor = between_machines ? between_machines_factor_ : 1.0;
+  std::vector<sg4::Link*> links;
+  double latency_s = 0;
+  from->route_to(to, links, &latency_s);
+  if (links.empty()) return false;  // SimGrid's own rules for a route without links
+  for (const sg4::Link* link : links) {
+    auto it = constraint_of_.find(link);
+    if (it == constraint_of_.end() || link->get_latency() > 0) return false;
+    route.uses.push_back({it->second, 1.0});
+  }
+  if (reverse_coefficient_ > 0) {
+    links.clear();
+    to->route_to(from, links, &latency_s);
+    for (const sg4::Link* link : links) {
+      auto it = constraint_of_.find(link);
+      if (it == constraint_of_.end()) return false;
+      route.uses.push_back({it->second, reverse_coefficient_});
+    }
+  }
+  routes_.push_back(std::move(route));
+  return true;
+}
+
+void SharingEngine::start(sg4::Host* service_host) {
+  sg4::ActorPtr actor = sg4::Actor::create("sharing-model", service_host, [this] { run_model(); });
+  actor->daemonize();
+}
+
+SharingEngine::Slot& SharingEngine::slot(int transfer) {
+  if (size_t(transfer) >= slots_.size()) slots_.resize(size_t(transfer) + 1);
+  Slot& s = slots_[size_t(transfer)];
+  if (!s.wake) s.wake = sg4::Semaphore::create(0);
+  return s;
+}
+
+void SharingEngine::send(int t, int connection, sg4::Mailbox* mailbox, double bytes) {
+  static int payload;  // transfers carry no data
+  const double now_s = sg4::Engine::get_clock();
+  {
+    Slot& s = slot(t);
+    s.connection = connection;
+    s.done = false;
+    s.bytes_left = bytes;
+    s.carrier = mode_;
+    const Route& route = routes_[size_t(connection)];
+    s.flow = model_.add_flow(now_s, bytes, route.uses, route.rate_factor);
+    if (size_t(s.flow) >= slot_of_flow_.size()) slot_of_flow_.resize(size_t(s.flow) + 1, -1);
+    slot_of_flow_[size_t(s.flow)] = t;
+  }
+  ++stats_.flows;
+  after_change(now_s);
+  // Any s4u call may let other actors run and grow slots_: index it anew after each.
+  for (;;) {
+    if (slots_[size_t(t)].carrier == Carrier::kModel) {
+      changed_->notify_all();
+      // Released when the model ends the flow or hands it back; a release left over from an
+      // earlier wait only makes this loop look again.
+      slots_[size_t(t)].wake->acquire();
+      if (slots_[size_t(t)].done) return;
+      continue;
+    }
+    if (slots_[size_t(t)].bytes_left >= 1) {
+      sg4::CommPtr comm = mailbox->put_init(&payload, uint64_t(slots_[size_t(t)].bytes_left));
+      comm->start();  // marked started, so that a take-over can cancel it
+      if (slots_[size_t(t)].carrier == Carrier::kModel) {
+        comm->cancel();  // taken over while start() let other actors run
+        continue;
+      }
+      slots_[size_t(t)].comm = comm;
+      try {
+        comm->wait();
+      } catch (const simgrid::NetworkFailureException&) {
+        // Cancelled by take_over() (SimGrid 3.32 reports a cancelled flow to its sender as a
+        // link failure): the model carries the bytes left now.
+        slots_[size_t(t)].comm = nullptr;
+        continue;
+      }
+      slots_[size_t(t)].comm = nullptr;
+    }
+    // A take-over at the instant SimGrid ended it left it to SimGrid (take_over(): under a
+    // byte left), and the model may have ended its count of it already.
+    if (slots_[size_t(t)].done) return;
+    const double end_s = sg4::Engine::get_clock();
+    const int flow = slots_[size_t(t)].flow;
+    REPLISIM_ASSERT(flow >= 0, "a flow SimGrid carried has no count in the model");
+    slots_[size_t(t)].flow = -1;
+    slot_of_flow_[size_t(flow)] = -1;
+    model_.remove_flow(end_s, flow);
+    after_change(end_s);
+    return;
+  }
+}
+
+void SharingEngine::after_change(double now_s) {
+  ++changes_since_;
+  // Re-choosing groups and switching cost O(flows): they wait for a proportional number of
+  // changes, so that they cost O(1) per change on average.
+  if (mode_ == Carrier::kModel) {
+    if (model_.exact()) return;
+    // A group chosen when a flow started can be the wrong one: choose them all again (the full
+    // max-min problem, O(uses x log links), far less than handing every flow to SimGrid).
+    if (options_.reassign) {
+      model_.reassign_groups(now_s);
+      ++stats_.reassignments;
+      if (model_.exact()) return;
+    }
+    hand_back(now_s);
+    return;
+  }
+  if (changes_since_ < std::max(16, model_.flows() / 8)) return;
+  if (!model_.exact()) {
+    model_.reassign_groups(now_s);
+    changes_since_ = 0;
+    if (!model_.exact()) return;
+  }
+  take_over(now_s);
+}
+
+void SharingEngine::hand_back(double now_s) {
+  mode_ = Carrier::kSimGrid;
+  changes_since_ = 0;
+  ++stats_.hand_backs;
+  // Every s4u call may let other actors run and grow slots_: the state first, then the calls.
+  std::vector<sg4::SemaphorePtr> wake;
+  for (Slot& s : slots_) {
+    if (s.flow < 0 || s.carrier != Carrier::kModel) continue;
+    s.bytes_left = std::max(0.0, model_.remaining_bytes(s.flow, now_s));
+    s.carrier = Carrier::kSimGrid;
+    wake.push_back(s.wake);
+  }
+  for (const sg4::SemaphorePtr& semaphore : wake) semaphore->release();
+}
+
+void SharingEngine::take_over(double now_s) {
+  mode_ = Carrier::kModel;
+  changes_since_ = 0;
+  ++stats_.take_overs;
+  std::vector<sg4::CommPtr> cancel;  // after the loop: see hand_back()
+  for (Slot& s : slots_) {
+    if (s.flow < 0 || s.carrier != Carrier::kSimGrid) continue;
+    if (s.comm) {
+      // The model counted the flow all along; its bytes left are SimGrid's.
+      const double left = s.comm->get_remaining();
+      if (left < 1) continue;  // ends at this instant in SimGrid
+      model_.set_remaining_bytes(now_s, s.flow, left);
+      s.carrier = Carrier::kModel;
+      cancel.push_back(s.comm);
+      s.comm = nullptr;
+    } else {
+      // Not started in SimGrid yet (its actor has not run since it was handed back, or it is
+      // the flow that just started): the model's count of its bytes is current.
+      s.carrier = Carrier::kModel;
+    }
+  }
+  for (const sg4::CommPtr& comm : cancel) comm->cancel();
+  changed_->notify_all();
+}
+
+// Ends the model's flows at their times: sleeps until the next end, or until a flow starts or
+// the carrier changes.
+void SharingEngine::run_model() {
+  const double precision_s = simgrid::config::get_value<double>("surf/precision");
+  std::unique_lock<sg4::Mutex> lock(*mutex_);
+  for (;;) {
+    const double next_s =
+        mode_ == Carrier::kModel ? model_.next_completion_s() : SharingModel::kNever;
+    if (next_s == SharingModel::kNever) {
+      changed_->wait(lock);
+      continue;
+    }
+    if (next_s > sg4::Engine::get_clock() &&
+        changed_->wait_until(lock, next_s) == std::cv_status::no_timeout) {
+      continue;
+    }
+    if (mode_ != Carrier::kModel) continue;
+    const double now_s = sg4::Engine::get_clock();
+    const std::vector<int> ended = model_.advance_to(now_s, precision_s);
+    REPLISIM_ASSERT(!ended.empty() || model_.next_completion_s() > now_s,
+                    "the sharing model's next end did not come");
+    // The state of every ended flow first: a release lets other actors run, and a flow they
+    // start can take an ended flow's id.
+    std::vector<sg4::SemaphorePtr> wake;
+    for (int flow : ended) {
+      const int t = slot_of_flow_[size_t(flow)];
+      REPLISIM_ASSERT(t >= 0, "a flow the model ended has no transfer");
+      slot_of_flow_[size_t(flow)] = -1;
+      Slot& s = slots_[size_t(t)];
+      s.flow = -1;
+      s.done = true;
+      ++stats_.model_flows;
+      wake.push_back(s.wake);
+    }
+    if (!ended.empty()) after_change(now_s);
+    for (const sg4::SemaphorePtr& semaphore : wake) semaphore->release();
+  }
+}
+
+}  // namespace replisim::sim::detail
