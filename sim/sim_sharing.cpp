@@ -117,8 +117,8 @@ void SharingEngine::send(int t, int connection, sg4::Mailbox* mailbox, double by
       }
       slots_[size_t(t)].comm = nullptr;
     }
-    // A take-over at the instant SimGrid ended it left it to SimGrid (take_over(): under a
-    // byte left), and the model may have ended its count of it already.
+    // A take-over at the instant SimGrid ended it left it to SimGrid (take_over()), and the model
+    // may have ended its count of it already.
     if (slots_[size_t(t)].done) return;
     const double end_s = sg4::Engine::get_clock();
     const int flow = slots_[size_t(t)].flow;
@@ -127,6 +127,8 @@ void SharingEngine::send(int t, int connection, sg4::Mailbox* mailbox, double by
     slot_of_flow_[size_t(flow)] = -1;
     model_.remove_flow(end_s, flow);
     after_change(end_s);
+    // The model carries the others: their shares rose, so run_model() must look again.
+    if (mode_ == Carrier::kModel) changed_->notify_all();
     return;
   }
 }
@@ -180,9 +182,11 @@ void SharingEngine::take_over(double now_s) {
     if (s.flow < 0 || s.carrier != Carrier::kSimGrid) continue;
     if (s.comm) {
       // The model counted the flow all along; its bytes left are SimGrid's.
-      const double left = s.comm->get_remaining();
-      if (left < 1) continue;  // ends at this instant in SimGrid
+      const double left = std::max(0.0, s.comm->get_remaining());
       model_.set_remaining_bytes(now_s, s.flow, left);
+      // Ended at this instant (its actor has not resumed yet): it stays SimGrid's, and the model,
+      // with nothing left for it either, may end its count first (send() checks `done`).
+      if (left == 0) continue;
       s.carrier = Carrier::kModel;
       cancel.push_back(s.comm);
       s.comm = nullptr;
