@@ -210,7 +210,11 @@ TEST(RealFaults, AKilledChiefStallsSynchronousTrainingAsTheSimulatorSays) {
   EXPECT_EQ(real.outcome.stall->live_workers, predicted.outcome.stall->live_workers);
 #endif
   EXPECT_LT(real.outcome.stall->global_step, plan.steps);
-  EXPECT_NEAR(real.outcome.stall->time_s, 0.4, 0.1);
+  // The stall starts at the last global step before the kill at 0.4 s, so not after the kill
+  // (plus the launcher's poll). How long before depends on the machine: a sanitizer build under
+  // the suite's load had made one global step, at 0.21 s.
+  EXPECT_GT(real.outcome.stall->time_s, 0.0);
+  EXPECT_LE(real.outcome.stall->time_s, 0.5);
 }
 
 // A slowdown to 0.5x: the device's compute takes about twice as long per FLOP inside the window.

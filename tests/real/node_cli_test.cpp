@@ -148,7 +148,9 @@ TEST(NodeCommand, ASignalStopsItAndLeavesNoFile) {
     RunningReplisim node({"node", "--plan", plan, "--role", "ps0", "--cluster", cluster,
                           "--trace-out", dir.file("ps0.trace")},
                          30);
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    // Time for the node to start and install its handlers: a sanitizer build under the suite's
+    // load was still starting after 500 ms, and the signal's default action killed it.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     const auto start = std::chrono::steady_clock::now();
     node.send_signal(signal);
     const BinaryResult r = node.wait();
