@@ -59,10 +59,11 @@ void SharingModel::count(const Flow& flow, int sign) {
     c.weight += sign * use.coefficient;
     if (c.crossing == 0) c.weight = 0;  // no rounding residue on an idle link
     if (sign < 0) continue;
-    // More weight: a lower level at which the link would be full, for the groups on it.
+    // More weight: a lower level at which the link would be full, for the groups on it (its own
+    // group's fill accounts for it).
     const double k = key(c);
     for (const auto& [g, weight, n] : c.group_weight) {
-      groups_[size_t(g)].safe_below = std::min(groups_[size_t(g)].safe_below, k);
+      if (g != c.group) groups_[size_t(g)].safe_below = std::min(groups_[size_t(g)].safe_below, k);
     }
   }
 }
@@ -184,7 +185,7 @@ void SharingModel::leave(int id) {
 void SharingModel::leaves_fill(const Constraint& c) {
   const double k = key(c);
   for (const auto& [g, weight, n] : c.group_weight) {
-    groups_[size_t(g)].safe_below = std::min(groups_[size_t(g)].safe_below, k);
+    if (g != c.group) groups_[size_t(g)].safe_below = std::min(groups_[size_t(g)].safe_below, k);
   }
 }
 
@@ -545,6 +546,8 @@ void SharingModel::fill() {
       if (f.share >= 0) continue;
       f.share = level;
       --unfixed;
+      // Fixed at a group's own link: a member of that group at the same level (adopted below).
+      if (saturated.group >= 0) fill_adopted_.emplace_back(o, saturated.group);
       for (const Use& use : f.uses) {
         fixed(size_t(fill_index_[size_t(use.constraint)]), use.coefficient, level);
       }
@@ -554,6 +557,25 @@ void SharingModel::fill() {
   }
   REPLISIM_ASSERT(unfixed == 0 || conflict_.why != nullptr, "an unfixed flow crosses no link");
   for (int c : links) fill_index_[size_t(c)] = -1;
+  adopt();
+}
+
+// Other flows the last fill fixed at a group's own link join that group: the shares stay the
+// same (the group's level is the link's), and the next fills count one entity fewer. A flow gets
+// there when the link that bound it at its start was another one (choose_group() estimates from
+// the last shares) and it was moved off it by a repair.
+void SharingModel::adopt() {
+  if (conflict_.why == nullptr) {
+    for (const auto& [id, group] : fill_adopted_) {
+      Group& g = groups_[size_t(group)];
+      const double share = flows_[size_t(id)].share;
+      // A group the fill had not fixed (no members yet) takes the level its new member had; a
+      // group fixed at a different level (at its other direction) keeps the flow out.
+      if (g.members == 0) g.share = share;
+      if (g.share == share) move(id, group);
+    }
+  }
+  fill_adopted_.clear();
 }
 
 // The links outside the fill (a worker's NIC under flows bound at the servers, a PCIe link) must

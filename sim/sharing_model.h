@@ -159,6 +159,7 @@ class SharingModel {
   };
   // The shares (progressive filling over the groups and the other flows); sets conflict_.
   void fill();
+  void adopt();
   void check_other_links();
   void repair();
   // Moves flow `flow` to group `group` (-1: another flow), keeping its bytes left.
@@ -186,6 +187,7 @@ class SharingModel {
   std::vector<double> fill_weight_;
   std::vector<std::vector<std::pair<std::size_t, double>>> fill_group_links_;
   std::vector<std::vector<int>> fill_others_on_;
+  std::vector<std::pair<int, int>> fill_adopted_;  // (other flow, group of the link fixing it)
   std::vector<std::size_t> bottleneck_start_;
   std::vector<std::pair<std::size_t, double>> bottleneck_on_;
   int live_flows_ = 0;
