@@ -401,6 +401,7 @@ void SharingModel::reshare() {
   // settle most cases; reassign_groups() is the caller's next resort.
   for (int round = 0;; ++round) {
     conflict_ = {};
+    over_capacity_.clear();
     fill();
     if (conflict_.why == nullptr) check_other_links();
     if (conflict_.why == nullptr || conflict_.link < 0 || round == repair_rounds_) break;
@@ -419,11 +420,20 @@ void SharingModel::move(int id, int group) {
 
 // Moves the flows the last fill found bound elsewhere than their group says.
 void SharingModel::repair() {
-  const int link = conflict_.link;
+  if (conflict_.group >= 0) {
+    repair_link(conflict_.link, conflict_.group);
+    return;
+  }
+  for (int link : over_capacity_) repair_link(link, -1);
+}
+
+// Moves the flows crossing `link` that it binds to its group: those of `group`, or (-1: the link
+// is over capacity) those of the groups whose share it cannot carry.
+void SharingModel::repair_link(int link, int group) {
   const int owner = constraints_[size_t(link)].group;
   std::vector<int> groups;
-  if (conflict_.group >= 0) {
-    groups.push_back(conflict_.group);  // its members crossing `link` are fixed there
+  if (group >= 0) {
+    groups.push_back(group);  // its members crossing `link` are fixed there
   } else {
     // `link` is over capacity: the groups on it in increasing share keep their flows while the
     // link has room for them at their share; from the first that does not, they are bound here.
@@ -495,7 +505,7 @@ void SharingModel::fill() {
     fill_others_on_[k].clear();
     for (const auto& [g, w, n] : c.group_weight) {
       weight[k] += w;
-      fill_group_links_[size_t(g)].emplace_back(k, w);
+      fill_group_links_[size_t(g)].push_back(k);
     }
   }
   for (int o : others_) {
@@ -517,6 +527,19 @@ void SharingModel::fill() {
     weight[k] -= w;
     left[k] -= w * level;
   };
+  // A group is fixed with its members' weights as they are then (flows may have joined it in
+  // this fill); a link listed twice for it counts once.
+  std::vector<int>& fixed_by = fill_fixed_by_;
+  fixed_by.assign(links.size(), -1);
+  auto fix_group = [&](int g, double level) {
+    groups_[size_t(g)].share = level;
+    --unfixed;
+    for (size_t k : fill_group_links_[size_t(g)]) {
+      if (fixed_by[k] == g) continue;
+      fixed_by[k] = g;
+      fixed(k, weight_of(constraints_[size_t(links[k])], g), level);
+    }
+  };
   while (unfixed > 0 && conflict_.why == nullptr && !heap.empty()) {
     const auto [at, best] = heap.top();
     heap.pop();
@@ -530,16 +553,22 @@ void SharingModel::fill() {
       conflict_ = {"a link is full before its flows have a share", -1, -1};
       break;
     }
+    const int owner = constraints_[size_t(links[best])].group;
+    // Members of unfixed groups crossing a group's own link are fixed here, with that group:
+    // they move to it, as the flow-level filling would fix them (the group is fixed below).
+    if (owner >= 0 && groups_[size_t(owner)].members > 0 && groups_[size_t(owner)].share < 0) {
+      unfixed -= bind_foreign_members(links[best], owner);
+    }
     const Constraint& saturated = constraints_[size_t(links[best])];
+    fill_fixing_.clear();
     for (const auto& [g, w, n] : saturated.group_weight) {
-      Group& group = groups_[size_t(g)];
-      if (group.share >= 0) continue;
+      if (groups_[size_t(g)].share < 0) fill_fixing_.push_back(g);
+    }
+    for (int g : fill_fixing_) {
       if (g != saturated.group && conflict_.why == nullptr) {
         conflict_ = {"a link binds members of another group", links[best], g};
       }
-      group.share = level;
-      --unfixed;
-      for (const auto& [k, gw] : fill_group_links_[size_t(g)]) fixed(k, gw, level);
+      fix_group(g, level);
     }
     for (int o : fill_others_on_[best]) {
       Flow& f = flows_[size_t(o)];
@@ -558,6 +587,46 @@ void SharingModel::fill() {
   REPLISIM_ASSERT(unfixed == 0 || conflict_.why != nullptr, "an unfixed flow crosses no link");
   for (int c : links) fill_index_[size_t(c)] = -1;
   adopt();
+}
+
+// The members of unfixed groups other than `owner` that cross `link` (owner's own, saturated
+// now in the fill) join `owner`; the fill's per-group link lists follow. Returns how many groups
+// it left without members (they leave the fill).
+int SharingModel::bind_foreign_members(int link, int owner) {
+  const Constraint& c = constraints_[size_t(link)];
+  std::vector<int>& foreign = fill_fixing_;
+  foreign.clear();
+  for (const auto& [g, w, n] : c.group_weight) {
+    if (g != owner && groups_[size_t(g)].share < 0) foreign.push_back(g);
+  }
+  int emptied = 0;
+  std::vector<int>& moving = fill_moving_;
+  for (int g : foreign) {
+    moving.clear();
+    for (int id : groups_[size_t(g)].member_list) {
+      const std::vector<Use>& uses = flows_[size_t(id)].uses;
+      if (std::any_of(uses.begin(), uses.end(),
+                      [link](const Use& u) { return u.constraint == link; })) {
+        moving.push_back(id);
+      }
+    }
+    for (int id : moving) {
+      for (const Use& use : flows_[size_t(id)].uses) {
+        const int k = fill_index_[size_t(use.constraint)];
+        if (k >= 0) fill_group_links_[size_t(owner)].push_back(size_t(k));
+      }
+      move(id, owner);
+    }
+    if (groups_[size_t(g)].members == 0) ++emptied;
+  }
+  return emptied;
+}
+
+double SharingModel::weight_of(const Constraint& c, int group) {
+  for (const auto& [g, w, n] : c.group_weight) {
+    if (g == group) return w;
+  }
+  return 0;
 }
 
 // Other flows the last fill fixed at a group's own link join that group: the shares stay the
@@ -594,8 +663,16 @@ void SharingModel::check_other_links() {
         if (c.group == index || in_fill(c)) continue;
         const double k = key(c);
         if (k < g.share && group_usage(c) > c.capacity * (1 + kSlack)) {
-          conflict_ = {"a link outside the groups is over capacity", use.constraint, -1};
-          return;
+          // Every such link is repaired at once: at the end of a server's phase its share rises
+          // past many workers' NICs together.
+          if (conflict_.why == nullptr) {
+            conflict_ = {"a link outside the groups is over capacity", use.constraint, -1};
+          }
+          if (std::find(over_capacity_.begin(), over_capacity_.end(), use.constraint) ==
+              over_capacity_.end()) {
+            over_capacity_.push_back(use.constraint);
+          }
+          continue;
         }
         safe = std::min(safe, k);
       }

@@ -159,9 +159,12 @@ class SharingModel {
   };
   // The shares (progressive filling over the groups and the other flows); sets conflict_.
   void fill();
+  int bind_foreign_members(int link, int owner);
   void adopt();
+  static double weight_of(const Constraint& c, int group);
   void check_other_links();
   void repair();
+  void repair_link(int link, int group);
   // Moves flow `flow` to group `group` (-1: another flow), keeping its bytes left.
   void move(int flow, int group);
   double group_usage(const Constraint& c) const;
@@ -185,7 +188,10 @@ class SharingModel {
   std::vector<int> fill_links_;
   std::vector<double> fill_left_;
   std::vector<double> fill_weight_;
-  std::vector<std::vector<std::pair<std::size_t, double>>> fill_group_links_;
+  std::vector<std::vector<std::size_t>> fill_group_links_;
+  std::vector<int> fill_fixed_by_;  // per fill link: the last group fixed with it
+  std::vector<int> fill_fixing_;
+  std::vector<int> fill_moving_;
   std::vector<std::vector<int>> fill_others_on_;
   std::vector<std::pair<int, int>> fill_adopted_;  // (other flow, group of the link fixing it)
   std::vector<std::size_t> bottleneck_start_;
@@ -195,6 +201,7 @@ class SharingModel {
   int repair_rounds_ = 8;
   const char* inexact_ = nullptr;
   Conflict conflict_;
+  std::vector<int> over_capacity_;  // every link check_other_links() found over capacity
 };
 
 }  // namespace replisim::sim::detail
