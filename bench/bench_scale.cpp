@@ -1,5 +1,6 @@
 // Scale benchmark: N workers x S steps of ResNet-50, between-graph, P parameter servers on
-// dedicated machines; prints the wall time of the whole simulation (engine and end to end), the
+// dedicated machines; prints the wall time of the simulation (its engine, the whole simulation
+// process with decoding its trace, the metrics after it, and end to end: both), the
 // peak memory of the simulation process, events, and the granularity that ran.
 //
 //   build/bin/bench_scale [--workers 1024] [--steps 100] [--ps 8] [--granularity 1|0]
@@ -9,6 +10,7 @@
 // --callgrind runs it (64 x 10 unless sized) under Valgrind's callgrind and prints the
 // instructions of the simulation and per event: a measure the neighbours' load does not move
 // (bench/callgrind.h).
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -85,17 +87,25 @@ int run(int argc, char** argv) {
   replisim::core::RunOptions options;
   options.settings = replisim::bench::sim_settings_flags(argc, argv);
   replisim::bench::zero_counts();  // under callgrind: parent and child count from here
+  const auto started = std::chrono::steady_clock::now();
   const replisim::core::Trace trace = replisim::core::run_to_trace(backend, plan, options);
   std::printf("network engine %s, tolerance %g s\n",
               trace.meta.provenance.at("network_engine").get<std::string>().c_str(),
               trace.meta.provenance.at("tolerance_s").get<double>());
+  const auto traced = std::chrono::steady_clock::now();
   const replisim::core::RunMetrics m = replisim::core::compute_metrics(trace);
+  const auto measured = std::chrono::steady_clock::now();
+  const auto seconds = [](auto from, auto to) {
+    return std::chrono::duration<double>(to - from).count();
+  };
   rusage usage{};
   ::getrusage(RUSAGE_CHILDREN, &usage);
   std::printf(
-      "engine %.1f s, end to end %.1f s, peak memory of the simulation %.0f MB, %zu events,"
-      " simulated %.1f s, throughput %.0f samples/s, bottleneck %s\n",
-      backend.last_engine_wall_s(), backend.last_total_wall_s(), double(usage.ru_maxrss) / 1024.0,
+      "engine %.1f s, simulation %.1f s, metrics %.1f s, end to end %.1f s, peak memory of the"
+      " simulation %.0f MB, %zu events, simulated %.1f s, throughput %.0f samples/s,"
+      " bottleneck %s\n",
+      backend.last_engine_wall_s(), seconds(started, traced), seconds(traced, measured),
+      seconds(started, measured), double(usage.ru_maxrss) / 1024.0,
       trace.events.size(), m.simulated_time_s, m.throughput_samples_per_s,
       m.bottleneck.name.c_str());
   const replisim::sim::SharingStats& sharing = backend.last_sharing_stats();

@@ -40,6 +40,7 @@ void SharingModel::sync(double now_s) {
   const double dt = now_s - updated_s_;
   REPLISIM_ASSERT(dt >= 0, "the sharing model's clock went backwards");
   if (dt == 0) return;
+  settle();  // the shares since updated_s_
   for (int g : active_) groups_[size_t(g)].work += groups_[size_t(g)].share * dt;
   for (int o : others_) {
     Flow& f = flows_[size_t(o)];
@@ -237,11 +238,11 @@ int SharingModel::add_flow(double now_s, double bytes, const std::vector<Use>& u
   ++live_flows_;
   count(f, +1);
   join(id, choose_group(f), bytes / rate_factor);
-  reshare();
+  stale_ = true;
   return id;
 }
 
-double SharingModel::remaining_bytes(int id, double now_s) const {
+double SharingModel::remaining_at(int id, double now_s) const {
   const Flow& f = flows_[size_t(id)];
   const double dt = now_s - updated_s_;
   if (f.group < 0) return f.remaining - f.rate_factor * f.share * dt;
@@ -249,16 +250,17 @@ double SharingModel::remaining_bytes(int id, double now_s) const {
   return (f.finish_work - g.work - g.share * dt) * f.rate_factor;
 }
 
-double SharingModel::rate_bytes_per_s(int id) const {
+double SharingModel::rate_bytes_per_s(int id) {
+  settle();
   const Flow& f = flows_[size_t(id)];
   return f.rate_factor * (f.group < 0 ? f.share : groups_[size_t(f.group)].share);
 }
 
 double SharingModel::remove_flow(double now_s, int id) {
   sync(now_s);
-  const double left = std::max(0.0, remaining_bytes(id, now_s));
+  const double left = std::max(0.0, remaining_at(id, now_s));
   end(id);
-  reshare();
+  stale_ = true;
   return left;
 }
 
@@ -282,7 +284,7 @@ void SharingModel::reassign_groups(double now_s) {
   for (size_t id = 0; id < flows_.size(); ++id) {
     if (!flows_[id].live) continue;
     // A flow SimGrid carries has no meaningful count here; take_over() sets its bytes anew.
-    const double left = std::max(remaining_bytes(int(id), now_s), 0.0) / flows_[id].rate_factor;
+    const double left = std::max(remaining_at(int(id), now_s), 0.0) / flows_[id].rate_factor;
     live.emplace_back(int(id), left);
     leave(int(id));
   }
@@ -291,6 +293,7 @@ void SharingModel::reassign_groups(double now_s) {
   for (size_t k = 0; k < live.size(); ++k) {
     join(live[k].first, constraints_[size_t(bottleneck[k])].group, live[k].second);
   }
+  stale_ = false;
   reshare();
 }
 
@@ -347,7 +350,8 @@ std::vector<int> SharingModel::bottlenecks(const std::vector<std::pair<int, doub
   return bottleneck;
 }
 
-double SharingModel::next_completion_s() const {
+double SharingModel::next_completion_s() {
+  settle();
   double next = kNever;
   for (int index : active_) {
     const Group& g = groups_[size_t(index)];
@@ -365,6 +369,7 @@ double SharingModel::next_completion_s() const {
 
 std::vector<int> SharingModel::advance_to(double now_s, double precision_s) {
   sync(now_s);
+  settle();
   std::vector<int> ended;
   const std::vector<int> active = active_;  // end() changes it
   for (int index : active) {
@@ -385,7 +390,7 @@ std::vector<int> SharingModel::advance_to(double now_s, double precision_s) {
       ++k;
     }
   }
-  if (!ended.empty()) reshare();
+  if (!ended.empty()) stale_ = true;
   return ended;
 }
 
@@ -505,7 +510,7 @@ void SharingModel::fill() {
     fill_others_on_[k].clear();
     for (const auto& [g, w, n] : c.group_weight) {
       weight[k] += w;
-      fill_group_links_[size_t(g)].push_back(k);
+      fill_group_links_[size_t(g)].emplace_back(k, w);
     }
   }
   for (int o : others_) {
@@ -527,18 +532,10 @@ void SharingModel::fill() {
     weight[k] -= w;
     left[k] -= w * level;
   };
-  // A group is fixed with its members' weights as they are then (flows may have joined it in
-  // this fill); a link listed twice for it counts once.
-  std::vector<int>& fixed_by = fill_fixed_by_;
-  fixed_by.assign(links.size(), -1);
   auto fix_group = [&](int g, double level) {
     groups_[size_t(g)].share = level;
     --unfixed;
-    for (size_t k : fill_group_links_[size_t(g)]) {
-      if (fixed_by[k] == g) continue;
-      fixed_by[k] = g;
-      fixed(k, weight_of(constraints_[size_t(links[k])], g), level);
-    }
+    for (const auto& [k, w] : fill_group_links_[size_t(g)]) fixed(k, w, level);
   };
   while (unfixed > 0 && conflict_.why == nullptr && !heap.empty()) {
     const auto [at, best] = heap.top();
@@ -557,7 +554,7 @@ void SharingModel::fill() {
     // Members of unfixed groups crossing a group's own link are fixed here, with that group:
     // they move to it, as the flow-level filling would fix them (the group is fixed below).
     if (owner >= 0 && groups_[size_t(owner)].members > 0 && groups_[size_t(owner)].share < 0) {
-      unfixed -= bind_foreign_members(links[best], owner);
+      unfixed -= bind_foreign_members(links[best], owner, level);
     }
     const Constraint& saturated = constraints_[size_t(links[best])];
     fill_fixing_.clear();
@@ -590,9 +587,10 @@ void SharingModel::fill() {
 }
 
 // The members of unfixed groups other than `owner` that cross `link` (owner's own, saturated
-// now in the fill) join `owner`; the fill's per-group link lists follow. Returns how many groups
-// it left without members (they leave the fill).
-int SharingModel::bind_foreign_members(int link, int owner) {
+// now in the fill at `level`) join `owner`: they are fixed at `level` now, and their groups'
+// weights in the fill no longer count them (the owner's never did). Returns how many groups it
+// left without members (they leave the fill).
+int SharingModel::bind_foreign_members(int link, int owner, double level) {
   const Constraint& c = constraints_[size_t(link)];
   std::vector<int>& foreign = fill_fixing_;
   foreign.clear();
@@ -610,23 +608,23 @@ int SharingModel::bind_foreign_members(int link, int owner) {
         moving.push_back(id);
       }
     }
+    std::vector<std::pair<std::size_t, double>>& listed = fill_group_links_[size_t(g)];
     for (int id : moving) {
       for (const Use& use : flows_[size_t(id)].uses) {
         const int k = fill_index_[size_t(use.constraint)];
-        if (k >= 0) fill_group_links_[size_t(owner)].push_back(size_t(k));
+        if (k < 0) continue;
+        fill_weight_[size_t(k)] -= use.coefficient;
+        fill_left_[size_t(k)] -= use.coefficient * level;
+        auto entry = std::find_if(listed.begin(), listed.end(),
+                                  [k](const auto& e) { return e.first == std::size_t(k); });
+        REPLISIM_ASSERT(entry != listed.end(), "a member's link is missing from its group's fill");
+        entry->second -= use.coefficient;
       }
       move(id, owner);
     }
     if (groups_[size_t(g)].members == 0) ++emptied;
   }
   return emptied;
-}
-
-double SharingModel::weight_of(const Constraint& c, int group) {
-  for (const auto& [g, w, n] : c.group_weight) {
-    if (g == group) return w;
-  }
-  return 0;
 }
 
 // Other flows the last fill fixed at a group's own link join that group: the shares stay the

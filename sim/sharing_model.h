@@ -80,15 +80,21 @@ class SharingModel {
   void set_remaining_bytes(double now_s, int flow, double bytes);
 
   // When the next flow ends at the current shares (kNever: no flow).
-  double next_completion_s() const;
+  double next_completion_s();
   // Advances to `now_s` and removes the flows that have ended by then (their remaining time at
   // their rate within `precision_s`, like SimGrid's surf/precision). Returns their ids.
   std::vector<int> advance_to(double now_s, double precision_s = 1e-9);
 
   // Whether the shares are SimGrid's max-min solution (the checks above). Valid after any call.
-  bool exact() const { return inexact_ == nullptr; }
+  bool exact() {
+    settle();
+    return inexact_ == nullptr;
+  }
   // Which check failed (null: exact).
-  const char* why_inexact() const { return inexact_; }
+  const char* why_inexact() {
+    settle();
+    return inexact_;
+  }
   // Re-chooses every flow's group: the group of the link where the full max-min problem fixes
   // it, or none (another flow) if that link is in no group. A choice made when a flow started
   // can become the wrong one as flows come and go. O(uses x log links).
@@ -96,10 +102,13 @@ class SharingModel {
 
   int flows() const { return live_flows_; }
   // The flow's progress rate now, bytes/s.
-  double rate_bytes_per_s(int flow) const;
+  double rate_bytes_per_s(int flow);
   // Bytes the flow has left at `now_s` (at most its current rate's progress since the last call
   // that changed the shares).
-  double remaining_bytes(int flow, double now_s) const;
+  double remaining_bytes(int flow, double now_s) {
+    settle();
+    return remaining_at(flow, now_s);
+  }
 
  private:
   struct Constraint {
@@ -140,6 +149,15 @@ class SharingModel {
   };
 
   void sync(double now_s);
+  // The shares after changes at the current instant: several flows that start or end at one
+  // instant cost one fill (a change marks them stale; time does not pass before they are
+  // settled, see sync()).
+  void settle() {
+    if (!stale_) return;
+    stale_ = false;
+    reshare();
+  }
+  double remaining_at(int flow, double now_s) const;
   // Makes `flow` a member of `group` (-1: another flow) with `share_bytes` of its bytes left in
   // share units (bytes / rate_factor).
   void join(int flow, int group, double share_bytes);
@@ -159,9 +177,8 @@ class SharingModel {
   };
   // The shares (progressive filling over the groups and the other flows); sets conflict_.
   void fill();
-  int bind_foreign_members(int link, int owner);
+  int bind_foreign_members(int link, int owner, double level);
   void adopt();
-  static double weight_of(const Constraint& c, int group);
   void check_other_links();
   void repair();
   void repair_link(int link, int group);
@@ -188,8 +205,7 @@ class SharingModel {
   std::vector<int> fill_links_;
   std::vector<double> fill_left_;
   std::vector<double> fill_weight_;
-  std::vector<std::vector<std::size_t>> fill_group_links_;
-  std::vector<int> fill_fixed_by_;  // per fill link: the last group fixed with it
+  std::vector<std::vector<std::pair<std::size_t, double>>> fill_group_links_;
   std::vector<int> fill_fixing_;
   std::vector<int> fill_moving_;
   std::vector<std::vector<int>> fill_others_on_;
@@ -200,6 +216,7 @@ class SharingModel {
   int64_t next_serial_ = 0;
   int repair_rounds_ = 8;
   const char* inexact_ = nullptr;
+  bool stale_ = false;
   Conflict conflict_;
   std::vector<int> over_capacity_;  // every link check_other_links() found over capacity
 };

@@ -55,8 +55,13 @@ void quiet_simgrid_unless_asked() {
     try {
       std::function<void(const core::RunProgress&)> progress;
       if (with_progress) progress = [&channel](const core::RunProgress& p) { channel.progress(p); };
-      const SimResult result = run_plan_in_this_process(plan, channel, progress, settings);
-      channel.outcome(result.outcome, result.engine_wall_s, result.sharing);
+      // The outcome goes out before SimGrid's engine is torn down, and the child ends there:
+      // the teardown (every actor's stack, every host) only costs time here.
+      run_plan_in_this_process(plan, channel, progress, settings, [&](const SimResult& result) {
+        channel.outcome(result.outcome, result.engine_wall_s, result.sharing);
+        ::close(fd);
+        ::_exit(0);
+      });
     } catch (const core::InputError& e) {
       channel.input_error(e.file(), e.json_path(), e.message());
     } catch (const std::exception& e) {

@@ -37,7 +37,8 @@ class SimRun : public core::SyncHost, public NetworkHost {
 
   // Runs the simulation to its end and returns the outcome; events went to the sink.
   // Throws core::BackendError when it deadlocks before every client finished.
-  core::RunOutcome run();
+  // `finished` (when set) is called with the outcome while the engine still exists.
+  core::RunOutcome run(const std::function<void(const core::RunOutcome&)>& finished = {});
   double engine_wall_s() const { return engine_wall_s_; }
   SharingStats sharing_stats() const;
 

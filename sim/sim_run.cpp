@@ -251,7 +251,7 @@ void SimRun::record_outcome() {
   if (steady_.enabled()) outcome_.steady_state = steady_.record(end_s);
 }
 
-core::RunOutcome SimRun::run() {
+core::RunOutcome SimRun::run(const std::function<void(const core::RunOutcome&)>& finished) {
   sg4::Engine engine("replisim");
   xbt_log_control_set("xbt_cfg.thres:warning");
   build_platform();
@@ -268,6 +268,7 @@ core::RunOutcome SimRun::run() {
   engine.run();
   engine_wall_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   record_outcome();
+  if (finished) finished(outcome_);
   return outcome_;
 }
 
@@ -275,12 +276,19 @@ core::RunOutcome SimRun::run() {
 
 SimResult run_plan_in_this_process(const core::Plan& plan, core::TraceSink& sink,
                                    const std::function<void(const core::RunProgress&)>& progress,
-                                   const SimSettings& settings) {
+                                   const SimSettings& settings,
+                                   const std::function<void(const SimResult&)>& finished) {
   detail::SimRun run(plan, sink, progress, settings);
   SimResult result;
-  result.outcome = run.run();
-  result.engine_wall_s = run.engine_wall_s();
-  result.sharing = run.sharing_stats();
+  auto collect = [&run, &result](const core::RunOutcome& outcome) {
+    result.outcome = outcome;
+    result.engine_wall_s = run.engine_wall_s();
+    result.sharing = run.sharing_stats();
+  };
+  run.run([&](const core::RunOutcome& outcome) {
+    collect(outcome);
+    if (finished) finished(result);
+  });
   return result;
 }
 

@@ -88,11 +88,10 @@ void SharingEngine::send(int t, int connection, sg4::Mailbox* mailbox, double by
     slot_of_flow_[size_t(s.flow)] = t;
   }
   ++stats_.flows;
-  after_change(now_s);
+  changed(now_s);
   // Any s4u call may let other actors run and grow slots_: index it anew after each.
   for (;;) {
     if (slots_[size_t(t)].carrier == Carrier::kModel) {
-      changed_->notify_all();
       // Released when the model ends the flow or hands it back; a release left over from an
       // earlier wait only makes this loop look again.
       slots_[size_t(t)].wake->acquire();
@@ -126,10 +125,22 @@ void SharingEngine::send(int t, int connection, sg4::Mailbox* mailbox, double by
     slots_[size_t(t)].flow = -1;
     slot_of_flow_[size_t(flow)] = -1;
     model_.remove_flow(end_s, flow);
-    after_change(end_s);
-    // The model carries the others: their shares rose, so run_model() must look again.
-    if (mode_ == Carrier::kModel) changed_->notify_all();
+    changed(end_s);
     return;
+  }
+}
+
+// While the model carries the flows, run_model() settles the shares and checks them once for
+// every change at this instant: woken once, it runs after the actors that start flows now.
+void SharingEngine::changed(double now_s) {
+  if (mode_ != Carrier::kModel) {
+    after_change(now_s);
+    return;
+  }
+  check_pending_ = true;
+  if (!wake_pending_ && wakes_at_s_ != -SharingModel::kNever) {
+    wake_pending_ = true;
+    changed_->notify_all();
   }
 }
 
@@ -206,15 +217,25 @@ void SharingEngine::run_model() {
   const double precision_s = simgrid::config::get_value<double>("surf/precision");
   std::unique_lock<sg4::Mutex> lock(*mutex_);
   for (;;) {
+    if (check_pending_) {
+      check_pending_ = false;
+      if (mode_ == Carrier::kModel) after_change(sg4::Engine::get_clock());
+    }
     const double next_s =
         mode_ == Carrier::kModel ? model_.next_completion_s() : SharingModel::kNever;
     if (next_s == SharingModel::kNever) {
+      wakes_at_s_ = SharingModel::kNever;
       changed_->wait(lock);
+      wakes_at_s_ = -SharingModel::kNever;
+      wake_pending_ = false;
       continue;
     }
-    if (next_s > sg4::Engine::get_clock() &&
-        changed_->wait_until(lock, next_s) == std::cv_status::no_timeout) {
-      continue;
+    if (next_s > sg4::Engine::get_clock()) {
+      wakes_at_s_ = next_s;
+      const std::cv_status woken = changed_->wait_until(lock, next_s);
+      wakes_at_s_ = -SharingModel::kNever;
+      wake_pending_ = false;
+      if (woken == std::cv_status::no_timeout) continue;
     }
     if (mode_ != Carrier::kModel) continue;
     const double now_s = sg4::Engine::get_clock();
@@ -234,7 +255,7 @@ void SharingEngine::run_model() {
       ++stats_.model_flows;
       wake.push_back(s.wake);
     }
-    if (!ended.empty()) after_change(now_s);
+    if (!ended.empty()) check_pending_ = true;  // checked at the top, before the next wait
     for (const sg4::SemaphorePtr& semaphore : wake) semaphore->release();
   }
 }

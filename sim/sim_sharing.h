@@ -92,6 +92,13 @@ class SharingEngine {
   int64_t changes_since_ = 0;
   sg4::MutexPtr mutex_;
   sg4::ConditionVariablePtr changed_;
+  // When run_model() wakes up next: SharingModel::kNever while it waits for a change, -kNever
+  // while it runs.
+  double wakes_at_s_ = -SharingModel::kNever;
+  bool wake_pending_ = false;   // notified, not resumed yet
+  bool check_pending_ = false;  // changes run_model() has not checked yet
+  // A flow started or ended (see changed() in the .cpp).
+  void changed(double now_s);
   Stats stats_;
 };
 
