@@ -93,21 +93,31 @@ int run(int argc, char** argv) {
               trace.meta.provenance.at("network_engine").get<std::string>().c_str(),
               trace.meta.provenance.at("tolerance_s").get<double>());
   const auto traced = std::chrono::steady_clock::now();
-  const replisim::core::RunMetrics m = replisim::core::compute_metrics(trace);
-  const auto measured = std::chrono::steady_clock::now();
   const auto seconds = [](auto from, auto to) {
     return std::chrono::duration<double>(to - from).count();
   };
   rusage usage{};
   ::getrusage(RUSAGE_CHILDREN, &usage);
+  const double engine_s = backend.last_engine_wall_s();
   std::printf(
-      "engine %.1f s, simulation %.1f s, metrics %.1f s, end to end %.1f s, peak memory of the"
-      " simulation %.0f MB, %zu events, simulated %.1f s, throughput %.0f samples/s,"
-      " bottleneck %s\n",
-      backend.last_engine_wall_s(), seconds(started, traced), seconds(traced, measured),
-      seconds(started, measured), double(usage.ru_maxrss) / 1024.0,
-      trace.events.size(), m.simulated_time_s, m.throughput_samples_per_s,
-      m.bottleneck.name.c_str());
+      "engine %.1f s, simulation %.1f s, peak memory of the simulation %.0f MB, %zu events"
+      " (%.0f per second of engine), simulated %.1f s\n",
+      engine_s, seconds(started, traced), double(usage.ru_maxrss) / 1024.0, trace.events.size(),
+      engine_s > 0 ? double(trace.events.size()) / engine_s : 0.0, trace.outcome.end_s);
+  std::fflush(stdout);
+  // The metrics need a measurement window: with a warm-up of one step, thousands of workers
+  // can leave none (the first finishes before the last has warmed up). The timing above stands.
+  try {
+    const replisim::core::RunMetrics m = replisim::core::compute_metrics(trace);
+    const auto measured = std::chrono::steady_clock::now();
+    std::printf(
+        "metrics %.1f s, end to end %.1f s, throughput %.0f samples/s, bottleneck %s\n",
+        seconds(traced, measured), seconds(started, measured), m.throughput_samples_per_s,
+        m.bottleneck.name.c_str());
+  } catch (const std::exception& e) {
+    std::printf("metrics not computed (%s); end to end without them %.1f s\n", e.what(),
+                seconds(started, traced));
+  }
   const replisim::sim::SharingStats& sharing = backend.last_sharing_stats();
   if (sharing.flows > 0) {
     std::printf(

@@ -42,10 +42,16 @@ namespace replisim::sim::detail {
 // Gallager, Data Networks, section 6.5.2; the argument holds for positive coefficients).
 // Progressive filling over the entities gives it if (1) the link that fixes a group is the
 // group's own, and (2) no link outside the filling is over capacity; both are checked at every
-// change. A flow's group is chosen when it starts, from the last shares; when a check fails the
-// model moves the flows concerned to the group of the link that binds them and fills again (up to
+// change. A flow's group is chosen when it starts, from the last shares. The fill corrects it
+// where flow-level filling would fix the flow with another group at the same level (members of an
+// unfixed group crossing a group's own link when it fills move to that group; an other flow fixed
+// at a group's own link joins it): no share changes. When a check still fails the model moves
+// the flows concerned to the group of the link that binds them and fills again (up to
 // `repair_rounds` times), and reassign_groups() chooses every group from a full progressive
 // filling over all flows. docs/model.md, "The exact sharing model", has the whole argument.
+//
+// Changes mark the shares stale; they are computed (one fill for every change at an instant)
+// when something reads them or before the clock moves on.
 //
 // Times are SimGrid's clock (seconds); it must not go backwards. Not thread-safe.
 class SharingModel {

@@ -274,13 +274,14 @@ std::string Network::send_bytes(int t, int id, double bytes) {
   std::string bound;
   if (sharing_ && bytes >= 1) {
     flow_started(t, id);
-    sharing_->send(t, id, connection.mailbox, bytes);
+    if (sharing_->send(t, id, connection.mailbox, bytes)) transfers_[size_t(t)].used_mailbox = true;
     return flow_ended(t, id);
   }
   while (bytes >= 1) {
     faults_.wait_while_cut(connection.links);
     TransferActor& self = transfers_[size_t(t)];
     self.comm = connection.mailbox->put_init(&payload, uint64_t(bytes));
+    self.used_mailbox = true;
     if (connection.rate_limit_bytes_per_s > 0)
       self.comm->set_rate(connection.rate_limit_bytes_per_s);
     self.comm_start_s = sg4::Engine::get_clock();
@@ -318,7 +319,6 @@ void Network::transfer_loop(int t) {
     }
     const int id = transfers_[size_t(t)].connection;
     bool first = true;
-    bool sent = false;
     for (;;) {
       while (!connections_[size_t(id)].waiting.empty()) {
         Connection& connection = connections_[size_t(id)];
@@ -344,17 +344,19 @@ void Network::transfer_loop(int t) {
           // The fixed costs took longer than the bytes: they bound the tensor.
           if (sg4::Engine::get_clock() - wire_start_s < delay_s) bound.clear();
           copy_on(item, copy_to, true, copy_s);
-          sent = true;
         }
         if (bound.empty()) bound = "latency and per-message overhead";
         if (host_.void_send(item)) continue;
         host_.delivered(item, start_s, message_id, bound);
       }
-      // Drop the delivered messages the permanent receiver kept (one call per burst). The call
-      // may let other actors run: a tensor queued meanwhile (the connection still looked served)
-      // is sent before the connection goes idle.
-      if (sent) connections_[size_t(id)].mailbox->clear();
-      sent = false;
+      // Drop the delivered messages the permanent receiver kept (one call per burst; none when
+      // the exact sharing model carried every flow). The call may let other actors run: a
+      // tensor queued meanwhile (the connection still looked served) is sent before the
+      // connection goes idle.
+      if (transfers_[size_t(t)].used_mailbox) {
+        transfers_[size_t(t)].used_mailbox = false;
+        connections_[size_t(id)].mailbox->clear();
+      }
       if (connections_[size_t(id)].waiting.empty()) break;
     }
     connections_[size_t(id)].active = false;

@@ -140,6 +140,7 @@ class Network {
     bool suspended = false;           // by a link cut
     double resend_bytes = 0;          // bytes still to send when a link fault cancelled the comm
     std::vector<int> flows_at_start;  // per cap of its connection: its flows when this one began
+    bool used_mailbox = false;        // a SimGrid comm went through its connection's mailbox
   };
 
   // A connection of send op `send` (to recv op `recv`) in the plan's transport.

@@ -73,8 +73,9 @@ SharingEngine::Slot& SharingEngine::slot(int transfer) {
   return s;
 }
 
-void SharingEngine::send(int t, int connection, sg4::Mailbox* mailbox, double bytes) {
+bool SharingEngine::send(int t, int connection, sg4::Mailbox* mailbox, double bytes) {
   static int payload;  // transfers carry no data
+  bool used_mailbox = false;
   const double now_s = sg4::Engine::get_clock();
   {
     Slot& s = slot(t);
@@ -95,11 +96,12 @@ void SharingEngine::send(int t, int connection, sg4::Mailbox* mailbox, double by
       // Released when the model ends the flow or hands it back; a release left over from an
       // earlier wait only makes this loop look again.
       slots_[size_t(t)].wake->acquire();
-      if (slots_[size_t(t)].done) return;
+      if (slots_[size_t(t)].done) return used_mailbox;
       continue;
     }
     if (slots_[size_t(t)].bytes_left >= 1) {
       sg4::CommPtr comm = mailbox->put_init(&payload, uint64_t(slots_[size_t(t)].bytes_left));
+      used_mailbox = true;
       comm->start();  // marked started, so that a take-over can cancel it
       if (slots_[size_t(t)].carrier == Carrier::kModel) {
         comm->cancel();  // taken over while start() let other actors run
@@ -118,7 +120,7 @@ void SharingEngine::send(int t, int connection, sg4::Mailbox* mailbox, double by
     }
     // A take-over at the instant SimGrid ended it left it to SimGrid (take_over()), and the model
     // may have ended its count of it already.
-    if (slots_[size_t(t)].done) return;
+    if (slots_[size_t(t)].done) return used_mailbox;
     const double end_s = sg4::Engine::get_clock();
     const int flow = slots_[size_t(t)].flow;
     REPLISIM_ASSERT(flow >= 0, "a flow SimGrid carried has no count in the model");
@@ -126,7 +128,7 @@ void SharingEngine::send(int t, int connection, sg4::Mailbox* mailbox, double by
     slot_of_flow_[size_t(flow)] = -1;
     model_.remove_flow(end_s, flow);
     changed(end_s);
-    return;
+    return used_mailbox;
   }
 }
 

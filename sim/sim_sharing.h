@@ -48,8 +48,9 @@ class SharingEngine {
 
   // Sends `bytes` (>= 1) for transfer actor `transfer` over connection `connection`, whose
   // SimGrid mailbox is `mailbox` (used while SimGrid carries the flow). Returns when the bytes
-  // have arrived. Call from the transfer actor.
-  void send(int transfer, int connection, sg4::Mailbox* mailbox, double bytes);
+  // have arrived; true if SimGrid carried part of them (through `mailbox`). Call from the
+  // transfer actor.
+  bool send(int transfer, int connection, sg4::Mailbox* mailbox, double bytes);
 
   const Stats& stats() const { return stats_; }
 
