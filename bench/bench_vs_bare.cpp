@@ -2,7 +2,7 @@
 // (N workers x S steps of compute + push + pull to P PS), both measured in this run on this
 // machine. Prints activities per second of wall time for each and their ratio (target >= 0.8).
 //
-//   build/bin/bench_vs_bare [--workers N] [--steps S] [--ps P] [--repeat R]
+//   build/bin/bench_vs_bare [--workers N] [--steps S] [--ps P] [--slice-mb M] [--repeat R]
 //                           [--network-engine simgrid|auto] [--tolerance SECONDS] [--callgrind]
 //
 // --callgrind runs one repeat (64 x 10 unless sized) under Valgrind's callgrind and prints the
@@ -156,6 +156,9 @@ int run(int argc, char** argv) {
   p.steps = replisim::bench::int_flag(argc, argv, "--steps", 50);
   p.ps = replisim::bench::int_flag(argc, argv, "--ps", 8);
   p.latency_s = replisim::bench::int_flag(argc, argv, "--latency-us", 10) * 1e-6;
+  // Larger slices keep more flows in flight (each worker has one on every PS's NIC while the
+  // PS saturate): 1,024 workers x 8 PS with 100 MB slices is the ~16k-flow regime.
+  p.slice_bytes = replisim::bench::int_flag(argc, argv, "--slice-mb", 1) * 1e6;
   // Under callgrind one repeat: one bare child and one simulation child to tell apart.
   const int repeat =
       inner_callgrind ? 1 : std::max(1, replisim::bench::int_flag(argc, argv, "--repeat", 3));

@@ -1,6 +1,7 @@
 #include "sim/sim_sharing.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include <simgrid/Exception.hpp>
 #include <xbt/config.hpp>
@@ -18,13 +19,21 @@ SharingEngine::SharingEngine(const std::vector<std::string>& nic_names,
       options_(options),
       mutex_(sg4::Mutex::create()),
       changed_(sg4::ConditionVariable::create()) {
+  // By name from one walk over the platform: Link::by_name_or_null searches every zone (one per
+  // machine), quadratic over a NIC per machine at thousands of machines.
+  std::unordered_map<std::string, const sg4::Link*> by_name;
   for (sg4::Link* link : sg4::Engine::get_instance()->get_all_links()) {
     if (link->get_sharing_policy() != sg4::Link::SharingPolicy::SHARED) continue;
     constraint_of_[link] = model_.add_constraint(link->get_bandwidth());
+    by_name.emplace(link->get_name(), link);
   }
+  auto find = [&by_name](const std::string& name) -> const sg4::Link* {
+    auto it = by_name.find(name);
+    return it == by_name.end() ? nullptr : it->second;
+  };
   for (const std::string& name : nic_names) {
-    const sg4::Link* up = sg4::Link::by_name_or_null(name + "_UP");
-    const sg4::Link* down = sg4::Link::by_name_or_null(name + "_DOWN");
+    const sg4::Link* up = find(name + "_UP");
+    const sg4::Link* down = find(name + "_DOWN");
     if (up == nullptr || down == nullptr) continue;  // a machine left out of the platform
     // Without cross-traffic a NIC's directions share nothing: each is a group of its own.
     if (reverse_coefficient > 0) {
