@@ -224,6 +224,7 @@ int SharingModel::add_flow(double now_s, double bytes, const std::vector<Use>& u
   }
   Flow& f = flows_[size_t(id)];
   f.live = true;
+  f.share = 0;  // a reused id's old share must not feed choose_group()'s estimates
   f.rate_factor = rate_factor;
   f.uses.clear();
   for (const Use& use : uses) {
@@ -653,7 +654,8 @@ void SharingModel::check_other_links() {
     Group& g = groups_[size_t(index)];
     if (g.share <= g.safe_below) continue;
     // Some link its members cross may be full below the group's share: look at each, and keep
-    // the smallest capacity / weight of those that are not for next time.
+    // the smallest capacity / weight of them all (those found over capacity too: they must be
+    // looked at again if the repairs leave them outside the fill) for next time.
     double safe = kNever;
     for (int id : g.member_list) {
       for (const Use& use : flows_[size_t(id)].uses) {
@@ -670,7 +672,6 @@ void SharingModel::check_other_links() {
               over_capacity_.end()) {
             over_capacity_.push_back(use.constraint);
           }
-          continue;
         }
         safe = std::min(safe, k);
       }

@@ -228,7 +228,10 @@ void SharingEngine::run_model() {
   const double precision_s = simgrid::config::get_value<double>("surf/precision");
   std::unique_lock<sg4::Mutex> lock(*mutex_);
   for (;;) {
-    if (check_pending_) {
+    // after_change() may hand the flows back, and the releases let other actors run and start
+    // flows (even take them over again): check until nothing is pending, so that no yield
+    // separates the last check from the wait below (nothing there calls s4u).
+    while (check_pending_) {
       check_pending_ = false;
       if (mode_ == Carrier::kModel) after_change(sg4::Engine::get_clock());
     }
