@@ -110,10 +110,9 @@ int run(int argc, char** argv) {
   try {
     const replisim::core::RunMetrics m = replisim::core::compute_metrics(trace);
     const auto measured = std::chrono::steady_clock::now();
-    std::printf(
-        "metrics %.1f s, end to end %.1f s, throughput %.0f samples/s, bottleneck %s\n",
-        seconds(traced, measured), seconds(started, measured), m.throughput_samples_per_s,
-        m.bottleneck.name.c_str());
+    std::printf("metrics %.1f s, end to end %.1f s, throughput %.0f samples/s, bottleneck %s\n",
+                seconds(traced, measured), seconds(started, measured), m.throughput_samples_per_s,
+                m.bottleneck.name.c_str());
   } catch (const std::exception& e) {
     std::printf("metrics not computed (%s); end to end without them %.1f s\n", e.what(),
                 seconds(started, traced));
