@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "core/base/error.h"
 
@@ -372,7 +373,8 @@ std::vector<int> SharingModel::advance_to(double now_s, double precision_s) {
   sync(now_s);
   settle();
   std::vector<int> ended;
-  const std::vector<int> active = active_;  // end() changes it
+  std::vector<int>& active = advance_active_;  // end() changes active_
+  active = active_;
   for (int index : active) {
     Group& g = groups_[size_t(index)];
     while (g.members > 0 && !g.finishes.empty() && g.share > 0) {
@@ -521,13 +523,16 @@ void SharingModel::fill() {
       fill_others_on_[k].push_back(o);
     }
   }
-  // (level at which the link is full, link): a link's level only rises as entities crossing it
-  // are fixed below it, so an entry out of date is pushed again with its new level.
-  std::priority_queue<std::pair<double, size_t>, std::vector<std::pair<double, size_t>>,
-                      std::greater<>>
-      heap;
+  // A min-heap of (level at which the link is full, link): a link's level only rises as entities
+  // crossing it are fixed below it, so an entry out of date is pushed again with its new level.
+  std::vector<std::pair<double, size_t>>& heap = fill_heap_;
+  heap.clear();
+  auto push = [&heap](double level, size_t k) {
+    heap.emplace_back(level, k);
+    std::push_heap(heap.begin(), heap.end(), std::greater<>());
+  };
   for (size_t k = 0; k < links.size(); ++k) {
-    if (weight[k] > kNoWeight) heap.emplace(left[k] / weight[k], k);
+    if (weight[k] > kNoWeight) push(left[k] / weight[k], k);
   }
   auto fixed = [&](size_t k, double w, double level) {
     weight[k] -= w;
@@ -539,12 +544,13 @@ void SharingModel::fill() {
     for (const auto& [k, w] : fill_group_links_[size_t(g)]) fixed(k, w, level);
   };
   while (unfixed > 0 && conflict_.why == nullptr && !heap.empty()) {
-    const auto [at, best] = heap.top();
-    heap.pop();
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+    const auto [at, best] = heap.back();
+    heap.pop_back();
     if (weight[best] <= kNoWeight) continue;
     const double level = left[best] / weight[best];
     if (level > at * (1 + kSlack)) {
-      heap.emplace(level, best);
+      push(level, best);
       continue;
     }
     if (level <= 0) {

@@ -207,6 +207,8 @@ class SharingModel {
   // Scratch space of fill() (per constraint its index among the fill's links, -1: none; per
   // group the fill's links its members cross; per fill link the other flows crossing it) and of
   // bottlenecks().
+  std::vector<std::pair<double, std::size_t>> fill_heap_;
+  std::vector<int> advance_active_;  // advance_to()'s copy of active_
   std::vector<int> fill_index_;
   std::vector<int> fill_links_;
   std::vector<double> fill_left_;

@@ -10,6 +10,7 @@
 
 #include <simgrid/Exception.hpp>
 
+#include "core/base/error.h"
 #include "core/base/units.h"
 #include "sim/sim_faults.h"
 #include "sim/sim_sharing.h"
@@ -43,6 +44,7 @@ bool Network::use_sharing_model(sg4::Host* service_host, const std::vector<std::
       return false;
     }
   }
+  engine->on_flow_start([this](int t) { flow_started(t, transfers_[size_t(t)].connection); });
   engine->start(service_host);
   sharing_ = std::move(engine);
   return true;
@@ -254,6 +256,7 @@ void Network::copy_on(const PendingSend& send, int cpu, bool receiving, double s
 }
 
 void Network::flow_started(int t, int id) {
+  if (transfers_[size_t(t)].message_id < 0) transfers_[size_t(t)].message_id = next_message_id_++;
   const Connection& connection = connections_[size_t(id)];
   std::vector<int>& flows = transfers_[size_t(t)].flows_at_start;
   flows.resize(connection.caps.size());
@@ -268,15 +271,18 @@ std::string Network::flow_ended(int t, int id) {
   return bound;
 }
 
-std::string Network::send_bytes(int t, int id, double bytes) {
+std::string Network::send_bytes(int t, int id, double bytes, double delay_s) {
   static int payload;  // transfers carry no data: the plan knows what each one is
   Connection& connection = connections_[size_t(id)];
   std::string bound;
   if (sharing_ && bytes >= 1) {
-    flow_started(t, id);
-    if (sharing_->send(t, id, connection.mailbox, bytes)) transfers_[size_t(t)].used_mailbox = true;
+    // The engine calls flow_started() when the flow starts, after the delay.
+    if (sharing_->send(t, id, connection.mailbox, bytes, delay_s)) {
+      transfers_[size_t(t)].used_mailbox = true;
+    }
     return flow_ended(t, id);
   }
+  REPLISIM_ASSERT(delay_s == 0, "only the sharing engine waits out a tensor's delay");
   while (bytes >= 1) {
     faults_.wait_while_cut(connection.links);
     TransferActor& self = transfers_[size_t(t)];
@@ -329,25 +335,33 @@ void Network::transfer_loop(int t) {
         const Op& send_op = graphs_[size_t(item.client)]->ops[size_t(item.op)];
         const double delay_s = send_op.overhead_s + (first ? connection.latency_s : 0.0);
         first = false;
-        if (delay_s > 0) sg4::this_actor::sleep_for(delay_s);
-        const int64_t message_id = next_message_id_++;
+        const double wire_bytes = send_op.bytes * connection.wire_bytes_per_byte;
+        const double copy_s = plan_.platform.transport.copy_s(send_op.bytes);
+        const int copy_from = connection.copy_cpu_from;
+        const int copy_to = connection.copy_cpu_to;
+        // The exact sharing model waits out the delay of a flow it starts (SharingEngine::send):
+        // one SimGrid activity fewer per tensor. Not when a copy on the sender's CPU comes
+        // between the delay and the wire.
+        const bool delay_in_model =
+            sharing_ && send_op.bytes > 0 && wire_bytes >= 1 && (copy_from < 0 || copy_s <= 0);
+        if (delay_s > 0 && !delay_in_model) sg4::this_actor::sleep_for(delay_s);
+        // Numbered when the wire starts (after the delay): by flow_started() when the model
+        // waits the delay out.
+        transfers_[size_t(t)].message_id = delay_in_model ? -1 : next_message_id_++;
         std::string bound;
         // A zero-byte tensor (a control edge: TF's dead tensor) is latency only, which the wait
         // above has charged; it needs no flow on the links.
         if (send_op.bytes > 0) {
-          const core::Transport& transport = plan_.platform.transport;
-          const int copy_to = connections_[size_t(id)].copy_cpu_to;
-          const double copy_s = transport.copy_s(send_op.bytes);
-          copy_on(item, connections_[size_t(id)].copy_cpu_from, false, copy_s);
-          const double wire_start_s = sg4::Engine::get_clock();
-          bound = send_bytes(t, id, send_op.bytes * connections_[size_t(id)].wire_bytes_per_byte);
+          copy_on(item, copy_from, false, copy_s);
+          const double wire_start_s = delay_in_model ? start_s + delay_s : sg4::Engine::get_clock();
+          bound = send_bytes(t, id, wire_bytes, delay_in_model ? delay_s : 0.0);
           // The fixed costs took longer than the bytes: they bound the tensor.
           if (sg4::Engine::get_clock() - wire_start_s < delay_s) bound.clear();
           copy_on(item, copy_to, true, copy_s);
         }
         if (bound.empty()) bound = "latency and per-message overhead";
         if (host_.void_send(item)) continue;
-        host_.delivered(item, start_s, message_id, bound);
+        host_.delivered(item, start_s, transfers_[size_t(t)].message_id, bound);
       }
       // Drop the delivered messages the permanent receiver kept (one call per burst; none when
       // the exact sharing model carried every flow). The call may let other actors run: a

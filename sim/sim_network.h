@@ -141,6 +141,7 @@ class Network {
     double resend_bytes = 0;          // bytes still to send when a link fault cancelled the comm
     std::vector<int> flows_at_start;  // per cap of its connection: its flows when this one began
     bool used_mailbox = false;        // a SimGrid comm went through its connection's mailbox
+    int64_t message_id = -1;          // its tensor's; -1: given when its flow starts
   };
 
   // A connection of send op `send` (to recv op `recv`) in the plan's transport.
@@ -155,14 +156,16 @@ class Network {
   // the flow's own): what max-min sharing bounds the flow by, approximately (docs/model.md).
   const std::string& binding_cap(int id, const std::vector<int>& flows_at_start) const;
   // A flow of connection `id` starts (ends) on transfer actor `t`: counts it on its caps (and
-  // returns what bounded it, binding_cap).
+  // returns what bounded it, binding_cap). A start numbers the tensor if it has no number yet.
+  // No s4u call (the sharing engine's actor calls it).
   void flow_started(int t, int id);
   std::string flow_ended(int t, int id);
   void activate(int connection);
   void transfer_loop(int transfer);
-  // Sends one tensor's bytes on `connection`'s mailbox, anew after each link-fault cancellation.
-  // Returns what bounded its rate (binding_cap).
-  std::string send_bytes(int transfer, int connection, double bytes);
+  // Sends one tensor's bytes on `connection`'s mailbox, anew after each link-fault cancellation;
+  // with the sharing engine, starting `delay_s` from now (else `delay_s` must be 0). Returns what
+  // bounded its rate (binding_cap).
+  std::string send_bytes(int transfer, int connection, double bytes, double delay_s);
 
   const core::Plan& plan_;
   NetworkHost& host_;

@@ -82,7 +82,8 @@ SharingEngine::Slot& SharingEngine::slot(int transfer) {
   return s;
 }
 
-bool SharingEngine::send(int t, int connection, sg4::Mailbox* mailbox, double bytes) {
+bool SharingEngine::send(int t, int connection, sg4::Mailbox* mailbox, double bytes,
+                         double delay_s) {
   static int payload;  // transfers carry no data
   bool used_mailbox = false;
   const double now_s = sg4::Engine::get_clock();
@@ -91,14 +92,24 @@ bool SharingEngine::send(int t, int connection, sg4::Mailbox* mailbox, double by
     s.connection = connection;
     s.done = false;
     s.bytes_left = bytes;
-    s.carrier = mode_;
-    const Route& route = routes_[size_t(connection)];
-    s.flow = model_.add_flow(now_s, bytes, route.uses, route.rate_factor);
-    if (size_t(s.flow) >= slot_of_flow_.size()) slot_of_flow_.resize(size_t(s.flow) + 1, -1);
-    slot_of_flow_[size_t(s.flow)] = t;
+    s.flow = -1;
   }
-  ++stats_.flows;
-  changed(now_s);
+  if (delay_s > 0) {
+    // Waits on its semaphore below until run_model() starts the flow (and, if the model carries
+    // it, ends it).
+    Slot& s = slots_[size_t(t)];
+    s.carrier = Carrier::kModel;
+    const double start_s = now_s + delay_s;
+    starts_.emplace(start_s, next_start_++, t);
+    // run_model() waits until a later time (or for a change): it must wake up earlier.
+    if (!wake_pending_ && wakes_at_s_ != -SharingModel::kNever && start_s < wakes_at_s_) {
+      wake_pending_ = true;
+      changed_->notify_all();
+    }
+  } else {
+    count_flow(t, now_s);
+    changed(now_s);
+  }
   // Any s4u call may let other actors run and grow slots_: index it anew after each.
   for (;;) {
     if (slots_[size_t(t)].carrier == Carrier::kModel) {
@@ -139,6 +150,37 @@ bool SharingEngine::send(int t, int connection, sg4::Mailbox* mailbox, double by
     changed(end_s);
     return used_mailbox;
   }
+}
+
+void SharingEngine::count_flow(int t, double now_s) {
+  if (on_flow_start_) on_flow_start_(t);
+  Slot& s = slots_[size_t(t)];
+  s.carrier = mode_;
+  const Route& route = routes_[size_t(s.connection)];
+  s.flow = model_.add_flow(now_s, s.bytes_left, route.uses, route.rate_factor);
+  if (size_t(s.flow) >= slot_of_flow_.size()) slot_of_flow_.resize(size_t(s.flow) + 1, -1);
+  slot_of_flow_[size_t(s.flow)] = t;
+  ++stats_.flows;
+}
+
+void SharingEngine::start_due_flows(double due_s, double now_s) {
+  std::vector<int> started;
+  while (!starts_.empty() && std::get<0>(starts_.top()) <= due_s) {
+    started.push_back(std::get<2>(starts_.top()));
+    starts_.pop();
+  }
+  if (started.empty()) return;
+  // Every flow counted before the checks: while SimGrid carries the flows, changed() checks at
+  // once and may take them over (s4u calls, which let other actors run).
+  for (int t : started) count_flow(t, now_s);
+  for (size_t k = 0; k < started.size(); ++k) changed(now_s);
+  // The actors of the flows SimGrid carries go on to send (a release the wait does not need
+  // only makes it look again).
+  std::vector<sg4::SemaphorePtr> wake;
+  for (int t : started) {
+    if (slots_[size_t(t)].carrier == Carrier::kSimGrid) wake.push_back(slots_[size_t(t)].wake);
+  }
+  for (const sg4::SemaphorePtr& semaphore : wake) semaphore->release();
 }
 
 // While the model carries the flows, run_model() settles the shares and checks them once for
@@ -235,8 +277,8 @@ void SharingEngine::run_model() {
       check_pending_ = false;
       if (mode_ == Carrier::kModel) after_change(sg4::Engine::get_clock());
     }
-    const double next_s =
-        mode_ == Carrier::kModel ? model_.next_completion_s() : SharingModel::kNever;
+    double next_s = mode_ == Carrier::kModel ? model_.next_completion_s() : SharingModel::kNever;
+    if (!starts_.empty()) next_s = std::min(next_s, std::get<0>(starts_.top()));
     if (next_s == SharingModel::kNever) {
       wakes_at_s_ = SharingModel::kNever;
       changed_->wait(lock);
@@ -251,10 +293,15 @@ void SharingEngine::run_model() {
       wake_pending_ = false;
       if (woken == std::cv_status::no_timeout) continue;
     }
-    if (mode_ != Carrier::kModel) continue;
     const double now_s = sg4::Engine::get_clock();
+    // The flows due now start first (at the time waited for, whatever SimGrid's clock rounded
+    // it to: a start never waits twice), then the flows due end, then the checks at the top see
+    // both changes at once.
+    const bool starting = !starts_.empty() && std::get<0>(starts_.top()) <= std::max(now_s, next_s);
+    if (starting) start_due_flows(std::max(now_s, next_s), now_s);
+    if (mode_ != Carrier::kModel) continue;
     const std::vector<int> ended = model_.advance_to(now_s, precision_s);
-    REPLISIM_ASSERT(!ended.empty() || model_.next_completion_s() > now_s,
+    REPLISIM_ASSERT(starting || !ended.empty() || model_.next_completion_s() > now_s,
                     "the sharing model's next end did not come");
     // The state of every ended flow first: a release lets other actors run, and a flow they
     // start can take an ended flow's id.

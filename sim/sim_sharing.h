@@ -6,8 +6,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <queue>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <simgrid/s4u.hpp>
@@ -46,11 +49,19 @@ class SharingEngine {
   // Starts the actor that ends the model's flows, on `service_host` (no links, never fails).
   void start(sg4::Host* service_host);
 
+  // Called with the transfer actor's number when its flow starts on the links, before the model
+  // counts it (Network counts the flow on its caps then). It may run on the model's actor, in
+  // the middle of a state change: it must make no s4u call.
+  void on_flow_start(std::function<void(int)> callback) { on_flow_start_ = std::move(callback); }
+
   // Sends `bytes` (>= 1) for transfer actor `transfer` over connection `connection`, whose
-  // SimGrid mailbox is `mailbox` (used while SimGrid carries the flow). Returns when the bytes
-  // have arrived; true if SimGrid carried part of them (through `mailbox`). Call from the
-  // transfer actor.
-  bool send(int transfer, int connection, sg4::Mailbox* mailbox, double bytes);
+  // SimGrid mailbox is `mailbox` (used while SimGrid carries the flow), starting on the links
+  // `delay_s` (>= 0) from now: the connection's latency and per-message overhead, waited out
+  // here rather than in a sleep of the actor (the model's actor starts the flow at its time: one
+  // SimGrid activity and two context switches fewer per tensor). Returns when the bytes have
+  // arrived; true if SimGrid carried part of them (through `mailbox`). Call from the transfer
+  // actor.
+  bool send(int transfer, int connection, sg4::Mailbox* mailbox, double bytes, double delay_s);
 
   const Stats& stats() const { return stats_; }
 
@@ -67,6 +78,13 @@ class SharingEngine {
   };
 
   Slot& slot(int transfer);
+  // The flow of `transfer`'s slot starts at `now_s`: counted in the model, carried by the
+  // current carrier (the caller then calls changed()). No s4u call.
+  void count_flow(int transfer, double now_s);
+  // Starts at `now_s` the flows whose start time is at or before `due_s` (run_model()); releases
+  // the actors of those SimGrid carries (after every state change: a release lets other actors
+  // run).
+  void start_due_flows(double due_s, double now_s);
   // After a flow started or ended: hands every flow to SimGrid if the model is not exact, or
   // takes them all if it is again.
   void after_change(double now_s);
@@ -98,6 +116,11 @@ class SharingEngine {
   double wakes_at_s_ = -SharingModel::kNever;
   bool wake_pending_ = false;   // notified, not resumed yet
   bool check_pending_ = false;  // changes run_model() has not checked yet
+  // Flows waiting out their delay: (start time, order of send(), transfer), earliest first.
+  using Start = std::tuple<double, int64_t, int>;
+  std::priority_queue<Start, std::vector<Start>, std::greater<>> starts_;
+  int64_t next_start_ = 0;
+  std::function<void(int)> on_flow_start_;
   // A flow started or ended (see changed() in the .cpp).
   void changed(double now_s);
   Stats stats_;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <future>
 
 #include "core/base/error.h"
 #include "core/base/units.h"
@@ -320,6 +321,13 @@ RunMetrics compute_metrics(const Trace& trace, const std::string& source) {
     find_window(r, in, steps);
   }
   add_stall(r, in);
+  // The critical paths need only the trace and the window, and on a large trace take a large
+  // part of the metrics' time: a second thread computes them meanwhile (everything else only
+  // reads the trace too).
+  std::future<std::vector<CriticalPath>> paths =
+      std::async(std::launch::async, [&trace, from_s = r.window_start_s, until_s = r.window_end_s] {
+        return critical_paths(trace, from_s, until_s);
+      });
   add_update_figures(r, trace);
   add_unsteady_estimate(r, trace);
   add_faults(r, trace, steps);
@@ -328,10 +336,10 @@ RunMetrics compute_metrics(const Trace& trace, const std::string& source) {
   add_client_updates(r, in);
   add_input_pipeline_note(r, in);
   add_utilisation(r, trace, in.meta.platform);
-  r.paths = critical_paths(trace, r.window_start_s, r.window_end_s);
+  add_waits(r, in, steps, measured);
+  r.paths = paths.get();
   if (!r.paths.empty()) r.bound_by = combine_paths(r.paths);
   add_saturation_warning(r, in.meta.platform);
-  add_waits(r, in, steps, measured);
   return r;
 }
 
