@@ -369,10 +369,11 @@ double SharingModel::next_completion_s() {
   return next;
 }
 
-std::vector<int> SharingModel::advance_to(double now_s, double precision_s) {
+const std::vector<int>& SharingModel::advance_to(double now_s, double precision_s) {
   sync(now_s);
   settle();
-  std::vector<int> ended;
+  std::vector<int>& ended = advance_ended_;
+  ended.clear();
   std::vector<int>& active = advance_active_;  // end() changes active_
   active = active_;
   for (int index : active) {

@@ -88,8 +88,9 @@ class SharingModel {
   // When the next flow ends at the current shares (kNever: no flow).
   double next_completion_s();
   // Advances to `now_s` and removes the flows that have ended by then (their remaining time at
-  // their rate within `precision_s`, like SimGrid's surf/precision). Returns their ids.
-  std::vector<int> advance_to(double now_s, double precision_s = 1e-9);
+  // their rate within `precision_s`, like SimGrid's surf/precision). Returns their ids (the
+  // model's own list: valid until the next call).
+  const std::vector<int>& advance_to(double now_s, double precision_s = 1e-9);
 
   // Whether the shares are SimGrid's max-min solution (the checks above). Valid after any call.
   bool exact() {
@@ -209,6 +210,7 @@ class SharingModel {
   // bottlenecks().
   std::vector<std::pair<double, std::size_t>> fill_heap_;
   std::vector<int> advance_active_;  // advance_to()'s copy of active_
+  std::vector<int> advance_ended_;   // what advance_to() returns
   std::vector<int> fill_index_;
   std::vector<int> fill_links_;
   std::vector<double> fill_left_;

@@ -127,6 +127,7 @@ class ChildGuard {
   }
   ChildGuard(const ChildGuard&) = delete;
   ChildGuard& operator=(const ChildGuard&) = delete;
+  int fd() const { return fd_; }
   // Closes the pipe and waits for the child to exit on its own.
   std::string finish() {
     ::close(fd_);
@@ -154,15 +155,34 @@ core::BackendInfo SimBackend::info() const {
   return {kName, kDescription, {{"simgrid", simgrid_version()}}};
 }
 
-core::RunOutcome SimBackend::do_run(const core::Plan& plan, core::TraceSink& sink,
-                                    const core::RunOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
+SimBackend::~SimBackend() {
+  abandon_run();
+}
+
+void SimBackend::start_run(const core::Plan& plan, const core::RunOptions& options) {
+  abandon_run();  // one run at a time: a child left over is stopped
+  child_started_ = std::chrono::steady_clock::now();
   const SimSettings settings = read_sim_settings(options.settings);
   int fds[2];
-  const pid_t pid = fork_child(plan, settings, fds, bool(options.progress));
-  ChildGuard child(pid, fds[0]);
+  child_pid_ = fork_child(plan, settings, fds, bool(options.progress));
+  child_fd_ = fds[0];
+}
+
+void SimBackend::abandon_run() noexcept {
+  if (child_pid_ < 0) return;
+  const ChildGuard stop(child_pid_, child_fd_);  // kills and reaps it, closes the pipe
+  child_pid_ = child_fd_ = -1;
+}
+
+core::RunOutcome SimBackend::do_run(const core::Plan& plan, core::TraceSink& sink,
+                                    const core::RunOptions& options) {
+  if (child_pid_ < 0) start_run(plan, options);
+  const auto start = child_started_;
+  ChildGuard child(child_pid_, child_fd_);
+  child_pid_ = child_fd_ = -1;
+  const int read_fd = child.fd();
   // Decode the records while the child writes them (no copy of the whole run).
-  detail::ParentChannel channel(fds[0], options.cancelled, options.progress);
+  detail::ParentChannel channel(read_fd, options.cancelled, options.progress);
   std::istream in(&channel);
   std::string decode_error;
   uint32_t strings = 0;

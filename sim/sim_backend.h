@@ -3,6 +3,7 @@
 // simulates, with progress records; cancelling kills the child.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -13,6 +14,12 @@ namespace replisim::sim {
 
 class SimBackend : public core::Backend {
  public:
+  SimBackend() = default;
+  SimBackend(const SimBackend&) = delete;
+  SimBackend& operator=(const SimBackend&) = delete;
+  // Stops a simulation process that start_run() left without a do_run() (none normally).
+  ~SimBackend() override;
+
   // "sim", with {"simgrid": simgrid_version()} as provenance.
   core::BackendInfo info() const override;
 
@@ -24,7 +31,13 @@ class SimBackend : public core::Backend {
   const SharingStats& last_sharing_stats() const { return last_sharing_; }
 
  protected:
-  // Runs the plan in a child process and forwards its records into `sink`. Throws
+  // Forks the child process that simulates the plan (it sets up SimGrid while the parent
+  // computes the trace's metadata). Throws core::InputError for bad settings, core::BackendError
+  // when the process cannot start.
+  void start_run(const core::Plan& plan, const core::RunOptions& options) override;
+  // Kills the child start_run() forked and waits for it.
+  void abandon_run() noexcept override;
+  // Forwards the child's records into `sink` (forking it first if start_run() did not). Throws
   // core::InputError when the child finds the plan bad, core::BackendError when the simulation
   // fails (deadlock, crash of the child, a corrupt pipe), core::RunCancelled.
   core::RunOutcome do_run(const core::Plan& plan, core::TraceSink& sink,
@@ -33,6 +46,10 @@ class SimBackend : public core::Backend {
   nlohmann::json settings_provenance(const core::RunOptions& options) const override;
 
  private:
+  // The child start_run() forked, until do_run() or abandon_run() takes it (-1: none).
+  int child_pid_ = -1;
+  int child_fd_ = -1;  // the read end of its pipe
+  std::chrono::steady_clock::time_point child_started_;
   double last_engine_wall_s_ = 0;
   double last_total_wall_s_ = 0;
   SharingStats last_sharing_;

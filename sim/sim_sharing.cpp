@@ -164,7 +164,8 @@ void SharingEngine::count_flow(int t, double now_s) {
 }
 
 void SharingEngine::start_due_flows(double due_s, double now_s) {
-  std::vector<int> started;
+  std::vector<int>& started = started_scratch_;
+  started.clear();
   while (!starts_.empty() && std::get<0>(starts_.top()) <= due_s) {
     started.push_back(std::get<2>(starts_.top()));
     starts_.pop();
@@ -176,11 +177,13 @@ void SharingEngine::start_due_flows(double due_s, double now_s) {
   for (size_t k = 0; k < started.size(); ++k) changed(now_s);
   // The actors of the flows SimGrid carries go on to send (a release the wait does not need
   // only makes it look again).
-  std::vector<sg4::SemaphorePtr> wake;
+  std::vector<sg4::Semaphore*>& wake = wake_scratch_;
+  wake.clear();
   for (int t : started) {
-    if (slots_[size_t(t)].carrier == Carrier::kSimGrid) wake.push_back(slots_[size_t(t)].wake);
+    if (slots_[size_t(t)].carrier == Carrier::kSimGrid)
+      wake.push_back(slots_[size_t(t)].wake.get());
   }
-  for (const sg4::SemaphorePtr& semaphore : wake) semaphore->release();
+  for (sg4::Semaphore* semaphore : wake) semaphore->release();
 }
 
 // While the model carries the flows, run_model() settles the shares and checks them once for
@@ -300,12 +303,13 @@ void SharingEngine::run_model() {
     const bool starting = !starts_.empty() && std::get<0>(starts_.top()) <= std::max(now_s, next_s);
     if (starting) start_due_flows(std::max(now_s, next_s), now_s);
     if (mode_ != Carrier::kModel) continue;
-    const std::vector<int> ended = model_.advance_to(now_s, precision_s);
+    const std::vector<int>& ended = model_.advance_to(now_s, precision_s);
     REPLISIM_ASSERT(starting || !ended.empty() || model_.next_completion_s() > now_s,
                     "the sharing model's next end did not come");
     // The state of every ended flow first: a release lets other actors run, and a flow they
     // start can take an ended flow's id.
-    std::vector<sg4::SemaphorePtr> wake;
+    std::vector<sg4::Semaphore*>& wake = wake_scratch_;
+    wake.clear();
     for (int flow : ended) {
       const int t = slot_of_flow_[size_t(flow)];
       REPLISIM_ASSERT(t >= 0, "a flow the model ended has no transfer");
@@ -314,10 +318,10 @@ void SharingEngine::run_model() {
       s.flow = -1;
       s.done = true;
       ++stats_.model_flows;
-      wake.push_back(s.wake);
+      wake.push_back(s.wake.get());
     }
     if (!ended.empty()) check_pending_ = true;  // checked at the top, before the next wait
-    for (const sg4::SemaphorePtr& semaphore : wake) semaphore->release();
+    for (sg4::Semaphore* semaphore : wake) semaphore->release();
   }
 }
 

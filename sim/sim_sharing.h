@@ -120,6 +120,11 @@ class SharingEngine {
   using Start = std::tuple<double, int64_t, int>;
   std::priority_queue<Start, std::vector<Start>, std::greater<>> starts_;
   int64_t next_start_ = 0;
+  // Scratch space of run_model() and start_due_flows() (only the model's actor runs them, one
+  // after the other): the transfers started now, and the semaphores to release. Raw pointers:
+  // each slot holds its semaphore for the whole run.
+  std::vector<int> started_scratch_;
+  std::vector<sg4::Semaphore*> wake_scratch_;
   std::function<void(int)> on_flow_start_;
   // A flow started or ended (see changed() in the .cpp).
   void changed(double now_s);

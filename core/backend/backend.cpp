@@ -41,15 +41,27 @@ std::unique_ptr<Backend> create_backend(const std::string& name) {
 void Backend::run(const Plan& plan, TraceSink& sink, const RunOptions& options) {
   validate_plan(plan, "<plan>");
   const BackendInfo about = info();
-  TraceMeta meta = trace_meta_from_plan(plan);
-  meta.backend = about.name;
-  meta.provenance = options.provenance.is_object() ? options.provenance : nlohmann::json::object();
-  meta.provenance.update(about.provenance);
-  meta.provenance.update(settings_provenance(options));
-  sink.begin(meta);
+  nlohmann::json provenance =
+      options.provenance.is_object() ? options.provenance : nlohmann::json::object();
+  provenance.update(about.provenance);
+  provenance.update(settings_provenance(options));  // refuses bad settings before the start
+  start_run(plan, options);
+  try {
+    TraceMeta meta = trace_meta_from_plan(plan);
+    meta.backend = about.name;
+    meta.provenance = std::move(provenance);
+    sink.begin(meta);
+  } catch (...) {
+    abandon_run();
+    throw;
+  }
   const RunOutcome outcome = do_run(plan, sink, options);
   sink.end(outcome);
 }
+
+void Backend::start_run(const Plan&, const RunOptions&) {}
+
+void Backend::abandon_run() noexcept {}
 
 nlohmann::json Backend::settings_provenance(const RunOptions&) const {
   return nlohmann::json::object();

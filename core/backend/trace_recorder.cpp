@@ -27,6 +27,8 @@ TraceRecorder::TraceRecorder(const Plan& plan, TraceSink& sink)
 }
 
 uint32_t TraceRecorder::intern(const std::string& text) {
+  // Looked up first: emplace() builds its node (a copy of the string) before it looks.
+  if (const auto found = ids_.find(text); found != ids_.end()) return found->second;
   const auto [it, added] = ids_.emplace(text, uint32_t(ids_.size()));
   if (added) sink_.string(it->second, text);
   return it->second;
