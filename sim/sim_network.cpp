@@ -1,6 +1,7 @@
 // Connections and their transfer actors. Actors wait with suspend/resume and host-to-host
 // transfers on per-connection mailboxes: few simcalls per tensor, which is what bounds the
-// simulation's speed.
+// simulation's speed. With the exact sharing model, connections without CPU copies have no
+// actor at all: the model's actor delivers each tensor and starts the next (none per tensor).
 #include "sim/sim_network.h"
 
 #include <algorithm>
@@ -44,9 +45,12 @@ bool Network::use_sharing_model(sg4::Host* service_host, const std::vector<std::
       return false;
     }
   }
-  engine->on_flow_start([this](int t) { flow_started(t, transfers_[size_t(t)].connection); });
+  // The engine's slots are the connections (one tensor in flight on each).
+  engine->on_flow_start([this](int id) { flow_started(id); });
+  engine->on_delivered([this](int id) { actorless_delivered(id); });
   engine->start(service_host);
   sharing_ = std::move(engine);
+  for (Connection& c : connections_) c.actorless = c.copy_cpu_from < 0 && c.copy_cpu_to < 0;
   return true;
 }
 
@@ -226,6 +230,11 @@ void Network::send(int c, int op, int incarnation) {
 void Network::activate(int connection) {
   Connection& c = connections_[size_t(connection)];
   c.active = true;
+  if (c.actorless) {
+    c.first_in_burst = true;
+    start_next(connection);
+    return;
+  }
   std::vector<int>& pool = idle_transfers_[size_t(c.from)];
   if (!pool.empty()) {
     const int t = pool.back();
@@ -255,20 +264,68 @@ void Network::copy_on(const PendingSend& send, int cpu, bool receiving, double s
   host_.copied(send, cpu, receiving, start_s, flop);
 }
 
-void Network::flow_started(int t, int id) {
-  if (transfers_[size_t(t)].message_id < 0) transfers_[size_t(t)].message_id = next_message_id_++;
-  const Connection& connection = connections_[size_t(id)];
-  std::vector<int>& flows = transfers_[size_t(t)].flows_at_start;
-  flows.resize(connection.caps.size());
+void Network::flow_started(int id) {
+  Connection& connection = connections_[size_t(id)];
+  if (connection.message_id < 0) connection.message_id = next_message_id_++;
+  connection.flows_at_start.resize(connection.caps.size());
   for (size_t k = 0; k < connection.caps.size(); ++k) {
-    flows[k] = ++caps_[size_t(connection.caps[k])].flows;
+    connection.flows_at_start[k] = ++caps_[size_t(connection.caps[k])].flows;
   }
 }
 
-std::string Network::flow_ended(int t, int id) {
-  std::string bound = binding_cap(id, transfers_[size_t(t)].flows_at_start);
+std::string Network::flow_ended(int id) {
+  std::string bound = binding_cap(id, connections_[size_t(id)].flows_at_start);
   for (int cap : connections_[size_t(id)].caps) --caps_[size_t(cap)].flows;
   return bound;
+}
+
+void Network::start_next(int id) {
+  for (;;) {
+    Connection& c = connections_[size_t(id)];
+    while (!c.waiting.empty()) {
+      const PendingSend item = c.waiting.front();
+      c.waiting.pop_front();
+      if (host_.void_send(item)) continue;  // its client, or a role at either end, died
+      const Op& send_op = graphs_[size_t(item.client)]->ops[size_t(item.op)];
+      // As transfer_loop: the route's latency once per burst, the overhead per tensor.
+      c.current_delay_s = send_op.overhead_s + (c.first_in_burst ? c.latency_s : 0.0);
+      c.first_in_burst = false;
+      const double wire_bytes = send_op.bytes * c.wire_bytes_per_byte;
+      c.current = item;
+      c.current_start_s = sg4::Engine::get_clock();
+      // A zero-byte tensor (a control edge) or one under a byte on the wire: the delay alone.
+      c.current_flow = send_op.bytes > 0 && wire_bytes >= 1;
+      c.message_id = -1;
+      // Last: the call may let other actors run (and deliver this tensor).
+      sharing_->send_async(id, id, c.mailbox, c.current_flow ? wire_bytes : 0.0, c.current_delay_s);
+      return;
+    }
+    // Drop the delivered messages the permanent receiver kept (when SimGrid carried flows). The
+    // call may let other actors run: a tensor queued meanwhile is sent before the connection
+    // goes idle.
+    if (!c.used_mailbox) break;
+    c.used_mailbox = false;
+    c.mailbox->clear();
+  }
+  connections_[size_t(id)].active = false;
+}
+
+void Network::actorless_delivered(int id) {
+  Connection& c = connections_[size_t(id)];
+  std::string bound;
+  if (c.current_flow) {
+    c.used_mailbox |= sharing_->used_mailbox(id);
+    bound = flow_ended(id);
+  } else {
+    c.message_id = next_message_id_++;
+  }
+  // The fixed costs took longer than the bytes: they bound the tensor (as in transfer_loop).
+  const double wire_start_s = c.current_start_s + c.current_delay_s;
+  if (sg4::Engine::get_clock() - wire_start_s < c.current_delay_s) bound.clear();
+  if (bound.empty()) bound = "latency and per-message overhead";
+  const PendingSend item = c.current;
+  if (!host_.void_send(item)) host_.delivered(item, c.current_start_s, c.message_id, bound);
+  start_next(id);
 }
 
 std::string Network::send_bytes(int t, int id, double bytes, double delay_s) {
@@ -276,23 +333,24 @@ std::string Network::send_bytes(int t, int id, double bytes, double delay_s) {
   Connection& connection = connections_[size_t(id)];
   std::string bound;
   if (sharing_ && bytes >= 1) {
-    // The engine calls flow_started() when the flow starts, after the delay.
-    if (sharing_->send(t, id, connection.mailbox, bytes, delay_s)) {
-      transfers_[size_t(t)].used_mailbox = true;
+    // The engine calls flow_started() when the flow starts, after the delay (its slots are the
+    // connections).
+    if (sharing_->send(id, id, connection.mailbox, bytes, delay_s)) {
+      connections_[size_t(id)].used_mailbox = true;
     }
-    return flow_ended(t, id);
+    return flow_ended(id);
   }
   REPLISIM_ASSERT(delay_s == 0, "only the sharing engine waits out a tensor's delay");
   while (bytes >= 1) {
     faults_.wait_while_cut(connection.links);
     TransferActor& self = transfers_[size_t(t)];
     self.comm = connection.mailbox->put_init(&payload, uint64_t(bytes));
-    self.used_mailbox = true;
+    connection.used_mailbox = true;
     if (connection.rate_limit_bytes_per_s > 0)
       self.comm->set_rate(connection.rate_limit_bytes_per_s);
     self.comm_start_s = sg4::Engine::get_clock();
     self.resend_bytes = 0;
-    flow_started(t, id);
+    flow_started(id);
     // With link faults, started before the wait so that a cut can suspend it and a recovered
     // link cancel it (an s4u activity that wait() starts itself is not marked started, and
     // suspend() then does nothing); without, wait() alone is one simcall fewer per tensor.
@@ -306,7 +364,7 @@ std::string Network::send_bytes(int t, int id, double bytes, double delay_s) {
       // off), not as a CancelException.
       bytes = transfers_[size_t(t)].resend_bytes;  // cancelled when a link came back
     }
-    bound = flow_ended(t, id);
+    bound = flow_ended(id);
     transfers_[size_t(t)].comm = nullptr;
     transfers_[size_t(t)].suspended = false;
   }
@@ -347,7 +405,7 @@ void Network::transfer_loop(int t) {
         if (delay_s > 0 && !delay_in_model) sg4::this_actor::sleep_for(delay_s);
         // Numbered when the wire starts (after the delay): by flow_started() when the model
         // waits the delay out.
-        transfers_[size_t(t)].message_id = delay_in_model ? -1 : next_message_id_++;
+        connections_[size_t(id)].message_id = delay_in_model ? -1 : next_message_id_++;
         std::string bound;
         // A zero-byte tensor (a control edge: TF's dead tensor) is latency only, which the wait
         // above has charged; it needs no flow on the links.
@@ -361,14 +419,14 @@ void Network::transfer_loop(int t) {
         }
         if (bound.empty()) bound = "latency and per-message overhead";
         if (host_.void_send(item)) continue;
-        host_.delivered(item, start_s, transfers_[size_t(t)].message_id, bound);
+        host_.delivered(item, start_s, connections_[size_t(id)].message_id, bound);
       }
       // Drop the delivered messages the permanent receiver kept (one call per burst; none when
       // the exact sharing model carried every flow). The call may let other actors run: a
       // tensor queued meanwhile (the connection still looked served) is sent before the
       // connection goes idle.
-      if (transfers_[size_t(t)].used_mailbox) {
-        transfers_[size_t(t)].used_mailbox = false;
+      if (connections_[size_t(id)].used_mailbox) {
+        connections_[size_t(id)].used_mailbox = false;
         connections_[size_t(id)].mailbox->clear();
       }
       if (connections_[size_t(id)].waiting.empty()) break;

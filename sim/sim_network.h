@@ -10,7 +10,9 @@
 // TF sends every tensor between two tasks over one gRPC (HTTP/2) connection, so concurrent
 // tensors share one TCP flow's bandwidth rather than each taking a fair share of its own. Modelled
 // as one transfer at a time per connection, the others waiting in issue order; the actor waits
-// out the route latency once per burst, then sends the tensors back to back.
+// out the route latency once per burst, then sends the tensors back to back. In runs of the exact
+// sharing model, a connection without copies on a CPU does the same without an actor
+// (Connection::actorless): the model's actor starts each tensor after its delay and delivers it.
 #pragma once
 
 #include <cstdint>
@@ -122,6 +124,21 @@ class Network {
     std::vector<int> links;      // Platform::links its route crosses (link faults)
     std::vector<int> caps;       // the shared caps its flows cross (caps_)
     std::string stream_ceiling;  // the name of rate_limit_bytes_per_s (empty: none)
+    // The tensor in flight (one at a time): its message id (-1: given when its flow starts), per
+    // cap its flows when this one began, and whether a SimGrid comm went through the mailbox
+    // since the connection's burst began.
+    int64_t message_id = -1;
+    std::vector<int> flows_at_start;
+    bool used_mailbox = false;
+    // Sent by the sharing engine without a transfer actor (SharingEngine::send_async): no copies on
+    // a CPU come between its tensors' delays and their bytes. Then the tensor in flight, when
+    // it was sent, its delay, and whether it has bytes on the links.
+    bool actorless = false;
+    bool first_in_burst = true;
+    PendingSend current{};
+    double current_start_s = 0;
+    double current_delay_s = 0;
+    bool current_flow = false;
   };
   // A resource the flows of several connections share, for naming what bounded a tensor's rate:
   // a link direction of its route, or a process's RPC ceiling.
@@ -133,15 +150,12 @@ class Network {
   // A pooled actor on a device's host that serves one connection from that device at a time.
   struct TransferActor {
     sg4::ActorPtr actor;
-    int endpoint = -1;                // the source endpoint whose host it runs on
-    int connection = -1;              // -1: idle (suspended, in its device's pool)
-    sg4::CommPtr comm;                // the SimGrid communication in flight (link cuts suspend it)
-    double comm_start_s = 0;          // when it started
-    bool suspended = false;           // by a link cut
-    double resend_bytes = 0;          // bytes still to send when a link fault cancelled the comm
-    std::vector<int> flows_at_start;  // per cap of its connection: its flows when this one began
-    bool used_mailbox = false;        // a SimGrid comm went through its connection's mailbox
-    int64_t message_id = -1;          // its tensor's; -1: given when its flow starts
+    int endpoint = -1;        // the source endpoint whose host it runs on
+    int connection = -1;      // -1: idle (suspended, in its device's pool)
+    sg4::CommPtr comm;        // the SimGrid communication in flight (link cuts suspend it)
+    double comm_start_s = 0;  // when it started
+    bool suspended = false;   // by a link cut
+    double resend_bytes = 0;  // bytes still to send when a link fault cancelled the comm
   };
 
   // A connection of send op `send` (to recv op `recv`) in the plan's transport.
@@ -155,12 +169,18 @@ class Network {
   // flows crossing it when the flow began or ended, whichever is more; the stream ceiling is
   // the flow's own): what max-min sharing bounds the flow by, approximately (docs/model.md).
   const std::string& binding_cap(int id, const std::vector<int>& flows_at_start) const;
-  // A flow of connection `id` starts (ends) on transfer actor `t`: counts it on its caps (and
-  // returns what bounded it, binding_cap). A start numbers the tensor if it has no number yet.
-  // No s4u call (the sharing engine's actor calls it).
-  void flow_started(int t, int id);
-  std::string flow_ended(int t, int id);
+  // A flow of connection `id` starts (ends): counts it on its caps (and returns what bounded
+  // it, binding_cap). A start numbers the tensor if it has no number yet. No s4u call (the
+  // sharing engine's actor calls it).
+  void flow_started(int id);
+  std::string flow_ended(int id);
   void activate(int connection);
+  // An actorless connection (Connection::actorless): hands its next tensor to the sharing
+  // engine, or goes idle when none is waiting.
+  void start_next(int id);
+  // The sharing engine delivered the actorless connection's tensor in flight: records it
+  // (NetworkHost::delivered), then starts the next.
+  void actorless_delivered(int id);
   void transfer_loop(int transfer);
   // Sends one tensor's bytes on `connection`'s mailbox, anew after each link-fault cancellation;
   // with the sharing engine, starting `delay_s` from now (else `delay_s` must be 0). Returns what

@@ -48,6 +48,7 @@ SharingEngine::SharingEngine(const std::vector<std::string>& nic_names,
 bool SharingEngine::add_connection(sg4::Host* from, sg4::Host* to, bool between_machines) {
   Route route;
   route.rate_factor = between_machines ? between_machines_factor_ : 1.0;
+  route.from = from;
   std::vector<sg4::Link*> links;
   double latency_s = 0;
   from->route_to(to, links, &latency_s);
@@ -75,41 +76,63 @@ void SharingEngine::start(sg4::Host* service_host) {
   actor->daemonize();
 }
 
-SharingEngine::Slot& SharingEngine::slot(int transfer) {
-  if (size_t(transfer) >= slots_.size()) slots_.resize(size_t(transfer) + 1);
-  Slot& s = slots_[size_t(transfer)];
+SharingEngine::Slot& SharingEngine::slot(int number) {
+  if (size_t(number) >= slots_.size()) slots_.resize(size_t(number) + 1);
+  Slot& s = slots_[size_t(number)];
   if (!s.wake) s.wake = sg4::Semaphore::create(0);
   return s;
 }
 
 bool SharingEngine::send(int t, int connection, sg4::Mailbox* mailbox, double bytes,
                          double delay_s) {
-  static int payload;  // transfers carry no data
-  bool used_mailbox = false;
+  REPLISIM_ASSERT(bytes >= 1, "send() carries bytes: a delay alone goes through send_async()");
+  slot(t).waiter = true;
+  begin(t, connection, mailbox, bytes, delay_s);
+  const bool used_mailbox = carry(t);
+  slots_[size_t(t)].waiter = false;
+  return used_mailbox;
+}
+
+void SharingEngine::send_async(int number, int connection, sg4::Mailbox* mailbox, double bytes,
+                               double delay_s) {
+  slot(number).waiter = false;
+  begin(number, connection, mailbox, bytes, delay_s);
+}
+
+void SharingEngine::begin(int number, int connection, sg4::Mailbox* mailbox, double bytes,
+                          double delay_s) {
   const double now_s = sg4::Engine::get_clock();
-  {
-    Slot& s = slot(t);
-    s.connection = connection;
-    s.done = false;
-    s.bytes_left = bytes;
-    s.flow = -1;
-  }
-  if (delay_s > 0) {
-    // Waits on its semaphore below until run_model() starts the flow (and, if the model carries
-    // it, ends it).
-    Slot& s = slots_[size_t(t)];
+  Slot& s = slot(number);
+  s.connection = connection;
+  s.mailbox = mailbox;
+  s.done = false;
+  s.used_mailbox = false;
+  s.bytes_left = bytes;
+  s.flow = -1;
+  if (delay_s > 0 || bytes < 1) {
+    // Waits until run_model() starts the flow (or, without bytes, ends the delay).
     s.carrier = Carrier::kModel;
     const double start_s = now_s + delay_s;
-    starts_.emplace(start_s, next_start_++, t);
+    starts_.emplace(start_s, next_start_++, number);
     // run_model() waits until a later time (or for a change): it must wake up earlier.
     if (!wake_pending_ && wakes_at_s_ != -SharingModel::kNever && start_s < wakes_at_s_) {
       wake_pending_ = true;
       changed_->notify_all();
     }
-  } else {
-    count_flow(t, now_s);
-    changed(now_s);
+    return;
   }
+  count_flow(number, now_s);
+  // SimGrid carries the flows now: an actor must carry this one (claimed before changed() may
+  // let other actors run).
+  const bool needs_carrier = !s.waiter && s.carrier == Carrier::kSimGrid;
+  if (needs_carrier) s.waiter = true;
+  changed(now_s);
+  if (needs_carrier) create_carrier(number);
+}
+
+bool SharingEngine::carry(int t) {
+  static int payload;  // transfers carry no data
+  bool used_mailbox = false;
   // Any s4u call may let other actors run and grow slots_: index it anew after each.
   for (;;) {
     if (slots_[size_t(t)].carrier == Carrier::kModel) {
@@ -120,7 +143,8 @@ bool SharingEngine::send(int t, int connection, sg4::Mailbox* mailbox, double by
       continue;
     }
     if (slots_[size_t(t)].bytes_left >= 1) {
-      sg4::CommPtr comm = mailbox->put_init(&payload, uint64_t(slots_[size_t(t)].bytes_left));
+      sg4::CommPtr comm =
+          slots_[size_t(t)].mailbox->put_init(&payload, uint64_t(slots_[size_t(t)].bytes_left));
       used_mailbox = true;
       comm->start();  // marked started, so that a take-over can cancel it
       if (slots_[size_t(t)].carrier == Carrier::kModel) {
@@ -145,10 +169,32 @@ bool SharingEngine::send(int t, int connection, sg4::Mailbox* mailbox, double by
     const int flow = slots_[size_t(t)].flow;
     REPLISIM_ASSERT(flow >= 0, "a flow SimGrid carried has no count in the model");
     slots_[size_t(t)].flow = -1;
+    slots_[size_t(t)].done = true;
     slot_of_flow_[size_t(flow)] = -1;
     model_.remove_flow(end_s, flow);
     changed(end_s);
     return used_mailbox;
+  }
+}
+
+void SharingEngine::create_carrier(int number) {
+  const Slot& s = slots_[size_t(number)];
+  sg4::ActorPtr actor = sg4::Actor::create("carrier." + std::to_string(number),
+                                           routes_[size_t(s.connection)].from, [this, number] {
+                                             const bool used_mailbox = carry(number);
+                                             Slot& carried = slots_[size_t(number)];
+                                             carried.waiter = false;
+                                             carried.used_mailbox = used_mailbox;
+                                             if (on_delivered_) on_delivered_(number);
+                                           });
+  actor->daemonize();
+}
+
+void SharingEngine::arrived(int number) {
+  if (slots_[size_t(number)].waiter) {
+    slots_[size_t(number)].wake->release();
+  } else if (on_delivered_) {
+    on_delivered_(number);
   }
 }
 
@@ -172,18 +218,40 @@ void SharingEngine::start_due_flows(double due_s, double now_s) {
   }
   if (started.empty()) return;
   // Every flow counted before the checks: while SimGrid carries the flows, changed() checks at
-  // once and may take them over (s4u calls, which let other actors run).
-  for (int t : started) count_flow(t, now_s);
-  for (size_t k = 0; k < started.size(); ++k) changed(now_s);
-  // The actors of the flows SimGrid carries go on to send (a release the wait does not need
-  // only makes it look again).
+  // once and may take them over (s4u calls, which let other actors run). A transfer of no
+  // bytes has only waited out its delay: it has arrived.
+  int counted = 0;
+  for (int t : started) {
+    if (slots_[size_t(t)].bytes_left >= 1) {
+      count_flow(t, now_s);
+      ++counted;
+    } else {
+      slots_[size_t(t)].done = true;
+    }
+  }
+  for (int k = 0; k < counted; ++k) changed(now_s);
+  // The flows SimGrid carries go on: their actors are released (a release the wait does not
+  // need only makes it look again), or actors are started to carry them.
   std::vector<sg4::Semaphore*>& wake = wake_scratch_;
   wake.clear();
+  std::vector<int> carriers;
+  std::vector<int> delays_over;
   for (int t : started) {
-    if (slots_[size_t(t)].carrier == Carrier::kSimGrid)
-      wake.push_back(slots_[size_t(t)].wake.get());
+    Slot& s = slots_[size_t(t)];
+    if (s.bytes_left < 1) {
+      delays_over.push_back(t);
+    } else if (s.carrier == Carrier::kSimGrid && !s.done) {
+      if (s.waiter) {
+        wake.push_back(s.wake.get());
+      } else {
+        s.waiter = true;
+        carriers.push_back(t);
+      }
+    }
   }
   for (sg4::Semaphore* semaphore : wake) semaphore->release();
+  for (int t : carriers) create_carrier(t);
+  for (int t : delays_over) arrived(t);
 }
 
 // While the model carries the flows, run_model() settles the shares and checks them once for
@@ -230,14 +298,22 @@ void SharingEngine::hand_back(double now_s) {
   changes_since_ = 0;
   ++stats_.hand_backs;
   // Every s4u call may let other actors run and grow slots_: the state first, then the calls.
-  std::vector<sg4::SemaphorePtr> wake;
-  for (Slot& s : slots_) {
+  std::vector<sg4::Semaphore*> wake;
+  std::vector<int> carriers;
+  for (size_t number = 0; number < slots_.size(); ++number) {
+    Slot& s = slots_[number];
     if (s.flow < 0 || s.carrier != Carrier::kModel) continue;
     s.bytes_left = std::max(0.0, model_.remaining_bytes(s.flow, now_s));
     s.carrier = Carrier::kSimGrid;
-    wake.push_back(s.wake);
+    if (s.waiter) {
+      wake.push_back(s.wake.get());
+    } else {
+      s.waiter = true;  // an actor is started below to carry it
+      carriers.push_back(int(number));
+    }
   }
-  for (const sg4::SemaphorePtr& semaphore : wake) semaphore->release();
+  for (sg4::Semaphore* semaphore : wake) semaphore->release();
+  for (int number : carriers) create_carrier(number);
 }
 
 void SharingEngine::take_over(double now_s) {
@@ -306,10 +382,10 @@ void SharingEngine::run_model() {
     const std::vector<int>& ended = model_.advance_to(now_s, precision_s);
     REPLISIM_ASSERT(starting || !ended.empty() || model_.next_completion_s() > now_s,
                     "the sharing model's next end did not come");
-    // The state of every ended flow first: a release lets other actors run, and a flow they
-    // start can take an ended flow's id.
-    std::vector<sg4::Semaphore*>& wake = wake_scratch_;
-    wake.clear();
+    // The state of every ended flow first: a release or a delivery lets other actors run, and a
+    // flow they start can take an ended flow's id.
+    std::vector<int>& arrivals = arrived_scratch_;
+    arrivals.clear();
     for (int flow : ended) {
       const int t = slot_of_flow_[size_t(flow)];
       REPLISIM_ASSERT(t >= 0, "a flow the model ended has no transfer");
@@ -318,10 +394,12 @@ void SharingEngine::run_model() {
       s.flow = -1;
       s.done = true;
       ++stats_.model_flows;
-      wake.push_back(s.wake.get());
+      arrivals.push_back(t);
     }
     if (!ended.empty()) check_pending_ = true;  // checked at the top, before the next wait
-    for (sg4::Semaphore* semaphore : wake) semaphore->release();
+    // Deliveries start the next transfers of their slots (send_async()), also of slots ended here:
+    // each arrival is handled once, in this order, whatever they start.
+    for (size_t k = 0; k < arrivals.size(); ++k) arrived(arrivals[k]);
   }
 }
 

@@ -2,6 +2,8 @@
 // while every flow in flight can be carried by the exact sharing model (sharing_model.h), the
 // model carries them all and SimGrid's solver carries none; the moment the model's checks fail,
 // every flow goes back to SimGrid with the bytes it has left, and comes back when they hold again.
+// A transfer either has an actor that waits for it (send()) or none (send_async(): the model's
+// actor, or an actor started to carry the flow in SimGrid, calls back when it has arrived).
 // Internal to sim/.
 #pragma once
 
@@ -49,35 +51,67 @@ class SharingEngine {
   // Starts the actor that ends the model's flows, on `service_host` (no links, never fails).
   void start(sg4::Host* service_host);
 
-  // Called with the transfer actor's number when its flow starts on the links, before the model
-  // counts it (Network counts the flow on its caps then). It may run on the model's actor, in
-  // the middle of a state change: it must make no s4u call.
+  // Called with the slot's number when its flow starts on the links, before the model counts it
+  // (Network counts the flow on its caps then; not for a transfer of no bytes). It may run on
+  // the model's actor, in the middle of a state change: it must make no s4u call.
   void on_flow_start(std::function<void(int)> callback) { on_flow_start_ = std::move(callback); }
 
-  // Sends `bytes` (>= 1) for transfer actor `transfer` over connection `connection`, whose
-  // SimGrid mailbox is `mailbox` (used while SimGrid carries the flow), starting on the links
-  // `delay_s` (>= 0) from now: the connection's latency and per-message overhead, waited out
-  // here rather than in a sleep of the actor (the model's actor starts the flow at its time: one
-  // SimGrid activity and two context switches fewer per tensor). Returns when the bytes have
-  // arrived; true if SimGrid carried part of them (through `mailbox`). Call from the transfer
-  // actor.
-  bool send(int transfer, int connection, sg4::Mailbox* mailbox, double bytes, double delay_s);
+  // Called with a slot's number when the bytes send_async() sent on it have arrived (at their
+  // arrival time), from the model's actor or from an actor that carried them in SimGrid: it may
+  // make s4u calls, and send_async() the slot's next transfer.
+  void on_delivered(std::function<void(int)> callback) { on_delivered_ = std::move(callback); }
+
+  // A slot carries one transfer at a time: its number is the caller's (a transfer actor's, or a
+  // connection's when no actor waits), from 0.
+  //
+  // Sends `bytes` (>= 1) on slot `slot` over connection `connection`, whose SimGrid mailbox is
+  // `mailbox` (used while SimGrid carries the flow), starting on the links `delay_s` (>= 0) from
+  // now: the connection's latency and per-message overhead, waited out here rather than in a
+  // sleep of the actor (the model's actor starts the flow at its time: one SimGrid activity and
+  // two context switches fewer per tensor). Returns when the bytes have arrived; true if SimGrid
+  // carried part of them (through `mailbox`). Call from the actor that waits.
+  bool send(int slot, int connection, sg4::Mailbox* mailbox, double bytes, double delay_s);
+  // The same without an actor that waits: returns at once, and on_delivered(slot) follows when
+  // the bytes have arrived (used_mailbox(slot) then says whether SimGrid carried part of them).
+  // `bytes` may be 0: the delay alone (no flow). While SimGrid carries the flow, an actor on the
+  // connection's source host carries it (started for it). No s4u call after the slot's state
+  // has changed, so the caller may change its own state before it calls.
+  void send_async(int slot, int connection, sg4::Mailbox* mailbox, double bytes, double delay_s);
+  bool used_mailbox(int slot) const { return slots_[size_t(slot)].used_mailbox; }
 
   const Stats& stats() const { return stats_; }
 
  private:
   enum class Carrier { kModel, kSimGrid };
-  struct Slot {     // per transfer actor
+  struct Slot {
     int flow = -1;  // its flow in the model (while SimGrid carries it: the model still counts it)
     int connection = -1;
     Carrier carrier = Carrier::kSimGrid;
     bool done = false;
-    double bytes_left = 0;  // handed to SimGrid or taken by the model
+    // An actor waits on `wake` for this slot's transfer: send()'s caller, or the actor started
+    // to carry it in SimGrid; without one, the end calls on_delivered_.
+    bool waiter = false;
+    bool used_mailbox = false;  // SimGrid carried part of the last transfer
+    double bytes_left = 0;      // handed to SimGrid or taken by the model
+    sg4::Mailbox* mailbox = nullptr;
     sg4::CommPtr comm;
     sg4::SemaphorePtr wake;
   };
 
-  Slot& slot(int transfer);
+  Slot& slot(int number);
+  // The state send() and send_async() share: the slot's transfer is queued to start in `delay_s`,
+  // or (`delay_s` 0 and bytes) counted now; in that case changed() follows, and it may make
+  // s4u calls.
+  void begin(int number, int connection, sg4::Mailbox* mailbox, double bytes, double delay_s);
+  // Waits until the slot's transfer has arrived, carrying it in SimGrid while SimGrid carries
+  // the flows. Returns whether it used the mailbox. Runs on the waiting actor.
+  bool carry(int number);
+  // Starts an actor on the connection's source host that carries the slot's transfer in
+  // SimGrid, then calls on_delivered_ (the slot's `waiter` is set already). An s4u call: after
+  // every state change.
+  void create_carrier(int number);
+  // The slot's transfer has arrived: releases its waiting actor, or calls on_delivered_.
+  void arrived(int number);
   // The flow of `transfer`'s slot starts at `now_s`: counted in the model, carried by the
   // current carrier (the caller then calls changed()). No s4u call.
   void count_flow(int transfer, double now_s);
@@ -97,6 +131,7 @@ class SharingEngine {
   struct Route {
     std::vector<SharingModel::Use> uses;
     double rate_factor = 1;
+    sg4::Host* from = nullptr;  // where an actor carrying its flow in SimGrid runs
   };
   std::vector<Route> routes_;  // per connection
   double between_machines_factor_ = 1;
@@ -116,7 +151,7 @@ class SharingEngine {
   double wakes_at_s_ = -SharingModel::kNever;
   bool wake_pending_ = false;   // notified, not resumed yet
   bool check_pending_ = false;  // changes run_model() has not checked yet
-  // Flows waiting out their delay: (start time, order of send(), transfer), earliest first.
+  // Transfers waiting out their delay: (start time, order of send(), slot), earliest first.
   using Start = std::tuple<double, int64_t, int>;
   std::priority_queue<Start, std::vector<Start>, std::greater<>> starts_;
   int64_t next_start_ = 0;
@@ -126,6 +161,8 @@ class SharingEngine {
   std::vector<int> started_scratch_;
   std::vector<sg4::Semaphore*> wake_scratch_;
   std::function<void(int)> on_flow_start_;
+  std::function<void(int)> on_delivered_;
+  std::vector<int> arrived_scratch_;  // run_model(): the slots whose transfers ended now
   // A flow started or ended (see changed() in the .cpp).
   void changed(double now_s);
   Stats stats_;

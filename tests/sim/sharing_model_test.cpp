@@ -255,6 +255,12 @@ TEST(SharingModel, CarriesFlowsBoundAtALinkOutsideTheGroups) {
   expect_simgrid_ends(cluster, flows, 4);
 }
 
+// Deliveries of flows without an actor waiting in the last run_engine(): from the model's actor,
+// and from actors the engine started to carry them in SimGrid.
+int g_deliveries_by_model = 0;
+int g_deliveries_by_carrier = 0;
+int g_flows_without_actor = 0;
+
 // The same flows through SharingEngine, the model and SimGrid taking turns as it decides. The
 // engine may have run already (one SimGrid engine per process): times count from its clock now.
 std::vector<double> run_engine(const Cluster& cluster, const std::vector<FlowSpec>& flows,
@@ -275,6 +281,9 @@ std::vector<double> run_engine(const Cluster& cluster, const std::vector<FlowSpe
     receivers[name]->daemonize();
   }
   std::vector<double> ends(flows.size(), -1);
+  // Released by on_delivered: the simulation ends when the last actor that is not a daemon does.
+  std::vector<sg4::SemaphorePtr> delivered;
+  for (size_t k = 0; k < flows.size(); ++k) delivered.push_back(sg4::Semaphore::create(0));
   const double offset_s = sg4::Engine::get_clock();
   for (size_t k = 0; k < flows.size(); ++k) {
     const FlowSpec& f = flows[k];
@@ -287,10 +296,28 @@ std::vector<double> run_engine(const Cluster& cluster, const std::vector<FlowSpe
       // latency and overhead, send()'s delay_s), also while SimGrid carries the flows.
       const double delay_s = k % 2 == 1 ? flows[k].start_s / 2 : 0.0;
       sg4::this_actor::sleep_until(offset_s + flows[k].start_s - delay_s);
+      // Every third flow has no actor waiting (send_async(): on_delivered says when it arrived, and
+      // an actor the engine starts carries it while SimGrid carries the flows).
+      if (k % 3 == 2) {
+        sharing->send_async(int(k), int(k), mailbox, flows[k].bytes, delay_s);
+        delivered[k]->acquire();
+        return;
+      }
       sharing->send(int(k), int(k), mailbox, flows[k].bytes, delay_s);
       ends[k] = sg4::Engine::get_clock() - offset_s;
     });
   }
+  g_deliveries_by_model = g_deliveries_by_carrier = 0;
+  g_flows_without_actor = int(flows.size() / 3);  // every third one, k % 3 == 2
+  sharing->on_delivered([&](int k) {
+    EXPECT_EQ(k % 3, 2) << "a flow with an actor waiting was delivered";
+    const std::string by = sg4::this_actor::get_name();
+    if (by == "sharing-model") ++g_deliveries_by_model;
+    if (by.rfind("carrier.", 0) == 0) ++g_deliveries_by_carrier;
+    EXPECT_LT(ends[size_t(k)], 0) << "flow " << k << " was delivered twice";
+    ends[size_t(k)] = sg4::Engine::get_clock() - offset_s;
+    delivered[size_t(k)]->release();
+  });
   sharing->start(cluster.hosts.begin()->second);
   sg4::Engine::get_instance()->run();
   stats = sharing->stats();
@@ -316,7 +343,9 @@ SharingEngine::Stats expect_engine_ends_like_simgrid(uint32_t seed,
 TEST(SharingEngine, EndsFlowsWhenSimGridDoes) {
   sg4::Engine engine("sharing_model_test");
   const SharingEngine::Stats stats = expect_engine_ends_like_simgrid(7, {});
-  EXPECT_EQ(stats.model_flows, stats.flows);  // the model carried every flow
+  EXPECT_EQ(stats.model_flows, stats.flows);                // the model carried every flow
+  EXPECT_EQ(g_deliveries_by_model, g_flows_without_actor);  // all by the model's actor
+  EXPECT_EQ(g_deliveries_by_carrier, 0);
 }
 
 TEST(SharingEngine, HandsFlowsToSimGridAndTakesThemBackWithoutLoss) {
@@ -327,6 +356,10 @@ TEST(SharingEngine, HandsFlowsToSimGridAndTakesThemBackWithoutLoss) {
               long(stats.flows), long(stats.model_flows), long(stats.hand_backs),
               long(stats.take_overs));
   EXPECT_GE(stats.hand_backs, 3);
+  // Flows without an actor waiting were carried by actors the engine started, and delivered.
+  EXPECT_GT(g_deliveries_by_carrier, 0);
+  EXPECT_GT(g_deliveries_by_model, 0);
+  EXPECT_EQ(g_deliveries_by_model + g_deliveries_by_carrier, g_flows_without_actor);
   EXPECT_GE(stats.take_overs, 2);
   EXPECT_GT(stats.model_flows, 100);
   EXPECT_LT(stats.model_flows, stats.flows);
