@@ -226,7 +226,7 @@ void Network::send(int c, int op, int incarnation) {
 }
 
 // Gives an idle connection that has a tensor waiting a transfer actor on its source's host: one
-// from that host's pool, or a new one.
+// from that host's pool, or a new one (an actorless connection starts its tensor instead).
 void Network::activate(int connection) {
   Connection& c = connections_[size_t(connection)];
   c.active = true;
@@ -312,6 +312,7 @@ void Network::start_next(int id) {
 
 void Network::actorless_delivered(int id) {
   Connection& c = connections_[size_t(id)];
+  REPLISIM_ASSERT(c.actorless, "a connection with a transfer actor was delivered without it");
   std::string bound;
   if (c.current_flow) {
     c.used_mailbox |= sharing_->used_mailbox(id);

@@ -77,7 +77,8 @@ class Network {
   void create_receiver(int e, sg4::Host* host);
   void create_mailboxes();
 
-  // Queues send op `op` of graph `c` on its connection, waking a transfer actor if none serves it.
+  // Queues send op `op` of graph `c` on its connection, waking a transfer actor if none serves it
+  // (or, on an actorless connection, handing the tensor to the sharing engine).
   void send(int c, int op, int incarnation);
 
   // Lets the exact sharing model carry flows whenever it can (sim_sharing.h): call after
@@ -119,7 +120,7 @@ class Network {
     // processes, the ceiling of one stream (bytes/s; 0 = none).
     double wire_bytes_per_byte = 1;
     double rate_limit_bytes_per_s = 0;
-    bool active = false;  // a transfer actor is serving it
+    bool active = false;  // a transfer actor is serving it (actorless: a tensor is in flight)
     std::deque<PendingSend> waiting;
     std::vector<int> links;      // Platform::links its route crosses (link faults)
     std::vector<int> caps;       // the shared caps its flows cross (caps_)

@@ -69,7 +69,9 @@ void SimRun::build_platform() {
   if (std::count(used.begin(), used.end(), true) > kGuardPagesUpToDevices) {
     // Each actor's stack has a guard page, two memory mappings per actor, and the kernel allows
     // 65,530 per process (vm.max_map_count; simgrid-notes.md section 6): a device has a compute
-    // actor per core, a receiver and a pooled transfer actor per connection it has in flight.
+    // actor per core, a receiver and a pooled transfer actor per connection it has in flight
+    // (none with the exact sharing model, except while it hands its flows to SimGrid: then an
+    // actor per flow in flight carries it).
     sg4::Engine::set_config("contexts/guard-size", 0);
     // Without a guard page SimGrid 3.32 allocates each stack with calloc (ContextSwapped.cpp).
     // glibc serves a request above its mmap threshold with fresh zero pages, touched only as the

@@ -179,22 +179,32 @@ bool SharingEngine::carry(int t) {
 
 void SharingEngine::create_carrier(int number) {
   const Slot& s = slots_[size_t(number)];
-  sg4::ActorPtr actor = sg4::Actor::create("carrier." + std::to_string(number),
-                                           routes_[size_t(s.connection)].from, [this, number] {
-                                             const bool used_mailbox = carry(number);
-                                             Slot& carried = slots_[size_t(number)];
-                                             carried.waiter = false;
-                                             carried.used_mailbox = used_mailbox;
-                                             if (on_delivered_) on_delivered_(number);
-                                           });
-  actor->daemonize();
+  // A daemon from its first statement: SimGrid runs a new actor before its creator resumes, and
+  // one that ended before the creator's daemonize() would be counted a daemon while dead (the
+  // engine would then take the driver for the last actor and kill every daemon).
+  sg4::Actor::create("carrier." + std::to_string(number), routes_[size_t(s.connection)].from,
+                     [this, number] {
+                       sg4::Actor::self()->daemonize();
+                       const bool used_mailbox = carry(number);
+                       Slot& carried = slots_[size_t(number)];
+                       carried.waiter = false;
+                       carried.used_mailbox = used_mailbox;
+                       if (on_delivered_) on_delivered_(number);
+                     });
 }
 
-void SharingEngine::arrived(int number) {
-  if (slots_[size_t(number)].waiter) {
-    slots_[size_t(number)].wake->release();
-  } else if (on_delivered_) {
-    on_delivered_(number);
+SharingEngine::Arrival SharingEngine::arrival(int number) const {
+  const Slot& s = slots_[size_t(number)];
+  return {number, s.waiter ? s.wake.get() : nullptr};
+}
+
+void SharingEngine::deliver(const std::vector<Arrival>& arrivals) {
+  for (const Arrival& a : arrivals) {
+    if (a.waiter != nullptr) {
+      a.waiter->release();
+    } else if (on_delivered_) {
+      on_delivered_(a.slot);
+    }
   }
 }
 
@@ -233,13 +243,15 @@ void SharingEngine::start_due_flows(double due_s, double now_s) {
   // The flows SimGrid carries go on: their actors are released (a release the wait does not
   // need only makes it look again), or actors are started to carry them.
   std::vector<sg4::Semaphore*>& wake = wake_scratch_;
+  std::vector<int>& carriers = carrier_scratch_;
+  std::vector<Arrival>& delays_over = delays_over_scratch_;
   wake.clear();
-  std::vector<int> carriers;
-  std::vector<int> delays_over;
+  carriers.clear();
+  delays_over.clear();
   for (int t : started) {
     Slot& s = slots_[size_t(t)];
     if (s.bytes_left < 1) {
-      delays_over.push_back(t);
+      delays_over.push_back(arrival(t));
     } else if (s.carrier == Carrier::kSimGrid && !s.done) {
       if (s.waiter) {
         wake.push_back(s.wake.get());
@@ -251,7 +263,7 @@ void SharingEngine::start_due_flows(double due_s, double now_s) {
   }
   for (sg4::Semaphore* semaphore : wake) semaphore->release();
   for (int t : carriers) create_carrier(t);
-  for (int t : delays_over) arrived(t);
+  deliver(delays_over);
 }
 
 // While the model carries the flows, run_model() settles the shares and checks them once for
@@ -328,7 +340,7 @@ void SharingEngine::take_over(double now_s) {
       const double left = std::max(0.0, s.comm->get_remaining());
       model_.set_remaining_bytes(now_s, s.flow, left);
       // Ended at this instant (its actor has not resumed yet): it stays SimGrid's, and the model,
-      // with nothing left for it either, may end its count first (send() checks `done`).
+      // with nothing left for it either, may end its count first (carry() checks `done`).
       if (left == 0) continue;
       s.carrier = Carrier::kModel;
       cancel.push_back(s.comm);
@@ -384,7 +396,7 @@ void SharingEngine::run_model() {
                     "the sharing model's next end did not come");
     // The state of every ended flow first: a release or a delivery lets other actors run, and a
     // flow they start can take an ended flow's id.
-    std::vector<int>& arrivals = arrived_scratch_;
+    std::vector<Arrival>& arrivals = arrival_scratch_;
     arrivals.clear();
     for (int flow : ended) {
       const int t = slot_of_flow_[size_t(flow)];
@@ -394,12 +406,14 @@ void SharingEngine::run_model() {
       s.flow = -1;
       s.done = true;
       ++stats_.model_flows;
-      arrivals.push_back(t);
+      // Who takes the arrival is decided now: a delivery lets other actors run, and a carrier
+      // of another slot ended here may deliver and clear its `waiter` meanwhile.
+      arrivals.push_back(arrival(t));
     }
     if (!ended.empty()) check_pending_ = true;  // checked at the top, before the next wait
-    // Deliveries start the next transfers of their slots (send_async()), also of slots ended here:
-    // each arrival is handled once, in this order, whatever they start.
-    for (size_t k = 0; k < arrivals.size(); ++k) arrived(arrivals[k]);
+    // Deliveries start the next transfers of their slots (send_async()), also of slots ended
+    // here: each arrival is handled once, in this order, whatever they start.
+    deliver(arrivals);
   }
 }
 

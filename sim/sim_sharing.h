@@ -61,8 +61,8 @@ class SharingEngine {
   // make s4u calls, and send_async() the slot's next transfer.
   void on_delivered(std::function<void(int)> callback) { on_delivered_ = std::move(callback); }
 
-  // A slot carries one transfer at a time: its number is the caller's (a transfer actor's, or a
-  // connection's when no actor waits), from 0.
+  // A slot carries one transfer at a time: its number is the caller's, from 0 (Network uses its
+  // connections' numbers, for send() and send_async() alike).
   //
   // Sends `bytes` (>= 1) on slot `slot` over connection `connection`, whose SimGrid mailbox is
   // `mailbox` (used while SimGrid carries the flow), starting on the links `delay_s` (>= 0) from
@@ -74,8 +74,9 @@ class SharingEngine {
   // The same without an actor that waits: returns at once, and on_delivered(slot) follows when
   // the bytes have arrived (used_mailbox(slot) then says whether SimGrid carried part of them).
   // `bytes` may be 0: the delay alone (no flow). While SimGrid carries the flow, an actor on the
-  // connection's source host carries it (started for it). No s4u call after the slot's state
-  // has changed, so the caller may change its own state before it calls.
+  // connection's source host carries it (started for it). It may make s4u calls, and
+  // on_delivered(slot) may even run before it returns: the caller finishes its own state
+  // changes before the call and touches nothing after it.
   void send_async(int slot, int connection, sg4::Mailbox* mailbox, double bytes, double delay_s);
   bool used_mailbox(int slot) const { return slots_[size_t(slot)].used_mailbox; }
 
@@ -110,14 +111,21 @@ class SharingEngine {
   // SimGrid, then calls on_delivered_ (the slot's `waiter` is set already). An s4u call: after
   // every state change.
   void create_carrier(int number);
-  // The slot's transfer has arrived: releases its waiting actor, or calls on_delivered_.
-  void arrived(int number);
-  // The flow of `transfer`'s slot starts at `now_s`: counted in the model, carried by the
-  // current carrier (the caller then calls changed()). No s4u call.
-  void count_flow(int transfer, double now_s);
-  // Starts at `now_s` the flows whose start time is at or before `due_s` (run_model()); releases
-  // the actors of those SimGrid carries (after every state change: a release lets other actors
-  // run).
+  // Who takes the arrival of a slot's transfer, decided when it ends: the semaphore of the actor
+  // that waits for it, or (null) on_delivered_.
+  struct Arrival {
+    int slot = -1;
+    sg4::Semaphore* waiter = nullptr;
+  };
+  Arrival arrival(int number) const;
+  // Releases the waiting actors and calls on_delivered_, in order (s4u calls).
+  void deliver(const std::vector<Arrival>& arrivals);
+  // The flow of slot `number` starts at `now_s`: counted in the model, carried by the current
+  // carrier (the caller then calls changed()). No s4u call.
+  void count_flow(int number, double now_s);
+  // Starts at `now_s` the transfers whose start time is at or before `due_s` (run_model()):
+  // releases the actors of those SimGrid carries or starts carriers for them, and delivers those
+  // of no bytes (after every state change: a release lets other actors run).
   void start_due_flows(double due_s, double now_s);
   // After a flow started or ended: hands every flow to SimGrid if the model is not exact, or
   // takes them all if it is again.
@@ -155,14 +163,18 @@ class SharingEngine {
   using Start = std::tuple<double, int64_t, int>;
   std::priority_queue<Start, std::vector<Start>, std::greater<>> starts_;
   int64_t next_start_ = 0;
-  // Scratch space of run_model() and start_due_flows() (only the model's actor runs them, one
-  // after the other): the transfers started now, and the semaphores to release. Raw pointers:
-  // each slot holds its semaphore for the whole run.
+  // Scratch space of start_due_flows() (only the model's actor runs it, never from within a
+  // delivery): the transfers started now, and the semaphores to release. Raw pointers: each slot
+  // holds its semaphore for the whole run.
   std::vector<int> started_scratch_;
   std::vector<sg4::Semaphore*> wake_scratch_;
   std::function<void(int)> on_flow_start_;
   std::function<void(int)> on_delivered_;
-  std::vector<int> arrived_scratch_;  // run_model(): the slots whose transfers ended now
+  // run_model(): the arrivals of the transfers that ended now; start_due_flows(): of the
+  // transfers of no bytes whose delay is over, and the slots that need a carrier.
+  std::vector<Arrival> arrival_scratch_;
+  std::vector<Arrival> delays_over_scratch_;
+  std::vector<int> carrier_scratch_;
   // A flow started or ended (see changed() in the .cpp).
   void changed(double now_s);
   Stats stats_;

@@ -340,6 +340,82 @@ SharingEngine::Stats expect_engine_ends_like_simgrid(uint32_t seed,
   return stats;
 }
 
+// One chain of transfers sent by an actor that waits (send()) and the same chain, on a twin
+// pair of machines, started from the delivery callback (send_async(), as Network does): a byte
+// count of 0 or under one byte is the delay alone. Every transfer must end at the same time on
+// both, the delay-only ones at their start plus their delay.
+TEST(SharingEngine, ChainsWithoutAnActorEndLikeAnActorsChain) {
+  sg4::Engine engine("sharing_model_test");
+  const Cluster cluster = make_cluster(2, 2, 3.125e9, 12.5e9, 4e9);
+  auto sharing = std::make_unique<SharingEngine>(
+      std::vector<std::string>{"w0/nic", "w1/nic", "p0/nic", "p1/nic"}, 0.97, 0.05);
+  struct Step {
+    double bytes;
+    double delay_s;
+  };
+  const std::vector<Step> chain = {{4e6, 1e-5}, {0, 2e-5}, {0.5, 0},   {2e6, 0},
+                                   {1e6, 3e-5}, {0, 0},    {3e6, 1e-5}};
+  std::map<std::string, sg4::ActorPtr> receivers;
+  for (const std::string name : {"p0", "p1"}) {
+    receivers[name] = sg4::Actor::create(name + "/receive", cluster.hosts.at(name), [] {
+      for (;;) sg4::this_actor::sleep_for(1e6);
+    });
+    receivers[name]->daemonize();
+  }
+  std::vector<sg4::Mailbox*> mailboxes;
+  for (int k = 0; k < 2; ++k) {
+    const std::string from = "w" + std::to_string(k), to = "p" + std::to_string(k);
+    ASSERT_TRUE(sharing->add_connection(cluster.hosts.at(from), cluster.hosts.at(to), true));
+    mailboxes.push_back(sg4::Mailbox::by_name("chain." + std::to_string(k)));
+    mailboxes.back()->set_receiver(receivers.at(to));
+  }
+  std::vector<double> by_actor, without_actor;
+  sg4::Actor::create("chain.actor", cluster.hosts.at("w0"), [&] {
+    for (const Step& step : chain) {
+      if (step.bytes >= 1) {
+        sharing->send(0, 0, mailboxes[0], step.bytes, step.delay_s);
+      } else {
+        sg4::this_actor::sleep_for(step.delay_s);
+      }
+      by_actor.push_back(sg4::Engine::get_clock());
+    }
+  });
+  const sg4::SemaphorePtr finished = sg4::Semaphore::create(0);
+  size_t next = 0;
+  auto start_next = [&] {
+    const Step& step = chain[next++];
+    sharing->send_async(1, 1, mailboxes[1], step.bytes, step.delay_s);
+  };
+  sharing->on_delivered([&](int slot) {
+    EXPECT_EQ(slot, 1);
+    without_actor.push_back(sg4::Engine::get_clock());
+    if (next < chain.size()) {
+      start_next();  // from inside the delivery, as Network::actorless_delivered does
+    } else {
+      finished->release();
+    }
+  });
+  sg4::Actor::create("chain.async", cluster.hosts.at("w1"), [&] {
+    start_next();
+    finished->acquire();  // the simulation ends when the last actor that is not a daemon does
+  });
+  sharing->start(cluster.hosts.at("w0"));
+  engine.run();
+  ASSERT_EQ(by_actor.size(), chain.size());
+  ASSERT_EQ(without_actor.size(), chain.size());
+  double previous_s = 0;
+  for (size_t k = 0; k < chain.size(); ++k) {
+    EXPECT_NEAR(without_actor[k], by_actor[k], 1e-12) << "transfer " << k;
+    if (chain[k].bytes < 1) {
+      EXPECT_NEAR(without_actor[k], previous_s + chain[k].delay_s, 1e-12) << "transfer " << k;
+    } else {
+      EXPECT_GT(without_actor[k], previous_s + chain[k].delay_s) << "transfer " << k;
+    }
+    previous_s = without_actor[k];
+  }
+  EXPECT_EQ(sharing->stats().model_flows, 2 * 4);  // the transfers with bytes, on both
+}
+
 TEST(SharingEngine, EndsFlowsWhenSimGridDoes) {
   sg4::Engine engine("sharing_model_test");
   const SharingEngine::Stats stats = expect_engine_ends_like_simgrid(7, {});
