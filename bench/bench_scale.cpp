@@ -37,7 +37,7 @@ void report_callgrind(int argc, char** argv) {
   std::printf(
       "instructions (callgrind), each process counted from just before the run started:\n"
       "  the simulation child %s, %.0f per event (%lld events)\n"
-      "  the parent           %s (run_to_trace: metadata before the fork, then decoding;\n"
+      "  the parent           %s (run_to_trace: the fork, then the metadata and decoding;\n"
       "                       then metrics)\n",
       with_commas(child).c_str(), double(child) / double(events), events,
       with_commas(run.instructions.at(parent)).c_str());

@@ -137,7 +137,7 @@ void report_callgrind(int argc, char** argv) {
       "instructions (callgrind), each process counted from just before its part started:\n"
       "  bare SimGrid child  %s for %lld activities\n"
       "  replisim's child    %s for %lld activities (the simulation: platform, engine, trace)\n"
-      "  replisim's parent   %s (run_to_trace: metadata before the fork, then decoding)\n"
+      "  replisim's parent   %s (run_to_trace: the fork, then the metadata and decoding)\n"
       "activities per instruction, replisim / bare: the simulation %.3f, end to end %.3f\n",
       with_commas(bare_instructions).c_str(), bare_activities, with_commas(ours).c_str(),
       our_activities, with_commas(parent_instructions).c_str(),
