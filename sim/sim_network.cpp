@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include <simgrid/Exception.hpp>
 
@@ -20,6 +21,18 @@ namespace replisim::sim::detail {
 
 using core::Op;
 using core::OpKind;
+
+namespace {
+
+// What bounded a tensor's rate: `flow_bound` (Network::binding_cap; empty: it had no flow), unless
+// its fixed costs (the latency and per-message overhead, `delay_s`) took longer than its
+// `wire_s` on the links.
+std::string tensor_bound(std::string flow_bound, double wire_s, double delay_s) {
+  if (flow_bound.empty() || wire_s < delay_s) return "latency and per-message overhead";
+  return flow_bound;
+}
+
+}  // namespace
 
 Network::Network(const core::Plan& plan, NetworkHost& host, LinkFaults& faults)
     : plan_(plan),
@@ -313,17 +326,16 @@ void Network::start_next(int id) {
 void Network::actorless_delivered(int id) {
   Connection& c = connections_[size_t(id)];
   REPLISIM_ASSERT(c.actorless, "a connection with a transfer actor was delivered without it");
-  std::string bound;
+  std::string flow_bound;
   if (c.current_flow) {
     c.used_mailbox |= sharing_->used_mailbox(id);
-    bound = flow_ended(id);
+    flow_bound = flow_ended(id);
   } else {
     c.message_id = next_message_id_++;
   }
-  // The fixed costs took longer than the bytes: they bound the tensor (as in transfer_loop).
   const double wire_start_s = c.current_start_s + c.current_delay_s;
-  if (sg4::Engine::get_clock() - wire_start_s < c.current_delay_s) bound.clear();
-  if (bound.empty()) bound = "latency and per-message overhead";
+  const std::string bound = tensor_bound(
+      std::move(flow_bound), sg4::Engine::get_clock() - wire_start_s, c.current_delay_s);
   const PendingSend item = c.current;
   if (!host_.void_send(item)) host_.delivered(item, c.current_start_s, c.message_id, bound);
   start_next(id);
@@ -407,18 +419,17 @@ void Network::transfer_loop(int t) {
         // Numbered when the wire starts (after the delay): by flow_started() when the model
         // waits the delay out.
         connections_[size_t(id)].message_id = delay_in_model ? -1 : next_message_id_++;
-        std::string bound;
+        std::string bound = tensor_bound("", 0, delay_s);
         // A zero-byte tensor (a control edge: TF's dead tensor) is latency only, which the wait
         // above has charged; it needs no flow on the links.
         if (send_op.bytes > 0) {
           copy_on(item, copy_from, false, copy_s);
           const double wire_start_s = delay_in_model ? start_s + delay_s : sg4::Engine::get_clock();
-          bound = send_bytes(t, id, wire_bytes, delay_in_model ? delay_s : 0.0);
-          // The fixed costs took longer than the bytes: they bound the tensor.
-          if (sg4::Engine::get_clock() - wire_start_s < delay_s) bound.clear();
+          std::string flow_bound = send_bytes(t, id, wire_bytes, delay_in_model ? delay_s : 0.0);
+          bound =
+              tensor_bound(std::move(flow_bound), sg4::Engine::get_clock() - wire_start_s, delay_s);
           copy_on(item, copy_to, true, copy_s);
         }
-        if (bound.empty()) bound = "latency and per-message overhead";
         if (host_.void_send(item)) continue;
         host_.delivered(item, start_s, connections_[size_t(id)].message_id, bound);
       }
