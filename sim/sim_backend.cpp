@@ -81,6 +81,10 @@ pid_t fork_child(const core::Plan& plan, const SimSettings& settings, int fds[2]
   if (::pipe(fds) != 0) {
     throw core::BackendError(std::string("cannot create a pipe: ") + std::strerror(errno));
   }
+  // A larger pipe (1 MiB, Linux's default pipe-max-size) lets the simulation run ahead of the
+  // parent's decoding when that pauses, instead of waiting on every 64 KiB frame. Best effort:
+  // refused (a lower limit), the pipe keeps its 64 KiB.
+  ::fcntl(fds[1], F_SETPIPE_SZ, 1 << 20);
   const pid_t parent = ::getpid();
   std::fflush(nullptr);  // buffered output must not be written twice
   // Give the freed heap back first: the child inherits the parent's heap, and a fragmented one

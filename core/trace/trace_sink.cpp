@@ -1,12 +1,41 @@
 #include "core/trace/trace_sink.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <new>
+
 #include "core/base/error.h"
 
 namespace replisim::core {
 
+namespace {
+
+// About as many events as the run will have: every op of every step graph once per step (an
+// upper bound in practice: instant ops record nothing), at most a quarter of physical memory.
+// Reserving address space costs no memory until it is written; growing by doubling instead
+// copies the whole vector each time (4 million events: the last copy moves 440 MB), and a
+// simulation streaming into this builder waits on its pipe meanwhile.
+size_t expected_events(const TraceMeta& meta) {
+  size_t ops = 0;
+  for (const TraceGraph& graph : meta.graphs) ops += graph.ops.size();
+  const size_t estimate = ops * size_t(std::max(meta.steps, 0));
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page_bytes = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_bytes <= 0) return 0;
+  return std::min(estimate, size_t(pages) * size_t(page_bytes) / 4 / sizeof(TraceEvent));
+}
+
+}  // namespace
+
 void TraceBuilder::begin(const TraceMeta& meta) {
   traces_.emplace_back();
   traces_.back().meta = meta;
+  try {
+    traces_.back().events.reserve(expected_events(meta));
+  } catch (const std::bad_alloc&) {
+    // Address space refused: the vector grows as it goes.
+  }
 }
 
 void TraceBuilder::string(uint32_t id, const std::string& text) {
