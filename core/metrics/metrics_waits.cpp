@@ -110,15 +110,17 @@ void accumulate_waits(const MetricsInput& in, const std::vector<const TraceEvent
   charge(span.end_s);
 }
 
-// A client graph's compute and transfer events, by step, and the roles that computed in them.
+// A client graph's compute and transfer events in its measured steps, and the roles that
+// computed in any of its steps.
 struct ClientEvents {
   std::vector<std::vector<const TraceEvent*>> by_step;  // [step]: its events in trace order
-  std::vector<uint32_t> computing_roles;                // not PS; from all of its steps
+  std::vector<uint32_t> computing_roles;                // not PS
 };
 
-// One pass over the trace (a std::map keyed by (client, step) cost a second on a 4-million-event
-// trace; this is a hash lookup per event).
-std::unordered_map<uint32_t, ClientEvents> events_by_client(const MetricsInput& in) {
+// One pass over the trace, a hash lookup per event. Only the steps `measured` has are kept (a
+// step number from a damaged trace file must not size a table).
+std::unordered_map<uint32_t, ClientEvents> events_by_client(const MetricsInput& in,
+                                                            const MeasuredTable& measured) {
   std::unordered_map<uint32_t, ClientEvents> clients;
   for (const TraceEvent& e : in.trace.events) {
     if (e.kind != EventKind::kCompute && e.kind != EventKind::kTransfer) continue;
@@ -129,7 +131,10 @@ std::unordered_map<uint32_t, ClientEvents> events_by_client(const MetricsInput& 
         std::find(roles.begin(), roles.end(), e.actor) == roles.end()) {
       roles.push_back(e.actor);
     }
-    if (e.step < 0) continue;
+    const auto inside = measured.find(e.client);
+    if (e.step < 0 || inside == measured.end() || size_t(e.step) >= inside->second.size()) {
+      continue;
+    }
     if (client.by_step.size() <= size_t(e.step)) client.by_step.resize(size_t(e.step) + 1);
     client.by_step[size_t(e.step)].push_back(&e);
   }
@@ -155,7 +160,7 @@ WaitBreakdown breakdown(const MetricsInput& in, uint32_t role, const std::vector
 
 // What each computing role waited on, over its measured steps.
 void add_waits(RunMetrics& r, const MetricsInput& in, StepTable& steps, MeasuredTable& measured) {
-  const std::unordered_map<uint32_t, ClientEvents> clients = events_by_client(in);
+  const std::unordered_map<uint32_t, ClientEvents> clients = events_by_client(in, measured);
   // Clients in the order of their ids, as the sums of a role over several clients are added.
   std::vector<uint32_t> client_order;
   client_order.reserve(clients.size());

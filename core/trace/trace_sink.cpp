@@ -11,20 +11,22 @@ namespace replisim::core {
 
 namespace {
 
-// About as many events as the run will have: every op of every step graph once per step (an
-// upper bound in practice: instant ops record nothing), at most a quarter of physical memory.
-// Reserving address space costs no memory until it is written; growing by doubling instead
-// copies the whole vector each time (4 million events: the last copy moves 440 MB), and a
-// simulation streaming into this builder waits on its pipe meanwhile.
+// At least as many events as a run records in the common case: per step of each step graph, one
+// per op (instant ops record none; a send's transfer and its serialisation, and the recv's
+// deserialisation, are three events for two ops) plus its step and update events. Restarts,
+// which run steps again, can pass it. At most a quarter of physical memory.
 size_t expected_events(const TraceMeta& meta) {
-  size_t ops = 0;
-  for (const TraceGraph& graph : meta.graphs) ops += graph.ops.size();
-  const size_t estimate = ops * size_t(std::max(meta.steps, 0));
+  size_t per_step = 0;
+  for (const TraceGraph& graph : meta.graphs) per_step += graph.ops.size() + 2;
+  const size_t estimate = per_step * size_t(std::max(meta.steps, 0));
   const long pages = ::sysconf(_SC_PHYS_PAGES);
   const long page_bytes = ::sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page_bytes <= 0) return 0;
   return std::min(estimate, size_t(pages) * size_t(page_bytes) / 4 / sizeof(TraceEvent));
 }
+
+// A reservation more than this many times the events recorded is given back at the end.
+constexpr size_t kMostOverReserved = 4;
 
 }  // namespace
 
@@ -55,7 +57,14 @@ void TraceBuilder::counter(const CounterSample& sample) {
 }
 
 void TraceBuilder::end(const RunOutcome& outcome) {
-  traces_.back().outcome = outcome;
+  Trace& trace = traces_.back();
+  trace.outcome = outcome;
+  // A run that stopped early (steps "auto", a stall, a failure) leaves most of the reservation
+  // unused: given back (a copy of what was recorded), as a kept trace's address space counts
+  // against a strict overcommit limit.
+  if (trace.events.capacity() > kMostOverReserved * trace.events.size()) {
+    trace.events.shrink_to_fit();
+  }
 }
 
 void TeeSink::begin(const TraceMeta& meta) {

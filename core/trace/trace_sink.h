@@ -31,6 +31,10 @@ class TraceSink {
 // (throws InternalError otherwise: a producer's bug).
 class TraceBuilder : public TraceSink {
  public:
+  // Reserves room for about the events the run will record (its step graphs' ops plus two, per
+  // step; at most a quarter of physical memory; nothing if the address space is refused), so
+  // that a large trace is not copied each time it outgrows its vector. end() gives most of an
+  // unused reservation back.
   void begin(const TraceMeta& meta) override;
   void string(uint32_t id, const std::string& text) override;
   void event(const TraceEvent& event) override;

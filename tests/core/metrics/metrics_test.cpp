@@ -137,6 +137,20 @@ TEST_F(MetricsTest, WaitBreakdownOfAWorker) {
   EXPECT_NEAR(w.other, 1.1 / 2, 1e-12);
 }
 
+// An op event whose step has no step event (a damaged trace) counts in no step's waits, and its
+// step number sizes nothing.
+TEST_F(MetricsTest, AnOpOfAStepWithoutAStepEventCountsInNoWaits) {
+  trace_.events.push_back(op(EventKind::kCompute, w0_, "w/gpu0", 2, 2.0, 2.5));
+  Trace damaged = trace_;
+  damaged.events.push_back(op(EventKind::kCompute, w0_, "w/gpu0", int64_t(1) << 40, 2.5, 2.75));
+  const RunMetrics expected = compute_metrics(trace_);
+  const RunMetrics m = compute_metrics(damaged);
+  ASSERT_EQ(m.waits.size(), 1u);
+  ASSERT_EQ(expected.waits.size(), 1u);
+  EXPECT_EQ(m.waits[0].compute, expected.waits[0].compute);
+  EXPECT_EQ(m.waits[0].other, expected.waits[0].other);
+}
+
 // A step number far beyond the client's step events (a corrupt or hostile trace) is refused
 // before it sizes any table.
 TEST_F(MetricsTest, AStepBeyondItsClientsStepEventsIsRefused) {

@@ -570,5 +570,30 @@ TEST(TraceFormat, TraceFilesNameThemselvesInErrors) {
   expect_same(back[0], t);
 }
 
+// TraceBuilder reserves about the run's events from its metadata (a large trace is not copied as
+// it grows), and gives back a reservation the run left mostly unused.
+TEST(TraceBuilder, ReservesTheRunsEventsAndGivesBackWhatItDidNotUse) {
+  TraceMeta meta;
+  meta.steps = 100;
+  meta.graphs = {{"worker0", std::vector<TraceOp>(8)}};  // (8 ops + 2) x 100 steps: 1,000
+  TraceBuilder full;
+  full.begin(meta);
+  full.event(TraceEvent{});
+  const TraceEvent* first = full.traces().back().events.data();
+  for (int i = 1; i < 1000; ++i) full.event(TraceEvent{});
+  EXPECT_EQ(full.traces().back().events.data(), first) << "the vector grew by copying";
+  full.end(RunOutcome{});
+  EXPECT_EQ(full.traces().back().events.size(), 1000u);
+  EXPECT_GE(full.traces().back().events.capacity(), 1000u);
+
+  TraceBuilder early;  // a run that stopped after 10 events
+  early.begin(meta);
+  for (int i = 0; i < 10; ++i) early.event(TraceEvent{});
+  EXPECT_GE(early.traces().back().events.capacity(), 1000u);
+  early.end(RunOutcome{});
+  EXPECT_EQ(early.traces().back().events.size(), 10u);
+  EXPECT_LE(early.traces().back().events.capacity(), 40u);
+}
+
 }  // namespace
 }  // namespace replisim::core
