@@ -49,7 +49,7 @@ const SpreadMetric kMetrics[] = {
     {"step time p50 (ms)", "/step_time_s/p50", 1e3, 2},
     {"step time p95 (ms)", "/step_time_s/p95", 1e3, 2},
     {"global update interval (ms)", "/update_interval_s", 1e3, 2},
-    {"staleness mean", "/staleness/mean", 1, 2},
+    {"staleness mean (global steps)", "/staleness/mean", 1, 2},
     {"bottleneck utilisation (%)", "/bottleneck/utilization", 100, 1},
     {"simulated time (s)", "/simulated_time_s", 1, 3},
 };

@@ -50,8 +50,8 @@ std::string client_rates(const RunMetrics& r) {
   if (r.clients.size() <= 4) {
     std::string out;
     for (const ClientMetrics& c : r.clients) {
-      if (!out.empty()) out += " ";
-      out += rate_text(c);
+      if (!out.empty()) out += ", ";
+      out += c.name + " " + rate_text(c);
     }
     return out;
   }
@@ -62,6 +62,45 @@ std::string client_rates(const RunMetrics& r) {
   }
   return fixed(lo, 2) + " .. " + fixed(hi, 2) + " (" + std::to_string(r.clients.size()) +
          " clients)";
+}
+
+// The widest a cell's line gets in the report's table: two runs side by side, with the labels,
+// stay within about 160 columns.
+constexpr size_t kCellColumns = 64;
+
+// Where the entry of a list that starts at `begin` ends: its "; " outside parentheses, or npos.
+size_t entry_end(const std::string& cell, size_t begin) {
+  int depth = 0;
+  for (size_t i = begin; i + 1 < cell.size(); ++i) {
+    if (cell[i] == '(' || cell[i] == '[') ++depth;
+    if ((cell[i] == ')' || cell[i] == ']') && depth > 0) --depth;
+    if (depth == 0 && cell[i] == ';' && cell[i + 1] == ' ') return i;
+  }
+  return std::string::npos;
+}
+
+// `cell` as lines of at most kCellColumns: a new line after each "; " outside parentheses (the
+// entries of a list of faults or failures), and within an entry at the last space that fits,
+// the next lines indented by two; a word longer than a line stays whole.
+std::vector<std::string> wrap_cell(const std::string& cell) {
+  std::vector<std::string> lines;
+  size_t begin = 0;
+  while (begin <= cell.size()) {
+    const size_t end = entry_end(cell, begin);
+    std::string entry =
+        cell.substr(begin, end == std::string::npos ? std::string::npos : end + 1 - begin);
+    while (entry.size() > kCellColumns) {
+      size_t cut = entry.rfind(' ', kCellColumns);
+      if (cut == std::string::npos || cut == 0) cut = entry.find(' ', kCellColumns);
+      if (cut == std::string::npos) break;
+      lines.push_back(entry.substr(0, cut));
+      entry = "  " + entry.substr(cut + 1);
+    }
+    lines.push_back(entry);
+    if (end == std::string::npos) break;
+    begin = end + 2;
+  }
+  return lines;
 }
 
 // The report's rows: a label and one cell per run.
@@ -83,22 +122,35 @@ class ReportTable {
   bool all(Predicate&& predicate) const {
     return !runs_.empty() && std::all_of(runs_.begin(), runs_.end(), predicate);
   }
-  // The title, a blank line, then the rows in aligned columns.
+  // The title, a blank line, then the rows in aligned columns. A cell wider than kCellColumns
+  // (faults, job failures) continues on the lines below its row, in its own column.
   std::string render(const std::string& title) const {
     size_t label_width = 0;
     std::vector<size_t> widths(runs_.size(), 0);
+    std::vector<std::pair<std::string, std::vector<std::vector<std::string>>>> wrapped;
     for (const auto& [label, cells] : rows_) {
       label_width = std::max(label_width, label.size());
-      for (size_t i = 0; i < cells.size(); ++i) widths[i] = std::max(widths[i], cells[i].size());
+      std::vector<std::vector<std::string>> lines;
+      for (size_t i = 0; i < cells.size(); ++i) {
+        lines.push_back(wrap_cell(cells[i]));
+        for (const std::string& l : lines.back()) widths[i] = std::max(widths[i], l.size());
+      }
+      wrapped.emplace_back(label, std::move(lines));
     }
     std::string out = title + "\n\n";
-    for (const auto& [label, cells] : rows_) {
-      std::string line = label + std::string(label_width - label.size() + 2, ' ');
-      for (size_t i = 0; i < cells.size(); ++i) {
-        line += cells[i] + std::string(widths[i] - cells[i].size() + 3, ' ');
+    for (const auto& [label, cells] : wrapped) {
+      size_t height = 1;
+      for (const auto& lines : cells) height = std::max(height, lines.size());
+      for (size_t k = 0; k < height; ++k) {
+        const std::string head = k == 0 ? label : std::string();
+        std::string line = head + std::string(label_width - head.size() + 2, ' ');
+        for (size_t i = 0; i < cells.size(); ++i) {
+          const std::string part = k < cells[i].size() ? cells[i][k] : std::string();
+          line += part + std::string(widths[i] - part.size() + 3, ' ');
+        }
+        line.erase(line.find_last_not_of(' ') + 1);
+        out += line + "\n";
       }
-      line.erase(line.find_last_not_of(' ') + 1);
-      out += line + "\n";
     }
     return out;
   }
@@ -240,7 +292,7 @@ void add_step_rows(ReportTable& t) {
   t.row("step rate per client (steps/s)", client_rates);
   t.row("global update interval (ms)",
         [](const RunMetrics& r) { return milliseconds(r.update_interval_s); });
-  t.row("staleness mean / max", [](const RunMetrics& r) {
+  t.row("staleness mean / max (global steps)", [](const RunMetrics& r) {
     return fixed(r.staleness_mean, 2) + " / " + fixed(r.staleness_max, 0);
   });
 }

@@ -196,11 +196,14 @@ uint32_t read_runs_v3(Decoder& d, TraceSink& sink, uint32_t version) {
 
 uint32_t read_trace_stream(std::istream& in, const std::string& source, TraceSink& sink) {
   Decoder d(in, source);
+  // The magic is checked on what arrived, so a short file that is not a trace is named as such.
   char header[12];
-  d.read(header, sizeof header, false);
-  if (std::memcmp(header, kMagic, sizeof kMagic) != 0) {
+  const size_t got = d.read_up_to(header, sizeof header);
+  if (got == 0) d.fail("empty: no trace");
+  if (std::memcmp(header, kMagic, std::min(got, sizeof kMagic)) != 0) {
     d.fail("not a replisim native trace (the file does not start with \"RSTRACE\")");
   }
+  if (got < sizeof header) d.fail("truncated: the data ends at byte " + std::to_string(got));
   const uint32_t version = load_u32(header + 8);
   uint32_t runs = 0;
   if (version == 2) {

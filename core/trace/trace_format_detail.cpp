@@ -114,6 +114,13 @@ void Decoder::read(char* out, size_t size, bool hashed) {
   if (hashed) hash_ = fnv1a(hash_, out, size);
 }
 
+size_t Decoder::read_up_to(char* out, size_t size) {
+  in_.read(out, std::streamsize(size));
+  const size_t got = size_t(in_.gcount());
+  offset_ += got;
+  return got;
+}
+
 uint8_t Decoder::u8() {
   char byte = 0;
   read(&byte, 1);

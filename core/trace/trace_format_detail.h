@@ -74,6 +74,8 @@ class Decoder {
   uint64_t offset() const { return offset_; }
 
   void read(char* out, size_t size, bool hashed = true);
+  // Up to `size` bytes, unhashed; returns how many arrived (fewer only at the input's end).
+  size_t read_up_to(char* out, size_t size);
   uint8_t u8();
   uint32_t u32();
   uint64_t u64(bool hashed = true);

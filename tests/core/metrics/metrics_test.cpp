@@ -1,9 +1,13 @@
 #include "core/metrics/metrics.h"
 
+#include <algorithm>
+#include <sstream>
+
 #include <gtest/gtest.h>
 
 #include "core/backend/backend.h"
 #include "core/base/error.h"
+#include "core/metrics/report.h"
 #include "core/strategy/strategy.h"
 #include "tests/support/test_support.h"
 
@@ -175,6 +179,68 @@ TEST_F(MetricsTest, IncompleteTracesAreInputErrors) {
   EXPECT_THROW(compute_metrics(empty), InputError);
   Trace no_meta;
   EXPECT_THROW(compute_metrics(no_meta), InputError);
+}
+
+// Long cells (faults, job failures) continue below their row in their own column, so two runs
+// side by side stay readable; each entry of a list starts a line, and nothing is cut.
+TEST(ReportTable, LongCellsContinueBelowTheirRowInTheirColumn) {
+  auto run = [](const std::string& strategy, int faults) {
+    RunMetrics r;
+    r.strategy = strategy;
+    for (int i = 0; i < faults; ++i) {
+      FaultRecord f;
+      f.target = "worker" + std::to_string(i);
+      f.description = f.target + " dies";
+      f.start_s = f.end_s = 1.5 + i;
+      f.throughput_before_samples_per_s = 1000;
+      f.throughput_after_samples_per_s = 750;
+      r.faults.push_back(f);
+    }
+    RecoveryRecord k;
+    k.cause = "ps0 dies";
+    k.fault_s = 3;
+    k.workers_lost = {"worker1", "worker2"};  // "; " inside parentheses: not an entry's end
+    r.recoveries.push_back(k);
+    ClientMetrics c;
+    c.name = "worker0";
+    c.measured_steps = 4;
+    c.step_rate_per_s = 9.5;
+    r.clients.push_back(c);
+    return r;
+  };
+  const std::string report = format_report({run("in_graph", 1), run("between_graph", 3)}, "t");
+  std::istringstream lines(report);
+  std::string line, faults_block, job_block;
+  std::string* block = nullptr;
+  size_t widest = 0, in_graph_column = std::string::npos;
+  while (std::getline(lines, line)) {
+    if (line.find("between_graph") != std::string::npos) in_graph_column = line.find("in_graph");
+    if (line.rfind("faults", 0) == 0) block = &faults_block;
+    if (line.rfind("job failures", 0) == 0) block = &job_block;
+    if (!line.empty() && line[0] != ' ' && line.rfind("faults", 0) != 0 &&
+        line.rfind("job failures", 0) != 0) {
+      block = nullptr;
+    }
+    if (block) *block += line + "\n";
+    if (line.rfind("bound by (", 0) != 0 && line.rfind("note", 0) != 0) {
+      widest = std::max(widest, line.size());
+    }
+  }
+  ASSERT_NE(in_graph_column, std::string::npos) << report;
+  // Three faults, one per line, in the second column; the first column's one fault on the first.
+  EXPECT_EQ(std::count(faults_block.begin(), faults_block.end(), '\n'), 3) << report;
+  EXPECT_NE(faults_block.find("worker2 dies at 3.500 s [samples/s before 1000.0, after 750.0]"),
+            std::string::npos)
+      << report;
+  // The job failure is one entry wrapped at spaces, its parenthesis kept on its lines.
+  EXPECT_GE(std::count(job_block.begin(), job_block.end(), '\n'), 2) << report;
+  EXPECT_NE(job_block.find("(every\n"), std::string::npos) << report;
+  EXPECT_NE(job_block.find("  other client back after -3.000 s; worker1, worker2 died before"),
+            std::string::npos)
+      << report;
+  EXPECT_LE(widest, 2 * 64 + 40u) << report;
+  EXPECT_NE(report.find("worker0 9.50"), std::string::npos) << report;
+  EXPECT_NE(report.find("staleness mean / max (global steps)"), std::string::npos) << report;
 }
 
 }  // namespace

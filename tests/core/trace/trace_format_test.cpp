@@ -392,6 +392,12 @@ TEST(TraceFormat, BadHeadersAndOversizedLengthsAreRejectedBeforeAllocating) {
     EXPECT_NE(message.find(needle), std::string::npos) << message;
   };
   has(decode_error("{\"traceEvents\": []}"), "not a replisim native trace");
+  // A file shorter than the header is named by what it holds: another file, or a cut trace.
+  has(decode_error("{\"a\":1}\n"), "not a replisim native trace");
+  has(decode_error("hello", false), "not a replisim native trace");
+  has(decode_error(std::string("RSTRACE\0", 8)), "truncated: the data ends at byte 8");
+  has(decode_error("RST"), "truncated: the data ends at byte 3");
+  has(decode_error(""), "empty: no trace");
   has(decode_error(file_header(1)), "unsupported trace format version 1");
   has(decode_error(file_header(5)), "reads versions 2 to 4");
   has(decode_error(file_header()), "no runs");
