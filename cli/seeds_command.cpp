@@ -139,8 +139,8 @@ void print_spread(const std::map<std::string, std::vector<Spread>>& table,
     }
     rows.push_back(row);
   }
-  // The bottleneck each seed named, with how many named it.
-  std::vector<std::string> row = {"bottleneck (seeds naming it)"};
+  // The bottleneck each seed named, with how many of the seeds named it.
+  std::vector<std::string> row = {"bottleneck"};
   for (const std::string& s : strategies) {
     std::map<std::string, int> names;
     for (const json& summary : summaries) {
@@ -150,7 +150,8 @@ void print_spread(const std::map<std::string, std::vector<Spread>>& table,
     }
     std::string text;
     for (const auto& [name, n] : names) {
-      text += (text.empty() ? "" : ", ") + name + " " + std::to_string(n);
+      text += (text.empty() ? "" : ", ") + name + " (" + std::to_string(n) + " of " +
+              std::to_string(summaries.size()) + " seeds)";
     }
     row.push_back(text);
   }

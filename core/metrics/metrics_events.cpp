@@ -179,9 +179,9 @@ void add_input_pipeline_note(RunMetrics& r, const MetricsInput& in) {
     if (share <= largest) continue;
     largest = share;
     note = "input pipeline on " + in.trace.str(found->second.device) + ": " +
-           format_quantity(per_batch_s, Dimension::kTime) + " of " +
-           format_quantity(c.mean_step_time_s, Dimension::kTime) + " per step (" +
-           std::to_string(int(std::lround(100 * share))) + "%, " + c.name + ")";
+           format_quantity(per_batch_s, Dimension::kTime) + " of " + c.name + "'s " +
+           format_quantity(c.mean_step_time_s, Dimension::kTime) + " mean step (" +
+           std::to_string(int(std::lround(100 * share))) + "%)";
   }
   if (note.empty()) return;
   if (above > 1) note += " and " + std::to_string(above - 1) + " other client(s) above 10%";

@@ -68,37 +68,59 @@ std::string client_rates(const RunMetrics& r) {
 // stay within about 160 columns.
 constexpr size_t kCellColumns = 64;
 
-// Where the entry of a list that starts at `begin` ends: its "; " outside parentheses, or npos.
-size_t entry_end(const std::string& cell, size_t begin) {
+// `text` split at each `separator` outside parentheses and brackets, the separator kept at the
+// end of every part but the last ("a; b (c; d)" by "; ": "a;", "b (c; d)").
+std::vector<std::string> split_outside_parentheses(const std::string& text,
+                                                   const std::string& separator) {
+  std::vector<std::string> parts;
   int depth = 0;
-  for (size_t i = begin; i + 1 < cell.size(); ++i) {
-    if (cell[i] == '(' || cell[i] == '[') ++depth;
-    if ((cell[i] == ')' || cell[i] == ']') && depth > 0) --depth;
-    if (depth == 0 && cell[i] == ';' && cell[i + 1] == ' ') return i;
+  size_t begin = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '(' || text[i] == '[') ++depth;
+    if ((text[i] == ')' || text[i] == ']') && depth > 0) --depth;
+    if (depth == 0 && text.compare(i, separator.size(), separator) == 0) {
+      parts.push_back(text.substr(begin, i + separator.size() - 1 - begin));  // keeps ';' or ','
+      begin = i + separator.size();
+      i = begin - 1;
+    }
   }
-  return std::string::npos;
+  parts.push_back(text.substr(begin));
+  return parts;
 }
 
-// `cell` as lines of at most kCellColumns: a new line after each "; " outside parentheses (the
-// entries of a list of faults or failures), and within an entry at the last space that fits,
-// the next lines indented by two; a word longer than a line stays whole.
+// `cell` as lines of at most kCellColumns (bytes). Each entry of a list of faults or failures
+// ("; " outside parentheses) starts a line; within one, lines break between its items (", "
+// outside parentheses) where they fit, else between words, and go on indented by two. A word
+// longer than a line stands alone on its line.
 std::vector<std::string> wrap_cell(const std::string& cell) {
+  const std::string indent = "  ";
   std::vector<std::string> lines;
-  size_t begin = 0;
-  while (begin <= cell.size()) {
-    const size_t end = entry_end(cell, begin);
-    std::string entry =
-        cell.substr(begin, end == std::string::npos ? std::string::npos : end + 1 - begin);
-    while (entry.size() > kCellColumns) {
-      size_t cut = entry.rfind(' ', kCellColumns);
-      if (cut == std::string::npos || cut == 0) cut = entry.find(' ', kCellColumns);
-      if (cut == std::string::npos) break;
-      lines.push_back(entry.substr(0, cut));
-      entry = "  " + entry.substr(cut + 1);
+  for (const std::string& entry : split_outside_parentheses(cell, "; ")) {
+    // The pieces lines are made of: whole items where one fits on an indented line, else words.
+    std::vector<std::string> pieces;
+    for (const std::string& item : split_outside_parentheses(entry, ", ")) {
+      if (indent.size() + item.size() <= kCellColumns) {
+        pieces.push_back(item);
+        continue;
+      }
+      std::istringstream words(item);
+      for (std::string word; words >> word;) pieces.push_back(word);
     }
-    lines.push_back(entry);
-    if (end == std::string::npos) break;
-    begin = end + 2;
+    std::string line;
+    bool first = true;
+    for (const std::string& piece : pieces) {
+      if (piece.empty()) continue;
+      if (line.empty()) {
+        line = (first ? "" : indent) + piece;
+      } else if (line.size() + 1 + piece.size() <= kCellColumns) {
+        line += " " + piece;
+      } else {
+        lines.push_back(line);
+        first = false;
+        line = indent + piece;
+      }
+    }
+    lines.push_back(line);
   }
   return lines;
 }
@@ -215,6 +237,8 @@ void add_sync_rows(ReportTable& t) {
   });
 }
 
+}  // namespace
+
 std::string faults_text(const RunMetrics& r) {
   std::string out;
   for (const FaultRecord& f : r.faults) {
@@ -231,6 +255,8 @@ std::string faults_text(const RunMetrics& r) {
   }
   return out.empty() ? std::string("-") : out;
 }
+
+namespace {
 
 // How a restart ended: every client back, a failure before that, or workers that died first.
 std::string restart_outcome_text(const RecoveryRecord& k) {
@@ -253,6 +279,8 @@ std::string restart_outcome_text(const RecoveryRecord& k) {
   return out + ")";
 }
 
+}  // namespace
+
 std::string job_failures_text(const RunMetrics& r) {
   std::string out;
   for (const RecoveryRecord& k : r.recoveries) {
@@ -268,6 +296,8 @@ std::string job_failures_text(const RunMetrics& r) {
   }
   return out.empty() ? std::string("-") : out;
 }
+
+namespace {
 
 // Faults, job failures and the chief's writes, when any run has them.
 void add_fault_rows(ReportTable& t) {

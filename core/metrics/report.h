@@ -15,6 +15,14 @@ namespace replisim::core {
 // `title` is printed above it (scenario, backend, seed).
 std::string format_report(const std::vector<RunMetrics>& runs, const std::string& title);
 
+// The report's "faults" cell: each fault in time order, "; " between them, e.g. "ps1 dies at
+// 35.000 s [samples/s before 1976.9, after 937.6]"; "-" without faults.
+std::string faults_text(const RunMetrics& r);
+
+// The report's "job failures" cell: each restart (cause, checkpoint, work lost, how it ended) and
+// a failure without restart, "; " between them; "-" without any.
+std::string job_failures_text(const RunMetrics& r);
+
 // training.steps "auto": the report's "steady state (95% interval)" cell, e.g. "+-0.89% after 364
 // updates, stopped at 6.612 s" or "not within +-1.00% when the run ended (+-6.00% over 920
 // updates)".

@@ -82,8 +82,8 @@ TEST(RealFaults, AKilledAsyncWorkerLeavesTheOthersTrainingAndIsReportedAsSimulat
     EXPECT_GE(f->lost_step, 0);
     EXPECT_GE(f->lost_work_s, 0);
   }
-  // The report's row, as the simulator writes it.
-  const std::string report = core::format_report({measured}, "t");
+  // The report's cell, as the simulator writes it (the table may wrap it over lines).
+  const std::string report = core::faults_text(measured);
   EXPECT_NE(report.find("worker1 dies at 0.4"), std::string::npos) << report;
   EXPECT_NE(report.find("(worker1 lost "), std::string::npos) << report;
 }
@@ -187,8 +187,8 @@ TEST(RealFaults, AKilledParameterServerWithRecoveryRestartsFromTheCheckpointFile
     EXPECT_EQ(last, plan.steps - 1) << name;
   }
   expected.expect_equal(run.final);
-  // The report's restart row, from the merged trace.
-  const std::string report = core::format_report({core::compute_metrics(run.trace)}, "t");
+  // The report's restart cell, from the merged trace (the table may wrap it over lines).
+  const std::string report = core::job_failures_text(core::compute_metrics(run.trace));
   EXPECT_NE(report.find("ps0 dies at 0.7"), std::string::npos) << report;
   EXPECT_NE(
       report.find("restarted from global_step " + std::to_string(restart.checkpoint_global_step)),

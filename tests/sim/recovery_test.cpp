@@ -318,7 +318,7 @@ TEST(Recovery, ARestoreUsesOnlyCheckpointsThatFinished) {
   // that recovery never had every client back, and the report says so.
   EXPECT_DOUBLE_EQ(m.recoveries[0].interrupted_s, 2.75);
   EXPECT_LT(m.recoveries[1].interrupted_s, 0);
-  const std::string report = core::format_report({m}, "title");
+  const std::string report = core::job_failures_text(m);
   EXPECT_NE(report.find("(failed again at 2.750 s, before every client was back)"),
             std::string::npos)
       << report;
@@ -340,7 +340,7 @@ TEST(Recovery, DeathsBeforeTheRestartBringsEveryoneBackAreReportedAsSuch) {
   EXPECT_EQ(m.faults[1].target, "worker1");
   EXPECT_LT(m.faults[1].lost_step, 0);
   EXPECT_DOUBLE_EQ(m.faults[1].lost_work_s, 0);
-  std::string report = core::format_report({m}, "title");
+  std::string report = core::job_failures_text(m);
   EXPECT_NE(report.find("every other client back after"), std::string::npos) << report;
   EXPECT_NE(report.find("worker1 died before it was back"), std::string::npos) << report;
   // ps0 dies again at 4.05 s, while the chief restores: no recovery time is claimed.
@@ -352,7 +352,7 @@ TEST(Recovery, DeathsBeforeTheRestartBringsEveryoneBackAreReportedAsSuch) {
   EXPECT_DOUBLE_EQ(m.recoveries[0].interrupted_s, 4.05);
   EXPECT_LT(m.recoveries[0].interrupted_s, m.recoveries[0].resumed_s);
   EXPECT_NEAR(m.recoveries[0].resumed_s, restart_s + kCheckpointS, 1e-9);
-  report = core::format_report({m}, "title");
+  report = core::job_failures_text(m);
   EXPECT_NE(report.find("failed again at 4.050 s while the chief was restoring"), std::string::npos)
       << report;
 }
