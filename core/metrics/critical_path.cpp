@@ -593,13 +593,15 @@ CriticalPath combine_paths(const std::vector<CriticalPath>& paths) {
       into.seconds += share.seconds;
       for (const auto* list : {&share.directions, &share.bounds}) {
         auto& target = list == &share.directions ? into.directions : into.bounds;
-        for (const auto& [name, s] : *list) {
+        for (const auto& entry : *list) {
+          // Not a structured binding: a lambda may capture one only from C++20 (clang refuses).
+          const std::string& part = entry.first;
           auto it = std::find_if(target.begin(), target.end(),
-                                 [&](const auto& item) { return item.first == name; });
+                                 [&](const auto& item) { return item.first == part; });
           if (it == target.end()) {
-            target.emplace_back(name, s);
+            target.emplace_back(part, entry.second);
           } else {
-            it->second += s;
+            it->second += entry.second;
           }
         }
       }

@@ -15,10 +15,11 @@ enum WaitCategory { kCompute, kNetwork, kClient, kPeers, kPs, kToken, kOther, kC
 enum Activity { kOwnCompute, kOwnTransfer, kClientCompute, kPeerCompute, kPsCompute, kAnyTransfer };
 constexpr int kActivities = 6;
 
+// Where an event of a step starts (+1) or stops (-1) counting.
 struct Boundary {
   double time;
   int delta;
-  Activity activity;
+  const TraceEvent* event;
 };
 
 // The synchronous token's own 8-byte trip back to the worker ends the wait; it does not start it.
@@ -26,57 +27,68 @@ bool is_token_trip(const TraceEvent& e) {
   return e.kind == EventKind::kTransfer && e.producer == OpKind::kTokenDequeue;
 }
 
-// Where each event of the step starts and stops counting, from `role`'s point of view, in time
-// order (into `boundaries`, cleared first: the caller keeps it between steps).
-void boundaries_of(const MetricsInput& in, const std::vector<const TraceEvent*>& group,
-                   const Span& span, uint32_t role, std::vector<Boundary>& boundaries) {
+// The boundaries of the step's compute and transfer events inside `span`, in time order (into
+// `boundaries`, cleared first: the caller keeps it between steps). The same for every role of the
+// step, so sorted once per step, not once per role (a multi-tower worker has a role per tower).
+void boundaries_of(const std::vector<const TraceEvent*>& group, const Span& span,
+                   std::vector<Boundary>& boundaries) {
   boundaries.clear();
   for (const TraceEvent* e : group) {
+    if (e->kind != EventKind::kCompute && e->kind != EventKind::kTransfer) continue;
     const double start = std::max(e->start_s, span.start_s);
     const double end = std::min(e->end_s, span.end_s);
     if (end <= start) continue;
-    Activity activities[2];
-    int count = 0;
-    // A tensor's serialisation or deserialisation (TraceRecorder::copy) is the network stack's
-    // time, not the op's.
-    const bool copy =
-        e->kind == EventKind::kCompute && (e->op == OpKind::kSend || e->op == OpKind::kRecv);
-    if (copy) {
-      if (e->actor == role) activities[count++] = kOwnTransfer;
-      activities[count++] = kAnyTransfer;
-    } else if (e->kind == EventKind::kCompute) {
-      if (e->actor == role) {
-        activities[count++] = kOwnCompute;
-      } else {
-        const RoleKind* kind = in.kind_of(e->actor);
-        activities[count++] = kind != nullptr && *kind == RoleKind::kClient ? kClientCompute
-                              : kind != nullptr && *kind == RoleKind::kParameterServer
-                                  ? kPsCompute
-                                  : kPeerCompute;
-      }
-    } else if (e->kind == EventKind::kTransfer) {
-      if (e->actor == role || e->peer_actor == role) activities[count++] = kOwnTransfer;
-      activities[count++] = kAnyTransfer;
-    }
-    for (int i = 0; i < count; ++i) {
-      boundaries.push_back({start, +1, activities[i]});
-      boundaries.push_back({end, -1, activities[i]});
-    }
+    boundaries.push_back({start, +1, e});
+    boundaries.push_back({end, -1, e});
   }
+  // Boundaries at one time may come in any order: none charges time between them.
   std::sort(boundaries.begin(), boundaries.end(),
             [](const Boundary& a, const Boundary& b) { return a.time < b.time; });
 }
 
-// Classifies the time of `role` inside one step span from the events of that step.
-// `boundaries` is scratch space the caller keeps between steps.
-void accumulate_waits(const MetricsInput& in, const std::vector<const TraceEvent*>& group,
-                      const Span& span, uint32_t role, std::vector<double>& seconds,
-                      std::vector<Boundary>& boundaries) {
-  double last_event_end = span.start_s;
+// What a compute or transfer event counts as from `role`'s point of view: one or two activities
+// (into `out`); returns how many.
+int activities_of(const MetricsInput& in, const TraceEvent& e, uint32_t role, Activity out[2]) {
+  int count = 0;
+  // A tensor's serialisation or deserialisation (TraceRecorder::copy) is the network stack's
+  // time, not the op's.
+  const bool copy =
+      e.kind == EventKind::kCompute && (e.op == OpKind::kSend || e.op == OpKind::kRecv);
+  if (copy) {
+    if (e.actor == role) out[count++] = kOwnTransfer;
+    out[count++] = kAnyTransfer;
+  } else if (e.kind == EventKind::kCompute) {
+    if (e.actor == role) {
+      out[count++] = kOwnCompute;
+    } else {
+      const RoleKind* kind = in.kind_of(e.actor);
+      out[count++] = kind != nullptr && *kind == RoleKind::kClient            ? kClientCompute
+                     : kind != nullptr && *kind == RoleKind::kParameterServer ? kPsCompute
+                                                                              : kPeerCompute;
+    }
+  } else {
+    if (e.actor == role || e.peer_actor == role) out[count++] = kOwnTransfer;
+    out[count++] = kAnyTransfer;
+  }
+  return count;
+}
+
+// The end of the step's last event inside `span` (a synchronous worker's token trip aside).
+double last_event_end(const MetricsInput& in, const std::vector<const TraceEvent*>& group,
+                      const Span& span) {
+  double last = span.start_s;
   for (const TraceEvent* e : group) {
     if (in.synchronous && is_token_trip(*e)) continue;
-    last_event_end = std::max(last_event_end, std::min(e->end_s, span.end_s));
+    last = std::max(last, std::min(e->end_s, span.end_s));
   }
+  return last;
+}
+
+// Classifies the time of `role` inside one step span from the step's boundaries (boundaries_of)
+// and the end of its last event (last_event_end).
+void accumulate_waits(const MetricsInput& in, const std::vector<Boundary>& boundaries,
+                      double last_end_s, const Span& span, uint32_t role,
+                      std::vector<double>& seconds) {
   int active[kActivities] = {0, 0, 0, 0, 0, 0};
   double t = span.start_s;
   auto charge = [&](double until) {
@@ -84,8 +96,7 @@ void accumulate_waits(const MetricsInput& in, const std::vector<const TraceEvent
     // Synchronous workers: once every op of the step is done, the rest of the step is the wait
     // for a token (the other workers' gradients and the chief's update). distributed_replicated
     // workers: nothing of the step running is a wait at a barrier (for the other workers).
-    WaitCategory category =
-        (in.synchronous && t >= last_event_end) || in.barriers ? kToken : kOther;
+    WaitCategory category = (in.synchronous && t >= last_end_s) || in.barriers ? kToken : kOther;
     if (active[kOwnCompute] > 0) {
       category = kCompute;
     } else if (active[kOwnTransfer] > 0) {
@@ -102,10 +113,11 @@ void accumulate_waits(const MetricsInput& in, const std::vector<const TraceEvent
     seconds[size_t(category)] += until - t;
     t = until;
   };
-  boundaries_of(in, group, span, role, boundaries);
+  Activity activities[2];
   for (const Boundary& b : boundaries) {
     charge(b.time);
-    active[b.activity] += b.delta;
+    const int count = activities_of(in, *b.event, role, activities);
+    for (int i = 0; i < count; ++i) active[activities[i]] += b.delta;
   }
   charge(span.end_s);
 }
@@ -175,10 +187,13 @@ void add_waits(RunMetrics& r, const MetricsInput& in, StepTable& steps, Measured
     for (size_t k = 0; k < inside.size(); ++k) {
       if (!inside[k]) continue;
       const auto& events = k < events_of.by_step.size() ? events_of.by_step[k] : no_events;
+      const Span& span = steps[client][k];
+      boundaries_of(events, span, boundaries);
+      const double last_end_s = last_event_end(in, events, span);
       for (uint32_t role : events_of.computing_roles) {
         std::vector<double>& seconds = seconds_by_role[role];
         seconds.resize(kCategories, 0.0);
-        accumulate_waits(in, events, steps[client][k], role, seconds, boundaries);
+        accumulate_waits(in, boundaries, last_end_s, span, role, seconds);
       }
     }
   }

@@ -10,6 +10,7 @@
 
 #include "core/base/error.h"
 #include "core/base/units.h"
+#include "core/metrics/metrics_detail.h"
 #include "core/metrics/report.h"
 
 namespace replisim::core {
@@ -59,15 +60,6 @@ PhaseTimes phase_times(const Trace& trace, const WindowSteps& steps) {
   return times;
 }
 
-double percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double at = q * double(v.size() - 1);
-  const size_t lo = size_t(std::floor(at));
-  const size_t hi = std::min(v.size() - 1, lo + 1);
-  return v[lo] + (v[hi] - v[lo]) * (at - double(lo));
-}
-
 double mean_of(const std::vector<double>& v) {
   double sum = 0;
   for (double x : v) sum += x;
@@ -93,7 +85,7 @@ double max_of(const std::vector<double>& v) {
   return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
 }
 
-std::string percent(double x) {
+std::string signed_percent(double x) {
   if (!std::isfinite(x)) return "n/a";
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%+.1f%%", 100 * x);
@@ -163,8 +155,8 @@ std::optional<double> baseline_error(const nlohmann::json* baseline, const char*
 }
 
 std::string with_baseline(double error, const std::optional<double>& before) {
-  std::string text = percent(error);
-  if (before) text += " (was " + percent(*before) + ")";
+  std::string text = signed_percent(error);
+  if (before) text += " (was " + signed_percent(*before) + ")";
   return text;
 }
 
@@ -369,10 +361,10 @@ Validation validate_runs(const std::vector<const Trace*>& predicted_runs,
       c.mean_abs_percentage_error = abs_sum / double(counted);
       c.bias = signed_sum / double(counted);
     }
-    c.predicted_p50_s = percentile(pred, 0.5);
-    c.predicted_p95_s = percentile(pred, 0.95);
-    c.measured_p50_s = percentile(meas, 0.5);
-    c.measured_p95_s = percentile(meas, 0.95);
+    c.predicted_p50_s = metrics_detail::percentile(pred, 0.5);
+    c.predicted_p95_s = metrics_detail::percentile(pred, 0.95);
+    c.measured_p50_s = metrics_detail::percentile(meas, 0.5);
+    c.measured_p95_s = metrics_detail::percentile(meas, 0.95);
     v.phases.push_back(c);
   }
 
@@ -465,7 +457,7 @@ Validation validate_runs(const std::vector<const Trace*>& predicted_runs,
       std::string name = v.metrics[i].name;
       const size_t unit = name.find(" (");
       if (unit != std::string::npos) name.erase(unit);  // "step time p50", "throughput"
-      v.outside.push_back(name + " " + percent(e));
+      v.outside.push_back(name + " " + signed_percent(e));
     }
   }
   return v;
@@ -586,8 +578,8 @@ std::string format(const Validation& v, const nlohmann::json* baseline, bool mar
          with_baseline(c.relative_error(), baseline_error(baseline, "phases", c.name)),
          std::to_string(p.joined_ops),
          joined ? number(100 * p.mean_abs_percentage_error, 1) + "%" : "-",
-         joined ? percent(p.bias) : "-",
-         p.worst_op.empty() ? std::string("-") : p.worst_op + " " + percent(p.worst_error)});
+         joined ? signed_percent(p.bias) : "-",
+         p.worst_op.empty() ? std::string("-") : p.worst_op + " " + signed_percent(p.worst_error)});
     if (joined) {
       durations.rows.push_back({phase_name(p.phase), ms(p.predicted_p50_s), ms(p.measured_p50_s),
                                 ms(p.predicted_p95_s), ms(p.measured_p95_s)});
@@ -601,8 +593,8 @@ std::string format(const Validation& v, const nlohmann::json* baseline, bool mar
   std::string verdict;
   if (v.within_tolerance) {
     verdict = "within ±" + number(100 * v.tolerance, 1) + "% (throughput " +
-              percent(v.metrics[0].relative_error()) + ", step time p50 " +
-              percent(v.metrics[1].relative_error()) + ")";
+              signed_percent(v.metrics[0].relative_error()) + ", step time p50 " +
+              signed_percent(v.metrics[1].relative_error()) + ")";
   } else {
     verdict = "outside ±" + number(100 * v.tolerance, 1) + "%:";
     for (const std::string& o : v.outside) verdict += " " + o + ";";

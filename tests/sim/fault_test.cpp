@@ -8,7 +8,7 @@
 #include "core/base/error.h"
 #include "tests/support/test_support.h"
 
-namespace replisim {
+namespace replisim::fault_test {
 namespace {
 
 using test::machine;
@@ -205,4 +205,4 @@ TEST(Faults, BadFaultsAreInputErrors) {
 }
 
 }  // namespace
-}  // namespace replisim
+}  // namespace replisim::fault_test

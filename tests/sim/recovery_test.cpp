@@ -9,7 +9,7 @@
 #include "core/strategy/strategy.h"
 #include "tests/support/test_support.h"
 
-namespace replisim {
+namespace replisim::recovery_test {
 namespace {
 
 using test::events_of;
@@ -412,4 +412,4 @@ TEST(Recovery, BadSettingsAreInputErrors) {
 }
 
 }  // namespace
-}  // namespace replisim
+}  // namespace replisim::recovery_test

@@ -9,7 +9,7 @@
 
 #include "tests/support/test_support.h"
 
-namespace replisim {
+namespace replisim::sync_test {
 namespace {
 
 using test::machine;
@@ -176,9 +176,9 @@ TEST(SyncReplicas, SyncIsBetweenGraphOnly) {
 }
 
 }  // namespace
-}  // namespace replisim
+}  // namespace replisim::sync_test
 
-namespace replisim {
+namespace replisim::sync_test {
 namespace {
 
 // 64 workers, R = 60 of T = 64, worker i holding 100 + 10 i steps of data.
@@ -293,4 +293,4 @@ TEST(SyncReplicas, TfKeepsGoingWithFewerWorkersThanItAggregates) {
 }
 
 }  // namespace
-}  // namespace replisim
+}  // namespace replisim::sync_test

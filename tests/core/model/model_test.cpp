@@ -165,7 +165,7 @@ Model parse(const nlohmann::json& model) {
 }
 
 // Expects parse_model to fail at `path` with a message containing each of `needles`.
-void expect_error(const nlohmann::json& model, const std::string& path,
+void expect_model_error(const nlohmann::json& model, const std::string& path,
                   const std::vector<std::string>& needles) {
   try {
     parse(model);
@@ -247,36 +247,36 @@ TEST(ModelScenario, UnknownPresetListsEveryValidName) {
   for (const char* name : {"resnet101", "resnet152", "inception_v3", "vgg16", "alexnet", "mlp"}) {
     needles.push_back(name);
   }
-  expect_error({{"preset", "resnet51"}}, "/model/preset", needles);
+  expect_model_error({{"preset", "resnet51"}}, "/model/preset", needles);
 }
 
 TEST(ModelScenario, WidthsOnlyForMlp) {
-  expect_error({{"preset", "resnet50"}, {"widths", {784, 10}}}, "/model/widths",
+  expect_model_error({{"preset", "resnet50"}, {"widths", {784, 10}}}, "/model/widths",
                {"only these presets take widths: mlp"});
   nlohmann::json custom = test::one_layer_model(1000, "2 MFLOP");
   custom["widths"] = {784, 10};
-  expect_error(custom, "/model/widths", {"only these presets take widths: mlp"});
-  expect_error({{"preset", "mlp"}}, "/model/widths", {"required field missing"});
+  expect_model_error(custom, "/model/widths", {"only these presets take widths: mlp"});
+  expect_model_error({{"preset", "mlp"}}, "/model/widths", {"required field missing"});
 }
 
 TEST(ModelScenario, BadWidthsAreRejected) {
-  expect_error({{"preset", "mlp"}, {"widths", {784}}}, "/model/widths", {"at least 2 widths"});
-  expect_error({{"preset", "mlp"}, {"widths", nlohmann::json::array()}}, "/model/widths",
+  expect_model_error({{"preset", "mlp"}, {"widths", {784}}}, "/model/widths", {"at least 2 widths"});
+  expect_model_error({{"preset", "mlp"}, {"widths", nlohmann::json::array()}}, "/model/widths",
                {"at least 2 widths"});
-  expect_error({{"preset", "mlp"}, {"widths", {784, 0}}}, "/model/widths/1", {"[1, "});
-  expect_error({{"preset", "mlp"}, {"widths", {-784, 10}}}, "/model/widths/0", {"[1, "});
-  expect_error({{"preset", "mlp"}, {"widths", {784, 10.5}}}, "/model/widths/1", {"integer"});
-  expect_error({{"preset", "mlp"}, {"widths", {784, "10"}}}, "/model/widths/1", {"integer"});
-  expect_error({{"preset", "mlp"}, {"widths", 784}}, "/model/widths", {"array"});
+  expect_model_error({{"preset", "mlp"}, {"widths", {784, 0}}}, "/model/widths/1", {"[1, "});
+  expect_model_error({{"preset", "mlp"}, {"widths", {-784, 10}}}, "/model/widths/0", {"[1, "});
+  expect_model_error({{"preset", "mlp"}, {"widths", {784, 10.5}}}, "/model/widths/1", {"integer"});
+  expect_model_error({{"preset", "mlp"}, {"widths", {784, "10"}}}, "/model/widths/1", {"integer"});
+  expect_model_error({{"preset", "mlp"}, {"widths", 784}}, "/model/widths", {"array"});
 }
 
 TEST(ModelScenario, UnknownDtypeListsValidOnes) {
-  expect_error({{"preset", "resnet50"}, {"dtype", "bf16"}}, "/model/dtype",
+  expect_model_error({{"preset", "resnet50"}, {"dtype", "bf16"}}, "/model/dtype",
                {"unknown dtype \"bf16\"", "fp32", "fp16"});
   nlohmann::json custom = test::one_layer_model(1000, "2 MFLOP");
   custom["dtype"] = "int8";
-  expect_error(custom, "/model/dtype", {"valid dtypes: fp32, fp16"});
-  expect_error({{"preset", "resnet50"}, {"dtype", 16}}, "/model/dtype", {"expected a string"});
+  expect_model_error(custom, "/model/dtype", {"valid dtypes: fp32, fp16"});
+  expect_model_error({{"preset", "resnet50"}, {"dtype", 16}}, "/model/dtype", {"expected a string"});
 }
 
 }  // namespace
