@@ -18,6 +18,14 @@ inline int int_flag(int argc, char** argv, const char* name, int fallback) {
   return fallback;
 }
 
+// Whether `name` is one of the arguments ("--mac-cost").
+inline bool has_flag(int argc, char** argv, const char* name) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], name) == 0) return true;
+  }
+  return false;
+}
+
 // The text after `name` in argv ("--network-engine simgrid"), or `fallback`.
 inline const char* text_flag(int argc, char** argv, const char* name, const char* fallback) {
   for (int i = 1; i + 1 < argc; ++i) {

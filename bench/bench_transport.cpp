@@ -13,6 +13,10 @@
 // --congestion NAME for all three (iperf3 -C). Usage:
 //   bench_transport [--trials N] [--mib-per-trial M] [--congestion NAME]
 //   bench_transport --profile-kib N [--trials N] [--mib-per-trial M]   (replisim alone, to profile)
+//   bench_transport --mac-cost [--trials N] [--mib-per-trial M]
+// --mac-cost measures what the frames' MACs (real/transport/frame_mac.h) cost: the mesh with them
+// against the same mesh without them (MeshConfig::frame_macs), alternating, over 1 and 4
+// connections: goodput of each, the median of the trials' ratios, and CPU seconds per GiB.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -78,8 +82,8 @@ Load make_load(size_t bytes, size_t total, bool hot) {
 // One end of the mesh: its own io_context on its own thread.
 class End : public Mesh::Handler {
  public:
-  End(uint32_t self, int connections, const std::string& congestion)
-      : self_(self), connections_(connections), congestion_(congestion) {
+  End(uint32_t self, int connections, const std::string& congestion, bool macs)
+      : self_(self), connections_(connections), congestion_(congestion), macs_(macs) {
     acceptor_.emplace(listen_on(io_, "127.0.0.1", 0));
     port_ = acceptor_->local_endpoint().port();
   }
@@ -90,6 +94,7 @@ class End : public Mesh::Handler {
     config.peers = {1 - self_};
     config.connections_per_peer = connections_;
     config.congestion_control = congestion_;
+    config.frame_macs = macs_;
     mesh_ = std::make_unique<Mesh>(io_, config, std::move(*acceptor_), *this);
     mesh_->start();
     thread_ = std::thread([this] { io_.run(); });
@@ -183,6 +188,7 @@ class End : public Mesh::Handler {
   uint32_t self_;
   int connections_;
   std::string congestion_;
+  bool macs_;
   asio::io_context io_;
   std::optional<asio::ip::tcp::acceptor> acceptor_;
   uint16_t port_ = 0;
@@ -359,8 +365,8 @@ double median(std::vector<double> v) {
 
 // Two connected ends of the mesh, over `connections` connections each way.
 struct Pair {
-  Pair(int connections, const std::string& congestion)
-      : sender(0, connections, congestion), receiver(1, connections, congestion) {
+  Pair(int connections, const std::string& congestion, bool macs = true)
+      : sender(0, connections, congestion, macs), receiver(1, connections, congestion, macs) {
     const std::vector<ClusterTask> tasks = {{"ps", 0, "127.0.0.1", sender.port()},
                                             {"worker", 0, "127.0.0.1", receiver.port()}};
     closing = false;
@@ -396,6 +402,31 @@ int main(int argc, char** argv) {
     for (int t = 0; t < trials; ++t) {
       const Rate r = replisim_rate(pair.sender, pair.receiver, load);
       std::printf("%.0f MB/s, %.3f CPU s/GiB\n", r.bytes_per_s / 1e6, r.cpu_s_per_gib);
+    }
+    return 0;
+  }
+  if (replisim::bench::has_flag(argc, argv, "--mac-cost")) {
+    std::printf("%-8s %5s %13s %13s %6s   %s\n", "tensor", "conns", "with MACs", "without", "ratio",
+                "CPU s/GiB (with, without)");
+    for (int connections : {1, 4}) {
+      Pair with(connections, congestion, true), without(connections, congestion, false);
+      for (size_t bytes : {size_t(64) << 10, size_t(1) << 20, size_t(64) << 20}) {
+        const Load load = make_load(bytes, bytes < (1u << 20) ? total / 4 : total, false);
+        std::vector<double> a, b, ratio, a_cpu, b_cpu;
+        for (int t = 0; t < trials; ++t) {  // alternating
+          const Rate x = replisim_rate(with.sender, with.receiver, load);
+          const Rate y = replisim_rate(without.sender, without.receiver, load);
+          a.push_back(x.bytes_per_s);
+          b.push_back(y.bytes_per_s);
+          ratio.push_back(x.bytes_per_s / y.bytes_per_s);
+          a_cpu.push_back(x.cpu_s_per_gib);
+          b_cpu.push_back(y.cpu_s_per_gib);
+        }
+        std::printf("%-8s %5d %8.0f MB/s %8.0f MB/s %6.3f   %.3f %.3f\n",
+                    size_text(bytes, false).c_str(), connections, median(a) / 1e6, median(b) / 1e6,
+                    median(ratio), median(a_cpu), median(b_cpu));
+        std::fflush(stdout);
+      }
     }
     return 0;
   }

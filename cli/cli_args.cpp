@@ -156,7 +156,7 @@ void parse_trace_window(CliArgs& args, const std::string& text) {
 // Values kept as typed by CLI11, checked here so that every message names its flag.
 struct RawValues {
   std::string seed, steps, scale, window, strategy, threads, connect_timeout, listen_fd,
-      progress_fd, base_port, isolate, repeat, tolerance, seeds;
+      progress_fd, base_port, isolate, repeat, tolerance, seeds, max_plan_ops, max_plan_memory;
   PlanningRaw planning;
 };
 
@@ -171,6 +171,41 @@ void add_plan_knobs(CLI::App* sub, RawValues& raw, const char* default_strategy 
   sub->add_option("--scale-compute", raw.scale,
                   "multiply every op's FLOP by F (a large model on a small machine)")
       ->type_name("F");
+  sub->add_option("--max-plan-ops", raw.max_plan_ops,
+                  "refuse a plan estimated above N ops (default 10000000)")
+      ->type_name("N");
+  sub->add_option("--max-plan-memory", raw.max_plan_memory,
+                  "refuse a plan estimated above SIZE of memory (default \"4 GiB\")")
+      ->type_name("SIZE");
+}
+
+// --max-plan-ops, --max-plan-memory.
+void parse_plan_budget(CliArgs& args, const RawValues& raw) {
+  if (!raw.max_plan_ops.empty()) {
+    char* end = nullptr;
+    errno = 0;
+    const double n = std::strtod(raw.max_plan_ops.c_str(), &end);
+    if (*end != '\0' || errno == ERANGE || !(n >= 1000 && n <= 1e12) || std::floor(n) != n) {
+      throw InputError(
+          "", "--max-plan-ops",
+          "expected a whole number of ops from 1000 to 1e12, got \"" + raw.max_plan_ops + "\"");
+    }
+    args.plan_budget.max_ops = n;
+  }
+  if (!raw.max_plan_memory.empty()) {
+    double bytes = 0;
+    try {
+      bytes = core::parse_quantity(raw.max_plan_memory, core::Dimension::kBytes);
+    } catch (const core::UnitError& e) {
+      throw InputError("", "--max-plan-memory", "\"" + raw.max_plan_memory + "\": " + e.what());
+    }
+    if (!(bytes >= 1e6 && bytes <= 1e15)) {
+      throw InputError(
+          "", "--max-plan-memory",
+          "expected a size from 1 MB to 1 PB (\"16 GiB\"), got \"" + raw.max_plan_memory + "\"");
+    }
+    args.plan_budget.max_bytes = bytes;
+  }
 }
 
 void add_outputs(CLI::App* sub, CliArgs& args, RawValues& raw, bool native_out) {
@@ -348,6 +383,25 @@ void define(CLI::App& app, CliArgs& args, RawValues& raw) {
                            [&raw](CLI::App* sub) { add_plan_knobs(sub, raw, "between_graph"); });
 }
 
+}  // namespace
+
+std::vector<std::string> plan_budget_flags(const core::PlanBudget& budget) {
+  const core::PlanBudget defaults;
+  std::vector<std::string> flags;
+  char text[40];
+  if (budget.max_ops != defaults.max_ops) {
+    std::snprintf(text, sizeof text, "%.0f", budget.max_ops);
+    flags.insert(flags.end(), {"--max-plan-ops", text});
+  }
+  if (budget.max_bytes != defaults.max_bytes) {
+    std::snprintf(text, sizeof text, "%.0f B", budget.max_bytes);
+    flags.insert(flags.end(), {"--max-plan-memory", text});
+  }
+  return flags;
+}
+
+namespace {
+
 // A flag given twice is refused whatever CLI11 would make of it.
 void refuse_repeats(const std::vector<std::string>& words) {
   std::vector<std::string> seen;
@@ -510,6 +564,7 @@ void check_values(CliArgs& args, const RawValues& raw) {
   }
   if (!raw.steps.empty()) args.steps = parse_int("--steps", raw.steps, 1, core::limits::kMaxSteps);
   if (!raw.scale.empty()) args.scale_compute = parse_scale(raw.scale);
+  parse_plan_budget(args, raw);
   if (!raw.window.empty()) parse_trace_window(args, raw.window);
   parse_progress_mode(args.progress);
   check_planning_values(args, raw.planning);
@@ -578,7 +633,8 @@ CliArgs parse_cli_args(int argc, const char* const* argv) {
                            "--repeat",         "--tolerance",
                            "--baseline",       "--seeds",
                            "--jobs",           "--shard",
-                           "--cache",          "--vary"}) {
+                           "--cache",          "--vary",
+                           "--max-plan-ops",   "--max-plan-memory"}) {
     for (size_t i = 0; i < words.size(); ++i) {
       const bool empty = (words[i] == flag && i + 1 < words.size() && words[i + 1].empty()) ||
                          words[i] == std::string(flag) + "=";

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/strategy/strategy.h"
+
 namespace replisim::cli {
 
 struct CliArgs {
@@ -33,6 +35,8 @@ struct CliArgs {
   std::string progress = "auto";  // simulate, run: --progress auto|bar|json|none
   int steps = 0;                  // simulate, plan, run: --steps N (0: the scenario's)
   double scale_compute = 1;       // simulate, plan, run: --scale-compute F
+  // simulate, plan, run, validate, sweep, whatif: --max-plan-ops N, --max-plan-memory SIZE
+  core::PlanBudget plan_budget;
   std::string network_engine = "auto";  // simulate: --network-engine simgrid|auto
   // run, node
   std::string checkpoint_dir;     // --checkpoint-dir DIR (a new directory)
@@ -69,6 +73,10 @@ struct CliArgs {
   double plot_target_samples_per_s = 0;   // plot: --target (0: none)
   std::string command_line;               // as typed, for provenance
 };
+
+// The flags that give `budget` to a child `replisim simulate` (a sweep's point, a seed), none
+// for the default.
+std::vector<std::string> plan_budget_flags(const core::PlanBudget& budget);
 
 // Parses argv. Throws core::InputError("", "<flag>", message) on an unknown command or flag, a
 // flag given twice, a missing or bad value, a missing or extra positional argument; an unknown

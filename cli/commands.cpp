@@ -57,8 +57,8 @@ std::vector<core::Plan> compile_plans(const LoadedScenario& loaded, const CliArg
   }
   std::vector<core::Plan> plans;
   for (const std::string& strategy : selected_strategies(args)) {
-    plans.push_back(core::compile_plan(scenario, strategy,
-                                       core::CompileOptions{args.seed, args.scale_compute}));
+    plans.push_back(core::compile_plan(
+        scenario, strategy, core::CompileOptions{args.seed, args.scale_compute, args.plan_budget}));
   }
   return plans;
 }
@@ -345,13 +345,20 @@ int run_plan(const CliArgs& args, std::ostream& out) {
   const LoadedScenario loaded = load(args.scenario);
   const std::vector<core::Plan> plans = compile_plans(loaded, args);
   if (args.json_stdout) {
+    // Streamed: as dump_json(plan_to_json(plan), 1), or an array of them, without the documents.
+    const auto write = [&out](const std::string& piece) { out << piece; };
     if (plans.size() == 1) {
-      out << core::dump_json(core::plan_to_json(plans.front()), 1) << "\n";
+      core::write_plan_json(plans.front(), 1, write);
     } else {
-      nlohmann::json all = nlohmann::json::array();
-      for (const core::Plan& plan : plans) all.push_back(core::plan_to_json(plan));
-      out << core::dump_json(all, 1) << "\n";
+      out << "[\n";
+      for (size_t i = 0; i < plans.size(); ++i) {
+        out << " ";
+        core::write_plan_json(plans[i], 1, write, 1);
+        out << (i + 1 < plans.size() ? ",\n" : "\n");
+      }
+      out << "]";
     }
+    out << "\n";
     return 0;
   }
   for (size_t i = 0; i < plans.size(); ++i) {

@@ -1,8 +1,10 @@
 // The replisim executable: registers the backends, parses flags, runs a command, maps errors to
 // exit codes (0 success; 2 bad input, 1 a failed run, an output that cannot be written or an
 // internal error, 130 cancelled: each with one line on stderr).
+#include <csignal>
 #include <iostream>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "cli/cli_args.h"
@@ -26,6 +28,16 @@ int main(int argc, char** argv) {
   using namespace replisim;
   // From the start: a Ctrl-C before the first run still stops it cleanly.
   const cli::InterruptGuard interrupts;
+  // Past a file-size limit (ulimit -f) a write fails with EFBIG and the output's usual one line,
+  // instead of SIGXFSZ killing the process with a core dump.
+  std::signal(SIGXFSZ, SIG_IGN);
+  // Descriptors up to the hard limit: a parameter server with many peers, or one flooded by
+  // connections that never authenticate (bounded by the mesh), keeps some for its checkpoints.
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &files);
+  }
   cli::end_with_spawning_parent();  // a sweep's or seed spread's point dies with its parent
   try {
 #if REPLISIM_WITH_SIM
@@ -124,6 +136,9 @@ int main(int argc, char** argv) {
     return 130;  // as a shell reports a command interrupted by SIGINT
   } catch (const core::BackendError& e) {
     std::cerr << "replisim: error: " << e.what() << "\n";
+    return 1;
+  } catch (const core::InternalError& e) {
+    std::cerr << "replisim: " << e.what() << "\n";  // "internal error: ..."
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "replisim: internal error: " << e.what() << "\n";

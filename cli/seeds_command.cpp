@@ -88,6 +88,7 @@ PointCommand seed_command(const CliArgs& args, const std::string& scenario, uint
     std::snprintf(factor, sizeof factor, "%.17g", args.scale_compute);
     c.args.insert(c.args.end(), {"--scale-compute", factor});
   }
+  for (const std::string& flag : plan_budget_flags(args.plan_budget)) c.args.push_back(flag);
   if (args.strict) c.args.push_back("--strict");
   c.log_path = stem + ".log";
   return c;

@@ -75,6 +75,7 @@ SweepSettings sweep_settings(const CliArgs& args) {
   s.seed = args.seed;
   s.steps = args.steps;
   s.scale_compute = args.scale_compute;
+  s.plan_budget = args.plan_budget;
   if (args.network_engine != "auto" && args.network_engine != "simgrid") {
     throw core::InputError("", "--network-engine",
                            "expected simgrid or auto, found \"" + args.network_engine + "\"");
@@ -96,6 +97,7 @@ PreparedPoint prepare_point(const LoadedScenario& base, const json& document,
   args.seed = settings.seed;
   args.steps = settings.steps;
   args.scale_compute = settings.scale_compute;
+  args.plan_budget = settings.plan_budget;
   std::string plan_hash;
   try {
     // The parsed scenario goes into the plan and is dropped with it: a point keeps its document.
@@ -184,6 +186,7 @@ std::vector<core::SweepRow> run_prepared_points(const std::vector<PreparedPoint>
       std::snprintf(factor, sizeof factor, "%.17g", settings.scale_compute);
       c.args.insert(c.args.end(), {"--scale-compute", factor});
     }
+    for (const std::string& flag : plan_budget_flags(settings.plan_budget)) c.args.push_back(flag);
     c.log_path = point_path(settings, p.key, ".log");
     commands.push_back(std::move(c));
   }

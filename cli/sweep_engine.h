@@ -22,6 +22,7 @@ struct SweepSettings {
   uint64_t seed = 1;
   int steps = 0;  // --steps (0: each point's scenario's)
   double scale_compute = 1;
+  core::PlanBudget plan_budget;         // --max-plan-ops, --max-plan-memory
   std::string network_engine = "auto";  // each point's simulate --network-engine
   int jobs = 1;
   std::string cache_dir;  // where point results are kept (sweep_cache_dir)

@@ -15,6 +15,11 @@ constexpr double kSlack = 1e-9;
 // A link's weight left after its flows are fixed, from rounding (coefficients are 0.05 or more).
 constexpr double kNoWeight = 1e-9;
 
+// Whether a flow with `left_s` of its time left at `now_s` ends now (advance_to()).
+bool due(double left_s, double now_s, double precision_s) {
+  return left_s <= precision_s || now_s + left_s <= now_s;
+}
+
 }  // namespace
 
 int SharingModel::add_constraint(double capacity_bytes_per_s) {
@@ -380,14 +385,14 @@ const std::vector<int>& SharingModel::advance_to(double now_s, double precision_
     Group& g = groups_[size_t(index)];
     while (g.members > 0 && !g.finishes.empty() && g.share > 0) {
       const auto [work, id, serial] = g.finishes.top();
-      if ((work - g.work) / g.share > precision_s) break;
+      if (!due((work - g.work) / g.share, now_s, precision_s)) break;
       ended.push_back(id);
       end(id);
     }
   }
   for (size_t k = 0; k < others_.size();) {
     const Flow& f = flows_[size_t(others_[k])];
-    if (f.share > 0 && f.remaining / (f.rate_factor * f.share) <= precision_s) {
+    if (f.share > 0 && due(f.remaining / (f.rate_factor * f.share), now_s, precision_s)) {
       ended.push_back(others_[k]);
       end(others_[k]);  // erases others_[k]
     } else {

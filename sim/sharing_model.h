@@ -87,9 +87,11 @@ class SharingModel {
 
   // When the next flow ends at the current shares (kNever: no flow).
   double next_completion_s();
-  // Advances to `now_s` and removes the flows that have ended by then (their remaining time at
-  // their rate within `precision_s`, like SimGrid's surf/precision). Returns their ids (the
-  // model's own list: valid until the next call).
+  // Advances to `now_s` and removes the flows that have ended by then: their remaining time at
+  // their rate within `precision_s` (like SimGrid's surf/precision), or too short to be told
+  // from `now_s` on the clock (`now_s` + it == `now_s`: from about 2^23 s of simulated time a
+  // double's spacing passes 1 ns, and next_completion_s() then gives `now_s` itself). Returns
+  // their ids (the model's own list: valid until the next call).
   const std::vector<int>& advance_to(double now_s, double precision_s = 1e-9);
 
   // Whether the shares are SimGrid's max-min solution (the checks above). Valid after any call.

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <istream>
 
 #include <fcntl.h>
@@ -45,12 +46,45 @@ void quiet_simgrid_unless_asked() {
   }
 }
 
+// The child's channel, for report_internal_error().
+detail::ChildChannel* reporting_channel = nullptr;
+
+// Sends `what` to the parent as an internal error and ends the child. An exception may not leave a
+// SimGrid actor (SimGrid aborts the process, and the parent would see only "killed by signal 6"):
+// a broken invariant (core::set_invariant_failure_hook) or an exception that reaches
+// std::terminate is reported here instead.
+[[noreturn]] void report_internal_error(const std::string& what) {
+  try {
+    if (reporting_channel != nullptr) reporting_channel->internal_error(what);
+  } catch (...) {  // the parent is gone: nobody to tell
+  }
+  ::_exit(1);
+}
+
+[[noreturn]] void report_escaped_exception() {
+  std::string what = "internal error: an exception left the simulation";
+  if (const std::exception_ptr escaped = std::current_exception()) {
+    try {
+      std::rethrow_exception(escaped);
+    } catch (const core::InternalError& e) {
+      what = e.what();
+    } catch (const std::exception& e) {
+      what += std::string(": ") + e.what();
+    } catch (...) {
+    }
+  }
+  report_internal_error(what);
+}
+
 // The child: simulates, streaming records and progress into the pipe, then the outcome (or the
 // error) as its last frame.
 [[noreturn]] void run_child(const core::Plan& plan, const SimSettings& settings, int fd,
                             bool with_progress) {
   int code = 0;
   detail::ChildChannel channel(fd);
+  reporting_channel = &channel;
+  core::set_invariant_failure_hook(&report_internal_error);
+  std::set_terminate(&report_escaped_exception);
   try {
     try {
       std::function<void(const core::RunProgress&)> progress;
@@ -209,11 +243,12 @@ core::RunOutcome SimBackend::do_run(const core::Plan& plan, core::TraceSink& sin
     throw core::BackendError("bad trace from the simulation: " + decode_error);
   }
   const std::string why = child.finish();
+  const std::string& text = channel.final_payload();
+  if (channel.end() == End::kInternalError) throw core::InternalError(text);  // then exit 1
   if (!why.empty() || channel.end() == End::kClosed) {
     throw core::BackendError("the simulation process failed (" +
                              (why.empty() ? std::string("its pipe closed early") : why) + ")");
   }
-  const std::string& text = channel.final_payload();
   if (channel.end() == End::kInputError) {
     const size_t first = text.find('\n');
     const size_t second = text.find('\n', first + 1);

@@ -90,6 +90,10 @@ void ChildChannel::failure(const std::string& message) {
   frame('E', message);
 }
 
+void ChildChannel::internal_error(const std::string& message) {
+  frame('X', message);
+}
+
 void ChildChannel::flush_records() {
   if (records_.empty()) return;
   frame('R', records_);
@@ -186,8 +190,9 @@ bool ParentChannel::next_frame() {
       }
       case 'I':
       case 'E':
+      case 'X':
         final_ = std::move(payload);
-        end_ = type == 'I' ? End::kInputError : End::kFailure;
+        end_ = type == 'I' ? End::kInputError : type == 'E' ? End::kFailure : End::kInternalError;
         return false;
       default:
         break;

@@ -5,6 +5,7 @@
 //   'Z' the outcome: f64 engine wall seconds, then the outcome's JSON (core/trace/trace_meta.h)
 //   'I' bad input: file, JSON path and message, separated by '\n'
 //   'E' a failure: its message
+//   'X' an internal error (a broken invariant, or an exception that left an actor): its message
 // The parent reads the 'R' payloads as one stream, handling 'P' frames on the way, until the
 // last frame; every read waits at most 100 ms before asking whether to cancel.
 #pragma once
@@ -38,6 +39,7 @@ class ChildChannel : public core::TraceSink {
   void outcome(const core::RunOutcome& outcome, double engine_wall_s, const SharingStats& sharing);
   void input_error(const std::string& file, const std::string& path, const std::string& message);
   void failure(const std::string& message);
+  void internal_error(const std::string& message);
 
  private:
   void flush_records();
@@ -57,10 +59,19 @@ class ParentChannel : public std::streambuf {
                 std::function<void(const core::RunProgress&)> progress);
 
   // How the stream ended.
-  enum class End { kOpen, kOutcome, kInputError, kFailure, kClosed, kCancelled, kCorrupt };
+  enum class End {
+    kOpen,
+    kOutcome,
+    kInputError,
+    kFailure,
+    kInternalError,
+    kClosed,
+    kCancelled,
+    kCorrupt
+  };
   End end() const { return end_; }
-  // The last frame's payload ('Z': outcome JSON; 'I', 'E': the text), the engine's wall time and
-  // what the exact sharing model did.
+  // The last frame's payload ('Z': outcome JSON; 'I', 'E', 'X': the text), the engine's wall time
+  // and what the exact sharing model did.
   const std::string& final_payload() const { return final_; }
   double engine_wall_s() const { return engine_wall_s_; }
   const SharingStats& sharing_stats() const { return sharing_; }

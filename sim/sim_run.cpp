@@ -137,6 +137,13 @@ void SimRun::create_actors() {
   use_sharing_model();
   // The driver runs on the service host: a fault on a device must not stop the step loop.
   sg4::Actor::create("driver", service_host_, [this] { driver(); });
+  if (settings_.internal_error_at_s >= 0) {
+    const double at_s = settings_.internal_error_at_s;
+    sg4::Actor::create("internal-error", service_host_, [at_s] {
+      sg4::this_actor::sleep_until(at_s);
+      REPLISIM_ASSERT(at_s < 0, "a broken invariant on purpose (SimSettings::internal_error_at_s)");
+    })->daemonize();
+  }
 }
 
 SharingStats SimRun::sharing_stats() const {

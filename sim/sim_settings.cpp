@@ -30,6 +30,8 @@ SimSettings read_sim_settings(const nlohmann::json& settings) {
             "expected seconds in (0, 1e-3] (SimGrid's default is 1e-9), found " + value.dump());
       }
       out.tolerance_s = t;
+    } else if (key == "internal_error_at_s" && value.is_number()) {
+      out.internal_error_at_s = value.get<double>();
     } else {
       throw core::InputError(
           "", "settings",

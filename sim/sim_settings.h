@@ -25,6 +25,10 @@ struct SimSettings {
   // end together, up to this much early. Default SimGrid's own 1e-9 s.
   double tolerance_s = kDefaultToleranceS;
 
+  // For tests of how a bug reaches the user, not a flag: when >= 0, an invariant breaks on
+  // purpose inside an actor at this simulated time (seconds).
+  double internal_error_at_s = -1;
+
   static constexpr double kDefaultToleranceS = 1e-9;
   // Larger tolerances move step times by more than the differential test's 0.5%.
   static constexpr double kMaxToleranceS = 1e-3;
@@ -43,7 +47,8 @@ struct SharingStats {
 // "simgrid", "auto".
 const char* network_engine_name(NetworkEngine engine);
 
-// Reads {"network_engine": "simgrid"|"auto", "tolerance_s": seconds}, each optional. Throws
+// Reads {"network_engine": "simgrid"|"auto", "tolerance_s": seconds}, each optional (and, for
+// tests, "internal_error_at_s": seconds). Throws
 // core::InputError naming the flag (--network-engine, --tolerance) for an unknown key, engine or a
 // tolerance outside (0, kMaxToleranceS].
 SimSettings read_sim_settings(const nlohmann::json& settings);

@@ -7,10 +7,21 @@
 
 namespace replisim::core {
 
+// `text` as one line a terminal shows as written, whatever the input put in it (issue 37: a
+// scenario's ESC or BEL went to the terminal, a 1 MB value filled it): newlines, carriage returns
+// and tabs become spaces, other control characters (NUL, ESC, BEL, DEL) "\xNN"; a double-quoted
+// part longer than kMaxQuotedBytes, and a JSON path's key as long, keep their first
+// kMaxQuotedBytes bytes (whole UTF-8 characters) and say how long they were.
+inline constexpr size_t kMaxQuotedBytes = 200;
+std::string printable_line(const std::string& text);
+// Whether `text` has a control character (below 0x20, or DEL), NUL included: names refuse them.
+bool has_control_character(const std::string& text);
+
 // Bad input from the user: a scenario, plan, trace, flag or network frame.
 // `file` is the path as given by the user ("" when there is none, e.g. a flag);
 // `json_path` is a JSON pointer such as "/training/ps/2" ("" when not applicable).
-// what() is one line: "<file>: <json_path>: <message>" with empty parts left out.
+// what() is one line: "<file>: <json_path>: <message>" with empty parts left out, made safe for a
+// terminal (printable_line); file(), json_path() and message() are as given.
 class InputError : public std::runtime_error {
  public:
   InputError(std::string file, std::string json_path, std::string message);
@@ -62,6 +73,13 @@ class InternalError : public std::logic_error {
 
 [[noreturn]] void fail_invariant(const char* condition, const char* file, int line,
                                  const std::string& message);
+
+// Called by fail_invariant with the InternalError's text before it is thrown, when set: a process
+// whose exceptions cannot all reach a handler (the simulation child: an exception leaving a
+// SimGrid actor aborts the process) reports the failure there, and may end itself. Not
+// thread-safe: set it once, before anything can fail.
+using InvariantFailureHook = void (*)(const std::string& what);
+void set_invariant_failure_hook(InvariantFailureHook hook);
 
 }  // namespace replisim::core
 

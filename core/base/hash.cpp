@@ -5,7 +5,10 @@
 namespace replisim::core {
 
 std::string fnv1a_hex(const std::string& bytes) {
-  const uint64_t hash = fnv1a(kFnv1aBasis, bytes.data(), bytes.size());
+  return hex64(fnv1a(kFnv1aBasis, bytes.data(), bytes.size()));
+}
+
+std::string hex64(uint64_t hash) {
   char out[17];
   std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(hash));
   return out;

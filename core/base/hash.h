@@ -22,5 +22,7 @@ inline uint64_t fnv1a(uint64_t hash, const char* bytes, size_t size) {
 
 // The hash of `bytes` as 16 lowercase hex digits.
 std::string fnv1a_hex(const std::string& bytes);
+// A hash as 16 lowercase hex digits.
+std::string hex64(uint64_t hash);
 
 }  // namespace replisim::core

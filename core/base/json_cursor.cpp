@@ -257,7 +257,7 @@ namespace {
 class ParseTracker {
  public:
   using json = nlohmann::json;
-  explicit ParseTracker(const std::string& file) : file_(file) {}
+  ParseTracker(const std::string& file, size_t max_values) : file_(file), max_values_(max_values) {}
 
   bool null() { return value(); }
   bool boolean(bool) { return value(); }
@@ -299,6 +299,12 @@ class ParseTracker {
 
   bool value() {
     if (!frames_.empty() && !frames_.back().object) ++frames_.back().next_index;
+    if (++values_ > max_values_) {
+      throw InputError(file_, path(),
+                       "more than " + std::to_string(max_values_) +
+                           " JSON values: refused before building the document (a few hundred "
+                           "bytes of memory each)");
+    }
     return true;
   }
   bool open(bool object) {
@@ -328,6 +334,8 @@ class ParseTracker {
   }
 
   const std::string& file_;
+  size_t max_values_;
+  size_t values_ = 0;
   std::vector<Frame> frames_;
 };
 
@@ -347,11 +355,12 @@ std::string parse_error_detail(const std::string& what) {
 
 }  // namespace
 
-nlohmann::json parse_json_text(const std::string& text, const std::string& file) {
+nlohmann::json parse_json_text(const std::string& text, const std::string& file,
+                               size_t max_values) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
     throw InputError(file, "", "empty file (expected a JSON object)");
   }
-  ParseTracker tracker(file);
+  ParseTracker tracker(file, max_values);
   if (!nlohmann::json::sax_parse(text, &tracker)) {
     // Numbers beyond double range ("1e400", nlohmann's error 406) and similar.
     if (tracker.error_id == 406) {
@@ -378,7 +387,7 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& file)
   }
 }
 
-nlohmann::json read_json_file(const std::string& file) {
+nlohmann::json read_json_file(const std::string& file, size_t max_values) {
   struct stat info {};
   if (::stat(file.c_str(), &info) != 0) {
     throw InputError(file, "", std::string("cannot open file: ") + std::strerror(errno));
@@ -394,7 +403,7 @@ nlohmann::json read_json_file(const std::string& file) {
   std::ostringstream buffer;
   buffer << in.rdbuf();
   if (in.bad()) throw InputError(file, "", "cannot read file");
-  return parse_json_text(buffer.str(), file);
+  return parse_json_text(buffer.str(), file, max_values);
 }
 
 std::string dump_json(const nlohmann::json& value, int indent) {

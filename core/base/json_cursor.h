@@ -96,15 +96,24 @@ std::string join_names(const std::vector<std::string>& names);
 inline constexpr int kMaxJsonDepth = 64;
 // Largest input file read (scenarios are a few kB).
 inline constexpr size_t kMaxJsonFileBytes = size_t(64) << 20;
+// Most values (objects, arrays, strings, numbers, ...) a document may hold before it is built: a
+// document costs about 100 bytes of memory per value (nlohmann's nodes), so a small file of
+// empty objects could take gigabytes (issue 37: 60 MiB of "[{},...]" peaked at 3.76 GiB before
+// its refusal). Plans of a thousand workers by layer hold a few million.
+inline constexpr size_t kMaxJsonValues = size_t(8) << 20;
+// The same for scenarios, which people write (10,000 machines listed one by one: about 100,000).
+inline constexpr size_t kMaxScenarioJsonValues = size_t(1) << 20;
 
 // Parses `text` (the content of `file`) as JSON. Throws InputError naming the file (and line,
 // column or JSON path) on: empty input, malformed JSON, numbers out of range, nesting deeper
-// than kMaxJsonDepth, and a key repeated in one object.
-nlohmann::json parse_json_text(const std::string& text, const std::string& file);
+// than kMaxJsonDepth, a key repeated in one object, and more than `max_values` values (found by a
+// first pass that builds nothing).
+nlohmann::json parse_json_text(const std::string& text, const std::string& file,
+                               size_t max_values = kMaxJsonValues);
 
 // Reads and parses a JSON file. Throws InputError when it is missing, unreadable, not a regular
 // file (a directory, FIFO or device), larger than kMaxJsonFileBytes, or bad as above.
-nlohmann::json read_json_file(const std::string& file);
+nlohmann::json read_json_file(const std::string& file, size_t max_values = kMaxJsonValues);
 
 // Serialises `value`, replacing invalid UTF-8 (e.g. from file names) instead of throwing.
 // `indent` < 0 gives the compact form.

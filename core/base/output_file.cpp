@@ -4,23 +4,19 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <memory>
+#include <ostream>
 
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/base/error.h"
+#include "core/base/unnamed_file.h"
 
 namespace replisim::core {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string directory_of(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
 
 // Two names for one file: the same inode when both exist, else the same canonical path.
 bool same_file(const std::string& a, const std::string& b) {
@@ -114,24 +110,6 @@ std::string last_error() {
   return errno != 0 ? std::strerror(errno) : "the write failed";
 }
 
-// A file buffer that refuses further writes once `cancelled` says so (the stream then fails).
-class CancellableFileBuf : public std::filebuf {
- public:
-  explicit CancellableFileBuf(const std::function<bool()>& cancelled) : cancelled_(cancelled) {}
-
- protected:
-  std::streamsize xsputn(const char* s, std::streamsize n) override {
-    return stopped() ? 0 : std::filebuf::xsputn(s, n);
-  }
-  int_type overflow(int_type c) override {
-    return stopped() ? traits_type::eof() : std::filebuf::overflow(c);
-  }
-
- private:
-  bool stopped() const { return cancelled_ && cancelled_(); }
-  const std::function<bool()>& cancelled_;
-};
-
 // Runs `writer` into `out`; any failure of the stream becomes an OutputError naming `name`, or
 // RunCancelled when `cancelled` says so.
 void write_output(const std::function<void(std::ostream&)>& writer, std::ostream& out,
@@ -151,50 +129,36 @@ void write_output(const std::function<void(std::ostream&)>& writer, std::ostream
 }  // namespace
 
 void OutputFiles::write_all() {
-  std::vector<std::string> temporaries;
-  auto discard = [&] {
-    for (const std::string& t : temporaries) std::remove(t.c_str());
-  };
-  try {
-    for (const Output& o : outputs_) {
-      if (cancelled_ && cancelled_()) throw RunCancelled();
-      const std::string temporary = make_temporary(directory_of(o.path));
-      if (temporary.empty()) {
-        throw OutputError(o.path, "cannot create a temporary file beside it: " + last_error());
-      }
-      temporaries.push_back(temporary);
-      CancellableFileBuf buffer(cancelled_);
-      if (buffer.open(temporary, std::ios::out | std::ios::binary | std::ios::trunc) == nullptr) {
-        throw OutputError(o.path, "cannot open its temporary file: " + last_error());
-      }
-      std::ostream out(&buffer);
-      write_output(o.writer, out, o.path, cancelled_);
-      if (buffer.close() == nullptr) throw OutputError(o.path, last_error());
-    }
-    if (!overwrite_) {
-      for (const Output& o : outputs_) {
-        struct stat info {};
-        if (::stat(o.path.c_str(), &info) == 0) {
-          throw InputError(o.path, "", "appeared during the run; refusing to overwrite it");
-        }
-      }
-    }
-    // Standard output before the renames: if it fails, no target has changed. Once it is
-    // written, a cancel no longer undoes the outputs.
+  // Unnamed files until every output is written (core/base/unnamed_file.h): a failure, a cancel
+  // or a SIGKILL before the renames leaves nothing behind.
+  std::vector<std::unique_ptr<UnnamedFile>> files;
+  for (const Output& o : outputs_) {
     if (cancelled_ && cancelled_()) throw RunCancelled();
-    if (to_standard_output_) {
-      write_output(to_standard_output_, *standard_output_, "standard output", nullptr);
+    files.push_back(std::make_unique<UnnamedFile>(o.path, cancelled_));
+    write_output(o.writer, files.back()->stream(), o.path, cancelled_);
+    if (!files.back()->finish(false)) throw OutputError(o.path, last_error());
+  }
+  if (!overwrite_) {
+    for (const Output& o : outputs_) {
+      struct stat info {};
+      if (::stat(o.path.c_str(), &info) == 0) {
+        throw InputError(o.path, "", "appeared during the run; refusing to overwrite it");
+      }
     }
-  } catch (...) {
-    discard();
-    throw;
+  }
+  // Standard output before the files are put in place: if it fails, no target has changed. Once
+  // it is written, a cancel no longer undoes the outputs.
+  if (cancelled_ && cancelled_()) throw RunCancelled();
+  if (to_standard_output_) {
+    write_output(to_standard_output_, *standard_output_, "standard output", nullptr);
   }
   for (size_t i = 0; i < outputs_.size(); ++i) {
-    if (std::rename(temporaries[i].c_str(), outputs_[i].path.c_str()) != 0) {
-      const std::string why = std::strerror(errno);
-      for (size_t k = i; k < temporaries.size(); ++k) std::remove(temporaries[k].c_str());
-      throw OutputError(outputs_[i].path, "cannot rename its temporary file into place: " + why);
+    if (files[i]->publish(overwrite_)) continue;
+    if (errno == EEXIST) {
+      throw InputError(outputs_[i].path, "", "appeared during the run; refusing to overwrite it");
     }
+    throw OutputError(outputs_[i].path,
+                      std::string("cannot put it in place: ") + std::strerror(errno));
   }
 }
 

@@ -1,6 +1,7 @@
 // Output files that are never half-written and never replace a user's file unasked. Every output
-// of a run is checked before the run starts; at the end all are written to temporary files next
-// to their targets and renamed only when every one of them was written completely.
+// of a run is checked before the run starts; at the end all are written to unnamed files in their
+// targets' directories (core/base/unnamed_file.h) and named only when every one of them was
+// written completely.
 #pragma once
 
 #include <functional>
@@ -39,9 +40,9 @@ class OutputFiles {
   // Whether an output goes to standard output (then the caller prints its text elsewhere).
   bool writes_standard_output() const { return bool(to_standard_output_); }
 
-  // Writes every registered output to a temporary file, then the standard-output one, then
-  // renames the files into place (so a standard output that fails leaves every target as it was).
-  // On any failure no target is touched and the temporaries are removed; throws InputError if a
+  // Writes every registered output to an unnamed file, then the standard-output one, then puts
+  // the files in place (so a standard output that fails leaves every target as it was). On any
+  // failure before that no target is touched and nothing is left behind; throws InputError if a
   // target appeared meanwhile (and overwrite is off), OutputError (naming the file and the
   // reason: disk full, file too large, ...) when one cannot be written. A writer signals a
   // failed stream by throwing OutputError or leaving the stream failed.

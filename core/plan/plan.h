@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -226,12 +227,18 @@ struct MemoryCheck {
 std::vector<MemoryCheck> memory_checks(const Plan& plan);
 
 nlohmann::json plan_to_json(const Plan& plan);
+// The text dump_json(plan_to_json(plan), indent) gives, as the value at `depth` of an enclosing
+// document (0: the document itself), handed to `write` in pieces without ever holding the whole
+// document: the client graphs (nearly all of a large plan) are built and serialised one at a time
+// (a 256-machine plan's document took 4.6 GB). `indent` < 0: compact.
+void write_plan_json(const Plan& plan, int indent,
+                     const std::function<void(const std::string&)>& write, int depth = 0);
 // Validates structure and indices (ops in topological order, send/recv pairs consistent).
 // Throws InputError naming `file` and the JSON path.
 Plan plan_from_json(const nlohmann::json& j, const std::string& file);
 
-// 64-bit FNV-1a (core/base/hash.h) of the plan's canonical JSON, as 16 hex digits: how traces
-// and provenance name a plan.
+// 64-bit FNV-1a (core/base/hash.h) of the plan's canonical JSON (compact), as 16 hex digits: how
+// traces and provenance name a plan. Streamed (write_plan_json).
 std::string plan_hash(const Plan& plan);
 
 // Checks plan invariants; throws InputError(file, path, ...) on the first violation.

@@ -1,5 +1,7 @@
 // The plan's JSON form (format "replisim-plan", version 1) and its hash: what `replisim plan
 // --json` prints, what a backend may read from a file, and what every trace names its plan by.
+#include <cstring>
+
 #include "core/base/error.h"
 #include "core/base/hash.h"
 #include "core/base/json_cursor.h"
@@ -128,6 +130,26 @@ void job_to_json(const Plan& plan, nlohmann::json& j) {
   for (const ClientGraph& c : plan.clients) j["clients"].push_back(client_to_json(c));
 }
 
+// Stands in for the clients in the document write_plan_json serialises around them ("\u0001"
+// cannot be in a plan's text otherwise: dump_json escapes control characters in strings).
+constexpr const char* kClientsPlaceholder =
+    "\x01"
+    "clients"
+    "\x01";
+constexpr const char* kClientsPlaceholderText = "\"\\u0001clients\\u0001\"";
+
+// `text` with `spaces` more spaces after each line break (dump_json's lines of a nested value).
+std::string indented(const std::string& text, int spaces) {
+  if (spaces <= 0) return text;
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    out += c;
+    if (c == '\n') out.append(size_t(spaces), ' ');
+  }
+  return out;
+}
+
 // What only some plans have: faults, checkpoints, recovery, synchronous replicas.
 void options_to_json(const Plan& plan, nlohmann::json& j) {
   if (!plan.faults.empty()) {
@@ -190,6 +212,42 @@ nlohmann::json plan_to_json(const Plan& plan) {
   job_to_json(plan, j);
   options_to_json(plan, j);
   return j;
+}
+
+void write_plan_json(const Plan& plan, int indent,
+                     const std::function<void(const std::string&)>& write, int depth) {
+  nlohmann::json j;
+  settings_to_json(plan, j);
+  Plan empty_job;  // the job's parts but its clients, which are written one by one below
+  empty_job.platform = plan.platform;
+  empty_job.roles = plan.roles;
+  empty_job.ps_roles = plan.ps_roles;
+  empty_job.variables = plan.variables;
+  job_to_json(empty_job, j);
+  j["clients"] = kClientsPlaceholder;
+  options_to_json(plan, j);
+  const bool pretty = indent >= 0;
+  const std::string text = indented(dump_json(j, indent), depth * indent);
+  const size_t at = text.find(kClientsPlaceholderText);
+  REPLISIM_ASSERT(at != std::string::npos, "the clients' place in the plan's JSON");
+  write(text.substr(0, at));
+  if (plan.clients.empty()) {
+    write("[]");
+  } else {
+    // As nlohmann lays out an array at depth + 1 of elements at depth + 2.
+    const int element_spaces = pretty ? (depth + 2) * indent : 0;
+    write(pretty ? "[\n" : "[");
+    for (size_t i = 0; i < plan.clients.size(); ++i) {
+      std::string element =
+          std::string(size_t(element_spaces), ' ') +
+          indented(dump_json(client_to_json(plan.clients[i]), indent), element_spaces);
+      const bool last = i + 1 == plan.clients.size();
+      element += last ? (pretty ? "\n" + std::string(size_t((depth + 1) * indent), ' ') + "]" : "]")
+                      : (pretty ? ",\n" : ",");
+      write(element);
+    }
+  }
+  write(text.substr(at + std::strlen(kClientsPlaceholderText)));
 }
 
 namespace {
@@ -448,7 +506,11 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& file) {
 }
 
 std::string plan_hash(const Plan& plan) {
-  return fnv1a_hex(dump_json(plan_to_json(plan)));
+  uint64_t hash = kFnv1aBasis;
+  write_plan_json(plan, -1, [&hash](const std::string& piece) {
+    hash = fnv1a(hash, piece.data(), piece.size());
+  });
+  return hex64(hash);
 }
 
 }  // namespace replisim::core

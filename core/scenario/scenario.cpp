@@ -73,6 +73,10 @@ Scenario parse_scenario(const nlohmann::json& document, const std::string& file,
     (root.has("name") ? root.at("name") : root)
         .fail("a scenario name longer than " + std::to_string(limits::kMaxNameBytes) + " bytes");
   }
+  if (has_control_character(s.name)) {
+    (root.has("name") ? root.at("name") : root)
+        .fail("a scenario name must not contain control characters (NUL included)");
+  }
   if (root.has("description")) root.at("description").as_string();
   if (root.has("calibration")) s.calibration = check_calibration(root.at("calibration"));
   s.cluster = scenario_detail::parse_cluster(root.at("cluster"));

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -277,6 +278,10 @@ inline constexpr double kMaxGpuMemoryBytes = 1e15;
 // Names (the scenario's, machines', layers'): they become op, role and device names in plans and
 // traces, whose strings have a limit of their own (1 MiB, core/trace/trace_format.h).
 inline constexpr size_t kMaxNameBytes = 1024;
+// Devices (CPUs and GPUs) of a cluster, at most: refused while the machines are read, before they
+// are made (100,000 machines of 1,024 GPUs each, in a 361-byte file, took 6 GiB). The plan's own
+// budget (core/strategy/strategy.h, PlanBudget) bounds what is built from them.
+inline constexpr double kMaxDevices = 4194304;
 // The `until` of a fault window given without one: past the end of any run (a year). Plans keep
 // this value (with PlanFault::open_ended), so a backend needs no special case for it.
 inline constexpr double kOpenEndedFaultS = 86400.0 * 365;
@@ -297,9 +302,35 @@ struct ScenarioDocument {
   std::vector<std::string> files;  // every file read, the top one first
 };
 
+// Where a scenario's files come from: the file system (the default), or a set held in memory (the
+// scenario fuzzer's includes, tests).
+class ScenarioFiles {
+ public:
+  enum class Kind { kMissing, kNotRegular, kFile };
+  virtual ~ScenarioFiles() = default;
+  virtual Kind kind(const std::string& path) const = 0;
+  // One name per file, whatever the spelling of `path` (include cycles are found by it).
+  virtual std::string canonical(const std::string& path) const = 0;
+  // The file's JSON, at most kMaxScenarioJsonValues values. Throws InputError naming `path`.
+  virtual nlohmann::json read(const std::string& path) const = 0;
+};
+
+// Files in memory: path -> text; paths are taken lexically ("a/./b.json" is "a/b.json").
+class ScenarioFilesInMemory : public ScenarioFiles {
+ public:
+  explicit ScenarioFilesInMemory(std::map<std::string, std::string> files);
+  Kind kind(const std::string& path) const override;
+  std::string canonical(const std::string& path) const override;
+  nlohmann::json read(const std::string& path) const override;
+
+ private:
+  std::map<std::string, std::string> files_;
+};
+
 // Reads `file` and its includes. Throws InputError naming the including file and its
 // /include/<i> path for a missing file or a cycle, and the included file for its own errors.
 ScenarioDocument load_scenario_document(const std::string& file);
+ScenarioDocument load_scenario_document(const std::string& file, const ScenarioFiles& files);
 
 // Reads, merges, parses and validates a scenario file. Throws InputError.
 Scenario load_scenario(const std::string& file);

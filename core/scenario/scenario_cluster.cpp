@@ -123,8 +123,10 @@ GpuSpec parse_gpu(const JsonCursor& g, const JsonCursor* defaults, bool count_ke
 }
 
 // Expands one "machines" entry: a machine, or {"name": P, "count": N, ...} = P0 ... P(N-1).
-// `defaults`: cluster.machine_defaults, or null.
-std::vector<MachineSpec> parse_machine_entry(const JsonCursor& c, const JsonCursor* defaults) {
+// `defaults`: cluster.machine_defaults, or null. `devices`: the cluster's devices so far, to which
+// this entry's are added (refused past limits::kMaxDevices before they are made).
+std::vector<MachineSpec> parse_machine_entry(const JsonCursor& c, const JsonCursor* defaults,
+                                             double& devices) {
   MachineSpec m =
       parse_machine_hardware(c, {"name", "count", "cpu", "gpus", "nic", "pcie"}, defaults);
   m.json_path = c.path();
@@ -134,11 +136,18 @@ std::vector<MachineSpec> parse_machine_entry(const JsonCursor& c, const JsonCurs
         "a machine name must be non-empty, at most 1024 bytes, without '/', '*', '?', "
         "spaces or control characters");
   }
+  const int count = c.has("count") ? int(c.at("count").as_int(1, kMaxMachineCount)) : 1;
+  devices += double(count) * (1 + double(m.gpus.size()));
+  if (devices > limits::kMaxDevices) {
+    (c.has("count") ? c.at("count") : c)
+        .fail("the cluster would have " + std::to_string(int64_t(devices)) +
+              " devices (CPUs and GPUs) by this entry; at most " +
+              std::to_string(int64_t(limits::kMaxDevices)) + " are simulated");
+  }
   if (!c.has("count")) {
     m.name = name;
     return {m};
   }
-  const int count = int(c.at("count").as_int(1, kMaxMachineCount));
   std::vector<MachineSpec> out(size_t(count), m);
   for (int i = 0; i < count; ++i) out[size_t(i)].name = name + std::to_string(i);
   return out;
@@ -148,11 +157,7 @@ std::vector<MachineSpec> parse_machine_entry(const JsonCursor& c, const JsonCurs
 
 bool valid_name(const std::string& name) {
   if (name.empty() || name.size() > limits::kMaxNameBytes) return false;
-  if (name.find_first_of("/*? ") != std::string::npos) return false;
-  for (unsigned char ch : name) {
-    if (ch < 0x20 || ch == 0x7F) return false;  // control characters, NUL included
-  }
-  return true;
+  return name.find_first_of("/*? ") == std::string::npos && !has_control_character(name);
 }
 
 MachineSpec parse_machine_hardware(const JsonCursor& c,
@@ -269,8 +274,10 @@ ClusterSpec parse_cluster(const JsonCursor& c) {
     }
     if (defaults->has("nic")) defaults->at("nic").check_keys({"bandwidth", "latency"});
   }
+  double devices = 0;
   for (size_t i = 0; i < machines.size(); ++i) {
-    for (MachineSpec& m : parse_machine_entry(machines.at(i), defaults ? &*defaults : nullptr)) {
+    for (MachineSpec& m :
+         parse_machine_entry(machines.at(i), defaults ? &*defaults : nullptr, devices)) {
       add_machine(cluster, std::move(m), machines.at(i).at("name"));
     }
   }

@@ -69,6 +69,23 @@ void strip_tombstones(nlohmann::json& value, const std::string& path, const Sour
   }
 }
 
+// The file system's files (read_json_file).
+class FileSystemFiles : public ScenarioFiles {
+ public:
+  Kind kind(const std::string& path) const override {
+    std::error_code error;
+    if (!fs::exists(path, error)) return Kind::kMissing;
+    return fs::is_regular_file(path, error) ? Kind::kFile : Kind::kNotRegular;
+  }
+  std::string canonical(const std::string& path) const override {
+    std::error_code error;
+    return fs::weakly_canonical(fs::path(path), error).string();
+  }
+  nlohmann::json read(const std::string& path) const override {
+    return read_json_file(path, kMaxScenarioJsonValues);
+  }
+};
+
 struct Loaded {
   nlohmann::json json;
   SourceMap sources;
@@ -76,8 +93,9 @@ struct Loaded {
   std::set<std::string> removed;  // merge's tombstones that removed a value
 };
 
-Loaded load(const std::string& file, std::vector<std::string>& chain, size_t& loads) {
-  nlohmann::json own = read_json_file(file);
+Loaded load(const ScenarioFiles& files, const std::string& file, std::vector<std::string>& chain,
+            size_t& loads) {
+  nlohmann::json own = files.read(file);
   Loaded result{nlohmann::json::object(), SourceMap(file), {file}, {}};
   const JsonCursor root(own, file);
   root.expect_object();
@@ -94,16 +112,18 @@ Loaded load(const std::string& file, std::vector<std::string>& chain, size_t& lo
       const std::string name = entry.as_string();
       if (name.empty()) entry.fail("an included file name is empty");
       const fs::path target = dir / name;
-      std::error_code error;
-      if (!fs::exists(target, error)) entry.fail("included file " + target.string() + " not found");
-      if (!fs::is_regular_file(target, error)) {
+      const ScenarioFiles::Kind kind = files.kind(target.string());
+      if (kind == ScenarioFiles::Kind::kMissing) {
+        entry.fail("included file " + target.string() + " not found");
+      }
+      if (kind == ScenarioFiles::Kind::kNotRegular) {
         entry.fail("included " + target.string() + " is not a regular file");
       }
       if (++loads > kMaxIncludeLoads) {
         entry.fail("includes read more than " + std::to_string(kMaxIncludeLoads) +
                    " files in all (repeats counted)");
       }
-      const std::string canonical = fs::weakly_canonical(target, error).string();
+      const std::string canonical = files.canonical(target.string());
       if (std::find(chain.begin(), chain.end(), canonical) != chain.end()) {
         std::string cycle;
         for (const std::string& f : chain) cycle += f + " -> ";
@@ -111,7 +131,7 @@ Loaded load(const std::string& file, std::vector<std::string>& chain, size_t& lo
       }
       if (chain.size() >= kMaxIncludeDepth) entry.fail("includes nest too deeply");
       chain.push_back(canonical);
-      Loaded included = load(target.string(), chain, loads);
+      Loaded included = load(files, target.string(), chain, loads);
       chain.pop_back();
       merge(result.json, included.json, "", result.sources, included.sources, result.removed);
       result.files.insert(result.files.end(), included.files.begin(), included.files.end());
@@ -125,11 +145,32 @@ Loaded load(const std::string& file, std::vector<std::string>& chain, size_t& lo
 
 }  // namespace
 
+ScenarioFilesInMemory::ScenarioFilesInMemory(std::map<std::string, std::string> files) {
+  for (auto& [path, text] : files) files_[canonical(path)] = std::move(text);
+}
+
+ScenarioFiles::Kind ScenarioFilesInMemory::kind(const std::string& path) const {
+  return files_.count(canonical(path)) > 0 ? Kind::kFile : Kind::kMissing;
+}
+
+std::string ScenarioFilesInMemory::canonical(const std::string& path) const {
+  return fs::path(path).lexically_normal().string();
+}
+
+nlohmann::json ScenarioFilesInMemory::read(const std::string& path) const {
+  const auto found = files_.find(canonical(path));
+  if (found == files_.end()) throw InputError(path, "", "cannot open file: not in the set");
+  return parse_json_text(found->second, path, kMaxScenarioJsonValues);
+}
+
 ScenarioDocument load_scenario_document(const std::string& file) {
-  std::error_code error;
-  std::vector<std::string> chain = {fs::weakly_canonical(fs::path(file), error).string()};
+  return load_scenario_document(file, FileSystemFiles());
+}
+
+ScenarioDocument load_scenario_document(const std::string& file, const ScenarioFiles& files) {
+  std::vector<std::string> chain = {files.canonical(file)};
   size_t loads = 0;
-  Loaded loaded = load(file, chain, loads);
+  Loaded loaded = load(files, file, chain, loads);
   strip_tombstones(loaded.json, "", loaded.sources, loaded.removed);
   return {std::move(loaded.json), std::move(loaded.sources), std::move(loaded.files)};
 }

@@ -13,6 +13,9 @@ Layer parse_layer(const JsonCursor& c) {
   Layer layer;
   layer.name = c.at("name").as_string();
   if (layer.name.empty()) c.at("name").fail("a layer name must not be empty");
+  if (has_control_character(layer.name)) {
+    c.at("name").fail("a layer name must not contain control characters (NUL included)");
+  }
   if (layer.name.size() > limits::kMaxNameBytes) {
     c.at("name").fail("longer than " + std::to_string(limits::kMaxNameBytes) + " bytes");
   }

@@ -1,6 +1,8 @@
 #include "core/strategy/strategy.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 
 #include "core/base/error.h"
 #include "core/base/json_cursor.h"
@@ -61,6 +63,85 @@ void charge_send_overheads(Plan& plan, double per_message_overhead_s) {
 
 }  // namespace
 
+PlanEstimate estimate_plan(const Scenario& scenario, const std::string& strategy) {
+  PlanEstimate e;
+  const TrainingSpec& t = scenario.training;
+  for (const MachineSpec& m : scenario.cluster.machines) e.devices += 1 + double(m.gpus.size());
+  const bool between = strategy == "between_graph";
+  // In-graph model parallelism (training.placement) spreads one copy of the model over the
+  // devices: one tower's ops.
+  e.towers = !between && !t.placement.empty() ? 1 : double(t.replicas.size());
+  e.workers = between ? double(t.workers.size()) : 1;
+  const double layers = double(scenario.model.layers.size());
+  e.layer_groups =
+      t.granularity_groups > 0 ? std::min(layers, double(t.granularity_groups)) : layers;
+  const double ps = double(std::max<size_t>(1, t.ps.size()));
+  const bool partitioned = t.variable_placement == "partitioned";
+  double pieces = 0;  // trainable variables, partitions counted
+  for (const Layer& layer : scenario.model.layers) {
+    if (layer.params <= 0) continue;
+    const double bytes = layer.params * scenario.model.bytes_per_param;
+    pieces += partitioned && bytes > t.partition_min_bytes ? ps : 1;
+  }
+  // A group's variables travel as a slice per PS that holds any of them: at most min(PS, its
+  // pieces) slices, so at most groups x min(PS, pieces per group) in all (min is concave).
+  e.variable_slices = e.layer_groups < layers && e.layer_groups > 0
+                          ? e.layer_groups * std::min(ps, std::ceil(pieces / e.layer_groups))
+                          : pieces;
+  e.roles = e.towers + e.workers + ps + 2;
+  // Per tower: forward and backward per group, the loss, and per slice its read, copy or
+  // assignment and the send/receive pairs that bring it and take its gradient. Per worker: its
+  // slices' reads, aggregates, applies (or accumulates, barriers) and their transfers. The chief's
+  // sync graph: a take and an apply per slice.
+  const double g = e.layer_groups, v = e.variable_slices;
+  e.ops = e.towers * (2 * g + 8 * v + 1) + e.workers * (8 * v + 4) + 2 * v + 3;
+  e.bytes = e.ops * kPlanBytesPerOp + e.devices * kPlanBytesPerDevice;
+  return e;
+}
+
+namespace {
+
+std::string count_text(double n) {
+  const std::string digits = std::to_string(int64_t(std::llround(n)));
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+// "1 client", "80,000 clients".
+std::string counted(double n, const std::string& what) {
+  return count_text(n) + " " + what + (std::llround(n) == 1 ? "" : "s");
+}
+
+std::string gib_text(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1024.0 * 1024 * 1024));
+  return text;
+}
+
+}  // namespace
+
+void require_within_budget(const PlanEstimate& e, const PlanBudget& budget) {
+  const bool ops = e.ops > budget.max_ops;
+  if (!ops && e.bytes <= budget.max_bytes) return;
+  const std::string what =
+      "the plan would hold about " + count_text(e.ops) + " ops and " + gib_text(e.bytes) +
+      " (estimated from " + counted(e.devices, "device") + ", " + counted(e.towers, "tower") +
+      " in " + counted(e.workers, "client") + ", " + counted(e.layer_groups, "layer group") +
+      " and " + counted(e.variable_slices, "variable slice") + ")";
+  if (ops) {
+    throw InputError("", "--max-plan-ops",
+                     what + ": more than the budget of " + count_text(budget.max_ops) +
+                         " ops; --max-plan-ops raises it (training.granularity makes fewer ops)");
+  }
+  throw InputError("", "--max-plan-memory",
+                   what + ": more than the budget of " + gib_text(budget.max_bytes) +
+                       "; --max-plan-memory raises it");
+}
+
 Plan compile_plan(const Scenario& scenario, const std::string& strategy,
                   const CompileOptions& options, const std::string& flag) {
   const Strategy* s = find_strategy(strategy);
@@ -68,6 +149,7 @@ Plan compile_plan(const Scenario& scenario, const std::string& strategy,
     throw InputError(
         "", flag, "unknown strategy \"" + strategy + "\"; valid: " + join_names(strategy_names()));
   }
+  require_within_budget(estimate_plan(scenario, strategy), options.budget);
   Plan plan = s->compile(scenario, options);
   charge_send_overheads(plan, scenario.training.costs.per_message_overhead_s);
   validate_plan(plan, "<compiled plan>");

@@ -12,12 +12,48 @@
 
 namespace replisim::core {
 
+// How large a plan may get: refused before it is built (estimate_plan) above either bound. A
+// scenario of a few hundred bytes can describe a cluster whose plan would not fit in memory
+// (issue 37: 361 bytes grew `plan` to 6 GiB in 15 s).
+struct PlanBudget {
+  double max_ops = 10e6;                        // --max-plan-ops
+  double max_bytes = 4.0 * 1024 * 1024 * 1024;  // --max-plan-memory (4 GiB)
+};
+
 struct CompileOptions {
   uint64_t seed = 1;  // start-up stagger and per-step jitter draws (random.h)
   // Every op's compute is multiplied by this (--scale-compute): a large model's plan on a small
   // machine, identical but for its FLOP, so that a prediction and a real run share one plan.
   double compute_scale = 1;
+  PlanBudget budget{};
 };
+
+// The size of a plan before it is built, from the scenario's counts alone (O(machines + layers)).
+// ops: an estimate from the strategy's structure per tower, per worker and per variable slice
+// (forward and backward per layer group and tower; read, send/receive, aggregate, apply per slice
+// and worker); on the bundled scenarios it lies between 0.8 and 2.5 times the compiled plan's
+// count (tests/core/strategy/plan_estimate_test.cpp). bytes: ops at kPlanBytesPerOp, devices at
+// kPlanBytesPerDevice.
+struct PlanEstimate {
+  double devices = 0;
+  double roles = 0;
+  double towers = 0;
+  double workers = 0;  // clients: between-graph workers, or the one in-graph client
+  double layer_groups = 0;
+  double variable_slices = 0;  // trainable variables, cut per PS where partitioned
+  double ops = 0;
+  double bytes = 0;
+};
+// Memory of one op of a plan (its struct, name and input list) and of one device (its spec,
+// links and routes): `replisim plan --strategy between_graph` of 64 machines of 8 GPUs of
+// Inception v3 held 482,112 ops of 576 devices in 157 MB (326 bytes an op); building an in-graph
+// client's single graph peaks higher (the op vector's growth: 1.7 kB an op).
+inline constexpr double kPlanBytesPerOp = 400;
+inline constexpr double kPlanBytesPerDevice = 1000;
+PlanEstimate estimate_plan(const Scenario& scenario, const std::string& strategy);
+// Throws InputError naming the flag that raises the bound when `estimate` is above `budget`,
+// with the estimate and what it was made of, in one line.
+void require_within_budget(const PlanEstimate& estimate, const PlanBudget& budget);
 
 struct Strategy {
   std::string name;

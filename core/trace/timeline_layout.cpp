@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
+#include <queue>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace replisim::core {
 namespace {
@@ -82,19 +86,30 @@ class Builder {
         const TimelineSlice &x = layout_.slices[a], &y = layout_.slices[b];
         return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.end_ns > y.end_ns;
       });
-      std::vector<int64_t> lane_end;
-      std::vector<int> lane_index;
+      // The first free sub-lane is the smallest-numbered one whose last slice ended by this
+      // start: sub-lanes in use wait in a heap by end, free ones in a heap by number (a scan of
+      // every sub-lane per slice took 31 s for 100,000 overlapping copies of one transfer).
+      using EndAndLane = std::pair<int64_t, int>;
+      std::priority_queue<EndAndLane, std::vector<EndAndLane>, std::greater<>> busy;
+      std::priority_queue<int, std::vector<int>, std::greater<>> free;
+      std::vector<int> lane_index;  // sub-lane -> index in layout_.lanes
       for (size_t i : members) {
         TimelineSlice& s = layout_.slices[i];
-        size_t k = 0;
-        while (k < lane_end.size() && lane_end[k] > s.start_ns) ++k;
-        if (k == lane_end.size()) {
-          lane_end.push_back(0);
-          lane_index.push_back(int(layout_.lanes.size()));
-          layout_.lanes.push_back({key.first, key.second, int(k)});
+        while (!busy.empty() && busy.top().first <= s.start_ns) {
+          free.push(busy.top().second);
+          busy.pop();
         }
-        lane_end[k] = s.end_ns;
-        s.lane = lane_index[k];
+        int k = 0;
+        if (free.empty()) {
+          k = int(lane_index.size());
+          lane_index.push_back(int(layout_.lanes.size()));
+          layout_.lanes.push_back({key.first, key.second, k});
+        } else {
+          k = free.top();
+          free.pop();
+        }
+        busy.emplace(s.end_ns, k);
+        s.lane = lane_index[size_t(k)];
       }
     }
   }

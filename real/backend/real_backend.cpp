@@ -179,7 +179,9 @@ class Launch {
         listeners_.push_back(launch::listen_loopback(&task.port));
       }
     }
-    launch::write_text(plan_file_, core::dump_json(core::plan_to_json(plan), 1) + "\n");
+    std::string text;
+    core::write_plan_json(plan, 1, [&text](const std::string& piece) { text += piece; });
+    launch::write_text(plan_file_, text + "\n");
     launch::write_text(cluster_file_,
                        core::dump_json(cluster_spec_to_json(spec_, false), 1) + "\n");
     victims_ = victims_of_faults(plan, map_);

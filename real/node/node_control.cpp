@@ -406,7 +406,11 @@ void Node::write_trace_end() {
   if (coordinator() && !outcome_.killed_s) note_faults_after_the_end();
   writer_->end(outcome_);
   writer_->finish();
-  trace_file_->publish();
+  // Durable (fsync) before it is named: the node traces are the only copy of the measurement.
+  if (!trace_file_->finish(true) || !trace_file_->publish(true)) {
+    throw core::OutputError(options_.trace_out,
+                            std::string("could not write the trace: ") + std::strerror(errno));
+  }
 }
 
 }  // namespace replisim::real::detail

@@ -253,7 +253,7 @@ std::vector<uint32_t> Node::peers() const {
 }
 
 void Node::open_trace() {
-  trace_file_ = std::make_unique<TraceFile>(options_.trace_out);
+  trace_file_ = std::make_unique<core::UnnamedFile>(options_.trace_out);
   writer_ = std::make_unique<core::NativeTraceWriter>(trace_file_->stream());
   core::TraceMeta meta = core::trace_meta_from_plan(plan_);
   meta.backend = "real";
@@ -336,6 +336,10 @@ void Node::run() {
     }
     io_.restart();
   }
+  // Strangers this task turned away (each was logged when it happened, once per reason): said
+  // again in one line at the end, where the run's own lines are.
+  const std::string refused = mesh_->refusal_summary();
+  if (!refused.empty()) on_refused(refused);
   if (cancelled_) throw core::RunCancelled();
   if (failed_) throw core::BackendError(error_line_);
 }

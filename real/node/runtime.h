@@ -26,13 +26,13 @@
 #include "core/backend/steady_state.h"
 #include "core/backend/sync_queues.h"
 #include "core/backend/trace_recorder.h"
+#include "core/base/unnamed_file.h"
 #include "core/plan/plan.h"
 #include "core/plan/step_state.h"
 #include "core/trace/trace_format.h"
 #include "real/cluster.h"
 #include "real/compute/cpu_engine.h"
 #include "real/node/node.h"
-#include "real/node/trace_file.h"
 #include "real/state/parameter_store.h"
 #include "real/transport/mesh.h"
 
@@ -373,7 +373,7 @@ class Node : public Mesh::Handler, public core::SyncHost {
   int timers_pending_ = 0;
   int work_pending_ = 0;  // posted completions and file writes not yet back
   // The trace and the outcome (the file has its name only once the run ended well).
-  std::unique_ptr<TraceFile> trace_file_;
+  std::unique_ptr<core::UnnamedFile> trace_file_;
   std::unique_ptr<core::NativeTraceWriter> writer_;
   std::optional<core::TraceRecorder> recorder_;
   core::RunOutcome outcome_;

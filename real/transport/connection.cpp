@@ -52,6 +52,11 @@ void Connection::start() {
   read_header();
 }
 
+void Connection::enable_macs(const FrameKeys& keys) {
+  send_mac_ = std::make_unique<FrameMac>(keys.send);
+  receive_mac_ = std::make_unique<FrameMac>(keys.receive);
+}
+
 void Connection::read_header() {
   auto self = shared_from_this();
   asio::async_read(socket_, asio::buffer(header_bytes_), WholeTransfer(),
@@ -85,7 +90,7 @@ void Connection::read_header() {
                        return;
                      }
                      if (header_.length == 0) {
-                       deliver();
+                       payload_read();
                      } else {
                        read_payload(0);
                      }
@@ -107,9 +112,40 @@ void Connection::read_payload(size_t offset) {
                      if (offset + piece < header_.length) {
                        read_payload(offset + piece);
                      } else {
-                       deliver();
+                       payload_read();
                      }
                    });
+}
+
+void Connection::payload_read() {
+  if (receive_mac_) {
+    read_mac();
+  } else {
+    deliver();
+  }
+}
+
+void Connection::read_mac() {
+  auto self = shared_from_this();
+  asio::async_read(
+      socket_, asio::buffer(mac_bytes_), WholeTransfer(),
+      [this, self](const asio::error_code& ec, size_t) {
+        if (closed_) return;
+        if (ec) {
+          fail(ec == asio::error::eof ? "closed the connection inside a frame"
+                                      : "connection lost: " + ec.message());
+          return;
+        }
+        last_read_ = Clock::now();
+        const FrameMacBytes expected =
+            receive_mac_->next(header_bytes_.data(), destination_, header_.length);
+        if (!same_mac(expected, mac_bytes_.data())) {
+          fail("a " + std::string(frame_type_name(header_.type)) +
+               " frame whose MAC does not match (altered, injected or replayed on the way)");
+          return;
+        }
+        deliver();
+      });
 }
 
 void Connection::deliver() {
@@ -128,6 +164,10 @@ void Connection::send(FrameHeader header, const uint8_t* data, size_t size,
   header.length = uint32_t(size);
   Pending p;
   encode_header(header, p.header.data());
+  if (send_mac_) {
+    p.mac = send_mac_->next(p.header.data(), data, size);
+    p.has_mac = true;
+  }
   p.data = data;
   p.size = size;
   p.keep = std::move(keep);
@@ -153,6 +193,7 @@ void Connection::write_more() {
   for (size_t i = 0; i < in_flight_; ++i) {
     buffers.emplace_back(queue_[i].header.data(), kFrameHeaderBytes);
     if (queue_[i].size > 0) buffers.emplace_back(queue_[i].data, queue_[i].size);
+    if (queue_[i].has_mac) buffers.emplace_back(queue_[i].mac.data(), kFrameMacBytes);
   }
   auto self = shared_from_this();
   asio::async_write(socket_, buffers, WholeTransfer(),

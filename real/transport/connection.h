@@ -1,7 +1,9 @@
 // One TCP connection carrying frames (frame.h), on standalone Asio: a read loop that reads each
 // header, checks it, then reads the payload in place (a tensor chunk straight into its tensor's
 // buffer), and a write queue that sends header and payload of several frames in one
-// scatter/gather write. Single-threaded: every call and callback on the io_context's thread.
+// scatter/gather write. Once the handshake is done, every frame carries a MAC each way
+// (frame_mac.h), checked before the frame is delivered. Single-threaded: every call and callback on
+// the io_context's thread.
 #pragma once
 
 #include <array>
@@ -16,6 +18,7 @@
 #include <asio.hpp>
 
 #include "real/transport/frame.h"
+#include "real/transport/frame_mac.h"
 
 namespace replisim::real {
 
@@ -49,6 +52,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // kernel does not offer it (the system default then stays).
   bool set_congestion_control(const std::string& name);
   void start();
+  // From now on, frames sent carry a MAC under keys.send and frames read must carry one under
+  // keys.receive (a frame whose MAC does not match fails the connection). Called by each side
+  // when its handshake is done: after the listener queued its acceptance, when the dialer read it.
+  void enable_macs(const FrameKeys& keys);
 
   // Queues a frame (header.length is set to `size`). The `size` bytes at `data` must stay valid
   // and unchanged until written: `keep` owns them until then. `written` runs once they are.
@@ -82,9 +89,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
     size_t size;
     std::shared_ptr<const void> keep;
     std::function<void()> written;
+    bool has_mac = false;
+    FrameMacBytes mac{};
   };
   void read_header();
   void read_payload(size_t offset);
+  // The frame's payload is in: its MAC next when MACs are on, else deliver().
+  void payload_read();
+  void read_mac();
   void deliver();
   void write_more();
   void fail(const std::string& why);
@@ -97,6 +109,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   FrameHeader header_;
   ChunkOrder order_;
   uint8_t* destination_ = nullptr;
+  std::unique_ptr<FrameMac> send_mac_, receive_mac_;
+  FrameMacBytes mac_bytes_{};
   std::vector<uint8_t> scratch_;
   std::deque<Pending> queue_;
   size_t in_flight_ = 0;  // frames of the queue's front in the current write

@@ -17,7 +17,8 @@
 namespace replisim::real {
 
 // Version 2: restarts (restore, model queries), trace parts gathered by the coordinator.
-inline constexpr uint16_t kProtocolVersion = 3;  // 3: the stop frames
+// 3: the stop frames; 4: the dialer proves first, and frames after the handshake carry a MAC.
+inline constexpr uint16_t kProtocolVersion = 4;
 inline constexpr size_t kFrameHeaderBytes = 52;
 // Payloads above this are refused (a corrupt or hostile length): 16 MiB.
 inline constexpr uint32_t kMaxFramePayloadBytes = uint32_t(16) << 20;
@@ -28,10 +29,10 @@ inline constexpr uint32_t kDefaultChunkBytes = uint32_t(1) << 20;
 inline constexpr uint32_t kMaxTasks = uint32_t(1) << 20;
 
 enum class FrameType : uint16_t {
-  kHello = 1,        // handshake: the dialer's version, plan hash, task, challenge
-  kHelloReply = 2,   // handshake: the listener's, its challenge, its proof
-  kAuth = 3,         // handshake: the dialer's proof
-  kAuthOk = 4,       // handshake: accepted
+  kHello = 1,        // handshake: the dialer's task and challenge
+  kHelloReply = 2,   // handshake: the listener's challenge
+  kAuth = 3,         // handshake: the dialer's plan hash and proof
+  kAuthOk = 4,       // handshake: accepted; the listener's plan hash and proof
   kHeartbeat = 5,    // nothing else to send for a while
   kPing = 6,         // clock estimate: payload = the sender's clock
   kPong = 7,         // its answer: time_s = the answerer's clock, payload: the ping's

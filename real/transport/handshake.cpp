@@ -11,8 +11,9 @@ namespace replisim::real {
 namespace {
 
 constexpr size_t kHashChars = 16;
-constexpr size_t kHelloBytes = kHashChars + sizeof(Nonce);
-constexpr size_t kReplyBytes = kHashChars + sizeof(Nonce) + sizeof(Proof);
+constexpr size_t kHelloBytes = sizeof(Nonce);
+constexpr size_t kReplyBytes = sizeof(Nonce);
+constexpr size_t kProofBytes = kHashChars + sizeof(Proof);  // auth and auth-ok: plan hash, proof
 
 std::string le32(uint32_t v) {
   std::string out(4, '\0');
@@ -28,11 +29,37 @@ Nonce nonce_at(const std::string& payload, size_t offset) {
   return n;
 }
 
-// What each side signs: who it is, who the other is, the plan, the other's challenge, its own.
+// What each side signs: who it is, who the other is, its plan, the other's challenge, its own.
 Proof proof(const std::string& token, const char* side, uint32_t self, uint32_t other,
             const std::string& plan_hash, const Nonce& theirs, const Nonce& ours) {
   return hmac_sha256(token, std::string(side) + le32(self) + le32(other) + plan_hash +
                                 bytes(theirs) + bytes(ours));
+}
+
+// The key of frames from `from` to `to` of the connection whose handshake had these challenges.
+FrameKey frame_key(const std::string& token, uint32_t from, uint32_t to, const Nonce& dialer,
+                   const Nonce& listener) {
+  return hmac_sha256(token, std::string("replisim-frames") + le32(from) + le32(to) + bytes(dialer) +
+                                bytes(listener));
+}
+
+// The plan hash and proof of an auth or auth-ok frame.
+std::string plan_of(const std::string& payload) {
+  return payload.substr(0, kHashChars);
+}
+const uint8_t* proof_of(const std::string& payload) {
+  return reinterpret_cast<const uint8_t*>(payload.data()) + kHashChars;
+}
+
+Frame proving_frame(FrameType type, uint32_t self, uint32_t peer, const std::string& plan_hash,
+                    const Proof& mine) {
+  Frame f;
+  f.header.type = type;
+  f.header.source = self;
+  f.header.destination = peer;
+  f.payload = plan_hash + std::string(reinterpret_cast<const char*>(mine.data()), mine.size());
+  f.header.length = uint32_t(f.payload.size());
+  return f;
 }
 
 bool same(const Proof& a, const uint8_t* b) {
@@ -84,7 +111,7 @@ Frame HandshakeDialer::hello() const {
   f.header.type = FrameType::kHello;
   f.header.source = config_.self;
   f.header.destination = peer_;
-  f.payload = config_.plan_hash + bytes(challenge_);
+  f.payload = bytes(challenge_);
   f.header.length = uint32_t(f.payload.size());
   return f;
 }
@@ -97,30 +124,34 @@ Frame HandshakeDialer::on_hello_reply(const FrameHeader& h, const std::string& p
                          std::to_string(h.destination) + " where task " + std::to_string(peer_) +
                          " was dialled by task " + std::to_string(config_.self));
   }
-  check_plan(config_, payload.substr(0, kHashChars));
-  const Nonce theirs = nonce_at(payload, kHashChars);
-  const Proof expected = proof(config_.token, "replisim-listener", peer_, config_.self,
-                               config_.plan_hash, challenge_, theirs);
-  if (!same(expected,
-            reinterpret_cast<const uint8_t*>(payload.data()) + kHashChars + sizeof(Nonce))) {
-    throw HandshakeError("its proof does not match: it does not hold this cluster's token");
-  }
-  Frame f;
-  f.header.type = FrameType::kAuth;
-  f.header.source = config_.self;
-  f.header.destination = peer_;
-  const Proof mine = proof(config_.token, "replisim-dialer", config_.self, peer_, config_.plan_hash,
-                           theirs, challenge_);
-  f.payload.assign(reinterpret_cast<const char*>(mine.data()), mine.size());
-  f.header.length = uint32_t(f.payload.size());
+  listener_challenge_ = nonce_at(payload, 0);
   state_ = State::kSentAuth;
-  return f;
+  return proving_frame(FrameType::kAuth, config_.self, peer_, config_.plan_hash,
+                       proof(config_.token, "replisim-dialer", config_.self, peer_,
+                             config_.plan_hash, listener_challenge_, challenge_));
 }
 
-void HandshakeDialer::on_auth_ok(const FrameHeader& h) {
+void HandshakeDialer::on_auth_ok(const FrameHeader& h, const std::string& payload) {
   if (state_ != State::kSentAuth) throw HandshakeError("accepted before it was asked");
-  expect(h, FrameType::kAuthOk, h.length, 0);
+  expect(h, FrameType::kAuthOk, payload.size(), kProofBytes);
+  if (h.source != peer_ || h.destination != config_.self) {
+    throw HandshakeError("accepts as task " + std::to_string(h.source) + " to task " +
+                         std::to_string(h.destination));
+  }
+  const std::string theirs = plan_of(payload);
+  const Proof expected = proof(config_.token, "replisim-listener", peer_, config_.self, theirs,
+                               challenge_, listener_challenge_);
+  if (!same(expected, proof_of(payload))) {
+    throw HandshakeError("its proof does not match: it does not hold this cluster's token");
+  }
+  check_plan(config_, theirs);
   state_ = State::kDone;
+}
+
+FrameKeys HandshakeDialer::frame_keys() const {
+  if (state_ != State::kDone) throw HandshakeError("frame keys before the handshake is done");
+  return {frame_key(config_.token, config_.self, peer_, challenge_, listener_challenge_),
+          frame_key(config_.token, peer_, config_.self, challenge_, listener_challenge_)};
 }
 
 HandshakeListener::HandshakeListener(const HandshakeConfig& config,
@@ -139,8 +170,7 @@ Frame HandshakeListener::on_hello(const FrameHeader& h, const std::string& paylo
     throw HandshakeError("says it is task " + std::to_string(h.source) +
                          ", which does not connect to this task");
   }
-  check_plan(config_, payload.substr(0, kHashChars));
-  dialer_challenge_ = nonce_at(payload, kHashChars);
+  dialer_challenge_ = nonce_at(payload, 0);
   if (!seen_.insert(dialer_challenge_).second) {
     throw HandshakeError("replays a challenge already used: refused");
   }
@@ -149,10 +179,7 @@ Frame HandshakeListener::on_hello(const FrameHeader& h, const std::string& paylo
   f.header.type = FrameType::kHelloReply;
   f.header.source = config_.self;
   f.header.destination = peer_;
-  const Proof mine = proof(config_.token, "replisim-listener", config_.self, peer_,
-                           config_.plan_hash, dialer_challenge_, challenge_);
-  f.payload = config_.plan_hash + bytes(challenge_) +
-              std::string(reinterpret_cast<const char*>(mine.data()), mine.size());
+  f.payload = bytes(challenge_);  // no proof before the dialer's
   f.header.length = uint32_t(f.payload.size());
   state_ = State::kWaitAuth;
   return f;
@@ -160,19 +187,27 @@ Frame HandshakeListener::on_hello(const FrameHeader& h, const std::string& paylo
 
 Frame HandshakeListener::on_auth(const FrameHeader& h, const std::string& payload) {
   if (state_ != State::kWaitAuth) throw HandshakeError("a proof out of turn");
-  expect(h, FrameType::kAuth, payload.size(), sizeof(Proof));
-  if (h.source != peer_) throw HandshakeError("the proof comes from another task");
-  const Proof expected = proof(config_.token, "replisim-dialer", peer_, config_.self,
-                               config_.plan_hash, challenge_, dialer_challenge_);
-  if (!same(expected, reinterpret_cast<const uint8_t*>(payload.data()))) {
+  expect(h, FrameType::kAuth, payload.size(), kProofBytes);
+  if (h.source != peer_ || h.destination != config_.self) {
+    throw HandshakeError("the proof comes from another task");
+  }
+  const std::string theirs = plan_of(payload);
+  const Proof expected = proof(config_.token, "replisim-dialer", peer_, config_.self, theirs,
+                               challenge_, dialer_challenge_);
+  if (!same(expected, proof_of(payload))) {
     throw HandshakeError("its proof does not match: it does not hold this cluster's token");
   }
-  Frame f;
-  f.header.type = FrameType::kAuthOk;
-  f.header.source = config_.self;
-  f.header.destination = peer_;
+  check_plan(config_, theirs);  // it holds the token: it may learn this side's plan hash
   state_ = State::kDone;
-  return f;
+  return proving_frame(FrameType::kAuthOk, config_.self, peer_, config_.plan_hash,
+                       proof(config_.token, "replisim-listener", config_.self, peer_,
+                             config_.plan_hash, dialer_challenge_, challenge_));
+}
+
+FrameKeys HandshakeListener::frame_keys() const {
+  if (state_ != State::kDone) throw HandshakeError("frame keys before the handshake is done");
+  return {frame_key(config_.token, config_.self, peer_, dialer_challenge_, challenge_),
+          frame_key(config_.token, peer_, config_.self, dialer_challenge_, challenge_)};
 }
 
 }  // namespace replisim::real

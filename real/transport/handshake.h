@@ -1,11 +1,15 @@
-// Who is on the other end of a connection: the handshake every connection starts with. The dialer
-// says which task it is, for which plan (its hash) and sends a random challenge; the listener
-// answers with its own challenge and a proof, HMAC-SHA256 keyed by the cluster token over both
-// tasks, the plan hash and both challenges; the dialer checks it and sends its proof the other way
-// round; the listener checks that and accepts. So each side proves it holds the token without
-// sending it, a recorded answer cannot be replayed (the other side's challenge is new each time),
-// and a listener refuses a challenge it has seen before. Comparisons are in constant time
-// (CRYPTO_memcmp). Pure state machines: the connection layer moves their frames.
+// Who is on the other end of a connection: the handshake every connection starts with (protocol
+// version 4). The dialer says which task it is and sends a random challenge; the listener answers
+// with its own challenge only; the dialer proves first: its plan hash and an HMAC-SHA256, keyed by
+// the cluster token, over both tasks, that plan hash and both challenges; the listener checks it
+// and only then proves itself the other way round, with its plan hash, and accepts. So each side
+// proves it holds the token without sending it; a peer without the token obtains no proof (the
+// listener answers a challenge only for a dialer that proved itself) and no plan hash; a recorded
+// proof cannot be replayed (the other side's challenge is new each time); a listener refuses a
+// challenge it has seen before. Comparisons are in constant time (CRYPTO_memcmp).
+// Both sides then derive a key per direction from the token and both challenges (frame_keys()):
+// every frame after the handshake carries an HMAC-SHA256 under it, over a sequence number
+// (frame_mac.h). Pure state machines: the connection layer moves their frames.
 #pragma once
 
 #include <array>
@@ -21,6 +25,13 @@ namespace replisim::real {
 
 using Nonce = std::array<uint8_t, 32>;
 using Proof = std::array<uint8_t, 32>;
+using FrameKey = std::array<uint8_t, 32>;
+
+// The keys of a connection's frames once its handshake is done, one per direction.
+struct FrameKeys {
+  FrameKey send{};
+  FrameKey receive{};
+};
 
 // 32 bytes from OpenSSL's RAND_bytes. Throws std::runtime_error when it fails.
 Nonce random_nonce();
@@ -50,18 +61,21 @@ class HandshakeDialer {
  public:
   HandshakeDialer(const HandshakeConfig& config, uint32_t peer, const Nonce& challenge);
   Frame hello() const;
-  // The listener's answer: checks it (task, plan, proof) and returns the dialer's proof.
-  // Throws HandshakeError.
+  // The listener's challenge: returns the dialer's plan hash and proof. Throws HandshakeError.
   Frame on_hello_reply(const FrameHeader& header, const std::string& payload);
-  // The listener accepted. Throws HandshakeError for any other frame or out of turn.
-  void on_auth_ok(const FrameHeader& header);
+  // The listener accepted, proving itself: checks its proof and plan. Throws HandshakeError for a
+  // wrong proof or plan, any other frame, or out of turn.
+  void on_auth_ok(const FrameHeader& header, const std::string& payload);
   bool done() const { return state_ == State::kDone; }
+  // Once done: this side's keys (send: dialer to listener).
+  FrameKeys frame_keys() const;
 
  private:
   enum class State { kSentHello, kSentAuth, kDone };
   const HandshakeConfig& config_;
   uint32_t peer_;
   Nonce challenge_;
+  Nonce listener_challenge_{};
   State state_ = State::kSentHello;
 };
 
@@ -71,11 +85,15 @@ class HandshakeListener {
  public:
   HandshakeListener(const HandshakeConfig& config, std::function<bool(uint32_t)> accepts,
                     std::set<Nonce>& seen, const Nonce& challenge);
-  // The dialer's hello: returns the answer. Throws HandshakeError.
+  // The dialer's hello: returns this side's challenge (no proof yet). Throws HandshakeError.
   Frame on_hello(const FrameHeader& header, const std::string& payload);
-  // The dialer's proof: returns the acceptance. Throws HandshakeError.
+  // The dialer's plan hash and proof: checks the proof, then the plan (a dialer that proved it
+  // holds the token is told this side's plan hash when they differ), and returns the acceptance
+  // with this side's proof. Throws HandshakeError.
   Frame on_auth(const FrameHeader& header, const std::string& payload);
   bool done() const { return state_ == State::kDone; }
+  // Once done: this side's keys (send: listener to dialer).
+  FrameKeys frame_keys() const;
   // Its hello was accepted (peer() names it).
   bool heard_hello() const { return state_ != State::kWaitHello; }
   // The dialer's task (once its hello is read).

@@ -1,7 +1,11 @@
 #include "real/transport/mesh.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace replisim::real {
 namespace {
@@ -10,6 +14,19 @@ constexpr auto kTick = std::chrono::milliseconds(100);
 constexpr auto kRedialAfter = std::chrono::milliseconds(100);
 // A handshake frame is small: nothing bigger is read before a peer is authenticated.
 constexpr uint32_t kHandshakePayloadBytes = 256;
+// Unauthenticated connections kept per connection this task expects to be dialled (and at least
+// kMinPending): a flood of idle connects then costs a bounded number of descriptors.
+constexpr size_t kPendingPerDialer = 4;
+constexpr size_t kMinPending = 16;
+constexpr auto kAcceptRetry = std::chrono::milliseconds(10);
+// Hosts refusal_summary() names.
+constexpr size_t kHostsNamed = 4;
+
+// "127.0.0.1:5000" -> "127.0.0.1", "[::1]:5000" -> "[::1]".
+std::string host_of(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  return colon == std::string::npos ? address : address.substr(0, colon);
+}
 
 Clock::duration seconds(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
@@ -52,6 +69,7 @@ Mesh::Mesh(asio::io_context& io, MeshConfig config, asio::ip::tcp::acceptor acce
 Mesh::~Mesh() {
   *alive_ = false;
   shutdown();
+  if (reserve_fd_ >= 0) ::close(reserve_fd_);
 }
 
 std::string Mesh::peer_text(uint32_t task) const {
@@ -60,6 +78,7 @@ std::string Mesh::peer_text(uint32_t task) const {
 
 void Mesh::start() {
   connect_deadline_ = Clock::now() + seconds(config_.connect_timeout_s);
+  reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   accept();
   for (auto& [peer, state] : peers_) {
     if (peer <= config_.handshake.self) continue;  // it dials this task
@@ -78,20 +97,90 @@ void Mesh::accept() {
   acceptor_.async_accept([this, alive = std::weak_ptr<bool>(alive_)](const asio::error_code& ec,
                                                                      asio::ip::tcp::socket socket) {
     if (alive.expired() || stopped_) return;
-    if (!ec) {
-      auto pending = std::make_unique<Pending>();
-      pending->connection = new_connection(std::move(socket));
-      pending->listener = std::make_unique<HandshakeListener>(
-          config_.handshake,
-          [this](uint32_t task) { return task < config_.handshake.self && peers_.count(task) > 0; },
-          seen_challenges_, random_nonce());
-      pending->deadline = Clock::now() + seconds(config_.handshake_timeout_s);
-      Connection& c = *pending->connection;
-      pending_.push_back(std::move(pending));
-      c.start();
+    if (ec) {
+      accept_failed(ec);
+      return;
     }
+    auto pending = std::make_unique<Pending>();
+    pending->connection = new_connection(std::move(socket));
+    pending->listener = std::make_unique<HandshakeListener>(
+        config_.handshake,
+        [this](uint32_t task) { return task < config_.handshake.self && peers_.count(task) > 0; },
+        seen_challenges_, random_nonce());
+    pending->deadline = Clock::now() + seconds(config_.handshake_timeout_s);
+    keep_accepted(std::move(pending));
     accept();
   });
+}
+
+void Mesh::accept_failed(const asio::error_code& ec) {
+  if ((ec.value() == EMFILE || ec.value() == ENFILE) && reserve_fd_ >= 0) {
+    // Out of descriptors: the reserve one takes the connection off the backlog, which is then
+    // closed (otherwise every accept fails at once, again and again).
+    ::close(reserve_fd_);
+    reserve_fd_ = -1;
+    asio::ip::tcp::socket socket(io_);
+    asio::error_code again;
+    acceptor_.accept(socket, again);
+    if (!again) {
+      asio::error_code ignored;
+      const auto endpoint = socket.remote_endpoint(ignored);
+      const std::string remote =
+          endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+      count_refusal(remote);
+      handler_.on_refused("closed a connection from " + remote + ": no descriptor left for it (" +
+                          ec.message() + ")");
+      socket.close(ignored);
+    }
+    reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  }
+  auto timer = std::make_shared<asio::steady_timer>(io_, kAcceptRetry);
+  timer->async_wait([this, timer, alive = std::weak_ptr<bool>(alive_)](const asio::error_code& e) {
+    if (!e && !alive.expired() && !stopped_) accept();
+  });
+}
+
+size_t Mesh::max_pending_accepted() const {
+  size_t dialers = 0;
+  for (const auto& [peer, state] : peers_) dialers += peer < config_.handshake.self;
+  return std::max(kMinPending, kPendingPerDialer * dialers * size_t(config_.connections_per_peer));
+}
+
+void Mesh::keep_accepted(std::unique_ptr<Pending> pending) {
+  size_t accepted = 0;
+  for (const auto& p : pending_) accepted += p->listener != nullptr;
+  if (accepted >= max_pending_accepted()) {
+    const auto oldest =
+        std::find_if(pending_.begin(), pending_.end(),
+                     [](const std::unique_ptr<Pending>& p) { return p->listener != nullptr; });
+    const std::string remote = (*oldest)->connection->remote();
+    (*oldest)->connection->close();
+    pending_.erase(oldest);
+    count_refusal(remote);
+    // A flood is logged once per host, with the address of the connection dropped.
+    if (flood_logged_.insert(host_of(remote)).second) {
+      handler_.on_refused("dropped an unauthenticated connection from " + remote + ": more than " +
+                          std::to_string(max_pending_accepted()) +
+                          " connections waited for their handshake at once");
+    }
+  }
+  Connection& c = *pending->connection;
+  pending_.push_back(std::move(pending));
+  c.start();
+}
+
+void Mesh::count_refusal(const std::string& remote) {
+  ++refused_;
+  if (refused_from_.size() < kHostsNamed) refused_from_.insert(host_of(remote));
+}
+
+std::string Mesh::refusal_summary() const {
+  if (refused_ == 0) return "";
+  std::string hosts;
+  for (const std::string& h : refused_from_) hosts += (hosts.empty() ? "" : ", ") + h;
+  return "refused " + std::to_string(refused_) + " connection" + (refused_ == 1 ? "" : "s") +
+         " that did not authenticate as a task of this cluster (from " + hosts +
+         (refused_from_.size() == kHostsNamed ? ", ..." : "") + ")";
 }
 
 void Mesh::dial(uint32_t peer, int slot) {
@@ -181,11 +270,14 @@ void Mesh::refuse(Pending& pending, const std::string& why, bool tell, bool refu
     redial(pending.peer, pending.slot, refusal ? peer_text(pending.peer) + " refused: " + why : why,
            refusal);
   } else {
+    count_refusal(connection->remote());
     std::string line = "refused a connection from " + connection->remote() + ": " + why;
     if (pending.listener->heard_hello()) {
-      // The dialer said who it is: its connect-timeout line names this too.
+      // The dialer said who it is (a claim): its connect-timeout line names this too; the
+      // connection's own address is the source.
       const uint32_t peer = pending.listener->peer();
-      line = "refused " + peer_text(peer) + "'s connection: " + why +
+      line = "refused " + peer_text(peer) + "'s connection from " + connection->remote() + ": " +
+             why +
              (why.find("closed") != std::string::npos
                   ? " (after this task's answer: does it hold this cluster's token and plan?)"
                   : "");
@@ -259,7 +351,8 @@ void Mesh::on_frame(Connection& connection, const FrameHeader& header, const uin
         const Frame auth = pending->dialer->on_hello_reply(header, text);
         connection.send(auth.header, auth.payload);
       } else {
-        pending->dialer->on_auth_ok(header);
+        pending->dialer->on_auth_ok(header, text);
+        if (config_.frame_macs) connection.enable_macs(pending->dialer->frame_keys());
         established(*pending, pending->peer, pending->slot);
       }
       return;
@@ -280,7 +373,8 @@ void Mesh::on_frame(Connection& connection, const FrameHeader& header, const uin
       connection.send(reply.header, reply.payload);
     } else {
       const Frame ok = pending->listener->on_auth(header, text);
-      connection.send(ok.header, ok.payload);
+      connection.send(ok.header, ok.payload);  // the last frame without a MAC
+      if (config_.frame_macs) connection.enable_macs(pending->listener->frame_keys());
       established(*pending, pending->listener->peer(), pending->slot);
     }
   } catch (const HandshakeError& e) {

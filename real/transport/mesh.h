@@ -3,7 +3,9 @@
 // connections per peer, sends heartbeats on quiet connections and fails a peer that stays silent.
 // Until every peer is connected it refuses strangers with one logged line and keeps waiting;
 // after that, a peer's broken connection or bad frame is fatal (the job needs every peer).
-// Single-threaded on its io_context.
+// Strangers cannot exhaust its descriptors: unauthenticated connections are bounded (the oldest is
+// dropped past a few per expected dialer), and a reserve descriptor lets it accept and close a
+// connection when the process has none left. Single-threaded on its io_context.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +37,10 @@ struct MeshConfig {
   // transport benchmark sets one to compare like with like). A name the kernel does not offer
   // leaves the default.
   std::string congestion_control;
+  // Whether frames after the handshake carry a MAC (frame_mac.h). Off only in the transport
+  // benchmark, to measure what the MACs cost against the same mesh without them: both ends must
+  // agree, and nothing else offers it.
+  bool frame_macs = true;
 };
 
 class Mesh : private Connection::Handler {
@@ -94,6 +100,11 @@ class Mesh : private Connection::Handler {
   void shutdown();
   const std::string& name_of(uint32_t task) const { return names_[task]; }
   const MeshConfig& config() const { return config_; }
+  // How many connections it refused or dropped before their handshake ended, and from where, in
+  // one line ("" when none): what a run says at its end.
+  std::string refusal_summary() const;
+  // Unauthenticated connections it keeps at once: a few per connection it expects to be dialled.
+  size_t max_pending_accepted() const;
 
  private:
   struct Peer {
@@ -114,6 +125,14 @@ class Mesh : private Connection::Handler {
     Clock::time_point deadline;
   };
   void accept();
+  // accept() failed: EMFILE or ENFILE take a connection off the backlog with the reserve
+  // descriptor and close it; any error waits a moment before the next accept.
+  void accept_failed(const asio::error_code& ec);
+  // A connection this task accepted that is not authenticated yet: keeps it, dropping the oldest
+  // of them past max_pending_accepted().
+  void keep_accepted(std::unique_ptr<Pending> pending);
+  // Counts a connection from `remote` refused or dropped before its handshake ended.
+  void count_refusal(const std::string& remote);
   void dial(uint32_t peer, int slot);
   void redial(uint32_t peer, int slot, const std::string& why, bool refused = false);
   void tick();
@@ -146,7 +165,11 @@ class Mesh : private Connection::Handler {
   std::map<uint32_t, Peer> peers_;
   std::vector<std::unique_ptr<Pending>> pending_;
   std::set<Nonce> seen_challenges_;
-  std::string last_refusal_logged_;  // the reason last logged (not the address)
+  std::string last_refusal_logged_;     // the reason last logged (not the address)
+  size_t refused_ = 0;                  // connections refused or dropped (refusal_summary)
+  std::set<std::string> refused_from_;  // their hosts, the first few
+  std::set<std::string> flood_logged_;  // hosts whose dropped connections were logged
+  int reserve_fd_ = -1;                 // a descriptor kept for accept_failed()
   asio::steady_timer ticker_;
   Clock::time_point connect_deadline_;
   bool connected_ = false;

@@ -27,12 +27,18 @@ std::string shake(Pair& p, const std::function<void(Frame&, int)>& tamper = null
     Frame auth = dialer.on_hello_reply(reply.header, reply.payload);
     if (tamper) tamper(auth, 2);
     Frame ok = listener.on_auth(auth.header, auth.payload);
-    dialer.on_auth_ok(ok.header);
+    if (tamper) tamper(ok, 3);
+    dialer.on_auth_ok(ok.header, ok.payload);
   } catch (const HandshakeError& e) {
     return e.what();
   }
   EXPECT_TRUE(dialer.done() && listener.done());
   EXPECT_EQ(listener.peer(), 2u);
+  // Each side's send key is the other's receive key; the two directions differ.
+  const FrameKeys d = dialer.frame_keys(), l = listener.frame_keys();
+  EXPECT_EQ(d.send, l.receive);
+  EXPECT_EQ(d.receive, l.send);
+  EXPECT_NE(d.send, d.receive);
   return "";
 }
 
@@ -54,6 +60,36 @@ TEST(Handshake, AWrongTokenIsRefusedOnBothSides) {
   Pair listener_wrong;
   listener_wrong.listener_config.token = "guess";
   expect_refused(shake(listener_wrong), "does not hold this cluster's token");
+}
+
+// The listener proves nothing, and says nothing of its plan, to a dialer that has not proved it
+// holds the token (issue 37: any peer obtained a proof for a challenge of its choosing).
+TEST(Handshake, TheListenerProvesItselfOnlyAfterTheDialer) {
+  Pair p;
+  HandshakeListener listener(
+      p.listener_config, [](uint32_t task) { return task < 8; }, p.seen, random_nonce());
+  HandshakeDialer honest(p.dialer_config, 5, random_nonce());
+  const Frame hello = honest.hello();
+  const Frame reply = listener.on_hello(hello.header, hello.payload);
+  EXPECT_EQ(reply.payload.size(), sizeof(Nonce));  // a challenge, no proof, no plan hash
+  EXPECT_EQ(reply.payload.find(kPlan), std::string::npos);
+  // A guesser's proof (and another plan's hash) gets a refusal that names no plan.
+  Frame guess = honest.on_hello_reply(reply.header, reply.payload);
+  guess.payload = std::string("fedcba9876543210") + std::string(32, 'x');
+  try {
+    listener.on_auth(guess.header, guess.payload);
+    ADD_FAILURE() << "a guessed proof was accepted";
+  } catch (const HandshakeError& e) {
+    expect_refused(e.what(), "does not hold this cluster's token");
+    EXPECT_EQ(std::string(e.what()).find(kPlan), std::string::npos) << e.what();
+  }
+  // A forged acceptance does not finish the dialer.
+  Pair q;
+  expect_refused(shake(q,
+                       [](Frame& f, int k) {
+                         if (k == 3) f.payload[20] ^= 1;
+                       }),
+                 "does not hold this cluster's token");
 }
 
 TEST(Handshake, AnotherPlanIsRefusedNamingBothHashes) {
@@ -114,7 +150,7 @@ TEST(Handshake, ReplayedOrTamperedMessagesAreRefused) {
                        [](Frame& f, int k) {
                          if (k == 1) f.payload.resize(10);
                        }),
-                 "bytes where 80 were due");
+                 "bytes where 32 were due");
   Pair s;
   expect_refused(shake(s,
                        [](Frame& f, int k) {

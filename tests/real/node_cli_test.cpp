@@ -10,7 +10,9 @@
 #include <memory>
 #include <thread>
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -181,6 +183,76 @@ TEST(NodeCommand, AWrongTokenIsRefusedAndNamedInTheTimeout) {
   EXPECT_NE(w.err.find("did not connect"), std::string::npos) << w.err;
   EXPECT_NE(p.err.find("does not hold this cluster's token"), std::string::npos) << p.err;
   EXPECT_NE(w.err.find("token"), std::string::npos) << w.err;
+}
+
+// Idle TCP connections to 127.0.0.1:`port`, never authenticated (the peer may close them).
+std::vector<int> connect_idle(int port, int count) {
+  std::vector<int> sockets;
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(uint16_t(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  for (int i = 0; i < count; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) break;
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+      ::close(fd);
+      continue;
+    }
+    sockets.push_back(fd);
+  }
+  return sockets;
+}
+
+// Issue 37: 8,000 idle connects to a checkpointing run's PS under `ulimit -n 1024` used up its
+// descriptors and its checkpoint write failed. Here 1,000 against a PS with 128 descriptors, before
+// the workers come and while they run: the run ends well with its checkpoints, and the PS names
+// the flood's source in one line when it happens and once more at its end.
+TEST(NodeCommand, AConnectionFloodLeavesACheckpointingRunItsDescriptors) {
+  rlimit own{};
+  ::getrlimit(RLIMIT_NOFILE, &own);
+  own.rlim_cur = own.rlim_max;  // this test's own 1,000 sockets
+  ::setrlimit(RLIMIT_NOFILE, &own);
+  TempDir dir;
+  const std::string plan =
+      plan_file(dir, "between_graph",
+                {{"steps", 30}, {"checkpoint", {{"every", "1 ms"}, {"disk_bandwidth", "1 GBps"}}}});
+  const std::string cluster = cluster_file(dir, "c.json", 2);
+  const nlohmann::json spec = nlohmann::json::parse(read_file(cluster));
+  const std::string ps_address = spec["cluster"]["ps"][0];
+  const int ps_port = std::stoi(ps_address.substr(ps_address.rfind(':') + 1));
+  fs::create_directory(dir.file("ck"));
+  auto node = [&](const std::string& role, int max_open_files) {
+    return std::make_unique<RunningReplisim>(
+        std::vector<std::string>{"node", "--plan", plan, "--role", role, "--cluster", cluster,
+                                 "--checkpoint-dir", dir.file("ck"), "--trace-out",
+                                 dir.file(role + ".trace"), "--run-trace-out",
+                                 dir.file("run.trace")},
+        120, std::vector<std::string>{}, max_open_files);
+  };
+  auto ps = node("ps0", 128);
+  std::vector<int> flood;
+  for (int attempt = 0; attempt < 100 && flood.empty(); ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // until the PS listens
+    flood = connect_idle(ps_port, 1);
+  }
+  ASSERT_FALSE(flood.empty()) << "the PS never listened";
+  for (int fd : connect_idle(ps_port, 599)) flood.push_back(fd);
+  auto w0 = node("worker0", 0);
+  auto w1 = node("worker1", 0);
+  for (int fd : connect_idle(ps_port, 400)) flood.push_back(fd);
+  const BinaryResult r0 = w0->wait(), r1 = w1->wait(), p = ps->wait();
+  for (int fd : flood) ::close(fd);
+  EXPECT_GT(flood.size(), 900u);
+  EXPECT_EQ(r0.exit_code, 0) << r0.err;
+  EXPECT_EQ(r1.exit_code, 0) << r1.err;
+  EXPECT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_NE(p.err.find("dropped an unauthenticated connection from 127.0.0.1:"), std::string::npos)
+      << p.err;
+  EXPECT_NE(p.err.find("that did not authenticate as a task of this cluster (from 127.0.0.1)"),
+            std::string::npos)
+      << p.err;
+  EXPECT_TRUE(file_exists(dir.file("ck/final.index")));
 }
 
 // Two tasks of different plans: both lines say so, with both hashes.

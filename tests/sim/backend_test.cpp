@@ -55,6 +55,24 @@ TEST(Backend, RunWritesMetadataWithTheCallersProvenanceAndItsOwn) {
   EXPECT_EQ(sink.meta.provenance["simgrid"], sim::simgrid_version());
 }
 
+// A broken invariant inside the simulation child (an exception may not leave a SimGrid actor)
+// reaches the caller as an InternalError with its message, not as "killed by signal 6".
+TEST(Backend, ABrokenInvariantInsideAnActorIsAnInternalErrorWithItsMessage) {
+  const core::Plan plan =
+      core::compile_plan(core::load_scenario(test::seed_scenario()), "between_graph", {});
+  sim::SimBackend backend;
+  core::RunOptions options;
+  options.settings = {{"internal_error_at_s", 0.5}};
+  try {
+    core::run_to_trace(backend, plan, options);
+    ADD_FAILURE() << "expected an internal error";
+  } catch (const core::InternalError& e) {
+    EXPECT_NE(std::string(e.what()).find("internal error: a broken invariant on purpose"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Backend, AnInvalidPlanIsRefusedBeforeAnyRecord) {
   core::Plan plan = core::compile_plan(core::load_scenario(test::seed_scenario()), "in_graph", {});
   plan.clients.front().ops.back().inputs = {int(plan.clients.front().ops.size())};  // forward

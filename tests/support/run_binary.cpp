@@ -53,7 +53,9 @@ BinaryResult run(const std::vector<std::string>& args, const std::string& standa
     std::vector<std::string> storage;
     std::vector<char*> argv = argv_of(args, storage);
     if (max_file_bytes > 0) {
-      ::signal(SIGXFSZ, SIG_IGN);  // ignored dispositions survive exec
+      // As `ulimit -f` in a shell: SIGXFSZ keeps its default (to end the process); replisim
+      // ignores it itself, so that the write fails with EFBIG instead.
+      ::signal(SIGXFSZ, SIG_DFL);
       const rlimit limit{rlim_t(max_file_bytes), rlim_t(max_file_bytes)};
       ::setrlimit(RLIMIT_FSIZE, &limit);
     }
@@ -83,7 +85,7 @@ BinaryResult run_replisim_with_file_limit(const std::vector<std::string>& args,
 }
 
 RunningReplisim::RunningReplisim(const std::vector<std::string>& args, int timeout_s,
-                                 const std::vector<std::string>& environment) {
+                                 const std::vector<std::string>& environment, int max_open_files) {
   std::vector<std::string> entries = environment;  // putenv keeps the pointers
   const char* base = std::getenv("TMPDIR");
   std::string pattern = std::string(base != nullptr ? base : "/tmp") + "/replisim-run-XXXXXX";
@@ -104,6 +106,10 @@ RunningReplisim::RunningReplisim(const std::vector<std::string>& args, int timeo
     std::vector<std::string> storage;
     std::vector<char*> argv = argv_of(args, storage);
     for (std::string& e : entries) ::putenv(e.data());
+    if (max_open_files > 0) {
+      const rlimit limit{rlim_t(max_open_files), rlim_t(max_open_files)};
+      ::setrlimit(RLIMIT_NOFILE, &limit);
+    }
     ::alarm(unsigned(timeout_s));
     ::execv(argv[0], argv.data());
     ::_exit(127);

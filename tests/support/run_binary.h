@@ -19,8 +19,8 @@ BinaryResult run_replisim(const std::vector<std::string>& args, int timeout_s = 
 BinaryResult run_replisim(const std::vector<std::string>& args, const std::string& standard_input,
                           int timeout_s = 120);
 
-// As run_replisim, with every file it writes limited to `max_file_bytes` (RLIMIT_FSIZE) and
-// SIGXFSZ ignored, so that a write past the limit fails with EFBIG as on a full disk.
+// As run_replisim, with every file it writes limited to `max_file_bytes` (RLIMIT_FSIZE), as
+// `ulimit -f` does: SIGXFSZ at its default action (replisim must ignore it to fail with EFBIG).
 BinaryResult run_replisim_with_file_limit(const std::vector<std::string>& args,
                                           uint64_t max_file_bytes, int timeout_s = 120);
 
@@ -28,9 +28,11 @@ BinaryResult run_replisim_with_file_limit(const std::vector<std::string>& args,
 // empty, standard output captured). The destructor kills and reaps it if it still runs.
 class RunningReplisim {
  public:
-  // `environment`: "NAME=value" entries added to the child's environment.
+  // `environment`: "NAME=value" entries added to the child's environment. `max_open_files` > 0:
+  // the child's descriptors limited to that many (RLIMIT_NOFILE, soft and hard: `ulimit -n`).
   explicit RunningReplisim(const std::vector<std::string>& args, int timeout_s = 120,
-                           const std::vector<std::string>& environment = {});
+                           const std::vector<std::string>& environment = {},
+                           int max_open_files = 0);
   ~RunningReplisim();
   RunningReplisim(const RunningReplisim&) = delete;
   RunningReplisim& operator=(const RunningReplisim&) = delete;

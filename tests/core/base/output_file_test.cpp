@@ -2,6 +2,7 @@
 // leaves every target as it was and no temporary behind.
 #include "core/base/output_file.h"
 
+#include <cerrno>
 #include <filesystem>
 #include <ostream>
 #include <streambuf>
@@ -9,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "core/base/error.h"
+#include "core/base/unnamed_file.h"
 #include "tests/support/run_binary.h"
 
 namespace replisim::core {
@@ -62,6 +64,37 @@ TEST(OutputFiles, AFailingStandardOutputLeavesTheFilesAsTheyWere) {
   }
   EXPECT_EQ(files_in(dir.path()), std::vector<std::string>({"kept.json"}));
   EXPECT_EQ(test::read_file(dir.file("kept.json")), "the user's file");
+}
+
+// Issue 37: a SIGKILL while outputs were written left ".replisim-XXXXXX" temporaries (up to
+// 141 MB). An output being written has no name in its directory, so nothing is left to remove.
+TEST(UnnamedFile, AFileBeingWrittenHasNoNameUntilPublished) {
+  test::TempDir dir;
+  const std::string target = dir.file("out.json");
+  {
+    UnnamedFile file(target);
+    file.stream() << std::string(1 << 20, 'x');
+    ASSERT_TRUE(file.finish(false));
+    EXPECT_TRUE(files_in(dir.path()).empty()) << files_in(dir.path()).front();
+  }  // dropped unpublished: nothing was ever named
+  EXPECT_TRUE(files_in(dir.path()).empty());
+  UnnamedFile file(target);
+  file.stream() << "written";
+  ASSERT_TRUE(file.finish(true));
+  ASSERT_TRUE(file.publish(false));
+  EXPECT_EQ(files_in(dir.path()), std::vector<std::string>{"out.json"});
+  EXPECT_EQ(test::read_file(target), "written");
+  // Without replace, an existing file is left alone (EEXIST); with it, replaced.
+  UnnamedFile again(target);
+  again.stream() << "again";
+  ASSERT_TRUE(again.finish(false));
+  errno = 0;
+  EXPECT_FALSE(again.publish(false));
+  EXPECT_EQ(errno, EEXIST);
+  EXPECT_EQ(test::read_file(target), "written");
+  EXPECT_TRUE(again.publish(true));
+  EXPECT_EQ(test::read_file(target), "again");
+  EXPECT_EQ(files_in(dir.path()), std::vector<std::string>{"out.json"});
 }
 
 }  // namespace

@@ -1,6 +1,10 @@
 #include "core/base/units.h"
 
+#include <string>
+
 #include <gtest/gtest.h>
+
+#include "core/base/error.h"
 
 namespace replisim::core {
 namespace {
@@ -72,6 +76,31 @@ TEST(Units, FormatsForPeople) {
   EXPECT_EQ(format_quantity(0.0125, Dimension::kTime), "12.5 ms");
   EXPECT_EQ(format_quantity(0, Dimension::kTime), "0 s");
   EXPECT_EQ(format_quantity(102.2e6, Dimension::kBytes), "102.2 MB");
+}
+
+// Issue 37: error lines echoed a scenario's ESC and BEL to the terminal, and whole 1 MB values.
+TEST(ErrorLines, ControlCharactersAreEscapedAndLongValuesCut) {
+  const std::string value(1 << 20, 'v');
+  const InputError e(
+      "s.json", "/cluster/machines/0/\x1b[2J" + std::string(300, 'k'),
+      "unknown field \"" + value + "\"; bell \a, nul " + std::string(1, '\0') + " and\nnewline");
+  const std::string line = e.what();
+  EXPECT_EQ(line.find('\x1b'), std::string::npos);
+  EXPECT_EQ(line.find('\a'), std::string::npos);
+  EXPECT_EQ(line.find('\0'), std::string::npos);
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  EXPECT_NE(line.find("\\x1b[2J"), std::string::npos) << line;
+  EXPECT_NE(line.find("bell \\x07, nul \\x00 and newline"), std::string::npos) << line;
+  EXPECT_NE(line.find("... (1048576 bytes)\""), std::string::npos);
+  EXPECT_NE(line.find("... (304 bytes)"), std::string::npos) << line;  // the path's key
+  EXPECT_LT(line.size(), 1000u);
+  // The parts stay as given for callers that read them.
+  EXPECT_GT(e.message().size(), value.size());
+  // A cut never splits a UTF-8 character.
+  const std::string accents(300, 'a');
+  const InputError u("", "", "\"" + std::string(199, 'a') + "\xc3\xa9" + accents + "\"");
+  EXPECT_NE(std::string(u.what()).find(std::string(199, 'a') + "... ("), std::string::npos)
+      << u.what();
 }
 
 }  // namespace

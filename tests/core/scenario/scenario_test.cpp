@@ -218,6 +218,70 @@ TEST(Scenario, StructuralJsonProblemsAreInputErrors) {
   EXPECT_THROW(read_json_file("/dev/zero"), InputError);  // not a regular file: never read
 }
 
+// Issue 37: 60 MiB of "[{},...]" peaked at 3.76 GiB before its refusal. Values are counted
+// before the document is built.
+TEST(Scenario, ADocumentOfTooManyValuesIsRefusedBeforeItIsBuilt) {
+  std::string many = "[";
+  for (int i = 0; i < 1000; ++i) many += i == 0 ? "{}" : ",{}";
+  many += "]";
+  EXPECT_NO_THROW(parse_json_text(many, "many.json", 1001));
+  try {
+    parse_json_text(many, "many.json", 1000);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.json_path(), "/999");
+    EXPECT_NE(e.message().find("more than 1000 JSON values"), std::string::npos) << e.what();
+  }
+  // Scenarios hold at most kMaxScenarioJsonValues.
+  std::string zeros = "[0";
+  for (size_t i = 1; i <= kMaxScenarioJsonValues; ++i) zeros += ",0";
+  zeros += "]";
+  const ScenarioFilesInMemory big({{"big.json", zeros}});
+  try {
+    load_scenario_document("big.json", big);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), "big.json");
+    EXPECT_NE(e.message().find("JSON values"), std::string::npos) << e.what();
+  }
+}
+
+// Names refuse control characters, NUL included: a layer's and the scenario's, as a machine's.
+TEST(Scenario, NamesRefuseControlCharacters) {
+  nlohmann::json doc = valid();
+  doc["name"] = std::string("a\0b", 3);
+  expect_error(doc, "/name", "control characters");
+  nlohmann::json layers = valid();
+  nlohmann::json layer = {{"name", "l\x1b[0m"},
+                          {"params", 10},
+                          {"forward_flops_per_sample", "1 MFLOP"},
+                          {"activation_bytes_per_sample", "1 KiB"}};
+  layers["model"] = nlohmann::json::object();
+  layers["model"]["layers"] = nlohmann::json::array({layer});
+  expect_error(layers, "/model/layers/0/name", "control characters");
+}
+
+// Includes resolve through the set of files given (the scenario fuzzer's, in memory) as through
+// the file system: relative to the including file, cycles named.
+TEST(Scenario, IncludesResolveInAFileSetInMemory) {
+  nlohmann::json whole = valid();
+  nlohmann::json cluster = {{"cluster", whole["cluster"]}};
+  whole.erase("cluster");
+  whole["include"] = "parts/cluster.json";
+  const ScenarioFilesInMemory files({{"top.json", whole.dump()},
+                                     {"parts/cluster.json", cluster.dump()},
+                                     {"loop.json", R"({"include": "loop.json"})"}});
+  const ScenarioDocument doc = load_scenario_document("top.json", files);
+  EXPECT_EQ(doc.json["cluster"], cluster["cluster"]);
+  EXPECT_EQ(doc.files, (std::vector<std::string>{"top.json", "parts/cluster.json"}));
+  try {
+    load_scenario_document("loop.json", files);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(e.message().find("include cycle"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Scenario, EmptyAndMalformedFilesAreInputErrors) {
   EXPECT_THROW(parse_json_text("", "e.json"), InputError);
   EXPECT_THROW(parse_json_text("  \n", "e.json"), InputError);
