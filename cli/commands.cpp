@@ -226,7 +226,17 @@ int run_on_backend(const CliArgs& args, std::ostream& out, const std::string& ba
   // With an output on standard output ("-"), the text report goes to standard error.
   (outputs.writes_standard_output() ? std::cerr : out)
       << core::format_report(runs.metrics, title_line(title));
-  outputs.write_all();
+  try {
+    outputs.write_all();
+  } catch (const core::OutputError& e) {
+    // A real run's node traces are the only copy of what it measured: kept, and named.
+    const std::vector<std::string> kept = backend->keep_measurements();
+    if (kept.empty()) throw;
+    std::string where;
+    for (const std::string& dir : kept) where += (where.empty() ? "" : ", ") + dir;
+    throw core::OutputError(e.file(), e.reason() + "; the run's node traces are kept in " + where +
+                                          " (replisim report --merge DIR/*.trace rebuilds it)");
+  }
   return 0;
 }
 

@@ -22,7 +22,7 @@ void install(int signal, struct sigaction* old) {
 }  // namespace
 
 InterruptGuard::InterruptGuard() {
-  signalled = 0;
+  // A signal caught since the early install (the program's start) is kept for the first command.
   install(SIGINT, &old_int_);
   install(SIGTERM, &old_term_);
   // A hang-up (the terminal or ssh session gone) and SIGQUIT end a run as Ctrl-C does: nothing
@@ -36,6 +36,11 @@ InterruptGuard::~InterruptGuard() {
   ::sigaction(SIGTERM, &old_term_, nullptr);
   ::sigaction(SIGHUP, &old_hup_, nullptr);
   ::sigaction(SIGQUIT, &old_quit_, nullptr);
+}
+
+void install_interrupt_handlers_early() {
+  struct sigaction ignored {};
+  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) install(signal, &ignored);
 }
 
 bool interrupted() {

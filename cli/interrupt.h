@@ -23,7 +23,14 @@ class InterruptGuard {
   struct sigaction old_quit_ {};
 };
 
-// Whether SIGINT, SIGTERM, SIGHUP or SIGQUIT arrived since the guard was installed.
+// The same handlers, installed as early as the executable can (a constructor in cli/main.cpp, once
+// the shared libraries have initialised: tens of milliseconds after exec): a Ctrl-C while the
+// program starts is kept for the first command, which stops with its one line and exit 130,
+// instead of ending the process by the signal's default action. Before that, the default action
+// ends the process, which has written nothing yet.
+void install_interrupt_handlers_early();
+
+// Whether SIGINT, SIGTERM, SIGHUP or SIGQUIT arrived since the handlers were installed.
 bool interrupted();
 
 }  // namespace replisim::cli

@@ -24,6 +24,13 @@
 #include "gui/charts/plot_files.h"
 #endif
 
+namespace {
+// Before every other constructor of the executable (its static libraries' included).
+__attribute__((constructor(101))) void catch_interrupts_from_the_start() {
+  replisim::cli::install_interrupt_handlers_early();
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace replisim;
   // From the start: a Ctrl-C before the first run still stops it cleanly.

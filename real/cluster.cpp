@@ -2,9 +2,14 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
+
+#include <sys/stat.h>
 
 #include "core/base/error.h"
 #include "core/base/json_cursor.h"
@@ -16,6 +21,18 @@ using core::InputError;
 using core::JsonCursor;
 
 const std::vector<std::string> kJobs = {"ps", "worker", "client"};
+
+// Why `token` is refused ("" when it is strong enough).
+std::string weak_token(const std::string& token) {
+  const double bits = token_bits(token);
+  if (bits >= kMinTokenBits) return "";
+  char text[160];
+  std::snprintf(text, sizeof text,
+                "a token needs at least %.0f bits: 32 hex digits, 22 base64 characters or 16 "
+                "random bytes (this one: about %.0f)",
+                kMinTokenBits, bits);
+  return text;
+}
 
 // "host:port" (an IPv6 host in brackets: "[::1]:4000").
 ClusterTask parse_address(const JsonCursor& at, const std::string& job, int index) {
@@ -38,6 +55,27 @@ ClusterTask parse_address(const JsonCursor& at, const std::string& job, int inde
 }
 
 }  // namespace
+
+double token_bits(const std::string& token) {
+  std::set<char> distinct(token.begin(), token.end());
+  if (distinct.size() < 4) return 0;
+  const auto all = [&](auto in_alphabet) {
+    return std::all_of(token.begin(), token.end(),
+                       [&](char c) { return in_alphabet(static_cast<unsigned char>(c)); });
+  };
+  double per_char = 8;
+  if (all([](unsigned char c) { return std::isxdigit(c) != 0; })) {
+    per_char = 4;
+  } else if (all([](unsigned char c) {
+               return std::isalnum(c) != 0 || c == '+' || c == '/' || c == '-' || c == '_' ||
+                      c == '=';
+             })) {
+    per_char = 6;
+  } else if (all([](unsigned char c) { return c >= 0x20 && c < 0x7F; })) {
+    per_char = std::log2(95.0);
+  }
+  return per_char * double(token.size());
+}
 
 int ClusterSpec::find(const std::string& job, int index) const {
   for (size_t t = 0; t < tasks.size(); ++t) {
@@ -70,16 +108,12 @@ ClusterSpec parse_cluster_spec(const nlohmann::json& json, const std::string& fi
   if (spec.tasks.empty()) cluster.fail("lists no task");
   if (root.has("token")) {
     spec.token = root.at("token").as_string();
-    if (spec.token.size() < kMinTokenBytes) {
-      root.at("token").fail("a token needs at least " + std::to_string(kMinTokenBytes) + " bytes");
-    }
+    const std::string weak = weak_token(spec.token);
+    if (!weak.empty()) root.at("token").fail(weak);
   } else if (const char* env = std::getenv(kClusterTokenVariable); env != nullptr) {
     spec.token = env;
-    if (spec.token.size() < kMinTokenBytes) {
-      throw InputError(file, "",
-                       std::string(kClusterTokenVariable) + " needs at least " +
-                           std::to_string(kMinTokenBytes) + " bytes");
-    }
+    const std::string weak = weak_token(spec.token);
+    if (!weak.empty()) throw InputError(file, "", std::string(kClusterTokenVariable) + ": " + weak);
   } else {
     throw InputError(
         file, "/token",
@@ -89,7 +123,15 @@ ClusterSpec parse_cluster_spec(const nlohmann::json& json, const std::string& fi
 }
 
 ClusterSpec read_cluster_file(const std::string& file) {
-  return parse_cluster_spec(core::read_json_file(file), file);
+  const nlohmann::json json = core::read_json_file(file);
+  struct stat info {};
+  if (json.is_object() && json.contains("token") && ::stat(file.c_str(), &info) == 0 &&
+      (info.st_mode & (S_IRGRP | S_IROTH)) != 0) {
+    throw InputError(
+        file, "/token",
+        "holds the cluster token but its group or others may read it: chmod 600 " + file);
+  }
+  return parse_cluster_spec(json, file);
 }
 
 nlohmann::json cluster_spec_to_json(const ClusterSpec& spec, bool with_token) {
@@ -382,9 +424,9 @@ ClusterSpec slurm_cluster_spec(const core::Plan& plan, const SlurmStep& step, in
   }
   // The token from the environment (a Slurm step has no spec file to hold one).
   const char* token = std::getenv(kClusterTokenVariable);
-  if (token == nullptr || std::strlen(token) < kMinTokenBytes) {
+  if (token == nullptr || !weak_token(token).empty()) {
     throw InputError("", kClusterTokenVariable,
-                     std::string(token == nullptr ? "not set" : "shorter than 16 bytes") +
+                     (token == nullptr ? std::string("not set") : weak_token(token)) +
                          ": under srun without --cluster the cluster token comes from it");
   }
   nlohmann::json json = cluster_spec_to_json(spec, false);

@@ -33,14 +33,21 @@ struct ClusterSpec {
 
 // The environment variable a token comes from when the spec has none.
 inline constexpr const char* kClusterTokenVariable = "REPLISIM_CLUSTER_TOKEN";
-// Tokens shorter than this are refused: 16 bytes (128 bits; a run makes 64 hex digits).
-inline constexpr size_t kMinTokenBytes = 16;
+// Tokens must carry at least this many bits (a run makes 64 hex digits: 256 bits).
+inline constexpr double kMinTokenBits = 128;
+// The bits a token can carry at most, from the characters it is written with: hex digits 4 each,
+// base64's alphabet 6, printable ASCII log2(95), anything else 8; a token of fewer than 4
+// distinct characters counts 0 ("aaaa...": a placeholder, not a secret). So 32 hex digits, 22
+// base64 characters or 16 random bytes reach 128 bits.
+double token_bits(const std::string& token);
 
 // Reads a cluster spec. The token comes from "token", else from REPLISIM_CLUSTER_TOKEN; none, or
-// one shorter than kMinTokenBytes, is an error. Throws core::InputError(file, JSON path, ...) on
-// a missing "cluster", an unknown job or member, an address that is not "host:port" with a port
-// in 1..65535, or a task listed twice.
+// one under kMinTokenBits, is an error. Throws core::InputError(file, JSON path, ...) on a missing
+// "cluster", an unknown job or member, an address that is not "host:port" with a port in
+// 1..65535, or a task listed twice.
 ClusterSpec parse_cluster_spec(const nlohmann::json& json, const std::string& file);
+// As parse_cluster_spec over the file; a file that holds the token and that its group or others
+// may read is refused (chmod 600: the token is the cluster's only secret).
 ClusterSpec read_cluster_file(const std::string& file);
 // The spec as JSON; the token only when `with_token` (run passes it through the environment).
 nlohmann::json cluster_spec_to_json(const ClusterSpec& spec, bool with_token);

@@ -74,6 +74,12 @@ class Backend {
   // begin(), the sink holds a partial run that the caller must discard.
   void run(const Plan& plan, TraceSink& sink, const RunOptions& options = {});
 
+  // Keeps on disk what this object's runs measured (a real run's node traces: its only copy of the
+  // measurement), which it would otherwise remove when it goes, and returns where: for a caller
+  // whose outputs could not be written. Default: nothing kept, none returned (a simulation can be
+  // run again).
+  virtual std::vector<std::string> keep_measurements() { return {}; }
+
  protected:
   // Called once the plan is valid, before the metadata is computed (plan_hash serialises the
   // whole plan: about half a second at 1,024 workers): a backend that runs the plan in another

@@ -22,7 +22,8 @@ const ScenarioFilesInMemory& include_set() {
           {"name": "pc1", "cpu": {"speed": "400 GFLOPS"}, "gpus": [{"speed": "10 TFLOPS"}],
            "nic": {"bandwidth": "10 Gbps", "latency": "25 us"}},
           {"name": "w", "count": 2, "cpu": {"speed": "400 GFLOPS"},
-           "gpus": {"count": 2, "speed": "5 TFLOPS"}, "nic": {"bandwidth": "25 Gbps"}}],
+           "gpus": {"count": 2, "speed": "5 TFLOPS"},
+           "nic": {"bandwidth": "25 Gbps", "latency": "10 us"}}],
           "switch": {"bandwidth": "100 Gbps", "latency": "1 us"}, "network_model": "lv08"}})"},
       {"model.json", R"({"model": {"layers": [
           {"name": "a", "params": 1000, "forward_flops_per_sample": "1 MFLOP",

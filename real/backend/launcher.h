@@ -97,6 +97,13 @@ class ProgressPipe {
 struct RunDir {
   fs::path path;
   bool keep = false;
+  RunDir() = default;
+  explicit RunDir(fs::path p) : path(std::move(p)) {}
+  RunDir(RunDir&& other) noexcept : path(std::move(other.path)), keep(other.keep) {
+    other.path.clear();
+  }
+  RunDir& operator=(RunDir&&) = delete;
+  RunDir(const RunDir&) = delete;
   ~RunDir();
 };
 // A new directory "replisim-run-XXXXXX" under $TMPDIR (or /tmp). Throws core::OutputError.

@@ -372,6 +372,11 @@ class Launch {
   const core::RunOptions& options_;
   std::unique_ptr<isolate::ShapedLinks> network_;  // with isolate "netns"; removed last
   launch::RunDir dir_;  // the plan, the cluster spec, each node's log and trace
+
+ public:
+  launch::RunDir take_dir() { return std::move(dir_); }
+
+ private:
   ClusterSpec spec_;
   std::vector<int> listeners_;
   fs::path plan_file_, cluster_file_;
@@ -398,7 +403,19 @@ core::RunOutcome RealBackend::do_run(const core::Plan& plan, core::TraceSink& si
                      "the plan's chief writes checkpoints or summaries: give a directory");
   }
   Launch launch(plan, settings, options);
-  return core::emit_merged_parts(launch.run(), sink);
+  std::vector<core::Trace> parts = launch.run();
+  finished_.push_back(launch.take_dir());  // until the caller's outputs are written
+  return core::emit_merged_parts(std::move(parts), sink);
+}
+
+std::vector<std::string> RealBackend::keep_measurements() {
+  std::vector<std::string> kept;
+  for (launch::RunDir& dir : finished_) {
+    if (dir.path.empty()) continue;
+    dir.keep = true;
+    kept.push_back(dir.path.string());
+  }
+  return kept;
 }
 
 void register_real_backend() {

@@ -17,7 +17,11 @@
 // link faults need "isolate": "netns" (InputError otherwise).
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "core/backend/backend.h"
+#include "real/backend/launcher.h"
 
 namespace replisim::real {
 
@@ -25,6 +29,9 @@ class RealBackend : public core::Backend {
  public:
   static constexpr const char* kName = "real";
   core::BackendInfo info() const override;
+  // The run directories of this object's runs (plan, cluster spec, each node's log and trace),
+  // kept from now on; otherwise each is removed when the object goes.
+  std::vector<std::string> keep_measurements() override;
 
  protected:
   // Throws core::InputError for a fault it cannot play or a bad setting (or an --isolate this
@@ -33,6 +40,9 @@ class RealBackend : public core::Backend {
   // core::RunCancelled (every node killed and reaped).
   core::RunOutcome do_run(const core::Plan& plan, core::TraceSink& sink,
                           const core::RunOptions& options) override;
+
+ private:
+  std::vector<launch::RunDir> finished_;  // the runs' directories, until the object goes
 };
 
 // Registers "real" (core::register_backend).

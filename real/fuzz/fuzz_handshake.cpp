@@ -40,8 +40,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const bool listener_side = data[0] % 2 == 0;
   static const HandshakeConfig config{"fuzz token", "0123456789abcdef", 1};
-  static std::set<Nonce> seen;
-  if (seen.size() > 100000) seen.clear();
+  // One listener's challenges seen: per input (as a new process), so that an input is judged
+  // alone and a replayed challenge is one inside it.
+  std::set<Nonce> seen;
   Nonce fixed{};  // deterministic challenges keep runs reproducible
   HandshakeListener listener(
       config, [](uint32_t task) { return task < 16; }, seen, fixed);

@@ -145,7 +145,7 @@ TEST(ClusterLaunch, RankVariablesAndASpecOfOtherLoopbackAddressesRunAsRunDoes) {
        {{"ps", {"127.0.0.2:" + std::to_string(port)}},
         {"worker", {"127.0.0.3:" + std::to_string(port), "127.0.0.1:" + std::to_string(port)}}}},
       {"token", "0123456789abcdef0123456789abcdef"}};
-  const std::string spec = dir.write("cluster.json", cluster.dump());
+  const std::string spec = dir.write_private("cluster.json", cluster.dump());
   std::vector<std::vector<std::string>> args, environments;
   const std::vector<std::string> rank_variables = {"SLURM_PROCID", "OMPI_COMM_WORLD_RANK",
                                                    "PMI_RANK"};

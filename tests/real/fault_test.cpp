@@ -102,7 +102,7 @@ TEST(RealFaults, AKilledParameterServerStopsEveryClientNamingIt) {
   for (const std::string task : {"ps", "worker", "worker"}) {
     cluster["cluster"][task].push_back("127.0.0.1:" + std::to_string(test::free_port()));
   }
-  const std::string cluster_file = dir.write("cluster.json", cluster.dump());
+  const std::string cluster_file = dir.write_private("cluster.json", cluster.dump());
   std::vector<std::unique_ptr<test::RunningReplisim>> nodes;
   for (const std::string role : {"ps0", "worker0", "worker1"}) {
     nodes.push_back(std::make_unique<test::RunningReplisim>(

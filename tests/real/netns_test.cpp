@@ -157,7 +157,9 @@ TEST(Netns, ALauncherKilledBySigkillLeavesNothingAfterCleanup) {
   ShapedNetwork live({{"a", 1e7, 1e7}});
   std::string prefix;
   {
-    test::RunningReplisim run({"run", scenario, "--isolate", "netns", "--progress", "json"}, 120);
+    // Its run directory under the test's own TMPDIR: a killed launcher cannot remove it.
+    test::RunningReplisim run({"run", scenario, "--isolate", "netns", "--progress", "json"}, 120,
+                              {"TMPDIR=" + dir.path()});
     prefix = std::string(kNamePrefix) + std::to_string(run.pid()) + "-";
     ASSERT_TRUE(wait_for_training(run)) << "the run never reported progress";
     EXPECT_EQ(namespaces_with(prefix).size(), 3u) << "a switch and two machines";

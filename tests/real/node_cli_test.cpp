@@ -56,7 +56,7 @@ std::string cluster_file(const TempDir& dir, const std::string& name, int worker
   for (int w = 0; w < workers; ++w) {
     cluster["worker"].push_back("127.0.0.1:" + std::to_string(free_port()));
   }
-  return dir.write(name, nlohmann::json{{"cluster", cluster}, {"token", token}}.dump());
+  return dir.write_private(name, nlohmann::json{{"cluster", cluster}, {"token", token}}.dump());
 }
 
 void expect_one_line(const BinaryResult& r, int code, const std::string& part) {
@@ -109,11 +109,11 @@ TEST(NodeCommand, BadInputIsOneLineAndExitTwo) {
   ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
   ::listen(fd, 1);
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &size);
-  const std::string taken = dir.write(
+  const std::string taken = dir.write_private(
       "taken.json", nlohmann::json{{"cluster",
                                     {{"ps", {"127.0.0.1:" + std::to_string(ntohs(a.sin_port))}},
                                      {"worker", {"127.0.0.1:1", "127.0.0.1:2"}}}},
-                                   {"token", "0123456789abcdef0123"}}
+                                   {"token", "0123456789abcdef0123456789abcdef"}}
                         .dump());
   expect_one_line(
       run_replisim({"node", "--plan", plan, "--role", "ps0", "--cluster", taken, "--trace-out",
@@ -168,8 +168,8 @@ TEST(NodeCommand, AWrongTokenIsRefusedAndNamedInTheTimeout) {
   // ps0 and worker0 hold different tokens (worker1 never comes).
   const std::string good = cluster_file(dir, "good.json", 2);
   nlohmann::json spec = nlohmann::json::parse(read_file(good));
-  spec["token"] = "ffffffffffffffffffffffffffffffff";
-  const std::string bad = dir.write("bad.json", spec.dump());
+  spec["token"] = "fedcba9876543210fedcba9876543210";
+  const std::string bad = dir.write_private("bad.json", spec.dump());
   RunningReplisim ps({"node", "--plan", plan, "--role", "ps0", "--cluster", good,
                       "--connect-timeout", "3", "--trace-out", dir.file("ps.trace")},
                      30);
@@ -333,6 +333,38 @@ TEST(RunCommand, BadInputIsOneLineAndExitTwo) {
                   "link.json: /faults/0");
   expect_one_line(run_replisim({"run", s, "--connect-timeout", "-1"}), 2, "--connect-timeout");
   expect_one_line(run_replisim({"run"}), 2, "SCENARIO");
+}
+
+// Issue 37: when a real run's outputs cannot be written, its node traces (the only copy of the
+// measurement) stay in its run directory, and the error line says where; `report --merge` of them
+// gives the run's report.
+TEST(RunCommand, OutputsThatCannotBeWrittenKeepTheNodeTracesAndSayWhere) {
+  TempDir dir;
+  const std::string scenario = small_scenario(dir, {{"steps", 300}});
+  // 1 MiB per file: the nodes' traces (about 200 kB) fit, the Chrome trace (about 1.8 MB) not.
+  const BinaryResult r =
+      run_replisim_with_file_limit({"run", scenario, "--strategy", "between_graph", "--trace",
+                                    dir.file("chrome.json"), "--progress", "none"},
+                                   1 << 20, 120, {"TMPDIR=" + dir.path()});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  std::string run_dir;
+  for (const auto& entry : fs::directory_iterator(dir.path())) {
+    if (entry.path().filename().string().rfind("replisim-run-", 0) == 0) run_dir = entry.path();
+  }
+  ASSERT_FALSE(run_dir.empty()) << "the run directory was not kept";
+  EXPECT_NE(r.err.find("the run's node traces are kept in " + run_dir), std::string::npos) << r.err;
+  std::vector<std::string> traces;
+  for (const char* task : {"ps0", "worker0", "worker1"}) {
+    traces.push_back(run_dir + "/" + task + ".trace");
+    EXPECT_TRUE(file_exists(traces.back())) << traces.back();
+  }
+  std::vector<std::string> merge = {"report", "--merge"};
+  merge.insert(merge.end(), traces.begin(), traces.end());
+  const BinaryResult report = run_replisim(merge);
+  EXPECT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE(report.out.find("throughput (samples/s)"), std::string::npos) << report.out;
+  EXPECT_FALSE(file_exists(dir.file("chrome.json")));
 }
 
 TEST(RunCommand, ABundledScenarioRunsScaledDownAndReportsLikeASimulation) {

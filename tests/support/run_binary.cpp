@@ -37,7 +37,9 @@ std::vector<char*> argv_of(const std::vector<std::string>& args,
 }
 
 BinaryResult run(const std::vector<std::string>& args, const std::string& standard_input,
-                 int timeout_s, uint64_t max_file_bytes) {
+                 int timeout_s, uint64_t max_file_bytes,
+                 const std::vector<std::string>& environment = {}) {
+  std::vector<std::string> entries = environment;  // putenv keeps the pointers
   TempDir capture;
   const std::string out_path = capture.file("stdout"), err_path = capture.file("stderr");
   const std::string in_path = capture.write("stdin", standard_input);
@@ -52,6 +54,7 @@ BinaryResult run(const std::vector<std::string>& args, const std::string& standa
     ::dup2(err, 2);
     std::vector<std::string> storage;
     std::vector<char*> argv = argv_of(args, storage);
+    for (std::string& e : entries) ::putenv(e.data());
     if (max_file_bytes > 0) {
       // As `ulimit -f` in a shell: SIGXFSZ keeps its default (to end the process); replisim
       // ignores it itself, so that the write fails with EFBIG instead.
@@ -80,8 +83,9 @@ BinaryResult run_replisim(const std::vector<std::string>& args, const std::strin
 }
 
 BinaryResult run_replisim_with_file_limit(const std::vector<std::string>& args,
-                                          uint64_t max_file_bytes, int timeout_s) {
-  return run(args, "", timeout_s, max_file_bytes);
+                                          uint64_t max_file_bytes, int timeout_s,
+                                          const std::vector<std::string>& environment) {
+  return run(args, "", timeout_s, max_file_bytes, environment);
 }
 
 RunningReplisim::RunningReplisim(const std::vector<std::string>& args, int timeout_s,
@@ -177,6 +181,12 @@ TempDir::~TempDir() {
 std::string TempDir::write(const std::string& name, const std::string& content) const {
   const std::string path = file(name);
   std::ofstream(path, std::ios::binary) << content;
+  return path;
+}
+
+std::string TempDir::write_private(const std::string& name, const std::string& content) const {
+  const std::string path = write(name, content);
+  ::chmod(path.c_str(), 0600);
   return path;
 }
 

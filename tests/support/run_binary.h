@@ -21,8 +21,10 @@ BinaryResult run_replisim(const std::vector<std::string>& args, const std::strin
 
 // As run_replisim, with every file it writes limited to `max_file_bytes` (RLIMIT_FSIZE), as
 // `ulimit -f` does: SIGXFSZ at its default action (replisim must ignore it to fail with EFBIG).
+// `environment`: "NAME=value" entries added to the child's environment.
 BinaryResult run_replisim_with_file_limit(const std::vector<std::string>& args,
-                                          uint64_t max_file_bytes, int timeout_s = 120);
+                                          uint64_t max_file_bytes, int timeout_s = 120,
+                                          const std::vector<std::string>& environment = {});
 
 // A replisim process whose standard error is read line by line while it runs (standard input
 // empty, standard output captured). The destructor kills and reaps it if it still runs.
@@ -64,6 +66,8 @@ class TempDir {
   std::string file(const std::string& name) const { return path_ + "/" + name; }
   // Writes `content` to `name` inside the directory and returns its path.
   std::string write(const std::string& name, const std::string& content) const;
+  // The same, readable by its owner only (mode 0600): a cluster spec that holds its token.
+  std::string write_private(const std::string& name, const std::string& content) const;
 
  private:
   std::string path_;
