@@ -404,6 +404,10 @@ void Node::write_trace_end() {
     outcome_.steady_state = steady_->record(outcome_.end_s);
   }
   if (coordinator() && !outcome_.killed_s) note_faults_after_the_end();
+  // Strangers turned away: the run's report says so (its notes), whoever ran it.
+  const std::string refused = mesh_->refusal_summary();
+  if (!refused.empty())
+    outcome_.notes.push_back("task " + spec_.tasks[self_].name() + " " + refused);
   writer_->end(outcome_);
   writer_->finish();
   // Durable (fsync) before it is named: the node traces are the only copy of the measurement.

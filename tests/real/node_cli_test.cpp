@@ -253,6 +253,10 @@ TEST(NodeCommand, AConnectionFloodLeavesACheckpointingRunItsDescriptors) {
             std::string::npos)
       << p.err;
   EXPECT_TRUE(file_exists(dir.file("ck/final.index")));
+  // The run's report says so too (its notes), whoever prints it.
+  const BinaryResult report = run_replisim({"report", dir.file("run.trace")});
+  EXPECT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE(report.out.find("task ps0 refused"), std::string::npos) << report.out;
 }
 
 // Two tasks of different plans: both lines say so, with both hashes.
