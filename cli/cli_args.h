@@ -44,6 +44,7 @@ struct CliArgs {
   double connect_timeout_s = 30;  // --connect-timeout S: every peer connected by then
   std::string isolate;            // run: --isolate netns ("": loopback)
   bool shaped_links = false;      // node: --shaped-links (from run --isolate netns; internal)
+  bool insecure_frames = false;   // run, node, validate: --insecure-frames (no frame MACs)
   // validate
   int repeat = 3;             // --repeat N: real runs of each plan
   int seeds = 5;              // --seeds N: predictions of each plan, seeds --seed.. --seed+N-1

@@ -249,7 +249,8 @@ bool writes_checkpoints(const core::Plan& plan) {
 // Created when the first run starts, never reused.
 class CheckpointDirs {
  public:
-  CheckpointDirs(const CliArgs& args) : given_(args.checkpoint_dir), isolate_(args.isolate) {
+  CheckpointDirs(const CliArgs& args)
+      : given_(args.checkpoint_dir), isolate_(args.isolate), insecure_(args.insecure_frames) {
     std::string stem = args.scenario.substr(args.scenario.find_last_of('/') + 1);
     stem = stem.substr(0, stem.rfind('.'));
     fallback_ = (stem.empty() ? std::string("replisim") : stem) + ".checkpoints";
@@ -301,6 +302,7 @@ class CheckpointDirs {
                           double connect_timeout_s) {
     nlohmann::json s = {{"threads", threads}, {"connect_timeout_s", connect_timeout_s}};
     if (!isolate_.empty()) s["isolate"] = isolate_;
+    if (insecure_) s["insecure_frames"] = true;
     if (root_.empty()) return s;
     if (!made_) {
       make(root_);
@@ -320,6 +322,7 @@ class CheckpointDirs {
     if (::mkdir(dir.c_str(), 0755) != 0) throw core::OutputError(dir, std::strerror(errno));
   }
   std::string given_, isolate_, fallback_, root_;
+  bool insecure_ = false;                                     // --insecure-frames
   std::vector<std::pair<std::string, std::string>> outputs_;  // (flag, path)
   bool made_ = false;
 };

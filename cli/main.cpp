@@ -115,6 +115,7 @@ int main(int argc, char** argv) {
       node.launched = args.launched;
       node.resume_path = args.resume_path;
       node.shaped_links = args.shaped_links;
+      node.insecure_frames = args.insecure_frames;
       node.base_port = args.base_port;
       node.run_trace_out = args.run_trace_out;
       node.report = [](const core::Trace& run, const std::string& file) {

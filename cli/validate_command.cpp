@@ -207,6 +207,7 @@ int run_validate(const CliArgs& args, std::ostream& out) {
       nlohmann::json settings = {{"threads", args.threads},
                                  {"connect_timeout_s", args.connect_timeout_s}};
       if (!args.isolate.empty()) settings["isolate"] = args.isolate;
+      if (args.insecure_frames) settings["insecure_frames"] = true;
       std::optional<core::ScopedTempDir> checkpoints;
       if (plan.checkpoints.every_s > 0 || plan.checkpoints.summary_every_steps > 0) {
         checkpoints.emplace("replisim-validate");

@@ -38,6 +38,7 @@ struct Settings {
   bool node_is_self = false;
   double connect_timeout_s = 30;
   std::string isolate;  // "" (loopback) or "netns" (a shaped network namespace per machine)
+  bool insecure_frames = false;  // the nodes' frames without MACs
 };
 
 Settings read_settings(const nlohmann::json& j) {
@@ -56,11 +57,13 @@ Settings read_settings(const nlohmann::json& j) {
       s.connect_timeout_s = value.get<double>();
     } else if (key == "isolate" && value.is_string() && (value == "netns" || value == "none")) {
       s.isolate = value == "netns" ? "netns" : "";
+    } else if (key == "insecure_frames" && value.is_boolean()) {
+      s.insecure_frames = value.get<bool>();
     } else {
       throw InputError("", key,
                        "not a setting of the real backend, or a bad value (threads 1..64, "
                        "checkpoint_dir, node_binary, connect_timeout_s 0..3600, isolate "
-                       "netns|none)");
+                       "netns|none, insecure_frames)");
     }
   }
   if (s.node_binary.empty()) {
@@ -274,6 +277,7 @@ class Launch {
         command.netns_fd = network_->net.namespace_fd(size_t(machine_of_task(t)));
         command.argv.push_back("--shaped-links");
       }
+      if (settings_.insecure_frames) command.argv.push_back("--insecure-frames");
       group.start(std::move(node), command);
     }
   }

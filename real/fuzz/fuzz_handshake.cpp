@@ -54,8 +54,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const std::string body(reinterpret_cast<const char*>(payload), h.length);
       if (listener_side) {
         if (h.type == FrameType::kHello) {
-          if (body.size() == peer_challenge.size())
-            std::memcpy(peer_challenge.data(), body.data(), body.size());
+          if (body.size() >= peer_challenge.size())
+            std::memcpy(peer_challenge.data(), body.data(), peer_challenge.size());
           listener.on_hello(h, body);
         } else {
           last_proof = body;

@@ -35,6 +35,8 @@ struct NodeOptions {
   // Started by `run --isolate netns`: the launcher plays the plan's link faults on the shaped
   // links (real/isolate), so they are accepted; the coordinator records their windows.
   bool shaped_links = false;
+  // --insecure-frames: frames after the handshake carry no MAC (every task of the run the same).
+  bool insecure_frames = false;
   // Not launched by `run`: the coordinator gathers every node's part at the end (over the
   // transport) into the run's trace, writes it here ("": replisim-run.trace; checked before the
   // run) and hands it to `report` with that name.

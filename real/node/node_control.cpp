@@ -404,6 +404,11 @@ void Node::write_trace_end() {
     outcome_.steady_state = steady_->record(outcome_.end_s);
   }
   if (coordinator() && !outcome_.killed_s) note_faults_after_the_end();
+  if (options_.insecure_frames) {
+    outcome_.notes.push_back(
+        "frames between the tasks carried no MAC (--insecure-frames): an on-path attacker could "
+        "have altered them");
+  }
   // Strangers turned away: the run's report says so (its notes), whoever ran it.
   const std::string refused = mesh_->refusal_summary();
   if (!refused.empty())

@@ -137,6 +137,7 @@ Node::Node(const NodeSetup& setup)
   copier_ = std::make_unique<DeviceEngine>("copies", 2);
   MeshConfig config;
   config.handshake = {spec_.token, plan_hash_, self_};
+  config.frame_macs = !options_.insecure_frames;
   config.tasks = spec_.tasks;
   config.peers = peers();
   config.connections_per_peer = std::max(1, plan_.platform.transport.connections_per_peer);

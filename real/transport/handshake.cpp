@@ -11,7 +11,7 @@ namespace replisim::real {
 namespace {
 
 constexpr size_t kHashChars = 16;
-constexpr size_t kHelloBytes = sizeof(Nonce);
+constexpr size_t kHelloBytes = sizeof(Nonce) + 1;  // the challenge, then 1: frames carry MACs
 constexpr size_t kReplyBytes = sizeof(Nonce);
 constexpr size_t kProofBytes = kHashChars + sizeof(Proof);  // auth and auth-ok: plan hash, proof
 
@@ -111,7 +111,7 @@ Frame HandshakeDialer::hello() const {
   f.header.type = FrameType::kHello;
   f.header.source = config_.self;
   f.header.destination = peer_;
-  f.payload = bytes(challenge_);
+  f.payload = bytes(challenge_) + char(config_.frame_macs ? 1 : 0);
   f.header.length = uint32_t(f.payload.size());
   return f;
 }
@@ -169,6 +169,13 @@ Frame HandshakeListener::on_hello(const FrameHeader& h, const std::string& paylo
   if (h.source == config_.self || !accepts_(h.source)) {
     throw HandshakeError("says it is task " + std::to_string(h.source) +
                          ", which does not connect to this task");
+  }
+  const char macs = payload[sizeof(Nonce)];
+  if (macs != 0 && macs != 1) throw HandshakeError("an unknown frame mode in its hello");
+  if ((macs == 1) != config_.frame_macs) {
+    throw HandshakeError(std::string(macs == 1 ? "sends frames with MACs, this task without them"
+                                               : "sends frames without MACs, this task with them") +
+                         " (--insecure-frames must be given to every task or none)");
   }
   dialer_challenge_ = nonce_at(payload, 0);
   if (!seen_.insert(dialer_challenge_).second) {

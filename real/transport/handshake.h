@@ -1,5 +1,6 @@
 // Who is on the other end of a connection: the handshake every connection starts with (protocol
-// version 4). The dialer says which task it is and sends a random challenge; the listener answers
+// version 4). The dialer says which task it is, whether its frames carry MACs, and sends a random
+// challenge; the listener answers
 // with its own challenge only; the dialer proves first: its plan hash and an HMAC-SHA256, keyed by
 // the cluster token, over both tasks, that plan hash and both challenges; the listener checks it
 // and only then proves itself the other way round, with its plan hash, and accepts. So each side
@@ -54,6 +55,9 @@ struct HandshakeConfig {
   std::string token;      // the cluster token (the HMAC key); never sent
   std::string plan_hash;  // 16 hex digits (core::plan_hash)
   uint32_t self = 0;      // this task's index
+  // Whether this task's frames after the handshake carry MACs (off: --insecure-frames). The
+  // dialer says it in its hello; a listener of the other mode refuses it, naming the flag.
+  bool frame_macs = true;
 };
 
 // The side that connects.

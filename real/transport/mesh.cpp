@@ -61,6 +61,7 @@ Mesh::Mesh(asio::io_context& io, MeshConfig config, asio::ip::tcp::acceptor acce
       handler_(handler),
       ticker_(io) {
   for (const ClusterTask& t : config_.tasks) names_.push_back(t.name());
+  config_.handshake.frame_macs = config_.frame_macs;
   const int k = std::max(1, config_.connections_per_peer);
   config_.connections_per_peer = k;
   for (uint32_t p : config_.peers) peers_[p].slots.assign(size_t(k), nullptr);

@@ -37,9 +37,9 @@ struct MeshConfig {
   // transport benchmark sets one to compare like with like). A name the kernel does not offer
   // leaves the default.
   std::string congestion_control;
-  // Whether frames after the handshake carry a MAC (frame_mac.h). Off only in the transport
-  // benchmark, to measure what the MACs cost against the same mesh without them: both ends must
-  // agree, and nothing else offers it.
+  // Whether frames after the handshake carry a MAC (frame_mac.h). Off: `--insecure-frames` (the
+  // MACs cost about 5x of the goodput on loopback: bench_transport --mac-cost), and the transport
+  // benchmark's baseline. Every task must agree: the handshake refuses a peer of the other mode.
   bool frame_macs = true;
 };
 

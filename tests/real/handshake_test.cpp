@@ -92,6 +92,20 @@ TEST(Handshake, TheListenerProvesItselfOnlyAfterTheDialer) {
                  "does not hold this cluster's token");
 }
 
+// --insecure-frames must be given to every task or none: a listener refuses a dialer of the other
+// mode, naming the flag.
+TEST(Handshake, FramesWithAndWithoutMacsDoNotMix) {
+  Pair p;
+  p.dialer_config.frame_macs = false;
+  expect_refused(shake(p), "sends frames without MACs, this task with them (--insecure-frames");
+  Pair q;
+  q.listener_config.frame_macs = false;
+  expect_refused(shake(q), "sends frames with MACs, this task without them");
+  Pair both;
+  both.dialer_config.frame_macs = both.listener_config.frame_macs = false;
+  EXPECT_EQ(shake(both), "");
+}
+
 TEST(Handshake, AnotherPlanIsRefusedNamingBothHashes) {
   Pair p;
   p.dialer_config.plan_hash = "fedcba9876543210";

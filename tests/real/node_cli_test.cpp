@@ -371,6 +371,15 @@ TEST(RunCommand, OutputsThatCannotBeWrittenKeepTheNodeTracesAndSayWhere) {
   EXPECT_FALSE(file_exists(dir.file("chrome.json")));
 }
 
+// --insecure-frames: a run whose frames carry no MAC goes as any other and its report says so.
+TEST(RunCommand, InsecureFramesRunAndAreNoted) {
+  TempDir dir;
+  const BinaryResult r = run_replisim({"run", small_scenario(dir), "--strategy", "between_graph",
+                                       "--insecure-frames", "--progress", "none"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("carried no MAC (--insecure-frames)"), std::string::npos) << r.out;
+}
+
 TEST(RunCommand, ABundledScenarioRunsScaledDownAndReportsLikeASimulation) {
   TempDir dir;
   const BinaryResult r =
