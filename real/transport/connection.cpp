@@ -57,17 +57,23 @@ void Connection::enable_macs(const FrameKeys& keys) {
   receive_mac_ = std::make_unique<FrameMac>(keys.receive);
 }
 
+bool Connection::read_failed(const asio::error_code& ec, bool inside_frame) {
+  if (closed_) return true;
+  if (ec) {
+    fail(ec != asio::error::eof ? "connection lost: " + ec.message()
+         : inside_frame         ? "closed the connection inside a frame"
+                                : "closed the connection");
+    return true;
+  }
+  last_read_ = Clock::now();
+  return false;
+}
+
 void Connection::read_header() {
   auto self = shared_from_this();
   asio::async_read(socket_, asio::buffer(header_bytes_), WholeTransfer(),
                    [this, self](const asio::error_code& ec, size_t) {
-                     if (closed_) return;
-                     if (ec) {
-                       fail(ec == asio::error::eof ? "closed the connection"
-                                                   : "connection lost: " + ec.message());
-                       return;
-                     }
-                     last_read_ = Clock::now();
+                     if (read_failed(ec, false)) return;
                      try {
                        header_ = decode_header(header_bytes_.data());
                        if (header_.length > max_payload_) {
@@ -102,13 +108,7 @@ void Connection::read_payload(size_t offset) {
   const size_t piece = std::min(kReadPieceBytes, size_t(header_.length) - offset);
   asio::async_read(socket_, asio::buffer(destination_ + offset, piece), WholeTransfer(),
                    [this, self, offset, piece](const asio::error_code& ec, size_t) {
-                     if (closed_) return;
-                     if (ec) {
-                       fail(ec == asio::error::eof ? "closed the connection inside a frame"
-                                                   : "connection lost: " + ec.message());
-                       return;
-                     }
-                     last_read_ = Clock::now();
+                     if (read_failed(ec, true)) return;
                      if (offset + piece < header_.length) {
                        read_payload(offset + piece);
                      } else {
@@ -130,13 +130,7 @@ void Connection::read_mac() {
   asio::async_read(
       socket_, asio::buffer(mac_bytes_), WholeTransfer(),
       [this, self](const asio::error_code& ec, size_t) {
-        if (closed_) return;
-        if (ec) {
-          fail(ec == asio::error::eof ? "closed the connection inside a frame"
-                                      : "connection lost: " + ec.message());
-          return;
-        }
-        last_read_ = Clock::now();
+        if (read_failed(ec, true)) return;
         const FrameMacBytes expected =
             receive_mac_->next(header_bytes_.data(), destination_, header_.length);
         if (!same_mac(expected, mac_bytes_.data())) {

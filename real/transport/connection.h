@@ -92,6 +92,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     bool has_mac = false;
     FrameMacBytes mac{};
   };
+  // Whether a read ended the connection (closed, or failed: then fail() was called); otherwise
+  // notes when it read. `inside_frame`: a payload or MAC was due.
+  bool read_failed(const asio::error_code& ec, bool inside_frame);
   void read_header();
   void read_payload(size_t offset);
   // The frame's payload is in: its MAC next when MACs are on, else deliver().
