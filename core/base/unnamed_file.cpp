@@ -45,15 +45,38 @@ class UnnamedFile::Buffer : public __gnu_cxx::stdio_filebuf<char> {
 
  protected:
   std::streamsize xsputn(const char* s, std::streamsize n) override {
-    return stopped() ? 0 : __gnu_cxx::stdio_filebuf<char>::xsputn(s, n);
+    if (stopped()) return 0;
+    errno = 0;
+    const std::streamsize written = __gnu_cxx::stdio_filebuf<char>::xsputn(s, n);
+    if (written < n) note_failure();
+    return written;
   }
   int_type overflow(int_type c) override {
-    return stopped() ? traits_type::eof() : __gnu_cxx::stdio_filebuf<char>::overflow(c);
+    if (stopped()) return traits_type::eof();
+    errno = 0;
+    const int_type result = __gnu_cxx::stdio_filebuf<char>::overflow(c);
+    if (traits_type::eq_int_type(result, traits_type::eof())) note_failure();
+    return result;
   }
+  int sync() override {
+    errno = 0;
+    const int result = __gnu_cxx::stdio_filebuf<char>::sync();
+    if (result != 0) note_failure();
+    return result;
+  }
+
+ public:
+  // The errno of the first write that failed (ENOSPC, EFBIG...), 0 while none has: the stream
+  // goes bad at that write and later flushes do not reach the file to say why again.
+  int first_failure() const { return first_failure_; }
 
  private:
   bool stopped() const { return cancelled_ && cancelled_(); }
+  void note_failure() {
+    if (first_failure_ == 0) first_failure_ = errno != 0 ? errno : EIO;
+  }
   std::function<bool()> cancelled_;
+  int first_failure_ = 0;
 };
 
 UnnamedFile::UnnamedFile(std::string target, std::function<bool()> cancelled)
@@ -82,10 +105,9 @@ UnnamedFile::~UnnamedFile() {
 }
 
 bool UnnamedFile::finish(bool durable) {
-  errno = 0;
   stream_->flush();
   if (!*stream_) {
-    if (errno == 0) errno = EIO;
+    errno = buffer_->first_failure() != 0 ? buffer_->first_failure() : EIO;
     return false;
   }
   return !durable || ::fsync(fd_) == 0;

@@ -31,7 +31,8 @@ class UnnamedFile {
 
   std::ostream& stream() { return *stream_; }
   // Flushes the stream and, with `durable`, the file to the disk (fsync). Returns false with
-  // errno set when either fails (a full disk, a file-size limit: EFBIG).
+  // errno set when either fails (a full disk: ENOSPC, a file-size limit: EFBIG): the errno of the
+  // first write that failed, however long before (the stream stays bad from that write on).
   bool finish(bool durable);
   // Gives the finished file its target's name. `replace`: an existing file there may be replaced
   // (the user's --force); otherwise an existing one is left alone and this returns false with

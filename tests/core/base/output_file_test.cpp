@@ -2,7 +2,12 @@
 // leaves every target as it was and no temporary behind.
 #include "core/base/output_file.h"
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <csignal>
 #include <filesystem>
 #include <ostream>
 #include <streambuf>
@@ -95,6 +100,33 @@ TEST(UnnamedFile, AFileBeingWrittenHasNoNameUntilPublished) {
   EXPECT_TRUE(again.publish(true));
   EXPECT_EQ(test::read_file(target), "again");
   EXPECT_EQ(files_in(dir.path()), std::vector<std::string>{"out.json"});
+}
+
+// Issue 37 (a real run's $TMPDIR filling mid-run): a write that fails long before the file is
+// finished goes on failing quietly, and finish() still says why the first one failed (ENOSPC,
+// here EFBIG from a file-size limit) rather than a bare I/O error.
+TEST(UnnamedFile, FinishSaysWhyTheFirstFailedWriteFailed) {
+  test::TempDir dir;
+  const std::string target = dir.file("trace.bin");
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // a limit of its own, away from the test process
+    ::signal(SIGXFSZ, SIG_IGN);
+    const rlimit limit{64 << 10, 64 << 10};
+    if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(10);
+    UnnamedFile file(target);
+    for (int i = 0; i < 64 && file.stream(); ++i) file.stream() << std::string(4096, 'x');
+    if (file.stream()) ::_exit(11);                       // the limit never bit
+    for (int i = 0; i < 8; ++i) file.stream() << "more";  // as a node writes on after it
+    errno = 0;
+    if (file.finish(true)) ::_exit(12);
+    ::_exit(errno == EFBIG ? 0 : 13);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: setrlimit, 11: no failure, 12: finished, 13: errno";
+  EXPECT_TRUE(files_in(dir.path()).empty());
 }
 
 }  // namespace
