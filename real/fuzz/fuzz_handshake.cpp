@@ -52,22 +52,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     FrameAssembler assembler([&](const FrameHeader& h, const uint8_t* payload) {
       const std::string body(reinterpret_cast<const char*>(payload), h.length);
+      // What the fuzzer's side said is noted only once the handshake took it (a frame it refused,
+      // such as a hello after the end, changes nothing on its side and so nothing here).
       if (listener_side) {
         if (h.type == FrameType::kHello) {
+          listener.on_hello(h, body);
           if (body.size() >= peer_challenge.size())
             std::memcpy(peer_challenge.data(), body.data(), peer_challenge.size());
-          listener.on_hello(h, body);
         } else {
-          last_proof = body;
           listener.on_auth(h, body);
+          last_proof = body;
         }
       } else if (h.type == FrameType::kHelloReply) {
+        dialer.on_hello_reply(h, body);
         if (body.size() == peer_challenge.size())
           std::memcpy(peer_challenge.data(), body.data(), body.size());
-        dialer.on_hello_reply(h, body);
       } else {
-        last_proof = body;
         dialer.on_auth_ok(h, body);
+        last_proof = body;
       }
     });
     assembler.feed(data + 1, size - 1);
