@@ -178,7 +178,9 @@ Frame HandshakeListener::on_hello(const FrameHeader& h, const std::string& paylo
                          " (--insecure-frames must be given to every task or none)");
   }
   dialer_challenge_ = nonce_at(payload, 0);
-  if (!seen_.insert(dialer_challenge_).second) {
+  // Kept only once a proof over it was accepted (on_auth): a stranger's hellos leave nothing
+  // behind, however many it sends.
+  if (seen_.count(dialer_challenge_) > 0) {
     throw HandshakeError("replays a challenge already used: refused");
   }
   peer_ = h.source;
@@ -205,6 +207,9 @@ Frame HandshakeListener::on_auth(const FrameHeader& h, const std::string& payloa
     throw HandshakeError("its proof does not match: it does not hold this cluster's token");
   }
   check_plan(config_, theirs);  // it holds the token: it may learn this side's plan hash
+  if (!seen_.insert(dialer_challenge_).second) {
+    throw HandshakeError("replays a challenge already used: refused");
+  }
   state_ = State::kDone;
   return proving_frame(FrameType::kAuthOk, config_.self, peer_, config_.plan_hash,
                        proof(config_.token, "replisim-listener", config_.self, peer_,

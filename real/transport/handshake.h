@@ -7,7 +7,7 @@
 // proves it holds the token without sending it; a peer without the token obtains no proof (the
 // listener answers a challenge only for a dialer that proved itself) and no plan hash; a recorded
 // proof cannot be replayed (the other side's challenge is new each time); a listener refuses a
-// challenge it has seen before. Comparisons are in constant time (CRYPTO_memcmp).
+// challenge it has accepted before. Comparisons are in constant time (CRYPTO_memcmp).
 // Both sides then derive a key per direction from the token and both challenges (frame_keys()):
 // every frame after the handshake carries an HMAC-SHA256 under it, over a sequence number
 // (frame_mac.h). Pure state machines: the connection layer moves their frames.
@@ -84,7 +84,9 @@ class HandshakeDialer {
 };
 
 // The side that accepts. `accepts` says whether a task may connect to this one; `seen` keeps the
-// dialers' challenges of this process (shared by its listeners) so that none is accepted twice.
+// challenges of the dialers this process accepted (shared by its listeners) so that none is
+// accepted twice; a challenge enters it only with an accepted proof, so that unauthenticated
+// hellos cannot grow it.
 class HandshakeListener {
  public:
   HandshakeListener(const HandshakeConfig& config, std::function<bool(uint32_t)> accepts,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <stdexcept>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -21,6 +22,10 @@ constexpr size_t kMinPending = 16;
 constexpr auto kAcceptRetry = std::chrono::milliseconds(10);
 // Hosts refusal_summary() names.
 constexpr size_t kHostsNamed = 4;
+// Lines logged about the refused connections of one host (the run's end sums up the rest), and
+// hosts logged at all: a flood, from one address or many, costs a bounded log.
+constexpr int kLinesPerHost = 3;
+constexpr size_t kHostsLogged = 64;
 
 // "127.0.0.1:5000" -> "127.0.0.1", "[::1]:5000" -> "[::1]".
 std::string host_of(const std::string& address) {
@@ -120,19 +125,25 @@ void Mesh::accept_failed(const asio::error_code& ec) {
     // closed (otherwise every accept fails at once, again and again).
     ::close(reserve_fd_);
     reserve_fd_ = -1;
+    // Non-blocking: the kernel may say EMFILE before it looks at the backlog, which can then be
+    // empty, and a blocking accept would wait there for the next connection, timers and
+    // heartbeats with it.
     asio::ip::tcp::socket socket(io_);
     asio::error_code again;
-    acceptor_.accept(socket, again);
+    acceptor_.non_blocking(true, again);
+    if (!again) acceptor_.accept(socket, again);
     if (!again) {
       asio::error_code ignored;
       const auto endpoint = socket.remote_endpoint(ignored);
       const std::string remote =
           endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
       count_refusal(remote);
-      handler_.on_refused("closed a connection from " + remote + ": no descriptor left for it (" +
-                          ec.message() + ")");
+      log_refusal(remote, "closed a connection from " + remote + ": no descriptor left for it (" +
+                              ec.message() + ")");
       socket.close(ignored);
     }
+    asio::error_code ignored;
+    acceptor_.non_blocking(false, ignored);
     reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   }
   auto timer = std::make_shared<asio::steady_timer>(io_, kAcceptRetry);
@@ -151,23 +162,70 @@ void Mesh::keep_accepted(std::unique_ptr<Pending> pending) {
   size_t accepted = 0;
   for (const auto& p : pending_) accepted += p->listener != nullptr;
   if (accepted >= max_pending_accepted()) {
-    const auto oldest =
-        std::find_if(pending_.begin(), pending_.end(),
-                     [](const std::unique_ptr<Pending>& p) { return p->listener != nullptr; });
-    const std::string remote = (*oldest)->connection->remote();
-    (*oldest)->connection->close();
-    pending_.erase(oldest);
+    std::vector<size_t> where;  // the accepted ones' places in pending_, oldest first
+    std::vector<PendingSource> sources;
+    for (size_t i = 0; i < pending_.size(); ++i) {
+      if (!pending_[i]->listener) continue;
+      where.push_back(i);
+      sources.push_back({host_of(pending_[i]->connection->remote()),
+                         pending_[i]->listener->heard_hello()});
+    }
+    const auto victim = pending_.begin() + std::ptrdiff_t(where[pending_to_drop(sources)]);
+    const std::string remote = (*victim)->connection->remote();
+    (*victim)->connection->close();
+    pending_.erase(victim);
     count_refusal(remote);
     // A flood is logged once per host, with the address of the connection dropped.
     if (flood_logged_.insert(host_of(remote)).second) {
-      handler_.on_refused("dropped an unauthenticated connection from " + remote + ": more than " +
-                          std::to_string(max_pending_accepted()) +
-                          " connections waited for their handshake at once");
+      log_refusal(remote, "dropped an unauthenticated connection from " + remote +
+                              ": more than " + std::to_string(max_pending_accepted()) +
+                              " connections waited for their handshake at once");
     }
   }
   Connection& c = *pending->connection;
   pending_.push_back(std::move(pending));
   c.start();
+}
+
+size_t pending_to_drop(const std::vector<PendingSource>& pending) {
+  if (pending.empty()) throw std::invalid_argument("pending_to_drop: nothing pending");
+  std::map<std::string, size_t> count;
+  for (const PendingSource& p : pending) ++count[p.host];
+  size_t most = 0;
+  std::string host;
+  for (const PendingSource& p : pending) {  // the first host, in arrival order, of the most
+    if (count[p.host] > most) most = count[p.host], host = p.host;
+  }
+  size_t oldest = pending.size();
+  for (size_t i = 0; i < pending.size(); ++i) {
+    if (pending[i].host != host) continue;
+    if (!pending[i].heard_hello) return i;
+    if (oldest == pending.size()) oldest = i;
+  }
+  return oldest;
+}
+
+void Mesh::log_refusal(const std::string& remote, const std::string& line) {
+  const std::string host = host_of(remote);
+  auto found = lines_logged_.find(host);
+  if (found == lines_logged_.end()) {
+    if (lines_logged_.size() >= kHostsLogged) {
+      if (lines_logged_.size() == kHostsLogged) {
+        lines_logged_[""] = 0;  // said once
+        handler_.on_refused("refusals from more than " + std::to_string(kHostsLogged) +
+                            " hosts: those of further hosts are not logged (the end sums them up)");
+      }
+      return;
+    }
+    found = lines_logged_.emplace(host, 0).first;
+  }
+  const int logged = found->second++;
+  if (logged < kLinesPerHost) {
+    handler_.on_refused(line);
+  } else if (logged == kLinesPerHost) {
+    handler_.on_refused("further refusals of connections from " + host +
+                        " are not logged (the end sums them up)");
+  }
 }
 
 void Mesh::count_refusal(const std::string& remote) {
@@ -288,7 +346,7 @@ void Mesh::refuse(Pending& pending, const std::string& why, bool tell, bool refu
     // The same refusal again and again (a peer redialling) is logged once.
     if (line.substr(line.find(": ")) != last_refusal_logged_) {
       last_refusal_logged_ = line.substr(line.find(": "));
-      handler_.on_refused(line);
+      log_refusal(connection->remote(), line);
     }
   }
   pending_.erase(

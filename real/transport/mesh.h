@@ -43,6 +43,19 @@ struct MeshConfig {
   bool frame_macs = true;
 };
 
+// An unauthenticated connection a listener keeps: its source host, and whether it has sent a
+// hello the handshake took.
+struct PendingSource {
+  std::string host;
+  bool heard_hello = false;
+};
+
+// Which of `pending` (oldest first, not empty) a listener drops when one more arrives past its
+// bound: from the host that holds the most of them (a flood from one address then displaces only
+// its own connections, not a dialer's handshake from another host), the oldest that sent no hello,
+// else its oldest. Throws std::invalid_argument when `pending` is empty.
+size_t pending_to_drop(const std::vector<PendingSource>& pending);
+
 class Mesh : private Connection::Handler {
  public:
   class Handler {
@@ -128,11 +141,14 @@ class Mesh : private Connection::Handler {
   // accept() failed: EMFILE or ENFILE take a connection off the backlog with the reserve
   // descriptor and close it; any error waits a moment before the next accept.
   void accept_failed(const asio::error_code& ec);
-  // A connection this task accepted that is not authenticated yet: keeps it, dropping the oldest
-  // of them past max_pending_accepted().
+  // A connection this task accepted that is not authenticated yet: keeps it, dropping one of
+  // them (pending_to_drop) past max_pending_accepted().
   void keep_accepted(std::unique_ptr<Pending> pending);
   // Counts a connection from `remote` refused or dropped before its handshake ended.
   void count_refusal(const std::string& remote);
+  // Handler::on_refused(line) about a connection from `remote`, for the first kLinesPerHost of
+  // its host (then once that the rest are not logged), and only for the first kHostsLogged hosts.
+  void log_refusal(const std::string& remote, const std::string& line);
   void dial(uint32_t peer, int slot);
   void redial(uint32_t peer, int slot, const std::string& why, bool refused = false);
   void tick();
@@ -169,6 +185,7 @@ class Mesh : private Connection::Handler {
   size_t refused_ = 0;                  // connections refused or dropped (refusal_summary)
   std::set<std::string> refused_from_;  // their hosts, the first few
   std::set<std::string> flood_logged_;  // hosts whose dropped connections were logged
+  std::map<std::string, int> lines_logged_;  // refusal lines logged per host (log_refusal)
   int reserve_fd_ = -1;                 // a descriptor kept for accept_failed()
   asio::steady_timer ticker_;
   Clock::time_point connect_deadline_;

@@ -1,6 +1,8 @@
 // Mutual authentication over the cluster token: the happy path, and every refusal.
 #include "real/transport/handshake.h"
 
+#include "real/transport/mesh.h"
+
 #include <gtest/gtest.h>
 
 namespace replisim::real {
@@ -171,6 +173,41 @@ TEST(Handshake, ReplayedOrTamperedMessagesAreRefused) {
                          if (k == 2) f.header.type = FrameType::kHello;
                        }),
                  "expected frame type \"auth\", got hello");
+}
+
+// A review of issue 37's change: every stranger's hello entered the set of seen challenges, which
+// grew by about 80 bytes a hello without bound. A challenge is kept only with an accepted proof.
+TEST(Handshake, AStrangersHellosLeaveNothingBehind) {
+  Pair p;
+  for (int i = 0; i < 1000; ++i) {
+    HandshakeListener listener(
+        p.listener_config, [](uint32_t task) { return task < 8; }, p.seen, random_nonce());
+    HandshakeDialer stranger(p.dialer_config, 5, random_nonce());
+    const Frame hello = stranger.hello();
+    const Frame reply = listener.on_hello(hello.header, hello.payload);
+    if (i % 2 == 0) continue;  // it goes quiet, or it guesses a proof
+    Frame guess = stranger.on_hello_reply(reply.header, reply.payload);
+    guess.payload.back() ^= 1;
+    EXPECT_THROW(listener.on_auth(guess.header, guess.payload), HandshakeError);
+  }
+  EXPECT_TRUE(p.seen.empty()) << p.seen.size();
+  EXPECT_EQ(shake(p), "");
+  EXPECT_EQ(p.seen.size(), 1u);
+}
+
+// The listener's bound on unauthenticated connections drops from the host holding the most of
+// them, one without a hello first: a flood from one address does not evict a dialer's handshake in
+// progress from another.
+TEST(Handshake, AFloodDisplacesOnlyItsOwnConnections) {
+  std::vector<PendingSource> pending = {{"10.0.0.2", true}};  // a dialer mid-handshake
+  for (int i = 0; i < 15; ++i) pending.push_back({"10.0.0.66", i % 2 == 0});
+  EXPECT_EQ(pending_to_drop(pending), 2u);  // the flood's oldest without a hello
+  for (auto& p : pending) p.heard_hello = true;
+  EXPECT_EQ(pending_to_drop(pending), 1u);  // else the flood's oldest
+  // Two hosts with as many: the first in arrival order gives one up.
+  EXPECT_EQ(pending_to_drop({{"a", true}, {"b", false}, {"b", true}, {"a", true}}), 0u);
+  EXPECT_EQ(pending_to_drop({{"a", true}}), 0u);
+  EXPECT_THROW(pending_to_drop({}), std::invalid_argument);
 }
 
 }  // namespace

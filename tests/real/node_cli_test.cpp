@@ -204,6 +204,37 @@ std::vector<int> connect_idle(int port, int count) {
   return sockets;
 }
 
+// A review of issue 37's change: out of descriptors, a node took the connection off the backlog
+// with a blocking accept, which waited for the next connect forever when the backlog was empty (no
+// timer ran: the connect timeout never came). With 20 descriptors and 12 idle connections held,
+// the lone listener still gives up at its connect timeout.
+TEST(NodeCommand, OutOfDescriptorsTheConnectTimeoutStillComes) {
+  TempDir dir;
+  const std::string plan = plan_file(dir, "between_graph", {{"steps", 3}});
+  const std::string cluster = cluster_file(dir, "c.json", 2);
+  const nlohmann::json spec = nlohmann::json::parse(read_file(cluster));
+  const std::string address = spec["cluster"]["worker"][1];
+  const int port = std::stoi(address.substr(address.rfind(':') + 1));
+  const auto start = std::chrono::steady_clock::now();
+  RunningReplisim worker1({"node", "--plan", plan, "--role", "worker1", "--cluster", cluster,
+                           "--connect-timeout", "3", "--trace-out", dir.file("w1.trace")},
+                          60, {}, 20);
+  std::vector<int> held;
+  for (int attempt = 0; attempt < 100 && held.empty(); ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // until it listens
+    held = connect_idle(port, 1);
+  }
+  ASSERT_FALSE(held.empty()) << "worker1 never listened";
+  for (int fd : connect_idle(port, 11)) held.push_back(fd);
+  const BinaryResult r = worker1.wait();
+  const double took_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (int fd : held) ::close(fd);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("did not connect within 3 s"), std::string::npos) << r.err;
+  EXPECT_LT(took_s, 30) << r.err;
+}
+
 // Issue 37: 8,000 idle connects to a checkpointing run's PS under `ulimit -n 1024` used up its
 // descriptors and its checkpoint write failed. Here 1,000 against a PS with 128 descriptors, before
 // the workers come and while they run: the run ends well with its checkpoints, and the PS names
