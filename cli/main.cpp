@@ -3,6 +3,7 @@
 // internal error, 130 cancelled: each with one line on stderr).
 #include <csignal>
 #include <iostream>
+#include <new>
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -147,6 +148,11 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const core::InternalError& e) {
     std::cerr << "replisim: " << e.what() << "\n";  // "internal error: ..."
+    return 1;
+  } catch (const std::bad_alloc&) {
+    // Past the machine's memory (or a ulimit -v): not a bug of replisim's, and nothing written.
+    std::cerr << "replisim: error: out of memory: a smaller scenario, or --max-plan-memory below "
+                 "this machine's memory, refuses such a run before it starts\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "replisim: internal error: " << e.what() << "\n";

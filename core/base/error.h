@@ -9,10 +9,13 @@ namespace replisim::core {
 
 // `text` as one line a terminal shows as written, whatever the input put in it (issue 37: a
 // scenario's ESC or BEL went to the terminal, a 1 MB value filled it): newlines, carriage returns
-// and tabs become spaces, other control characters (NUL, ESC, BEL, DEL) "\xNN"; a double-quoted
-// part longer than kMaxQuotedBytes, and a JSON path's key as long, keep their first
-// kMaxQuotedBytes bytes (whole UTF-8 characters) and say how long they were.
+// and tabs become spaces, other control characters (NUL, ESC, BEL, DEL) and bytes that are not
+// UTF-8 "\xNN", C1 controls and bidirectional overrides "\uNNNN". In an error's line (InputError,
+// OutputError) a double-quoted part longer than kMaxQuotedBytes, and a JSON path's key as long,
+// keep their first kMaxQuotedBytes bytes (whole UTF-8 characters) and say how long they were, and
+// a whole line past kMaxLineBytes keeps its start and end and says how much was cut.
 inline constexpr size_t kMaxQuotedBytes = 200;
+inline constexpr size_t kMaxLineBytes = 1000;
 std::string printable_line(const std::string& text);
 // Whether `text` has a control character (below 0x20, or DEL), NUL included: names refuse them.
 bool has_control_character(const std::string& text);

@@ -53,8 +53,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string canonical(const std::string& path) const override {
       return include_set().canonical(path);
     }
-    nlohmann::json read(const std::string& path) const override {
-      return top_.kind(path) == Kind::kFile ? top_.read(path) : include_set().read(path);
+    nlohmann::json read(const std::string& path, size_t max_values) const override {
+      return top_.kind(path) == Kind::kFile ? top_.read(path, max_values)
+                                            : include_set().read(path, max_values);
     }
 
    private:

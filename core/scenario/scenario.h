@@ -311,8 +311,9 @@ class ScenarioFiles {
   virtual Kind kind(const std::string& path) const = 0;
   // One name per file, whatever the spelling of `path` (include cycles are found by it).
   virtual std::string canonical(const std::string& path) const = 0;
-  // The file's JSON, at most kMaxScenarioJsonValues values. Throws InputError naming `path`.
-  virtual nlohmann::json read(const std::string& path) const = 0;
+  // The file's JSON, at most `max_values` values (the loader asks for kMaxScenarioJsonValues,
+  // and refuses a scenario whose files together hold more). Throws InputError naming `path`.
+  virtual nlohmann::json read(const std::string& path, size_t max_values) const = 0;
 };
 
 // Files in memory: path -> text; paths are taken lexically ("a/./b.json" is "a/b.json").
@@ -321,7 +322,7 @@ class ScenarioFilesInMemory : public ScenarioFiles {
   explicit ScenarioFilesInMemory(std::map<std::string, std::string> files);
   Kind kind(const std::string& path) const override;
   std::string canonical(const std::string& path) const override;
-  nlohmann::json read(const std::string& path) const override;
+  nlohmann::json read(const std::string& path, size_t max_values) const override;
 
  private:
   std::map<std::string, std::string> files_;

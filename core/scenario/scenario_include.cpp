@@ -81,8 +81,8 @@ class FileSystemFiles : public ScenarioFiles {
     std::error_code error;
     return fs::weakly_canonical(fs::path(path), error).string();
   }
-  nlohmann::json read(const std::string& path) const override {
-    return read_json_file(path, kMaxScenarioJsonValues);
+  nlohmann::json read(const std::string& path, size_t max_values) const override {
+    return read_json_file(path, max_values);
   }
 };
 
@@ -93,9 +93,33 @@ struct Loaded {
   std::set<std::string> removed;  // merge's tombstones that removed a value
 };
 
+// The values of `json`, itself included (as parse_json_text counts them).
+size_t count_values(const nlohmann::json& json) {
+  size_t n = 1;
+  if (json.is_structured()) {
+    for (const auto& item : json) n += count_values(item);
+  }
+  return n;
+}
+
+// Files read so far and the JSON values they held: a scenario's files together stay within
+// kMaxIncludeLoads files and kMaxScenarioJsonValues values (each file alone could reach the
+// latter, and 256 of them 256 times as much).
+struct Reading {
+  size_t loads = 0;
+  size_t values = 0;
+};
+
 Loaded load(const ScenarioFiles& files, const std::string& file, std::vector<std::string>& chain,
-            size_t& loads) {
-  nlohmann::json own = files.read(file);
+            Reading& reading) {
+  nlohmann::json own = files.read(file, kMaxScenarioJsonValues);
+  reading.values += count_values(own);
+  if (reading.values > kMaxScenarioJsonValues) {  // at most twice the bound held at once
+    throw InputError(file, "",
+                     "this file and those read before it hold more than " +
+                         std::to_string(kMaxScenarioJsonValues) +
+                         " JSON values in all: a scenario's files together stay within that");
+  }
   Loaded result{nlohmann::json::object(), SourceMap(file), {file}, {}};
   const JsonCursor root(own, file);
   root.expect_object();
@@ -119,7 +143,7 @@ Loaded load(const ScenarioFiles& files, const std::string& file, std::vector<std
       if (kind == ScenarioFiles::Kind::kNotRegular) {
         entry.fail("included " + target.string() + " is not a regular file");
       }
-      if (++loads > kMaxIncludeLoads) {
+      if (++reading.loads > kMaxIncludeLoads) {
         entry.fail("includes read more than " + std::to_string(kMaxIncludeLoads) +
                    " files in all (repeats counted)");
       }
@@ -131,7 +155,7 @@ Loaded load(const ScenarioFiles& files, const std::string& file, std::vector<std
       }
       if (chain.size() >= kMaxIncludeDepth) entry.fail("includes nest too deeply");
       chain.push_back(canonical);
-      Loaded included = load(files, target.string(), chain, loads);
+      Loaded included = load(files, target.string(), chain, reading);
       chain.pop_back();
       merge(result.json, included.json, "", result.sources, included.sources, result.removed);
       result.files.insert(result.files.end(), included.files.begin(), included.files.end());
@@ -157,10 +181,10 @@ std::string ScenarioFilesInMemory::canonical(const std::string& path) const {
   return fs::path(path).lexically_normal().string();
 }
 
-nlohmann::json ScenarioFilesInMemory::read(const std::string& path) const {
+nlohmann::json ScenarioFilesInMemory::read(const std::string& path, size_t max_values) const {
   const auto found = files_.find(canonical(path));
   if (found == files_.end()) throw InputError(path, "", "cannot open file: not in the set");
-  return parse_json_text(found->second, path, kMaxScenarioJsonValues);
+  return parse_json_text(found->second, path, max_values);
 }
 
 ScenarioDocument load_scenario_document(const std::string& file) {
@@ -169,8 +193,8 @@ ScenarioDocument load_scenario_document(const std::string& file) {
 
 ScenarioDocument load_scenario_document(const std::string& file, const ScenarioFiles& files) {
   std::vector<std::string> chain = {files.canonical(file)};
-  size_t loads = 0;
-  Loaded loaded = load(files, file, chain, loads);
+  Reading reading;
+  Loaded loaded = load(files, file, chain, reading);
   strip_tombstones(loaded.json, "", loaded.sources, loaded.removed);
   return {std::move(loaded.json), std::move(loaded.sources), std::move(loaded.files)};
 }

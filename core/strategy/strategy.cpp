@@ -95,7 +95,8 @@ PlanEstimate estimate_plan(const Scenario& scenario, const std::string& strategy
   // sync graph: a take and an apply per slice.
   const double g = e.layer_groups, v = e.variable_slices;
   e.ops = e.towers * (2 * g + 8 * v + 1) + e.workers * (8 * v + 4) + 2 * v + 3;
-  e.bytes = e.ops * kPlanBytesPerOp + e.devices * kPlanBytesPerDevice;
+  e.bytes = e.ops * (between ? kPlanBytesPerOp : kInGraphPlanBytesPerOp) +
+            e.devices * kPlanBytesPerDevice;
   return e;
 }
 

@@ -32,8 +32,9 @@ struct CompileOptions {
 // ops: an estimate from the strategy's structure per tower, per worker and per variable slice
 // (forward and backward per layer group and tower; read, send/receive, aggregate, apply per slice
 // and worker); on the bundled scenarios it lies between 0.8 and 2.5 times the compiled plan's
-// count (tests/core/strategy/plan_estimate_test.cpp). bytes: ops at kPlanBytesPerOp, devices at
-// kPlanBytesPerDevice.
+// count (tests/core/strategy/plan_estimate_test.cpp). bytes: ops at kPlanBytesPerOp (in-graph:
+// kInGraphPlanBytesPerOp), devices at kPlanBytesPerDevice. The plan only: a simulation of it
+// holds more (its flows, events and trace), a few times as much at the largest sizes.
 struct PlanEstimate {
   double devices = 0;
   double roles = 0;
@@ -47,8 +48,11 @@ struct PlanEstimate {
 // Memory of one op of a plan (its struct, name and input list) and of one device (its spec,
 // links and routes): `replisim plan --strategy between_graph` of 64 machines of 8 GPUs of
 // Inception v3 held 482,112 ops of 576 devices in 157 MB (326 bytes an op); building an in-graph
-// client's single graph peaks higher (the op vector's growth: 1.7 kB an op).
+// client's single graph peaks higher (the op vector's growth: 1.7 kB an op; a review's 2,280
+// machines of 8 GPUs of ResNet-50, estimated at 9.9 M ops, peaked at 8.7 GB), so in-graph plans
+// count kInGraphPlanBytesPerOp.
 inline constexpr double kPlanBytesPerOp = 400;
+inline constexpr double kInGraphPlanBytesPerOp = 1800;
 inline constexpr double kPlanBytesPerDevice = 1000;
 PlanEstimate estimate_plan(const Scenario& scenario, const std::string& strategy);
 // Throws InputError naming the flag that raises the bound when `estimate` is above `budget`,

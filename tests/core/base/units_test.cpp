@@ -103,5 +103,24 @@ TEST(ErrorLines, ControlCharactersAreEscapedAndLongValuesCut) {
       << u.what();
 }
 
+// A review of issue 37's change: a value that starts with a double quote closed the quoted part
+// early and the rest went out whole (error lines of 1 MB); C1 controls (CSI), bidirectional
+// overrides and bytes that are not UTF-8 went to the terminal as they were.
+TEST(ErrorLines, QuotesInsideAValueAndTerminalCharactersDoNotGetThrough) {
+  const InputError quoted("s.json", "/preset",
+                          "no preset named \"\"" + std::string(1 << 20, 'A') + "\"");
+  const std::string line = quoted.what();
+  EXPECT_LE(line.size(), kMaxLineBytes + 100) << line.size();
+  EXPECT_NE(line.find("bytes cut) ..."), std::string::npos) << line.substr(0, 300);
+  EXPECT_EQ(line.rfind("s.json: /preset: no preset named ", 0), 0u) << line.substr(0, 300);
+  const InputError terminal("s.json", "",
+                            "name \"a\xc2\x9b" "2Jb\xe2\x80\xae" "cd\xff\xc3\"");
+  EXPECT_EQ(std::string(terminal.what()),
+            "s.json: name \"a\\u009b2Jb\\u202ecd\\xff\\xc3\"");
+  // Other characters stay as written.
+  EXPECT_EQ(printable_line("caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x99\x82"),
+            "caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x99\x82");
+}
+
 }  // namespace
 }  // namespace replisim::core

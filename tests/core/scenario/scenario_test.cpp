@@ -244,6 +244,22 @@ TEST(Scenario, ADocumentOfTooManyValuesIsRefusedBeforeItIsBuilt) {
     EXPECT_EQ(e.file(), "big.json");
     EXPECT_NE(e.message().find("JSON values"), std::string::npos) << e.what();
   }
+  // A review of issue 37's change: the bound held per file, and 255 included files of a million
+  // values each grew `plan` past 4 GB. The files of one scenario share it.
+  std::string half = "{\"model\": {\"x\": [0";
+  for (size_t i = 1; i < kMaxScenarioJsonValues / 2; ++i) half += ",0";
+  half += "]}}";
+  const ScenarioFilesInMemory halves({{"top.json", R"({"include": ["a.json", "b.json", "c.json"]})"},
+                                      {"a.json", half},
+                                      {"b.json", half},
+                                      {"c.json", half}});
+  try {
+    load_scenario_document("top.json", halves);
+    FAIL() << "three halves of the bound were read";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), "b.json");
+    EXPECT_NE(e.message().find("JSON values in all"), std::string::npos) << e.what();
+  }
 }
 
 // Names refuse control characters, NUL included: a layer's and the scenario's, as a machine's.
