@@ -126,10 +126,11 @@ ClusterSpec read_cluster_file(const std::string& file) {
   const nlohmann::json json = core::read_json_file(file);
   struct stat info {};
   if (json.is_object() && json.contains("token") && ::stat(file.c_str(), &info) == 0 &&
-      (info.st_mode & (S_IRGRP | S_IROTH)) != 0) {
-    throw InputError(
-        file, "/token",
-        "holds the cluster token but its group or others may read it: chmod 600 " + file);
+      (info.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    // Read: the token leaks; written: another user changes the token or the tasks' addresses.
+    throw InputError(file, "/token",
+                     "holds the cluster token but its group or others may read or change it: "
+                     "chmod 600 " + file);
   }
   return parse_cluster_spec(json, file);
 }

@@ -231,6 +231,9 @@ TEST(Cluster, AWeakTokenOrAReadableTokenFileIsRefused) {
   } catch (const core::InputError& e) {
     EXPECT_NE(e.message().find("chmod 600 " + open_file), std::string::npos) << e.what();
   }
+  // Writable by others (a review: 0622 passed) is refused as well.
+  ::chmod(open_file.c_str(), 0622);
+  EXPECT_THROW(read_cluster_file(open_file), core::InputError);
   EXPECT_EQ(read_cluster_file(dir.write_private("private.json", spec.dump())).tasks.size(), 1u);
   // Without a token in it (the token from the environment) the file may be readable.
   ::setenv(kClusterTokenVariable, "0123456789abcdef0123456789abcdef", 1);
