@@ -207,8 +207,13 @@ std::vector<int> connect_idle(int port, int count) {
 // A review of issue 37's change: out of descriptors, a node took the connection off the backlog
 // with a blocking accept, which waited for the next connect forever when the backlog was empty (no
 // timer ran: the connect timeout never came). With 20 descriptors and 12 idle connections held,
-// the lone listener still gives up at its connect timeout.
+// the lone listener still gives up at its connect timeout. Release only: out of descriptors,
+// UBSan's own check of a virtual call cannot read the object (it probes memory through a pipe,
+// which fails with EMFILE) and reports a valid Node as an invalid vptr.
 TEST(NodeCommand, OutOfDescriptorsTheConnectTimeoutStillComes) {
+#ifdef REPLISIM_SANITIZED
+  GTEST_SKIP() << "Release suite only (UBSan needs descriptors of its own)";
+#endif
   TempDir dir;
   const std::string plan = plan_file(dir, "between_graph", {{"steps", 3}});
   const std::string cluster = cluster_file(dir, "c.json", 2);
