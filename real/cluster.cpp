@@ -130,7 +130,8 @@ ClusterSpec read_cluster_file(const std::string& file) {
     // Read: the token leaks; written: another user changes the token or the tasks' addresses.
     throw InputError(file, "/token",
                      "holds the cluster token but its group or others may read or change it: "
-                     "chmod 600 " + file);
+                     "chmod 600 " +
+                         file);
   }
   return parse_cluster_spec(json, file);
 }

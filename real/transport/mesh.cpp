@@ -167,8 +167,8 @@ void Mesh::keep_accepted(std::unique_ptr<Pending> pending) {
     for (size_t i = 0; i < pending_.size(); ++i) {
       if (!pending_[i]->listener) continue;
       where.push_back(i);
-      sources.push_back({host_of(pending_[i]->connection->remote()),
-                         pending_[i]->listener->heard_hello()});
+      sources.push_back(
+          {host_of(pending_[i]->connection->remote()), pending_[i]->listener->heard_hello()});
     }
     const auto victim = pending_.begin() + std::ptrdiff_t(where[pending_to_drop(sources)]);
     const std::string remote = (*victim)->connection->remote();
@@ -177,8 +177,8 @@ void Mesh::keep_accepted(std::unique_ptr<Pending> pending) {
     count_refusal(remote);
     // A flood is logged once per host, with the address of the connection dropped.
     if (flood_logged_.insert(host_of(remote)).second) {
-      log_refusal(remote, "dropped an unauthenticated connection from " + remote +
-                              ": more than " + std::to_string(max_pending_accepted()) +
+      log_refusal(remote, "dropped an unauthenticated connection from " + remote + ": more than " +
+                              std::to_string(max_pending_accepted()) +
                               " connections waited for their handshake at once");
     }
   }

@@ -181,12 +181,12 @@ class Mesh : private Connection::Handler {
   std::map<uint32_t, Peer> peers_;
   std::vector<std::unique_ptr<Pending>> pending_;
   std::set<Nonce> seen_challenges_;
-  std::string last_refusal_logged_;     // the reason last logged (not the address)
-  size_t refused_ = 0;                  // connections refused or dropped (refusal_summary)
-  std::set<std::string> refused_from_;  // their hosts, the first few
-  std::set<std::string> flood_logged_;  // hosts whose dropped connections were logged
+  std::string last_refusal_logged_;          // the reason last logged (not the address)
+  size_t refused_ = 0;                       // connections refused or dropped (refusal_summary)
+  std::set<std::string> refused_from_;       // their hosts, the first few
+  std::set<std::string> flood_logged_;       // hosts whose dropped connections were logged
   std::map<std::string, int> lines_logged_;  // refusal lines logged per host (log_refusal)
-  int reserve_fd_ = -1;                 // a descriptor kept for accept_failed()
+  int reserve_fd_ = -1;                      // a descriptor kept for accept_failed()
   asio::steady_timer ticker_;
   Clock::time_point connect_deadline_;
   bool connected_ = false;

@@ -411,9 +411,8 @@ TEST(RunCommand, OutputsThatCannotBeWrittenKeepTheNodeTracesAndSayWhere) {
 TEST(RunCommand, InsecureFramesRunAndAreNoted) {
   TempDir dir;
   // 40 steps: with 4, one async worker could end before the other warmed up (no window).
-  const BinaryResult r =
-      run_replisim({"run", small_scenario(dir, {{"steps", 40}}), "--strategy", "between_graph",
-                    "--insecure-frames", "--progress", "none"});
+  const BinaryResult r = run_replisim({"run", small_scenario(dir, {{"steps", 40}}), "--strategy",
+                                       "between_graph", "--insecure-frames", "--progress", "none"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("carried no MAC (--insecure-frames)"), std::string::npos) << r.out;
 }

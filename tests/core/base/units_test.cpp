@@ -114,9 +114,10 @@ TEST(ErrorLines, QuotesInsideAValueAndTerminalCharactersDoNotGetThrough) {
   EXPECT_NE(line.find("bytes cut) ..."), std::string::npos) << line.substr(0, 300);
   EXPECT_EQ(line.rfind("s.json: /preset: no preset named ", 0), 0u) << line.substr(0, 300);
   const InputError terminal("s.json", "",
-                            "name \"a\xc2\x9b" "2Jb\xe2\x80\xae" "cd\xff\xc3\"");
-  EXPECT_EQ(std::string(terminal.what()),
-            "s.json: name \"a\\u009b2Jb\\u202ecd\\xff\\xc3\"");
+                            "name \"a\xc2\x9b"
+                            "2Jb\xe2\x80\xae"
+                            "cd\xff\xc3\"");
+  EXPECT_EQ(std::string(terminal.what()), "s.json: name \"a\\u009b2Jb\\u202ecd\\xff\\xc3\"");
   // Other characters stay as written.
   EXPECT_EQ(printable_line("caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x99\x82"),
             "caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x99\x82");

@@ -249,10 +249,11 @@ TEST(Scenario, ADocumentOfTooManyValuesIsRefusedBeforeItIsBuilt) {
   std::string half = "{\"model\": {\"x\": [0";
   for (size_t i = 1; i < kMaxScenarioJsonValues / 2; ++i) half += ",0";
   half += "]}}";
-  const ScenarioFilesInMemory halves({{"top.json", R"({"include": ["a.json", "b.json", "c.json"]})"},
-                                      {"a.json", half},
-                                      {"b.json", half},
-                                      {"c.json", half}});
+  const ScenarioFilesInMemory halves(
+      {{"top.json", R"({"include": ["a.json", "b.json", "c.json"]})"},
+       {"a.json", half},
+       {"b.json", half},
+       {"c.json", half}});
   try {
     load_scenario_document("top.json", halves);
     FAIL() << "three halves of the bound were read";
