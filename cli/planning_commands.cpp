@@ -25,7 +25,8 @@ void print_rows(const core::SweepResults& r, std::ostream& out) {
   std::vector<std::string> header;
   for (const core::SweepAxis& a : r.axes) header.push_back(a.key);
   for (const char* h :
-       {"devices", "samples/s", "step p50 (ms)", "efficiency", "bottleneck", "wall (s)"}) {
+       {"devices", "samples/s", "step p50 (ms)", "efficiency", "bound by (critical path)",
+        "busiest resource", "wall (s)"}) {
     header.push_back(h);
   }
   table.push_back(header);
@@ -42,6 +43,7 @@ void print_rows(const core::SweepResults& r, std::ostream& out) {
     cells.push_back(row.step_time_p50_s > 0 ? fixed_decimals(1000 * row.step_time_p50_s, 2) : "-");
     cells.push_back(row.scaling_efficiency ? fixed_decimals(100 * *row.scaling_efficiency, 0) + "%"
                                            : "-");
+    cells.push_back(bound_by_text(row));
     cells.push_back(bottleneck_text(row));
     cells.push_back(fixed_decimals(row.wall_s, 2));
     table.push_back(cells);

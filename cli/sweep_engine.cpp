@@ -253,6 +253,10 @@ std::string fixed_decimals(double value, int decimals) {
   return buffer;
 }
 
+std::string bound_by_text(const core::SweepRow& row) {
+  return row.bound_by.empty() ? std::string("-") : row.bound_by;
+}
+
 std::string bottleneck_text(const core::SweepRow& row) {
   return row.bottleneck + " " + fixed_decimals(100 * row.bottleneck_utilization, 0) + "% (" +
          row.bottleneck_kind + ")";

@@ -74,7 +74,10 @@ std::vector<core::SweepRow> run_prepared_points(const std::vector<PreparedPoint>
 void print_columns(const std::vector<std::vector<std::string>>& rows, std::ostream& out);
 // `value` with `decimals` digits after the point ("%.*f").
 std::string fixed_decimals(double value, int decimals);
-// "ps0/nic/up 97% (ps nic)".
+// What bound the point, as simulate's "bound by (critical path)" row: "w0 network 51%, compute
+// 45%" ("-" when it measured no step).
+std::string bound_by_text(const core::SweepRow& row);
+// The busiest resource: "ps0/nic/up 97% (ps nic)".
 std::string bottleneck_text(const core::SweepRow& row);
 
 }  // namespace replisim::cli

@@ -47,6 +47,8 @@ json row_json(const core::SweepRow& row) {
   return {{"throughput_samples_per_s", row.throughput_samples_per_s},
           {"step_time_p50_s", row.step_time_p50_s},
           {"replica_devices", row.replica_devices},
+          {"bound_by",
+           {{"text", row.bound_by}, {"kind", row.bound_by_kind}, {"fraction", row.bound_by_fraction}}},
           {"bottleneck",
            {{"resource", row.bottleneck},
             {"kind", row.bottleneck_kind},
@@ -115,9 +117,10 @@ int run_whatif(const CliArgs& args, std::ostream& out) {
   out << "replisim whatif: scenario \"" << loaded.scenario.name << "\" (" << args.scenario << "), "
       << args.strategy << ", seed " << args.seed << "\n"
       << "as it is: " << fixed_decimals(base.throughput_samples_per_s, 1) << " samples/s on "
-      << base.replica_devices << " replica device(s), bound by " << bottleneck_text(base) << "\n\n";
+      << base.replica_devices << " replica device(s), bound by " << bound_by_text(base)
+      << " (busiest: " << bottleneck_text(base) << ")\n\n";
   std::vector<std::vector<std::string>> table = {
-      {"change", "samples/s", "gain", "devices", "new bottleneck"}};
+      {"change", "samples/s", "gain", "devices", "then bound by", "busiest resource"}};
   report["base"] = row_json(base);
   report["changes"] = json::array();
   for (size_t i : order) {
@@ -129,7 +132,8 @@ int run_whatif(const CliArgs& args, std::ostream& out) {
     if (r.error.empty()) {
       entry["gain"] = gain(i);
       table.push_back({applied[i]->name, fixed_decimals(r.throughput_samples_per_s, 1),
-                       percent(gain(i)), std::to_string(r.replica_devices), bottleneck_text(r)});
+                       percent(gain(i)), std::to_string(r.replica_devices), bound_by_text(r),
+                       bottleneck_text(r)});
     } else {
       table.push_back({applied[i]->name, "failed: " + r.error});
     }

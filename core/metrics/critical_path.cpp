@@ -682,4 +682,69 @@ double network_fraction(const CriticalPath& path) {
   return path.seconds > 0 ? seconds / path.seconds : 0;
 }
 
+std::string path_share_kind(const PathShare& share) {
+  if (is_network(share)) return "network";
+  const auto starts = [&share](const char* prefix) { return share.name.rfind(prefix, 0) == 0; };
+  if (starts("input pipeline on ") || starts("client input on ")) return "input";
+  if (starts("copies on ")) return "copies";
+  if (share.name == "token queue" || share.name == "barrier wait") return "sync";
+  if (share.name == "other") return "other";
+  return "compute";
+}
+
+nlohmann::json critical_path_json(const CriticalPath& path) {
+  nlohmann::json shares = nlohmann::json::array();
+  for (const PathShare& s : path.shares) {
+    nlohmann::json share = {{"name", s.name},
+                            {"seconds", s.seconds},
+                            {"fraction", path.seconds > 0 ? s.seconds / path.seconds : 0.0}};
+    if (!s.directions.empty()) {
+      for (const auto& [direction, seconds] : s.directions)
+        share["directions"][direction] = seconds;
+      for (const auto& [bound, seconds] : s.bounds) share["bounds"][bound] = seconds;
+    }
+    shares.push_back(std::move(share));
+  }
+  return {{"steps", path.steps}, {"seconds", path.seconds}, {"shares", std::move(shares)}};
+}
+
+namespace {
+
+// An object of seconds ({"pull": 0.4}) as pairs, largest first.
+std::vector<std::pair<std::string, double>> seconds_by_name(const JsonCursor& object) {
+  object.expect_object();
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto& item : object.value().items()) {
+    out.emplace_back(item.key(), object.at(item.key()).as_number_in(0, 1e300));
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  return out;
+}
+
+}  // namespace
+
+CriticalPath critical_path_from_json(const JsonCursor& c) {
+  CriticalPath path;
+  path.steps = int(c.at("steps").as_int(0, std::numeric_limits<int>::max()));
+  path.seconds = c.at("seconds").as_number_in(0, 1e300);
+  const JsonCursor shares = c.at("shares");
+  shares.expect_array();
+  for (size_t i = 0; i < shares.size(); ++i) {
+    const JsonCursor s = shares.at(i);
+    PathShare share;
+    share.name = s.at("name").as_string();
+    share.seconds = s.at("seconds").as_number_in(0, 1e300);
+    if (s.has("directions")) {
+      share.directions = seconds_by_name(s.at("directions"));
+      share.bounds = seconds_by_name(s.at("bounds"));
+      if (share.directions.empty() || share.bounds.empty()) {
+        s.fail("a network share needs at least one direction and one bound");
+      }
+    }
+    path.shares.push_back(std::move(share));
+  }
+  return path;
+}
+
 }  // namespace replisim::core

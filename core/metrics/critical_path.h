@@ -7,6 +7,9 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "core/base/json_cursor.h"
 #include "core/trace/trace.h"
 
 namespace replisim::core {
@@ -67,5 +70,19 @@ std::string describe_path(const CriticalPath& path, int max_shares, bool detaile
 
 // The share of `path` held by transfers and their caps (network shares), 0..1.
 double network_fraction(const CriticalPath& path);
+
+// What kind of thing a share is, in a capacity planner's words (sweeps' and plots' `bound_by_kind`):
+// "network" (transfers between two machines or inside one: a share with directions), "input" (an
+// input pipeline, in-graph's client input), "copies" (serialisation on a CPU), "sync" (a token
+// queue or barrier wait), "other" (no op active), else "compute" (a device, in-graph's split, the
+// combined "compute").
+std::string path_share_kind(const PathShare& share);
+
+// {"steps", "seconds", "shares": [{"name", "seconds", "fraction", network shares also
+// "directions": {what: s}, "bounds": {bound: s}}]} (the summary's `bound_by`, docs/metrics.md).
+nlohmann::json critical_path_json(const CriticalPath& path);
+// What critical_path_json wrote (directions and bounds largest first again); throws InputError
+// naming the cursor's file and JSON path when a member is missing or of the wrong type.
+CriticalPath critical_path_from_json(const JsonCursor& path);
 
 }  // namespace replisim::core

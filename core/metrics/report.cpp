@@ -492,25 +492,9 @@ void add_training_events_json(const RunMetrics& r, nlohmann::json& run) {
 }
 
 // Per client, per GPU and per role: step rates, memory and where the time went.
-nlohmann::json path_json(const CriticalPath& path) {
-  nlohmann::json shares = nlohmann::json::array();
-  for (const PathShare& s : path.shares) {
-    nlohmann::json share = {{"name", s.name},
-                            {"seconds", s.seconds},
-                            {"fraction", path.seconds > 0 ? s.seconds / path.seconds : 0.0}};
-    if (!s.directions.empty()) {
-      for (const auto& [direction, seconds] : s.directions)
-        share["directions"][direction] = seconds;
-      for (const auto& [bound, seconds] : s.bounds) share["bounds"][bound] = seconds;
-    }
-    shares.push_back(std::move(share));
-  }
-  return {{"steps", path.steps}, {"seconds", path.seconds}, {"shares", std::move(shares)}};
-}
-
 void add_per_role_json(const RunMetrics& r, nlohmann::json& run) {
   if (!r.bound_by.shares.empty()) {
-    run["bound_by"] = path_json(r.bound_by);
+    run["bound_by"] = critical_path_json(r.bound_by);
     run["bound_by"]["text"] = describe_path(r.bound_by, 4, true);
   }
   run["clients"] = nlohmann::json::array();
@@ -527,7 +511,7 @@ void add_per_role_json(const RunMetrics& r, nlohmann::json& run) {
                                 {"histogram", c.staleness_histogram}}},
                               {"dropped_gradients", c.dropped_gradients}});
     for (const CriticalPath& path : r.paths) {
-      if (path.client == c.name) run["clients"].back()["bound_by"] = path_json(path);
+      if (path.client == c.name) run["clients"].back()["bound_by"] = critical_path_json(path);
     }
   }
   run["memory"] = nlohmann::json::array();

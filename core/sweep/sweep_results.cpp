@@ -9,6 +9,7 @@
 #include "core/base/error.h"
 #include "core/base/hash.h"
 #include "core/base/json_cursor.h"
+#include "core/metrics/critical_path.h"
 
 namespace replisim::core {
 namespace {
@@ -16,7 +17,8 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kFormat = "replisim-sweep";
-constexpr int kFormatVersion = 1;
+// Version 2 (2026-12-06) added each row's `bound_by`; version 1 files still read (without it).
+constexpr int kFormatVersion = 2;
 
 // The kind of resource a bottleneck is, in the words of a capacity planner.
 std::string resource_kind(const std::string& resource, const std::set<std::string>& ps_machines,
@@ -65,6 +67,15 @@ SweepRow sweep_row_from_summary(const SweepPoint& point, const SweepPointFacts& 
   row.step_time_mean_s = time_at(step, "mean");
   row.step_time_p50_s = time_at(step, "p50");
   row.step_time_p95_s = time_at(step, "p95");
+  if (run.has("bound_by")) {
+    const CriticalPath path = critical_path_from_json(run.at("bound_by"));
+    row.bound_by = describe_path(path, 2, false);
+    if (!path.shares.empty() && path.seconds > 0) {
+      row.bound_by_share = path.shares.front().name;
+      row.bound_by_kind = path_share_kind(path.shares.front());
+      row.bound_by_fraction = path.shares.front().seconds / path.seconds;
+    }
+  }
   const JsonCursor bottleneck = run.at("bottleneck");
   row.bottleneck = bottleneck.at("resource").as_string();
   row.bottleneck_utilization = number_at(bottleneck, "utilization");
@@ -183,6 +194,10 @@ json sweep_results_to_json(const SweepResults& r) {
                         {"p50", time(row.step_time_p50_s)},
                         {"p95", time(row.step_time_p95_s)}};
     j["scaling_efficiency"] = row.scaling_efficiency ? json(*row.scaling_efficiency) : json();
+    j["bound_by"] = {{"text", row.bound_by},
+                     {"share", row.bound_by_share},
+                     {"kind", row.bound_by_kind},
+                     {"fraction", row.bound_by_fraction}};
     j["bottleneck"] = {{"resource", row.bottleneck},
                        {"kind", row.bottleneck_kind},
                        {"utilization", row.bottleneck_utilization}};
@@ -243,6 +258,13 @@ SweepRow row_from_json(const JsonCursor& j) {
   if (!j.at("scaling_efficiency").value().is_null()) {
     row.scaling_efficiency = j.at("scaling_efficiency").as_number();
   }
+  if (j.has("bound_by")) {  // version 2 on
+    const JsonCursor bound = j.at("bound_by");
+    row.bound_by = bound.at("text").as_string();
+    row.bound_by_share = bound.at("share").as_string();
+    row.bound_by_kind = bound.at("kind").as_string();
+    row.bound_by_fraction = bound.at("fraction").as_number_in(0, 1);
+  }
   const JsonCursor b = j.at("bottleneck");
   row.bottleneck = b.at("resource").as_string();
   row.bottleneck_kind = b.at("kind").as_string();
@@ -269,8 +291,9 @@ SweepResults sweep_results_from_json(const json& document, const std::string& fi
         "not a sweep's results (expected \"format\": \"replisim-sweep\", from replisim "
         "sweep --json)");
   }
-  if (root.at("version").as_number() != kFormatVersion) {
-    root.at("version").fail("a sweep of another version; this replisim reads version 1");
+  const double version = root.at("version").as_number();
+  if (version != 1 && version != kFormatVersion) {
+    root.at("version").fail("a sweep of another version; this replisim reads versions 1 and 2");
   }
   SweepResults r;
   r.sweep_id = root.at("sweep_id").as_string();
@@ -336,7 +359,8 @@ void write_sweep_csv(const SweepResults& r, std::ostream& out) {
   for (const std::string& k : keys) out << "," << csv_cell(k);
   if (!strategy_varied) out << ",strategy";
   out << ",replica_devices,workers,ps_tasks,throughput_samples_per_s,step_time_mean_s,"
-         "step_time_p50_s,step_time_p95_s,scaling_efficiency,bottleneck,bottleneck_kind,"
+         "step_time_p50_s,step_time_p95_s,scaling_efficiency,bound_by,bound_by_kind,"
+         "bound_by_fraction,bottleneck,bottleneck_kind,"
          "bottleneck_utilization,ps_bytes_max,ps_bytes_mean,gpu_memory_headroom_bytes,"
          "compute_share,network_share,waiting_share,wall_s,warnings,error\n";
   for (const SweepRow& row : r.rows) {
@@ -348,13 +372,15 @@ void write_sweep_csv(const SweepResults& r, std::ostream& out) {
       out << "," << csv_number(row.throughput_samples_per_s) << ","
           << csv_time(row.step_time_mean_s) << "," << csv_time(row.step_time_p50_s) << ","
           << csv_time(row.step_time_p95_s) << "," << csv_optional(row.scaling_efficiency) << ","
-          << csv_cell(row.bottleneck) << "," << csv_cell(row.bottleneck_kind) << ","
+          << csv_cell(row.bound_by) << "," << csv_cell(row.bound_by_kind) << ","
+          << csv_number(row.bound_by_fraction) << "," << csv_cell(row.bottleneck) << ","
+          << csv_cell(row.bottleneck_kind) << ","
           << csv_number(row.bottleneck_utilization) << "," << csv_number(row.ps_bytes_max) << ","
           << csv_number(row.ps_bytes_mean) << "," << csv_optional(row.gpu_memory_headroom_bytes)
           << "," << csv_number(row.compute_share) << "," << csv_number(row.network_share) << ","
           << csv_number(row.waiting_share);
     } else {
-      out << std::string(14, ',');  // the 14 figures' cells, empty
+      out << std::string(17, ',');  // the 17 figures' cells, empty
     }
     std::string warnings;
     for (const std::string& w : row.warnings) warnings += (warnings.empty() ? "" : " | ") + w;

@@ -31,7 +31,16 @@ struct SweepRow {
   // throughput per replica device ÷ that of the point with the fewest replica devices among those
   // that differ only in `replicas` (the same strategy and other knobs); unset in a shard.
   std::optional<double> scaling_efficiency;
-  std::string bottleneck;       // the busiest resource ("ps0/nic/up")
+  // What bound the step: simulate's "bound by (critical path)" row (its two largest shares,
+  // "w0 network 51%, compute 45%"; docs/metrics.md#bound-by), the largest share's kind (compute,
+  // network, input, copies, sync, other; core::path_share_kind), its name and its fraction of
+  // the path.
+  // Empty (kind "") when the point measured no step.
+  std::string bound_by;
+  std::string bound_by_share;  // the largest share's name ("ps0 network", "compute")
+  std::string bound_by_kind;
+  double bound_by_fraction = 0;
+  std::string bottleneck;       // the busiest resource ("ps0/nic/up"), a second opinion
   std::string bottleneck_kind;  // gpu, cpu, ps nic, worker nic, client nic, switch, pcie
   double bottleneck_utilization = 0;
   double ps_bytes_max = 0, ps_bytes_mean = 0;       // parameter bytes per PS shard

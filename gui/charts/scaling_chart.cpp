@@ -135,8 +135,8 @@ void place_labels(QChart* chart, const std::vector<BottleneckLabel>& labels) {
   }
 }
 
-// Text items naming the bottleneck's kind over points (`labels`: the series, the point, the
-// kind), kept in place as the chart is resized.
+// Text items naming what bound the step over points (`labels`: the series, the point, the
+// name), kept in place as the chart is resized.
 void add_bottleneck_labels(QChart* chart,
                            const std::vector<std::tuple<QLineSeries*, QPointF, QString>>& labels) {
   auto items = std::make_shared<std::vector<BottleneckLabel>>();
@@ -178,7 +178,7 @@ QChart* line_chart(const core::SweepResults& r, SweepChartKind kind, double targ
                                 ? row.throughput_samples_per_s
                                 : 100 * row.scaling_efficiency.value_or(0));
   }
-  // Every series' labels; series that share a point and a bottleneck show it once.
+  // Every series' labels; series that share a point and a binding share show it once.
   std::vector<std::tuple<QLineSeries*, QPointF, QString>> labels;
   size_t index = 0;
   for (const auto& [name, rows] : series_rows(r)) {
@@ -198,13 +198,17 @@ QChart* line_chart(const core::SweepResults& r, SweepChartKind kind, double targ
       const QPointF p(position_of(positions, *row, key), value);
       line->append(p);
       dots->append(p);
-      const QString text = QString::fromStdString(row->bottleneck_kind);
+      // What bound the step (the critical path's largest share, as simulate says); a sweep
+      // written before that was kept (version 1) names its busiest resource's kind.
+      const std::string bound = row->bound_by_share.empty() ? row->bottleneck_kind
+                                                            : row->bound_by_share;
+      const QString text = QString::fromStdString(bound);
       const bool shown = std::any_of(labels.begin(), labels.end(), [&](const auto& l) {
         return std::get<2>(l) == text && std::get<1>(l).x() == p.x() &&
                std::abs(std::get<1>(l).y() - p.y()) < 0.02 * y_max;
       });
-      if (row->bottleneck_kind != previous_kind && !shown) labels.emplace_back(line, p, text);
-      previous_kind = row->bottleneck_kind;
+      if (bound != previous_kind && !shown) labels.emplace_back(line, p, text);
+      previous_kind = bound;
     }
     chart->addSeries(line);
     chart->addSeries(dots);
@@ -230,13 +234,13 @@ QChart* line_chart(const core::SweepResults& r, SweepChartKind kind, double targ
     y->setRange(0, y_max * 1.12 + 1e-9);
     y->setTitleText("throughput (samples/s)");
     chart->setTitle(QString::fromStdString(r.scenario_name) +
-                    ": throughput (labels: the bottleneck where it changes)");
+                    ": throughput (labels: what bound the step, where it changes)");
   } else {
     y->setRange(0, std::max(110.0, 10 * std::ceil(y_max * 1.05 / 10)));
     y->setTickCount(int(y->max() / 10) + 1);
     y->setTitleText("scaling efficiency (% of linear from the smallest point)");
     chart->setTitle(QString::fromStdString(r.scenario_name) +
-                    ": scaling efficiency (labels: the bottleneck where it changes)");
+                    ": scaling efficiency (labels: what bound the step, where it changes)");
   }
   if (kind == SweepChartKind::kThroughput) y->applyNiceNumbers();
   y->setLabelFormat("%.0f");

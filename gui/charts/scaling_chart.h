@@ -1,5 +1,5 @@
 // Qt Charts of a sweep (core/sweep/sweep_results.h): throughput and scaling efficiency against
-// replicas per series with the bottleneck named along each curve, and the step-time breakdown
+// replicas per series with what bound the step named along each curve, and the step-time breakdown
 // per point. Drawn by `replisim plot` (plot_files.h) and the viewer's scaling window alike.
 #pragma once
 
@@ -23,7 +23,8 @@ QString sweep_chart_name(SweepChartKind kind);
 // A new chart (owned by the caller, usually a QChartView) of `results`. The x axis is `replicas`
 // (labelled with the replica devices of each point) when the sweep varies it, else its first
 // knob; one series per value of the other knobs (and strategy). Rows with an error are left out.
-// Throughput and efficiency charts name the bottleneck's kind over each point where it changes
+// Throughput and efficiency charts name what bound the step (the critical path's largest share,
+// SweepRow::bound_by_share; a version-1 sweep: the busiest resource's kind) over each point where it changes
 // along a series (text items placed again whenever the plot area changes). A throughput chart with
 // `target_samples_per_s` > 0 also draws that target as a dashed line.
 QChart* make_sweep_chart(const core::SweepResults& results, SweepChartKind kind,

@@ -58,7 +58,8 @@ void ScalingWindow::show_results(const core::SweepResults& results) {
          << "samples/s"
          << "step p50 (ms)"
          << "efficiency"
-         << "bottleneck";
+         << "bound by (critical path)"
+         << "busiest resource";
   table_->clear();
   table_->setColumnCount(header.size());
   table_->setHorizontalHeaderLabels(header);
@@ -74,6 +75,7 @@ void ScalingWindow::show_results(const core::SweepResults& results) {
             << (row.scaling_efficiency
                     ? QString::number(100 * *row.scaling_efficiency, 'f', 0) + "%"
                     : QString("-"))
+            << QString::fromStdString(row.bound_by.empty() ? "-" : row.bound_by)
             << QString::fromStdString(row.bottleneck + " (" + row.bottleneck_kind + ") ") +
                    QString::number(100 * row.bottleneck_utilization, 'f', 0) + "%";
     } else {

@@ -336,6 +336,89 @@ TEST(Whatif, ChangesSortedByGainWithTheNewBottleneck) {
   }
 }
 
+
+// simulate's "bound by (critical path)" row of a one-strategy report ("" when it has none).
+std::string bound_by_row(const std::string& report) {
+  const std::string label = "bound by (critical path)";
+  std::istringstream lines(report);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(label, 0) != 0) continue;
+    const size_t start = line.find_first_not_of(' ', label.size());
+    return start == std::string::npos ? "" : line.substr(start);
+  }
+  return "";
+}
+
+// One explanation everywhere: a sweep's binding column, whatif's "bound by" and simulate's row
+// come from the same critical-path attribution, on points the network binds and points compute
+// binds (8 machines x 4 GPUs, ResNet-50 in one op group, 1 or 4 PS on 10, 25 or 100 GbE, async
+// or sync), where the busiest resource may name something else (sync on 100 GbE: the PS network
+// holds the path longest while the stragglers' GPUs are the busiest).
+TEST(SweepPlanning, TheBindingColumnIsSimulatesBoundByRow) {
+  TempDir dir;
+  json machine = {{"name", "w"},
+                  {"count", 8},
+                  {"cpu", {{"speed", "50 GFLOPS"}, {"cores", 8}}},
+                  {"gpus", json::array()},
+                  {"nic", {{"bandwidth", "25 Gbps"}, {"latency", "25 us"}}}};
+  for (int g = 0; g < 4; ++g) machine["gpus"].push_back({{"speed", "10 TFLOPS"}, {"memory", "16 GB"}});
+  const json doc = {{"name", "eight-by-four"},
+                    {"cluster", {{"machines", {machine}}}},
+                    {"model", {{"preset", "resnet50"}}},
+                    {"training",
+                     {{"batch_per_replica", 64},
+                      {"steps", 16},
+                      {"warmup_steps", 4},
+                      {"replicas", "w*/gpu*"},
+                      {"ps", {{"count", 1}, {"on", "dedicated"}}},
+                      {"variable_placement", "partitioned"},
+                      {"granularity", 1}}}};
+  const std::string s = dir.write("eight_by_four.json", doc.dump(1));
+  const std::string cache = dir.file("cache");
+  const test::BinaryResult sweep = test::run_replisim(
+      {"sweep", s, "--vary", "ps=1,4", "--vary", "nic_bandwidth=10 Gbps,25 Gbps,100 Gbps",
+       "--vary", "sync=async,sync", "--cache", cache, "--jobs", "2", "--progress", "none",
+       "--json", dir.file("s.json")},
+      600);
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
+  const json results = read_json(dir.file("s.json"));
+  ASSERT_EQ(results["rows"].size(), 12u);
+  std::set<std::string> kinds;
+  int differs_from_busiest = 0;
+  for (const json& row : results["rows"]) {
+    SCOPED_TRACE(row.dump());
+    const std::string point = cache + "/" + row["key"].get<std::string>() + ".scenario.json";
+    const test::BinaryResult simulate = test::run_replisim(
+        {"simulate", point, "--strategy", "between_graph", "--seed", "1", "--progress", "none"},
+        300);
+    ASSERT_EQ(simulate.exit_code, 0) << simulate.err;
+    const std::string expected = bound_by_row(simulate.out);
+    ASSERT_FALSE(expected.empty()) << simulate.out;
+    EXPECT_EQ(row["bound_by"]["text"].get<std::string>(), expected);
+    // The table shows the same words.
+    EXPECT_NE(sweep.out.find(expected), std::string::npos) << sweep.out;
+    kinds.insert(row["bound_by"]["kind"].get<std::string>());
+    const std::string kind = row["bound_by"]["kind"], busiest = row["bottleneck"]["kind"];
+    if ((kind == "network") != (busiest.find("nic") != std::string::npos)) ++differs_from_busiest;
+    // The 8 x 4-GPU, 1-PS, 25 GbE point: whatif's "as it is" names the same.
+    if (row["knobs"]["ps"] == "1" && row["knobs"]["nic_bandwidth"] == "25 Gbps" &&
+        row["knobs"]["sync"] == "async") {
+      const test::BinaryResult whatif = test::run_replisim(
+          {"whatif", point, "--cache", cache, "--jobs", "2", "--progress", "none", "--json",
+           dir.file("w.json")},
+          600);
+      ASSERT_EQ(whatif.exit_code, 0) << whatif.err;
+      EXPECT_NE(whatif.out.find("bound by " + expected + " (busiest: "), std::string::npos)
+          << whatif.out;
+      EXPECT_EQ(read_json(dir.file("w.json"))["base"]["bound_by"]["text"], expected);
+    }
+  }
+  // Both regimes are in the sweep, and at least one point where the busiest resource would have
+  // told another story.
+  EXPECT_EQ(kinds.count("network"), 1u);
+  EXPECT_EQ(kinds.count("compute"), 1u);
+  EXPECT_GE(differs_from_busiest, 1);
+}
 }  // namespace
 }  // namespace replisim
 

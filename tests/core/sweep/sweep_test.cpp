@@ -239,6 +239,17 @@ json summary(double throughput, const std::string& bottleneck, double headroom) 
                  {"needed_bytes", 1},
                  {"capacity_bytes", 2},
                  {"headroom_bytes", -5}}}},
+              // The critical path as simulate --json writes it (core::critical_path_json).
+              {"bound_by",
+               {{"steps", 10},
+                {"seconds", 2.0},
+                {"shares",
+                 {{{"name", "ps1 network"},
+                   {"seconds", 1.5},
+                   {"fraction", 0.75},
+                   {"directions", {{"pull", 0.5}, {"push", 1.0}}},
+                   {"bounds", {{"ps1/nic/up", 1.5}}}},
+                  {{"name", "compute"}, {"seconds", 0.5}, {"fraction", 0.25}}}}}},
               {"waits",
                {{{"role", "worker0"},
                  {"role_kind", "worker"},
@@ -287,6 +298,11 @@ TEST(SweepResults, RowsFromSummaries) {
   EXPECT_EQ(row.workers, 1);
   EXPECT_EQ(row.ps_tasks, 2);
   EXPECT_EQ(row.bottleneck_kind, "ps nic");
+  // What bound it: simulate's "bound by (critical path)" words, from the summary's path.
+  EXPECT_EQ(row.bound_by, "ps1 network 75%, compute 25%");
+  EXPECT_EQ(row.bound_by_share, "ps1 network");
+  EXPECT_EQ(row.bound_by_kind, "network");
+  EXPECT_DOUBLE_EQ(row.bound_by_fraction, 0.75);
   EXPECT_DOUBLE_EQ(row.ps_bytes_max, 300);
   EXPECT_DOUBLE_EQ(row.ps_bytes_mean, 200);
   ASSERT_TRUE(row.gpu_memory_headroom_bytes.has_value());
@@ -324,12 +340,14 @@ TEST(SweepResults, CsvAndJsonRoundTrip) {
   const std::string text = csv.str();
   EXPECT_EQ(text.substr(0, text.find('\n')),
             "index,replicas,strategy,replica_devices,workers,ps_tasks,throughput_samples_per_s,"
-            "step_time_mean_s,step_time_p50_s,step_time_p95_s,scaling_efficiency,bottleneck,"
-            "bottleneck_kind,bottleneck_utilization,ps_bytes_max,ps_bytes_mean,"
+            "step_time_mean_s,step_time_p50_s,step_time_p95_s,scaling_efficiency,bound_by,"
+            "bound_by_kind,bound_by_fraction,bottleneck,bottleneck_kind,bottleneck_utilization,"
+            "ps_bytes_max,ps_bytes_mean,"
             "gpu_memory_headroom_bytes,compute_share,network_share,waiting_share,wall_s,warnings,"
             "error");
-  EXPECT_NE(text.find("\n0,1,between_graph,1,1,2,100,0.2,0.19,0.3,1,ps1/nic/up,ps nic,0.9,300,200,"
-                      "1000000000,0.6,0.3,0.1,1.5,,\n"),
+  EXPECT_NE(text.find("\n0,1,between_graph,1,1,2,100,0.2,0.19,0.3,1,\"ps1 network 75%, compute "
+                      "25%\",network,0.75,ps1/nic/up,ps nic,0.9,300,200,1000000000,0.6,0.3,0.1,"
+                      "1.5,,\n"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find(",\"a \"\"quoted\"\", failure\"\n"), std::string::npos) << text;
@@ -340,6 +358,18 @@ TEST(SweepResults, CsvAndJsonRoundTrip) {
   EXPECT_TRUE(sweep_results_to_json(r)["rows"][2]["step_time_s"]["p50"].is_null());
   const json written = sweep_results_to_json(r);
   EXPECT_EQ(sweep_results_to_json(sweep_results_from_json(written, "r.json")), written);
+  // A version-1 file (before bound_by) still reads, without it.
+  json old = written;
+  old["version"] = 1;
+  for (json& row : old["rows"]) row.erase("bound_by");
+  const SweepResults read_old = sweep_results_from_json(old, "old.json");
+  EXPECT_EQ(read_old.rows[0].bound_by, "");
+  EXPECT_EQ(read_old.rows[0].bottleneck, "ps1/nic/up");
+  json future = written;
+  future["version"] = 3;
+  EXPECT_NE(error_of([&] { sweep_results_from_json(future, "f.json"); })
+                .find("f.json: /version: a sweep of another version"),
+            std::string::npos);
   const std::string other = error_of([] {
     sweep_results_from_json(json{{"format", "other"}}, "r.json");
   });
