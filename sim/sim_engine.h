@@ -16,8 +16,9 @@
 #include <simgrid/s4u.hpp>
 
 #include "core/backend/backend.h"
-#include "core/backend/steady_state.h"
-#include "core/backend/sync_queues.h"
+#include "core/runtime/client_loop.h"
+#include "core/runtime/steady_state.h"
+#include "core/runtime/sync_queues.h"
 #include "core/backend/trace_recorder.h"
 #include "sim/sim_faults.h"
 #include "sim/sim_network.h"
@@ -27,7 +28,7 @@
 
 namespace replisim::sim::detail {
 
-class SimRun : public core::SyncHost, public NetworkHost {
+class SimRun : public core::SyncHost, public core::StepHost, public NetworkHost {
  public:
   using Progress = std::function<void(const core::RunProgress&)>;
   // `plan` (valid) and `sink` must outlive the run. `progress`, when set, is called from inside
@@ -45,13 +46,34 @@ class SimRun : public core::SyncHost, public NetworkHost {
   static constexpr std::chrono::milliseconds kProgressEvery{200};
 
   // SyncHost
-  void sync_complete(int c, int op) override { complete(c, op); }
+  void sync_complete(int c, int op) override { loop_.complete(c, op); }
   int64_t global_step() const override { return global_step_; }
   bool client_dead(int c) const override { return clients_[size_t(c)].dead; }
   int64_t local_step(int c) const override { return clients_[size_t(c)].global_step_read; }
   void set_next_local_step(int c, int64_t value) override {
-    clients_[size_t(c)].next_local_step = value;
+    loop_.client(c).next_local_step = value;
   }
+  // StepHost (sim_steps.cpp): the client loop on SimGrid's clock.
+  double now_s() const override { return sg4::Engine::get_clock(); }
+  bool client_gone(int c) const override { return clients_[size_t(c)].dead; }
+  int64_t global_step_seen() const override { return global_step_; }
+  bool within_stop_limit(int c) const override;
+  bool is_chief(int c) const override { return c == recovery_.chief_client(); }
+  void begin_step(int c) override;
+  void produce(int c, int64_t batch) override;
+  void step_ended(int c, int step, double start_s, double end_s) override;
+  void step_counted(int, double, double) override { report_progress(); }
+  bool session_checkpoint(int c, bool at_end, std::function<void(double)> then) override;
+  void chief_duties(int c, double end_s, std::function<void(double)> then) override;
+  double step_gap_s(int c, double step_s) override;
+  void start_step_at(int c, double at_s) override;
+  void finish_at(int c, double at_s) override;
+  void finished(int c) override;
+  void recv(int, int) override {}  // completes when the network delivers the tensor
+  void send(int c, int op) override;
+  void sync(int c, int op) override;
+  void compute(int c, int op) override;
+  void complete_now(int c, int op) override;
   // NetworkHost
   bool void_send(const PendingSend& send) const override {
     return void_item(send.client, send.incarnation, send.op);
@@ -73,21 +95,12 @@ class SimRun : public core::SyncHost, public NetworkHost {
   // The step engine (sim_steps.cpp).
   void compute_loop(int device, int core);
   void wake_compute(int device);
-  void start_client(int c);  // kStart: the chief first saves a checkpoint, then steps
-  void start_step(int c);
-  void schedule_step(int c, double at_s);
+  // Dispatches a ready op through the loop unless its client died or a job fault killed a role
+  // it needs.
   void dispatch(int c, int op);
-  void complete(int c, int op);
-  void drain();
-  void complete_now(int c, int op);
-  void finish_step(int c);
-  void mark_finished(int c);
   // Records a finished step's duration; returns the median of the client's last few (s).
   static double typical_step_s(ClientState& s, double step_s);
-  void maybe_produce(int c);
-  void finish_production(int c);
   double jitter_factor(int c, int device, int64_t step) const;
-  bool more_steps(const ClientState& s) const;
   // Work that must not run or complete: its client died or was restarted, or a role it needs died
   // with the job.
   bool void_item(int c, int incarnation, int op) const;
@@ -109,6 +122,7 @@ class SimRun : public core::SyncHost, public NetworkHost {
   std::vector<const core::ClientGraph*> graphs_;  // core::step_graphs(plan_)
   std::vector<DeviceState> devices_;
   std::vector<ClientState> clients_;  // one per graph
+  core::ClientLoop loop_;             // the graphs' loops (this run is its host)
   LinkFaults links_;
   Network network_;
   core::SyncQueues sync_;
@@ -122,8 +136,6 @@ class SimRun : public core::SyncHost, public NetworkHost {
   int64_t last_barrier_step_ = -1;
   int64_t steps_limit_ = 0;
   sg4::Host* service_host_ = nullptr;        // runs the driver; no links, never fails
-  std::deque<std::pair<int, int>> pending_;  // completions waiting to be propagated
-  bool draining_ = false;
   int64_t global_step_ = 0;
   double last_update_s_ = 0;  // when global_step last moved
   int finished_clients_ = 0;

@@ -45,19 +45,14 @@ SimRun::SimRun(const core::Plan& plan, core::TraceSink& sink, Progress progress,
       settings_(settings),
       recorder_(plan, sink),
       graphs_(core::step_graphs(plan)),
+      loop_(plan, graphs_, *this),
       links_(plan, recorder_, outcome_.notes),
       network_(plan, *this, links_),
       sync_(plan, recorder_, *this),
       recovery_(plan, recorder_, outcome_.notes),
       steady_(plan),
       steps_limit_(plan.steps) {
-  const bool sync = plan.sync == "sync";
-  for (size_t c = 0; c < graphs_.size(); ++c) {
-    ClientState& s = clients_.emplace_back(*graphs_[c]);
-    s.loop = !sync                     ? StepLoop::kFixedSteps
-             : c < plan.clients.size() ? StepLoop::kSyncWorker
-                                       : StepLoop::kChiefSyncOp;
-  }
+  for (const core::ClientGraph* graph : graphs_) clients_.emplace_back(*graph);
 }
 
 // The network model, the connections, and the platform's hosts and links for the devices the
@@ -188,7 +183,7 @@ void SimRun::driver() {
     }
     timers_.pop();
     serve(timer);
-    drain();
+    loop_.drain();
   }
 }
 
@@ -199,11 +194,12 @@ void SimRun::serve(const Timer& timer) {
     case TimerKind::kFinish:
       if (clients_[size_t(timer.index)].incarnation != timer.incarnation) return;
       if (timer.kind == TimerKind::kStart) {
-        start_client(timer.index);
+        if (!clients_[size_t(timer.index)].dead) clients_[size_t(timer.index)].awaiting_restart = false;
+        loop_.start_client(timer.index);
       } else if (timer.kind == TimerKind::kStep) {
-        start_step(timer.index);
+        loop_.start_step(timer.index);
       } else if (!clients_[size_t(timer.index)].dead) {
-        mark_finished(timer.index);
+        loop_.mark_finished(timer.index);
       }
       return;
     case TimerKind::kFault:
@@ -230,7 +226,7 @@ void SimRun::report_progress() {
   core::RunProgress p;
   p.time_s = sg4::Engine::get_clock();
   p.global_step = global_step_;
-  for (size_t c = 0; c < plan_.clients.size(); ++c) p.steps_done.push_back(clients_[c].step);
+  for (size_t c = 0; c < plan_.clients.size(); ++c) p.steps_done.push_back(loop_.client(int(c)).step);
   progress_(p);
 }
 
@@ -244,9 +240,9 @@ void SimRun::record_outcome() {
     // Synchronous training stopped: SimGrid found every actor blocked (a take waiting for
     // gradients no live worker will send, workers waiting for tokens or at a barrier).
     std::vector<bool> finished, dead;
-    for (const ClientState& s : clients_) {
-      finished.push_back(s.finished);
-      dead.push_back(s.dead);
+    for (size_t c = 0; c < clients_.size(); ++c) {
+      finished.push_back(loop_.client(int(c)).finished);
+      dead.push_back(clients_[c].dead);
     }
     outcome_.stall = sync_.stall(finished, dead, last_update_s_, sg4::Engine::get_clock());
   } else if (!outcome_.job_failure && finished_clients_ < int(clients_.size())) {

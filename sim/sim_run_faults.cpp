@@ -46,10 +46,10 @@ void SimRun::inject_fault(int fault, bool window_end) {
   }
   for (int c : f.clients) {
     ClientState& s = clients_[size_t(c)];
-    if (s.dead || s.finished) continue;  // already gone: nothing to kill
+    if (s.dead || loop_.client(c).finished) continue;  // already gone: nothing to kill
     // A worker still waiting for a restart to bring it back was running no step: -1.
     const bool awaiting_restart = s.awaiting_restart;
-    recorder_.client_death(c, f.description, awaiting_restart ? -1 : s.step, now);
+    recorder_.client_death(c, f.description, awaiting_restart ? -1 : loop_.client(c).step, now);
     kill_client(c);
     // The chief's sync op runs in the chief's process: it dies with worker 0.
     if (c == 0 && sync_.enabled()) kill_client(int(clients_.size()) - 1);
@@ -62,8 +62,8 @@ void SimRun::kill_client(int c) {
   if (s.dead) return;
   s.dead = true;
   if (size_t(c) < plan_.clients.size()) steady_.client_died(c);
-  if (!s.finished) {
-    s.finished = true;
+  if (!loop_.client(c).finished) {
+    loop_.client(c).finished = true;
     ++finished_clients_;
   }
   driver_wake_->notify_all();
@@ -108,22 +108,16 @@ void SimRun::restart_job() {
     ClientState& s = clients_[c];
     ++s.incarnation;
     s.dead = false;
-    if (s.finished) {
-      s.finished = false;
-      --finished_clients_;
-    }
-    s.step = restart.client_steps.empty() ? 0 : restart.client_steps[c];
+    if (loop_.client(int(c)).finished) --finished_clients_;
+    int step = restart.client_steps.empty() ? 0 : restart.client_steps[c];
     // Workers meeting at barriers resume in step together: the checkpoint may have caught some
     // just past a step's end and others not yet.
     if (sync_.barriers() && !restart.client_steps.empty()) {
-      s.step = *std::min_element(restart.client_steps.begin(), restart.client_steps.end());
+      step = *std::min_element(restart.client_steps.begin(), restart.client_steps.end());
     }
-    s.produced = s.step;
-    s.batches_ready = 0;
-    s.producing = false;
-    s.waiting_for_input = false;
-    s.next_local_step = global_step_;
-    const bool with_chief = int(c) == recovery_.chief_client() || s.loop == StepLoop::kChiefSyncOp;
+    loop_.resume(int(c), step, global_step_);
+    const bool with_chief = int(c) == recovery_.chief_client() ||
+                            loop_.client(int(c)).loop == core::LoopKind::kChiefSyncOp;
     double start_s = restart.chief_ready_s;
     if (!with_chief) {
       const double up_s = now + s.graph->start_offset_s;

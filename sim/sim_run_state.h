@@ -1,6 +1,7 @@
 // What the parts of one simulation run share (internal to sim/): the step engine's per-client and
 // per-device state, the work items queued on devices, and the driver's timers. Each part owns the
-// rest of its state itself: SyncQueues (sim_sync.h), Network (sim_network.h), LinkFaults
+// rest of its state itself: SyncQueues (core/runtime/sync_queues.h), the client loop
+// (core/runtime/client_loop.h), Network (sim_network.h), LinkFaults
 // (sim_faults.h), JobRecovery (sim_recovery.h); SimRun (sim_engine.h) drives them.
 #pragma once
 
@@ -12,7 +13,8 @@
 #include <simgrid/s4u.hpp>
 
 #include "core/plan/plan.h"
-#include "core/plan/step_state.h"
+#include "core/runtime/client_loop.h"
+#include "core/runtime/step_state.h"
 
 namespace replisim::sim::detail {
 
@@ -39,33 +41,17 @@ struct DeviceState {
   std::deque<ComputeItem> compute_queue;
 };
 
-// How a client graph loops over its steps.
-enum class StepLoop {
-  kFixedSteps,   // Plan::steps steps (in-graph client, async worker)
-  kSyncWorker,   // until the token it dequeues says global_step reached Plan::steps
-  kChiefSyncOp,  // the chief's sync op: once per global step until Plan::steps; no step events
-};
-
-// One client graph (a step graph of core::step_graphs) and its dynamic step state.
+// One client graph (a step graph of core::step_graphs) and the simulator's own state of it (its
+// loop's state is core::ClientLoop's).
 struct ClientState {
   explicit ClientState(const core::ClientGraph& g) : graph(&g), steps(g) {}
   const core::ClientGraph* graph;
-  StepLoop loop = StepLoop::kFixedSteps;
   core::StepState steps;  // which ops are ready in the current step
-  int step = 0;
-  double step_start_s = 0;
   // The durations of the last few steps (a ring): the step jitter's scale is their median, so
   // one step stalled by a fault does not delay the next start by a share of the stall.
   std::array<double, 5> recent_step_s{};
   int recent_steps = 0;
   int64_t global_step_read = 0;  // sync workers: their local_step (the token they hold)
-  int64_t next_local_step = 0;   // sync workers: the token dequeued in this step
-  // Input pipeline state.
-  int produced = 0;
-  int batches_ready = 0;
-  bool producing = false;
-  bool waiting_for_input = false;
-  bool finished = false;
   bool dead = false;    // killed by a fault: its ops are dropped, it runs no more steps
   int incarnation = 0;  // bumped by each job restart
   // After a job restart: when this incarnation starts (its first poll, the chief's restore), and

@@ -1,5 +1,5 @@
 // The throughput's 95% confidence interval by batch means (training.steps: "auto"): the backends'
-// stopping rule (core/backend/steady_state.h) and the metrics of a run that ended first use it.
+// stopping rule (core/runtime/steady_state.h) and the metrics of a run that ended first use it.
 #pragma once
 
 #include <cstdint>

@@ -171,7 +171,7 @@ struct Plan {
   int steps = 0;  // steady_state: at most this many (training.max_steps)
   int warmup_steps = 0;
   // training.steps "auto": stop once the throughput's 95% interval is within +-tolerance
-  // (core/backend/steady_state.h); 0 = run all the steps.
+  // (core/runtime/steady_state.h); 0 = run all the steps.
   double steady_tolerance = 0;
   int batch_per_replica = 0;
   // Input pipeline prefetch depth (tf.data prefetch / queue runners): the next batch is prepared

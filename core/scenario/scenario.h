@@ -167,7 +167,7 @@ struct RecoverySpec {
 };
 
 // training.steps "auto": train until the throughput's 95% confidence interval (batch means over
-// the measured window, core/backend/steady_state.h) is within +-tolerance, at most max_steps.
+// the measured window, core/runtime/steady_state.h) is within +-tolerance, at most max_steps.
 struct SteadyStateSpec {
   bool enabled = false;
   int max_steps = 1000;     // per client (synchronous training: global steps)

@@ -147,7 +147,7 @@ struct StallRecord {
   std::string cause;
 };
 
-// training.steps "auto" (core/backend/steady_state.h): where the run stopped and the interval it
+// training.steps "auto" (core/runtime/steady_state.h): where the run stopped and the interval it
 // stopped on.
 struct SteadyStateRecord {
   double tolerance = 0;    // the half width asked for, a fraction of the throughput

@@ -23,7 +23,7 @@ void Node::chief_duties(Part& p, std::function<void()> then) {
   auto summaries = [this, g, then = std::move(then)]() mutable {
     const Part& part = parts_[size_t(g)];
     const int n = plan_.checkpoints.summary_every_steps;
-    if (n <= 0 || part.steps_done % n != 0) {
+    if (n <= 0 || loop_->client(g).step % n != 0) {
       then();
       return;
     }
@@ -33,7 +33,7 @@ void Node::chief_duties(Part& p, std::function<void()> then) {
     save_checkpoint("model.ckpt-" + std::to_string(checkpoints_++),
                     [this, g, summaries = std::move(summaries)](double start_s, double bytes,
                                                                 int64_t global_step) mutable {
-                      recorder_->checkpoint(g, parts_[size_t(g)].steps_done, start_s, now_s(),
+                      recorder_->checkpoint(g, loop_->client(g).step, start_s, now_s(),
                                             bytes, global_step, false);
                       summaries();
                     });
@@ -46,7 +46,7 @@ void Node::chief_duties(Part& p, std::function<void()> then) {
 void Node::write_summaries(int g, std::function<void()> then) {
   const std::string path = options_.checkpoint_dir + "/events.summaries";
   const size_t bytes = size_t(std::max(0.0, plan_.checkpoints.summary_bytes));
-  const int64_t step = parts_[size_t(g)].steps_done;
+  const int64_t step = loop_->client(g).step;
   const int64_t global_step = global_step_seen_;
   ++work_pending_;
   copier_->submit([this, g, path, bytes, step, global_step, then = std::move(then)]() mutable {

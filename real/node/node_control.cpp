@@ -106,10 +106,10 @@ void Node::begin_training() {
     const int g = p.index;
     const double offset_s = p.graph->start_offset_s;
     if (offset_s <= 0) {
-      start_client(g);
+      loop_->start_client(g);
       continue;
     }
-    after(offset_s, true, [this, g] { start_client(g); });
+    after(offset_s, true, [this, g] { loop_->start_client(g); });
   }
 }
 
@@ -217,7 +217,7 @@ nlohmann::json Node::status(const std::string& finished) const {
   nlohmann::json j = {{"sent", sent_to_},
                       {"received", received_from_},
                       {"busy", work_pending_ + timers_pending_ + int(mesh_->queued_frames()) +
-                                   int(!pending_.empty())}};
+                                   int(!loop_->idle())}};
   // distributed_replicated: any task whose barriers hold a worker says so.
   if (sync_ && ((sync_->barriers() && sync_->any_waiting()) ||
                 (sync_->enabled() && store_->holds_global_step() &&

@@ -94,10 +94,10 @@ void Node::die(int fault) {
     bool running = false;
     for (int c : f.clients) {
       const Part& p = parts_[size_t(c)];
-      if (!p.owner || p.finished) continue;
+      if (!p.owner || loop_->client(c).finished) continue;
       // A restarted worker still waiting for the model was running no step.
       const bool waiting = size_t(c) < awaiting_model_.size() && awaiting_model_[size_t(c)];
-      recorder_->client_death(c, f.description, waiting ? -1 : int64_t(p.steps_done), f.at_s);
+      recorder_->client_death(c, f.description, waiting ? -1 : int64_t(loop_->client(c).step), f.at_s);
       running = true;
     }
     if (!running) return;
@@ -218,7 +218,7 @@ void Node::lose_graphs_of(uint32_t peer) {
 
 void Node::abandon(Part& p) {
   p.active = false;
-  p.finished = true;
+  loop_->client(p.index).finished = true;
   std::fill(p.out.begin(), p.out.end(), nullptr);
   for (auto& g : p.gradients) g.clear();
   std::fill(p.tensor_in.begin(), p.tensor_in.end(), 0);

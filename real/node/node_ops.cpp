@@ -338,7 +338,7 @@ void Node::run_local_step(int g, int op_index) {
   if (!token || token->size() < 8) {
     throw FrameError("the sync token for " + op.name + " did not arrive with its 8 bytes");
   }
-  p.next_local_step = unpack_i64(token->data(), token->size(), 0);
+  loop_->client(g).next_local_step = unpack_i64(token->data(), token->size(), 0);
   complete(g, op_index);
 }
 

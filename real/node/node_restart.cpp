@@ -57,8 +57,7 @@ void Node::begin_restored_training() {
     if (!p.owner) continue;
     const int g = p.index;
     const bool with_chief =
-        p.loop == Loop::kChiefSyncOp ||
-        (g < int(plan_.clients.size()) && plan_.roles[size_t(p.graph->role)].chief);
+        loop_->client(g).loop == core::LoopKind::kChiefSyncOp || is_chief(g);
     if (with_chief) continue;
     awaiting_model_.resize(parts_.size(), false);
     awaiting_model_[size_t(g)] = true;
@@ -225,8 +224,8 @@ void Node::model_restored() {
   }
   for (Part& p : parts_) {
     const bool with_chief =
-        p.owner && (p.loop == Loop::kChiefSyncOp || (p.index < int(plan_.clients.size()) &&
-                                                     plan_.roles[size_t(p.graph->role)].chief));
+        p.owner &&
+        (loop_->client(p.index).loop == core::LoopKind::kChiefSyncOp || is_chief(p.index));
     if (with_chief) resume_client(p.index, global_step, steps);
   }
 }
@@ -284,18 +283,18 @@ void Node::on_model_ready(const FrameHeader& h, const uint8_t* payload) {
 // Graph g's client trains again from the restored state: its step count and input go back to the
 // checkpoint's, a synchronous worker's next local step is the restored global_step.
 void Node::resume_client(int g, int64_t global_step, const std::vector<int64_t>& client_steps) {
-  Part& p = parts_[size_t(g)];
+  const Part& p = parts_[size_t(g)];
   if (size_t(g) < awaiting_model_.size()) awaiting_model_[size_t(g)] = false;
+  int step = loop_->client(g).step;
   if (g < int(plan_.clients.size())) {
-    p.steps_done = size_t(g) < client_steps.size() ? int(client_steps[size_t(g)]) : 0;
+    step = size_t(g) < client_steps.size() ? int(client_steps[size_t(g)]) : 0;
     // Workers meeting at barriers resume in step together (as the simulator does): the
     // checkpoint may have caught some just past a step's end and others not yet.
     if (plan_.sync == core::kDistributedReplicated && !client_steps.empty()) {
-      p.steps_done = int(*std::min_element(client_steps.begin(), client_steps.end()));
+      step = int(*std::min_element(client_steps.begin(), client_steps.end()));
     }
   }
-  p.produced = p.steps_done;
-  p.next_local_step = global_step;
+  loop_->resume(g, step, global_step);
   global_step_seen_ = std::max(global_step_seen_, global_step);
   const double now = now_s();
   if (g < int(plan_.clients.size()) && !plan_.roles[size_t(p.graph->role)].chief) {
@@ -305,7 +304,7 @@ void Node::resume_client(int g, int64_t global_step, const std::vector<int64_t>&
       send_frame(uint32_t(map_.coordinator_task), FrameType::kResumed, -1, uint64_t(g), "{}", now);
     }
   }
-  start_client(g);
+  loop_->start_client(g);
 }
 
 // The coordinator: the chief's restore (payload: what it restored) or a worker training again.

@@ -184,7 +184,6 @@ void Node::open_engines() {
 }
 
 void Node::build_parts() {
-  const bool sync = plan_.sync == "sync";
   parts_.reserve(graphs_.size());
   for (size_t g = 0; g < graphs_.size(); ++g) {
     const core::ClientGraph& graph = *graphs_[g];
@@ -199,9 +198,6 @@ void Node::build_parts() {
     p.task_of_op = task_of;
     p.owner_task = uint32_t(map_.task_of_role[size_t(graph.role)]);
     p.owner = p.owner_task == self_;
-    p.loop = !sync                      ? Loop::kFixedSteps
-             : g < plan_.clients.size() ? Loop::kSyncWorker
-                                        : Loop::kChiefSyncOp;
     std::set<uint32_t> participants;
     p.notify.assign(n, {});
     for (size_t k = 0; k < n; ++k) {
@@ -224,6 +220,7 @@ void Node::build_parts() {
     p.gradients.assign(n, {});
     p.tensor_in.assign(n, 0);
   }
+  loop_.emplace(plan_, graphs_, *this);
 }
 
 // The tasks this one exchanges frames with: the coordinator (job control), the chief (checkpoints)
@@ -282,8 +279,8 @@ std::string Node::describe() const {
   int64_t step = -1;
   bool owns = false;
   for (const Part& p : parts_) {
-    if (p.owner && p.loop != Loop::kChiefSyncOp) {
-      step = std::max(step, int64_t(p.steps_done));
+    if (p.owner && loop_->client(p.index).loop != core::LoopKind::kChiefSyncOp) {
+      step = std::max(step, int64_t(loop_->client(p.index).step));
       owns = true;
     } else if (!owns && p.active) {
       step = std::max(step, p.step);

@@ -1,4 +1,4 @@
-// training.steps "auto" in a real run: the simulator's stopping rule (core/backend/steady_state.h)
+// training.steps "auto" in a real run: the simulator's stopping rule (core/runtime/steady_state.h)
 // applied online. The coordinator holds global_step, so it runs every update and feeds the rule
 // with them; the clients' tasks report each step's end (progress frames). When the rule holds, the
 // coordinator asks every live client which step it will end last, and once every answer is in it
@@ -21,12 +21,13 @@ namespace replisim::real::detail {
 // Where a client's loop stands, in the unit of its limit: the next step to begin (fixed steps),
 // the token its next step runs on (a synchronous worker), global_step (the chief's sync op).
 int64_t Node::stop_position(const Part& p) const {
-  switch (p.loop) {
-    case Loop::kFixedSteps:
-      return p.steps_done;
-    case Loop::kSyncWorker:
-      return p.next_local_step;
-    case Loop::kChiefSyncOp:
+  const core::LoopClient& loop = loop_->client(p.index);
+  switch (loop.loop) {
+    case core::LoopKind::kFixedSteps:
+      return loop.step;
+    case core::LoopKind::kSyncWorker:
+      return loop.next_local_step;
+    case core::LoopKind::kChiefSyncOp:
       return global_step_seen_;
   }
   return 0;
@@ -66,7 +67,9 @@ void Node::on_stop_ask(Part& p) {
   p.stop_asked = true;
   const int64_t position = stop_position(p);
   // The chief's sync op answers with the updates made: the one it waits for may never come.
-  p.stop_reply = p.loop == Loop::kChiefSyncOp || p.active ? position : position - 1;
+  p.stop_reply = loop_->client(p.index).loop == core::LoopKind::kChiefSyncOp || p.active
+                     ? position
+                     : position - 1;
   if (coordinator()) {
     on_stop_reply(p, p.stop_reply);
   } else {
@@ -92,8 +95,8 @@ void Node::maybe_set_stop_limits() {
     if (graph_dead_[size_t(g)]) continue;
     if (last == -2) return;  // not every live client answered yet
     furthest = std::max(furthest, last);
-    const Loop loop = parts_[size_t(g)].loop;
-    sync_limit = std::max(sync_limit, loop == Loop::kChiefSyncOp ? last : last + 1);
+    const core::LoopKind loop = loop_->client(g).loop;
+    sync_limit = std::max(sync_limit, loop == core::LoopKind::kChiefSyncOp ? last : last + 1);
   }
   const bool synchronous = plan_.sync == "sync";
   if (synchronous) stop_global_step_ = sync_limit;
@@ -117,23 +120,25 @@ void Node::on_stop_limit(Part& p, int64_t limit) {
     throw FrameError("a stop limit for graph " + std::to_string(p.index) + " not asked for");
   }
   p.stop_limit = limit;
-  if (graph_dead_[size_t(p.index)] || p.finished) return;
+  if (graph_dead_[size_t(p.index)] || loop_->client(p.index).finished) return;
   if (p.held) {
     p.held = false;
     // Held before its first step (start_client: the session's checkpoint and input come first).
-    if (p.steps_done == 0 && p.loop != Loop::kChiefSyncOp) {
-      start_client(p.index);
+    if (loop_->client(p.index).step == 0 &&
+        loop_->client(p.index).loop != core::LoopKind::kChiefSyncOp) {
+      loop_->start_client(p.index);
     } else {
-      next_step(p);
+      loop_->next_step(p.index);
     }
     return;
   }
   // The chief's sync op waits for an update past the limit (its step k makes update k + 1): no
   // worker will give it gradients. (global_step may already read the limit while the step that
   // made it still waits for some parameter servers' parts: that step ends as usual.)
-  if (p.loop == Loop::kChiefSyncOp && p.active && p.step >= limit) {
+  if (loop_->client(p.index).loop == core::LoopKind::kChiefSyncOp && p.active &&
+      p.step >= limit) {
     p.active = false;
-    mark_finished(p);
+    loop_->mark_finished(p.index);
   }
 }
 

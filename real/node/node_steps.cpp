@@ -1,7 +1,7 @@
 // The step protocol: a graph's client starts each step (RUN to every task with ops in it), each
 // task runs its part as its inputs come in (core::StepState), reports DONE, and the client's
 // step ends when every part is done (a TF session.run returns when every op of the step has
-// run). The input pipeline runs ahead of the steps, as in the simulation.
+// run). The client's loop is core::ClientLoop, as in the simulation; this task is its StepHost.
 #include "real/node/runtime.h"
 
 namespace replisim::real::detail {
@@ -9,49 +9,18 @@ namespace replisim::real::detail {
 using core::Op;
 using core::OpKind;
 
-void Node::start_client(int g) {
+// StepHost: the loop's hooks on this task's clock and sockets.
+void Node::begin_step(int g) {
   Part& p = parts_[size_t(g)];
-  if (!more_steps(p)) {
-    mark_finished(p);
-    return;
-  }
-  if (held_for_stop_limit(p)) return;
-  maybe_produce(p);
-  if (chief() && g < int(plan_.clients.size()) && plan_.checkpoints.every_s > 0 &&
-      plan_.roles[size_t(p.graph->role)].chief) {
-    // The chief's checkpoint hook saves once when its session is created.
-    save_checkpoint("model.ckpt-" + std::to_string(checkpoints_++),
-                    [this, g](double start_s, double bytes, int64_t global_step) {
-                      recorder_->checkpoint(g, parts_[size_t(g)].steps_done, start_s, now_s(),
-                                            bytes, global_step, false);
-                      start_step(g);
-                    });
-    return;
-  }
-  start_step(g);
-}
-
-void Node::start_step(int g) {
-  Part& p = parts_[size_t(g)];
-  if (stopping_) return;
-  p.step_start_s = now_s();
+  const core::LoopClient& loop = loop_->client(g);
   p.done_parts = 0;
   p.local_done = false;
   p.read_seen = -1;
-  const int64_t local = p.loop == Loop::kSyncWorker ? p.next_local_step : 0;
+  const int64_t local = loop.loop == core::LoopKind::kSyncWorker ? loop.next_local_step : 0;
   for (uint32_t t : p.participants) {
-    send_frame(t, FrameType::kRun, p.steps_done, uint64_t(g), pack_i64({local}));
+    send_frame(t, FrameType::kRun, loop.step, uint64_t(g), pack_i64({local}));
   }
-  begin_part(p, p.steps_done, local);
-  const int input = p.graph->input_op;
-  if (input < 0) return;
-  if (p.batches_ready > 0) {
-    --p.batches_ready;
-    complete(g, input);
-    maybe_produce(p);
-  } else {
-    p.waiting_for_input = true;
-  }
+  begin_part(p, loop.step, local);
 }
 
 void Node::begin_part(Part& p, int64_t step, int64_t local_step) {
@@ -68,7 +37,7 @@ void Node::begin_part(Part& p, int64_t step, int64_t local_step) {
     return;
   }
   for (int op : p.steps.roots()) {
-    if (op != p.graph->input_op || !p.owner) dispatch(p.index, op);
+    if (op != p.graph->input_op || !p.owner) loop_->dispatch(p.index, op);
   }
   replay_early(p);
 }
@@ -126,70 +95,43 @@ void Node::arrive_control(Part& p, int op, BufferPtr data) {
   complete(p.index, op);
 }
 
-void Node::dispatch(int g, int op_index) {
-  Part& p = parts_[size_t(g)];
-  const Op& op = p.graph->ops[size_t(op_index)];
-  switch (op.kind) {
-    case OpKind::kRecv:
-      if (p.tensor_in[size_t(op_index)]) complete(g, op_index);
-      return;  // otherwise it completes when its tensor arrives
-    case OpKind::kTakeGradient:
-    case OpKind::kTokenDequeue:
-    case OpKind::kTokenEnqueue:
-    case OpKind::kBarrier:
-      if (!sync_) throw std::logic_error("a sync queue op on a task without the sync queues");
-      // A synchronous worker's step ends with its token: the step reached global_step's PS.
-      if (op.kind == OpKind::kTokenDequeue && g < int(graph_steps_.size()))
-        ++graph_steps_[size_t(g)];
-      sync_->dispatch(g, op_index, op.kind);
-      return;
-    case OpKind::kSend:
-      run_send(g, op_index);
-      return;
+void Node::recv(int g, int op) {
+  if (parts_[size_t(g)].tensor_in[size_t(op)]) complete(g, op);
+  // otherwise it completes when its tensor arrives
+}
+
+void Node::sync(int g, int op) {
+  if (!sync_) throw std::logic_error("a sync queue op on a task without the sync queues");
+  const OpKind kind = parts_[size_t(g)].graph->ops[size_t(op)].kind;
+  // A synchronous worker's step ends with its token: the step reached global_step's PS.
+  if (kind == OpKind::kTokenDequeue && g < int(graph_steps_.size())) ++graph_steps_[size_t(g)];
+  sync_->dispatch(g, op, kind);
+}
+
+// The ops that touch the parameter server's values run here, whatever their FLOP.
+bool Node::values(int g, int op) {
+  switch (parts_[size_t(g)].graph->ops[size_t(op)].kind) {
     case OpKind::kReadVariable:
-      run_read(g, op_index);
-      return;
+      run_read(g, op);
+      return true;
     case OpKind::kAggregate:
-      run_aggregate(g, op_index);
-      return;
+      run_aggregate(g, op);
+      return true;
     case OpKind::kApply:
-      run_apply(g, op_index);
-      return;
+      run_apply(g, op);
+      return true;
     case OpKind::kAccumulate:
-      run_accumulate(g, op_index);
-      return;
+      run_accumulate(g, op);
+      return true;
     case OpKind::kLocalStep:
-      run_local_step(g, op_index);
-      return;
+      run_local_step(g, op);
+      return true;
     case OpKind::kGlobalStepIncrement:
-      run_global_step_increment(g, op_index);
-      return;
+      run_global_step_increment(g, op);
+      return true;
     default:
-      break;
+      return false;
   }
-  if (op.compute_flop > 0) {
-    run_compute(g, op_index);
-  } else {
-    complete(g, op_index);
-  }
-}
-
-// Completions are queued and propagated iteratively, never recursively (a chain of instant ops
-// must not grow the stack).
-void Node::complete(int g, int op) {
-  pending_.emplace_back(g, op);
-  drain();
-}
-
-void Node::drain() {
-  if (draining_) return;
-  draining_ = true;
-  while (!pending_.empty() && !stopping_) {
-    const auto [g, op] = pending_.front();
-    pending_.pop_front();
-    complete_now(g, op);
-  }
-  draining_ = false;
 }
 
 void Node::complete_now(int g, int op) {
@@ -197,7 +139,7 @@ void Node::complete_now(int g, int op) {
   if (graph_dead_[size_t(g)]) return;  // its client died: nothing follows
   if (!p.active) throw std::logic_error("an op completed outside its step");
   if (p.steps.mine(op)) notify_remote(p, op);
-  if (p.steps.complete(op, [this, g](int next) { dispatch(g, next); })) part_done(p);
+  if (p.steps.complete(op, [this, g](int next) { loop_->dispatch(g, next); })) part_done(p);
 }
 
 void Node::part_done(Part& p) {
@@ -218,99 +160,88 @@ void Node::maybe_finish_step(Part& p) {
   if (p.local_done && p.done_parts == p.participants.size()) finish_step(p);
 }
 
+// Every part of the owner's step is done: the step is over.
 void Node::finish_step(Part& p) {
   p.active = false;
   std::fill(p.out.begin(), p.out.end(), nullptr);
   for (auto& g : p.gradients) g.clear();
   if (p.global_step_read >= 0) p.read_seen = p.global_step_read;
-  const double end_s = now_s();
-  if (p.loop != Loop::kChiefSyncOp) {
-    const int64_t read = p.loop == Loop::kSyncWorker ? p.local_step : p.read_seen;
-    recorder_->step(p.index, p.steps_done, p.step_start_s, end_s, read);
-  }
-  ++p.steps_done;
+  loop_->step_done(p.index);
+}
+
+void Node::step_ended(int g, int step, double start_s, double end_s) {
+  const Part& p = parts_[size_t(g)];
+  const int64_t read =
+      loop_->client(g).loop == core::LoopKind::kSyncWorker ? p.local_step : p.read_seen;
+  recorder_->step(g, step, start_s, end_s, read);
+}
+
+void Node::step_counted(int g, double start_s, double end_s) {
+  const int steps_done = loop_->client(g).step;
   if (coordinator()) {
-    on_progress(p.index, p.steps_done, global_step_seen_, p.step_start_s, end_s);
+    on_progress(g, steps_done, global_step_seen_, start_s, end_s);
   } else if (progress_ || steady_rule_) {
-    send_frame(uint32_t(map_.coordinator_task), FrameType::kProgress, p.steps_done,
-               uint64_t(p.index),
-               pack_i64({global_step_seen_}) + pack_f64({p.step_start_s, end_s}));
+    send_frame(uint32_t(map_.coordinator_task), FrameType::kProgress, steps_done, uint64_t(g),
+               pack_i64({global_step_seen_}) + pack_f64({start_s, end_s}));
   }
-  const bool chief_client =
-      p.index < int(plan_.clients.size()) && plan_.roles[size_t(p.graph->role)].chief;
-  if (chief_client && more_steps(p)) {
-    const int g = p.index;
-    chief_duties(p, [this, g] { next_step(parts_[size_t(g)]); });
-    return;
-  }
-  next_step(p);
 }
 
-void Node::next_step(Part& p) {
-  if (more_steps(p)) {
-    if (!held_for_stop_limit(p)) start_step(p.index);
-    return;
-  }
-  const bool chief_client =
-      p.index < int(plan_.clients.size()) && plan_.roles[size_t(p.graph->role)].chief;
-  if (chief_client && plan_.checkpoints.every_s > 0) {
-    // The checkpoint hook saves once more when the chief's session ends.
-    const int g = p.index;
-    save_checkpoint("model.ckpt-" + std::to_string(checkpoints_++),
-                    [this, g](double start_s, double bytes, int64_t global_step) {
-                      Part& part = parts_[size_t(g)];
-                      recorder_->checkpoint(g, part.steps_done, start_s, now_s(), bytes,
-                                            global_step, false);
-                      mark_finished(part);
-                    });
-    return;
-  }
-  mark_finished(p);
+bool Node::is_chief(int g) const {
+  return g < int(plan_.clients.size()) && plan_.roles[size_t(graphs_[size_t(g)]->role)].chief;
 }
 
-void Node::mark_finished(Part& p) {
-  if (p.finished) return;
-  p.finished = true;
+bool Node::session_checkpoint(int g, bool, std::function<void(double)> then) {
+  if (!chief() || !is_chief(g) || plan_.checkpoints.every_s <= 0) return false;
+  save_checkpoint("model.ckpt-" + std::to_string(checkpoints_++),
+                  [this, g, then = std::move(then)](double start_s, double bytes,
+                                                    int64_t global_step) {
+                    recorder_->checkpoint(g, loop_->client(g).step, start_s, now_s(), bytes,
+                                          global_step, false);
+                    then(now_s());
+                  });
+  return true;
+}
+
+void Node::chief_duties(int g, double, std::function<void(double)> then) {
+  chief_duties(parts_[size_t(g)], [then = std::move(then)] { then(0); });
+}
+
+void Node::start_step_at(int g, double at_s) {
+  if (at_s <= now_s()) {
+    loop_->start_step(g);
+    return;
+  }
+  at_run_time(at_s, true, [this, g] { loop_->start_step(g); });
+}
+
+void Node::finish_at(int g, double at_s) {
+  if (at_s <= now_s()) {
+    loop_->mark_finished(g);
+    return;
+  }
+  at_run_time(at_s, true, [this, g] { loop_->mark_finished(g); });
+}
+
+void Node::finished(int g) {
   if (coordinator()) {
-    on_finished(p.index);
+    on_finished(g);
   } else {
-    send_frame(uint32_t(map_.coordinator_task), FrameType::kFinished, -1, uint64_t(p.index));
+    send_frame(uint32_t(map_.coordinator_task), FrameType::kFinished, -1, uint64_t(g));
   }
 }
 
-bool Node::more_steps(const Part& p) const {
-  if (p.graph->data_steps > 0 && p.steps_done >= p.graph->data_steps) return false;
-  // training.steps "auto": up to the coordinator's limit (node_steady.cpp).
-  if (p.stop_limit) {
-    const int64_t position = stop_position(p);
-    if (p.loop == Loop::kFixedSteps ? position > *p.stop_limit : position >= *p.stop_limit)
-      return false;
-  }
-  switch (p.loop) {
-    case Loop::kFixedSteps:
-      return p.steps_done < plan_.steps;
-    case Loop::kSyncWorker:
-      return p.next_local_step < plan_.steps;
-    case Loop::kChiefSyncOp:
-      return global_step_seen_ < plan_.steps;
-  }
-  return false;
+// training.steps "auto": up to the coordinator's limit (node_steady.cpp).
+bool Node::within_stop_limit(int g) const {
+  const Part& p = parts_[size_t(g)];
+  if (!p.stop_limit) return true;
+  const int64_t position = stop_position(p);
+  return loop_->client(g).loop == core::LoopKind::kFixedSteps ? position <= *p.stop_limit
+                                                               : position < *p.stop_limit;
 }
 
-// The input pipeline runs ahead of the steps, up to Plan::input_prefetch_batches batches.
-void Node::maybe_produce(Part& p) {
-  if (p.graph->input_op < 0 || p.producing) return;
-  if (p.loop == Loop::kFixedSteps && p.produced >= plan_.steps) return;
-  if (p.graph->data_steps > 0 && p.produced >= p.graph->data_steps) return;
-  if (p.batches_ready >= plan_.input_prefetch_batches && !p.waiting_for_input) return;
-  const Op& input = p.graph->ops[size_t(p.graph->input_op)];
-  p.producing = true;
-  if (input.compute_flop <= 0) {
-    finish_production(p.index);
-    return;
-  }
-  const int g = p.index;
-  const int64_t batch = p.produced;
+// The input pipeline's batch on the input op's device.
+void Node::produce(int g, int64_t batch) {
+  const Op& input = parts_[size_t(g)].graph->ops[size_t(parts_[size_t(g)].graph->input_op)];
   const double flop = input.compute_flop;
   const int threads = options_.threads;
   ++work_pending_;
@@ -322,23 +253,9 @@ void Node::maybe_produce(Part& p) {
     post([this, g, batch, start_s, end_s, done] {
       --work_pending_;
       recorder_->compute(g, parts_[size_t(g)].graph->input_op, batch, start_s, end_s, done);
-      finish_production(g);
+      loop_->batch_produced(g);
     });
   });
-}
-
-void Node::finish_production(int g) {
-  Part& p = parts_[size_t(g)];
-  if (stopping_) return;
-  p.producing = false;
-  ++p.produced;
-  if (p.waiting_for_input) {
-    p.waiting_for_input = false;
-    complete(g, p.graph->input_op);
-  } else {
-    ++p.batches_ready;
-  }
-  maybe_produce(p);
 }
 
 }  // namespace replisim::real::detail

@@ -23,12 +23,13 @@
 #include <asio.hpp>
 #include <nlohmann/json.hpp>
 
-#include "core/backend/steady_state.h"
-#include "core/backend/sync_queues.h"
+#include "core/runtime/client_loop.h"
+#include "core/runtime/steady_state.h"
+#include "core/runtime/sync_queues.h"
 #include "core/backend/trace_recorder.h"
 #include "core/base/unnamed_file.h"
 #include "core/plan/plan.h"
-#include "core/plan/step_state.h"
+#include "core/runtime/step_state.h"
 #include "core/trace/trace_format.h"
 #include "real/cluster.h"
 #include "real/compute/cpu_engine.h"
@@ -39,13 +40,6 @@
 namespace replisim::real::detail {
 
 using BufferPtr = std::shared_ptr<const Bytes>;
-
-// How a graph's client loops over its steps (as the simulation's StepLoop).
-enum class Loop {
-  kFixedSteps,   // Plan::steps steps (in-graph client, async worker)
-  kSyncWorker,   // until the token it dequeues says global_step reached Plan::steps
-  kChiefSyncOp,  // the chief's sync op: once per global step until Plan::steps; no step events
-};
 
 // Something for a step that came before the step began here.
 struct Early {
@@ -79,19 +73,10 @@ struct Part {
   std::vector<std::vector<std::pair<int, BufferPtr>>> gradients;  // per backward op
   std::vector<char> tensor_in;                                    // per recv: its tensor is here
   std::map<int64_t, std::vector<Early>> early;
-  // The client's loop (owner only).
-  Loop loop = Loop::kFixedSteps;
+  // The owner's step in progress (its loop is Node::loop_'s client of this index).
   size_t done_parts = 0;
   bool local_done = false;
-  double step_start_s = 0;
   int64_t read_seen = -1;  // global_step read, as the step's DONEs say
-  int64_t next_local_step = 0;
-  int steps_done = 0;
-  int produced = 0;
-  int batches_ready = 0;
-  bool producing = false;
-  bool waiting_for_input = false;
-  bool finished = false;
   // training.steps "auto" (node_steady.cpp): once the coordinator asked, the last step this
   // client said it would end (a synchronous worker: the token it would run on; the chief's sync
   // op: global_step), and the coordinator's limit (none until it comes). `held`: it would begin a
@@ -133,7 +118,7 @@ struct NodeSetup {
   std::string cluster_file;  // for errors about the spec
 };
 
-class Node : public Mesh::Handler, public core::SyncHost {
+class Node : public Mesh::Handler, public core::SyncHost, public core::StepHost {
  public:
   // Binds the task's address (or takes the launcher's socket); throws core::InputError naming
   // the cluster file for an address that cannot be bound.
@@ -149,6 +134,30 @@ class Node : public Mesh::Handler, public core::SyncHost {
   bool client_dead(int c) const override { return graph_dead_[size_t(c)]; }
   int64_t local_step(int c) const override { return parts_[size_t(c)].local_step; }
   void set_next_local_step(int c, int64_t value) override { tokens_[size_t(c)] = value; }
+
+  // StepHost (node_steps.cpp): the client loop on this task's clock and sockets.
+  double now_s() const override { return clock_s() - origin_local_s_; }  // the run's clock
+  bool client_gone(int) const override { return stopping_; }
+  bool completions_stopped() const override { return stopping_; }
+  int64_t global_step_seen() const override { return global_step_seen_; }
+  bool within_stop_limit(int g) const override;
+  bool hold_step(int g) override { return held_for_stop_limit(parts_[size_t(g)]); }
+  bool is_chief(int g) const override;
+  void begin_step(int g) override;
+  void produce(int g, int64_t batch) override;
+  void step_ended(int g, int step, double start_s, double end_s) override;
+  void step_counted(int g, double start_s, double end_s) override;
+  bool session_checkpoint(int g, bool at_end, std::function<void(double)> then) override;
+  void chief_duties(int g, double end_s, std::function<void(double)> then) override;
+  void start_step_at(int g, double at_s) override;
+  void finish_at(int g, double at_s) override;
+  void finished(int g) override;
+  void recv(int g, int op) override;
+  void send(int g, int op) override { run_send(g, op); }
+  void sync(int g, int op) override;
+  bool values(int g, int op) override;
+  void compute(int g, int op) override { run_compute(g, op); }
+  void complete_now(int g, int op) override;
 
   // A gathering coordinator's run trace, every node's part merged (after run(); NodeOptions).
   const std::optional<core::Trace>& run_trace() const { return run_trace_; }
@@ -175,22 +184,12 @@ class Node : public Mesh::Handler, public core::SyncHost {
   void send_frame(uint32_t peer, FrameType type, int64_t step, uint64_t tensor,
                   const std::string& payload = {}, double time_s = 0);
   // Steps (node_steps.cpp).
-  void start_client(int g);
-  void start_step(int g);
   void begin_part(Part& p, int64_t step, int64_t local_step);
   void replay_early(Part& p);
-  void dispatch(int g, int op);
-  void complete(int g, int op);
-  void drain();
-  void complete_now(int g, int op);
+  void complete(int g, int op) { loop_->complete(g, op); }
   void part_done(Part& p);
   void maybe_finish_step(Part& p);
   void finish_step(Part& p);
-  void next_step(Part& p);
-  void mark_finished(Part& p);
-  bool more_steps(const Part& p) const;
-  void maybe_produce(Part& p);
-  void finish_production(int g);
   void arrive_tensor(Part& p, int send_op, BufferPtr data, double start_s);
   void tensor_in_place(Part& p, int send_op, BufferPtr data, double start_s);
   void arrive_control(Part& p, int op, BufferPtr data);
@@ -296,7 +295,6 @@ class Node : public Mesh::Handler, public core::SyncHost {
   int64_t last_global_step() const;
 
   double clock_s() const;  // this machine's monotonic clock (s)
-  double now_s() const { return clock_s() - origin_local_s_; }  // the run's clock
   bool chief() const { return int(self_) == map_.chief_task; }
   bool coordinator() const { return int(self_) == map_.coordinator_task; }
   void post(std::function<void()> work);  // onto the network thread, from any thread
@@ -318,9 +316,8 @@ class Node : public Mesh::Handler, public core::SyncHost {
   std::unique_ptr<Mesh> mesh_;
   std::vector<const core::ClientGraph*> graphs_;
   std::vector<Part> parts_;
+  std::optional<core::ClientLoop> loop_;  // the graphs' loops (only the owned ones run)
   std::vector<int64_t> tokens_;  // per graph: the token its dequeue took (set_next_local_step)
-  std::deque<std::pair<int, int>> pending_;
-  bool draining_ = false;
   // Compute: one engine per device this task runs ops on, and one for copies and files.
   std::map<int, std::unique_ptr<DeviceEngine>> engines_;
   std::unique_ptr<DeviceEngine> copier_;

@@ -1,6 +1,6 @@
 // Steady-state stopping: the batch-means estimator against hand-computed intervals, and the
 // scenario fields that ask for it.
-#include "core/backend/steady_state.h"
+#include "core/runtime/steady_state.h"
 
 #include <cmath>
 

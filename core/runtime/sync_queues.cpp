@@ -1,4 +1,4 @@
-#include "core/backend/sync_queues.h"
+#include "core/runtime/sync_queues.h"
 
 #include <map>
 #include <string>

@@ -1,4 +1,4 @@
-#include "core/plan/step_state.h"
+#include "core/runtime/step_state.h"
 
 #include <gtest/gtest.h>
 

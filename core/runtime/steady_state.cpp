@@ -1,4 +1,4 @@
-#include "core/backend/steady_state.h"
+#include "core/runtime/steady_state.h"
 
 #include <algorithm>
 #include <cmath>
