@@ -1,5 +1,7 @@
 #include "sim/sim_recovery.h"
 
+#include "core/runtime/recovery_timeline.h"
+
 #include <algorithm>
 
 #include "core/base/units.h"
@@ -68,7 +70,7 @@ double JobRecovery::fail(int fault, double now, int64_t global_step) {
   }
   job_down_ = true;
   failure_ = {fault, now, now, global_step};
-  return now + (plan_.recovery.enabled ? plan_.recovery.detect_timeout_s : 0.0);
+  return core::RecoveryTimeline(plan_.recovery).detected_s(now);
 }
 
 double JobRecovery::detect(double now, int64_t global_step) {
@@ -78,7 +80,7 @@ double JobRecovery::detect(double now, int64_t global_step) {
     job_down_ = false;  // for good: the run ends here
     return -1;
   }
-  return now + plan_.recovery.restart_delay_s;
+  return core::RecoveryTimeline(plan_.recovery).restart_s(now);
 }
 
 JobRecovery::Restart JobRecovery::restart(double now) {
@@ -86,7 +88,7 @@ JobRecovery::Restart JobRecovery::restart(double now) {
   job_down_ = false;
   restored_ = nullptr;
   for (const Checkpoint& k : checkpoints_) {
-    if (k.end_s <= failure_.fault_s) restored_ = &k;
+    if (core::RecoveryTimeline::restorable(k.end_s, failure_.fault_s)) restored_ = &k;
   }
   Restart r;
   if (restored_ != nullptr) {

@@ -4,9 +4,9 @@
 // JobRecovery decides.
 #include <algorithm>
 #include <climits>
-#include <cmath>
 
 #include "core/base/units.h"
+#include "core/runtime/recovery_timeline.h"
 #include "sim/sim_engine.h"
 
 namespace replisim::sim::detail {
@@ -102,26 +102,22 @@ void SimRun::restart_job() {
   // The launcher brings the tasks up one by one, in the order and spacing of the first start
   // (each client's start_offset_s, 0 for the chief); a non-chief worker checks for a ready model
   // as soon as it is up, then every recovery_wait (SessionManager.wait_for_session).
-  const double wait_s = plan_.recovery.recovery_wait_s;
+  const core::RecoveryTimeline timeline(plan_.recovery);
+  const std::vector<int64_t> client_steps(restart.client_steps.begin(),
+                                          restart.client_steps.end());
   double workers_resumed_s = restart.chief_ready_s;
   for (size_t c = 0; c < clients_.size(); ++c) {
     ClientState& s = clients_[c];
     ++s.incarnation;
     s.dead = false;
     if (loop_.client(int(c)).finished) --finished_clients_;
-    int step = restart.client_steps.empty() ? 0 : restart.client_steps[c];
-    // Workers meeting at barriers resume in step together: the checkpoint may have caught some
-    // just past a step's end and others not yet.
-    if (sync_.barriers() && !restart.client_steps.empty()) {
-      step = *std::min_element(restart.client_steps.begin(), restart.client_steps.end());
-    }
-    loop_.resume(int(c), step, global_step_);
+    loop_.resume(int(c), int(core::RecoveryTimeline::resumed_step(plan_, client_steps, c)),
+                 global_step_);
     const bool with_chief = int(c) == recovery_.chief_client() ||
                             loop_.client(int(c)).loop == core::LoopKind::kChiefSyncOp;
     double start_s = restart.chief_ready_s;
     if (!with_chief) {
-      const double up_s = now + s.graph->start_offset_s;
-      start_s = up_s + std::ceil(std::max(0.0, restart.chief_ready_s - up_s) / wait_s) * wait_s;
+      start_s = timeline.worker_back_s(now + s.graph->start_offset_s, restart.chief_ready_s);
       workers_resumed_s = std::max(workers_resumed_s, start_s);
     }
     s.restart_start_s = start_s;

@@ -18,6 +18,7 @@
 
 #include "core/base/error.h"
 #include "core/base/json_cursor.h"
+#include "core/runtime/recovery_timeline.h"
 #include "core/trace/trace_format.h"
 #include "core/trace/trace_merge.h"
 #include "real/backend/launcher.h"
@@ -132,7 +133,8 @@ nlohmann::json resume_facts(const core::Plan& plan, const Incarnation& ended, in
   const core::PlanFault& fault = plan.faults[size_t(ended.job_fault)];
   // Every surviving task stopped at the plan's detection time (its timer); the restart follows
   // restart_delay after it, as the simulation has them. The global step then is the last update's.
-  const double detected_s = fault.at_s + plan.recovery.detect_timeout_s;
+  const core::RecoveryTimeline timeline(plan.recovery);
+  const double detected_s = timeline.detected_s(fault.at_s);
   int64_t global_step = 0;
   for (const core::Trace& t : ended.parts) {
     for (const core::TraceEvent& e : t.events) {
@@ -146,7 +148,7 @@ nlohmann::json resume_facts(const core::Plan& plan, const Incarnation& ended, in
           {"fault", ended.job_fault},
           {"fault_s", fault.at_s},
           {"detected_s", detected_s},
-          {"restart_s", detected_s + plan.recovery.restart_delay_s},
+          {"restart_s", timeline.restart_s(detected_s)},
           {"global_step_at_failure", global_step},
           {"previous_resumed_s", std::min(previous_resumed_s, fault.at_s)}};
 }

@@ -235,9 +235,9 @@ void Node::job_down(int fault) {
   for (uint32_t t : victims(f)) {
     if (t != self_) task_dead_[t] = true;
   }
-  const double detect_s =
-      plan_.recovery.enabled ? f.at_s + plan_.recovery.detect_timeout_s : now_s();
-  at_run_time(detect_s, false, [this] { detect_job_failure(); });
+  // Without training.recovery at once (the fault's time has passed), as the simulator has it.
+  at_run_time(core::RecoveryTimeline(plan_.recovery).detected_s(f.at_s), false,
+              [this] { detect_job_failure(); });
 }
 
 // The detection time: this task stops, as a TF client whose session failed. Without

@@ -86,7 +86,7 @@ std::optional<CheckpointIndex> Node::checkpoint_to_restore(
         continue;
       }
       if (earlier != nullptr) (*earlier)[std::stoi(number)] = index;
-      if (index.written_s < 0 || index.written_s > resume_->fault_s) continue;
+      if (!core::RecoveryTimeline::restorable(index.written_s, resume_->fault_s)) continue;
       if (!best || index.written_s > best->written_s) best = index;
     }
   }
@@ -285,15 +285,10 @@ void Node::on_model_ready(const FrameHeader& h, const uint8_t* payload) {
 void Node::resume_client(int g, int64_t global_step, const std::vector<int64_t>& client_steps) {
   const Part& p = parts_[size_t(g)];
   if (size_t(g) < awaiting_model_.size()) awaiting_model_[size_t(g)] = false;
-  int step = loop_->client(g).step;
-  if (g < int(plan_.clients.size())) {
-    step = size_t(g) < client_steps.size() ? int(client_steps[size_t(g)]) : 0;
-    // Workers meeting at barriers resume in step together (as the simulator does): the
-    // checkpoint may have caught some just past a step's end and others not yet.
-    if (plan_.sync == core::kDistributedReplicated && !client_steps.empty()) {
-      step = int(*std::min_element(client_steps.begin(), client_steps.end()));
-    }
-  }
+  const int step =
+      g < int(plan_.clients.size())
+          ? int(core::RecoveryTimeline::resumed_step(plan_, client_steps, size_t(g)))
+          : loop_->client(g).step;
   loop_->resume(g, step, global_step);
   global_step_seen_ = std::max(global_step_seen_, global_step);
   const double now = now_s();

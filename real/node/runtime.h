@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/runtime/client_loop.h"
+#include "core/runtime/recovery_timeline.h"
 #include "core/runtime/steady_state.h"
 #include "core/runtime/sync_queues.h"
 #include "core/backend/trace_recorder.h"
