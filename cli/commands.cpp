@@ -70,7 +70,7 @@ void refuse_what_real_runs_cannot_do(const LoadedScenario& loaded, const CliArgs
   for (const core::Plan& plan : plans) {
     if (plan.steady_tolerance <= 0 || !plan.recovery.enabled) continue;
     for (const core::PlanFault& fault : plan.faults) {
-      if (fault.kind != "job") continue;
+      if (fault.kind != core::PlanFaultKind::kJob) continue;
       throw core::InputError(loaded.scenario.file_of("/training/recovery"), "/training/recovery",
                              "a real run whose steps are \"auto\" cannot restart after a job "
                              "failure (its steady-state estimate would start again): give it "
@@ -97,10 +97,10 @@ core::Trace run_naming_faults(core::Backend& backend, const core::Plan& plan,
     const size_t i = size_t(std::strtoul(e.json_path().c_str() + prefix.size(), nullptr, 10));
     if (i >= plan.faults.size()) throw;
     // Link and slowdown faults keep the scenario's order among their kind.
-    const std::string& kind = plan.faults[i].kind;
+    const core::PlanFaultKind kind = plan.faults[i].kind;
     const core::FaultKind spec_kind =
-        kind == "link" ? core::FaultKind::kLink : core::FaultKind::kSlowdown;
-    if (kind != "link" && kind != "slowdown") throw;
+        kind == core::PlanFaultKind::kLink ? core::FaultKind::kLink : core::FaultKind::kSlowdown;
+    if (kind != core::PlanFaultKind::kLink && kind != core::PlanFaultKind::kSlowdown) throw;
     size_t nth = 0;
     for (size_t f = 0; f < i; ++f) nth += plan.faults[f].kind == kind;
     for (const core::FaultSpec& spec : loaded.scenario.faults) {

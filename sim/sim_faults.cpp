@@ -14,7 +14,7 @@ void apply_slowdowns(const core::Plan& plan, const std::vector<sg4::Host*>& host
   namespace prof = simgrid::kernel::profile;
   std::map<int, std::vector<const core::PlanFault*>> by_device;
   for (const core::PlanFault& f : plan.faults) {
-    if (f.kind == "slowdown" && hosts[size_t(f.device)] != nullptr) {
+    if (f.kind == core::PlanFaultKind::kSlowdown && hosts[size_t(f.device)] != nullptr) {
       by_device[f.device].push_back(&f);
     }
   }
@@ -46,7 +46,7 @@ void apply_slowdowns(const core::Plan& plan, const std::vector<sg4::Host*>& host
 LinkFaults::LinkFaults(const core::Plan& plan, core::TraceRecorder& recorder,
                        std::vector<std::string>& notes)
     : plan_(plan), recorder_(recorder), notes_(notes) {
-  for (const core::PlanFault& f : plan.faults) enabled_ |= f.kind == "link";
+  for (const core::PlanFault& f : plan.faults) enabled_ |= f.kind == core::PlanFaultKind::kLink;
 }
 
 void LinkFaults::start() {
@@ -61,7 +61,7 @@ void LinkFaults::change(int fault, bool start, Network& network) {
   double factor = 1;
   bool cut = false;
   for (const core::PlanFault& other : plan_.faults) {
-    if (other.kind != "link" || other.link != f.link || now < other.from_s ||
+    if (other.kind != core::PlanFaultKind::kLink || other.link != f.link || now < other.from_s ||
         now >= other.until_s) {
       continue;
     }

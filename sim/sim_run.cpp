@@ -10,6 +10,7 @@
 #include <xbt/config.hpp>
 
 #include "core/base/units.h"
+#include "core/runtime/recovery_timeline.h"
 #include "sim/sim_engine.h"
 #include "sim/sim_platform.h"
 #include "sim/sim_sharing.h"
@@ -82,8 +83,8 @@ void SimRun::build_platform() {
   }
   bool degraded_links = false, switch_fault = false;
   for (const core::PlanFault& f : plan_.faults) {
-    degraded_links |= f.kind == "link" && f.factor > 0;
-    switch_fault |= f.kind == "link" && f.link == plan_.platform.switch_link;
+    degraded_links |= f.kind == core::PlanFaultKind::kLink && f.factor > 0;
+    switch_fault |= f.kind == core::PlanFaultKind::kLink && f.link == plan_.platform.switch_link;
   }
   const bool no_crosstraffic =
       degraded_links && plan_.platform.network_model == core::NetworkModel::kLv08;
@@ -251,14 +252,7 @@ void SimRun::record_outcome() {
         std::to_string(clients_.size() - size_t(finished_clients_)) + " client(s) unfinished");
   }
   const double end_s = sg4::Engine::get_clock();
-  for (const core::PlanFault& f : plan_.faults) {
-    const double strikes_s = f.kind == "role" || f.kind == "job" ? f.at_s : f.from_s;
-    if (strikes_s <= end_s) continue;
-    outcome_.notes.push_back(
-        "fault \"" + f.description + "\" at " +
-        core::format_quantity(strikes_s, core::Dimension::kTime) + " comes after the run's end (" +
-        core::format_quantity(end_s, core::Dimension::kTime) + "): it changed nothing");
-  }
+  core::note_faults_after_the_end(plan_, end_s, 0, outcome_.notes);
   outcome_.end_s = end_s;
   if (steady_.enabled()) outcome_.steady_state = steady_.record(end_s);
 }

@@ -17,10 +17,10 @@ void SimRun::schedule_faults() {
   for (size_t f = 0; f < plan_.faults.size(); ++f) {
     const core::PlanFault& fault = plan_.faults[f];
     const int order = base - 2 * int(f);
-    if (fault.kind == "role" || fault.kind == "job") {
+    if (fault.is_death()) {
       timers_.push({fault.at_s, order, TimerKind::kFault, int(f)});
     }
-    if (fault.kind == "link") {
+    if (fault.kind == core::PlanFaultKind::kLink) {
       timers_.push({fault.from_s, order, TimerKind::kFault, int(f)});
       timers_.push({fault.until_s, order - 1, TimerKind::kFaultEnd, int(f)});
     }
@@ -29,11 +29,11 @@ void SimRun::schedule_faults() {
 
 void SimRun::inject_fault(int fault, bool window_end) {
   const core::PlanFault& f = plan_.faults[size_t(fault)];
-  if (f.kind == "link") {
+  if (f.kind == core::PlanFaultKind::kLink) {
     links_.change(fault, !window_end, network_);
     return;
   }
-  if (f.kind == "job") {
+  if (f.kind == core::PlanFaultKind::kJob) {
     fail_job(fault);
     return;
   }

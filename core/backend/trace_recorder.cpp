@@ -127,7 +127,7 @@ void TraceRecorder::dropped(int graph, int op, int64_t step, double at_s, int64_
 void TraceRecorder::fault_window(const PlanFault& fault) {
   TraceEvent e;
   e.kind = EventKind::kFault;
-  if (fault.kind == "slowdown") {
+  if (fault.kind == PlanFaultKind::kSlowdown) {
     e.actor = e.device = intern(plan_.platform.devices[size_t(fault.device)].name);
   } else {
     e.actor = intern(plan_.platform.links[size_t(fault.link)].name);

@@ -82,4 +82,18 @@ std::vector<MemoryCheck> memory_checks(const Plan& plan) {
   return out;
 }
 
+const char* plan_fault_kind_name(PlanFaultKind kind) {
+  switch (kind) {
+    case PlanFaultKind::kRole:
+      return "role";
+    case PlanFaultKind::kJob:
+      return "job";
+    case PlanFaultKind::kSlowdown:
+      return "slowdown";
+    case PlanFaultKind::kLink:
+      return "link";
+  }
+  return "role";
+}
+
 }  // namespace replisim::core

@@ -115,13 +115,23 @@ struct RecoveryPolicy {
   double recovery_wait_s = 30;
 };
 
+// What a plan's fault does (its JSON: "role", "job", "slowdown", "link").
+enum class PlanFaultKind {
+  kRole,      // clients die at at_s
+  kJob,       // roles the job cannot lose (a parameter server, the in-graph client or a tower)
+              // die at at_s, failing every client (RecoveryPolicy)
+  kSlowdown,  // a device's speed scaled over [from_s, until_s)
+  kLink,      // a link's bandwidth scaled, both directions (factor 0 cuts it)
+};
+const char* plan_fault_kind_name(PlanFaultKind kind);
+
 // A fault the backend injects (from the scenario's "faults", resolved against the plan).
 struct PlanFault {
-  // "role": clients die at at_s; "job": roles the job cannot lose (a parameter server, the
-  // in-graph client or a tower) die at at_s, failing every client (RecoveryPolicy);
-  // "slowdown": a device's speed scaled; "link": a link's bandwidth scaled (both directions;
-  // factor 0 cuts it).
-  std::string kind;
+  PlanFaultKind kind = PlanFaultKind::kRole;
+  // A death (role or job): it strikes at at_s; otherwise a window [from_s, until_s).
+  bool is_death() const { return kind == PlanFaultKind::kRole || kind == PlanFaultKind::kJob; }
+  // When it strikes: at_s for a death, from_s for a window.
+  double strikes_s() const { return is_death() ? at_s : from_s; }
   std::vector<int> clients;  // role: indices into Plan::clients (worker 0 takes the chief's sync
                              // op with it)
   std::vector<int> roles;    // job: indices into Plan::roles that die

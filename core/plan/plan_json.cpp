@@ -155,7 +155,7 @@ void options_to_json(const Plan& plan, nlohmann::json& j) {
   if (!plan.faults.empty()) {
     j["faults"] = nlohmann::json::array();
     for (const PlanFault& f : plan.faults) {
-      j["faults"].push_back({{"kind", f.kind},
+      j["faults"].push_back({{"kind", plan_fault_kind_name(f.kind)},
                              {"clients", f.clients},
                              {"roles", f.roles},
                              {"device", f.device},
@@ -296,10 +296,13 @@ PlanFault fault_from_json(const JsonCursor& c, const Plan& plan) {
   c.check_keys({"kind", "clients", "roles", "device", "link", "at_s", "from_s", "until_s", "factor",
                 "description", "open_ended"});
   PlanFault f;
-  f.kind = c.at("kind").as_string();
-  if (f.kind != "role" && f.kind != "job" && f.kind != "slowdown" && f.kind != "link") {
-    c.at("kind").fail("expected role, job, slowdown or link");
+  const std::string kind = c.at("kind").as_string();
+  bool known = false;
+  for (PlanFaultKind k : {PlanFaultKind::kRole, PlanFaultKind::kJob, PlanFaultKind::kSlowdown,
+                          PlanFaultKind::kLink}) {
+    if (kind == plan_fault_kind_name(k)) f.kind = k, known = true;
   }
+  if (!known) c.at("kind").fail("expected role, job, slowdown or link");
   const JsonCursor clients = c.at("clients");
   for (size_t i = 0; i < clients.size(); ++i) {
     f.clients.push_back(int(clients.at(i).as_int(0, int64_t(plan.clients.size()) - 1)));
@@ -310,17 +313,17 @@ PlanFault fault_from_json(const JsonCursor& c, const Plan& plan) {
       f.roles.push_back(int(roles.at(i).as_int(0, int64_t(plan.roles.size()) - 1)));
     }
   }
-  if (f.kind == "job" && f.roles.empty())
+  if (f.kind == PlanFaultKind::kJob && f.roles.empty())
     c.at("roles").fail("a job fault needs the roles that die");
   f.device = int(c.at("device").as_int(-1, int64_t(plan.platform.devices.size()) - 1));
-  if (f.kind == "slowdown" && f.device < 0) c.at("device").fail("a slowdown needs its device");
+  if (f.kind == PlanFaultKind::kSlowdown && f.device < 0) c.at("device").fail("a slowdown needs its device");
   f.link = int(c.at("link").as_int(-1, int64_t(plan.platform.links.size()) - 1));
-  if (f.kind == "link" && f.link < 0) c.at("link").fail("a link fault needs its link");
+  if (f.kind == PlanFaultKind::kLink && f.link < 0) c.at("link").fail("a link fault needs its link");
   f.at_s = c.at("at_s").as_number_in(0, 1e12);
   f.from_s = c.at("from_s").as_number_in(0, 1e12);
   f.until_s = c.at("until_s").as_number_in(f.from_s, 1e12);
   if (c.has("open_ended")) f.open_ended = c.at("open_ended").as_bool();
-  f.factor = c.at("factor").as_number_in(f.kind == "link" ? 0 : 1e-6, 1);
+  f.factor = c.at("factor").as_number_in(f.kind == PlanFaultKind::kLink ? 0 : 1e-6, 1);
   f.description = c.at("description").as_string();
   return f;
 }

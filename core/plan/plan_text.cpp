@@ -89,11 +89,11 @@ void write_training_policies(std::ostream& out, const Plan& plan) {
 void write_faults(std::ostream& out, const Plan& plan) {
   for (const PlanFault& f : plan.faults) {
     out << "fault: " << f.description;
-    if (f.kind == "job") {
+    if (f.kind == PlanFaultKind::kJob) {
       out << " at " << format_quantity(f.at_s, Dimension::kTime) << ": the job fails"
           << (plan.recovery.enabled ? " and restarts from its last checkpoint"
                                     : " (no training.recovery: the run ends)");
-    } else if (f.kind == "role") {
+    } else if (f.kind == PlanFaultKind::kRole) {
       out << " at " << format_quantity(f.at_s, Dimension::kTime) << " (";
       for (size_t i = 0; i < f.clients.size(); ++i) {
         out << (i ? " " : "") << plan.roles[size_t(plan.clients[size_t(f.clients[i])].role)].name;

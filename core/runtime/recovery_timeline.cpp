@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/base/units.h"
+
 namespace replisim::core {
 
 double RecoveryTimeline::worker_back_s(double up_s, double chief_ready_s) const {
@@ -17,6 +19,17 @@ int64_t RecoveryTimeline::resumed_step(const Plan& plan, const std::vector<int64
     return *std::min_element(client_steps.begin(), client_steps.end());
   }
   return c < client_steps.size() ? client_steps[c] : 0;
+}
+
+void note_faults_after_the_end(const Plan& plan, double end_s, double from_s,
+                               std::vector<std::string>& notes) {
+  for (const PlanFault& f : plan.faults) {
+    const double strikes_s = f.strikes_s();
+    if (strikes_s <= end_s || strikes_s < from_s) continue;
+    notes.push_back("fault \"" + f.description + "\" at " +
+                    format_quantity(strikes_s, Dimension::kTime) + " comes after the run's end (" +
+                    format_quantity(end_s, Dimension::kTime) + "): it changed nothing");
+  }
 }
 
 }  // namespace replisim::core

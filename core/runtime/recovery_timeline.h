@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/plan/plan.h"
@@ -41,5 +42,10 @@ class RecoveryTimeline {
  private:
   RecoveryPolicy policy_;
 };
+
+// One note per fault of `plan` that strikes after the run's end at end_s (and not before
+// from_s: an incarnation's run leaves an earlier one's faults alone): it changed nothing.
+void note_faults_after_the_end(const Plan& plan, double end_s, double from_s,
+                               std::vector<std::string>& notes);
 
 }  // namespace replisim::core

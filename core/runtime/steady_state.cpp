@@ -15,7 +15,7 @@ SteadyStateStop::SteadyStateStop(const Plan& plan)
   // floor cannot include core/metrics.
   if (!synchronous_) min_updates_ = std::max(min_updates_, 4 * int(plan.clients.size()));
   for (const PlanFault& f : plan.faults) {
-    const bool windowed = f.kind == "slowdown" || f.kind == "link";
+    const bool windowed = f.kind == PlanFaultKind::kSlowdown || f.kind == PlanFaultKind::kLink;
     const double end_s = !windowed ? f.at_s : f.open_ended ? f.from_s : f.until_s;
     last_fault_end_s_ = std::max(last_fault_end_s_, end_s);
   }

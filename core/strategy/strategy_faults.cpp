@@ -83,7 +83,7 @@ PlanFault death_fault(const FaultSpec& spec, const Plan& plan, const TrainingSpe
     }
     f.description = "machine " + spec.machine + " dies";
   }
-  f.kind = "role";
+  f.kind = PlanFaultKind::kRole;
   for (int r : dying) {
     if (plan.roles[size_t(r)].kind == RoleKind::kWorker) {
       for (int c : clients_of_role(plan, r)) f.clients.push_back(c);
@@ -93,7 +93,7 @@ PlanFault death_fault(const FaultSpec& spec, const Plan& plan, const TrainingSpe
       idle_ps.push_back(plan.roles[size_t(r)].name);
       continue;
     } else {
-      f.kind = "job";
+      f.kind = PlanFaultKind::kJob;
       f.roles.push_back(r);
     }
   }
@@ -108,7 +108,7 @@ void add_faults(const Scenario& scenario, Plan& plan) {
   for (const FaultSpec& spec : scenario.faults) {
     PlanFault f;
     if (spec.kind == FaultKind::kSlowdown) {
-      f.kind = "slowdown";
+      f.kind = PlanFaultKind::kSlowdown;
       f.device = plan.platform.find_device(spec.device);
       REPLISIM_ASSERT(f.device >= 0, "validated fault device not found");
       f.from_s = spec.from_s;
@@ -121,7 +121,7 @@ void add_faults(const Scenario& scenario, Plan& plan) {
       continue;
     }
     if (spec.kind == FaultKind::kLink) {
-      f.kind = "link";
+      f.kind = PlanFaultKind::kLink;
       f.link = plan.platform.switch_link;
       for (const PlatformMachine& m : plan.platform.machines) {
         if (m.name == spec.machine) f.link = m.nic_link;

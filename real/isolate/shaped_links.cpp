@@ -38,7 +38,7 @@ void check_link_faults(const core::Plan& plan, const std::string& file) {
   std::vector<Cut> cuts;
   for (size_t f = 0; f < plan.faults.size(); ++f) {
     const core::PlanFault& fault = plan.faults[f];
-    if (fault.kind != "link") continue;
+    if (fault.kind != core::PlanFaultKind::kLink) continue;
     if (machine_of_nic(plan, fault.link) < 0) {
       throw core::InputError(file, "/faults/" + std::to_string(f),
                              "\"" + fault.description +
@@ -77,7 +77,7 @@ ShapedLinks::ShapedLinks(const core::Plan& plan) : net(nics_of(plan)), plan_(pla
 void ShapedLinks::play(double now_s) {
   std::vector<double> factor(plan_.platform.machines.size(), 1.0);
   for (const core::PlanFault& fault : plan_.faults) {
-    if (fault.kind != "link" || now_s < fault.from_s || now_s >= fault.until_s) continue;
+    if (fault.kind != core::PlanFaultKind::kLink || now_s < fault.from_s || now_s >= fault.until_s) continue;
     const int m = machine_of_nic(plan_, fault.link);
     if (m >= 0) factor[size_t(m)] *= fault.factor;
   }

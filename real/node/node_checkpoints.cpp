@@ -21,7 +21,6 @@ void Node::chief_duties(Part& p, std::function<void()> then) {
   const core::CheckpointPolicy& policy = plan_.checkpoints;
   const int g = p.index;
   auto summaries = [this, g, then = std::move(then)]() mutable {
-    const Part& part = parts_[size_t(g)];
     const int n = plan_.checkpoints.summary_every_steps;
     if (n <= 0 || loop_->client(g).step % n != 0) {
       then();

@@ -376,15 +376,7 @@ void Node::fail(const std::string& why) {
 
 // The simulation's note for a fault that would strike after the run ended.
 void Node::note_faults_after_the_end() {
-  const double end_s = outcome_.end_s;
-  for (const core::PlanFault& f : plan_.faults) {
-    const double strikes_s = f.kind == "role" || f.kind == "job" ? f.at_s : f.from_s;
-    if (strikes_s <= end_s || strikes_s < incarnation_start_s_) continue;
-    outcome_.notes.push_back(
-        "fault \"" + f.description + "\" at " +
-        core::format_quantity(strikes_s, core::Dimension::kTime) + " comes after the run's end (" +
-        core::format_quantity(end_s, core::Dimension::kTime) + "): it changed nothing");
-  }
+  core::note_faults_after_the_end(plan_, outcome_.end_s, incarnation_start_s_, outcome_.notes);
 }
 
 void Node::write_trace_end() {

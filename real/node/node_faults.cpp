@@ -29,7 +29,7 @@ namespace {
 constexpr double kDeathSlackS = 0.05;
 
 bool is_death(const core::PlanFault& f) {
-  return f.kind == "role" || f.kind == "job";
+  return f.is_death();
 }
 
 std::string time_text(double s) {
@@ -52,7 +52,7 @@ std::vector<uint32_t> Node::victims(const core::PlanFault& f) const {
 void Node::arm_faults() {
   for (size_t f = 0; f < plan_.faults.size(); ++f) {
     const core::PlanFault& fault = plan_.faults[f];
-    if (fault.kind == "slowdown") {
+    if (fault.kind == core::PlanFaultKind::kSlowdown) {
       auto found = engines_.find(fault.device);
       if (found != engines_.end()) {
         found->second->add_slowdown(fault.from_s, fault.until_s, fault.factor);
@@ -61,7 +61,7 @@ void Node::arm_faults() {
       }
       continue;
     }
-    if (fault.kind == "link") {
+    if (fault.kind == core::PlanFaultKind::kLink) {
       // Played on the shaped links by the launcher; its window in the trace once, by the
       // coordinator (as the simulation records it).
       if (coordinator() && !resume_) recorder_->fault_window(fault);
@@ -90,7 +90,7 @@ void Node::die(int fault) {
   }
   // Recorded at the fault's time (a machine's tasks all at the same one), the kill follows
   // within milliseconds.
-  if (f.kind == "role") {
+  if (f.kind == core::PlanFaultKind::kRole) {
     bool running = false;
     for (int c : f.clients) {
       const Part& p = parts_[size_t(c)];
@@ -150,7 +150,7 @@ int Node::planned_death(uint32_t peer) const {
 void Node::note_struck_while_down(const core::PlanFault& f) {
   const std::string note =
       "fault \"" + f.description + "\" struck while the job was down (" + time_text(f.at_s) +
-      "): " + (f.kind == "job" ? "it changed nothing" : "the restart brings every task back");
+      "): " + (f.kind == core::PlanFaultKind::kJob ? "it changed nothing" : "the restart brings every task back");
   if (std::find(outcome_.notes.begin(), outcome_.notes.end(), note) == outcome_.notes.end()) {
     outcome_.notes.push_back(note);
   }
@@ -171,7 +171,7 @@ void Node::on_peer_lost(uint32_t peer, const std::string& why) {
   }
   task_dead_[peer] = true;
   mesh_->drop_peer(peer);
-  if (plan_.faults[size_t(fault)].kind == "job") {
+  if (plan_.faults[size_t(fault)].kind == core::PlanFaultKind::kJob) {
     job_down(fault);
     return;
   }

@@ -199,7 +199,7 @@ void Node::on_frame(uint32_t peer, const FrameHeader& h, const uint8_t* payload)
       if (h.length > 0) {
         const int64_t fault = unpack_i64(payload, h.length, 0);
         require(started_ && fault >= 0 && size_t(fault) < plan_.faults.size() &&
-                    plan_.faults[size_t(fault)].kind == "job",
+                    plan_.faults[size_t(fault)].kind == core::PlanFaultKind::kJob,
                 "naming no job fault of the plan");
         job_down(int(fault));
         return;

@@ -46,7 +46,7 @@ void Node::begin_restored_training() {
     if (!chief()) restored_ = restore_target(checkpoint_to_restore(nullptr));
     for (size_t f = 0; f < plan_.faults.size(); ++f) {
       const core::PlanFault& fault = plan_.faults[f];
-      if ((fault.kind != "role" && fault.kind != "job") || int(f) == resume_->fault ||
+      if (!fault.is_death() || int(f) == resume_->fault ||
           fault.at_s < resume_->detected_s || fault.at_s >= resume_->restart_s) {
         continue;
       }

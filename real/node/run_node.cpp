@@ -40,7 +40,7 @@ void check_roles(const core::Plan& plan, const std::string& path) {
 
 void check_faults(const core::Plan& plan, const std::string& file) {
   for (size_t f = 0; f < plan.faults.size(); ++f) {
-    if (plan.faults[f].kind == "link") {
+    if (plan.faults[f].kind == core::PlanFaultKind::kLink) {
       throw core::InputError(file, "/faults/" + std::to_string(f),
                              "a link fault (\"" + plan.faults[f].description +
                                  "\") needs shaped links: run the scenario with replisim run "
@@ -144,7 +144,7 @@ int run_node(const NodeOptions& options) {
   if (!options.resume_path.empty()) {
     const detail::Resume resume = detail::read_resume_file(options.resume_path);
     if (size_t(resume.fault) >= plan.faults.size() ||
-        plan.faults[size_t(resume.fault)].kind != "job") {
+        plan.faults[size_t(resume.fault)].kind != core::PlanFaultKind::kJob) {
       throw core::InputError(
           options.resume_path, "/fault",
           "fault " + std::to_string(resume.fault) + " is no job fault of the plan");

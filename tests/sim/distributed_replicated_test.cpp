@@ -235,7 +235,7 @@ TEST(DistributedReplicated, APsThatRunsOnlyABarrierIsUsed) {
   doc["faults"] = {{{"kind", "role"}, {"role", idle}, {"at", "20 ms"}}};
   const core::Plan faulty = core::compile_plan(test::parse(doc), "between_graph", {});
   ASSERT_EQ(faulty.faults.size(), 1u) << idle;
-  EXPECT_EQ(faulty.faults[0].kind, "job") << idle;
+  EXPECT_EQ(faulty.faults[0].kind, core::PlanFaultKind::kJob) << idle;
 }
 
 TEST(DistributedReplicated, ARestartResumesEveryWorkerAtTheSameStep) {

@@ -188,7 +188,7 @@ TEST(Recovery, APsWithoutVariablesDiesHarmlessly) {
   doc["faults"] = {{{"kind", "machine"}, {"machine", "w1"}, {"at", "1 s"}}};
   const core::Plan machine_plan = core::compile_plan(test::parse(doc), "between_graph", {1});
   ASSERT_EQ(machine_plan.faults.size(), 1u);
-  EXPECT_EQ(machine_plan.faults[0].kind, "role");
+  EXPECT_EQ(machine_plan.faults[0].kind, core::PlanFaultKind::kRole);
   EXPECT_EQ(machine_plan.faults[0].clients.size(), 1u);
   ASSERT_EQ(machine_plan.notes.size(), 1u);
   EXPECT_NE(machine_plan.notes[0].find("ps2 holds no variables"), std::string::npos)

@@ -129,7 +129,7 @@ TEST(Plan, CheckpointsRecoveryAndJobFaultsRoundTrip) {
     EXPECT_DOUBLE_EQ(plan.recovery.recovery_wait_s, 30);  // TF's recovery_wait_secs
     // ps0 fails the job in both; tower1 exists in in_graph only (noted in between_graph).
     ASSERT_EQ(plan.faults.size(), strategy == "in_graph" ? 3u : 2u) << strategy;
-    EXPECT_EQ(plan.faults[0].kind, "job");
+    EXPECT_EQ(plan.faults[0].kind, PlanFaultKind::kJob);
     EXPECT_EQ(plan.roles[size_t(plan.faults[0].roles.at(0))].name, "ps0");
     EXPECT_EQ(plan.faults.back().description, "p/nic cut");
     const nlohmann::json j = plan_to_json(plan);
