@@ -162,7 +162,9 @@ struct RawValues {
 
 void add_plan_knobs(CLI::App* sub, RawValues& raw, const char* default_strategy = "both") {
   sub->add_option("--strategy", raw.strategy,
-                  std::string("in_graph, between_graph or both (default ") + default_strategy + ")")
+                  core::join_names(core::strategy_names()) +
+                      ", or both (every one of them; also \"all\") (default " + default_strategy +
+                      ")")
       ->type_name("NAME");
   sub->add_option("--seed", raw.seed, "seed of the start-up stagger and jitter draws (default 1)")
       ->type_name("N");
@@ -497,10 +499,11 @@ std::vector<std::string> flag_names(const CLI::App& sub) {
 void check_values(CliArgs& args, const RawValues& raw) {
   if (!raw.strategy.empty()) {
     args.strategy = raw.strategy;
+    if (args.strategy == "all") args.strategy = "both";  // every registered strategy
     if (args.strategy != "both" && core::find_strategy(args.strategy) == nullptr) {
-      throw InputError(
-          "", "--strategy",
-          "unknown strategy \"" + args.strategy + "\"; valid: in_graph, between_graph, both");
+      throw InputError("", "--strategy",
+                       "unknown strategy \"" + args.strategy + "\"; valid: " +
+                           core::join_names(core::strategy_names()) + ", both (or all)");
     }
   }
   if (raw.strategy.empty() && (args.command == "run" || args.command == "validate" ||

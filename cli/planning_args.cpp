@@ -7,6 +7,8 @@
 #include <tuple>
 
 #include "core/base/error.h"
+#include "core/base/json_cursor.h"
+#include "core/strategy/strategy.h"
 #include "core/sweep/sweep_points.h"
 
 namespace replisim::cli {
@@ -95,8 +97,15 @@ void check_planning_values(CliArgs& args, const PlanningRaw& raw) {
   }
   if ((args.command == "sweep" || args.command == "whatif") && args.strategy == "both") {
     throw core::InputError("", "--strategy",
-                           "a point runs one strategy: give in_graph or between_graph (the "
-                           "default), or --vary strategy=in_graph,between_graph");
+                           "a point runs one strategy: give one of " +
+                               core::join_names(core::strategy_names()) +
+                               " (default between_graph), or --vary strategy=" +
+                               [] {
+                                 std::string all;
+                                 for (const std::string& s : core::strategy_names())
+                                   all += (all.empty() ? "" : ",") + s;
+                                 return all;
+                               }());
   }
   if (!raw.target.empty()) {
     char* end = nullptr;

@@ -12,6 +12,7 @@
 #include "core/backend/backend.h"
 #include "core/base/error.h"
 #include "core/base/output_file.h"
+#include "core/strategy/strategy.h"
 
 namespace replisim::cli {
 namespace {
@@ -23,17 +24,20 @@ struct Change {
   std::vector<std::pair<std::string, std::string>> knobs;
 };
 
+// The changes tried, ending with each other strategy of the registry.
 std::vector<Change> changes_for(const std::string& strategy) {
-  const std::string other = strategy == "in_graph" ? "between_graph" : "in_graph";
-  return {{"NIC bandwidth x2", {{"nic_bandwidth", "x2"}}},
+  std::vector<Change> changes = {{"NIC bandwidth x2", {{"nic_bandwidth", "x2"}}},
           {"switch bandwidth x2", {{"switch_bandwidth", "x2"}}},
           {"one more PS", {{"ps", "+1"}}},
           {"GPU speed x2", {{"gpu_speed", "x2"}}},
           {"replicas x2", {{"replicas", "x2"}}},
           {"greedy_by_bytes placement", {{"variable_placement", "greedy_by_bytes"}}},
           {"partitioned placement", {{"variable_placement", "partitioned"}}},
-          {"sync with one backup worker", {{"backups", "1"}}},
-          {other + " strategy", {{"strategy", other}}}};
+          {"sync with one backup worker", {{"backups", "1"}}}};
+  for (const std::string& other : core::strategy_names()) {
+    if (other != strategy) changes.push_back({other + " strategy", {{"strategy", other}}});
+  }
+  return changes;
 }
 
 std::string percent(double fraction) {

@@ -9,6 +9,9 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "core/base/json_cursor.h"
+#include "core/strategy/strategy_names.h"
+
 namespace replisim::gui {
 
 namespace {
@@ -154,8 +157,10 @@ ClassroomEntry read_entry(const nlohmann::json& e, const std::string& where) {
   entry.claim = text_of(e, "claim", where);
   entry.look = text_of(e, "look", where);
   entry.strategy = text_of(e, "strategy", where);
-  if (entry.strategy != "both" && entry.strategy != "in_graph" && entry.strategy != "between_graph")
-    throw std::runtime_error(where + ": strategy is both, in_graph or between_graph");
+  if (entry.strategy != "both" && !core::is_strategy_name(entry.strategy)) {
+    throw std::runtime_error(where + ": strategy is both or one of " +
+                             core::join_names(core::strategy_names()));
+  }
   entry.interactive_steps = e.value("interactive_steps", 0);
   entry.interactive_granularity = e.value("interactive_granularity", 0);
   entry.steps_note = e.value("steps_note", std::string());

@@ -15,6 +15,7 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include "core/strategy/strategy_names.h"
 #include "gui/scenario_panel.h"
 #include "gui/scenario_runner.h"
 
@@ -63,7 +64,10 @@ QFormLayout* ScenarioPanel::build_knob_rows() {
     return widget;
   };
   strategy_ = named(new QComboBox(this), "strategy", "Which strategy runs (--strategy)");
-  strategy_->addItems({"both", "in_graph", "between_graph"});
+  strategy_->addItem("both");  // every strategy of the registry
+  for (const std::string& name : core::strategy_names()) {
+    strategy_->addItem(QString::fromStdString(name));
+  }
   form->addRow("Strategy", strategy_);
   replicas_ = named(new QSpinBox(this), "replicas",
                     "training.replicas: towers (in-graph) or workers (between-graph)");

@@ -61,7 +61,7 @@ TimelineModel::TimelineModel(core::Trace trace, std::string source)
 std::string TimelineModel::title() const {
   if (trace_->meta.scenario.empty()) return source_;
   std::string title = trace_->meta.scenario + " · " + trace_->meta.strategy;
-  if (trace_->meta.strategy == "between_graph") title += " (" + trace_->meta.sync + ")";
+  if (core::clients_are_workers(trace_->meta)) title += " (" + trace_->meta.sync + ")";
   return title;
 }
 
@@ -177,7 +177,9 @@ void TimelineModel::build_links() {
     }
     auto [it, added] = route_channels.try_emplace({src->second, dst->second});
     if (added) {
-      for (const core::Hop& hop : p.route(src->second, dst->second)) {
+      // The links the report counts (core/metrics: Platform::transfer_route): two processes on
+      // one GPU exchange a tensor through host memory, over its PCIe link up and down.
+      for (const core::Hop& hop : p.transfer_route(src->second, dst->second)) {
         it->second.push_back(p.channel_of(hop));
       }
     }

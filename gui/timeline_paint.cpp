@@ -70,7 +70,7 @@ void TimelineView::paint_ruler(QPainter& p, const Geometry& g) const {
   const core::TraceMeta& meta = model_->trace().meta;
   QString first = QString::fromStdString(meta.scenario.empty() ? model_->source() : meta.scenario);
   QString second = QString::fromStdString(meta.strategy);
-  if (meta.strategy == "between_graph") second += " (" + QString::fromStdString(meta.sync) + ")";
+  if (core::clients_are_workers(meta)) second += " (" + QString::fromStdString(meta.sync) + ")";
   QFont font = p.font();
   const QFont plain = font;
   font.setBold(true);

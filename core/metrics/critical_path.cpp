@@ -61,7 +61,8 @@ struct StepTimes {
 
 class PathWalker {
  public:
-  explicit PathWalker(const Trace& trace) : trace_(trace), meta_(trace.meta) {
+  explicit PathWalker(const Trace& trace)
+      : trace_(trace), meta_(trace.meta), one_client_(!clients_are_workers(trace.meta)) {
     for (size_t g = 0; g < meta_.graphs.size(); ++g) {
       const uint32_t id = trace.find(meta_.graphs[g].role);
       if (id != kNoString) graph_of_role_[id] = int(g);
@@ -462,7 +463,7 @@ class PathWalker {
     const TraceRole& role = meta_.roles[size_t(o.role)];
     // Between-graph towers are ops of their worker's role; in-graph towers are the client's.
     return role.name == own_role_ ||
-           (role.kind == RoleKind::kTower && meta_.strategy == "in_graph");
+           (role.kind == RoleKind::kTower && one_client_);
   }
 
   // The share a compute event counts to: its op's (device_share), or a copy's.
@@ -478,7 +479,7 @@ class PathWalker {
   // A compute op's share: its device; in-graph, the client's own ops say which part they are.
   std::string device_share(const TraceOp& o, const TraceEvent& e) const {
     const std::string& device = trace_.str(e.device);
-    if (meta_.strategy == "in_graph" && size_t(o.role) < meta_.roles.size() &&
+    if (one_client_ && size_t(o.role) < meta_.roles.size() &&
         meta_.roles[size_t(o.role)].kind == RoleKind::kClient &&
         (o.kind == OpKind::kInput || o.kind == OpKind::kSplit || o.kind == OpKind::kAggregate ||
          o.kind == OpKind::kLoss || o.kind == OpKind::kApply)) {
@@ -490,6 +491,7 @@ class PathWalker {
 
   const Trace& trace_;
   const TraceMeta& meta_;
+  const bool one_client_;  // in-graph: one client (RoleKind::kClient) owns every tower
   std::unordered_map<uint32_t, int> graph_of_role_;
   std::unordered_map<std::string, std::string> device_machine_;
   std::unordered_map<Key, std::vector<int>, KeyHash> buckets_;    // event indices

@@ -297,6 +297,7 @@ RunMetrics run_facts(const MetricsInput& in, const Trace& trace) {
   RunMetrics r;
   r.scenario = in.meta.scenario;
   r.strategy = in.meta.strategy;
+  r.worker_clients = clients_are_workers(in.meta);
   if (in.meta.sync == kDistributedReplicated) r.sync_variant = kDistributedReplicated;
   r.backend = trace.meta.backend;
   r.events = trace.events.size();

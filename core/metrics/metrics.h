@@ -116,6 +116,7 @@ struct RunMetrics {
   // (worker steps ending in the window x their batch / window), and the worker steps whose
   // gradient (one slice or more) an accumulator dropped as stale in the window.
   bool synchronous = false;
+  bool worker_clients = false;  // the clients are workers (core::clients_are_workers)
   std::string sync_variant;  // "tf" or "strict"; "distributed_replicated" (not synchronous)
   int replicas_to_aggregate = 0;
   int total_num_replicas = 0;

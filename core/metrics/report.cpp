@@ -217,7 +217,7 @@ void add_sync_rows(ReportTable& t) {
   }
   t.row("sync mode", [](const RunMetrics& r) {
     if (r.sync_variant == kDistributedReplicated) return r.sync_variant + " (barriers)";
-    if (!r.synchronous) return std::string(r.strategy == "in_graph" ? "-" : "async");
+    if (!r.synchronous) return std::string(r.worker_clients ? "async" : "-");
     return "sync " + r.sync_variant + ", R " + std::to_string(r.replicas_to_aggregate) + " of T " +
            std::to_string(r.total_num_replicas);
   });

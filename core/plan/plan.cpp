@@ -82,6 +82,11 @@ std::vector<MemoryCheck> memory_checks(const Plan& plan) {
   return out;
 }
 
+bool clients_are_workers(const Plan& plan) {
+  return !plan.clients.empty() &&
+         plan.roles[size_t(plan.clients.front().role)].kind == RoleKind::kWorker;
+}
+
 const char* plan_fault_kind_name(PlanFaultKind kind) {
   switch (kind) {
     case PlanFaultKind::kRole:

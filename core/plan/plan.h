@@ -165,7 +165,7 @@ struct OptimizerRule {
 
 struct Plan {
   std::string scenario_name;
-  std::string strategy;  // "in_graph" or "between_graph"
+  std::string strategy;  // the strategy's registry name ("in_graph", "between_graph")
   // "async", "sync" (between_graph; see sync_replicas) or kDistributedReplicated.
   std::string sync = "async";
   SyncReplicas sync_replicas;  // when sync == "sync"
@@ -202,6 +202,9 @@ struct Plan {
 // plan is synchronous, the chief's sync op (SyncReplicas::chief_graph). Backends and traces
 // number graphs by their index here. Pointers into `plan`.
 std::vector<const ClientGraph*> step_graphs(const Plan& plan);
+// Whether the plan's clients are workers (between-graph), whose training has a sync mode; an
+// in-graph client (RoleKind::kClient) is synchronous by construction.
+bool clients_are_workers(const Plan& plan);
 
 // The operating-system processes of the job: TF 1.x runs one server per task, and a tensor
 // between two tasks goes through gRPC even on one machine (Transport::between_processes).

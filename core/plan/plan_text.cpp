@@ -185,7 +185,7 @@ std::string format_plan(const Plan& plan) {
   std::ostringstream out;
   const Platform& p = plan.platform;
   out << "plan: " << plan.strategy
-      << (plan.strategy == "between_graph" ? " (" + plan.sync + ")" : std::string())
+      << (clients_are_workers(plan) ? " (" + plan.sync + ")" : std::string())
       << " for scenario \"" << plan.scenario_name << "\", hash " << plan_hash(plan) << ", seed "
       << plan.seed << "\n";
   out << "platform: " << p.machines.size() << " machine(s), " << p.devices.size() << " device(s), "

@@ -15,12 +15,14 @@ const std::vector<Strategy>& strategies() {
       {"in_graph",
        "one client, one graph over all towers; the client splits the batch, gathers, computes "
        "the loss and aggregates gradients; every step waits for every tower",
-       compile_in_graph},
+       compile_in_graph, /*one_client=*/true, /*replica_role_kind=*/"tower",
+       /*sync_replicas=*/false},
       {"between_graph",
        "one client per worker with a full graph copy; variables on parameter servers; workers "
        "pull, compute and push on their own (async) or aggregate through the chief's sync op "
        "(sync); worker 0 is the chief",
-       compile_between_graph},
+       compile_between_graph, /*one_client=*/false, /*replica_role_kind=*/"worker",
+       /*sync_replicas=*/true},
   };
   return kStrategies;
 }
@@ -30,6 +32,10 @@ const Strategy* find_strategy(const std::string& name) {
     if (s.name == name) return &s;
   }
   return nullptr;
+}
+
+bool is_strategy_name(const std::string& name) {
+  return find_strategy(name) != nullptr;
 }
 
 std::vector<std::string> strategy_names() {

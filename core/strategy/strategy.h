@@ -8,6 +8,7 @@
 
 #include "core/plan/plan.h"
 #include "core/scenario/scenario.h"
+#include "core/strategy/strategy_names.h"
 #include "core/strategy/graph_builder.h"
 
 namespace replisim::core {
@@ -59,16 +60,25 @@ PlanEstimate estimate_plan(const Scenario& scenario, const std::string& strategy
 // with the estimate and what it was made of, in one line.
 void require_within_budget(const PlanEstimate& estimate, const PlanBudget& budget);
 
+// A strategy of the registry: its name (the --strategy value, a trace's and a sweep row's
+// `strategy`), a line for help texts, its compiler, and what the planning tools need to know of
+// its roles without naming it.
 struct Strategy {
   std::string name;
   std::string description;
   std::function<Plan(const Scenario&, const CompileOptions&)> compile;
+  // One client drives every replica (in-graph): a sweep row counts 1 worker and names the
+  // client's machine, whose NIC is "client nic".
+  bool one_client = false;
+  // The role kind whose step breakdown describes a replica in a sweep row: "tower" or "worker".
+  std::string replica_role_kind = "worker";
+  // Synchronous training through SyncReplicasOptimizer (and so backup workers) applies.
+  bool sync_replicas = false;
 };
 
 // "in_graph" and "between_graph", in that order.
 const std::vector<Strategy>& strategies();
 const Strategy* find_strategy(const std::string& name);
-std::vector<std::string> strategy_names();
 
 // Compiles `scenario` with the named strategy; an unknown name throws InputError listing the
 // valid ones (`flag` names the flag or field that gave it).

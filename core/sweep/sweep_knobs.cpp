@@ -11,6 +11,7 @@
 #include "core/base/units.h"
 #include "core/plan/kinds.h"
 #include "core/scenario/scenario.h"
+#include "core/strategy/strategy.h"
 
 namespace replisim::core {
 namespace {
@@ -279,12 +280,16 @@ void apply_ps(json& s, const std::string& value, const KnobContext& ctx) {
 
 void apply_backups(json& s, const std::string& value, const KnobContext& ctx) {
   const int backups = parse_count("backups", value, 0, limits::kMaxCpuCores);
-  if (ctx.strategy == "in_graph") {
+  const Strategy* strategy = find_strategy(ctx.strategy);
+  if (strategy != nullptr && !strategy->sync_replicas) {
     if (backups == 0) return;
     throw InputError("", "--vary backups",
                      "backups=" + value +
-                         " applies to between-graph training; this point is "
-                         "in_graph (synchronous by construction, one client)");
+                         " applies to between-graph training (SyncReplicasOptimizer); this "
+                         "point is " +
+                         ctx.strategy +
+                         (strategy->one_client ? " (synchronous by construction, one client)"
+                                               : ""));
   }
   if (ctx.point != nullptr) {
     auto it = ctx.point->find("sync");

@@ -6,7 +6,9 @@
 
 #include "core/base/error.h"
 #include "core/base/hash.h"
+#include "core/base/json_cursor.h"
 #include "core/base/version.h"
+#include "core/strategy/strategy.h"
 #include "core/sweep/sweep_knobs.h"
 #include "core/sweep/sweep_values.h"
 
@@ -24,9 +26,9 @@ SweepAxis parse_sweep_axis(const std::string& text) {
   axis.values = expand_sweep_values("--vary " + axis.key, text.substr(eq + 1));
   if (!knob.apply) {  // strategy: checked here, as no scenario field will check it
     for (const std::string& v : axis.values) {
-      if (v != "in_graph" && v != "between_graph") {
+      if (find_strategy(v) == nullptr) {
         throw InputError("", "--vary strategy",
-                         "unknown strategy \"" + v + "\"; valid: in_graph, between_graph");
+                         "unknown strategy \"" + v + "\"; valid: " + join_names(strategy_names()));
       }
     }
   }
@@ -133,10 +135,18 @@ SweepPointFacts sweep_point_facts(const ResolvedPoint& point) {
   SweepPointFacts f;
   f.strategy = point.strategy;
   f.replica_devices = int(t.replicas.size());
-  f.workers = point.strategy == "in_graph" ? 1 : int(t.workers.size());
+  const Strategy* found = find_strategy(point.strategy);
+  if (found == nullptr) {
+    throw InputError("", "--strategy",
+                     "unknown strategy \"" + point.strategy + "\"; valid: " +
+                         join_names(strategy_names()));
+  }
+  const Strategy& strategy = *found;
+  f.workers = strategy.one_client ? 1 : int(t.workers.size());
   f.ps_tasks = int(t.ps.size());
   for (const DeviceRef& d : t.ps) f.ps_machines.insert(d.machine);
-  if (point.strategy == "in_graph") f.client = t.client;
+  if (strategy.one_client) f.client = t.client;
+  f.replica_role_kind = strategy.replica_role_kind;
   return f;
 }
 

@@ -61,6 +61,7 @@ struct SweepPointFacts {
   int ps_tasks = 0;
   std::set<std::string> ps_machines;  // machines that run a PS
   std::string client;                 // in-graph: the client's machine; "" otherwise
+  std::string replica_role_kind = "worker";  // whose step breakdown describes a replica
 };
 SweepPointFacts sweep_point_facts(const ResolvedPoint& point);
 

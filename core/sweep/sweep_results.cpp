@@ -100,7 +100,7 @@ SweepRow sweep_row_from_summary(const SweepPoint& point, const SweepPointFacts& 
     }
   }
   // The replicas' step breakdown: between-graph workers, in-graph towers.
-  const std::string kind = facts.strategy == "in_graph" ? "tower" : "worker";
+  const std::string& kind = facts.replica_role_kind;
   const JsonCursor waits = run.at("waits");
   int roles = 0;
   for (size_t i = 0; i < waits.size(); ++i) {

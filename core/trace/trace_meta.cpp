@@ -104,6 +104,22 @@ std::string one_of(const JsonCursor& c, const std::vector<std::string>& valid) {
   return text;
 }
 
+// A strategy's name as the registry spells them (core/strategy/strategy.h: "in_graph",
+// "between_graph", ...): a trace names whichever strategy compiled its plan, one this replisim
+// knows or not, so any such name reads.
+std::string strategy_name(const JsonCursor& c) {
+  const std::string text = c.as_string();
+  const bool word = !text.empty() && text.size() <= 64 && text[0] >= 'a' && text[0] <= 'z' &&
+                    text.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") ==
+                        std::string::npos;
+  if (!word) {
+    c.fail("\"" + text +
+           "\" is no strategy's name (lowercase letters, digits and _, at most 64, such as "
+           "in_graph or between_graph)");
+  }
+  return text;
+}
+
 std::vector<std::string> strings_from_json(const JsonCursor& c) {
   std::vector<std::string> out;
   for (size_t i = 0; i < c.size(); ++i) out.push_back(c.at(i).as_string());
@@ -301,7 +317,7 @@ TraceMeta trace_meta_from_json(const nlohmann::json& json, const std::string& so
   }
   TraceMeta m;
   m.scenario = c.at("scenario").as_string();
-  m.strategy = one_of(c.at("strategy"), {"in_graph", "between_graph"});
+  m.strategy = strategy_name(c.at("strategy"));
   settings_from_json(c, m);
   m.platform = platform_from_json(c.at("platform").value(), source, path + "/platform");
   m.roles = roles_from_json(c.at("roles"));
@@ -441,6 +457,15 @@ RunOutcome run_outcome_from_json(const nlohmann::json& json, const std::string& 
     }
   }
   return o;
+}
+
+bool clients_are_workers(const TraceMeta& meta) {
+  for (const TraceClient& c : meta.clients) {
+    for (const TraceRole& r : meta.roles) {
+      if (r.name == c.role) return r.kind == RoleKind::kWorker;
+    }
+  }
+  return false;
 }
 
 }  // namespace replisim::core

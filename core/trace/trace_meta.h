@@ -81,7 +81,7 @@ inline constexpr size_t kMaxTraceGraphOps = 500000;
 // Written once, before any event (TraceSink::begin).
 struct TraceMeta {
   std::string scenario;
-  std::string strategy;        // "in_graph" or "between_graph"
+  std::string strategy;        // the strategy's registry name ("in_graph", "between_graph")
   std::string sync = "async";  // "async", "sync" or "distributed_replicated"
   TraceSyncReplicas sync_replicas;
   int steps = 0;
@@ -110,6 +110,12 @@ struct TraceMeta {
   // The step graph whose events name `role` as their client, or nullptr.
   const TraceGraph* find_graph(const std::string& role) const;
 };
+
+// Whether the run's clients are workers (between-graph: each worker's own client), whose
+// training has a sync mode; in-graph's one client (RoleKind::kClient) is synchronous by
+// construction. Decided by role kind, not by the strategy's name.
+bool clients_are_workers(const TraceMeta& meta);
+
 
 // A job failure and the restart that followed it (a parameter server, the in-graph client or a
 // tower died; training.recovery). Times in seconds of the run's clock.

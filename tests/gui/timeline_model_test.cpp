@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <set>
+
+#include "core/metrics/metrics.h"
 
 #include "gui/timeline_model.h"
 #include "gui/trace_loading.h"
@@ -94,6 +97,27 @@ TEST(TimelineModel, ATransferPairsItsSendingAndReceivingSlices) {
   ASSERT_GE(recv, 0);
   EXPECT_TRUE(model->layout().slices[size_t(recv)].receiver_side);
   EXPECT_EQ(model->partner_slice(recv), send);
+}
+
+// The viewer's link tracks cross the links the report counts (Platform::transfer_route): a tensor
+// between two processes on one GPU goes through host memory, up and down its PCIe link.
+TEST(TimelineModel, LinkTracksCrossTheLinksTheReportCounts) {
+  core::Trace trace = test::tiny_trace(0);
+  trace.meta.platform.transport.between_processes = true;
+  for (core::TraceEvent& e : trace.events) {
+    if (e.kind == core::EventKind::kTransfer) e.peer = e.device;  // worker0 to another process
+  }
+  const TimelineModel model(trace, "tiny");
+  std::set<std::string> tracks;
+  for (const LinkTrack& t : model.links()) tracks.insert(t.name);
+  const core::RunMetrics report = core::compute_window_metrics(trace, 0, 4.5);
+  std::set<std::string> counted;
+  for (const core::ResourceUse& l : report.links) {
+    if (l.utilization > 0) counted.insert(l.name);
+  }
+  EXPECT_EQ(tracks, counted);
+  EXPECT_EQ(tracks.count("pc1/pcie/gpu0/up"), 1u);
+  EXPECT_EQ(tracks.count("pc1/pcie/gpu0/down"), 1u);
 }
 
 TEST(TimelineModel, CounterValuesHoldFromEachSample) {

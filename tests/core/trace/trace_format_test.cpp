@@ -470,8 +470,8 @@ TEST(TraceFormat, MetadataIsCheckedMemberByMember) {
   auto has = [](const std::string& message, const std::string& needle) {
     EXPECT_NE(message.find(needle), std::string::npos) << message;
   };
-  has(error_with([](Trace& t) { t.meta.strategy = "bogus"; }),
-      "run 1, /meta/strategy: unknown value \"bogus\"; valid: in_graph, between_graph");
+  has(error_with([](Trace& t) { t.meta.strategy = "in graph"; }),
+      "run 1, /meta/strategy: \"in graph\" is no strategy's name");
   has(error_with([](Trace& t) { t.meta.sync = "sometimes"; }), "run 1, /meta/sync");
   // A step graph's op whose input is not an earlier op, or whose device does not exist.
   has(error_with([](Trace& t) { t.meta.graphs[0].ops[0].inputs = {1}; }),
