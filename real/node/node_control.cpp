@@ -339,11 +339,11 @@ void Node::stop(int job_fault) {
   // Nodes a cluster's launcher started: the coordinator gathers every part.
   if (gather_ && !failed_) {
     if (coordinator()) {
-      gather(close);
+      gather_->gather(close);
       return;
     }
     if (live(uint32_t(map_.coordinator_task))) {
-      send_part(close);
+      gather_->send_part(close);
       return;
     }
     std::fprintf(stderr,

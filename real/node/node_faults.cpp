@@ -122,7 +122,7 @@ void Node::die(int fault) {
   };
   // Started by a cluster's launcher: the part goes to the coordinator first (it merges the run).
   if (gather_ && !coordinator() && live(uint32_t(map_.coordinator_task))) {
-    send_part(kill_self);
+    gather_->send_part(kill_self);
     return;
   }
   kill_self();

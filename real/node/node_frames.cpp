@@ -86,17 +86,10 @@ void Node::on_frame(uint32_t peer, const FrameHeader& h, const uint8_t* payload)
   auto require = [&h](bool ok, const char* why) {
     if (!ok) throw FrameError(std::string(frame_type_name(h.type)) + " frame " + why);
   };
-  // The trace's parts travel at the end, while the nodes stop.
-  if (h.type == FrameType::kTracePart) {
-    require(coordinator() && gather_, "to a task that gathers no trace");
-    on_trace_part(peer, h, payload);
-    return;
-  }
-  if (h.type == FrameType::kTracePartKept) {
-    require(from_coordinator, "not from the coordinator");
-    on_part_kept();
-    return;
-  }
+  // The parts that own their frames (the trace's parts travel at the end, while the nodes stop).
+  if (router_.route(peer, h, payload)) return;
+  require(h.type != FrameType::kTracePart && h.type != FrameType::kTracePartKept,
+          "to a task that gathers no trace");
   if (stopping_) return;
   switch (h.type) {
     case FrameType::kPing:

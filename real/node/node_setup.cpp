@@ -115,7 +115,11 @@ Node::Node(const NodeSetup& setup)
   graph_dead_.assign(graphs_.size(), false);
   graph_steps_.assign(plan_.clients.size(), 0);
   resumed_s_.assign(graphs_.size(), -1);
-  gather_ = !options_.launched;
+  if (!options_.launched) {
+    gather_.emplace(static_cast<TraceGather::Host&>(*this), spec_, self_,
+                    uint32_t(map_.coordinator_task), options_.trace_out);
+    gather_->own_frames(router_);
+  }
   if (!options_.resume_path.empty()) {
     resume_ = read_resume_file(options_.resume_path);
     incarnation_start_s_ = resume_->restart_s;
@@ -303,6 +307,21 @@ void Node::post(std::function<void()> work) {
   asio::post(io_, [alive = std::weak_ptr<bool>(alive_), work = std::move(work)] {
     if (!alive.expired()) work();
   });
+}
+
+void Node::timer(double delay_s, std::function<void()> work) {
+  auto timer = std::make_shared<asio::steady_timer>(io_);
+  timer->expires_after(std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(std::max(0.0, delay_s))));
+  timer->async_wait([timer, work = std::move(work),
+                     alive = std::weak_ptr<bool>(alive_)](const asio::error_code&) {
+    if (!alive.expired()) work();
+  });
+}
+
+void Node::gather_failed(const std::string& why) {
+  failed_ = true;
+  error_line_ = describe() + ": " + why;
 }
 
 void Node::after(double delay_s, bool busy, std::function<void()> work) {

@@ -34,7 +34,9 @@
 #include "core/trace/trace_format.h"
 #include "real/cluster.h"
 #include "real/compute/cpu_engine.h"
+#include "real/node/frame_router.h"
 #include "real/node/node.h"
+#include "real/node/trace_gather.h"
 #include "real/state/parameter_store.h"
 #include "real/transport/mesh.h"
 
@@ -119,7 +121,10 @@ struct NodeSetup {
   std::string cluster_file;  // for errors about the spec
 };
 
-class Node : public Mesh::Handler, public core::SyncHost, public core::StepHost {
+class Node : public Mesh::Handler,
+             public core::SyncHost,
+             public core::StepHost,
+             private TraceGather::Host {
  public:
   // Binds the task's address (or takes the launcher's socket); throws core::InputError naming
   // the cluster file for an address that cannot be bound.
@@ -161,7 +166,10 @@ class Node : public Mesh::Handler, public core::SyncHost, public core::StepHost 
   void complete_now(int g, int op) override;
 
   // A gathering coordinator's run trace, every node's part merged (after run(); NodeOptions).
-  const std::optional<core::Trace>& run_trace() const { return run_trace_; }
+  const std::optional<core::Trace>& run_trace() const {
+    static const std::optional<core::Trace> kNone;
+    return gather_ ? gather_->run_trace() : kNone;
+  }
 
  private:
   // Set-up (node_setup.cpp).
@@ -219,13 +227,11 @@ class Node : public Mesh::Handler, public core::SyncHost, public core::StepHost 
   void job_down(int fault);
   void detect_job_failure();
   void note_struck_while_down(const core::PlanFault& fault);
-  bool live(uint32_t task) const { return !task_dead_[task]; }
-  // Gathering (node_gather.cpp).
-  void send_part(std::function<void()> then);
-  void on_part_kept();
-  void on_trace_part(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
-  void gather(std::function<void()> close);
-  void maybe_merge(bool deadline);
+  // TraceGather::Host (node_setup.cpp).
+  Mesh& mesh() override { return *mesh_; }
+  void timer(double delay_s, std::function<void()> work) override;
+  bool live(uint32_t task) const override { return !task_dead_[task]; }
+  void gather_failed(const std::string& why) override;
   // Restarts (node_restart.cpp).
   void begin_restored_training();
   std::optional<CheckpointIndex> checkpoint_to_restore(
@@ -375,13 +381,10 @@ class Node : public Mesh::Handler, public core::SyncHost, public core::StepHost 
   std::unique_ptr<core::NativeTraceWriter> writer_;
   std::optional<core::TraceRecorder> recorder_;
   core::RunOutcome outcome_;
-  // Gathering the run's trace (nodes not started by run).
-  bool gather_ = false;
-  bool gathering_ = false;  // coordinator: stopped, waiting for the parts
-  std::function<void()> gather_close_;
-  std::function<void()> after_part_kept_;
-  std::map<uint32_t, std::string> parts_in_, part_chunks_;  // coordinator: per task
-  std::optional<core::Trace> run_trace_;
+  // The parts that own their state and frames (FrameRouter): gathering the run's trace (nodes
+  // not started by run).
+  FrameRouter router_;
+  std::optional<TraceGather> gather_;
   // Faults and restarts.
   std::optional<Resume> resume_;
   double incarnation_start_s_ = 0;  // faults before it struck an earlier incarnation

@@ -1,8 +1,3 @@
-// Gathering the run's trace over the transport, for nodes a cluster's launcher started (srun,
-// mpirun, ssh; `replisim run` reads its nodes' files instead): at the end every node sends its
-// part to the coordinator, which merges them into the run's trace (the report and
-// --run-trace-out). A node a fault kills sends its part first. Each node keeps its own part file
-// as well, so that `report --merge` can rebuild the run when the coordinator itself died.
 #include <algorithm>
 #include <fstream>
 #include <iterator>
@@ -13,15 +8,11 @@
 #include "core/base/json_cursor.h"
 #include "core/trace/trace_format.h"
 #include "core/trace/trace_merge.h"
-#include "real/node/runtime.h"
+#include "real/node/trace_gather.h"
 
 namespace replisim::real::detail {
 
 namespace {
-
-constexpr double kPartKeptWithinS = 10;  // a part's receipt, at most (then the node goes anyway)
-constexpr double kGatherWithinS = 30;    // every live task's part at the coordinator, at most
-constexpr size_t kMaxPartChunks = 4096;  // parts of at most 4 GiB
 
 std::string file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -32,17 +23,36 @@ std::string file_bytes(const std::string& path) {
 
 }  // namespace
 
-// This task's part (written and published) to the coordinator, in frames of at most a chunk;
-// `then` runs once the coordinator has it, or kPartKeptWithinS later.
-void Node::send_part(std::function<void()> then) {
+TraceGather::TraceGather(Host& host, const ClusterSpec& spec, uint32_t self, uint32_t coordinator,
+                         std::string part_file)
+    : host_(host),
+      spec_(spec),
+      self_(self),
+      coordinator_(coordinator),
+      part_file_(std::move(part_file)) {}
+
+void TraceGather::own_frames(FrameRouter& router) {
+  router.own(FrameType::kTracePart, [this](uint32_t peer, const FrameHeader& h,
+                                           const uint8_t* payload) {
+    if (self_ != coordinator_) {
+      throw FrameError(std::string(frame_type_name(h.type)) + " frame to a task that is not the "
+                                                             "coordinator");
+    }
+    on_trace_part(peer, h, payload);
+  });
+  router.own(FrameType::kTracePartKept,
+             [this](uint32_t peer, const FrameHeader&, const uint8_t*) { on_part_kept(peer); });
+}
+
+void TraceGather::send_part(std::function<void()> then) {
   std::string bytes;
   try {
-    bytes = file_bytes(options_.trace_out);
+    bytes = file_bytes(part_file_);
   } catch (const std::exception&) {
     then();
     return;
   }
-  const uint32_t to = uint32_t(map_.coordinator_task);
+  const uint32_t to = coordinator_;
   const size_t chunks =
       std::max<size_t>(1, (bytes.size() + kDefaultChunkBytes - 1) / kDefaultChunkBytes);
   auto data = std::make_shared<std::string>(std::move(bytes));
@@ -54,26 +64,28 @@ void Node::send_part(std::function<void()> then) {
     const size_t offset = i * kDefaultChunkBytes;
     const size_t length =
         std::min<size_t>(kDefaultChunkBytes, data->size() - std::min(offset, data->size()));
-    mesh_->send(to, h, reinterpret_cast<const uint8_t*>(data->data()) + offset, length, data);
+    host_.mesh().send(to, h, reinterpret_cast<const uint8_t*>(data->data()) + offset, length,
+                      data);
   }
   auto once = std::make_shared<std::function<void()>>(std::move(then));
   after_part_kept_ = [once] {
     if (*once) std::exchange(*once, nullptr)();
   };
-  auto timer = std::make_shared<asio::steady_timer>(io_);
-  timer->expires_after(
-      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kPartKeptWithinS)));
-  timer->async_wait([timer, once, alive = std::weak_ptr<bool>(alive_)](const asio::error_code&) {
-    if (!alive.expired() && *once) std::exchange(*once, nullptr)();
+  host_.timer(kPartKeptWithinS, [once] {
+    if (*once) std::exchange(*once, nullptr)();
   });
 }
 
-void Node::on_part_kept() {
+void TraceGather::on_part_kept(uint32_t peer) {
+  if (peer != coordinator_) {
+    throw FrameError(std::string(frame_type_name(FrameType::kTracePartKept)) +
+                     " frame not from the coordinator");
+  }
   if (after_part_kept_) std::exchange(after_part_kept_, nullptr)();
 }
 
 // The coordinator: a chunk of `peer`'s part; the whole part is acknowledged.
-void Node::on_trace_part(uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
+void TraceGather::on_trace_part(uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
   if (h.chunks > kMaxPartChunks) throw FrameError("a trace part of more than 4 GiB");
   if (parts_in_.count(peer) > 0) throw FrameError("a second trace part");
   std::string& part = part_chunks_[peer];
@@ -81,29 +93,26 @@ void Node::on_trace_part(uint32_t peer, const FrameHeader& h, const uint8_t* pay
   if (h.chunk + 1 < h.chunks) return;
   parts_in_[peer] = std::move(part);
   part_chunks_.erase(peer);
-  send_frame(peer, FrameType::kTracePartKept, -1, 0);
+  FrameHeader kept;
+  kept.type = FrameType::kTracePartKept;
+  host_.mesh().send(peer, kept, std::string());
   if (gathering_) maybe_merge(false);
 }
 
-// The coordinator's end: once every live task's part is in (or kGatherWithinS passed), the run's
-// trace; then `close`.
-void Node::gather(std::function<void()> close) {
+void TraceGather::gather(std::function<void()> close) {
   gathering_ = true;
   gather_close_ = std::move(close);
-  auto timer = std::make_shared<asio::steady_timer>(io_);
-  timer->expires_after(
-      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kGatherWithinS)));
-  timer->async_wait([this, timer, alive = std::weak_ptr<bool>(alive_)](const asio::error_code&) {
-    if (!alive.expired()) maybe_merge(true);
-  });
+  host_.timer(kGatherWithinS, [this] { maybe_merge(true); });
   maybe_merge(false);
 }
 
-void Node::maybe_merge(bool deadline) {
+void TraceGather::maybe_merge(bool deadline) {
   if (!gather_close_) return;
   std::vector<std::string> missing;
   for (uint32_t t = 0; t < spec_.tasks.size(); ++t) {
-    if (t != self_ && live(t) && parts_in_.count(t) == 0) missing.push_back(spec_.tasks[t].name());
+    if (t != self_ && host_.live(t) && parts_in_.count(t) == 0) {
+      missing.push_back(spec_.tasks[t].name());
+    }
   }
   if (!missing.empty() && !deadline) return;
   auto close = std::exchange(gather_close_, nullptr);
@@ -115,7 +124,7 @@ void Node::maybe_merge(bool deadline) {
     }
     std::vector<core::Trace> parts;
     std::vector<std::string> sources;
-    parts_in_[self_] = file_bytes(options_.trace_out);
+    parts_in_[self_] = file_bytes(part_file_);
     for (const auto& [task, bytes] : parts_in_) {
       sources.push_back("task " + spec_.tasks[task].name() + "'s part");
       std::istringstream in(bytes);
@@ -125,8 +134,7 @@ void Node::maybe_merge(bool deadline) {
     }
     run_trace_ = core::merge_parts(parts, sources);
   } catch (const std::exception& e) {
-    failed_ = true;
-    error_line_ = describe() + ": cannot gather the run's trace: " + e.what();
+    host_.gather_failed(std::string("cannot gather the run's trace: ") + e.what());
   }
   close();
 }
