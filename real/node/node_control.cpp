@@ -18,7 +18,6 @@ namespace replisim::real::detail {
 
 namespace {
 
-constexpr int kClockPings = 8;           // ping-pongs per task; the lowest round trip is kept
 constexpr double kStartLeadS = 0.05;     // START goes out this long before the run's t = 0
 constexpr double kWaveEveryS = 0.5;      // quiescence waves
 constexpr double kProgressEveryS = 0.2;  // progress lines to the launcher, at most
@@ -29,32 +28,6 @@ constexpr size_t kMaxErrorBytes = 2000;
 }  // namespace
 
 // --- clocks and start ---------------------------------------------------------------------
-
-void Node::estimate_clock() {
-  pings_left_ = kClockPings;
-  best_rtt_s_ = std::numeric_limits<double>::infinity();
-  send_frame(uint32_t(map_.coordinator_task), FrameType::kPing, -1, 0, pack_f64({clock_s()}));
-}
-
-// NTP's estimate from one exchange: the coordinator's clock read half-way through the round trip.
-void Node::on_pong(const uint8_t* payload, size_t size, double coordinator_clock_s) {
-  if (pings_left_ <= 0) throw FrameError("pong without a ping");
-  const double sent_s = unpack_f64(payload, size, 0);
-  const double back_s = clock_s();
-  const double rtt_s = back_s - sent_s;
-  if (rtt_s < 0) throw FrameError("a pong for a ping not sent yet");
-  if (rtt_s < best_rtt_s_) {
-    best_rtt_s_ = rtt_s;
-    offset_s_ = coordinator_clock_s - 0.5 * (sent_s + back_s);
-    uncertainty_s_ = 0.5 * rtt_s;
-  }
-  if (--pings_left_ > 0) {
-    send_frame(uint32_t(map_.coordinator_task), FrameType::kPing, -1, 0, pack_f64({clock_s()}));
-    return;
-  }
-  send_frame(uint32_t(map_.coordinator_task), FrameType::kReady, -1, 0,
-             pack_f64({offset_s_, uncertainty_s_}));
-}
 
 void Node::on_ready(uint32_t peer, const uint8_t* payload, size_t size) {
   if (ready_.count(peer) > 0 || started_) throw FrameError("a second ready");
@@ -78,7 +51,7 @@ void Node::maybe_start() {
 void Node::start_job(double origin_s, bool progress) {
   started_ = true;
   progress_ = progress;
-  origin_local_s_ = origin_s - offset_s_;
+  origin_local_s_ = origin_s - clock_sync_.offset_s();
   if (coordinator() && options_.progress_fd >= 0) {
     // The launcher's clock is this machine's: the run's t = 0 on it (for restarts).
     const std::string line = nlohmann::json{{"origin_clock_s", origin_local_s_}}.dump() + "\n";

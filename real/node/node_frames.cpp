@@ -54,7 +54,7 @@ void Node::on_connected() {
     maybe_start();
     return;
   }
-  estimate_clock();
+  clock_sync_.estimate();
 }
 
 void Node::on_failure(const std::string& why) {
@@ -92,15 +92,6 @@ void Node::on_frame(uint32_t peer, const FrameHeader& h, const uint8_t* payload)
           "to a task that gathers no trace");
   if (stopping_) return;
   switch (h.type) {
-    case FrameType::kPing:
-      require(coordinator(), "sent to a task that is not the coordinator");
-      send_frame(peer, FrameType::kPong, -1, 0,
-                 std::string(reinterpret_cast<const char*>(payload), h.length), clock_s());
-      return;
-    case FrameType::kPong:
-      require(from_coordinator, "not from the coordinator");
-      on_pong(payload, h.length, h.time_s);
-      return;
     case FrameType::kReady:
       require(coordinator(), "sent to a task that is not the coordinator");
       on_ready(peer, payload, h.length);

@@ -97,7 +97,10 @@ Node::Node(const NodeSetup& setup)
       self_(setup.self),
       options_(setup.options),
       plan_hash_(core::plan_hash(plan_)),
-      graphs_(core::step_graphs(plan_)) {
+      graphs_(core::step_graphs(plan_)),
+      clock_sync_(static_cast<ClockSync::Host&>(*this), setup.self,
+                  uint32_t(setup.map.coordinator_task)) {
+  clock_sync_.own_frames(router_);
   asio::ip::tcp::acceptor acceptor = make_acceptor(io_, setup);
   for (int r : map_.roles_of_task[self_]) {
     if (plan_.roles[size_t(r)].kind != core::RoleKind::kParameterServer) continue;

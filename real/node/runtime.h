@@ -34,8 +34,10 @@
 #include "core/trace/trace_format.h"
 #include "real/cluster.h"
 #include "real/compute/cpu_engine.h"
+#include "real/node/clock_sync.h"
 #include "real/node/frame_router.h"
 #include "real/node/node.h"
+#include "real/node/payload.h"
 #include "real/node/trace_gather.h"
 #include "real/state/parameter_store.h"
 #include "real/transport/mesh.h"
@@ -124,7 +126,8 @@ struct NodeSetup {
 class Node : public Mesh::Handler,
              public core::SyncHost,
              public core::StepHost,
-             private TraceGather::Host {
+             private TraceGather::Host,
+             private ClockSync::Host {
  public:
   // Binds the task's address (or takes the launcher's socket); throws core::InputError naming
   // the cluster file for an address that cannot be bound.
@@ -227,8 +230,9 @@ class Node : public Mesh::Handler,
   void job_down(int fault);
   void detect_job_failure();
   void note_struck_while_down(const core::PlanFault& fault);
-  // TraceGather::Host (node_setup.cpp).
+  // TraceGather::Host, ClockSync::Host (node_setup.cpp).
   Mesh& mesh() override { return *mesh_; }
+  bool stopping() const override { return stopping_; }
   void timer(double delay_s, std::function<void()> work) override;
   bool live(uint32_t task) const override { return !task_dead_[task]; }
   void gather_failed(const std::string& why) override;
@@ -249,8 +253,6 @@ class Node : public Mesh::Handler,
   void record_restart();
   nlohmann::json model_state() const;
   // Job control (node_control.cpp).
-  void estimate_clock();
-  void on_pong(const uint8_t* payload, size_t size, double coordinator_clock_s);
   void on_ready(uint32_t peer, const uint8_t* payload, size_t size);
   void maybe_start();
   void start_job(double origin_s, bool progress);
@@ -301,7 +303,7 @@ class Node : public Mesh::Handler,
   // The step the chief's sync op stops at (Plan::steps, or the limit once the rule held).
   int64_t last_global_step() const;
 
-  double clock_s() const;  // this machine's monotonic clock (s)
+  double clock_s() const override;  // this machine's monotonic clock (s)
   bool chief() const { return int(self_) == map_.chief_task; }
   bool coordinator() const { return int(self_) == map_.coordinator_task; }
   void post(std::function<void()> work);  // onto the network thread, from any thread
@@ -340,13 +342,9 @@ class Node : public Mesh::Handler,
   std::map<std::tuple<uint32_t, int, int64_t, int>, Incoming> incoming_;
   int64_t next_message_ = 0;
   // Clocks.
-  double offset_s_ = 0;  // coordinator = this + offset
-  double uncertainty_s_ = 0;
   double origin_local_s_ = 0;  // the run's t = 0 on this machine's clock
   bool started_ = false;
   bool progress_ = false;  // the coordinator wants progress frames
-  int pings_left_ = 0;
-  double best_rtt_s_ = 0;
   // The coordinator's view of the job (and the chief's checkpoints in progress).
   std::set<uint32_t> ready_;
   std::vector<core::ClockOffset> offsets_;
@@ -385,6 +383,7 @@ class Node : public Mesh::Handler,
   // not started by run).
   FrameRouter router_;
   std::optional<TraceGather> gather_;
+  ClockSync clock_sync_;
   // Faults and restarts.
   std::optional<Resume> resume_;
   double incarnation_start_s_ = 0;  // faults before it struck an earlier incarnation
@@ -417,10 +416,5 @@ class Node : public Mesh::Handler,
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
-// Little-endian payload fields (frames' payloads); reads throw FrameError when short.
-std::string pack_i64(std::initializer_list<int64_t> values);
-int64_t unpack_i64(const uint8_t* payload, size_t size, size_t index);
-std::string pack_f64(std::initializer_list<double> values);
-double unpack_f64(const uint8_t* payload, size_t size, size_t index);
 
 }  // namespace replisim::real::detail
