@@ -80,6 +80,39 @@ TEST(ScalingChart, OneLinePerSeriesAndTheBottleneckWhereItChanges) {
   EXPECT_EQ(bars->count(), 3);  // compute, network, waiting
 }
 
+// A sweep that says what bound each point (version 2) labels the curves with the critical path's
+// largest share, as simulate names it, not with the busiest resource.
+TEST(ScalingChart, LabelsNameWhatBoundTheStep) {
+  core::SweepResults r = two_series();
+  for (core::SweepRow& row : r.rows) {
+    const bool nic_bound = row.bottleneck_kind == "ps nic";
+    row.bound_by_share = nic_bound ? "ps0 network" : "compute";
+    row.bound_by = row.bound_by_share + (nic_bound ? " 80%, compute 20%" : " 70%, ps0 network 30%");
+  }
+  QChartView view(make_sweep_chart(r, SweepChartKind::kThroughput));
+  view.resize(1000, 700);
+  const std::vector<QString> labels = label_texts(view.chart());
+  EXPECT_EQ(std::count(labels.begin(), labels.end(), "compute"), 1);
+  EXPECT_EQ(std::count(labels.begin(), labels.end(), "ps0 network"), 1);
+  EXPECT_EQ(std::count(labels.begin(), labels.end(), "gpu"), 0);
+  // The window's table: what bound it first, the busiest resource beside it.
+  const std::string path = test::temporary_path("bound.json");
+  std::ofstream(path) << core::sweep_results_to_json(r).dump();
+  MainWindow window;
+  window.open_paths({QString::fromStdString(path)}, true);
+  ASSERT_NE(window.scaling_window(), nullptr) << window.last_error().toStdString();
+  QTableWidget* table = window.scaling_window()->table();
+  int bound = -1, busiest = -1;
+  for (int c = 0; c < table->columnCount(); ++c) {
+    const QString header = table->horizontalHeaderItem(c)->text();
+    if (header == "bound by (critical path)") bound = c;
+    if (header == "busiest resource") busiest = c;
+  }
+  ASSERT_GE(bound, 0);
+  EXPECT_EQ(busiest, bound + 1);
+  EXPECT_EQ(table->item(0, bound)->text().toStdString(), r.rows[0].bound_by);
+}
+
 TEST(ScalingWindow, OpensResultsAndRefusesOtherFiles) {
   const std::string path = test::temporary_path("sweep.json");
   std::ofstream(path) << core::sweep_results_to_json(two_series()).dump();
