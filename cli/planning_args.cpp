@@ -96,16 +96,12 @@ void check_planning_values(CliArgs& args, const PlanningRaw& raw) {
     std::tie(args.shard_index, args.shard_count) = core::parse_shard(raw.shard);
   }
   if ((args.command == "sweep" || args.command == "whatif") && args.strategy == "both") {
+    std::string every;  // "in_graph,between_graph"
+    for (const std::string& s : core::strategy_names()) every += (every.empty() ? "" : ",") + s;
     throw core::InputError("", "--strategy",
                            "a point runs one strategy: give one of " +
                                core::join_names(core::strategy_names()) +
-                               " (default between_graph), or --vary strategy=" +
-                               [] {
-                                 std::string all;
-                                 for (const std::string& s : core::strategy_names())
-                                   all += (all.empty() ? "" : ",") + s;
-                                 return all;
-                               }());
+                               " (default between_graph), or --vary strategy=" + every);
   }
   if (!raw.target.empty()) {
     char* end = nullptr;

@@ -24,9 +24,8 @@ void print_rows(const core::SweepResults& r, std::ostream& out) {
   std::vector<std::vector<std::string>> table;
   std::vector<std::string> header;
   for (const core::SweepAxis& a : r.axes) header.push_back(a.key);
-  for (const char* h :
-       {"devices", "samples/s", "step p50 (ms)", "efficiency", "bound by (critical path)",
-        "busiest resource", "wall (s)"}) {
+  for (const char* h : {"devices", "samples/s", "step p50 (ms)", "efficiency",
+                        "bound by (critical path)", "busiest resource", "wall (s)"}) {
     header.push_back(h);
   }
   table.push_back(header);

@@ -26,14 +26,15 @@ struct Change {
 
 // The changes tried, ending with each other strategy of the registry.
 std::vector<Change> changes_for(const std::string& strategy) {
-  std::vector<Change> changes = {{"NIC bandwidth x2", {{"nic_bandwidth", "x2"}}},
-          {"switch bandwidth x2", {{"switch_bandwidth", "x2"}}},
-          {"one more PS", {{"ps", "+1"}}},
-          {"GPU speed x2", {{"gpu_speed", "x2"}}},
-          {"replicas x2", {{"replicas", "x2"}}},
-          {"greedy_by_bytes placement", {{"variable_placement", "greedy_by_bytes"}}},
-          {"partitioned placement", {{"variable_placement", "partitioned"}}},
-          {"sync with one backup worker", {{"backups", "1"}}}};
+  std::vector<Change> changes = {
+      {"NIC bandwidth x2", {{"nic_bandwidth", "x2"}}},
+      {"switch bandwidth x2", {{"switch_bandwidth", "x2"}}},
+      {"one more PS", {{"ps", "+1"}}},
+      {"GPU speed x2", {{"gpu_speed", "x2"}}},
+      {"replicas x2", {{"replicas", "x2"}}},
+      {"greedy_by_bytes placement", {{"variable_placement", "greedy_by_bytes"}}},
+      {"partitioned placement", {{"variable_placement", "partitioned"}}},
+      {"sync with one backup worker", {{"backups", "1"}}}};
   for (const std::string& other : core::strategy_names()) {
     if (other != strategy) changes.push_back({other + " strategy", {{"strategy", other}}});
   }
@@ -48,15 +49,16 @@ std::string percent(double fraction) {
 
 json row_json(const core::SweepRow& row) {
   if (!row.error.empty()) return {{"error", row.error}};
-  return {{"throughput_samples_per_s", row.throughput_samples_per_s},
-          {"step_time_p50_s", row.step_time_p50_s},
-          {"replica_devices", row.replica_devices},
-          {"bound_by",
-           {{"text", row.bound_by}, {"kind", row.bound_by_kind}, {"fraction", row.bound_by_fraction}}},
-          {"bottleneck",
-           {{"resource", row.bottleneck},
-            {"kind", row.bottleneck_kind},
-            {"utilization", row.bottleneck_utilization}}}};
+  return {
+      {"throughput_samples_per_s", row.throughput_samples_per_s},
+      {"step_time_p50_s", row.step_time_p50_s},
+      {"replica_devices", row.replica_devices},
+      {"bound_by",
+       {{"text", row.bound_by}, {"kind", row.bound_by_kind}, {"fraction", row.bound_by_fraction}}},
+      {"bottleneck",
+       {{"resource", row.bottleneck},
+        {"kind", row.bottleneck_kind},
+        {"utilization", row.bottleneck_utilization}}}};
 }
 
 }  // namespace

@@ -16,10 +16,10 @@
 #include <simgrid/s4u.hpp>
 
 #include "core/backend/backend.h"
+#include "core/backend/trace_recorder.h"
 #include "core/runtime/client_loop.h"
 #include "core/runtime/steady_state.h"
 #include "core/runtime/sync_queues.h"
-#include "core/backend/trace_recorder.h"
 #include "sim/sim_faults.h"
 #include "sim/sim_network.h"
 #include "sim/sim_recovery.h"
@@ -135,7 +135,7 @@ class SimRun : public core::SyncHost, public core::StepHost, public NetworkHost 
   // distributed_replicated: once stop_requested_, every worker ends with this step (-1: none).
   int64_t last_barrier_step_ = -1;
   int64_t steps_limit_ = 0;
-  sg4::Host* service_host_ = nullptr;        // runs the driver; no links, never fails
+  sg4::Host* service_host_ = nullptr;  // runs the driver; no links, never fails
   int64_t global_step_ = 0;
   double last_update_s_ = 0;  // when global_step last moved
   int finished_clients_ = 0;

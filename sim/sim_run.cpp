@@ -195,7 +195,8 @@ void SimRun::serve(const Timer& timer) {
     case TimerKind::kFinish:
       if (clients_[size_t(timer.index)].incarnation != timer.incarnation) return;
       if (timer.kind == TimerKind::kStart) {
-        if (!clients_[size_t(timer.index)].dead) clients_[size_t(timer.index)].awaiting_restart = false;
+        if (!clients_[size_t(timer.index)].dead)
+          clients_[size_t(timer.index)].awaiting_restart = false;
         loop_.start_client(timer.index);
       } else if (timer.kind == TimerKind::kStep) {
         loop_.start_step(timer.index);
@@ -227,7 +228,8 @@ void SimRun::report_progress() {
   core::RunProgress p;
   p.time_s = sg4::Engine::get_clock();
   p.global_step = global_step_;
-  for (size_t c = 0; c < plan_.clients.size(); ++c) p.steps_done.push_back(loop_.client(int(c)).step);
+  for (size_t c = 0; c < plan_.clients.size(); ++c)
+    p.steps_done.push_back(loop_.client(int(c)).step);
   progress_(p);
 }
 

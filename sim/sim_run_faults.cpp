@@ -103,8 +103,7 @@ void SimRun::restart_job() {
   // (each client's start_offset_s, 0 for the chief); a non-chief worker checks for a ready model
   // as soon as it is up, then every recovery_wait (SessionManager.wait_for_session).
   const core::RecoveryTimeline timeline(plan_.recovery);
-  const std::vector<int64_t> client_steps(restart.client_steps.begin(),
-                                          restart.client_steps.end());
+  const std::vector<int64_t> client_steps(restart.client_steps.begin(), restart.client_steps.end());
   double workers_resumed_s = restart.chief_ready_s;
   for (size_t c = 0; c < clients_.size(); ++c) {
     ClientState& s = clients_[c];

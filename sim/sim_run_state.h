@@ -52,8 +52,8 @@ struct ClientState {
   std::array<double, 5> recent_step_s{};
   int recent_steps = 0;
   int64_t global_step_read = 0;  // sync workers: their local_step (the token they hold)
-  bool dead = false;    // killed by a fault: its ops are dropped, it runs no more steps
-  int incarnation = 0;  // bumped by each job restart
+  bool dead = false;             // killed by a fault: its ops are dropped, it runs no more steps
+  int incarnation = 0;           // bumped by each job restart
   // After a job restart: when this incarnation starts (its first poll, the chief's restore), and
   // whether that start is still to come.
   double restart_start_s = 0;

@@ -95,8 +95,8 @@ void SimRun::copied(const PendingSend& send, int cpu, bool receiving, double sta
 void SimRun::delivered(const PendingSend& send, double start_s, int64_t message_id,
                        const std::string& bound) {
   ClientState& s = clients_[size_t(send.client)];
-  recorder_.transfer(send.client, send.op, loop_.client(send.client).step, start_s, sg4::Engine::get_clock(), message_id,
-                     bound);
+  recorder_.transfer(send.client, send.op, loop_.client(send.client).step, start_s,
+                     sg4::Engine::get_clock(), message_id, bound);
   loop_.enqueue(send.client, send.op);
   loop_.enqueue(send.client, s.graph->ops[size_t(send.op)].peer);
   loop_.drain();

@@ -462,8 +462,7 @@ class PathWalker {
     if (size_t(o.role) >= meta_.roles.size()) return false;
     const TraceRole& role = meta_.roles[size_t(o.role)];
     // Between-graph towers are ops of their worker's role; in-graph towers are the client's.
-    return role.name == own_role_ ||
-           (role.kind == RoleKind::kTower && one_client_);
+    return role.name == own_role_ || (role.kind == RoleKind::kTower && one_client_);
   }
 
   // The share a compute event counts to: its op's (device_share), or a copy's.

@@ -71,11 +71,11 @@ std::string describe_path(const CriticalPath& path, int max_shares, bool detaile
 // The share of `path` held by transfers and their caps (network shares), 0..1.
 double network_fraction(const CriticalPath& path);
 
-// What kind of thing a share is, in a capacity planner's words (sweeps' and plots' `bound_by_kind`):
-// "network" (transfers between two machines or inside one: a share with directions), "input" (an
-// input pipeline, in-graph's client input), "copies" (serialisation on a CPU), "sync" (a token
-// queue or barrier wait), "other" (no op active), else "compute" (a device, in-graph's split, the
-// combined "compute").
+// What kind of thing a share is, in a capacity planner's words (sweeps' and plots'
+// `bound_by_kind`): "network" (transfers between two machines or inside one: a share with
+// directions), "input" (an input pipeline, in-graph's client input), "copies" (serialisation on a
+// CPU), "sync" (a token queue or barrier wait), "other" (no op active), else "compute" (a device,
+// in-graph's split, the combined "compute").
 std::string path_share_kind(const PathShare& share);
 
 // {"steps", "seconds", "shares": [{"name", "seconds", "fraction", network shares also

@@ -316,9 +316,11 @@ PlanFault fault_from_json(const JsonCursor& c, const Plan& plan) {
   if (f.kind == PlanFaultKind::kJob && f.roles.empty())
     c.at("roles").fail("a job fault needs the roles that die");
   f.device = int(c.at("device").as_int(-1, int64_t(plan.platform.devices.size()) - 1));
-  if (f.kind == PlanFaultKind::kSlowdown && f.device < 0) c.at("device").fail("a slowdown needs its device");
+  if (f.kind == PlanFaultKind::kSlowdown && f.device < 0)
+    c.at("device").fail("a slowdown needs its device");
   f.link = int(c.at("link").as_int(-1, int64_t(plan.platform.links.size()) - 1));
-  if (f.kind == PlanFaultKind::kLink && f.link < 0) c.at("link").fail("a link fault needs its link");
+  if (f.kind == PlanFaultKind::kLink && f.link < 0)
+    c.at("link").fail("a link fault needs its link");
   f.at_s = c.at("at_s").as_number_in(0, 1e12);
   f.from_s = c.at("from_s").as_number_in(0, 1e12);
   f.until_s = c.at("until_s").as_number_in(f.from_s, 1e12);

@@ -185,9 +185,8 @@ std::string format_plan(const Plan& plan) {
   std::ostringstream out;
   const Platform& p = plan.platform;
   out << "plan: " << plan.strategy
-      << (clients_are_workers(plan) ? " (" + plan.sync + ")" : std::string())
-      << " for scenario \"" << plan.scenario_name << "\", hash " << plan_hash(plan) << ", seed "
-      << plan.seed << "\n";
+      << (clients_are_workers(plan) ? " (" + plan.sync + ")" : std::string()) << " for scenario \""
+      << plan.scenario_name << "\", hash " << plan_hash(plan) << ", seed " << plan.seed << "\n";
   out << "platform: " << p.machines.size() << " machine(s), " << p.devices.size() << " device(s), "
       << p.links.size() << " link(s), network model " << network_model_name(p.network_model)
       << "\n";

@@ -8,8 +8,8 @@
 
 #include "core/plan/plan.h"
 #include "core/scenario/scenario.h"
-#include "core/strategy/strategy_names.h"
 #include "core/strategy/graph_builder.h"
+#include "core/strategy/strategy_names.h"
 
 namespace replisim::core {
 

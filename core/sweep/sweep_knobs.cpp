@@ -283,13 +283,13 @@ void apply_backups(json& s, const std::string& value, const KnobContext& ctx) {
   const Strategy* strategy = find_strategy(ctx.strategy);
   if (strategy != nullptr && !strategy->sync_replicas) {
     if (backups == 0) return;
-    throw InputError("", "--vary backups",
-                     "backups=" + value +
-                         " applies to between-graph training (SyncReplicasOptimizer); this "
-                         "point is " +
-                         ctx.strategy +
-                         (strategy->one_client ? " (synchronous by construction, one client)"
-                                               : ""));
+    throw InputError(
+        "", "--vary backups",
+        "backups=" + value +
+            " applies to between-graph training (SyncReplicasOptimizer); this "
+            "point is " +
+            ctx.strategy +
+            (strategy->one_client ? " (synchronous by construction, one client)" : ""));
   }
   if (ctx.point != nullptr) {
     auto it = ctx.point->find("sync");

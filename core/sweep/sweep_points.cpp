@@ -137,9 +137,9 @@ SweepPointFacts sweep_point_facts(const ResolvedPoint& point) {
   f.replica_devices = int(t.replicas.size());
   const Strategy* found = find_strategy(point.strategy);
   if (found == nullptr) {
-    throw InputError("", "--strategy",
-                     "unknown strategy \"" + point.strategy + "\"; valid: " +
-                         join_names(strategy_names()));
+    throw InputError(
+        "", "--strategy",
+        "unknown strategy \"" + point.strategy + "\"; valid: " + join_names(strategy_names()));
   }
   const Strategy& strategy = *found;
   f.workers = strategy.one_client ? 1 : int(t.workers.size());

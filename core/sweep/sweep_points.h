@@ -59,8 +59,8 @@ struct SweepPointFacts {
   int replica_devices = 0;  // towers
   int workers = 0;          // between-graph workers; in-graph: 1 (the client)
   int ps_tasks = 0;
-  std::set<std::string> ps_machines;  // machines that run a PS
-  std::string client;                 // in-graph: the client's machine; "" otherwise
+  std::set<std::string> ps_machines;         // machines that run a PS
+  std::string client;                        // in-graph: the client's machine; "" otherwise
   std::string replica_role_kind = "worker";  // whose step breakdown describes a replica
 };
 SweepPointFacts sweep_point_facts(const ResolvedPoint& point);

@@ -374,11 +374,10 @@ void write_sweep_csv(const SweepResults& r, std::ostream& out) {
           << csv_time(row.step_time_p95_s) << "," << csv_optional(row.scaling_efficiency) << ","
           << csv_cell(row.bound_by) << "," << csv_cell(row.bound_by_kind) << ","
           << csv_number(row.bound_by_fraction) << "," << csv_cell(row.bottleneck) << ","
-          << csv_cell(row.bottleneck_kind) << ","
-          << csv_number(row.bottleneck_utilization) << "," << csv_number(row.ps_bytes_max) << ","
-          << csv_number(row.ps_bytes_mean) << "," << csv_optional(row.gpu_memory_headroom_bytes)
-          << "," << csv_number(row.compute_share) << "," << csv_number(row.network_share) << ","
-          << csv_number(row.waiting_share);
+          << csv_cell(row.bottleneck_kind) << "," << csv_number(row.bottleneck_utilization) << ","
+          << csv_number(row.ps_bytes_max) << "," << csv_number(row.ps_bytes_mean) << ","
+          << csv_optional(row.gpu_memory_headroom_bytes) << "," << csv_number(row.compute_share)
+          << "," << csv_number(row.network_share) << "," << csv_number(row.waiting_share);
     } else {
       out << std::string(17, ',');  // the 17 figures' cells, empty
     }

@@ -116,7 +116,6 @@ struct TraceMeta {
 // construction. Decided by role kind, not by the strategy's name.
 bool clients_are_workers(const TraceMeta& meta);
 
-
 // A job failure and the restart that followed it (a parameter server, the in-graph client or a
 // tower died; training.recovery). Times in seconds of the run's clock.
 struct RestartRecord {

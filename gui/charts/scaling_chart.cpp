@@ -200,8 +200,8 @@ QChart* line_chart(const core::SweepResults& r, SweepChartKind kind, double targ
       dots->append(p);
       // What bound the step (the critical path's largest share, as simulate says); a sweep
       // written before that was kept (version 1) names its busiest resource's kind.
-      const std::string bound = row->bound_by_share.empty() ? row->bottleneck_kind
-                                                            : row->bound_by_share;
+      const std::string bound =
+          row->bound_by_share.empty() ? row->bottleneck_kind : row->bound_by_share;
       const QString text = QString::fromStdString(bound);
       const bool shown = std::any_of(labels.begin(), labels.end(), [&](const auto& l) {
         return std::get<2>(l) == text && std::get<1>(l).x() == p.x() &&

@@ -24,9 +24,9 @@ QString sweep_chart_name(SweepChartKind kind);
 // (labelled with the replica devices of each point) when the sweep varies it, else its first
 // knob; one series per value of the other knobs (and strategy). Rows with an error are left out.
 // Throughput and efficiency charts name what bound the step (the critical path's largest share,
-// SweepRow::bound_by_share; a version-1 sweep: the busiest resource's kind) over each point where it changes
-// along a series (text items placed again whenever the plot area changes). A throughput chart with
-// `target_samples_per_s` > 0 also draws that target as a dashed line.
+// SweepRow::bound_by_share; a version-1 sweep: the busiest resource's kind) over each point where
+// it changes along a series (text items placed again whenever the plot area changes). A throughput
+// chart with `target_samples_per_s` > 0 also draws that target as a dashed line.
 QChart* make_sweep_chart(const core::SweepResults& results, SweepChartKind kind,
                          double target_samples_per_s = 0);
 

@@ -118,8 +118,8 @@ int fault_that_killed(const core::Plan& plan, const std::vector<std::set<int>>& 
   for (size_t f = 0; f < plan.faults.size(); ++f) {
     const core::PlanFault& fault = plan.faults[f];
     // A killed task records the time of its fault (killed_s).
-    if (!fault.is_death() || victims[f].count(t) == 0 ||
-        fault.at_s < from_s || fault.at_s > killed_s + 1e-9) {
+    if (!fault.is_death() || victims[f].count(t) == 0 || fault.at_s < from_s ||
+        fault.at_s > killed_s + 1e-9) {
       continue;
     }
     if (found < 0 || fault.at_s >= plan.faults[size_t(found)].at_s) found = int(f);
@@ -349,7 +349,8 @@ class Launch {
       const core::RunOutcome& outcome = runs.front().outcome;
       if (outcome.killed_s) {
         const int f = fault_that_killed(plan_, victims_, int(t), *outcome.killed_s, from_s);
-        if (f >= 0 && plan_.faults[size_t(f)].kind == core::PlanFaultKind::kJob) ended.job_fault = f;
+        if (f >= 0 && plan_.faults[size_t(f)].kind == core::PlanFaultKind::kJob)
+          ended.job_fault = f;
       }
       if (int(t) == map_.coordinator_task && !outcome.restarts.empty()) {
         *previous_resumed_s = outcome.restarts.back().resumed_s;

@@ -77,7 +77,8 @@ ShapedLinks::ShapedLinks(const core::Plan& plan) : net(nics_of(plan)), plan_(pla
 void ShapedLinks::play(double now_s) {
   std::vector<double> factor(plan_.platform.machines.size(), 1.0);
   for (const core::PlanFault& fault : plan_.faults) {
-    if (fault.kind != core::PlanFaultKind::kLink || now_s < fault.from_s || now_s >= fault.until_s) continue;
+    if (fault.kind != core::PlanFaultKind::kLink || now_s < fault.from_s || now_s >= fault.until_s)
+      continue;
     const int m = machine_of_nic(plan_, fault.link);
     if (m >= 0) factor[size_t(m)] *= fault.factor;
   }

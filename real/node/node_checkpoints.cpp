@@ -32,8 +32,8 @@ void Node::chief_duties(Part& p, std::function<void()> then) {
     save_checkpoint("model.ckpt-" + std::to_string(checkpoints_++),
                     [this, g, summaries = std::move(summaries)](double start_s, double bytes,
                                                                 int64_t global_step) mutable {
-                      recorder_->checkpoint(g, loop_->client(g).step, start_s, now_s(),
-                                            bytes, global_step, false);
+                      recorder_->checkpoint(g, loop_->client(g).step, start_s, now_s(), bytes,
+                                            global_step, false);
                       summaries();
                     });
     return;

@@ -97,7 +97,8 @@ void Node::die(int fault) {
       if (!p.owner || loop_->client(c).finished) continue;
       // A restarted worker still waiting for the model was running no step.
       const bool waiting = size_t(c) < awaiting_model_.size() && awaiting_model_[size_t(c)];
-      recorder_->client_death(c, f.description, waiting ? -1 : int64_t(loop_->client(c).step), f.at_s);
+      recorder_->client_death(c, f.description, waiting ? -1 : int64_t(loop_->client(c).step),
+                              f.at_s);
       running = true;
     }
     if (!running) return;
@@ -150,7 +151,9 @@ int Node::planned_death(uint32_t peer) const {
 void Node::note_struck_while_down(const core::PlanFault& f) {
   const std::string note =
       "fault \"" + f.description + "\" struck while the job was down (" + time_text(f.at_s) +
-      "): " + (f.kind == core::PlanFaultKind::kJob ? "it changed nothing" : "the restart brings every task back");
+      "): " +
+      (f.kind == core::PlanFaultKind::kJob ? "it changed nothing"
+                                           : "the restart brings every task back");
   if (std::find(outcome_.notes.begin(), outcome_.notes.end(), note) == outcome_.notes.end()) {
     outcome_.notes.push_back(note);
   }

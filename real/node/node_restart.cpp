@@ -46,8 +46,8 @@ void Node::begin_restored_training() {
     if (!chief()) restored_ = restore_target(checkpoint_to_restore(nullptr));
     for (size_t f = 0; f < plan_.faults.size(); ++f) {
       const core::PlanFault& fault = plan_.faults[f];
-      if (!fault.is_death() || int(f) == resume_->fault ||
-          fault.at_s < resume_->detected_s || fault.at_s >= resume_->restart_s) {
+      if (!fault.is_death() || int(f) == resume_->fault || fault.at_s < resume_->detected_s ||
+          fault.at_s >= resume_->restart_s) {
         continue;
       }
       note_struck_while_down(fault);
@@ -56,8 +56,7 @@ void Node::begin_restored_training() {
   for (Part& p : parts_) {
     if (!p.owner) continue;
     const int g = p.index;
-    const bool with_chief =
-        loop_->client(g).loop == core::LoopKind::kChiefSyncOp || is_chief(g);
+    const bool with_chief = loop_->client(g).loop == core::LoopKind::kChiefSyncOp || is_chief(g);
     if (with_chief) continue;
     awaiting_model_.resize(parts_.size(), false);
     awaiting_model_[size_t(g)] = true;
@@ -285,10 +284,9 @@ void Node::on_model_ready(const FrameHeader& h, const uint8_t* payload) {
 void Node::resume_client(int g, int64_t global_step, const std::vector<int64_t>& client_steps) {
   const Part& p = parts_[size_t(g)];
   if (size_t(g) < awaiting_model_.size()) awaiting_model_[size_t(g)] = false;
-  const int step =
-      g < int(plan_.clients.size())
-          ? int(core::RecoveryTimeline::resumed_step(plan_, client_steps, size_t(g)))
-          : loop_->client(g).step;
+  const int step = g < int(plan_.clients.size())
+                       ? int(core::RecoveryTimeline::resumed_step(plan_, client_steps, size_t(g)))
+                       : loop_->client(g).step;
   loop_->resume(g, step, global_step);
   global_step_seen_ = std::max(global_step_seen_, global_step);
   const double now = now_s();

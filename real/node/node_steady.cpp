@@ -135,8 +135,7 @@ void Node::on_stop_limit(Part& p, int64_t limit) {
   // The chief's sync op waits for an update past the limit (its step k makes update k + 1): no
   // worker will give it gradients. (global_step may already read the limit while the step that
   // made it still waits for some parameter servers' parts: that step ends as usual.)
-  if (loop_->client(p.index).loop == core::LoopKind::kChiefSyncOp && p.active &&
-      p.step >= limit) {
+  if (loop_->client(p.index).loop == core::LoopKind::kChiefSyncOp && p.active && p.step >= limit) {
     p.active = false;
     loop_->mark_finished(p.index);
   }

@@ -192,13 +192,12 @@ bool Node::is_chief(int g) const {
 
 bool Node::session_checkpoint(int g, bool, std::function<void(double)> then) {
   if (!chief() || !is_chief(g) || plan_.checkpoints.every_s <= 0) return false;
-  save_checkpoint("model.ckpt-" + std::to_string(checkpoints_++),
-                  [this, g, then = std::move(then)](double start_s, double bytes,
-                                                    int64_t global_step) {
-                    recorder_->checkpoint(g, loop_->client(g).step, start_s, now_s(), bytes,
-                                          global_step, false);
-                    then(now_s());
-                  });
+  save_checkpoint("model.ckpt-" + std::to_string(checkpoints_++), [this, g, then = std::move(then)](
+                                                                      double start_s, double bytes,
+                                                                      int64_t global_step) {
+    recorder_->checkpoint(g, loop_->client(g).step, start_s, now_s(), bytes, global_step, false);
+    then(now_s());
+  });
   return true;
 }
 
@@ -236,7 +235,7 @@ bool Node::within_stop_limit(int g) const {
   if (!p.stop_limit) return true;
   const int64_t position = stop_position(p);
   return loop_->client(g).loop == core::LoopKind::kFixedSteps ? position <= *p.stop_limit
-                                                               : position < *p.stop_limit;
+                                                              : position < *p.stop_limit;
 }
 
 // The input pipeline's batch on the input op's device.

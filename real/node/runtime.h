@@ -23,14 +23,14 @@
 #include <asio.hpp>
 #include <nlohmann/json.hpp>
 
-#include "core/runtime/client_loop.h"
-#include "core/runtime/recovery_timeline.h"
-#include "core/runtime/steady_state.h"
-#include "core/runtime/sync_queues.h"
 #include "core/backend/trace_recorder.h"
 #include "core/base/unnamed_file.h"
 #include "core/plan/plan.h"
+#include "core/runtime/client_loop.h"
+#include "core/runtime/recovery_timeline.h"
+#include "core/runtime/steady_state.h"
 #include "core/runtime/step_state.h"
+#include "core/runtime/sync_queues.h"
 #include "core/trace/trace_format.h"
 #include "real/cluster.h"
 #include "real/compute/cpu_engine.h"
@@ -415,6 +415,5 @@ class Node : public Mesh::Handler,
   std::string error_line_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
-
 
 }  // namespace replisim::real::detail

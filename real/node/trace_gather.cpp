@@ -32,14 +32,15 @@ TraceGather::TraceGather(Host& host, const ClusterSpec& spec, uint32_t self, uin
       part_file_(std::move(part_file)) {}
 
 void TraceGather::own_frames(FrameRouter& router) {
-  router.own(FrameType::kTracePart, [this](uint32_t peer, const FrameHeader& h,
-                                           const uint8_t* payload) {
-    if (self_ != coordinator_) {
-      throw FrameError(std::string(frame_type_name(h.type)) + " frame to a task that is not the "
-                                                             "coordinator");
-    }
-    on_trace_part(peer, h, payload);
-  });
+  router.own(FrameType::kTracePart,
+             [this](uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
+               if (self_ != coordinator_) {
+                 throw FrameError(std::string(frame_type_name(h.type)) +
+                                  " frame to a task that is not the "
+                                  "coordinator");
+               }
+               on_trace_part(peer, h, payload);
+             });
   router.own(FrameType::kTracePartKept,
              [this](uint32_t peer, const FrameHeader&, const uint8_t*) { on_part_kept(peer); });
 }
@@ -64,8 +65,7 @@ void TraceGather::send_part(std::function<void()> then) {
     const size_t offset = i * kDefaultChunkBytes;
     const size_t length =
         std::min<size_t>(kDefaultChunkBytes, data->size() - std::min(offset, data->size()));
-    host_.mesh().send(to, h, reinterpret_cast<const uint8_t*>(data->data()) + offset, length,
-                      data);
+    host_.mesh().send(to, h, reinterpret_cast<const uint8_t*>(data->data()) + offset, length, data);
   }
   auto once = std::make_shared<std::function<void()>>(std::move(then));
   after_part_kept_ = [once] {

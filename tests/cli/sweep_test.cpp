@@ -336,7 +336,6 @@ TEST(Whatif, ChangesSortedByGainWithTheNewBottleneck) {
   }
 }
 
-
 // simulate's "bound by (critical path)" row of a one-strategy report ("" when it has none).
 std::string bound_by_row(const std::string& report) {
   const std::string label = "bound by (critical path)";
@@ -361,7 +360,8 @@ TEST(SweepPlanning, TheBindingColumnIsSimulatesBoundByRow) {
                   {"cpu", {{"speed", "50 GFLOPS"}, {"cores", 8}}},
                   {"gpus", json::array()},
                   {"nic", {{"bandwidth", "25 Gbps"}, {"latency", "25 us"}}}};
-  for (int g = 0; g < 4; ++g) machine["gpus"].push_back({{"speed", "10 TFLOPS"}, {"memory", "16 GB"}});
+  for (int g = 0; g < 4; ++g)
+    machine["gpus"].push_back({{"speed", "10 TFLOPS"}, {"memory", "16 GB"}});
   const json doc = {{"name", "eight-by-four"},
                     {"cluster", {{"machines", {machine}}}},
                     {"model", {{"preset", "resnet50"}}},
@@ -376,9 +376,9 @@ TEST(SweepPlanning, TheBindingColumnIsSimulatesBoundByRow) {
   const std::string s = dir.write("eight_by_four.json", doc.dump(1));
   const std::string cache = dir.file("cache");
   const test::BinaryResult sweep = test::run_replisim(
-      {"sweep", s, "--vary", "ps=1,4", "--vary", "nic_bandwidth=10 Gbps,25 Gbps,100 Gbps",
-       "--vary", "sync=async,sync", "--cache", cache, "--jobs", "2", "--progress", "none",
-       "--json", dir.file("s.json")},
+      {"sweep", s, "--vary", "ps=1,4", "--vary", "nic_bandwidth=10 Gbps,25 Gbps,100 Gbps", "--vary",
+       "sync=async,sync", "--cache", cache, "--jobs", "2", "--progress", "none", "--json",
+       dir.file("s.json")},
       600);
   ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
   const json results = read_json(dir.file("s.json"));
@@ -403,10 +403,10 @@ TEST(SweepPlanning, TheBindingColumnIsSimulatesBoundByRow) {
     // The 8 x 4-GPU, 1-PS, 25 GbE point: whatif's "as it is" names the same.
     if (row["knobs"]["ps"] == "1" && row["knobs"]["nic_bandwidth"] == "25 Gbps" &&
         row["knobs"]["sync"] == "async") {
-      const test::BinaryResult whatif = test::run_replisim(
-          {"whatif", point, "--cache", cache, "--jobs", "2", "--progress", "none", "--json",
-           dir.file("w.json")},
-          600);
+      const test::BinaryResult whatif =
+          test::run_replisim({"whatif", point, "--cache", cache, "--jobs", "2", "--progress",
+                              "none", "--json", dir.file("w.json")},
+                             600);
       ASSERT_EQ(whatif.exit_code, 0) << whatif.err;
       EXPECT_NE(whatif.out.find("bound by " + expected + " (busiest: "), std::string::npos)
           << whatif.out;

@@ -58,7 +58,7 @@ struct Case {
   int workers;
   nlohmann::json training;
   nlohmann::json faults;
-  bool fixed_steps;  // the plan alone fixes which steps each client runs
+  bool fixed_steps;     // the plan alone fixes which steps each client runs
   size_t restarts = 0;  // job restarts both runs must make
 };
 
@@ -117,7 +117,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"sync_strict",
              "between_graph",
              2,
-             {{"sync", {{"replicas_to_aggregate", 2}, {"total_num_replicas", 2}, {"variant", "strict"}}}},
+             {{"sync",
+               {{"replicas_to_aggregate", 2}, {"total_num_replicas", 2}, {"variant", "strict"}}}},
              nullptr,
              true},
         Case{"sync_tf_backup",
@@ -126,8 +127,12 @@ INSTANTIATE_TEST_SUITE_P(
              {{"sync", {{"replicas_to_aggregate", 2}, {"total_num_replicas", 3}}}},
              nullptr,
              false},
-        Case{"distributed_replicated", "between_graph", 2, {{"sync", "distributed_replicated"}},
-             nullptr, true},
+        Case{"distributed_replicated",
+             "between_graph",
+             2,
+             {{"sync", "distributed_replicated"}},
+             nullptr,
+             true},
         Case{"worker_death",
              "between_graph",
              2,
@@ -138,9 +143,12 @@ INSTANTIATE_TEST_SUITE_P(
              "between_graph",
              2,
              {{"steps", 80},
-              {"checkpoint", {{"every", "0.1 s"}, {"disk_bandwidth", "500 MBps"}, {"max_to_keep", 0}}},
+              {"checkpoint",
+               {{"every", "0.1 s"}, {"disk_bandwidth", "500 MBps"}, {"max_to_keep", 0}}},
               {"recovery",
-               {{"detect_timeout", "0.2 s"}, {"restart_delay", "0.1 s"}, {"recovery_wait", "0.1 s"}}}},
+               {{"detect_timeout", "0.2 s"},
+                {"restart_delay", "0.1 s"},
+                {"recovery_wait", "0.1 s"}}}},
              {{{"kind", "role"}, {"role", "ps0"}, {"at", "0.3 s"}}},
              false,
              1}),

@@ -149,10 +149,10 @@ TEST(NodeCommand, ASignalStopsItAndLeavesNoFile) {
     const auto files_before = std::distance(fs::directory_iterator(dir.path()), {});
     // The run's trace (the coordinator's) in the test's folder, not the working directory, where
     // a file left by another run would make the node refuse to start.
-    RunningReplisim node({"node", "--plan", plan, "--role", "ps0", "--cluster", cluster,
-                          "--trace-out", dir.file("ps0.trace"), "--run-trace-out",
-                          dir.file("run.trace")},
-                         30);
+    RunningReplisim node(
+        {"node", "--plan", plan, "--role", "ps0", "--cluster", cluster, "--trace-out",
+         dir.file("ps0.trace"), "--run-trace-out", dir.file("run.trace")},
+        30);
     // Time for the node to start and install its handlers: a sanitizer build under the suite's
     // load was still starting after 500 ms, and the signal's default action killed it.
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));
@@ -173,10 +173,10 @@ TEST(NodeCommand, AWrongTokenIsRefusedAndNamedInTheTimeout) {
   nlohmann::json spec = nlohmann::json::parse(read_file(good));
   spec["token"] = "fedcba9876543210fedcba9876543210";
   const std::string bad = dir.write_private("bad.json", spec.dump());
-  RunningReplisim ps({"node", "--plan", plan, "--role", "ps0", "--cluster", good,
-                      "--connect-timeout", "3", "--trace-out", dir.file("ps.trace"),
-                      "--run-trace-out", dir.file("run.trace")},
-                     30);
+  RunningReplisim ps(
+      {"node", "--plan", plan, "--role", "ps0", "--cluster", good, "--connect-timeout", "3",
+       "--trace-out", dir.file("ps.trace"), "--run-trace-out", dir.file("run.trace")},
+      30);
   const BinaryResult w =
       run_replisim({"node", "--plan", plan, "--role", "worker0", "--cluster", bad,
                     "--connect-timeout", "3", "--trace-out", dir.file("w.trace")},
@@ -307,10 +307,10 @@ TEST(NodeCommand, AnotherPlanIsNamedOnBothSides) {
   other["seed"] = 7;
   const std::string other_plan = dir.write("other.json", other.dump());
   const std::string cluster = cluster_file(dir, "c.json", 2);
-  RunningReplisim ps({"node", "--plan", plan, "--role", "ps0", "--cluster", cluster,
-                      "--connect-timeout", "3", "--trace-out", dir.file("ps.trace"),
-                      "--run-trace-out", dir.file("run.trace")},
-                     30);
+  RunningReplisim ps(
+      {"node", "--plan", plan, "--role", "ps0", "--cluster", cluster, "--connect-timeout", "3",
+       "--trace-out", dir.file("ps.trace"), "--run-trace-out", dir.file("run.trace")},
+      30);
   const BinaryResult w =
       run_replisim({"node", "--plan", other_plan, "--role", "worker0", "--cluster", cluster,
                     "--connect-timeout", "3", "--trace-out", dir.file("w.trace")},

@@ -30,8 +30,9 @@ namespace {
 using core::OpKind;
 
 // The protocol a trace shows, timing aside except where said: per client and step, its ops
-// (compute and transfers; not the copies of a transport's serialisation) in the order they ended; its step end; every update and dropped
-// gradient in order (the global steps read and made). One line each, sorted by client and step.
+// (compute and transfers; not the copies of a transport's serialisation) in the order they ended;
+// its step end; every update and dropped gradient in order (the global steps read and made). One
+// line each, sorted by client and step.
 std::vector<std::string> protocol_of(const core::Trace& trace, bool with_times) {
   std::map<std::tuple<std::string, int64_t>, std::vector<std::tuple<double, std::string>>> steps;
   std::vector<std::string> sync;
@@ -146,7 +147,8 @@ class ScriptedHost : public core::StepHost, public core::SyncHost {
     const int op = graphs_[size_t(c)]->input_op;
     const double start_s = now_;
     finish(c, op, batch, [this, c, op, batch, start_s] {
-      recorder_.compute(c, op, batch, start_s, now_, graphs_[size_t(c)]->ops[size_t(op)].compute_flop);
+      recorder_.compute(c, op, batch, start_s, now_,
+                        graphs_[size_t(c)]->ops[size_t(op)].compute_flop);
       loop_.batch_produced(c);
       loop_.drain();
     });
@@ -159,8 +161,7 @@ class ScriptedHost : public core::StepHost, public core::SyncHost {
   void chief_duties(int, double, std::function<void(double)> then) override { then(0); }
   // The script's next step starts when the simulator's did (its step jitter, the chief's pauses).
   double step_gap_s(int c, double) override {
-    const auto found =
-        step_starts_.find({client_name(c), int64_t(loop_.client(c).step)});
+    const auto found = step_starts_.find({client_name(c), int64_t(loop_.client(c).step)});
     return found == step_starts_.end() ? 0 : std::max(0.0, found->second - now_);
   }
   void start_step_at(int c, double at_s) override {
@@ -188,7 +189,8 @@ class ScriptedHost : public core::StepHost, public core::SyncHost {
     const int64_t step = loop_.client(c).step;
     const double start_s = now_;
     finish(c, op, step, [this, c, op, step, start_s] {
-      recorder_.compute(c, op, step, start_s, now_, graphs_[size_t(c)]->ops[size_t(op)].compute_flop);
+      recorder_.compute(c, op, step, start_s, now_,
+                        graphs_[size_t(c)]->ops[size_t(op)].compute_flop);
       loop_.complete(c, op);
     });
   }
@@ -287,8 +289,8 @@ TEST_P(Conformance, TheScriptedHostMakesTheSimulatorsDecisions) {
   ScriptedHost host(plan, simulated);
   const core::Trace scripted = host.run();
   EXPECT_TRUE(host.unscripted().empty())
-      << host.unscripted().size() << " op(s) the simulation did not run, first: "
-      << host.unscripted().front();
+      << host.unscripted().size()
+      << " op(s) the simulation did not run, first: " << host.unscripted().front();
   const std::vector<std::string> want = protocol_of(simulated, true);
   const std::vector<std::string> got = protocol_of(scripted, true);
   ASSERT_FALSE(want.empty());
@@ -302,13 +304,15 @@ TEST_P(Conformance, TheScriptedHostMakesTheSimulatorsDecisions) {
     while (at < a.size() && at < b.size() && a[at] == b[at]) ++at;
     const size_t from = a.rfind(';', at) == std::string::npos ? 0 : a.rfind(';', at);
     FAIL() << "line " << i << " of " << want.size() << " (" << b.substr(0, b.find(':'))
-           << ") differs after " << from << " characters:\n  scripted:  "
-           << a.substr(from, 160) << "\n  simulated: " << b.substr(from, 160);
+           << ") differs after " << from << " characters:\n  scripted:  " << a.substr(from, 160)
+           << "\n  simulated: " << b.substr(from, 160);
   }
 }
 
 // tf's shared token queue (the default variant) instead of the scenario's strict one.
-void tf_tokens(nlohmann::json& doc) { doc["training"]["sync"]["variant"] = "tf"; }
+void tf_tokens(nlohmann::json& doc) {
+  doc["training"]["sync"]["variant"] = "tf";
+}
 
 INSTANTIATE_TEST_SUITE_P(
     Plans, Conformance,

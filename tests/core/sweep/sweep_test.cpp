@@ -367,8 +367,9 @@ TEST(SweepResults, CsvAndJsonRoundTrip) {
   EXPECT_EQ(read_old.rows[0].bottleneck, "ps1/nic/up");
   json future = written;
   future["version"] = 3;
-  EXPECT_NE(error_of([&] { sweep_results_from_json(future, "f.json"); })
-                .find("f.json: /version: a sweep of another version"),
+  EXPECT_NE(error_of([&] {
+              sweep_results_from_json(future, "f.json");
+            }).find("f.json: /version: a sweep of another version"),
             std::string::npos);
   const std::string other = error_of([] {
     sweep_results_from_json(json{{"format", "other"}}, "r.json");
