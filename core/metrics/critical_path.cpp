@@ -728,14 +728,27 @@ std::vector<std::pair<std::string, double>> seconds_by_name(const JsonCursor& ob
 CriticalPath critical_path_from_json(const JsonCursor& c) {
   CriticalPath path;
   path.steps = int(c.at("steps").as_int(0, std::numeric_limits<int>::max()));
-  path.seconds = c.at("seconds").as_number_in(0, 1e300);
+  path.seconds = c.at("seconds").as_number_in(0, 1e12);  // simulated time is capped at 1e12 s
   const JsonCursor shares = c.at("shares");
   shares.expect_array();
+  if (shares.size() > 0 && (path.steps == 0 || !(path.seconds > 0))) {
+    c.fail("shares of a path of no step or no time");
+  }
+  // The shares sum to the path's seconds (in another order: a rounding error's slack).
+  const double most_s = path.seconds * (1 + 1e-9);
+  double sum_s = 0;
   for (size_t i = 0; i < shares.size(); ++i) {
     const JsonCursor s = shares.at(i);
     PathShare share;
     share.name = s.at("name").as_string();
-    share.seconds = s.at("seconds").as_number_in(0, 1e300);
+    const bool printable = std::none_of(share.name.begin(), share.name.end(), [](char ch) {
+      return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f;
+    });
+    if (share.name.empty() || share.name.size() > 200 || !printable) {
+      s.at("name").fail("a resource's name: 1 to 200 printable characters");
+    }
+    share.seconds = s.at("seconds").as_number_in(0, most_s);
+    sum_s += share.seconds;
     if (s.has("directions")) {
       share.directions = seconds_by_name(s.at("directions"));
       share.bounds = seconds_by_name(s.at("bounds"));
@@ -745,6 +758,7 @@ CriticalPath critical_path_from_json(const JsonCursor& c) {
     }
     path.shares.push_back(std::move(share));
   }
+  if (sum_s > most_s) c.at("shares").fail("the shares add up to more than the path's seconds");
   return path;
 }
 

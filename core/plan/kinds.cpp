@@ -96,4 +96,9 @@ bool role_kind_from_name(const std::string& name, RoleKind* out) {
   return false;
 }
 
+bool is_strategy_name_spelling(const std::string& name) {
+  return !name.empty() && name.size() <= 64 && name[0] >= 'a' && name[0] <= 'z' &&
+         name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos;
+}
+
 }  // namespace replisim::core

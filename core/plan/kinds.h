@@ -46,6 +46,11 @@ inline constexpr const char* kDistributedReplicated = "distributed_replicated";
 enum class RoleKind : uint8_t { kClient, kWorker, kTower, kParameterServer, kSyncQueueRunner };
 const char* role_kind_name(RoleKind kind);
 
+// Whether `name` is spelled as the strategy registry spells names (core/strategy/strategy.h:
+// "in_graph", "between_graph"): a lowercase letter, then lowercase letters, digits and _, at most
+// 64 in all. Plans and traces name their strategy so; one this replisim does not know still reads.
+bool is_strategy_name_spelling(const std::string& name);
+
 // Every kind, in declaration order.
 const std::vector<OpKind>& all_op_kinds();
 const std::vector<RoleKind>& all_role_kinds();

@@ -407,6 +407,12 @@ void settings_from_json(const JsonCursor& c, Plan& plan) {
   }
   plan.scenario_name = c.at("scenario").as_string();
   plan.strategy = c.at("strategy").as_string();
+  if (!is_strategy_name_spelling(plan.strategy)) {
+    c.at("strategy")
+        .fail("\"" + plan.strategy.substr(0, 100) +
+              "\" is no strategy's name (lowercase letters, digits and _, at most "
+              "64, such as in_graph or between_graph)");
+  }
   plan.sync = c.at("sync").as_string();
   if (plan.sync != "async" && plan.sync != "sync" && plan.sync != kDistributedReplicated) {
     c.at("sync").fail("unknown sync mode \"" + plan.sync +

@@ -73,7 +73,9 @@ SweepRow sweep_row_from_summary(const SweepPoint& point, const SweepPointFacts& 
     if (!path.shares.empty() && path.seconds > 0) {
       row.bound_by_share = path.shares.front().name;
       row.bound_by_kind = path_share_kind(path.shares.front());
-      row.bound_by_fraction = path.shares.front().seconds / path.seconds;
+      // The shares are summed in another order than the path: a share that is the whole path
+      // can exceed it by a rounding error.
+      row.bound_by_fraction = std::min(1.0, path.shares.front().seconds / path.seconds);
     }
   }
   const JsonCursor bottleneck = run.at("bottleneck");
@@ -229,7 +231,8 @@ json sweep_results_to_json(const SweepResults& r) {
 
 namespace {
 
-SweepRow row_from_json(const JsonCursor& j) {
+// `version`: the file's (1: rows without bound_by).
+SweepRow row_from_json(const JsonCursor& j, int version) {
   SweepRow row;
   row.index = size_t(j.at("index").as_number_in(0, double(kMaxSweepPoints)));
   const JsonCursor knobs = j.at("knobs");
@@ -258,7 +261,7 @@ SweepRow row_from_json(const JsonCursor& j) {
   if (!j.at("scaling_efficiency").value().is_null()) {
     row.scaling_efficiency = j.at("scaling_efficiency").as_number();
   }
-  if (j.has("bound_by")) {  // version 2 on
+  if (version >= 2) {
     const JsonCursor bound = j.at("bound_by");
     row.bound_by = bound.at("text").as_string();
     row.bound_by_share = bound.at("share").as_string();
@@ -317,7 +320,8 @@ SweepResults sweep_results_from_json(const json& document, const std::string& fi
   r.points_total = size_t(root.at("points_total").as_number_in(0, double(kMaxSweepPoints)));
   r.provenance = root.at("provenance").value();
   const JsonCursor rows = root.at("rows");
-  for (size_t i = 0; i < rows.size(); ++i) r.rows.push_back(row_from_json(rows.at(i)));
+  for (size_t i = 0; i < rows.size(); ++i)
+    r.rows.push_back(row_from_json(rows.at(i), int(version)));
   return r;
 }
 
@@ -373,11 +377,12 @@ void write_sweep_csv(const SweepResults& r, std::ostream& out) {
           << csv_time(row.step_time_mean_s) << "," << csv_time(row.step_time_p50_s) << ","
           << csv_time(row.step_time_p95_s) << "," << csv_optional(row.scaling_efficiency) << ","
           << csv_cell(row.bound_by) << "," << csv_cell(row.bound_by_kind) << ","
-          << csv_number(row.bound_by_fraction) << "," << csv_cell(row.bottleneck) << ","
-          << csv_cell(row.bottleneck_kind) << "," << csv_number(row.bottleneck_utilization) << ","
-          << csv_number(row.ps_bytes_max) << "," << csv_number(row.ps_bytes_mean) << ","
-          << csv_optional(row.gpu_memory_headroom_bytes) << "," << csv_number(row.compute_share)
-          << "," << csv_number(row.network_share) << "," << csv_number(row.waiting_share);
+          << (row.bound_by.empty() ? std::string() : csv_number(row.bound_by_fraction)) << ","
+          << csv_cell(row.bottleneck) << "," << csv_cell(row.bottleneck_kind) << ","
+          << csv_number(row.bottleneck_utilization) << "," << csv_number(row.ps_bytes_max) << ","
+          << csv_number(row.ps_bytes_mean) << "," << csv_optional(row.gpu_memory_headroom_bytes)
+          << "," << csv_number(row.compute_share) << "," << csv_number(row.network_share) << ","
+          << csv_number(row.waiting_share);
     } else {
       out << std::string(17, ',');  // the 17 figures' cells, empty
     }

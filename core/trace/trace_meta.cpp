@@ -109,11 +109,8 @@ std::string one_of(const JsonCursor& c, const std::vector<std::string>& valid) {
 // knows or not, so any such name reads.
 std::string strategy_name(const JsonCursor& c) {
   const std::string text = c.as_string();
-  const bool word =
-      !text.empty() && text.size() <= 64 && text[0] >= 'a' && text[0] <= 'z' &&
-      text.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos;
-  if (!word) {
-    c.fail("\"" + text +
+  if (!is_strategy_name_spelling(text)) {
+    c.fail("\"" + text.substr(0, 100) +
            "\" is no strategy's name (lowercase letters, digits and _, at most 64, such as "
            "in_graph or between_graph)");
   }

@@ -88,10 +88,19 @@ void TraceGather::on_part_kept(uint32_t peer) {
 void TraceGather::on_trace_part(uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
   if (h.chunks > kMaxPartChunks) throw FrameError("a trace part of more than 4 GiB");
   if (parts_in_.count(peer) > 0) throw FrameError("a second trace part");
-  std::string& part = part_chunks_[peer];
-  part.append(reinterpret_cast<const char*>(payload), h.length);
-  if (h.chunk + 1 < h.chunks) return;
-  parts_in_[peer] = std::move(part);
+  // The chunks come in order, each announcing the same count (send_part).
+  Incoming& part = part_chunks_[peer];
+  if (h.chunk != part.next || (part.next > 0 && h.chunks != part.chunks)) {
+    throw FrameError("trace part chunk " + std::to_string(h.chunk) + " of " +
+                     std::to_string(h.chunks) + " where chunk " + std::to_string(part.next) +
+                     (part.next > 0 ? " of " + std::to_string(part.chunks) : std::string()) +
+                     " was due");
+  }
+  part.chunks = h.chunks;
+  ++part.next;
+  part.bytes.append(reinterpret_cast<const char*>(payload), h.length);
+  if (part.next < part.chunks) return;
+  parts_in_[peer] = std::move(part.bytes);
   part_chunks_.erase(peer);
   FrameHeader kept;
   kept.type = FrameType::kTracePartKept;

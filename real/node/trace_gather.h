@@ -68,7 +68,14 @@ class TraceGather {
   bool gathering_ = false;  // coordinator: stopped, waiting for the parts
   std::function<void()> gather_close_;
   std::function<void()> after_part_kept_;
-  std::map<uint32_t, std::string> parts_in_, part_chunks_;  // coordinator: per task
+  // A part arriving: its bytes so far, the chunk due next and the count its first announced.
+  struct Incoming {
+    std::string bytes;
+    uint32_t next = 0;
+    uint32_t chunks = 0;
+  };
+  std::map<uint32_t, std::string> parts_in_;  // coordinator: per task, the whole parts
+  std::map<uint32_t, Incoming> part_chunks_;  // coordinator: per task, a part arriving
   std::optional<core::Trace> run_trace_;
 };
 

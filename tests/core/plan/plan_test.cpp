@@ -261,6 +261,21 @@ TEST(Plan, CorruptPlansAreRejectedWithAPath) {
   j = plan_to_json(plan);
   j["clients"][0]["ops"][0]["device"] = 999;
   EXPECT_THROW(plan_from_json(j, "p.json"), InputError);
+  // A strategy's name as the registry spells names (a trace would record it): refused at once,
+  // not at the run's end when its trace cannot be read back.
+  for (const char* name : {"Between_Graph", "in graph", "", "x\ny"}) {
+    j = plan_to_json(plan);
+    j["strategy"] = name;
+    try {
+      plan_from_json(j, "p.json");
+      FAIL() << name;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.json_path(), "/strategy") << e.what();
+    }
+  }
+  j = plan_to_json(plan);
+  j["strategy"] = "ring_allreduce";  // unknown here, but a name: the plan's other checks decide
+  EXPECT_NO_THROW(plan_from_json(j, "p.json"));
 }
 
 TEST(Plan, RoutesFollowThePlatformLayout) {

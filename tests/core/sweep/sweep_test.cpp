@@ -1,5 +1,7 @@
 // Sweeps: values and ranges, the knobs (each writes its fields and nothing else), points and
 // shards, rows, scaling efficiency, CSV and JSON, and merging shards.
+#include <functional>
+
 #include <gtest/gtest.h>
 
 #include <set>
@@ -318,6 +320,42 @@ TEST(SweepResults, RowsFromSummaries) {
                   "k", json{{"runs", json::array()}}, "p.json", 0);
             }).find("p.json: /runs"),
             std::string::npos);
+}
+
+// A summary's critical path that cannot be one (a damaged cache entry): refused, so that the
+// sweep computes the point again; one whose share is the whole path up to a rounding error: a
+// fraction of 1, which the results file reads back.
+TEST(SweepResults, ABoundByThatCannotBeAPathIsRefused) {
+  const json base = templated_scenario();
+  const SweepPoint p{0, {{"replicas", "1"}}};
+  const SweepPointFacts facts =
+      sweep_point_facts(resolve_sweep_point(base, "s.json", p, "between_graph"));
+  auto row_of = [&](const std::function<void(json&)>& damage) {
+    json s = summary(100, "ps1/nic/up", 1e9);
+    damage(s["runs"][0]["bound_by"]);
+    return sweep_row_from_summary(p, facts, "k", s, "p.json", 1);
+  };
+  const std::vector<std::pair<std::string, std::function<void(json&)>>> damages = {
+      {"a share longer than the path", [](json& b) { b["shares"][1]["seconds"] = 100.0; }},
+      {"no time", [](json& b) { b["seconds"] = 0.0; }},
+      {"no step", [](json& b) { b["steps"] = 0; }},
+      {"a name with a newline", [](json& b) { b["shares"][1]["name"] = "a\nb"; }},
+      {"a name of 1000 characters",
+       [](json& b) { b["shares"][1]["name"] = std::string(1000, 'a'); }},
+      {"shares adding up to more", [](json& b) { b["shares"][1]["seconds"] = 1.0; }},
+  };
+  for (const auto& [what, damage] : damages) {
+    EXPECT_NE(error_of([&] { row_of(damage); }).find("p.json: /runs/0/bound_by"), std::string::npos)
+        << what;
+  }
+  SweepResults r = results_of({{"1", 100}});
+  SweepRow whole = row_of([](json& b) {
+    b["shares"] = {{{"name", "compute"}, {"seconds", 2.0 * (1 + 1e-15)}, {"fraction", 1.0}}};
+  });
+  EXPECT_DOUBLE_EQ(whole.bound_by_fraction, 1.0);
+  r.rows = {whole};
+  EXPECT_EQ(sweep_results_from_json(sweep_results_to_json(r), "r.json").rows[0].bound_by_fraction,
+            1.0);
 }
 
 TEST(SweepResults, ScalingEfficiencyAgainstTheSmallestPoint) {
