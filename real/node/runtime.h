@@ -232,6 +232,10 @@ class Node : public Mesh::Handler,
   void note_struck_while_down(const core::PlanFault& fault);
   // TraceGather::Host, ClockSync::Host (node_setup.cpp).
   Mesh& mesh() override { return *mesh_; }
+  void send(uint32_t peer, const FrameHeader& header, const uint8_t* data, size_t size,
+            std::shared_ptr<const void> keep) override {
+    mesh_->send(peer, header, data, size, std::move(keep));
+  }
   bool stopping() const override { return stopping_; }
   void timer(double delay_s, std::function<void()> work) override;
   bool live(uint32_t task) const override { return !task_dead_[task]; }

@@ -65,7 +65,7 @@ void TraceGather::send_part(std::function<void()> then) {
     const size_t offset = i * kDefaultChunkBytes;
     const size_t length =
         std::min<size_t>(kDefaultChunkBytes, data->size() - std::min(offset, data->size()));
-    host_.mesh().send(to, h, reinterpret_cast<const uint8_t*>(data->data()) + offset, length, data);
+    host_.send(to, h, reinterpret_cast<const uint8_t*>(data->data()) + offset, length, data);
   }
   auto once = std::make_shared<std::function<void()>>(std::move(then));
   after_part_kept_ = [once] {
@@ -104,7 +104,7 @@ void TraceGather::on_trace_part(uint32_t peer, const FrameHeader& h, const uint8
   part_chunks_.erase(peer);
   FrameHeader kept;
   kept.type = FrameType::kTracePartKept;
-  host_.mesh().send(peer, kept, std::string());
+  host_.send(peer, kept, nullptr, 0, nullptr);
   if (gathering_) maybe_merge(false);
 }
 

@@ -10,13 +10,14 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "core/trace/trace.h"
 #include "real/cluster.h"
 #include "real/node/frame_router.h"
-#include "real/transport/mesh.h"
+#include "real/transport/frame.h"
 
 namespace replisim::real::detail {
 
@@ -26,7 +27,10 @@ class TraceGather {
   class Host {
    public:
     virtual ~Host() = default;
-    virtual Mesh& mesh() = 0;
+    // Queues a frame to `peer` whose payload is `size` bytes at `data`, kept alive by `keep`
+    // until written (Mesh::send).
+    virtual void send(uint32_t peer, const FrameHeader& header, const uint8_t* data, size_t size,
+                      std::shared_ptr<const void> keep) = 0;
     // Runs `work` on the node's thread after delay_s, also while the node stops (never after
     // the node is gone).
     virtual void timer(double delay_s, std::function<void()> work) = 0;
