@@ -200,6 +200,9 @@ std::vector<core::SweepRow> run_prepared_points(const std::vector<PreparedPoint>
     ++local.computed;
     local.exit_codes[i] = exit.exit_code;
     if (exit.exit_code != 0) {
+      // A child stopped (Ctrl-C) or failed after writing its summary: not a result, so the cache
+      // keeps none of it (the point is computed again next time).
+      fs::remove(summary_path, ec);
       core::SweepRow& row = rows[i];
       row.index = p.point.index;
       row.knobs = p.point.knobs;
@@ -225,7 +228,14 @@ std::vector<core::SweepRow> run_prepared_points(const std::vector<PreparedPoint>
     fs::remove(summary_path, ec);
     fs::remove(commands[exit.command].log_path, ec);
   };
-  run_point_commands(commands, settings.jobs, on_exit, interrupted);
+  try {
+    run_point_commands(commands, settings.jobs, on_exit, interrupted);
+  } catch (...) {
+    // Stopped (Ctrl-C) or failed: the summaries of children that were reaped without being read
+    // are not results; the points are computed again next time.
+    for (size_t i : missing) fs::remove(point_path(settings, points[i].key, ".summary.json"), ec);
+    throw;
+  }
   progress.finish(local.computed, local.cached, local.failed);
   if (counts != nullptr) *counts = local;
   return rows;
