@@ -1,4 +1,7 @@
-// Plan invariants (validate_plan): what every backend may rely on, whatever made the plan.
+// Plan invariants (validate_plan): what every backend may rely on, whatever made the plan and
+// whichever strategy it follows. A strategy's own rules (a parameter server, every async client
+// incrementing global_step, which sync modes it has) are its registry entry's check_plan
+// (core/strategy/plan_rules.h).
 #include <optional>
 #include <set>
 
@@ -67,22 +70,25 @@ void validate_graph(const Plan& plan, const ClientGraph& graph, const std::strin
         file, base + "/input_op",
         chief_sync_op ? "the sync op has no input op (-1)" : "does not name an input op");
   }
-  const bool needs_increment = chief_sync_op || !sync;
-  if (needs_increment ? graph.global_step_op < 0 || graph.ops[size_t(graph.global_step_op)].kind !=
-                                                        OpKind::kGlobalStepIncrement
-                      : graph.global_step_op != -1) {
+  // The graph that increments global_step names the op (the backends count steps by it): the
+  // chief's sync op always does, a synchronous worker never (its token says the step), any other
+  // graph when its strategy says so.
+  const int increment = graph.global_step_op;
+  if (increment >= 0 && graph.ops[size_t(increment)].kind != OpKind::kGlobalStepIncrement) {
+    throw InputError(file, base + "/global_step_op", "does not name a global step increment");
+  }
+  if (chief_sync_op && increment < 0) {
+    throw InputError(file, base + "/global_step_op", "does not name a global step increment");
+  }
+  if (sync && !chief_sync_op && increment != -1) {
     throw InputError(file, base + "/global_step_op",
-                     needs_increment ? "does not name a global step increment"
-                                     : "a synchronous worker does not increment global_step (-1)");
+                     "a synchronous worker does not increment global_step (-1)");
   }
 }
 
 // distributed_replicated: every worker passes the same barriers (by name), each once per step;
 // a barrier some worker never reaches would hold the others forever.
 void validate_barriers(const Plan& plan, const std::string& file) {
-  if (plan.strategy != "between_graph") {
-    throw InputError(file, "/sync", "distributed_replicated is a between_graph mode");
-  }
   // Worker 0's barriers, in graph order, with the role (task) each runs on.
   std::vector<std::pair<std::string, int>> first;
   for (size_t ci = 0; ci < plan.clients.size(); ++ci) {
@@ -112,7 +118,6 @@ void validate_barriers(const Plan& plan, const std::string& file) {
 
 void validate_plan(const Plan& plan, const std::string& file) {
   if (plan.clients.empty()) throw InputError(file, "/clients", "a plan needs at least one client");
-  if (plan.ps_roles.empty()) throw InputError(file, "/ps_roles", "a plan needs a parameter server");
   for (size_t i = 0; i < plan.memory.size(); ++i) {
     if (plan.memory[i].device < 0 ||
         size_t(plan.memory[i].device) >= plan.platform.devices.size()) {
@@ -132,8 +137,9 @@ void validate_plan(const Plan& plan, const std::string& file) {
   }
   if (plan.sync != "sync") return;
   const SyncReplicas& sr = plan.sync_replicas;
-  if (plan.strategy != "between_graph") {
-    throw InputError(file, "/sync", "synchronous replicas are a between_graph mode");
+  if (plan.ps_roles.empty()) {
+    throw InputError(file, "/ps_roles",
+                     "synchronous replicas need a parameter server (it holds their queues)");
   }
   if (sr.total_num_replicas != int(plan.clients.size())) {
     throw InputError(

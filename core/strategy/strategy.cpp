@@ -7,6 +7,7 @@
 #include "core/base/error.h"
 #include "core/base/json_cursor.h"
 #include "core/model/placement.h"
+#include "core/strategy/plan_rules.h"
 
 namespace replisim::core {
 
@@ -16,13 +17,22 @@ const std::vector<Strategy>& strategies() {
        "one client, one graph over all towers; the client splits the batch, gathers, computes "
        "the loss and aggregates gradients; every step waits for every tower",
        compile_in_graph, /*one_client=*/true, /*replica_role_kind=*/"tower",
-       /*sync_replicas=*/false},
+       /*sync_replicas=*/false,
+       [](const Plan& plan, const std::string& file) {
+         strategy_detail::require_parameter_servers(plan, file);
+         strategy_detail::refuse_sync_replicas(plan, file);
+         strategy_detail::require_global_step_increments(plan, file);
+       }},
       {"between_graph",
        "one client per worker with a full graph copy; variables on parameter servers; workers "
        "pull, compute and push on their own (async) or aggregate through the chief's sync op "
        "(sync); worker 0 is the chief",
        compile_between_graph, /*one_client=*/false, /*replica_role_kind=*/"worker",
-       /*sync_replicas=*/true},
+       /*sync_replicas=*/true,
+       [](const Plan& plan, const std::string& file) {
+         strategy_detail::require_parameter_servers(plan, file);
+         strategy_detail::require_global_step_increments(plan, file);
+       }},
   };
   return kStrategies;
 }
@@ -159,7 +169,7 @@ Plan compile_plan(const Scenario& scenario, const std::string& strategy,
   require_within_budget(estimate_plan(scenario, strategy), options.budget);
   Plan plan = s->compile(scenario, options);
   charge_send_overheads(plan, scenario.training.costs.per_message_overhead_s);
-  validate_plan(plan, "<compiled plan>");
+  check_plan_rules(plan, "<compiled plan>");
   return plan;
 }
 

@@ -74,6 +74,9 @@ struct Strategy {
   std::string replica_role_kind = "worker";
   // Synchronous training through SyncReplicasOptimizer (and so backup workers) applies.
   bool sync_replicas = false;
+  // The strategy's own plan rules beyond validate_plan's (check_plan_rules calls it): throws
+  // InputError naming the file and JSON path. Null: none.
+  std::function<void(const Plan&, const std::string& file)> check_plan;
 };
 
 // "in_graph" and "between_graph", in that order.
@@ -112,6 +115,12 @@ void add_faults(const Scenario& scenario, Plan& plan);
 // Multiplies every op's compute_flop by options.compute_scale and says so in the plan's notes
 // (nothing when it is 1). Call before anything derives a time from the FLOP (the stagger).
 void apply_compute_scale(Plan& plan, const CompileOptions& options);
+// Rules the strategies' check_plan share (strategy_plan_rules.cpp), each throwing InputError:
+// the plan has a parameter server; every async client names its global_step increment; the
+// plan trains with neither "sync" nor "distributed_replicated".
+void require_parameter_servers(const Plan& plan, const std::string& file);
+void require_global_step_increments(const Plan& plan, const std::string& file);
+void refuse_sync_replicas(const Plan& plan, const std::string& file);
 // "layer" when every layer is its own group, else "<N> group(s)" (what the report says ran).
 std::string granularity_label(const Scenario& scenario, size_t groups);
 // FLOP that makes a CPU spend batch / input_samples_per_s seconds on the input pipeline.

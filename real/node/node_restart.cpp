@@ -123,12 +123,12 @@ void Node::restore_model() {
     }
   }
   restored_ = restore_target(best);
-  if (!best) {
+  std::set<uint32_t> ps_tasks;
+  for (int r : plan_.ps_roles) ps_tasks.insert(uint32_t(map_.task_of_role[size_t(r)]));
+  if (!best || ps_tasks.empty()) {  // nothing to load (a plan without parameter servers)
     model_restored();
     return;
   }
-  std::set<uint32_t> ps_tasks;
-  for (int r : plan_.ps_roles) ps_tasks.insert(uint32_t(map_.task_of_role[size_t(r)]));
   pending_restores_ = int(ps_tasks.size());
   const std::string payload =
       nlohmann::json{{"name", best->name}, {"client_steps", best->client_steps}}.dump();

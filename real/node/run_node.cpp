@@ -11,6 +11,7 @@
 #include "core/base/error.h"
 #include "core/base/json_cursor.h"
 #include "core/base/output_file.h"
+#include "core/strategy/plan_rules.h"
 #include "core/trace/trace_format.h"
 #include "real/node/runtime.h"
 
@@ -18,7 +19,7 @@ namespace replisim::real {
 
 namespace {
 
-// What a node needs of a plan beyond validate_plan: role names once each, one chief.
+// What a node needs of a plan beyond check_plan_rules: role names once each, one chief.
 void check_roles(const core::Plan& plan, const std::string& path) {
   int chiefs = 0;
   for (size_t r = 0; r < plan.roles.size(); ++r) {
@@ -59,12 +60,12 @@ core::Plan read_plan_file(const std::string& path) {
                                  "--json --strategy in_graph (or between_graph)");
     }
     core::Plan plan = core::plan_from_json(j[0], path);
-    core::validate_plan(plan, path);
+    core::check_plan_rules(plan, path);
     check_roles(plan, path);
     return plan;
   }
   core::Plan plan = core::plan_from_json(j, path);
-  core::validate_plan(plan, path);
+  core::check_plan_rules(plan, path);
   check_roles(plan, path);
   return plan;
 }

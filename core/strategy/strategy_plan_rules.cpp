@@ -1,0 +1,49 @@
+// The strategies' own plan rules (Strategy::check_plan) and check_plan_rules. The rules here are
+// those of TF 1.x's parameter-server training, in-graph and between-graph alike: variables live on
+// parameter servers (tf.train.replica_device_setter), and a client that trains asynchronously
+// increments global_step once per step (the optimizer's minimize(global_step=...)).
+#include "core/strategy/plan_rules.h"
+
+#include "core/base/error.h"
+#include "core/strategy/strategy.h"
+
+namespace replisim::core {
+
+namespace strategy_detail {
+
+void require_parameter_servers(const Plan& plan, const std::string& file) {
+  if (plan.ps_roles.empty()) {
+    throw InputError(file, "/ps_roles",
+                     "a plan of strategy " + plan.strategy +
+                         " needs a parameter server (its variables live there)");
+  }
+}
+
+void require_global_step_increments(const Plan& plan, const std::string& file) {
+  if (plan.sync == "sync") return;  // the chief's sync op increments it (validate_plan)
+  for (size_t c = 0; c < plan.clients.size(); ++c) {
+    if (plan.clients[c].global_step_op < 0) {
+      throw InputError(file, "/clients/" + std::to_string(c) + "/global_step_op",
+                       "a client of strategy " + plan.strategy + " training with sync \"" +
+                           plan.sync + "\" increments global_step: name its op");
+    }
+  }
+}
+
+void refuse_sync_replicas(const Plan& plan, const std::string& file) {
+  if (plan.sync == "sync" || plan.sync == kDistributedReplicated) {
+    throw InputError(file, "/sync",
+                     "strategy " + plan.strategy + " has no sync \"" + plan.sync +
+                         "\" (one client applies every tower's gradients itself)");
+  }
+}
+
+}  // namespace strategy_detail
+
+void check_plan_rules(const Plan& plan, const std::string& file) {
+  validate_plan(plan, file);
+  const Strategy* strategy = find_strategy(plan.strategy);
+  if (strategy != nullptr && strategy->check_plan) strategy->check_plan(plan, file);
+}
+
+}  // namespace replisim::core
