@@ -7,8 +7,9 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "core/base/glob.h"
+#include "core/base/error.h"
 #include "core/base/units.h"
+#include "core/sweep/scenario_edit.h"
 
 namespace replisim::gui {
 
@@ -43,14 +44,6 @@ const Json& gpu_at(const Json& machine, size_t index) {
   return gpus.is_object() ? gpus : gpus[index];
 }
 
-// "pc2" -> {"pc", 2}; "fast" -> {"fast", -1}.
-std::pair<std::string, int> split_number(const std::string& name) {
-  size_t digits = name.size();
-  while (digits > 0 && std::isdigit(static_cast<unsigned char>(name[digits - 1]))) --digits;
-  if (digits == name.size() || digits == 0) return {name, -1};
-  return {name.substr(0, digits), std::stoi(name.substr(digits))};
-}
-
 std::string machine_of(const std::string& device) {
   return device.substr(0, device.find('/'));
 }
@@ -58,10 +51,6 @@ std::string machine_of(const std::string& device) {
 std::string device_part(const std::string& device) {
   const size_t slash = device.find('/');
   return slash == std::string::npos ? "" : device.substr(slash + 1);
-}
-
-Json replica_list(const Json& replicas) {
-  return replicas.is_array() ? replicas : Json::array({replicas});
 }
 
 }  // namespace
@@ -94,17 +83,7 @@ const Json* ScenarioDocument::training_or_null() const {
 }
 
 std::vector<std::string> ScenarioDocument::machine_names() const {
-  std::vector<std::string> out;
-  const Json* machines = json_.contains("cluster") ? &json_["cluster"] : nullptr;
-  if (!machines || !machines->contains("machines")) return out;
-  for (const Json& m : (*machines)["machines"]) {
-    if (!m.contains("count")) {
-      out.push_back(name_of(m));
-      continue;
-    }
-    for (int i = 0; i < count_of(m); ++i) out.push_back(name_of(m) + std::to_string(i));
-  }
-  return out;
+  return core::scenario_machine_names(json_);
 }
 
 int ScenarioDocument::machine_entry_of(const std::string& machine) const {
@@ -121,135 +100,26 @@ int ScenarioDocument::machine_entry_of(const std::string& machine) const {
   return -1;
 }
 
-std::vector<std::string> ScenarioDocument::replica_devices() const {
-  std::vector<std::string> devices;  // every device of every machine, in machine order
-  for (const std::string& m : machine_names()) {
-    devices.push_back(m + "/cpu");
-    const int entry = machine_entry_of(m);
-    for (int g = 0; g < gpu_count_of(json_["cluster"]["machines"][size_t(entry)]); ++g)
-      devices.push_back(m + "/gpu" + std::to_string(g));
-  }
-  std::vector<std::string> out;
-  const Json* t = training_or_null();
-  if (!t || !t->contains("replicas")) return out;
-  for (const Json& entry : replica_list((*t)["replicas"])) {
-    if (!entry.is_string()) {
-      out.push_back("{towers}");
-      continue;
-    }
-    const std::string text = entry.get<std::string>();
-    if (!core::is_glob(text)) {
-      out.push_back(text);
-      continue;
-    }
-    for (const std::string& d : devices)
-      if (core::glob_match(text, d)) out.push_back(d);
-  }
-  return out;
+int ScenarioDocument::replica_count() const {
+  return core::scenario_replica_count(json_);
+}
+
+int ScenarioDocument::replica_step() const {
+  return core::scenario_replica_step(json_);
 }
 
 std::string ScenarioDocument::replicas_fixed_reason() const {
   const Json* t = training_or_null();
   if (!t || !t->contains("replicas")) return "the scenario has no training.replicas";
-  for (const Json& entry : replica_list((*t)["replicas"])) {
-    if (!entry.is_string())
-      return "workers with several towers: edit training.replicas in the file";
-  }
   return "";
 }
 
 void ScenarioDocument::set_replica_count(int count) {
-  if (count < 1) throw std::invalid_argument("replicas: at least 1");
-  if (const std::string why = replicas_fixed_reason(); !why.empty())
-    throw std::invalid_argument("replicas: " + why);
-  const int now = replica_count();
-  if (count > now) grow_replicas(count - now);
-  if (count < now) shrink_replicas(now - count);
-  keep_sync_total(replica_count());
-}
-
-void ScenarioDocument::grow_replicas(int more) {
-  Json& replicas = training()["replicas"];
-  Json& machines = json_["cluster"]["machines"];
-  const Json list = replica_list(replicas);
-  for (size_t i = list.size(); i-- > 0;) {  // a pattern over a template: more copies of it
-    const std::string text = list[i].get<std::string>();
-    if (!core::is_glob(text)) continue;
-    for (Json& m : machines) {
-      if (m.contains("count") && core::glob_match(machine_of(text), name_of(m) + "0")) {
-        m["count"] = count_of(m) + more;
-        return;
-      }
-    }
+  try {
+    core::set_scenario_replica_count(json_, count, path_);
+  } catch (const core::InputError& e) {
+    throw std::invalid_argument(e.what());
   }
-  std::string fastest;  // else: copies of the fastest explicit replica's machine
-  double fastest_speed = -1;
-  for (const Json& entry : list) {
-    const std::string d = entry.get<std::string>();
-    if (core::is_glob(d) || d.find("/gpu") == std::string::npos) continue;
-    const double speed = device_speed_flop_per_s(d);
-    if (speed > fastest_speed) fastest_speed = speed, fastest = d;
-  }
-  if (fastest.empty()) fastest = list.back().get<std::string>();
-  if (core::is_glob(fastest)) throw std::invalid_argument("replicas: no machine to copy");
-  const int entry = machine_entry_of(machine_of(fastest));
-  if (entry < 0) throw std::invalid_argument("replicas: no machine " + machine_of(fastest));
-  if (!replicas.is_array()) replicas = Json::array({replicas});
-  Json& source = machines[size_t(entry)];
-  if (source.contains("count")) {
-    for (int i = 0; i < more; ++i)
-      replicas.push_back(name_of(source) + std::to_string(count_of(source) + i) + "/" +
-                         device_part(fastest));
-    source["count"] = count_of(source) + more;
-    return;
-  }
-  const auto [prefix, number] = split_number(name_of(source));
-  const Json copy = source;
-  for (int i = 0, next = std::max(number, 1) + 1; i < more; ++next) {
-    const std::string name =
-        number < 0 ? name_of(copy) + "_" + std::to_string(next) : prefix + std::to_string(next);
-    if (machine_entry_of(name) >= 0) continue;
-    Json added = copy;
-    added["name"] = name;
-    machines.push_back(added);
-    replicas.push_back(name + "/" + device_part(fastest));
-    ++i;
-  }
-}
-
-void ScenarioDocument::shrink_replicas(int fewer) {
-  Json& replicas = training()["replicas"];
-  if (!replicas.is_array()) replicas = Json::array({replicas});
-  Json& machines = json_["cluster"]["machines"];
-  while (fewer > 0 && !replicas.empty()) {
-    const std::string text = replicas.back().get<std::string>();
-    bool lowered = false;
-    for (Json& m : machines) {
-      if (core::is_glob(text) && m.contains("count") && count_of(m) > 1 &&
-          core::glob_match(machine_of(text), name_of(m) + "0")) {
-        const int drop = std::min(fewer, count_of(m) - 1);
-        m["count"] = count_of(m) - drop;
-        fewer -= drop;
-        lowered = true;
-        break;
-      }
-    }
-    if (lowered) continue;
-    if (replicas.size() == 1) throw std::invalid_argument("replicas: at least 1");
-    replicas.erase(replicas.size() - 1);
-    fewer -= 1;
-  }
-}
-
-void ScenarioDocument::keep_sync_total(int workers) {
-  Json& t = training();
-  if (!t.contains("sync") || !t["sync"].is_object()) return;
-  Json& sync = t["sync"];
-  const int total = sync.value("total_num_replicas", workers);
-  const int aggregate = sync.value("replicas_to_aggregate", total);
-  if (sync.contains("total_num_replicas")) sync["total_num_replicas"] = workers;
-  if (sync.contains("replicas_to_aggregate"))
-    sync["replicas_to_aggregate"] = std::max(1, workers - (total - aggregate));
 }
 
 int ScenarioDocument::ps_count() const {

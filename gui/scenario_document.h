@@ -41,15 +41,16 @@ class ScenarioDocument {
   const std::string& path() const { return path_; }
   std::string name() const;
 
-  // training.replicas expanded over the machines (templates "w" × 3 are w0, w1, w2).
-  std::vector<std::string> replica_devices() const;
-  // Why the replica count cannot be edited here ({"towers": ...} entries); "" when it can.
+  // The replicas training.replicas trains (core::scenario_replica_count: workers, a device each
+  // unless towers group them), and what one more machine adds (core::scenario_replica_step).
+  int replica_count() const;
+  int replica_step() const;
+  // Why the replica count cannot be edited here; "" when it can.
   std::string replicas_fixed_reason() const;
-  int replica_count() const { return int(replica_devices().size()); }
-  // training.replicas (and cluster.machines when it grows): fewer drops entries from the end (a
-  // pattern's template machine loses copies); more adds copies to the template a pattern matches,
-  // or a copy of the fastest replica's machine (pc2 -> pc3) whose device joins the list. A sync
-  // object's total_num_replicas follows (its backups kept).
+  // core::set_scenario_replica_count, the sweep's replicas knob: a pattern's machine template
+  // grows or shrinks by whole machines; a list drops entries from its end or gains copies of the
+  // fastest replica's machine (pc2 -> pc3). A sync object's total_num_replicas follows (its
+  // backups kept).
   void set_replica_count(int count);
 
   // training.ps: a list of devices (grows over the machines' CPUs) or a template's count.
@@ -99,9 +100,6 @@ class ScenarioDocument {
   const Json* training_or_null() const;
   // The index of the machine entry that `machine` belongs to (-1 when none).
   int machine_entry_of(const std::string& machine) const;
-  void grow_replicas(int more);
-  void shrink_replicas(int fewer);
-  void keep_sync_total(int workers);
 
   Json json_;
   std::string path_;

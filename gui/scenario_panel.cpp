@@ -280,6 +280,7 @@ void ScenarioPanel::load_knobs() {
   const std::string fixed = d.replicas_fixed_reason();
   replicas_->setEnabled(fixed.empty());
   replicas_->setToolTip(fixed.empty() ? "training.replicas" : QString::fromStdString(fixed));
+  replicas_->setSingleStep(d.replica_step());  // a template grows by whole machines
   replicas_->setValue(d.replica_count());
   ps_->setValue(d.ps_count());
   const double nic = d.nic_bandwidth_bytes_per_s();

@@ -12,6 +12,7 @@
 #include "core/plan/kinds.h"
 #include "core/scenario/scenario.h"
 #include "core/strategy/strategy.h"
+#include "core/sweep/scenario_edit.h"
 
 namespace replisim::core {
 namespace {
@@ -205,7 +206,7 @@ void apply_switch_bandwidth(json& s, const std::string& value, const KnobContext
 // device (no template to resize).
 std::vector<std::string> replica_machine_patterns(const json& replicas, const KnobContext& ctx) {
   const std::string need =
-      "replicas can be varied only when /training/replicas is a pattern over a machine template "
+      "machines can be varied only when /training/replicas is a pattern over a machine template "
       "(\"w*/gpu*\" with the machine {\"name\": \"w\", \"count\": N}) or {\"towers\": \"w*/gpu*\", "
       "\"per\": \"machine\"}";
   std::vector<const json*> entries;
@@ -233,7 +234,7 @@ std::vector<std::string> replica_machine_patterns(const json& replicas, const Kn
   return patterns;
 }
 
-void apply_replicas(json& s, const std::string& value, const KnobContext& ctx) {
+void apply_machines(json& s, const std::string& value, const KnobContext& ctx) {
   json& t = training(s, ctx);
   if (member(t, "replicas") == nullptr) throw InputError(ctx.file, "/training/replicas", "missing");
   const std::vector<std::string> patterns = replica_machine_patterns(t["replicas"], ctx);
@@ -254,15 +255,26 @@ void apply_replicas(json& s, const std::string& value, const KnobContext& ctx) {
   if (matched.size() != 1) {
     throw InputError(ctx.file, "/cluster/machines",
                      matched.empty()
-                         ? "replicas can be varied only when the replicas' machines are one "
+                         ? "machines can be varied only when the replicas' machines are one "
                            "machine template ({\"name\": \"w\", \"count\": N}); none matches "
                            "/training/replicas"
-                         : "replicas: several machine templates match /training/replicas; "
+                         : "machines: several machine templates match /training/replicas; "
                            "the sweep cannot tell which to resize");
   }
   json& count = (*machines)[matched.front()]["count"];
-  count = relative_count("replicas", value, count.is_number_integer() ? count.get<int>() : 1, 1,
+  count = relative_count("machines", value, count.is_number_integer() ? count.get<int>() : 1, 1,
                          limits::kMaxReplicas);
+}
+
+// The replicas as every tool counts them (scenario_edit.h): the viewer's knob and this one make
+// the same scenario of a file.
+void apply_replicas(json& s, const std::string& value, const KnobContext& ctx) {
+  ScenarioJson edited = s;
+  const int now = scenario_replica_count(edited);
+  if (now == 0) throw InputError(ctx.file, "/training/replicas", "missing");
+  set_scenario_replica_count(
+      edited, relative_count("replicas", value, now, 1, limits::kMaxReplicas), ctx.file);
+  s = json(edited);
 }
 
 void apply_ps(json& s, const std::string& value, const KnobContext& ctx) {
@@ -346,10 +358,14 @@ void set_training_field(json& s, const std::string& field, const json& value,
 
 std::vector<SweepKnob> make_knobs() {
   std::vector<SweepKnob> knobs;
+  knobs.push_back({"replicas",
+                   "replicas (workers; a pattern's template grows by whole machines, a list by "
+                   "copies of its fastest machine): 1,2,4, 1..64x2, x2 or +1",
+                   apply_replicas});
   knobs.push_back(
-      {"replicas",
+      {"machines",
        "machines of the replicas' machine template (its count): 1,2,4, 1..64x2, x2 or +1",
-       apply_replicas});
+       apply_machines});
   knobs.push_back({"ps",
                    "parameter server tasks of the PS template (training.ps.count): 1,2,4, x2 or +1",
                    apply_ps});

@@ -98,9 +98,14 @@ TEST(Sweep, BadInputIsOneLine) {
   expect_one_line_error(test::run_replisim({"sweep", s, "--vary", "ps=1", "--shard", "3/3"}),
                         "--shard: expected I/N with 0 <= I < N");
   expect_one_line_error(
-      test::run_replisim({"sweep", test::seed_scenario(), "--vary", "replicas=1,2"}),
-      "/training/replicas: point replicas=1: replicas can be varied only when /training/replicas "
+      test::run_replisim({"sweep", test::seed_scenario(), "--vary", "machines=1,2"}),
+      "/training/replicas: point machines=1: machines can be varied only when /training/replicas "
       "is a pattern over a machine template");
+  expect_one_line_error(
+      test::run_replisim({"sweep", test::scenario_path("planning/resnet50_16gpu_10gbe.json"),
+                          "--vary", "replicas=8,10"}),
+      "/training/replicas: point replicas=10: replicas=10: each machine of template \"server\" "
+      "holds 4 replica(s), so whole machines give 8 or 12");
   expect_one_line_error(test::run_replisim({"sweep", s, "--vary", "ps=1", "--jobs", "0"}),
                         "--jobs: expected an integer from 1 to 256");
   expect_one_line_error(test::run_replisim({"sweep", s, "--strategy", "both"}),

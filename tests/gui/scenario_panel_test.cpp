@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/sweep/sweep_knobs.h"
 #include "gui/compare_view.h"
 #include "gui/main_window.h"
 #include "gui/scenario_document.h"
@@ -75,6 +76,23 @@ TEST_F(PanelTest, OneMoreReplicaCopiesTheFastestMachineAndChangesNothingElse) {
   control<QSpinBox>("replicas")->setValue(2);
   expected["training"]["replicas"].erase(2);  // the machine stays, unused
   EXPECT_EQ(panel.document()->json(), expected);
+}
+
+// The panel's replicas knob and the sweep's are one edit (core::set_scenario_replica_count): on
+// machines of 4 GPUs the spin box steps by a machine, and 24 replicas are the file the sweep's
+// replicas=24 makes.
+TEST_F(PanelTest, TheReplicasKnobIsTheSweepsOnAFourGpuTemplate) {
+  open("planning/resnet50_16gpu_10gbe.json");
+  QSpinBox* replicas = control<QSpinBox>("replicas");
+  EXPECT_EQ(replicas->value(), 16);
+  EXPECT_EQ(replicas->singleStep(), 4);
+  replicas->setValue(24);
+  nlohmann::json swept = nlohmann::json(before);
+  core::find_sweep_knob("replicas")
+      .apply(swept, "24",
+             {scenario("planning/resnet50_16gpu_10gbe.json"), nullptr, "between_graph"});
+  EXPECT_EQ(nlohmann::json(panel.document()->json()), swept);
+  EXPECT_EQ(panel.document()->json()["cluster"]["machines"][0]["count"], 6);
 }
 
 TEST_F(PanelTest, NicSpeedFaultAndParameterServersWriteTheirFieldsOnly) {

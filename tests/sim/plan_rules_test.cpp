@@ -117,9 +117,9 @@ TEST(PlanRules, AParameterServerIsTheParameterServerStrategiesRule) {
     if (strategy == "in_graph") plan.clients.resize(1);
     EXPECT_EQ(validated(plan), "") << strategy;
     const std::string why = ruled(plan);
-    EXPECT_NE(why.find("p.json: /ps_roles: a plan of strategy " + strategy +
-                       " needs a parameter server"),
-              std::string::npos)
+    EXPECT_NE(
+        why.find("p.json: /ps_roles: a plan of strategy " + strategy + " needs a parameter server"),
+        std::string::npos)
         << why;
   }
 }
@@ -152,9 +152,9 @@ TEST(PlanRules, InGraphHasNoSyncReplicas) {
 }
 
 TEST(PlanRules, SynchronousReplicasNeedAParameterServerForTheirQueues) {
-  core::Plan plan = core::compile_plan(
-      core::load_scenario(test::scenario_path("classroom/sync_straggler.json")), "between_graph",
-      {});
+  core::Plan plan =
+      core::compile_plan(core::load_scenario(test::scenario_path("classroom/sync_straggler.json")),
+                         "between_graph", {});
   ASSERT_EQ(plan.sync, "sync");
   EXPECT_EQ(validated(plan), "");
   plan.ps_roles.clear();

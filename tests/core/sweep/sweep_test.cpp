@@ -161,11 +161,14 @@ TEST(SweepKnobs, EachWritesItsFieldAndNothingElse) {
 TEST(SweepKnobs, ScenariosThatCannotVaryAKeySayWhatTheyNeed) {
   json listed = templated_scenario();
   listed["training"]["replicas"] = json::array({"w0/gpu0", "w1/gpu0"});
-  const std::string replicas = error_of([&] { point_document(listed, {{"replicas", "8"}}); });
-  EXPECT_NE(replicas.find("s.json: /training/replicas: point replicas=8: replicas can be varied "
+  const std::string machines = error_of([&] { point_document(listed, {{"machines", "8"}}); });
+  EXPECT_NE(machines.find("s.json: /training/replicas: point machines=8: machines can be varied "
                           "only when /training/replicas is a pattern over a machine template"),
             std::string::npos)
-      << replicas;
+      << machines;
+  // replicas= counts replicas: a list grows by copies of its fastest machine.
+  const json grown = point_document(listed, {{"replicas", "8"}});
+  EXPECT_EQ(grown["training"]["replicas"].size(), 8u);
   json fixed_ps = templated_scenario();
   fixed_ps["training"]["ps"] = json::array({"w0/cpu"});
   const std::string ps = error_of([&] { point_document(fixed_ps, {{"ps", "2"}}); });
