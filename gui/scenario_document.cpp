@@ -111,6 +111,10 @@ int ScenarioDocument::replica_step() const {
 std::string ScenarioDocument::replicas_fixed_reason() const {
   const Json* t = training_or_null();
   if (!t || !t->contains("replicas")) return "the scenario has no training.replicas";
+  if (replica_count() == 0) {
+    return "the replicas' machines are not in this file (an include gives them?): edit the "
+           "replicas where the machines are";
+  }
   return "";
 }
 
