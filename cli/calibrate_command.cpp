@@ -110,16 +110,24 @@ nlohmann::json layer(const std::string& name, double params, const std::string& 
           {"activation_bytes_per_sample", "4 B"}};
 }
 
-// `document` written into `dir` (next to the calibration it may include) and compiled, between-
-// graph, with the scenario's own steps and compute.
-core::Plan plan_of(const nlohmann::json& document, const CliArgs& args, const std::string& dir) {
+// `document` written into `dir` (next to the calibration it may include), loaded and compiled
+// through the run pipeline, between-graph, with the scenario's own steps and compute.
+struct Reference {
+  core::LoadedScenario loaded;
+  core::PlanRequest request;
+  core::Plan plan;
+};
+Reference reference_of(const nlohmann::json& document, const CliArgs& args,
+                       const std::string& dir) {
   const std::string file = dir + "/" + document["name"].get<std::string>() + ".json";
   std::ofstream(file) << document.dump(1) << "\n";
   CliArgs a = args;
   a.strategy = "between_graph";
   a.steps = 0;
   a.scale_compute = 1;
-  return compile_plans(load(file), a).front();
+  Reference r{load(file), plan_request(a, /*real=*/true), {}};
+  r.plan = core::prepare_plans(r.loaded, r.request).front();
+  return r;
 }
 
 // The real backend's settings of calibrate's runs.
@@ -134,7 +142,8 @@ core::RunOptions real_options(const CliArgs& args) {
 // The real run of `document`.
 core::Trace run_real(const nlohmann::json& document, const CliArgs& args, const std::string& dir) {
   const std::unique_ptr<core::Backend> real = core::create_backend("real");
-  return core::run_to_trace(*real, plan_of(document, args, dir), real_options(args));
+  const Reference r = reference_of(document, args, dir);
+  return core::run_prepared(*real, r.plan, real_options(args), r.loaded);
 }
 
 // The transfers of a run from the PS to the worker (the pulls), after the warm-up steps.
@@ -362,13 +371,13 @@ int run_calibrate(const CliArgs& args, std::ostream& out) {
         transfer_bound, args.isolate.empty() ? kLoopbackNic : kShapedNic, "calibration.json");
     const std::string name = doc["name"];
     log << "calibrate: reference " << name << " (simulated, then run)...\n";
-    const core::Plan plan = plan_of(doc, args, dir);
+    const Reference r = reference_of(doc, args, dir);
     core::RunOptions options;
     options.cancelled = interrupted;
-    const core::RunMetrics predicted =
-        core::compute_metrics(core::run_to_trace(*sim, plan, options));
-    const core::RunMetrics measured =
-        core::compute_metrics(core::run_to_trace(*real, plan, real_options(args)));
+    const core::RunMetrics predicted = core::measure_run(
+        core::run_prepared(*sim, r.plan, options, r.loaded), r.loaded, r.request, name);
+    const core::RunMetrics measured = core::measure_run(
+        core::run_prepared(*real, r.plan, real_options(args), r.loaded), r.loaded, r.request, name);
     const double error = (measured.throughput_samples_per_s - predicted.throughput_samples_per_s) /
                          predicted.throughput_samples_per_s;
     references.push_back({{"name", name},

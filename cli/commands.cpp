@@ -30,12 +30,6 @@
 
 namespace replisim::cli {
 
-LoadedScenario load(const std::string& file) {
-  const core::ScenarioDocument document = core::load_scenario_document(file);
-  return {core::parse_scenario(document.json, file, &document.sources),
-          core::fnv1a_hex(core::dump_json(document.json)), document.files};
-}
-
 nlohmann::json provenance(const CliArgs& args, const LoadedScenario& loaded) {
   return {{"replisim", std::string(core::kVersion) + " (" + core::kGitDescribe + ")"},
           {"scenario_file", args.scenario},
@@ -44,97 +38,20 @@ nlohmann::json provenance(const CliArgs& args, const LoadedScenario& loaded) {
           {"command_line", args.command_line}};
 }
 
-std::vector<core::Plan> compile_plans(const LoadedScenario& loaded, const CliArgs& args) {
-  core::Scenario scenario = loaded.scenario;
-  if (args.steps > 0) {
-    if (args.steps <= scenario.training.warmup_steps) {
-      throw core::InputError("", "--steps",
-                             "must be greater than the scenario's warmup_steps (" +
-                                 std::to_string(scenario.training.warmup_steps) + ")");
-    }
-    scenario.training.steps = args.steps;
-    scenario.training.steady_state.enabled = false;  // a fixed count instead of "auto"
-  }
-  std::vector<core::Plan> plans;
-  for (const std::string& strategy : selected_strategies(args)) {
-    plans.push_back(core::compile_plan(
-        scenario, strategy, core::CompileOptions{args.seed, args.scale_compute, args.plan_budget}));
-  }
-  return plans;
+core::PlanRequest plan_request(const CliArgs& args, bool real) {
+  core::PlanRequest request;
+  request.strategies = selected_strategies(args);
+  request.steps = args.steps;
+  request.compile = core::CompileOptions{args.seed, args.scale_compute, args.plan_budget};
+  request.require_memory = args.strict;
+  request.real = real;
+  request.shaped_links = !args.isolate.empty();
+  return request;
 }
 
-void refuse_what_real_runs_cannot_do(const LoadedScenario& loaded, const CliArgs& args,
-                                     const std::vector<core::Plan>& plans) {
-  // training.steps "auto" runs online (real/node/node_steady.cpp), but a restarted incarnation
-  // would start its estimate again.
-  for (const core::Plan& plan : plans) {
-    if (plan.steady_tolerance <= 0 || !plan.recovery.enabled) continue;
-    for (const core::PlanFault& fault : plan.faults) {
-      if (fault.kind != core::PlanFaultKind::kJob) continue;
-      throw core::InputError(loaded.scenario.file_of("/training/recovery"), "/training/recovery",
-                             "a real run whose steps are \"auto\" cannot restart after a job "
-                             "failure (its steady-state estimate would start again): give it "
-                             "--steps N, or simulate it");
-    }
-  }
-  if (!args.isolate.empty()) return;
-  for (const core::FaultSpec& fault : loaded.scenario.faults) {
-    if (fault.kind != core::FaultKind::kLink) continue;
-    throw core::InputError(loaded.scenario.file_of(fault.json_path), fault.json_path,
-                           "a real run on loopback cannot degrade or cut a link: run it with "
-                           "--isolate netns (shaped links), simulate it, or leave the link fault "
-                           "out");
-  }
-}
-
-core::Trace run_naming_faults(core::Backend& backend, const core::Plan& plan,
-                              const core::RunOptions& options, const LoadedScenario& loaded) {
-  try {
-    return core::run_to_trace(backend, plan, options);
-  } catch (const core::InputError& e) {
-    const std::string prefix = "/faults/";
-    if (!e.file().empty() || e.json_path().rfind(prefix, 0) != 0) throw;
-    const size_t i = size_t(std::strtoul(e.json_path().c_str() + prefix.size(), nullptr, 10));
-    if (i >= plan.faults.size()) throw;
-    // Link and slowdown faults keep the scenario's order among their kind.
-    const core::PlanFaultKind kind = plan.faults[i].kind;
-    const core::FaultKind spec_kind =
-        kind == core::PlanFaultKind::kLink ? core::FaultKind::kLink : core::FaultKind::kSlowdown;
-    if (kind != core::PlanFaultKind::kLink && kind != core::PlanFaultKind::kSlowdown) throw;
-    size_t nth = 0;
-    for (size_t f = 0; f < i; ++f) nth += plan.faults[f].kind == kind;
-    for (const core::FaultSpec& spec : loaded.scenario.faults) {
-      if (spec.kind != spec_kind) continue;
-      if (nth-- == 0) {
-        throw core::InputError(loaded.scenario.file_of(spec.json_path), spec.json_path,
-                               e.message());
-      }
-    }
-    throw;
-  }
-}
-
-// --strict: a GPU that cannot hold its share of the plan is bad input, at its "memory" field.
-void require_memory_fits(const core::Scenario& scenario, const core::Plan& plan) {
-  for (const core::MemoryCheck& m : core::memory_checks(plan)) {
-    if (m.fits()) continue;
-    core::DeviceRef ref;
-    core::parse_device_ref(m.device, &ref);
-    const core::MachineSpec* machine = scenario.cluster.find_machine(ref.machine);
-    // Where the memory was given: the GPU's own entry, the identical-GPUs shorthand or a default.
-    std::string path;
-    if (machine != nullptr && ref.gpu_index >= 0 && size_t(ref.gpu_index) < machine->gpus.size()) {
-      path = machine->gpus[size_t(ref.gpu_index)].memory_json_path;
-    }
-    auto bytes = [](double b) { return core::format_quantity(b, core::Dimension::kBytes, 3); };
-    throw core::InputError(
-        scenario.file_of(path), path,
-        m.device + " cannot hold the " + plan.strategy + " plan: it needs " +
-            bytes(m.need.total_bytes()) + " (weights " + bytes(m.need.weights_bytes) +
-            ", gradients " + bytes(m.need.gradients_bytes) + ", optimizer state " +
-            bytes(m.need.optimizer_bytes) + ", activations " + bytes(m.need.activations_bytes) +
-            ") and has " + bytes(m.capacity_bytes) + " (--strict)");
-  }
+std::vector<core::Plan> compile_plans(const LoadedScenario& loaded, const CliArgs& args,
+                                      bool real) {
+  return core::prepare_plans(loaded, plan_request(args, real));
 }
 
 std::string version_text() {
@@ -165,16 +82,16 @@ int run_on_backend(const CliArgs& args, std::ostream& out, const std::string& ba
   for (const std::string& file : loaded.files) outputs.protect(file);  // includes too
   add_run_outputs(outputs, args, runs);
   const std::unique_ptr<core::Backend> backend = core::create_backend(backend_name);
-  // Every plan first, so that each run's provenance lists all of them.
-  const std::vector<core::Plan> plans = compile_plans(loaded, args);
-  if (backend_name == "real") refuse_what_real_runs_cannot_do(loaded, args, plans);
+  // Every plan first (checked: memory under --strict, what a real run cannot do), so that each
+  // run's provenance lists all of them.
+  const core::PlanRequest request = plan_request(args, backend_name == "real");
+  const std::vector<core::Plan> plans = core::prepare_plans(loaded, request);
   runs.provenance = provenance(args, loaded);
   // Where a real run's transfers went (the report's title, and report's from the trace).
   const std::string real_network = args.isolate == "netns" ? "netns, tc-shaped NICs" : "loopback";
   if (backend_name == "real") runs.provenance["network"] = real_network;
   for (const core::Plan& plan : plans) {
     runs.provenance["plan_hashes"][plan.strategy] = core::plan_hash(plan);
-    if (args.strict) require_memory_fits(loaded.scenario, plan);
   }
   core::RunOptions options;
   options.provenance = runs.provenance;
@@ -189,28 +106,14 @@ int run_on_backend(const CliArgs& args, std::ostream& out, const std::string& ba
   for (size_t i = 0; i < plans.size(); ++i) {
     if (settings_for) options.settings = settings_for(plans, i);
     progress.start(i, plans.size(), plans[i]);
-    core::Trace trace = run_naming_faults(*backend, plans[i], options, loaded);
+    core::Trace trace = core::run_prepared(*backend, plans[i], options, loaded);
     // What the run's settings made of the backend (the simulator's engine and tolerance).
     for (const char* key : {"network_engine", "tolerance_s"}) {
       const auto found = trace.meta.provenance.find(key);
       if (found != trace.meta.provenance.end()) runs.provenance[key] = *found;
     }
     progress.done();
-    // The only figure that can fail on a fresh run is the window: name the scenario field.
-    try {
-      runs.metrics.push_back(core::compute_metrics(trace, args.scenario));
-    } catch (const core::MeasurementError& e) {
-      const std::string& path = e.scenario_path();
-      if (args.steps > 0 && path == "/training/steps") {  // the steps came from the flag
-        std::string message = e.message();
-        const size_t at = message.find("raise training.steps");
-        if (at != std::string::npos) {
-          message.replace(at, 20, "raise --steps (" + std::to_string(args.steps) + " now)");
-        }
-        throw core::InputError("", "--steps", message);
-      }
-      throw core::InputError(loaded.scenario.file_of(path), path, e.message());
-    }
+    runs.metrics.push_back(core::measure_run(trace, loaded, request, args.scenario));
     runs.traces.push_back(std::move(trace));
   }
   // A real run's network is this machine's loopback, whatever the scenario models.

@@ -219,10 +219,8 @@ int run_seed_spread(const CliArgs& args, std::ostream& out) {
   outputs.protect(args.scenario);
   const LoadedScenario loaded = load(args.scenario);
   for (const std::string& file : loaded.files) outputs.protect(file);
-  // Bad input fails here, once, before any child starts.
-  for (const core::Plan& plan : compile_plans(loaded, args)) {
-    if (args.strict) require_memory_fits(loaded.scenario, plan);
-  }
+  // Bad input fails here, once, before any child starts (memory too, under --strict).
+  compile_plans(loaded, args);
   std::vector<json> summaries(args.seed_list.size());
   json document;
   if (!args.json_path.empty()) {

@@ -110,8 +110,7 @@ int run_validate(const CliArgs& args, std::ostream& out) {
     outputs.protect(args.baseline_path, "--baseline");
     baseline = read_baseline(args.baseline_path);
   }
-  const std::vector<core::Plan> plans = compile_plans(loaded, args);
-  refuse_what_real_runs_cannot_do(loaded, args, plans);
+  const std::vector<core::Plan> plans = compile_plans(loaded, args, /*real=*/true);
   // A baseline made on the other kind of network measured other links.
   const std::string network = args.isolate.empty() ? "loopback" : "netns, tc-shaped NICs";
   if (baseline.is_object() && baseline.contains("network") && baseline["network"].is_string() &&
@@ -187,7 +186,7 @@ int run_validate(const CliArgs& args, std::ostream& out) {
   for (int k = 1; k < args.seeds; ++k) {
     CliArgs other = args;
     other.seed = args.seed + uint64_t(k);
-    seed_plans.push_back(compile_plans(loaded, other));
+    seed_plans.push_back(compile_plans(loaded, other, /*real=*/true));
   }
   const size_t runs = plans.size() * size_t(args.seeds + args.repeat);
   size_t run = 0;
@@ -198,7 +197,7 @@ int run_validate(const CliArgs& args, std::ostream& out) {
     for (int k = 0; k < args.seeds; ++k) {
       const core::Plan& seeded = k == 0 ? plan : seed_plans[size_t(k - 1)][i];
       progress.start(run++, runs, seeded);
-      result.predicted.push_back(core::run_to_trace(*sim, seeded, options));
+      result.predicted.push_back(core::run_prepared(*sim, seeded, options, loaded));
       progress.done();
     }
     core::RunOptions real_options = options;
@@ -215,7 +214,7 @@ int run_validate(const CliArgs& args, std::ostream& out) {
       }
       real_options.settings = settings;
       progress.start(run++, runs, plan);
-      result.measured.push_back(run_naming_faults(*real, plan, real_options, loaded));
+      result.measured.push_back(core::run_prepared(*real, plan, real_options, loaded));
       progress.done();
     }
     std::vector<const core::Trace*> measured, predicted;

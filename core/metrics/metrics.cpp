@@ -197,16 +197,16 @@ void find_window(RunMetrics& r, const MetricsInput& in, StepTable& steps) {
     const bool data_limited = in.data_limited.count(first_to_finish) > 0;
     // training.steps "auto": the steps a client may run are training.max_steps.
     const bool steps_auto = in.trace.outcome.steady_state.has_value();
-    throw InputError(in.source,
-                     data_limited ? "/training/data_steps_per_worker"
-                     : steps_auto ? "/training/max_steps"
-                                  : "/training/steps",
-                     "the measurement window is empty: " + first_to_finish +
-                         " finished its last step before " + last_to_warm +
-                         (meta.warmup_steps > 0 ? " finished warming up" : " started") +
-                         (data_limited ? "; give it more data (training.data_steps_per_worker)"
-                          : steps_auto ? "; raise training.max_steps"
-                                       : "; raise training.steps"));
+    throw MeasurementError(
+        in.source,
+        data_limited ? "/training/data_steps_per_worker"
+        : steps_auto ? "/training/max_steps"
+                     : "/training/steps",
+        "the measurement window is empty: " + first_to_finish + " finished its last step before " +
+            last_to_warm + (meta.warmup_steps > 0 ? " finished warming up" : " started") +
+            (data_limited ? "; give it more data (training.data_steps_per_worker)"
+             : steps_auto ? "; raise training.max_steps"
+                          : "; raise training.steps"));
   }
   r.window_start_s = window_start;
   r.window_end_s = window_end;

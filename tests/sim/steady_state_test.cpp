@@ -134,8 +134,9 @@ TEST(SteadyStateStop, AnEmptyWindowNamesMaxSteps) {
     try {
       core::compute_metrics(trace);
       ADD_FAILURE() << "no error for an empty window";
-    } catch (const core::InputError& e) {
-      EXPECT_EQ(e.json_path(), steps_auto ? "/training/max_steps" : "/training/steps");
+    } catch (const core::MeasurementError& e) {
+      // The scenario's field (the run pipeline names it in the scenario's file, or the flag).
+      EXPECT_EQ(e.scenario_path(), steps_auto ? "/training/max_steps" : "/training/steps");
       EXPECT_NE(std::string(e.what()).find(steps_auto ? "raise training.max_steps"
                                                       : "raise training.steps"),
                 std::string::npos)

@@ -1,0 +1,131 @@
+#include "core/pipeline/run_pipeline.h"
+
+#include <cstdlib>
+
+#include "core/base/error.h"
+#include "core/base/hash.h"
+#include "core/base/json_cursor.h"
+#include "core/base/units.h"
+
+namespace replisim::core {
+
+LoadedScenario load_run_scenario(const std::string& file) {
+  const ScenarioDocument document = load_scenario_document(file);
+  return {parse_scenario(document.json, file, &document.sources),
+          fnv1a_hex(dump_json(document.json)), document.files};
+}
+
+std::vector<Plan> prepare_plans(const LoadedScenario& loaded, const PlanRequest& request) {
+  Scenario scenario = loaded.scenario;
+  if (request.steps > 0) {
+    if (request.steps <= scenario.training.warmup_steps) {
+      throw InputError("", request.steps_flag,
+                       "must be greater than the scenario's warmup_steps (" +
+                           std::to_string(scenario.training.warmup_steps) + ")");
+    }
+    scenario.training.steps = request.steps;
+    scenario.training.steady_state.enabled = false;  // a fixed count instead of "auto"
+  }
+  std::vector<Plan> plans;
+  for (const std::string& strategy : request.strategies) {
+    plans.push_back(compile_plan(scenario, strategy, request.compile));
+  }
+  if (request.real) refuse_what_real_runs_cannot_do(loaded, request.shaped_links, plans);
+  if (request.require_memory) {
+    for (const Plan& plan : plans) require_memory_fits(loaded.scenario, plan);
+  }
+  return plans;
+}
+
+void refuse_what_real_runs_cannot_do(const LoadedScenario& loaded, bool shaped_links,
+                                     const std::vector<Plan>& plans) {
+  // training.steps "auto" runs online (real/node/node_steady.cpp), but a restarted incarnation
+  // would start its estimate again.
+  for (const Plan& plan : plans) {
+    if (plan.steady_tolerance <= 0 || !plan.recovery.enabled) continue;
+    for (const PlanFault& fault : plan.faults) {
+      if (fault.kind != PlanFaultKind::kJob) continue;
+      throw InputError(loaded.scenario.file_of("/training/recovery"), "/training/recovery",
+                       "a real run whose steps are \"auto\" cannot restart after a job "
+                       "failure (its steady-state estimate would start again): give it "
+                       "--steps N, or simulate it");
+    }
+  }
+  if (shaped_links) return;
+  for (const FaultSpec& fault : loaded.scenario.faults) {
+    if (fault.kind != FaultKind::kLink) continue;
+    throw InputError(loaded.scenario.file_of(fault.json_path), fault.json_path,
+                     "a real run on loopback cannot degrade or cut a link: run it with "
+                     "--isolate netns (shaped links), simulate it, or leave the link fault "
+                     "out");
+  }
+}
+
+void require_memory_fits(const Scenario& scenario, const Plan& plan) {
+  for (const MemoryCheck& m : memory_checks(plan)) {
+    if (m.fits()) continue;
+    DeviceRef ref;
+    parse_device_ref(m.device, &ref);
+    const MachineSpec* machine = scenario.cluster.find_machine(ref.machine);
+    // Where the memory was given: the GPU's own entry, the identical-GPUs shorthand or a default.
+    std::string path;
+    if (machine != nullptr && ref.gpu_index >= 0 && size_t(ref.gpu_index) < machine->gpus.size()) {
+      path = machine->gpus[size_t(ref.gpu_index)].memory_json_path;
+    }
+    auto bytes = [](double b) { return format_quantity(b, Dimension::kBytes, 3); };
+    throw InputError(scenario.file_of(path), path,
+                     m.device + " cannot hold the " + plan.strategy + " plan: it needs " +
+                         bytes(m.need.total_bytes()) + " (weights " + bytes(m.need.weights_bytes) +
+                         ", gradients " + bytes(m.need.gradients_bytes) + ", optimizer state " +
+                         bytes(m.need.optimizer_bytes) + ", activations " +
+                         bytes(m.need.activations_bytes) + ") and has " + bytes(m.capacity_bytes) +
+                         " (--strict)");
+  }
+}
+
+Trace run_prepared(Backend& backend, const Plan& plan, const RunOptions& options,
+                   const LoadedScenario& loaded) {
+  try {
+    return run_to_trace(backend, plan, options);
+  } catch (const InputError& e) {
+    const std::string prefix = "/faults/";
+    if (!e.file().empty() || e.json_path().rfind(prefix, 0) != 0) throw;
+    const size_t i = size_t(std::strtoul(e.json_path().c_str() + prefix.size(), nullptr, 10));
+    if (i >= plan.faults.size()) throw;
+    // Link and slowdown faults keep the scenario's order among their kind.
+    const PlanFaultKind kind = plan.faults[i].kind;
+    const FaultKind spec_kind =
+        kind == PlanFaultKind::kLink ? FaultKind::kLink : FaultKind::kSlowdown;
+    if (kind != PlanFaultKind::kLink && kind != PlanFaultKind::kSlowdown) throw;
+    size_t nth = 0;
+    for (size_t f = 0; f < i; ++f) nth += plan.faults[f].kind == kind;
+    for (const FaultSpec& spec : loaded.scenario.faults) {
+      if (spec.kind != spec_kind) continue;
+      if (nth-- == 0) {
+        throw InputError(loaded.scenario.file_of(spec.json_path), spec.json_path, e.message());
+      }
+    }
+    throw;
+  }
+}
+
+RunMetrics measure_run(const Trace& trace, const LoadedScenario& loaded, const PlanRequest& request,
+                       const std::string& source) {
+  try {
+    return compute_metrics(trace, source);
+  } catch (const MeasurementError& e) {
+    const std::string& path = e.scenario_path();
+    if (request.steps > 0 && path == "/training/steps") {  // the steps came from the flag
+      std::string message = e.message();
+      const size_t at = message.find("raise training.steps");
+      if (at != std::string::npos) {
+        message.replace(
+            at, 20, "raise " + request.steps_flag + " (" + std::to_string(request.steps) + " now)");
+      }
+      throw InputError("", request.steps_flag, message);
+    }
+    throw InputError(loaded.scenario.file_of(path), path, e.message());
+  }
+}
+
+}  // namespace replisim::core

@@ -1,0 +1,95 @@
+// The run pipeline every running command shares (core/pipeline/run_pipeline.h): each check
+// names the file and JSON path, or the flag, that the user must change, whichever command asks.
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "core/base/error.h"
+#include "core/base/temp_dir.h"
+#include "core/pipeline/run_pipeline.h"
+#include "sim/sim_backend.h"
+#include "tests/support/test_support.h"
+
+namespace replisim {
+namespace {
+
+template <typename F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const core::InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+core::PlanRequest request(const std::string& strategy) {
+  core::PlanRequest r;
+  r.strategies = {strategy};
+  return r;
+}
+
+TEST(RunPipeline, StepsThatLeaveNoMeasurementNameTheFlagThatGaveThem) {
+  const core::LoadedScenario loaded = core::load_run_scenario(test::seed_scenario());
+  core::PlanRequest r = request("between_graph");
+  r.steps = loaded.scenario.training.warmup_steps;
+  EXPECT_NE(error_of([&] {
+              core::prepare_plans(loaded, r);
+            }).find("--steps: must be greater than the scenario's warmup_steps"),
+            std::string::npos);
+  r.steps_flag = "--probe-steps";
+  EXPECT_NE(error_of([&] { core::prepare_plans(loaded, r); }).find("--probe-steps: must be"),
+            std::string::npos);
+  // One step past the warm-up: the workers' windows do not meet (the seed's second worker warms
+  // up later), and the error says which flag to raise.
+  r.steps_flag = "--steps";
+  r.steps = loaded.scenario.training.warmup_steps + 1;
+  const std::vector<core::Plan> plans = core::prepare_plans(loaded, r);
+  sim::SimBackend backend;
+  const core::Trace trace = core::run_prepared(backend, plans.front(), {}, loaded);
+  const std::string why = error_of([&] { core::measure_run(trace, loaded, r, "t"); });
+  EXPECT_NE(why.find("--steps: "), std::string::npos) << why;
+  EXPECT_NE(why.find("raise --steps (" + std::to_string(r.steps) + " now)"), std::string::npos)
+      << why;
+  // The scenario's own steps measure.
+  const core::PlanRequest own = request("between_graph");
+  const core::Trace full =
+      core::run_prepared(backend, core::prepare_plans(loaded, own).front(), {}, loaded);
+  EXPECT_GT(core::measure_run(full, loaded, own, "t").throughput_samples_per_s, 0);
+}
+
+TEST(RunPipeline, AGpuTooSmallForItsShareIsRefusedAtItsMemoryFieldUnderStrict) {
+  nlohmann::json doc = core::read_json_file(test::seed_scenario());
+  for (auto& m : doc["cluster"]["machines"]) {
+    for (auto& g : m["gpus"]) g["memory"] = "1 MB";
+  }
+  const core::ScopedTempDir dir("replisim-pipeline");
+  const std::string file = dir.path() + "/small.json";
+  std::ofstream(file) << doc.dump(1);
+  const core::LoadedScenario loaded = core::load_run_scenario(file);
+  core::PlanRequest r = request("between_graph");
+  EXPECT_NO_THROW(core::prepare_plans(loaded, r));
+  r.require_memory = true;
+  const std::string why = error_of([&] { core::prepare_plans(loaded, r); });
+  EXPECT_NE(why.find("small.json: /cluster/machines/0/gpus/0/memory: pc1/gpu0 cannot hold the "
+                     "between_graph plan"),
+            std::string::npos)
+      << why;
+}
+
+TEST(RunPipeline, ALinkFaultIsRefusedForARealRunOnLoopbackOnly) {
+  const std::string file = test::scenario_path("validation/degraded_link.json");
+  const core::LoadedScenario loaded = core::load_run_scenario(file);
+  core::PlanRequest r = request("between_graph");
+  EXPECT_NO_THROW(core::prepare_plans(loaded, r));  // simulated
+  r.real = true;
+  const std::string why = error_of([&] { core::prepare_plans(loaded, r); });
+  EXPECT_NE(why.find("degraded_link.json: /faults/"), std::string::npos) << why;
+  EXPECT_NE(why.find("a real run on loopback cannot degrade or cut a link"), std::string::npos)
+      << why;
+  r.shaped_links = true;
+  EXPECT_NO_THROW(core::prepare_plans(loaded, r));
+}
+
+}  // namespace
+}  // namespace replisim
