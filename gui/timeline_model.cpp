@@ -220,75 +220,36 @@ void TimelineModel::build_links() {
   }
 }
 
-// Waits of every worker, tower and in-graph client (by the metadata's roles): inside the steps of
-// the client graph its ops belong to.
+// Waits of every worker, tower and in-graph client: the report's (core::wait_stretches), on the
+// role's process. A trace the metrics cannot read (no run metadata) has none.
 void TimelineModel::build_waits() {
   wait_of_process_.assign(layout_.processes.size(), -1);
-  std::unordered_map<uint32_t, core::RoleKind> kind_of;
-  for (const core::TraceRole& role : trace_->meta.roles) {
-    const uint32_t id = trace_->find(role.name);
-    if (id != core::kNoString) kind_of[id] = role.kind;
+  std::vector<core::WaitStretch> stretches;
+  try {
+    stretches = core::wait_stretches(*trace_, source_);
+  } catch (const core::InputError&) {
+    return;
   }
-  std::vector<uint32_t> client_of(layout_.processes.size(), core::kNoString);
-  for (const core::TimelineSlice& s : layout_.slices) {
-    if (!s.receiver_side && client_of[size_t(s.process)] == core::kNoString) {
-      client_of[size_t(s.process)] = s.event->client;
+  std::unordered_map<uint32_t, int> process_of;
+  for (int p = 0; p < process_count(); ++p) process_of[layout_.processes[size_t(p)].actor] = p;
+  for (const core::WaitStretch& w : stretches) {
+    const auto found = process_of.find(w.role);
+    if (found == process_of.end()) continue;
+    int& index = wait_of_process_[size_t(found->second)];
+    if (index < 0) {
+      index = int(waits_.size());
+      waits_.emplace_back();
+      waits_.back().process = found->second;
     }
+    WaitLane& lane = waits_[size_t(index)];
+    const int64_t end = core::timeline_ns(w.end_s);
+    const int64_t start = std::max(core::timeline_ns(w.start_s),
+                                   lane.end_ns.empty() ? int64_t(0) : lane.end_ns.back());
+    if (end <= start) continue;  // within a nanosecond of the previous stretch
+    lane.start_ns.push_back(start);
+    lane.end_ns.push_back(end);
+    lane.cause.push_back(w.cause);
   }
-  for (int p = 0; p < process_count(); ++p) {
-    const auto kind = kind_of.find(layout_.processes[size_t(p)].actor);
-    if (kind == kind_of.end() || client_of[size_t(p)] == core::kNoString) continue;
-    if (kind->second == core::RoleKind::kWorker || kind->second == core::RoleKind::kTower ||
-        kind->second == core::RoleKind::kClient) {
-      add_waits_of(p, client_of[size_t(p)]);
-    }
-  }
-}
-
-// The steps of `client` less the union of the process's compute, transfer and checkpoint slices.
-void TimelineModel::add_waits_of(int process, uint32_t client) {
-  std::vector<std::pair<int64_t, int64_t>> steps, busy;
-  for (const core::TimelineSlice& s : layout_.slices) {
-    if (s.event->kind == EventKind::kStep && s.event->actor == client) {
-      steps.push_back({s.start_ns, s.end_ns});
-    } else if (s.process == process &&
-               (s.event->kind == EventKind::kCompute || s.event->kind == EventKind::kTransfer ||
-                s.event->kind == EventKind::kCheckpoint)) {
-      busy.push_back({s.start_ns, s.end_ns});
-    }
-  }
-  if (steps.empty()) return;
-  std::sort(steps.begin(), steps.end());
-  std::sort(busy.begin(), busy.end());
-  std::vector<std::pair<int64_t, int64_t>> merged;  // the union of `busy`
-  for (const auto& b : busy) {
-    if (!merged.empty() && b.first <= merged.back().second) {
-      merged.back().second = std::max(merged.back().second, b.second);
-    } else {
-      merged.push_back(b);
-    }
-  }
-  WaitLane lane;
-  lane.process = process;
-  size_t k = 0;
-  for (const auto& [from, until] : steps) {
-    int64_t at = std::max(from, lane.end_ns.empty() ? from : lane.end_ns.back());
-    while (k < merged.size() && merged[k].second <= at) ++k;
-    for (size_t m = k; m < merged.size() && merged[m].first < until && at < until; ++m) {
-      if (merged[m].first > at) {
-        lane.start_ns.push_back(at);
-        lane.end_ns.push_back(merged[m].first);
-      }
-      at = std::max(at, merged[m].second);
-    }
-    if (at < until) {
-      lane.start_ns.push_back(at);
-      lane.end_ns.push_back(until);
-    }
-  }
-  if (lane.start_ns.empty()) return;
-  wait_of_process_[size_t(process)] = int(waits_.size());
-  waits_.push_back(std::move(lane));
 }
 
 const WaitLane* TimelineModel::waits_of(int process) const {

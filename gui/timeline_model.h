@@ -54,12 +54,14 @@ struct LinkTrack {
 };
 
 // The stretches a computing role (a worker, tower or in-graph client) spends inside its client's
-// steps with none of its own compute or transfers running: waiting on the network, its peers, the
-// client, a parameter server or a token. Derived from the layout's slices; sorted, disjoint.
+// steps with none of its own compute or transfers running, and what held each: the network, its
+// peers, the client, a parameter server or a token — core::wait_stretches, the stretches the
+// report's wait breakdown counts. Sorted, disjoint.
 struct WaitLane {
   int process = -1;
   std::vector<int64_t> start_ns;
   std::vector<int64_t> end_ns;
+  std::vector<core::WaitCause> cause;
   // Indices [first, last) of the stretches that overlap [from_ns, until_ns].
   std::pair<size_t, size_t> overlapping(int64_t from_ns, int64_t until_ns) const;
 };
@@ -128,7 +130,6 @@ class TimelineModel {
   void build_counters();
   void build_links();
   void build_waits();
-  void add_waits_of(int process, uint32_t client);
 
   std::unique_ptr<core::Trace> trace_;  // stable address: the layout points into it
   std::string source_;

@@ -55,6 +55,28 @@ struct WaitBreakdown {
   double other = 0;       // nothing of the step active (start-up, jitter, software overhead)
 };
 
+// What held a role in a stretch of its step in which nothing of its own ran: the activity the
+// wait breakdown charges it to (WaitBreakdown's network, client, peers, ps, token, other).
+enum class WaitCause { kNetwork, kClient, kPeers, kParameterServer, kToken, kOther };
+// "the network", "the client", "its peers", "a parameter server", "a token", "nothing of the
+// step".
+const char* wait_cause_text(WaitCause cause);
+
+// One stretch of a computing role's step (worker, tower, in-graph client) in which it neither
+// computed nor moved a tensor of its own.
+struct WaitStretch {
+  uint32_t role = 0;  // the role's string id in the trace
+  double start_s = 0;
+  double end_s = 0;
+  WaitCause cause = WaitCause::kOther;
+};
+
+// Every computing role's waits in every step of its client, the warm-up and the steps after the
+// window included (a view draws them all), charged as the wait breakdown charges them; ordered by
+// role id, then time; adjacent stretches of one cause joined. Throws InputError(`source`, ...) for
+// a trace without run metadata.
+std::vector<WaitStretch> wait_stretches(const Trace& trace, const std::string& source = "<trace>");
+
 // A GPU's memory need against its capacity (when the scenario gives it).
 struct MemoryUse {
   std::string device;

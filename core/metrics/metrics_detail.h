@@ -77,5 +77,7 @@ void add_saturation_warning(RunMetrics& r, const Platform& platform);
 void add_memory(RunMetrics& r, const Trace& trace);
 // metrics_waits.cpp: what each computing role waited on.
 void add_waits(RunMetrics& r, const MetricsInput& in, StepTable& steps, MeasuredTable& measured);
+// Every step's wait stretches (wait_stretches).
+std::vector<WaitStretch> all_wait_stretches(const MetricsInput& in);
 
 }  // namespace replisim::core::metrics_detail

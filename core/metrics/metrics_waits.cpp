@@ -84,11 +84,30 @@ double last_event_end(const MetricsInput& in, const std::vector<const TraceEvent
   return last;
 }
 
+// The cause a wait stretch of `category` names (kCompute is no wait).
+WaitCause cause_of(WaitCategory category) {
+  switch (category) {
+    case kNetwork:
+      return WaitCause::kNetwork;
+    case kClient:
+      return WaitCause::kClient;
+    case kPeers:
+      return WaitCause::kPeers;
+    case kPs:
+      return WaitCause::kParameterServer;
+    case kToken:
+      return WaitCause::kToken;
+    default:
+      return WaitCause::kOther;
+  }
+}
+
 // Classifies the time of `role` inside one step span from the step's boundaries (boundaries_of)
-// and the end of its last event (last_event_end).
+// and the end of its last event (last_event_end). With `stretches`, each stretch in which nothing
+// of the role's own ran is added to it too (adjacent ones of one cause joined).
 void accumulate_waits(const MetricsInput& in, const std::vector<Boundary>& boundaries,
                       double last_end_s, const Span& span, uint32_t role,
-                      std::vector<double>& seconds) {
+                      std::vector<double>& seconds, std::vector<WaitStretch>* stretches = nullptr) {
   int active[kActivities] = {0, 0, 0, 0, 0, 0};
   double t = span.start_s;
   auto charge = [&](double until) {
@@ -111,6 +130,15 @@ void accumulate_waits(const MetricsInput& in, const std::vector<Boundary>& bound
       category = kNetwork;
     }
     seconds[size_t(category)] += until - t;
+    if (stretches != nullptr && active[kOwnCompute] == 0 && active[kOwnTransfer] == 0) {
+      const WaitCause cause = cause_of(category);
+      if (!stretches->empty() && stretches->back().role == role &&
+          stretches->back().cause == cause && stretches->back().end_s >= t) {
+        stretches->back().end_s = until;
+      } else {
+        stretches->push_back({role, t, until, cause});
+      }
+    }
     t = until;
   };
   Activity activities[2];
@@ -204,9 +232,82 @@ void add_waits(RunMetrics& r, const MetricsInput& in, StepTable& steps, Measured
   }
 }
 
+// Every step of every client (not only the measured ones), from its step events.
+std::vector<WaitStretch> all_wait_stretches(const MetricsInput& in) {
+  StepTable steps;
+  MeasuredTable every;
+  for (const TraceEvent& e : in.trace.events) {
+    if (e.kind != EventKind::kStep || e.step < 0 || e.step >= int64_t(1) << 24) continue;
+    std::vector<Span>& spans = steps[e.client];
+    if (spans.size() <= size_t(e.step)) spans.resize(size_t(e.step) + 1);
+    spans[size_t(e.step)] = {e.start_s, e.end_s};
+    std::vector<bool>& inside = every[e.client];
+    if (inside.size() <= size_t(e.step)) inside.resize(size_t(e.step) + 1, false);
+    inside[size_t(e.step)] = true;
+  }
+  const std::unordered_map<uint32_t, ClientEvents> clients = events_by_client(in, every);
+  std::map<uint32_t, std::vector<WaitStretch>> by_role;
+  std::vector<double> seconds(kCategories, 0.0);
+  std::vector<Boundary> boundaries;
+  const std::vector<const TraceEvent*> no_events;
+  for (const auto& [client, inside] : every) {
+    const auto found = clients.find(client);
+    if (found == clients.end()) continue;
+    const ClientEvents& events_of = found->second;
+    for (size_t k = 0; k < inside.size(); ++k) {
+      if (!inside[k]) continue;
+      const auto& events = k < events_of.by_step.size() ? events_of.by_step[k] : no_events;
+      const Span& span = steps[client][k];
+      boundaries_of(events, span, boundaries);
+      const double last_end_s = last_event_end(in, events, span);
+      for (uint32_t role : events_of.computing_roles) {
+        accumulate_waits(in, boundaries, last_end_s, span, role, seconds, &by_role[role]);
+      }
+    }
+  }
+  std::vector<WaitStretch> out;
+  for (auto& [role, stretches] : by_role) {
+    std::sort(stretches.begin(), stretches.end(),
+              [](const WaitStretch& a, const WaitStretch& b) { return a.start_s < b.start_s; });
+    for (const WaitStretch& w : stretches) {
+      if (w.end_s <= w.start_s) continue;
+      if (!out.empty() && out.back().role == w.role && out.back().cause == w.cause &&
+          out.back().end_s >= w.start_s) {
+        out.back().end_s = std::max(out.back().end_s, w.end_s);
+      } else {
+        out.push_back(w);
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace replisim::core::metrics_detail
 
 namespace replisim::core {
+
+const char* wait_cause_text(WaitCause cause) {
+  switch (cause) {
+    case WaitCause::kNetwork:
+      return "the network";
+    case WaitCause::kClient:
+      return "the client";
+    case WaitCause::kPeers:
+      return "its peers";
+    case WaitCause::kParameterServer:
+      return "a parameter server";
+    case WaitCause::kToken:
+      return "a token";
+    case WaitCause::kOther:
+      return "nothing of the step";
+  }
+  return "nothing of the step";
+}
+
+std::vector<WaitStretch> wait_stretches(const Trace& trace, const std::string& source) {
+  const metrics_detail::MetricsInput in = metrics_detail::read_input(trace, source);
+  return metrics_detail::all_wait_stretches(in);
+}
 
 std::vector<WaitBreakdown> average_waits_by_kind(const std::vector<WaitBreakdown>& waits) {
   std::vector<WaitBreakdown> out;

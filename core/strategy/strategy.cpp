@@ -32,6 +32,7 @@ const std::vector<Strategy>& strategies() {
        [](const Plan& plan, const std::string& file) {
          strategy_detail::require_parameter_servers(plan, file);
          strategy_detail::require_global_step_increments(plan, file);
+         strategy_detail::require_barriers(plan, file);
        }},
   };
   return kStrategies;

@@ -121,6 +121,8 @@ void apply_compute_scale(Plan& plan, const CompileOptions& options);
 void require_parameter_servers(const Plan& plan, const std::string& file);
 void require_global_step_increments(const Plan& plan, const std::string& file);
 void refuse_sync_replicas(const Plan& plan, const std::string& file);
+// Every worker of a distributed_replicated plan passes a barrier (else it trains as async).
+void require_barriers(const Plan& plan, const std::string& file);
 // "layer" when every layer is its own group, else "<N> group(s)" (what the report says ran).
 std::string granularity_label(const Scenario& scenario, size_t groups);
 // FLOP that makes a CPU spend batch / input_samples_per_s seconds on the input pipeline.

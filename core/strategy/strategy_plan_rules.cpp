@@ -4,6 +4,8 @@
 // increments global_step once per step (the optimizer's minimize(global_step=...)).
 #include "core/strategy/plan_rules.h"
 
+#include <algorithm>
+
 #include "core/base/error.h"
 #include "core/strategy/strategy.h"
 
@@ -26,6 +28,20 @@ void require_global_step_increments(const Plan& plan, const std::string& file) {
       throw InputError(file, "/clients/" + std::to_string(c) + "/global_step_op",
                        "a client of strategy " + plan.strategy + " training with sync \"" +
                            plan.sync + "\" increments global_step: name its op");
+    }
+  }
+}
+
+void require_barriers(const Plan& plan, const std::string& file) {
+  if (plan.sync != kDistributedReplicated) return;
+  for (size_t c = 0; c < plan.clients.size(); ++c) {
+    const std::vector<Op>& ops = plan.clients[c].ops;
+    const bool barrier = std::any_of(ops.begin(), ops.end(),
+                                     [](const Op& op) { return op.kind == OpKind::kBarrier; });
+    if (!barrier) {
+      throw InputError(file, "/clients/" + std::to_string(c) + "/ops",
+                       "a worker of sync \"distributed_replicated\" passes a barrier each step "
+                       "(tf_cnn_benchmarks' cross_replica_sync); this one passes none");
     }
   }
 }

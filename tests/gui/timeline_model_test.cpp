@@ -59,22 +59,28 @@ TEST(TimelineModel, LanesComeFromTheSharedLayoutWithSlicesSortedByStart) {
   EXPECT_DOUBLE_EQ(model->end_s(), 4.5);
 }
 
+// The report's wait stretches (core::wait_stretches), each with what held it.
 TEST(TimelineModel, AWorkerWaitsInItsStepWhereNothingOfItsOwnRuns) {
   const auto model = test::tiny_model();
   const int worker = model->lanes()[size_t(test::lane_named(*model, "worker0", "step"))].process;
   const WaitLane* waits = model->waits_of(worker);
   ASSERT_NE(waits, nullptr);
-  // The step [0.5, 4.5] less its ops [1, 2], [3, 4] and its send [2, 2.5].
-  const std::vector<int64_t> starts{500000000, 2500000000, 4000000000};
-  const std::vector<int64_t> ends{1000000000, 3000000000, 4500000000};
+  // The step [0.5, 4.5] less its ops [1, 2], [3, 4] and its send [2, 2.5]; ps0 applies over
+  // [2.5, 2.75].
+  const std::vector<int64_t> starts{500000000, 2500000000, 2750000000, 4000000000};
+  const std::vector<int64_t> ends{1000000000, 2750000000, 3000000000, 4500000000};
   EXPECT_EQ(waits->start_ns, starts);
   EXPECT_EQ(waits->end_ns, ends);
+  const std::vector<core::WaitCause> causes{core::WaitCause::kOther,
+                                            core::WaitCause::kParameterServer,
+                                            core::WaitCause::kOther, core::WaitCause::kOther};
+  EXPECT_EQ(waits->cause, causes);
   const int ps = model->lanes()[size_t(test::lane_named(*model, "ps0", "recv"))].process;
   EXPECT_EQ(model->waits_of(ps), nullptr);  // a parameter server serves; it does not wait
   const std::vector<RangeStatistic> rows = model->range_statistics(1.5, 3.5);
   const RangeStatistic* wait = row_of(rows, Category::kWait, "worker0");
   ASSERT_NE(wait, nullptr);
-  EXPECT_EQ(wait->count, 1);
+  EXPECT_EQ(wait->count, 2);
   EXPECT_DOUBLE_EQ(wait->total_s, 0.5);
 }
 

@@ -151,12 +151,11 @@ TEST_F(TimelineViewTest, HoveringASpanOrAWaitShowsWhatItIs) {
   EXPECT_TRUE(span.contains("fwd/a")) << span.toStdString();
   EXPECT_TRUE(span.contains("duration 1 s")) << span.toStdString();
   EXPECT_TRUE(span.contains("worker0")) << span.toStdString();
-  // The waits row sits right under worker0's lanes: [2.5, 3] s is a wait.
+  // The waits row sits right under worker0's lanes: [2.5, 2.75] s is a wait on ps0's apply.
   const int step = test::lane_named(*view.model(), "worker0", "step");
-  const QString wait =
-      tip_at(QPointF(view.x_of(2.75), view.lane_middle_y(step) + kWaitRowOffsetPx));
-  EXPECT_TRUE(wait.contains("worker0 waits")) << wait.toStdString();
-  EXPECT_TRUE(wait.contains("500 ms")) << wait.toStdString();
+  const QString wait = tip_at(QPointF(view.x_of(2.6), view.lane_middle_y(step) + kWaitRowOffsetPx));
+  EXPECT_TRUE(wait.contains("worker0 waits</b> on a parameter server")) << wait.toStdString();
+  EXPECT_TRUE(wait.contains("250 ms")) << wait.toStdString();
   QToolTip::hideText();
 }
 

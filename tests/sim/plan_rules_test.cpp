@@ -151,6 +151,16 @@ TEST(PlanRules, InGraphHasNoSyncReplicas) {
       << ruled(plan);
 }
 
+TEST(PlanRules, DistributedReplicatedWorkersOfBetweenGraphPassBarriers) {
+  core::Plan plan = seed_plan("between_graph");
+  plan.sync = core::kDistributedReplicated;  // an async plan relabelled: no barrier anywhere
+  EXPECT_EQ(validated(plan), "");
+  EXPECT_NE(ruled(plan).find("/clients/0/ops: a worker of sync \"distributed_replicated\" "
+                             "passes a barrier each step"),
+            std::string::npos)
+      << ruled(plan);
+}
+
 TEST(PlanRules, SynchronousReplicasNeedAParameterServerForTheirQueues) {
   core::Plan plan =
       core::compile_plan(core::load_scenario(test::scenario_path("classroom/sync_straggler.json")),
