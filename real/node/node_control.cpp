@@ -138,7 +138,7 @@ void Node::finish_job() {
   if (!options_.checkpoint_dir.empty() && !plan_.ps_roles.empty()) {
     // The variables as the run left them, for whoever checks a run's arithmetic (not a
     // checkpoint of the plan's: the trace does not record it).
-    save_checkpoint("final", [this](double, double, int64_t) { stop(); });
+    saver_->save("final", [this](double, double, int64_t) { stop(); });
     return;
   }
   stop();

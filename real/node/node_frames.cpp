@@ -112,15 +112,6 @@ void Node::on_frame(uint32_t peer, const FrameHeader& h, const uint8_t* payload)
     case FrameType::kControl:
       on_control(peer, h, nullptr);
       return;
-    case FrameType::kSave:
-      require((from_chief || from_coordinator) && store_ != nullptr,
-              "not from the chief or the coordinator, or to a task without variables");
-      on_save(peer, h, payload);
-      return;
-    case FrameType::kSaved:
-      require((chief() || coordinator()) && pending_saves_ > 0, "not expected");
-      on_saved(peer, h, payload);
-      return;
     case FrameType::kFinished:
       require(coordinator(), "sent to a task that is not the coordinator");
       on_finished(int(part_of_frame(peer, h, true).index));

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "core/base/error.h"
@@ -106,9 +107,11 @@ void Node::restore_model() {
   // go as the Saver's max_to_keep says (TF's Saver recovers its last checkpoints so).
   std::map<int, CheckpointIndex> earlier;
   const std::optional<CheckpointIndex> best = checkpoint_to_restore(&earlier);
-  for (const auto& [number, index] : earlier) kept_checkpoints_.push_back(index);
+  std::vector<CheckpointIndex> kept;
+  for (const auto& [number, index] : earlier) kept.push_back(index);
   // New checkpoints are numbered after every one begun so far: one that a death cut short left
   // shards (or their temporaries) without an index, which no new checkpoint may meet.
+  int next = 0;
   const auto files = options_.checkpoint_dir.empty()
                          ? std::filesystem::directory_iterator()
                          : std::filesystem::directory_iterator(options_.checkpoint_dir);
@@ -118,10 +121,9 @@ void Node::restore_model() {
     if (name.rfind(prefix, 0) != 0) continue;
     const size_t digits = name.find_first_not_of("0123456789", prefix.size());
     const std::string number = name.substr(prefix.size(), digits - prefix.size());
-    if (!number.empty() && number.size() <= 9) {
-      checkpoints_ = std::max(checkpoints_, std::stoi(number) + 1);
-    }
+    if (!number.empty() && number.size() <= 9) next = std::max(next, std::stoi(number) + 1);
   }
+  saver_->continue_run(kept, next);
   restored_ = restore_target(best);
   std::set<uint32_t> ps_tasks;
   for (int r : plan_.ps_roles) ps_tasks.insert(uint32_t(map_.task_of_role[size_t(r)]));
@@ -164,40 +166,44 @@ void Node::on_restore(uint32_t peer, const FrameHeader& h, const uint8_t* payloa
   }
   const std::string path = options_.checkpoint_dir + "/" + name + ".ps" + std::to_string(ps_shard_);
   const std::vector<int64_t> steps = request.at("client_steps").get<std::vector<int64_t>>();
-  ++work_pending_;
-  copier_->submit([this, peer, path, steps] {
+  struct Read {
+    int64_t global_step = 0;
     std::string error;
-    CheckpointShard shard;
-    try {
-      if (store_->bytes() > 0 || store_->holds_global_step()) {
-        shard = read_checkpoint_shard(path);
-        if (shard.plan_hash != plan_hash_) throw std::runtime_error("a shard of another plan");
-        store_->restore(shard);
-      }
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-    post([this, peer, path, steps, error, global_step = shard.global_step] {
-      --work_pending_;
-      if (stopping_) return;
-      if (!error.empty()) throw core::OutputError(path, "cannot restore from it: " + error);
-      if (store_->holds_global_step()) {
-        store_->global_step = std::max<int64_t>(0, global_step);
-        global_step_seen_ = store_->global_step;
-        for (size_t c = 0; c < graph_steps_.size() && c < steps.size(); ++c) {
-          graph_steps_[c] = steps[c];
+  };
+  auto read = std::make_shared<Read>();
+  background(
+      [this, path, read] {
+        try {
+          if (store_->bytes() > 0 || store_->holds_global_step()) {
+            const CheckpointShard shard = read_checkpoint_shard(path);
+            if (shard.plan_hash != plan_hash_) throw std::runtime_error("a shard of another plan");
+            store_->restore(shard);
+            read->global_step = shard.global_step;
+          }
+        } catch (const std::exception& e) {
+          read->error = e.what();
         }
-        last_update_s_ = now_s();
-        recorder_->global_step(now_s(), store_->global_step);
-        if (sync_) sync_->reset();  // a new session's empty accumulators and initial tokens
-      }
-      if (peer == self_) {
-        on_restored(self_, FrameHeader{}, nullptr);
-      } else {
-        send_frame(peer, FrameType::kRestored, -1, 0, "{}");
-      }
-    });
-  });
+      },
+      [this, peer, path, steps, read] {
+        if (!read->error.empty()) {
+          throw core::OutputError(path, "cannot restore from it: " + read->error);
+        }
+        if (store_->holds_global_step()) {
+          store_->global_step = std::max<int64_t>(0, read->global_step);
+          global_step_seen_ = store_->global_step;
+          for (size_t c = 0; c < graph_steps_.size() && c < steps.size(); ++c) {
+            graph_steps_[c] = steps[c];
+          }
+          last_update_s_ = now_s();
+          recorder_->global_step(now_s(), store_->global_step);
+          if (sync_) sync_->reset();  // a new session's empty accumulators and initial tokens
+        }
+        if (peer == self_) {
+          on_restored(self_, FrameHeader{}, nullptr);
+        } else {
+          send_frame(peer, FrameType::kRestored, -1, 0, "{}");
+        }
+      });
 }
 
 void Node::on_restored(uint32_t, const FrameHeader&, const uint8_t*) {

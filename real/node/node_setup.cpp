@@ -109,6 +109,20 @@ Node::Node(const NodeSetup& setup)
     }
   }
   if (ps_shard_ >= 0) store_ = std::make_unique<ParameterStore>(plan_, ps_shard_);
+  CheckpointSaver::Setup saving{&plan_,
+                                options_.checkpoint_dir,
+                                plan_hash_,
+                                store_.get(),
+                                ps_shard_,
+                                self_,
+                                {},
+                                uint32_t(map_.chief_task),
+                                uint32_t(map_.coordinator_task)};
+  std::set<uint32_t> ps_tasks;
+  for (int r : plan_.ps_roles) ps_tasks.insert(uint32_t(map_.task_of_role[size_t(r)]));
+  saving.ps_tasks.assign(ps_tasks.begin(), ps_tasks.end());
+  saver_.emplace(static_cast<CheckpointSaver::Host&>(*this), std::move(saving));
+  saver_->own_frames(router_);
   accumulator_.resize(plan_.variables.size());
   accumulated_.assign(plan_.variables.size(), 0);
   tokens_.assign(graphs_.size(), 0);

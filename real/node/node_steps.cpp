@@ -192,8 +192,7 @@ bool Node::is_chief(int g) const {
 
 bool Node::session_checkpoint(int g, bool, std::function<void(double)> then) {
   if (!chief() || !is_chief(g) || plan_.checkpoints.every_s <= 0) return false;
-  save_checkpoint("model.ckpt-" + std::to_string(checkpoints_++), [this, g, then = std::move(then)](
-                                                                      double start_s, double bytes,
+  saver_->save(saver_->next_name(), [this, g, then = std::move(then)](double start_s, double bytes,
                                                                       int64_t global_step) {
     recorder_->checkpoint(g, loop_->client(g).step, start_s, now_s(), bytes, global_step, false);
     then(now_s());

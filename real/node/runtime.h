@@ -34,6 +34,7 @@
 #include "core/trace/trace_format.h"
 #include "real/cluster.h"
 #include "real/compute/cpu_engine.h"
+#include "real/node/checkpoint_saver.h"
 #include "real/node/clock_sync.h"
 #include "real/node/frame_router.h"
 #include "real/node/node.h"
@@ -127,7 +128,8 @@ class Node : public Mesh::Handler,
              public core::SyncHost,
              public core::StepHost,
              private TraceGather::Host,
-             private ClockSync::Host {
+             private ClockSync::Host,
+             private CheckpointSaver::Host {
  public:
   // Binds the task's address (or takes the launcher's socket); throws core::InputError naming
   // the cluster file for an address that cannot be bound.
@@ -238,6 +240,12 @@ class Node : public Mesh::Handler,
   }
   bool stopping() const override { return stopping_; }
   void timer(double delay_s, std::function<void()> work) override;
+  // CheckpointSaver::Host (node_checkpoints.cpp).
+  void send_frame(uint32_t peer, FrameType type, const std::string& payload) override {
+    send_frame(peer, type, -1, 0, payload);
+  }
+  void background(std::function<void()> work, std::function<void()> done) override;
+  std::vector<int64_t> client_steps() const override { return graph_steps_; }
   bool live(uint32_t task) const override { return !task_dead_[task]; }
   void gather_failed(const std::string& why) override;
   // Restarts (node_restart.cpp).
@@ -263,13 +271,6 @@ class Node : public Mesh::Handler,
   void begin_training();
   void chief_duties(Part& p, std::function<void()> then);
   void write_summaries(int g, std::function<void()> then);
-  // then(start_s, bytes, global_step) once the index is written.
-  void save_checkpoint(const std::string& name, std::function<void(double, double, int64_t)> then);
-  void on_save(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
-  void write_shard(const std::string& name, std::function<void(const nlohmann::json&)> done);
-  void on_saved(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
-  void shard_saved(const nlohmann::json& saved);
-  void forget_old_checkpoints(const CheckpointIndex& saved);
   void on_finished(int g);
   void maybe_end_job();
   // A client's step ended (steps_done steps now) over [start_s, end_s] on the run's clock.
@@ -356,17 +357,6 @@ class Node : public Mesh::Handler,
   int64_t global_step_seen_ = 0;
   std::vector<int> steps_seen_;
   double last_progress_s_ = -1;
-  int pending_saves_ = 0;
-  std::string saving_;
-  double saving_start_s_ = 0;
-  std::vector<int64_t> saved_client_steps_;
-  std::vector<std::string> shard_files_;
-  double shard_bytes_ = 0;
-  int64_t saved_global_step_ = 0;
-  std::function<void(double, int64_t)> saved_then_;  // (bytes, global_step)
-  int checkpoints_ = 0;
-  std::deque<CheckpointIndex> kept_checkpoints_;  // the last ones written, oldest first
-  double last_checkpoint_s_ = 0;
   int64_t wave_ = 0;
   std::map<uint32_t, nlohmann::json> wave_status_;
   std::string previous_wave_;
@@ -388,6 +378,7 @@ class Node : public Mesh::Handler,
   FrameRouter router_;
   std::optional<TraceGather> gather_;
   ClockSync clock_sync_;
+  std::optional<CheckpointSaver> saver_;
   // Faults and restarts.
   std::optional<Resume> resume_;
   double incarnation_start_s_ = 0;  // faults before it struck an earlier incarnation
