@@ -110,7 +110,8 @@ int run_validate(const CliArgs& args, std::ostream& out) {
     outputs.protect(args.baseline_path, "--baseline");
     baseline = read_baseline(args.baseline_path);
   }
-  const std::vector<core::Plan> plans = compile_plans(loaded, args, /*real=*/true);
+  const core::PlanRequest request = plan_request(args, /*real=*/true);
+  const std::vector<core::Plan> plans = core::prepare_plans(loaded, request);
   // A baseline made on the other kind of network measured other links.
   const std::string network = args.isolate.empty() ? "loopback" : "netns, tc-shaped NICs";
   if (baseline.is_object() && baseline.contains("network") && baseline["network"].is_string() &&
@@ -199,6 +200,8 @@ int run_validate(const CliArgs& args, std::ostream& out) {
       progress.start(run++, runs, seeded);
       result.predicted.push_back(core::run_prepared(*sim, seeded, options, loaded));
       progress.done();
+      // A prediction with nothing to measure fails here, before any real run.
+      core::measure_run(result.predicted.back(), loaded, request, args.scenario);
     }
     core::RunOptions real_options = options;
     real_options.provenance["network"] = network;
@@ -220,7 +223,11 @@ int run_validate(const CliArgs& args, std::ostream& out) {
     std::vector<const core::Trace*> measured, predicted;
     for (const core::Trace& t : result.measured) measured.push_back(&t);
     for (const core::Trace& t : result.predicted) predicted.push_back(&t);
-    result.validation = core::validate_runs(predicted, measured, args.tolerance, args.scenario);
+    try {
+      result.validation = core::validate_runs(predicted, measured, args.tolerance, args.scenario);
+    } catch (const core::MeasurementError& e) {
+      throw core::measurement_input_error(e, loaded, request);
+    }
     result.baseline = baseline_of(baseline, args.baseline_path, result.validation.scenario,
                                   result.validation.strategy);
     results.push_back(std::move(result));

@@ -373,10 +373,12 @@ QString TimelineView::track_tooltip(const Row& row, double x) const {
     if (first == last) return {};
     const double start = double(lane->start_ns[first]) * 1e-9,
                  end = double(lane->end_ns[first]) * 1e-9;
-    return QString("<b>%1 waits</b> on %2 from %3 for %4 (nothing of its own runs in its step)")
+    return QString(
+               "<b>%1 waits</b> from %2 for %3, held by %4 (nothing of its own runs in its "
+               "step)")
         .arg(QString::fromStdString(model_->process_name(row.index)),
-             core::wait_cause_text(lane->cause[first]), quantity(start, core::Dimension::kTime),
-             quantity(end - start, core::Dimension::kTime));
+             quantity(start, core::Dimension::kTime), quantity(end - start, core::Dimension::kTime),
+             core::wait_cause_text(lane->cause[first]));
   }
   return {};
 }

@@ -176,6 +176,15 @@ void find_window(RunMetrics& r, const MetricsInput& in, StepTable& steps) {
                                    (meta.warmup_steps > 0 ? "its warm-up" : "a step") +
                                    ": no window to measure");
       }
+      if (in.data_limited.count(client) > 0 && !spans.empty() && spans.back().end_s >= 0) {
+        // Out of data within its warm-up: it measured nothing, and the others' window cannot
+        // wait for it.
+        throw MeasurementError(in.source, "/training/data_steps_per_worker",
+                               client + " ran out of data after " + std::to_string(spans.size()) +
+                                   " step(s), within its " + std::to_string(meta.warmup_steps) +
+                                   " warm-up steps: no window to measure; give it more data than "
+                                   "training.warmup_steps");
+      }
       throw InputError(in.source, "", "the trace has no complete steps for " + client);
     }
     const double warm =

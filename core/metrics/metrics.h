@@ -59,7 +59,7 @@ struct WaitBreakdown {
 // wait breakdown charges it to (WaitBreakdown's network, client, peers, ps, token, other).
 enum class WaitCause { kNetwork, kClient, kPeers, kParameterServer, kToken, kOther };
 // "the network", "the client", "its peers", "a parameter server", "a token", "nothing of the
-// step".
+// step (start-up, jitter, overheads)".
 const char* wait_cause_text(WaitCause cause);
 
 // One stretch of a computing role's step (worker, tower, in-graph client) in which it neither

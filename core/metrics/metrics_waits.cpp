@@ -232,37 +232,52 @@ void add_waits(RunMetrics& r, const MetricsInput& in, StepTable& steps, Measured
   }
 }
 
-// Every step of every client (not only the measured ones), from its step events.
+// Every run of every step of every client (not only the measured ones; a step a restart ran
+// again, twice), from its step events. A trace whose step numbers leave gaps (a damaged file; the
+// metrics refuse it) has none: its tables would be sized by a number the file chose.
 std::vector<WaitStretch> all_wait_stretches(const MetricsInput& in) {
-  StepTable steps;
-  MeasuredTable every;
+  std::unordered_map<uint32_t, size_t> step_events;
   for (const TraceEvent& e : in.trace.events) {
-    if (e.kind != EventKind::kStep || e.step < 0 || e.step >= int64_t(1) << 24) continue;
-    std::vector<Span>& spans = steps[e.client];
-    if (spans.size() <= size_t(e.step)) spans.resize(size_t(e.step) + 1);
-    spans[size_t(e.step)] = {e.start_s, e.end_s};
+    if (e.kind == EventKind::kStep) ++step_events[e.client];
+  }
+  MeasuredTable every;
+  std::vector<const TraceEvent*> step_runs;
+  for (const TraceEvent& e : in.trace.events) {
+    if (e.kind != EventKind::kStep) continue;
+    if (e.step < 0 || size_t(e.step) >= step_events[e.client]) return {};
     std::vector<bool>& inside = every[e.client];
     if (inside.size() <= size_t(e.step)) inside.resize(size_t(e.step) + 1, false);
     inside[size_t(e.step)] = true;
+    step_runs.push_back(&e);
   }
   const std::unordered_map<uint32_t, ClientEvents> clients = events_by_client(in, every);
+  std::map<std::pair<uint32_t, int64_t>, int> runs_of;  // (client, step) -> its runs
+  for (const TraceEvent* run : step_runs) ++runs_of[{run->client, run->step}];
   std::map<uint32_t, std::vector<WaitStretch>> by_role;
   std::vector<double> seconds(kCategories, 0.0);
   std::vector<Boundary> boundaries;
+  std::vector<const TraceEvent*> own_run;
   const std::vector<const TraceEvent*> no_events;
-  for (const auto& [client, inside] : every) {
-    const auto found = clients.find(client);
+  for (const TraceEvent* run : step_runs) {
+    const auto found = clients.find(run->client);
     if (found == clients.end()) continue;
     const ClientEvents& events_of = found->second;
-    for (size_t k = 0; k < inside.size(); ++k) {
-      if (!inside[k]) continue;
-      const auto& events = k < events_of.by_step.size() ? events_of.by_step[k] : no_events;
-      const Span& span = steps[client][k];
-      boundaries_of(events, span, boundaries);
-      const double last_end_s = last_event_end(in, events, span);
-      for (uint32_t role : events_of.computing_roles) {
-        accumulate_waits(in, boundaries, last_end_s, span, role, seconds, &by_role[role]);
+    const size_t k = size_t(run->step);
+    const Span span{run->start_s, run->end_s};
+    const std::vector<const TraceEvent*>* events =
+        k < events_of.by_step.size() ? &events_of.by_step[k] : &no_events;
+    // A step a restart ran again: each run keeps the events that overlap its own span.
+    if (runs_of[{run->client, run->step}] > 1) {
+      own_run.clear();
+      for (const TraceEvent* e : *events) {
+        if (e->end_s >= span.start_s && e->start_s <= span.end_s) own_run.push_back(e);
       }
+      events = &own_run;
+    }
+    boundaries_of(*events, span, boundaries);
+    const double last_end_s = last_event_end(in, *events, span);
+    for (uint32_t role : events_of.computing_roles) {
+      accumulate_waits(in, boundaries, last_end_s, span, role, seconds, &by_role[role]);
     }
   }
   std::vector<WaitStretch> out;
@@ -299,9 +314,9 @@ const char* wait_cause_text(WaitCause cause) {
     case WaitCause::kToken:
       return "a token";
     case WaitCause::kOther:
-      return "nothing of the step";
+      return "nothing of the step (start-up, jitter, overheads)";
   }
-  return "nothing of the step";
+  return "nothing of the step (start-up, jitter, overheads)";
 }
 
 std::vector<WaitStretch> wait_stretches(const Trace& trace, const std::string& source) {

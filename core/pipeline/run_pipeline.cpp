@@ -109,22 +109,27 @@ Trace run_prepared(Backend& backend, const Plan& plan, const RunOptions& options
   }
 }
 
+InputError measurement_input_error(const MeasurementError& e, const LoadedScenario& loaded,
+                                   const PlanRequest& request) {
+  const std::string& path = e.scenario_path();
+  if (request.steps > 0 && path == "/training/steps") {  // the steps came from the flag
+    std::string message = e.message();
+    const size_t at = message.find("raise training.steps");
+    if (at != std::string::npos) {
+      message.replace(
+          at, 20, "raise " + request.steps_flag + " (" + std::to_string(request.steps) + " now)");
+    }
+    return InputError("", request.steps_flag, message);
+  }
+  return InputError(loaded.scenario.file_of(path), path, e.message());
+}
+
 RunMetrics measure_run(const Trace& trace, const LoadedScenario& loaded, const PlanRequest& request,
                        const std::string& source) {
   try {
     return compute_metrics(trace, source);
   } catch (const MeasurementError& e) {
-    const std::string& path = e.scenario_path();
-    if (request.steps > 0 && path == "/training/steps") {  // the steps came from the flag
-      std::string message = e.message();
-      const size_t at = message.find("raise training.steps");
-      if (at != std::string::npos) {
-        message.replace(
-            at, 20, "raise " + request.steps_flag + " (" + std::to_string(request.steps) + " now)");
-      }
-      throw InputError("", request.steps_flag, message);
-    }
-    throw InputError(loaded.scenario.file_of(path), path, e.message());
+    throw measurement_input_error(e, loaded, request);
   }
 }
 

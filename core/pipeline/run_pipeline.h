@@ -61,6 +61,13 @@ void require_memory_fits(const Scenario& scenario, const Plan& plan);
 Trace run_prepared(Backend& backend, const Plan& plan, const RunOptions& options,
                    const LoadedScenario& loaded);
 
+// The InputError a MeasurementError of a run of `request` is to the user: at the scenario field it
+// names (its file from `loaded`), or at request.steps_flag when the steps came from the flag
+// ("raise --steps (N now)"). Callers that compute metrics their own way (validate_runs) map with
+// it.
+InputError measurement_input_error(const MeasurementError& e, const LoadedScenario& loaded,
+                                   const PlanRequest& request);
+
 // compute_metrics of a fresh run of the plans of `request`: the one figure that can fail on it,
 // the measurement window, is InputError at the scenario field it names (its file from
 // `loaded`), or at request.steps_flag when the steps came from the flag. `source` names the trace

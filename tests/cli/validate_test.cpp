@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "core/base/json_cursor.h"
+#include "core/scenario/scenario.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/test_support.h"
 
@@ -78,6 +79,25 @@ TEST(Validate, BadInputExitsTwoInOneLine) {
   expect_one_line_exit_two({"validate", s, "--baseline", bad_row},
                            bad_row + ": /validations/0/metrics/0");
   expect_one_line_exit_two({"cleanup", "extra"}, "cleanup takes none");
+}
+
+// A prediction with an empty window is refused before any real run, naming what to raise: the
+// flag when the steps came from it, else the scenario's field (the run pipeline's naming, as
+// simulate has it).
+TEST(Validate, APredictionWithAnEmptyWindowNamesWhatToRaiseBeforeAnyRealRun) {
+  TempDir dir;
+  nlohmann::json doc =
+      core::load_scenario_document(test::scenario_path("validation/two_async_workers.json")).json;
+  doc["training"]["jitter"] = {{"startup_stagger", "4 s"}};  // worker1 starts late
+  doc["training"]["steps"] = doc["training"]["warmup_steps"].get<int>() + 1;
+  const std::string s = dir.write("stag.json", doc.dump());
+  const int steps = doc["training"]["steps"].get<int>();
+  expect_one_line_exit_two({"validate", s, "--steps", std::to_string(steps), "--repeat", "1"},
+                           "--steps: the measurement window is empty");
+  expect_one_line_exit_two({"validate", s, "--steps", std::to_string(steps), "--repeat", "1"},
+                           "raise --steps (" + std::to_string(steps) + " now)");
+  expect_one_line_exit_two({"validate", s, "--repeat", "1"},
+                           s + ": /training/steps: the measurement window is empty");
 }
 
 // Nothing inside the measurement window: nothing to compare, bad input (not a pass). Synchronous

@@ -77,6 +77,26 @@ TEST(RunPipeline, AGpuTooSmallForItsShareIsRefusedAtItsMemoryFieldUnderStrict) {
       << why;
 }
 
+// A worker out of data within its warm-up measures nothing: named at its field, not as a trace
+// without complete steps.
+TEST(RunPipeline, AWorkerOutOfDataWithinItsWarmUpNamesItsDataSteps) {
+  nlohmann::json doc = core::read_json_file(test::seed_scenario());
+  doc["training"]["data_steps_per_worker"] = {5, 100};
+  const core::ScopedTempDir dir("replisim-pipeline");
+  const std::string file = dir.path() + "/data.json";
+  std::ofstream(file) << doc.dump(1);
+  const core::LoadedScenario loaded = core::load_run_scenario(file);
+  const core::PlanRequest r = request("between_graph");
+  sim::SimBackend backend;
+  const core::Trace trace =
+      core::run_prepared(backend, core::prepare_plans(loaded, r).front(), {}, loaded);
+  const std::string why = error_of([&] { core::measure_run(trace, loaded, r, "t"); });
+  EXPECT_NE(why.find("data.json: /training/data_steps_per_worker: worker0 ran out of data after 5 "
+                     "step(s), within its 10 warm-up steps"),
+            std::string::npos)
+      << why;
+}
+
 TEST(RunPipeline, ALinkFaultIsRefusedForARealRunOnLoopbackOnly) {
   const std::string file = test::scenario_path("validation/degraded_link.json");
   const core::LoadedScenario loaded = core::load_run_scenario(file);

@@ -71,5 +71,43 @@ TEST(WaitStretches, AddUpToTheReportsBreakdownWithSyncTokens) {
   EXPECT_TRUE(token) << "synchronous workers wait for their token";
 }
 
+// A restart runs steps again: each run of a step has its waits (the viewer draws both).
+TEST(WaitStretches, EachRunOfAStepARestartRanAgainHasItsWaits) {
+  const core::Trace trace = test::simulate_trace(
+      core::read_json_file(test::scenario_path("classroom/ps_failure.json")), "between_graph");
+  const std::vector<core::WaitStretch> stretches = core::wait_stretches(trace);
+  std::map<std::pair<uint32_t, int64_t>, std::vector<const core::TraceEvent*>> runs;
+  for (const core::TraceEvent& e : trace.events) {
+    if (e.kind == core::EventKind::kStep) runs[{e.client, e.step}].push_back(&e);
+  }
+  int repeated = 0;
+  for (const auto& [key, step_runs] : runs) {
+    if (step_runs.size() < 2) continue;
+    ++repeated;
+    for (const core::TraceEvent* run : step_runs) {
+      bool waits = false;
+      for (const core::WaitStretch& w : stretches) {
+        waits |= w.role == run->actor && w.end_s > run->start_s && w.start_s < run->end_s;
+      }
+      EXPECT_TRUE(waits) << trace.str(run->actor) << " step " << run->step << " at "
+                         << run->start_s;
+    }
+  }
+  EXPECT_GT(repeated, 0) << "the restart ran no step again";
+}
+
+// A damaged file's step number sizes nothing: no waits (the metrics refuse such a trace).
+TEST(WaitStretches, AStepNumberWithGapsGivesNone) {
+  core::Trace trace = test::simulate_trace(core::read_json_file(test::seed_scenario()), "in_graph");
+  ASSERT_FALSE(core::wait_stretches(trace).empty());
+  for (core::TraceEvent& e : trace.events) {
+    if (e.kind == core::EventKind::kStep) {
+      e.step = (int64_t(1) << 24) - 1;
+      break;
+    }
+  }
+  EXPECT_TRUE(core::wait_stretches(trace).empty());
+}
+
 }  // namespace
 }  // namespace replisim
