@@ -147,6 +147,20 @@ std::string without_replisim_prefix(const std::string& line) {
   return line;
 }
 
+std::string child_error(const PointExit& exit, const std::string& copy,
+                        const std::string& scenario) {
+  if (exit.last_error_line.empty()) {
+    return "the simulation ended with exit code " + std::to_string(exit.exit_code);
+  }
+  std::string text = without_replisim_prefix(exit.last_error_line);
+  if (copy.empty()) return text;
+  for (size_t at = text.find(copy); at != std::string::npos;
+       at = text.find(copy, at + scenario.size())) {
+    text.replace(at, copy.size(), scenario);
+  }
+  return text;
+}
+
 void end_with_spawning_parent() {
   const char* value = std::getenv(kParentPidVariable);
   if (value == nullptr) return;

@@ -31,6 +31,12 @@ void end_with_spawning_parent();
 // A child's error line without replisim's prefix ("replisim: error: " or "replisim: ").
 std::string without_replisim_prefix(const std::string& line);
 
+// What a failed child said, for the user: its error line without the prefix, the scenario copy it
+// read (`copy`: a sweep point's cached scenario, --seeds' snapshot) named as the user's
+// `scenario`; or its exit code when it said nothing.
+std::string child_error(const PointExit& exit, const std::string& copy,
+                        const std::string& scenario);
+
 // Runs `commands` with this executable (/proc/self/exe), `jobs` (>= 1) at a time, in order;
 // `on_exit` is called in this thread as each ends (in the order they end). Polls `cancelled`
 // every 50 ms: once it is true, sends SIGTERM to every running child (SIGKILL after 5 s), reaps

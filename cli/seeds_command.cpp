@@ -59,14 +59,6 @@ struct Spread {
   std::vector<double> values;  // per seed, in the seeds' order
 };
 
-// `text` with every `from` replaced by `to`.
-std::string replace_all(std::string text, const std::string& from, const std::string& to) {
-  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
-    text.replace(at, from.size(), to);
-  }
-  return text;
-}
-
 std::string fixed(double value, int decimals) {
   char text[64];
   std::snprintf(text, sizeof text, "%.*f", decimals, value);
@@ -263,13 +255,8 @@ int run_seed_spread(const CliArgs& args, std::ostream& out) {
             return;
           }
           if (exit.exit_code == -1 && !failures.empty()) return;  // stopped for that failure
-          failures[exit.command] = {
-              exit.exit_code,
-              exit.last_error_line.empty()
-                  ? "the simulation ended with exit code " + std::to_string(exit.exit_code)
-                  // The child read the snapshot: name the user's file.
-                  : replace_all(without_replisim_prefix(exit.last_error_line), snapshot,
-                                args.scenario)};
+          // The child read the snapshot: name the user's file.
+          failures[exit.command] = {exit.exit_code, child_error(exit, snapshot, args.scenario)};
         },
         [&failures] { return interrupted() || !failures.empty(); });
   } catch (const core::RunCancelled&) {

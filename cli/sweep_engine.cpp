@@ -212,9 +212,10 @@ std::vector<core::SweepRow> run_prepared_points(const std::vector<PreparedPoint>
       row.ps_tasks = p.facts.ps_tasks;
       row.key = p.key;
       row.wall_s = exit.wall_s;
-      row.error = exit.last_error_line.empty()
-                      ? "the simulation ended with exit code " + std::to_string(exit.exit_code)
-                      : without_replisim_prefix(exit.last_error_line);
+      // The child read the point's copy in the cache: name the user's file (the row names the
+      // point).
+      row.error =
+          child_error(exit, point_path(settings, p.key, ".scenario.json"), settings.scenario_file);
       ++local.failed;
       return;
     }

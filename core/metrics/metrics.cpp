@@ -286,9 +286,12 @@ MeasuredTable add_step_times(RunMetrics& r, const MetricsInput& in, StepTable& s
       warn_of_long_edge_step(r, client, spans, inside, cm.mean_step_time_s);
     }
     if (cm.measured_steps < kFewMeasuredSteps && !cm.died && in.data_limited.count(client) == 0) {
+      // training.steps "auto": the steps a client may run are training.max_steps.
+      const bool steps_auto = in.trace.outcome.steady_state.has_value();
       r.warnings.push_back(client + " has " + std::to_string(cm.measured_steps) +
                            " step(s) wholly inside the measured window, so its step time is "
-                           "noisy or missing; raise training.steps");
+                           "noisy or missing; raise training." +
+                           (steps_auto ? "max_steps" : "steps"));
     }
     r.clients.push_back(cm);
   }

@@ -126,11 +126,24 @@ InputError measurement_input_error(const MeasurementError& e, const LoadedScenar
 
 RunMetrics measure_run(const Trace& trace, const LoadedScenario& loaded, const PlanRequest& request,
                        const std::string& source) {
+  RunMetrics metrics;
   try {
-    return compute_metrics(trace, source);
+    metrics = compute_metrics(trace, source);
   } catch (const MeasurementError& e) {
     throw measurement_input_error(e, loaded, request);
   }
+  // The warnings too name the flag the steps came from.
+  if (request.steps > 0) {
+    const std::string field = "raise training.steps";
+    for (std::string& w : metrics.warnings) {
+      const size_t at = w.find(field);
+      if (at != std::string::npos) {
+        w.replace(at, field.size(),
+                  "raise " + request.steps_flag + " (" + std::to_string(request.steps) + " now)");
+      }
+    }
+  }
+  return metrics;
 }
 
 }  // namespace replisim::core

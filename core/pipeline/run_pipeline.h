@@ -70,8 +70,8 @@ InputError measurement_input_error(const MeasurementError& e, const LoadedScenar
 
 // compute_metrics of a fresh run of the plans of `request`: the one figure that can fail on it,
 // the measurement window, is InputError at the scenario field it names (its file from
-// `loaded`), or at request.steps_flag when the steps came from the flag. `source` names the trace
-// in other errors (compute_metrics').
+// `loaded`), or at request.steps_flag when the steps came from the flag (whose warnings then say
+// "raise --steps (N now)" too). `source` names the trace in other errors (compute_metrics').
 RunMetrics measure_run(const Trace& trace, const LoadedScenario& loaded, const PlanRequest& request,
                        const std::string& source);
 

@@ -184,6 +184,23 @@ TEST(Sweep, AFailedPointSaysWhyInItsRow) {
       << row;
 }
 
+// A point's error names the user's scenario file, not the copy in the cache its child read.
+TEST(Sweep, AFailedPointsErrorNamesTheUsersFile) {
+  TempDir dir;
+  json doc = core::read_json_file(test::seed_scenario());
+  doc["training"]["data_steps_per_worker"] = {5, 100};  // worker0 runs out within its warm-up
+  const std::string s = dir.write("short_data.json", doc.dump());
+  const test::BinaryResult r =
+      test::run_replisim({"sweep", s, "--vary", "batch_per_replica=32", "--cache", dir.file("c"),
+                          "--json", dir.file("r.json"), "--progress", "none"},
+                         120);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const std::string error = read_json(dir.file("r.json"))["rows"][0]["error"];
+  EXPECT_EQ(error.find(s + ": /training/data_steps_per_worker: worker0 ran out of data"), 0u)
+      << error;
+  EXPECT_EQ(error.find(dir.file("c")), std::string::npos) << error;
+}
+
 TEST(Sweep, PointsAreCachedAndARepeatIsInstant) {
   TempDir dir;
   const std::string s = small_scenario(dir);

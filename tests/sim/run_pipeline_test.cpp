@@ -77,6 +77,23 @@ TEST(RunPipeline, AGpuTooSmallForItsShareIsRefusedAtItsMemoryFieldUnderStrict) {
       << why;
 }
 
+// With the steps from the flag, the warnings name the flag too.
+TEST(RunPipeline, WarningsNameTheFlagTheStepsCameFrom) {
+  const core::LoadedScenario loaded = core::load_run_scenario(test::seed_scenario());
+  core::PlanRequest r = request("in_graph");
+  r.steps = loaded.scenario.training.warmup_steps + 2;
+  sim::SimBackend backend;
+  const core::Trace trace =
+      core::run_prepared(backend, core::prepare_plans(loaded, r).front(), {}, loaded);
+  const core::RunMetrics metrics = core::measure_run(trace, loaded, r, "t");
+  bool named = false;
+  for (const std::string& w : metrics.warnings) {
+    EXPECT_EQ(w.find("raise training.steps"), std::string::npos) << w;
+    named |= w.find("raise --steps (" + std::to_string(r.steps) + " now)") != std::string::npos;
+  }
+  EXPECT_TRUE(named) << "no warning about too few measured steps";
+}
+
 // A worker out of data within its warm-up measures nothing: named at its field, not as a trace
 // without complete steps.
 TEST(RunPipeline, AWorkerOutOfDataWithinItsWarmUpNamesItsDataSteps) {
