@@ -135,7 +135,12 @@ void find_sync_window(RunMetrics& r, const MetricsInput& in) {
     const std::string why = outcome.stall ? "; training stalled: " + outcome.stall->cause : "";
     const char* steps_path =
         in.trace.outcome.steady_state ? "/training/max_steps" : "/training/steps";
-    throw MeasurementError(in.source, why.empty() ? steps_path : "/training/warmup_steps",
+    // A stall names what stopped the workers: their data, a fault, or else a warm-up longer than
+    // the run could go.
+    const char* stall_path = !in.died_at_s.empty()      ? "/faults"
+                             : !in.data_limited.empty() ? "/training/data_steps_per_worker"
+                                                        : "/training/warmup_steps";
+    throw MeasurementError(in.source, why.empty() ? steps_path : stall_path,
                            "the measurement window is empty: global_step reached " +
                                std::to_string(last_global_step) + " of " + std::to_string(steps) +
                                " (warm-up " + std::to_string(meta.warmup_steps) + ")" + why);

@@ -146,6 +146,17 @@ void validate_plan(const Plan& plan, const std::string& file) {
         file, "/sync_replicas/total_num_replicas",
         "must equal the number of workers (" + std::to_string(plan.clients.size()) + ")");
   }
+  // TF's token queue (sync_replicas_optimizer.py): the chief enqueues tokens_per_step tokens per
+  // global step for the workers to dequeue; none would stall every worker after its first step.
+  // The strict variant hands out no tokens (each worker waits for a newer global_step).
+  if (sr.variant == "tf" && sr.tokens_per_step < 1) {
+    throw InputError(file, "/sync_replicas/tokens_per_step",
+                     "the tf variant enqueues at least one token per global step (TF: max(T, R))");
+  }
+  if (sr.variant == "strict" && (sr.tokens_per_step != 0 || sr.initial_tokens != 0)) {
+    throw InputError(file, "/sync_replicas/tokens_per_step",
+                     "the strict variant hands out no tokens (0 initial, 0 per step)");
+  }
   if (sr.variant == "strict" && sr.replicas_to_aggregate > sr.total_num_replicas) {
     throw InputError(file, "/sync_replicas/replicas_to_aggregate",
                      "cannot exceed total_num_replicas with variant strict");

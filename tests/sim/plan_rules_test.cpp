@@ -161,6 +161,29 @@ TEST(PlanRules, DistributedReplicatedWorkersOfBetweenGraphPassBarriers) {
       << ruled(plan);
 }
 
+// A token queue that hands out no token stalls every worker after its first step: refused in the
+// plan, not found as a stall at run time.
+TEST(PlanRules, ASyncPlansTokensAreTheVariants) {
+  core::Plan plan =
+      core::compile_plan(core::load_scenario(test::scenario_path("classroom/sync_straggler.json")),
+                         "between_graph", {});
+  ASSERT_EQ(plan.sync, "sync");
+  core::Plan tf = plan;
+  tf.sync_replicas.variant = "tf";
+  tf.sync_replicas.initial_tokens = tf.sync_replicas.replicas_to_aggregate;
+  tf.sync_replicas.tokens_per_step = 0;
+  EXPECT_NE(validated(tf).find("/sync_replicas/tokens_per_step: the tf variant enqueues at least"),
+            std::string::npos)
+      << validated(tf);
+  tf.sync_replicas.tokens_per_step = 4;
+  EXPECT_EQ(validated(tf), "");
+  core::Plan strict = plan;
+  strict.sync_replicas.variant = "strict";
+  strict.sync_replicas.tokens_per_step = 2;
+  EXPECT_NE(validated(strict).find("the strict variant hands out no tokens"), std::string::npos)
+      << validated(strict);
+}
+
 TEST(PlanRules, SynchronousReplicasNeedAParameterServerForTheirQueues) {
   core::Plan plan =
       core::compile_plan(core::load_scenario(test::scenario_path("classroom/sync_straggler.json")),

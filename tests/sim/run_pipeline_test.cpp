@@ -114,6 +114,26 @@ TEST(RunPipeline, AWorkerOutOfDataWithinItsWarmUpNamesItsDataSteps) {
       << why;
 }
 
+// Synchronous workers out of data before the warm-up's end stall training: named at their data,
+// not at the warm-up.
+TEST(RunPipeline, ASyncStallForLackOfDataNamesTheDataSteps) {
+  nlohmann::json doc = core::read_json_file(test::scenario_path("classroom/sync_straggler.json"));
+  doc["training"]["data_steps_per_worker"] = 4;  // every worker: 4 steps, warm-up 10
+  const core::ScopedTempDir dir("replisim-pipeline");
+  const std::string file = dir.path() + "/stall.json";
+  std::ofstream(file) << doc.dump(1);
+  const core::LoadedScenario loaded = core::load_run_scenario(file);
+  const core::PlanRequest r = request("between_graph");
+  sim::SimBackend backend;
+  const core::Trace trace =
+      core::run_prepared(backend, core::prepare_plans(loaded, r).front(), {}, loaded);
+  const std::string why = error_of([&] { core::measure_run(trace, loaded, r, "t"); });
+  EXPECT_NE(why.find("stall.json: /training/data_steps_per_worker: the measurement window is "
+                     "empty"),
+            std::string::npos)
+      << why;
+}
+
 TEST(RunPipeline, ALinkFaultIsRefusedForARealRunOnLoopbackOnly) {
   const std::string file = test::scenario_path("validation/degraded_link.json");
   const core::LoadedScenario loaded = core::load_run_scenario(file);
