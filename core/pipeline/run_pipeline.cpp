@@ -109,17 +109,26 @@ Trace run_prepared(Backend& backend, const Plan& plan, const RunOptions& options
   }
 }
 
+namespace {
+
+// "raise training.steps" in `text` says "raise --steps (N now)" when the steps came from the flag.
+std::string naming_the_steps_flag(std::string text, const PlanRequest& request) {
+  const std::string field = "raise training.steps";
+  const size_t at = text.find(field);
+  if (request.steps > 0 && at != std::string::npos) {
+    text.replace(at, field.size(),
+                 "raise " + request.steps_flag + " (" + std::to_string(request.steps) + " now)");
+  }
+  return text;
+}
+
+}  // namespace
+
 InputError measurement_input_error(const MeasurementError& e, const LoadedScenario& loaded,
                                    const PlanRequest& request) {
   const std::string& path = e.scenario_path();
   if (request.steps > 0 && path == "/training/steps") {  // the steps came from the flag
-    std::string message = e.message();
-    const size_t at = message.find("raise training.steps");
-    if (at != std::string::npos) {
-      message.replace(
-          at, 20, "raise " + request.steps_flag + " (" + std::to_string(request.steps) + " now)");
-    }
-    return InputError("", request.steps_flag, message);
+    return InputError("", request.steps_flag, naming_the_steps_flag(e.message(), request));
   }
   return InputError(loaded.scenario.file_of(path), path, e.message());
 }
@@ -133,16 +142,7 @@ RunMetrics measure_run(const Trace& trace, const LoadedScenario& loaded, const P
     throw measurement_input_error(e, loaded, request);
   }
   // The warnings too name the flag the steps came from.
-  if (request.steps > 0) {
-    const std::string field = "raise training.steps";
-    for (std::string& w : metrics.warnings) {
-      const size_t at = w.find(field);
-      if (at != std::string::npos) {
-        w.replace(at, field.size(),
-                  "raise " + request.steps_flag + " (" + std::to_string(request.steps) + " now)");
-      }
-    }
-  }
+  for (std::string& w : metrics.warnings) w = naming_the_steps_flag(std::move(w), request);
   return metrics;
 }
 

@@ -29,6 +29,25 @@ core::PlanRequest request(const std::string& strategy) {
   return r;
 }
 
+// `doc` written as `name` in `dir` and loaded as the commands load a scenario.
+core::LoadedScenario load_written(const core::ScopedTempDir& dir, const std::string& name,
+                                  const nlohmann::json& doc) {
+  const std::string file = dir.path() + "/" + name;
+  std::ofstream(file) << doc.dump(1);
+  return core::load_run_scenario(file);
+}
+
+// The error measuring a simulated between-graph run of `doc` gives ("(no error)" when none).
+std::string measurement_error_of(const std::string& name, const nlohmann::json& doc) {
+  const core::ScopedTempDir dir("replisim-pipeline");
+  const core::LoadedScenario loaded = load_written(dir, name, doc);
+  const core::PlanRequest r = request("between_graph");
+  sim::SimBackend backend;
+  const core::Trace trace =
+      core::run_prepared(backend, core::prepare_plans(loaded, r).front(), {}, loaded);
+  return error_of([&] { core::measure_run(trace, loaded, r, "t"); });
+}
+
 TEST(RunPipeline, StepsThatLeaveNoMeasurementNameTheFlagThatGaveThem) {
   const core::LoadedScenario loaded = core::load_run_scenario(test::seed_scenario());
   core::PlanRequest r = request("between_graph");
@@ -64,9 +83,7 @@ TEST(RunPipeline, AGpuTooSmallForItsShareIsRefusedAtItsMemoryFieldUnderStrict) {
     for (auto& g : m["gpus"]) g["memory"] = "1 MB";
   }
   const core::ScopedTempDir dir("replisim-pipeline");
-  const std::string file = dir.path() + "/small.json";
-  std::ofstream(file) << doc.dump(1);
-  const core::LoadedScenario loaded = core::load_run_scenario(file);
+  const core::LoadedScenario loaded = load_written(dir, "small.json", doc);
   core::PlanRequest r = request("between_graph");
   EXPECT_NO_THROW(core::prepare_plans(loaded, r));
   r.require_memory = true;
@@ -99,15 +116,7 @@ TEST(RunPipeline, WarningsNameTheFlagTheStepsCameFrom) {
 TEST(RunPipeline, AWorkerOutOfDataWithinItsWarmUpNamesItsDataSteps) {
   nlohmann::json doc = core::read_json_file(test::seed_scenario());
   doc["training"]["data_steps_per_worker"] = {5, 100};
-  const core::ScopedTempDir dir("replisim-pipeline");
-  const std::string file = dir.path() + "/data.json";
-  std::ofstream(file) << doc.dump(1);
-  const core::LoadedScenario loaded = core::load_run_scenario(file);
-  const core::PlanRequest r = request("between_graph");
-  sim::SimBackend backend;
-  const core::Trace trace =
-      core::run_prepared(backend, core::prepare_plans(loaded, r).front(), {}, loaded);
-  const std::string why = error_of([&] { core::measure_run(trace, loaded, r, "t"); });
+  const std::string why = measurement_error_of("data.json", doc);
   EXPECT_NE(why.find("data.json: /training/data_steps_per_worker: worker0 ran out of data after 5 "
                      "step(s), within its 10 warm-up steps"),
             std::string::npos)
@@ -119,15 +128,7 @@ TEST(RunPipeline, AWorkerOutOfDataWithinItsWarmUpNamesItsDataSteps) {
 TEST(RunPipeline, ASyncStallForLackOfDataNamesTheDataSteps) {
   nlohmann::json doc = core::read_json_file(test::scenario_path("classroom/sync_straggler.json"));
   doc["training"]["data_steps_per_worker"] = 4;  // every worker: 4 steps, warm-up 10
-  const core::ScopedTempDir dir("replisim-pipeline");
-  const std::string file = dir.path() + "/stall.json";
-  std::ofstream(file) << doc.dump(1);
-  const core::LoadedScenario loaded = core::load_run_scenario(file);
-  const core::PlanRequest r = request("between_graph");
-  sim::SimBackend backend;
-  const core::Trace trace =
-      core::run_prepared(backend, core::prepare_plans(loaded, r).front(), {}, loaded);
-  const std::string why = error_of([&] { core::measure_run(trace, loaded, r, "t"); });
+  const std::string why = measurement_error_of("stall.json", doc);
   EXPECT_NE(why.find("stall.json: /training/data_steps_per_worker: the measurement window is "
                      "empty"),
             std::string::npos)
