@@ -92,10 +92,7 @@ void Node::on_progress(int g, int steps_done, int64_t global_step, double start_
   if (g < int(steps_seen_.size()))
     steps_seen_[size_t(g)] = std::max(steps_seen_[size_t(g)], steps_done);
   global_step_seen_ = std::max(global_step_seen_, global_step);
-  if (steady_ && g < int(plan_.clients.size()) &&
-      steady_->step_ended(g, steps_done - 1, start_s, end_s, global_step_seen_)) {
-    ask_to_stop();
-  }
+  steady_stop_->step_ended(g, steps_done - 1, start_s, end_s, global_step_seen_);
   const double now = now_s();
   if (last_progress_s_ >= 0 && now - last_progress_s_ < kProgressEveryS) return;
   write_progress();
@@ -120,13 +117,19 @@ void Node::on_finished(int g) {
   maybe_end_job();
 }
 
+// The chief's sync op waited for an update past its stop limit: its step ends unfinished.
+void Node::end_waiting_step(int g) {
+  parts_[size_t(g)].active = false;
+  loop_->mark_finished(g);
+}
+
 // Every client finished (or died): the job ends. Synchronous training that ends short of its
 // steps (workers out of data, or dead) ends as a stall, which the next quiescence wave records.
 void Node::maybe_end_job() {
   for (size_t c = 0; c < plan_.clients.size(); ++c) {
     if (!finished_[c]) return;
   }
-  if (plan_.sync == "sync" && global_step_seen_ < last_global_step()) return;
+  if (plan_.sync == "sync" && global_step_seen_ < steady_stop_->last_global_step()) return;
   finish_job();
 }
 
@@ -194,7 +197,7 @@ nlohmann::json Node::status(const std::string& finished) const {
   // distributed_replicated: any task whose barriers hold a worker says so.
   if (sync_ && ((sync_->barriers() && sync_->any_waiting()) ||
                 (sync_->enabled() && store_->holds_global_step() &&
-                 store_->global_step < last_global_step()))) {
+                 store_->global_step < steady_stop_->last_global_step()))) {
     std::vector<bool> done(parts_.size()), dead(graph_dead_);
     for (size_t g = 0; g < parts_.size(); ++g) done[g] = finished[g] == '1' || graph_dead_[g];
     const core::StallRecord s = sync_->stall(done, dead, last_update_s_, now_s());
@@ -364,9 +367,8 @@ void Node::write_trace_end() {
     }
   }
   if (coordinator() && resume_) record_restart();
-  if (steady_) {
-    if (outcome_.stall) steady_->stop_overtaken();
-    outcome_.steady_state = steady_->record(outcome_.end_s);
+  if (auto record = steady_stop_->record(outcome_.end_s, outcome_.stall.has_value())) {
+    outcome_.steady_state = std::move(*record);
   }
   if (coordinator() && !outcome_.killed_s) note_faults_after_the_end();
   if (options_.insecure_frames) {

@@ -189,7 +189,7 @@ void Node::lose_graphs_of(uint32_t peer) {
     graph_dead_[size_t(p.index)] = true;
     abandon(p);
     if (coordinator() && !finished_.empty()) finished_[size_t(p.index)] = true;
-    if (steady_ && p.index < int(plan_.clients.size())) steady_->client_died(p.index);
+    steady_stop_->client_died(p.index);
     // A worker the restart never brought back (the restart's record names it).
     if (coordinator() && resume_ && p.index < int(plan_.clients.size()) &&
         resumed_s_[size_t(p.index)] < 0 && !plan_.roles[size_t(p.graph->role)].chief) {
@@ -213,7 +213,7 @@ void Node::lose_graphs_of(uint32_t peer) {
     return;
   }
   if (coordinator() && started_) {
-    maybe_set_stop_limits();  // a dead client answers no stop question
+    steady_stop_->maybe_set_limits();  // a dead client answers no stop question
     maybe_end_job();
     maybe_evaluate_wave();
   }

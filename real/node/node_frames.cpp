@@ -123,21 +123,6 @@ void Node::on_frame(uint32_t peer, const FrameHeader& h, const uint8_t* payload)
                   unpack_f64(payload, h.length, 1), unpack_f64(payload, h.length, 2));
       return;
     }
-    case FrameType::kStopAsk: {
-      require(from_coordinator && part_of_frame(peer, h, false).owner,
-              "not from the coordinator, or for a graph whose client is not here");
-      on_stop_ask(part_of_frame(peer, h, false));
-      return;
-    }
-    case FrameType::kStopReply:
-      require(coordinator() && steady_ && stop_asked_, "not asked for");
-      on_stop_reply(part_of_frame(peer, h, true), h.step);
-      return;
-    case FrameType::kStopLimit:
-      require(from_coordinator && part_of_frame(peer, h, false).owner,
-              "not from the coordinator, or for a graph whose client is not here");
-      on_stop_limit(part_of_frame(peer, h, false), h.step);
-      return;
     case FrameType::kRestore:
       require(from_chief && store_ != nullptr && resume_.has_value(),
               "not from the chief of a restarted run, or to a task without variables");

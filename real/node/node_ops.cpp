@@ -355,9 +355,7 @@ void Node::run_global_step_increment(int g, int op_index) {
   last_update_s_ = at_s;
   global_step_seen_ = std::max(global_step_seen_, store_->global_step);
   recorder_->update(g, op_index, p.step, at_s, p.global_step_read, store_->global_step);
-  if (steady_ && steady_->update(at_s, recorder_->samples_per_step(g), store_->global_step)) {
-    ask_to_stop();
-  }
+  steady_stop_->update(at_s, recorder_->samples_per_step(g), store_->global_step);
   complete(g, op_index);
 }
 

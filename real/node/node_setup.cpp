@@ -141,11 +141,13 @@ Node::Node(const NodeSetup& setup)
     resume_ = read_resume_file(options_.resume_path);
     incarnation_start_s_ = resume_->restart_s;
   }
+  build_parts();
   // training.steps "auto": the coordinator runs the rule (it holds global_step). A restarted
   // incarnation has lost the estimate and runs to max_steps (run refuses the combination).
-  steady_rule_ = plan_.steady_tolerance > 0 && !resume_;
-  if (steady_rule_ && coordinator()) steady_.emplace(plan_);
-  build_parts();
+  steady_stop_.emplace(static_cast<SteadyStop::Host&>(*this), *loop_, parts_,
+                       SteadyStop::Setup{&plan_, plan_.steady_tolerance > 0 && !resume_, self_,
+                                         uint32_t(map_.coordinator_task)});
+  steady_stop_->own_frames(router_);
   open_trace();
   // SyncReplicas' queues live with the PS tasks' variables; distributed_replicated's barriers on
   // whichever PS task each is placed (every task keeps the table; only those tasks use theirs).

@@ -180,7 +180,7 @@ void Node::step_counted(int g, double start_s, double end_s) {
   const int steps_done = loop_->client(g).step;
   if (coordinator()) {
     on_progress(g, steps_done, global_step_seen_, start_s, end_s);
-  } else if (progress_ || steady_rule_) {
+  } else if (progress_ || steady_stop_->reports_steps()) {
     send_frame(uint32_t(map_.coordinator_task), FrameType::kProgress, steps_done, uint64_t(g),
                pack_i64({global_step_seen_}) + pack_f64({start_s, end_s}));
   }
@@ -226,15 +226,6 @@ void Node::finished(int g) {
   } else {
     send_frame(uint32_t(map_.coordinator_task), FrameType::kFinished, -1, uint64_t(g));
   }
-}
-
-// training.steps "auto": up to the coordinator's limit (node_steady.cpp).
-bool Node::within_stop_limit(int g) const {
-  const Part& p = parts_[size_t(g)];
-  if (!p.stop_limit) return true;
-  const int64_t position = stop_position(p);
-  return loop_->client(g).loop == core::LoopKind::kFixedSteps ? position <= *p.stop_limit
-                                                              : position < *p.stop_limit;
 }
 
 // The input pipeline's batch on the input op's device.

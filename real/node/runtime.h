@@ -28,7 +28,6 @@
 #include "core/plan/plan.h"
 #include "core/runtime/client_loop.h"
 #include "core/runtime/recovery_timeline.h"
-#include "core/runtime/steady_state.h"
 #include "core/runtime/step_state.h"
 #include "core/runtime/sync_queues.h"
 #include "core/trace/trace_format.h"
@@ -38,67 +37,14 @@
 #include "real/node/clock_sync.h"
 #include "real/node/frame_router.h"
 #include "real/node/node.h"
+#include "real/node/part.h"
 #include "real/node/payload.h"
+#include "real/node/steady_stop.h"
 #include "real/node/trace_gather.h"
 #include "real/state/parameter_store.h"
 #include "real/transport/mesh.h"
 
 namespace replisim::real::detail {
-
-using BufferPtr = std::shared_ptr<const Bytes>;
-
-// Something for a step that came before the step began here.
-struct Early {
-  bool tensor = true;  // a tensor (op: its send) or a notice (op: the op done elsewhere)
-  int op = -1;
-  BufferPtr data;
-  double start_s = 0;
-};
-
-// One step graph and the ops of it this task runs.
-struct Part {
-  Part(const core::ClientGraph& g, int index, const std::vector<bool>& mine)
-      : graph(&g), index(index), mine(mine), steps(g, mine) {}
-  const core::ClientGraph* graph;
-  int index;
-  std::vector<bool> mine;
-  core::StepState steps;
-  uint32_t owner_task = 0;
-  bool owner = false;                         // this task runs the graph's client
-  std::vector<uint32_t> participants;         // owner: the other tasks with ops in it
-  std::vector<std::vector<uint32_t>> notify;  // per op: tasks whose ops take it directly
-  std::vector<uint32_t> task_of_op;
-  std::vector<int> gradient_variable;          // per op: the variable whose gradient its output is
-  std::vector<std::vector<int>> gradients_of;  // per backward op: the variables it feeds
-  // The step in progress here.
-  int64_t step = -1;
-  bool active = false;
-  int64_t local_step = 0;         // from the client's RUN (sync: the token it holds)
-  int64_t global_step_read = -1;  // where global_step lives: its value when the step began here
-  std::vector<BufferPtr> out;     // per op: its output this step
-  std::vector<std::vector<std::pair<int, BufferPtr>>> gradients;  // per backward op
-  std::vector<char> tensor_in;                                    // per recv: its tensor is here
-  std::map<int64_t, std::vector<Early>> early;
-  // The owner's step in progress (its loop is Node::loop_'s client of this index).
-  size_t done_parts = 0;
-  bool local_done = false;
-  int64_t read_seen = -1;  // global_step read, as the step's DONEs say
-  // training.steps "auto" (node_steady.cpp): once the coordinator asked, the last step this
-  // client said it would end (a synchronous worker: the token it would run on; the chief's sync
-  // op: global_step), and the coordinator's limit (none until it comes). `held`: it would begin a
-  // step beyond its reply and waits for the limit instead.
-  bool stop_asked = false;
-  int64_t stop_reply = -1;
-  std::optional<int64_t> stop_limit;
-  bool held = false;
-};
-
-// A tensor arriving in chunks from one peer.
-struct Incoming {
-  std::shared_ptr<Bytes> buffer;
-  size_t filled = 0;
-  double start_s = 0;  // when its first chunk's header arrived here (run clock)
-};
 
 // A restart after a job failure, as the launcher describes it (NodeOptions::resume_path, JSON
 // with these members): the tasks start again on the run's clock, the chief restores the last
@@ -129,7 +75,8 @@ class Node : public Mesh::Handler,
              public core::StepHost,
              private TraceGather::Host,
              private ClockSync::Host,
-             private CheckpointSaver::Host {
+             private CheckpointSaver::Host,
+             private SteadyStop::Host {
  public:
   // Binds the task's address (or takes the launcher's socket); throws core::InputError naming
   // the cluster file for an address that cannot be bound.
@@ -151,8 +98,8 @@ class Node : public Mesh::Handler,
   bool client_gone(int) const override { return stopping_; }
   bool completions_stopped() const override { return stopping_; }
   int64_t global_step_seen() const override { return global_step_seen_; }
-  bool within_stop_limit(int g) const override;
-  bool hold_step(int g) override { return held_for_stop_limit(parts_[size_t(g)]); }
+  bool within_stop_limit(int g) const override { return steady_stop_->within_limit(g); }
+  bool hold_step(int g) override { return steady_stop_->hold(g); }
   bool is_chief(int g) const override;
   void begin_step(int g) override;
   void produce(int g, int64_t batch) override;
@@ -248,6 +195,14 @@ class Node : public Mesh::Handler,
   std::vector<int64_t> client_steps() const override { return graph_steps_; }
   bool live(uint32_t task) const override { return !task_dead_[task]; }
   void gather_failed(const std::string& why) override;
+  // SteadyStop::Host (node_control.cpp).
+  bool job_finished() const override { return all_finished_; }
+  bool client_finished(int g) const override { return !finished_.empty() && finished_[size_t(g)]; }
+  void send_stop_frame(uint32_t peer, FrameType type, int64_t step, uint64_t graph) override {
+    send_frame(peer, type, step, graph);
+  }
+  void end_waiting_step(int g) override;
+  void stop_limits_set() override { maybe_end_job(); }
   // Restarts (node_restart.cpp).
   void begin_restored_training();
   std::optional<CheckpointIndex> checkpoint_to_restore(
@@ -291,22 +246,6 @@ class Node : public Mesh::Handler,
   void fail(const std::string& why);
   void write_trace_end();
   void note_faults_after_the_end();
-  // training.steps "auto" online (node_steady.cpp): the coordinator's rule over the updates it
-  // runs (it holds global_step) and the step ends its clients report; when it holds, it asks
-  // every live client which step it will end last, sets each a limit from the answers (the same
-  // for workers that meet at barriers or share tokens, so none waits for one that stopped) and
-  // the clients run up to it. Clients never begin a step beyond their answer before the limit
-  // comes.
-  void ask_to_stop();
-  void on_stop_ask(Part& p);
-  void on_stop_reply(Part& p, int64_t last_step);
-  void maybe_set_stop_limits();
-  void on_stop_limit(Part& p, int64_t limit);
-  int64_t stop_position(const Part& p) const;
-  // Asked, no limit yet, and the next step is beyond the answer: hold it (the limit resumes it).
-  bool held_for_stop_limit(Part& p);
-  // The step the chief's sync op stops at (Plan::steps, or the limit once the rule held).
-  int64_t last_global_step() const;
 
   double clock_s() const override;  // this machine's monotonic clock (s)
   bool chief() const { return int(self_) == map_.chief_task; }
@@ -397,13 +336,8 @@ class Node : public Mesh::Handler,
   std::vector<double> resumed_s_;  // coordinator: per graph, when its client trained again
   std::vector<std::string> lost_before_back_;  // coordinator: workers dead before they resumed
   std::vector<bool> awaiting_model_;           // per owned graph: restarted, not training yet
-  // training.steps "auto": the coordinator's rule, and its replies once it held (per graph).
-  bool steady_rule_ = false;  // the plan's steps are "auto" (every task: report step ends)
-  std::optional<core::SteadyStateStop> steady_;
-  bool stop_asked_ = false;
-  bool stop_limits_sent_ = false;
-  std::map<int, int64_t> stop_replies_;
-  int64_t stop_global_step_ = -1;  // synchronous: the limit every sync graph was given
+  // training.steps "auto" (steady_stop.h).
+  std::optional<SteadyStop> steady_stop_;
   bool stopping_ = false;
   bool cancelled_ = false;  // stopped by SIGINT or SIGTERM (NodeOptions::cancelled)
   bool failed_ = false;
