@@ -70,8 +70,8 @@ void Node::begin_training() {
     wave_timer_.emplace(io_);
     schedule_wave();
   }
-  if (resume_) {
-    begin_restored_training();
+  if (restorer_) {
+    restorer_->begin();
     return;
   }
   for (Part& p : parts_) {
@@ -366,7 +366,13 @@ void Node::write_trace_end() {
       }
     }
   }
-  if (coordinator() && resume_) record_restart();
+  if (coordinator() && restorer_) {
+    std::optional<double> next_fault_s;
+    if (job_fault_ >= 0) next_fault_s = plan_.faults[size_t(job_fault_)].at_s;
+    outcome_.restarts.push_back(restorer_->record(
+        outcome_.end_s, next_fault_s ? next_fault_s : outcome_.killed_s, next_fault_s,
+        graph_dead_));
+  }
   if (auto record = steady_stop_->record(outcome_.end_s, outcome_.stall.has_value())) {
     outcome_.steady_state = std::move(*record);
   }

@@ -96,7 +96,7 @@ void Node::die(int fault) {
       const Part& p = parts_[size_t(c)];
       if (!p.owner || loop_->client(c).finished) continue;
       // A restarted worker still waiting for the model was running no step.
-      const bool waiting = size_t(c) < awaiting_model_.size() && awaiting_model_[size_t(c)];
+      const bool waiting = restorer_ && restorer_->awaiting_model(c);
       recorder_->client_death(c, f.description, waiting ? -1 : int64_t(loop_->client(c).step),
                               f.at_s);
       running = true;
@@ -191,9 +191,9 @@ void Node::lose_graphs_of(uint32_t peer) {
     if (coordinator() && !finished_.empty()) finished_[size_t(p.index)] = true;
     steady_stop_->client_died(p.index);
     // A worker the restart never brought back (the restart's record names it).
-    if (coordinator() && resume_ && p.index < int(plan_.clients.size()) &&
-        resumed_s_[size_t(p.index)] < 0 && !plan_.roles[size_t(p.graph->role)].chief) {
-      lost_before_back_.push_back(plan_.roles[size_t(p.graph->role)].name);
+    if (restorer_ && p.index < int(plan_.clients.size()) &&
+        !plan_.roles[size_t(p.graph->role)].chief) {
+      restorer_->client_lost(size_t(p.index), plan_.roles[size_t(p.graph->role)].name);
     }
   }
   for (auto it = incoming_.begin(); it != incoming_.end();) {
@@ -201,13 +201,14 @@ void Node::lose_graphs_of(uint32_t peer) {
   }
   // A restarted chief that dies before it restored the model: no worker will find one ready
   // (TF's wait_for_session would wait until its max_wait_secs); their clients end here.
-  if (coordinator() && started_ && resume_ && !model_ready_ && peer == uint32_t(map_.chief_task)) {
+  if (coordinator() && started_ && restorer_ && !restorer_->model_ready() &&
+      peer == uint32_t(map_.chief_task)) {
     outcome_.notes.push_back(
         "the chief died before it restored the model after the restart: the other workers never "
         "found a ready model and trained no more (TF's wait_for_session waits up to its "
         "max_wait_secs)");
-    for (size_t c = 0; c < finished_.size() && c < resumed_s_.size(); ++c) {
-      if (resumed_s_[c] < 0) finished_[c] = true;
+    for (size_t c = 0; c < finished_.size(); ++c) {
+      if (!restorer_->resumed(c)) finished_[c] = true;
     }
     finish_job();
     return;
@@ -277,6 +278,19 @@ void Node::detect_job_failure() {
                restarts ? "training.recovery: the tasks start again" : "not restarted");
   end_s_ = now;
   stop(job_fault_);
+}
+
+// This task's shard held global_step and was read back (Restorer): global_step and the clients'
+// steps are the checkpoint's; a new session's sync queues start empty with their initial tokens.
+void Node::global_step_restored(int64_t global_step, const std::vector<int64_t>& client_steps) {
+  store_->global_step = global_step;
+  global_step_seen_ = global_step;
+  for (size_t c = 0; c < graph_steps_.size() && c < client_steps.size(); ++c) {
+    graph_steps_[c] = client_steps[c];
+  }
+  last_update_s_ = now_s();
+  recorder_->global_step(now_s(), global_step);
+  if (sync_) sync_->reset();
 }
 
 }  // namespace replisim::real::detail

@@ -82,7 +82,6 @@ Part& Node::part_of_frame(uint32_t peer, const FrameHeader& h, bool from_owner) 
 void Node::on_frame(uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
   if (counted(h.type)) ++received_from_[peer];
   const bool from_coordinator = peer == uint32_t(map_.coordinator_task);
-  const bool from_chief = peer == uint32_t(map_.chief_task);
   auto require = [&h](bool ok, const char* why) {
     if (!ok) throw FrameError(std::string(frame_type_name(h.type)) + " frame " + why);
   };
@@ -123,27 +122,6 @@ void Node::on_frame(uint32_t peer, const FrameHeader& h, const uint8_t* payload)
                   unpack_f64(payload, h.length, 1), unpack_f64(payload, h.length, 2));
       return;
     }
-    case FrameType::kRestore:
-      require(from_chief && store_ != nullptr && resume_.has_value(),
-              "not from the chief of a restarted run, or to a task without variables");
-      on_restore(peer, h, payload);
-      return;
-    case FrameType::kRestored:
-      require(chief() && pending_restores_ > 0, "not expected");
-      on_restored(peer, h, payload);
-      return;
-    case FrameType::kModelQuery:
-      require(coordinator() && resume_.has_value(), "to a task that is not the coordinator");
-      on_model_query(peer, h);
-      return;
-    case FrameType::kModelReady:
-      require(from_coordinator && resume_.has_value(), "not from the coordinator");
-      on_model_ready(h, payload);
-      return;
-    case FrameType::kResumed:
-      require(coordinator(), "sent to a task that is not the coordinator");
-      on_resumed(peer, h, payload);
-      return;
     case FrameType::kQuery:
       require(from_coordinator, "not from the coordinator");
       on_query(peer, h, payload);

@@ -121,6 +121,7 @@ Node::Node(const NodeSetup& setup)
   std::set<uint32_t> ps_tasks;
   for (int r : plan_.ps_roles) ps_tasks.insert(uint32_t(map_.task_of_role[size_t(r)]));
   saving.ps_tasks.assign(ps_tasks.begin(), ps_tasks.end());
+  const std::vector<uint32_t> saving_tasks = saving.ps_tasks;
   saver_.emplace(static_cast<CheckpointSaver::Host&>(*this), std::move(saving));
   saver_->own_frames(router_);
   accumulator_.resize(plan_.variables.size());
@@ -131,7 +132,6 @@ Node::Node(const NodeSetup& setup)
   task_dead_.assign(spec_.tasks.size(), false);
   graph_dead_.assign(graphs_.size(), false);
   graph_steps_.assign(plan_.clients.size(), 0);
-  resumed_s_.assign(graphs_.size(), -1);
   if (!options_.launched) {
     gather_.emplace(static_cast<TraceGather::Host&>(*this), spec_, self_,
                     uint32_t(map_.coordinator_task), options_.trace_out);
@@ -148,6 +148,13 @@ Node::Node(const NodeSetup& setup)
                        SteadyStop::Setup{&plan_, plan_.steady_tolerance > 0 && !resume_, self_,
                                          uint32_t(map_.coordinator_task)});
   steady_stop_->own_frames(router_);
+  if (resume_) {
+    restorer_.emplace(static_cast<Restorer::Host&>(*this), *loop_, parts_, *saver_,
+                      Restorer::Setup{&plan_, *resume_, options_.checkpoint_dir, plan_hash_,
+                                      store_.get(), ps_shard_, self_, uint32_t(map_.chief_task),
+                                      uint32_t(map_.coordinator_task), saving_tasks});
+    restorer_->own_frames(router_);
+  }
   open_trace();
   // SyncReplicas' queues live with the PS tasks' variables; distributed_replicated's barriers on
   // whichever PS task each is placed (every task keeps the table; only those tasks use theirs).

@@ -39,27 +39,13 @@
 #include "real/node/node.h"
 #include "real/node/part.h"
 #include "real/node/payload.h"
+#include "real/node/restorer.h"
 #include "real/node/steady_stop.h"
 #include "real/node/trace_gather.h"
 #include "real/state/parameter_store.h"
 #include "real/transport/mesh.h"
 
 namespace replisim::real::detail {
-
-// A restart after a job failure, as the launcher describes it (NodeOptions::resume_path, JSON
-// with these members): the tasks start again on the run's clock, the chief restores the last
-// checkpoint complete at the fault, the other workers poll for the restored model.
-struct Resume {
-  int incarnation = 0;        // k after the k-th restart
-  double origin_clock_s = 0;  // the run's t = 0 on this machine's monotonic clock
-  int fault = -1;             // the job fault that failed the last incarnation
-  double fault_s = 0;         // when it struck
-  double detected_s = 0;      // when the clients found out
-  double restart_s = 0;       // when the launcher started the tasks again
-  int64_t global_step_at_failure = 0;
-  double previous_resumed_s = 0;  // when training last resumed before (0: the first start)
-};
-Resume read_resume_file(const std::string& path);
 
 struct NodeSetup {
   const core::Plan* plan = nullptr;
@@ -76,7 +62,8 @@ class Node : public Mesh::Handler,
              private TraceGather::Host,
              private ClockSync::Host,
              private CheckpointSaver::Host,
-             private SteadyStop::Host {
+             private SteadyStop::Host,
+             private Restorer::Host {
  public:
   // Binds the task's address (or takes the launcher's socket); throws core::InputError naming
   // the cluster file for an address that cannot be bound.
@@ -178,7 +165,7 @@ class Node : public Mesh::Handler,
   void abandon(Part& p);
   void job_down(int fault);
   void detect_job_failure();
-  void note_struck_while_down(const core::PlanFault& fault);
+  void note_struck_while_down(const core::PlanFault& fault) override;
   // TraceGather::Host, ClockSync::Host (node_setup.cpp).
   Mesh& mesh() override { return *mesh_; }
   void send(uint32_t peer, const FrameHeader& header, const uint8_t* data, size_t size,
@@ -203,22 +190,16 @@ class Node : public Mesh::Handler,
   }
   void end_waiting_step(int g) override;
   void stop_limits_set() override { maybe_end_job(); }
-  // Restarts (node_restart.cpp).
-  void begin_restored_training();
-  std::optional<CheckpointIndex> checkpoint_to_restore(
-      std::map<int, CheckpointIndex>* earlier) const;
-  static nlohmann::json restore_target(const std::optional<CheckpointIndex>& best);
-  void restore_model();
-  void on_restore(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
-  void on_restored(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
-  void model_restored();
-  void poll_model(int g);
-  void on_model_query(uint32_t peer, const FrameHeader& header);
-  void on_model_ready(const FrameHeader& header, const uint8_t* payload);
-  void resume_client(int g, int64_t global_step, const std::vector<int64_t>& client_steps);
-  void on_resumed(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
-  void record_restart();
-  nlohmann::json model_state() const;
+  // Restorer::Host (node_faults.cpp).
+  void send_restore_frame(uint32_t peer, FrameType type, uint64_t tensor,
+                          const std::string& payload, double time_s) override {
+    send_frame(peer, type, -1, tensor, payload, time_s);
+  }
+  void global_step_restored(int64_t global_step, const std::vector<int64_t>& client_steps) override;
+  void saw_global_step(int64_t global_step) override {
+    global_step_seen_ = std::max(global_step_seen_, global_step);
+  }
+  core::TraceRecorder& recorder() override { return *recorder_; }
   // Job control (node_control.cpp).
   void on_ready(uint32_t peer, const uint8_t* payload, size_t size);
   void maybe_start();
@@ -253,7 +234,7 @@ class Node : public Mesh::Handler,
   void post(std::function<void()> work);  // onto the network thread, from any thread
   // Runs `work` on the network thread once `delay_s` has passed (not after the node is gone or
   // while it stops). `busy`: the wait counts as work under way, which quiescence waits for.
-  void after(double delay_s, bool busy, std::function<void()> work);
+  void after(double delay_s, bool busy, std::function<void()> work) override;
   // The same at the run's time `at_s` (at once when it has passed).
   void at_run_time(double at_s, bool busy, std::function<void()> work) {
     after(origin_local_s_ + at_s - clock_s(), busy, std::move(work));
@@ -327,15 +308,8 @@ class Node : public Mesh::Handler,
   // The global_step PS: per client graph, the steps that reached it (the global_step increment
   // of an async or in-graph step, a synchronous worker's token dequeue): checkpoints record them.
   std::vector<int64_t> graph_steps_;
-  // The chief's restore after a restart; the coordinator's view of it.
-  int pending_restores_ = 0;
-  double restore_start_s_ = 0;
-  nlohmann::json restored_;   // {checkpoint, start_s, global_step, client_steps, bytes}
-  bool model_ready_ = false;  // coordinator: the chief restored the model
-  double chief_ready_s_ = 0;
-  std::vector<double> resumed_s_;  // coordinator: per graph, when its client trained again
-  std::vector<std::string> lost_before_back_;  // coordinator: workers dead before they resumed
-  std::vector<bool> awaiting_model_;           // per owned graph: restarted, not training yet
+  // A restarted incarnation's restore (restorer.h).
+  std::optional<Restorer> restorer_;
   // training.steps "auto" (steady_stop.h).
   std::optional<SteadyStop> steady_stop_;
   bool stopping_ = false;
