@@ -194,13 +194,8 @@ nlohmann::json Node::status(const std::string& finished) const {
                       {"received", received_from_},
                       {"busy", work_pending_ + timers_pending_ + int(mesh_->queued_frames()) +
                                    int(!loop_->idle())}};
-  // distributed_replicated: any task whose barriers hold a worker says so.
-  if (sync_ && ((sync_->barriers() && sync_->any_waiting()) ||
-                (sync_->enabled() && store_->holds_global_step() &&
-                 store_->global_step < steady_stop_->last_global_step()))) {
-    std::vector<bool> done(parts_.size()), dead(graph_dead_);
-    for (size_t g = 0; g < parts_.size(); ++g) done[g] = finished[g] == '1' || graph_dead_[g];
-    const core::StallRecord s = sync_->stall(done, dead, last_update_s_, now_s());
+  if (const auto stall = vars_->stall(finished, graph_dead_, steady_stop_->last_global_step())) {
+    const core::StallRecord& s = *stall;
     j["stall"] = {{"time_s", s.time_s},
                   {"global_step", s.global_step},
                   {"live_workers", s.live_workers},
@@ -208,9 +203,7 @@ nlohmann::json Node::status(const std::string& finished) const {
                   {"cause", s.cause}};
   }
   // The task holding global_step says where it stands: a barrier's task may hold no variable.
-  if (store_ && store_->holds_global_step()) {
-    j["global_step"] = {{"value", store_->global_step}, {"updated_s", last_update_s_}};
-  }
+  if (nlohmann::json at = vars_->global_step_status(); !at.is_null()) j["global_step"] = at;
   return j;
 }
 

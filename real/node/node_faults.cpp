@@ -265,7 +265,7 @@ void Node::detect_job_failure() {
   const bool restarts = plan_.recovery.enabled && options_.launched;
   if (!restarts) {
     outcome_.job_failure = core::JobFailureRecord{
-        f.at_s, now, global_step(),
+        f.at_s, now, vars_->global_step(),
         f.description + (plan_.recovery.enabled
                              ? "; training.recovery needs replisim run's launcher to start the "
                                "tasks again, so the job is not restarted"
@@ -283,14 +283,8 @@ void Node::detect_job_failure() {
 // This task's shard held global_step and was read back (Restorer): global_step and the clients'
 // steps are the checkpoint's; a new session's sync queues start empty with their initial tokens.
 void Node::global_step_restored(int64_t global_step, const std::vector<int64_t>& client_steps) {
-  store_->global_step = global_step;
+  vars_->restored(global_step, client_steps);
   global_step_seen_ = global_step;
-  for (size_t c = 0; c < graph_steps_.size() && c < client_steps.size(); ++c) {
-    graph_steps_[c] = client_steps[c];
-  }
-  last_update_s_ = now_s();
-  recorder_->global_step(now_s(), global_step);
-  if (sync_) sync_->reset();
 }
 
 }  // namespace replisim::real::detail

@@ -1,6 +1,6 @@
-// The ops a task runs: compute (SGEMMs of the op's flop on its device's engine), tensors sent
-// (chunked over one of the peer's connections, or copied when both ends are here), variables read
-// and updated on a parameter server, gradients summed, and the sync queues' accumulators.
+// The ops a task runs: compute (SGEMMs of the op's flop on its device's engine) and tensors sent
+// (chunked over one of the peer's connections, or copied when both ends are here); the ops on
+// values are VariableOps' (variable_ops.h).
 #include <algorithm>
 #include <cstring>
 
@@ -11,19 +11,6 @@ namespace replisim::real::detail {
 
 using core::Op;
 using core::OpKind;
-
-namespace {
-
-// A float view of a tensor buffer: its first min(n, size / 4) values.
-size_t floats_in(const BufferPtr& b, size_t n) {
-  return b ? std::min(n, b->size() / 4) : 0;
-}
-
-const float* floats_of(const BufferPtr& b) {
-  return reinterpret_cast<const float*>(b->data());
-}
-
-}  // namespace
 
 DeviceEngine& Node::engine(int device) {
   auto found = engines_.find(device);
@@ -38,16 +25,6 @@ DeviceEngine& Node::engine(int device) {
 BufferPtr Node::zeros(size_t bytes) {
   if (!zeros_ || zeros_->size() < bytes) zeros_ = std::make_shared<Bytes>(bytes);
   return zeros_;
-}
-
-BufferPtr Node::value_for(const Part& p, int producer, int variable) const {
-  if (producer < 0) return nullptr;
-  if (p.graph->ops[size_t(producer)].kind == OpKind::kBackward) {
-    for (const auto& [v, buffer] : p.gradients[size_t(producer)]) {
-      if (v == variable || variable < 0) return buffer;
-    }
-  }
-  return p.out[size_t(producer)];
 }
 
 // Runs `work` on `device`'s engine, then, on the network thread, records the op's compute (when
@@ -166,199 +143,6 @@ void Node::send_tensor(int g, int op_index, BufferPtr value, size_t bytes, doubl
   }
 }
 
-void Node::run_read(int g, int op_index) {
-  Part& p = parts_[size_t(g)];
-  const Op& op = p.graph->ops[size_t(op_index)];
-  if (!store_ || !store_->holds(op.variable)) {
-    // A worker's read of the copy it pulled (a multi-tower worker's "local/" variable): the
-    // value its input brought.
-    BufferPtr copy;
-    for (int in : op.inputs) {
-      if ((copy = value_for(p, in, -1))) break;
-    }
-    if (!copy && op.inputs.empty()) {
-      throw std::logic_error("read of variable " + std::to_string(op.variable) +
-                             " on a task that does not hold it");
-    }
-    p.out[size_t(op_index)] = std::move(copy);
-    complete(g, op_index);
-    return;
-  }
-  const int64_t step = p.step;
-  const int v = op.variable;
-  ++work_pending_;
-  copier_->submit([this, g, op_index, step, v] {
-    BufferPtr value = store_->read(v);
-    post([this, g, op_index, step, value = std::move(value)] {
-      --work_pending_;
-      Part& part = parts_[size_t(g)];
-      if (stopping_ || !part.active || part.step != step) return;
-      part.out[size_t(op_index)] = value;
-      complete(g, op_index);
-    });
-  });
-}
-
-// The mean of the inputs' gradients, summed in input order (TF's AddN, then the division
-// in-graph replication applies to average the towers).
-void Node::run_aggregate(int g, int op_index) {
-  Part& p = parts_[size_t(g)];
-  const Op& op = p.graph->ops[size_t(op_index)];
-  const int v = p.gradient_variable[size_t(op_index)];
-  const size_t n = v >= 0 ? float_count(plan_.variables[size_t(v)].bytes) : 0;
-  std::vector<BufferPtr> inputs;
-  for (int in : op.inputs) {
-    if (BufferPtr b = value_for(p, in, v)) inputs.push_back(std::move(b));
-  }
-  const int64_t step = p.step;
-  const double flop = op.compute_flop;
-  ++work_pending_;
-  engine(op.device).submit([this, g, op_index, step, flop, n, inputs = std::move(inputs)] {
-    const double start_s = now_s();
-    auto sum = std::make_shared<Bytes>(4 * n);
-    float* out = reinterpret_cast<float*>(sum->data());
-    for (const BufferPtr& b : inputs) {
-      const float* in = floats_of(b);
-      const size_t m = floats_in(b, n);
-      for (size_t i = 0; i < m; ++i) out[i] += in[i];
-    }
-    if (inputs.size() > 1) {
-      const float count = float(inputs.size());
-      for (size_t i = 0; i < n; ++i) out[i] /= count;
-    }
-    const double end_s = now_s();
-    post([this, g, op_index, step, flop, start_s, end_s, sum = std::move(sum)] {
-      --work_pending_;
-      Part& part = parts_[size_t(g)];
-      if (stopping_ || !part.active || part.step != step) return;
-      if (flop > 0) recorder_->compute(g, op_index, step, start_s, end_s, flop);
-      part.out[size_t(op_index)] = sum;
-      complete(g, op_index);
-    });
-  });
-}
-
-// The optimizer's update of one variable with the gradient its input carries.
-void Node::run_apply(int g, int op_index) {
-  Part& p = parts_[size_t(g)];
-  const Op& op = p.graph->ops[size_t(op_index)];
-  if (!store_ || !store_->holds(op.variable)) {
-    throw std::logic_error("apply of variable " + std::to_string(op.variable) +
-                           " on a task that does not hold it");
-  }
-  BufferPtr gradient;
-  for (int in : op.inputs) {
-    if ((gradient = value_for(p, in, op.variable))) break;
-  }
-  const size_t n = float_count(plan_.variables[size_t(op.variable)].bytes);
-  if (!gradient) gradient = zeros(4 * n);
-  const int64_t step = p.step;
-  const double flop = op.compute_flop;
-  const int v = op.variable;
-  ++work_pending_;
-  engine(op.device).submit([this, g, op_index, step, flop, v, n, gradient] {
-    const double start_s = now_s();
-    store_->apply(v, floats_of(gradient), floats_in(gradient, n));
-    const double end_s = now_s();
-    post([this, g, op_index, step, flop, start_s, end_s] {
-      --work_pending_;
-      Part& part = parts_[size_t(g)];
-      if (stopping_ || !part.active || part.step != step) return;
-      if (flop > 0) recorder_->compute(g, op_index, step, start_s, end_s, flop);
-      complete(g, op_index);
-    });
-  });
-}
-
-// A worker's gradient into its variable's accumulator (ConditionalAccumulator.apply_grad): summed
-// when it is fresh, dropped (and traced so) when its local_step is older than the accumulator's.
-void Node::run_accumulate(int g, int op_index) {
-  Part& p = parts_[size_t(g)];
-  const Op& op = p.graph->ops[size_t(op_index)];
-  if (!sync_) throw std::logic_error("an accumulate on a task without the sync queues");
-  const int v = op.variable;
-  const double start_s = now_s();
-  if (sync_->fresh(g, op_index)) {
-    BufferPtr gradient;
-    for (int in : op.inputs) {
-      if ((gradient = value_for(p, in, v))) break;
-    }
-    const size_t n = float_count(plan_.variables[size_t(v)].bytes);
-    std::vector<float>& sum = accumulator_[size_t(v)];
-    if (sum.size() != n) sum.assign(n, 0.0f);
-    const size_t m = floats_in(gradient, n);
-    const float* in = m > 0 ? floats_of(gradient) : nullptr;
-    for (size_t i = 0; i < m; ++i) sum[i] += in[i];
-    ++accumulated_[size_t(v)];
-  }
-  // The accumulate ran on the parameter server's device, as the simulation's (whose metrics
-  // count the gradients that reached it by these events).
-  if (op.compute_flop > 0) {
-    recorder_->compute(g, op_index, p.step, start_s, now_s(), op.compute_flop);
-  }
-  // Counts it and may complete a waiting take (sync_complete) at once.
-  sync_->accumulate(g, op_index, p.step, now_s());
-  complete(g, op_index);
-}
-
-void Node::sync_complete(int c, int op_index) {
-  Part& p = parts_[size_t(c)];
-  if (graph_dead_[size_t(c)]) return;
-  const Op& op = p.graph->ops[size_t(op_index)];
-  if (op.kind == OpKind::kTakeGradient) {
-    // take_grad: the mean of the gradients accumulated since the last take; the accumulator
-    // starts again from zero.
-    const int v = op.variable;
-    const size_t n = float_count(plan_.variables[size_t(v)].bytes);
-    auto mean = std::make_shared<Bytes>(4 * n);
-    float* out = reinterpret_cast<float*>(mean->data());
-    std::vector<float>& sum = accumulator_[size_t(v)];
-    const float count = float(std::max(1, accumulated_[size_t(v)]));
-    for (size_t i = 0; i < std::min(n, sum.size()); ++i) out[i] = sum[i] / count;
-    std::fill(sum.begin(), sum.end(), 0.0f);
-    accumulated_[size_t(v)] = 0;
-    p.out[size_t(op_index)] = std::move(mean);
-  } else if (op.kind == OpKind::kTokenDequeue) {
-    const int64_t token = tokens_[size_t(c)];
-    auto out = std::make_shared<Bytes>(8);
-    for (int i = 0; i < 8; ++i) (*out)[size_t(i)] = uint8_t(uint64_t(token) >> (8 * i));
-    p.out[size_t(op_index)] = std::move(out);
-  }
-  complete(c, op_index);
-}
-
-// local_step = the token the worker's dequeue took (its next step's local step).
-void Node::run_local_step(int g, int op_index) {
-  Part& p = parts_[size_t(g)];
-  const Op& op = p.graph->ops[size_t(op_index)];
-  BufferPtr token;
-  for (int in : op.inputs) {
-    if ((token = value_for(p, in, -1))) break;
-  }
-  if (!token || token->size() < 8) {
-    throw FrameError("the sync token for " + op.name + " did not arrive with its 8 bytes");
-  }
-  loop_->client(g).next_local_step = unpack_i64(token->data(), token->size(), 0);
-  complete(g, op_index);
-}
-
-void Node::run_global_step_increment(int g, int op_index) {
-  Part& p = parts_[size_t(g)];
-  if (!store_ || !store_->holds_global_step()) {
-    throw std::logic_error("global_step incremented on a task that does not hold it");
-  }
-  const double at_s = now_s();
-  ++store_->global_step;
-  // An async worker's or the in-graph client's step reached global_step's PS (what a checkpoint
-  // records for a restart); the chief's sync op is no client.
-  if (g < int(graph_steps_.size())) ++graph_steps_[size_t(g)];
-  last_update_s_ = at_s;
-  global_step_seen_ = std::max(global_step_seen_, store_->global_step);
-  recorder_->update(g, op_index, p.step, at_s, p.global_step_read, store_->global_step);
-  steady_stop_->update(at_s, recorder_->samples_per_step(g), store_->global_step);
-  complete(g, op_index);
-}
-
 // An op of this task done: every other task with an op that takes its output directly hears of
 // it, with the output when it is a gradient of the size the plan gives it.
 void Node::notify_remote(Part& p, int op_index) {
@@ -391,8 +175,20 @@ void Node::notify_remote(Part& p, int op_index) {
   }
 }
 
-int64_t Node::global_step() const {
-  return store_ && store_->holds_global_step() ? store_->global_step : global_step_seen_;
+// Runs `work` on `engine`, then `done` on the network thread unless the job stopped or the step
+// moved on meanwhile (VariableOps::Host).
+void Node::run_for_step(DeviceEngine& engine, int g, int64_t step, std::function<void()> work,
+                        std::function<void()> done) {
+  ++work_pending_;
+  engine.submit([this, g, step, work = std::move(work), done = std::move(done)]() mutable {
+    work();
+    post([this, g, step, done = std::move(done)] {
+      --work_pending_;
+      const Part& part = parts_[size_t(g)];
+      if (stopping_ || !part.active || part.step != step) return;
+      done();
+    });
+  });
 }
 
 }  // namespace replisim::real::detail

@@ -102,36 +102,10 @@ Node::Node(const NodeSetup& setup)
                   uint32_t(setup.map.coordinator_task)) {
   clock_sync_.own_frames(router_);
   asio::ip::tcp::acceptor acceptor = make_acceptor(io_, setup);
-  for (int r : map_.roles_of_task[self_]) {
-    if (plan_.roles[size_t(r)].kind != core::RoleKind::kParameterServer) continue;
-    for (size_t j = 0; j < plan_.ps_roles.size(); ++j) {
-      if (plan_.ps_roles[j] == r) ps_shard_ = int(j);
-    }
-  }
-  if (ps_shard_ >= 0) store_ = std::make_unique<ParameterStore>(plan_, ps_shard_);
-  CheckpointSaver::Setup saving{&plan_,
-                                options_.checkpoint_dir,
-                                plan_hash_,
-                                store_.get(),
-                                ps_shard_,
-                                self_,
-                                {},
-                                uint32_t(map_.chief_task),
-                                uint32_t(map_.coordinator_task)};
-  std::set<uint32_t> ps_tasks;
-  for (int r : plan_.ps_roles) ps_tasks.insert(uint32_t(map_.task_of_role[size_t(r)]));
-  saving.ps_tasks.assign(ps_tasks.begin(), ps_tasks.end());
-  const std::vector<uint32_t> saving_tasks = saving.ps_tasks;
-  saver_.emplace(static_cast<CheckpointSaver::Host&>(*this), std::move(saving));
-  saver_->own_frames(router_);
-  accumulator_.resize(plan_.variables.size());
-  accumulated_.assign(plan_.variables.size(), 0);
-  tokens_.assign(graphs_.size(), 0);
   sent_to_.assign(spec_.tasks.size(), 0);
   received_from_.assign(spec_.tasks.size(), 0);
   task_dead_.assign(spec_.tasks.size(), false);
   graph_dead_.assign(graphs_.size(), false);
-  graph_steps_.assign(plan_.clients.size(), 0);
   if (!options_.launched) {
     gather_.emplace(static_cast<TraceGather::Host&>(*this), spec_, self_,
                     uint32_t(map_.coordinator_task), options_.trace_out);
@@ -142,6 +116,23 @@ Node::Node(const NodeSetup& setup)
     incarnation_start_s_ = resume_->restart_s;
   }
   build_parts();
+  int ps_shard = -1;
+  for (int r : map_.roles_of_task[self_]) {
+    if (plan_.roles[size_t(r)].kind != core::RoleKind::kParameterServer) continue;
+    for (size_t j = 0; j < plan_.ps_roles.size(); ++j) {
+      if (plan_.ps_roles[j] == r) ps_shard = int(j);
+    }
+  }
+  vars_.emplace(static_cast<VariableOps::Host&>(*this), plan_, *loop_, parts_, ps_shard);
+  std::set<uint32_t> ps_tasks;
+  for (int r : plan_.ps_roles) ps_tasks.insert(uint32_t(map_.task_of_role[size_t(r)]));
+  const std::vector<uint32_t> ps_task_list(ps_tasks.begin(), ps_tasks.end());
+  saver_.emplace(static_cast<CheckpointSaver::Host&>(*this),
+                 CheckpointSaver::Setup{&plan_, options_.checkpoint_dir, plan_hash_,
+                                        vars_->store(), ps_shard, self_, ps_task_list,
+                                        uint32_t(map_.chief_task),
+                                        uint32_t(map_.coordinator_task)});
+  saver_->own_frames(router_);
   // training.steps "auto": the coordinator runs the rule (it holds global_step). A restarted
   // incarnation has lost the estimate and runs to max_steps (run refuses the combination).
   steady_stop_.emplace(static_cast<SteadyStop::Host&>(*this), *loop_, parts_,
@@ -151,17 +142,12 @@ Node::Node(const NodeSetup& setup)
   if (resume_) {
     restorer_.emplace(static_cast<Restorer::Host&>(*this), *loop_, parts_, *saver_,
                       Restorer::Setup{&plan_, *resume_, options_.checkpoint_dir, plan_hash_,
-                                      store_.get(), ps_shard_, self_, uint32_t(map_.chief_task),
-                                      uint32_t(map_.coordinator_task), saving_tasks});
+                                      vars_->store(), ps_shard, self_, uint32_t(map_.chief_task),
+                                      uint32_t(map_.coordinator_task), ps_task_list});
     restorer_->own_frames(router_);
   }
   open_trace();
-  // SyncReplicas' queues live with the PS tasks' variables; distributed_replicated's barriers on
-  // whichever PS task each is placed (every task keeps the table; only those tasks use theirs).
-  if ((store_ && plan_.sync == "sync") || plan_.sync == core::kDistributedReplicated) {
-    sync_.emplace(plan_, *recorder_, *this);
-    sync_->reset();  // before any worker's step can reach this task
-  }
+  vars_->open_sync_queues(*recorder_);
   configure_blas();
   open_engines();
   copier_ = std::make_unique<DeviceEngine>("copies", 2);
@@ -319,8 +305,8 @@ std::string Node::describe() const {
   std::string where =
       role + " (task " + spec_.tasks[self_].name() + " on " + spec_.tasks[self_].host + ")";
   if (!started_) return where + " before the first step";
-  if (!owns && store_ && store_->holds_global_step()) {
-    return where + " at global_step " + std::to_string(store_->global_step);
+  if (!owns && vars_->global_step_here() >= 0) {
+    return where + " at global_step " + std::to_string(vars_->global_step_here());
   }
   return where + " at step " + std::to_string(std::max<int64_t>(step, 0));
 }

@@ -27,7 +27,7 @@ void Node::begin_part(Part& p, int64_t step, int64_t local_step) {
   p.step = step;
   p.active = true;
   p.local_step = local_step;
-  p.global_step_read = store_ && store_->holds_global_step() ? store_->global_step : -1;
+  p.global_step_read = vars_->global_step_here();
   p.steps.begin_step();
   std::fill(p.out.begin(), p.out.end(), nullptr);
   for (auto& g : p.gradients) g.clear();
@@ -100,40 +100,6 @@ void Node::recv(int g, int op) {
   // otherwise it completes when its tensor arrives
 }
 
-void Node::sync(int g, int op) {
-  if (!sync_) throw std::logic_error("a sync queue op on a task without the sync queues");
-  const OpKind kind = parts_[size_t(g)].graph->ops[size_t(op)].kind;
-  // A synchronous worker's step ends with its token: the step reached global_step's PS.
-  if (kind == OpKind::kTokenDequeue && g < int(graph_steps_.size())) ++graph_steps_[size_t(g)];
-  sync_->dispatch(g, op, kind);
-}
-
-// The ops that touch the parameter server's values run here, whatever their FLOP.
-bool Node::values(int g, int op) {
-  switch (parts_[size_t(g)].graph->ops[size_t(op)].kind) {
-    case OpKind::kReadVariable:
-      run_read(g, op);
-      return true;
-    case OpKind::kAggregate:
-      run_aggregate(g, op);
-      return true;
-    case OpKind::kApply:
-      run_apply(g, op);
-      return true;
-    case OpKind::kAccumulate:
-      run_accumulate(g, op);
-      return true;
-    case OpKind::kLocalStep:
-      run_local_step(g, op);
-      return true;
-    case OpKind::kGlobalStepIncrement:
-      run_global_step_increment(g, op);
-      return true;
-    default:
-      return false;
-  }
-}
-
 void Node::complete_now(int g, int op) {
   Part& p = parts_[size_t(g)];
   if (graph_dead_[size_t(g)]) return;  // its client died: nothing follows
@@ -149,7 +115,7 @@ void Node::part_done(Part& p) {
     return;
   }
   p.active = false;
-  const int64_t now = store_ && store_->holds_global_step() ? store_->global_step : -1;
+  const int64_t now = vars_->global_step_here();
   send_frame(p.owner_task, FrameType::kDone, p.step, uint64_t(p.index),
              pack_i64({p.global_step_read, now}));
   std::fill(p.out.begin(), p.out.end(), nullptr);

@@ -55,6 +55,18 @@ struct Part {
   int64_t read_seen = -1;  // global_step read, as the step's DONEs say
 };
 
+// The value op `producer` of the step in progress gave `variable` (a backward op's gradient of it,
+// or its output; `variable` < 0: its first gradient, or its output); null for no producer.
+inline BufferPtr value_for(const Part& p, int producer, int variable) {
+  if (producer < 0) return nullptr;
+  if (p.graph->ops[size_t(producer)].kind == core::OpKind::kBackward) {
+    for (const auto& [v, buffer] : p.gradients[size_t(producer)]) {
+      if (v == variable || variable < 0) return buffer;
+    }
+  }
+  return p.out[size_t(producer)];
+}
+
 // A tensor arriving in chunks from one peer.
 struct Incoming {
   std::shared_ptr<Bytes> buffer;

@@ -41,6 +41,7 @@
 #include "real/node/payload.h"
 #include "real/node/restorer.h"
 #include "real/node/steady_stop.h"
+#include "real/node/variable_ops.h"
 #include "real/node/trace_gather.h"
 #include "real/state/parameter_store.h"
 #include "real/transport/mesh.h"
@@ -57,13 +58,13 @@ struct NodeSetup {
 };
 
 class Node : public Mesh::Handler,
-             public core::SyncHost,
              public core::StepHost,
              private TraceGather::Host,
              private ClockSync::Host,
              private CheckpointSaver::Host,
              private SteadyStop::Host,
-             private Restorer::Host {
+             private Restorer::Host,
+             private VariableOps::Host {
  public:
   // Binds the task's address (or takes the launcher's socket); throws core::InputError naming
   // the cluster file for an address that cannot be bound.
@@ -73,12 +74,6 @@ class Node : public Mesh::Handler,
   // when this task failed or was stopped by another's failure.
   void run();
 
-  // SyncHost
-  void sync_complete(int c, int op) override;
-  int64_t global_step() const override;
-  bool client_dead(int c) const override { return graph_dead_[size_t(c)]; }
-  int64_t local_step(int c) const override { return parts_[size_t(c)].local_step; }
-  void set_next_local_step(int c, int64_t value) override { tokens_[size_t(c)] = value; }
 
   // StepHost (node_steps.cpp): the client loop on this task's clock and sockets.
   double now_s() const override { return clock_s() - origin_local_s_; }  // the run's clock
@@ -99,8 +94,8 @@ class Node : public Mesh::Handler,
   void finished(int g) override;
   void recv(int g, int op) override;
   void send(int g, int op) override { run_send(g, op); }
-  void sync(int g, int op) override;
-  bool values(int g, int op) override;
+  void sync(int g, int op) override { vars_->sync(g, op); }
+  bool values(int g, int op) override { return vars_->values(g, op); }
   void compute(int g, int op) override { run_compute(g, op); }
   void complete_now(int g, int op) override;
 
@@ -145,16 +140,17 @@ class Node : public Mesh::Handler,
   void run_compute(int g, int op);
   void run_send(int g, int op);
   void send_tensor(int g, int op, BufferPtr value, size_t bytes, double start_s);
-  void run_read(int g, int op);
-  void run_aggregate(int g, int op);
-  void run_apply(int g, int op);
-  void run_accumulate(int g, int op);
-  void run_local_step(int g, int op);
-  void run_global_step_increment(int g, int op);
   void notify_remote(Part& p, int op);
-  BufferPtr value_for(const Part& p, int producer, int variable) const;
   BufferPtr zeros(size_t bytes);
-  DeviceEngine& engine(int device);
+  // VariableOps::Host (node_ops.cpp).
+  DeviceEngine& engine(int device) override;
+  void run_for_step(DeviceEngine& engine, int g, int64_t step, std::function<void()> work,
+                    std::function<void()> done) override;
+  DeviceEngine& copier() override { return *copier_; }
+  void update_made(int g, double at_s, int64_t global_step) override {
+    steady_stop_->update(at_s, recorder_->samples_per_step(g), global_step);
+  }
+  bool client_dead(int c) const override { return graph_dead_[size_t(c)]; }
   // Faults (node_faults.cpp).
   void arm_faults();
   std::vector<uint32_t> victims(const core::PlanFault& fault) const;
@@ -179,7 +175,7 @@ class Node : public Mesh::Handler,
     send_frame(peer, type, -1, 0, payload);
   }
   void background(std::function<void()> work, std::function<void()> done) override;
-  std::vector<int64_t> client_steps() const override { return graph_steps_; }
+  std::vector<int64_t> client_steps() const override { return vars_->client_steps(); }
   bool live(uint32_t task) const override { return !task_dead_[task]; }
   void gather_failed(const std::string& why) override;
   // SteadyStop::Host (node_control.cpp).
@@ -251,18 +247,12 @@ class Node : public Mesh::Handler,
   std::vector<const core::ClientGraph*> graphs_;
   std::vector<Part> parts_;
   std::optional<core::ClientLoop> loop_;  // the graphs' loops (only the owned ones run)
-  std::vector<int64_t> tokens_;  // per graph: the token its dequeue took (set_next_local_step)
   // Compute: one engine per device this task runs ops on, and one for copies and files.
   std::map<int, std::unique_ptr<DeviceEngine>> engines_;
   std::unique_ptr<DeviceEngine> copier_;
   std::shared_ptr<Bytes> zeros_;
-  // Parameter server state (a task with a PS role).
-  std::unique_ptr<ParameterStore> store_;
-  int ps_shard_ = -1;
-  std::optional<core::SyncQueues> sync_;
-  std::vector<std::vector<float>> accumulator_;  // per variable: the fresh gradients' sum
-  std::vector<int> accumulated_;                 // per variable: how many
-  double last_update_s_ = 0;
+  // The ops on values and this task's parameter-server state (variable_ops.h).
+  std::optional<VariableOps> vars_;
   // Tensors arriving: (peer, graph, step, send op) -> buffer.
   std::map<std::tuple<uint32_t, int, int64_t, int>, Incoming> incoming_;
   int64_t next_message_ = 0;
@@ -305,9 +295,6 @@ class Node : public Mesh::Handler,
   std::vector<bool> task_dead_;     // per task: killed by a fault of the plan
   std::vector<bool> graph_dead_;    // per graph: its client was killed
   int job_fault_ = -1;              // a job fault struck: every client stops at its detection
-  // The global_step PS: per client graph, the steps that reached it (the global_step increment
-  // of an async or in-graph step, a synchronous worker's token dequeue): checkpoints record them.
-  std::vector<int64_t> graph_steps_;
   // A restarted incarnation's restore (restorer.h).
   std::optional<Restorer> restorer_;
   // training.steps "auto" (steady_stop.h).
