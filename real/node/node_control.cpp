@@ -19,7 +19,6 @@ namespace replisim::real::detail {
 namespace {
 
 constexpr double kStartLeadS = 0.05;     // START goes out this long before the run's t = 0
-constexpr double kWaveEveryS = 0.5;      // quiescence waves
 constexpr double kProgressEveryS = 0.2;  // progress lines to the launcher, at most
 constexpr double kStopFlushS = 5;        // a stopping task's last frames
 constexpr double kErrorFlushS = 1;       // a failing task's ERROR lines
@@ -68,7 +67,7 @@ void Node::begin_training() {
   arm_faults();
   if (coordinator()) {
     wave_timer_.emplace(io_);
-    schedule_wave();
+    quiescence_->start();
   }
   if (restorer_) {
     restorer_->begin();
@@ -148,138 +147,6 @@ void Node::finish_job() {
 }
 
 // --- quiescence -----------------------------------------------------------------------------
-
-void Node::schedule_wave() {
-  wave_timer_->expires_after(
-      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kWaveEveryS)));
-  wave_timer_->async_wait([this, alive = std::weak_ptr<bool>(alive_)](const asio::error_code& ec) {
-    if (alive.expired() || ec || stopping_ || all_finished_) return;
-    query_wave();
-  });
-}
-
-void Node::query_wave() {
-  ++wave_;
-  wave_status_.clear();
-  std::string finished;
-  for (bool f : finished_) finished += f ? '1' : '0';
-  wave_status_[self_] = status(finished);
-  for (uint32_t t = 0; t < spec_.tasks.size(); ++t) {
-    if (t != self_ && live(t)) send_frame(t, FrameType::kQuery, wave_, 0, finished);
-  }
-  maybe_evaluate_wave();
-}
-
-// Once every live task answered (a task that dies meanwhile is no longer waited for).
-void Node::maybe_evaluate_wave() {
-  if (wave_status_.empty() || all_finished_ || stopping_) return;
-  for (uint32_t t = 0; t < spec_.tasks.size(); ++t) {
-    if (live(t) && wave_status_.count(t) == 0) return;
-  }
-  evaluate_wave();
-}
-
-void Node::on_query(uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
-  const std::string finished(reinterpret_cast<const char*>(payload), h.length);
-  if (finished.size() != parts_.size() || finished.find_first_not_of("01") != std::string::npos) {
-    throw FrameError("a query whose payload is not one 0 or 1 per graph");
-  }
-  send_frame(peer, FrameType::kStatus, h.step, 0, status(finished).dump());
-}
-
-// This task's counters: frames sent and received (counted types), work under way, and, on the
-// parameter server of synchronous training's queues, the stall it would report now.
-nlohmann::json Node::status(const std::string& finished) const {
-  nlohmann::json j = {{"sent", sent_to_},
-                      {"received", received_from_},
-                      {"busy", work_pending_ + timers_pending_ + int(mesh_->queued_frames()) +
-                                   int(!loop_->idle())}};
-  if (const auto stall = vars_->stall(finished, graph_dead_, steady_stop_->last_global_step())) {
-    const core::StallRecord& s = *stall;
-    j["stall"] = {{"time_s", s.time_s},
-                  {"global_step", s.global_step},
-                  {"live_workers", s.live_workers},
-                  {"detected_s", s.detected_s},
-                  {"cause", s.cause}};
-  }
-  // The task holding global_step says where it stands: a barrier's task may hold no variable.
-  if (nlohmann::json at = vars_->global_step_status(); !at.is_null()) j["global_step"] = at;
-  return j;
-}
-
-void Node::on_status(uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
-  if (h.step != wave_) return;  // an answer to a wave already decided
-  try {
-    nlohmann::json j = nlohmann::json::parse(payload, payload + h.length);
-    if (!j.at("busy").is_number_integer()) throw std::runtime_error("busy");
-    if (j.contains("global_step") && (!j.at("global_step").at("value").is_number_integer() ||
-                                      !j.at("global_step").at("updated_s").is_number())) {
-      throw std::runtime_error("global_step");
-    }
-    for (const char* key : {"sent", "received"}) {
-      const nlohmann::json& counts = j.at(key);
-      if (!counts.is_array() || counts.size() != spec_.tasks.size()) {
-        throw std::runtime_error(std::string(key) + " is not one count per task");
-      }
-      for (const nlohmann::json& n : counts) {
-        if (!n.is_number_integer()) throw std::runtime_error(key);
-      }
-    }
-    wave_status_[peer] = std::move(j);
-  } catch (const std::exception& e) {
-    throw FrameError(std::string("a status that is not {sent, received, busy}: ") + e.what());
-  }
-  maybe_evaluate_wave();
-}
-
-// Quiescent (Mattern's counting, per channel): every counted frame one live task sent another
-// was received, nobody has work under way, and two waves in a row saw the same counts (frames to
-// and from a task that died do not count). Then synchronous training has stalled (the parameter
-// server says why) or the run has deadlocked. Not while the job is down: it ends at detection.
-void Node::evaluate_wave() {
-  int64_t busy = 0;
-  bool balanced = true;
-  std::string counts;
-  std::optional<nlohmann::json> stall, global_step;
-  for (const auto& [a, j] : wave_status_) {
-    if (!live(a)) continue;
-    busy += j.at("busy").get<int64_t>();
-    if (j.contains("stall")) stall = j.at("stall");
-    if (j.contains("global_step")) global_step = j.at("global_step");
-    for (const auto& [b, k] : wave_status_) {
-      if (a == b || !live(b)) continue;
-      const int64_t sent = j.at("sent")[b].get<int64_t>();
-      balanced &= sent == k.at("received")[a].get<int64_t>();
-      counts += std::to_string(sent) + ",";
-    }
-  }
-  const bool quiet = busy == 0 && balanced && counts == previous_wave_ && job_fault_ < 0;
-  previous_wave_ = busy == 0 && balanced ? counts : std::string();
-  wave_status_.clear();
-  if (!quiet) {
-    schedule_wave();
-    return;
-  }
-  if (stall) {
-    core::StallRecord s;
-    s.time_s = stall->at("time_s").get<double>();
-    s.global_step = stall->at("global_step").get<int64_t>();
-    s.live_workers = stall->at("live_workers").get<int>();
-    s.detected_s = stall->at("detected_s").get<double>();
-    s.cause = stall->at("cause").get<std::string>();
-    if (global_step) {
-      s.global_step = global_step->at("value").get<int64_t>();
-      s.time_s = global_step->at("updated_s").get<double>();
-    }
-    outcome_.stall = s;
-    finish_job();
-    return;
-  }
-  int unfinished = 0;
-  for (size_t c = 0; c < plan_.clients.size(); ++c) unfinished += !finished_[c];
-  fail("the run deadlocked: every task idle with " + std::to_string(unfinished) +
-       " client(s) unfinished");
-}
 
 // --- stop and failure -----------------------------------------------------------------------
 

@@ -216,7 +216,7 @@ void Node::lose_graphs_of(uint32_t peer) {
   if (coordinator() && started_) {
     steady_stop_->maybe_set_limits();  // a dead client answers no stop question
     maybe_end_job();
-    maybe_evaluate_wave();
+    quiescence_->maybe_evaluate();
   }
 }
 
@@ -278,13 +278,6 @@ void Node::detect_job_failure() {
                restarts ? "training.recovery: the tasks start again" : "not restarted");
   end_s_ = now;
   stop(job_fault_);
-}
-
-// This task's shard held global_step and was read back (Restorer): global_step and the clients'
-// steps are the checkpoint's; a new session's sync queues start empty with their initial tokens.
-void Node::global_step_restored(int64_t global_step, const std::vector<int64_t>& client_steps) {
-  vars_->restored(global_step, client_steps);
-  global_step_seen_ = global_step;
 }
 
 }  // namespace replisim::real::detail

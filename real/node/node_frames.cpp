@@ -9,34 +9,6 @@ namespace replisim::real::detail {
 using core::Op;
 using core::OpKind;
 
-namespace {
-
-bool counted(FrameType type) {
-  switch (type) {
-    case FrameType::kRun:
-    case FrameType::kDone:
-    case FrameType::kTensor:
-    case FrameType::kControl:
-    case FrameType::kSave:
-    case FrameType::kSaved:
-    case FrameType::kFinished:
-    case FrameType::kProgress:
-    case FrameType::kRestore:
-    case FrameType::kRestored:
-    case FrameType::kModelQuery:
-    case FrameType::kModelReady:
-    case FrameType::kResumed:
-    case FrameType::kStopAsk:
-    case FrameType::kStopReply:
-    case FrameType::kStopLimit:
-      return true;
-    default:
-      return false;
-  }
-}
-
-}  // namespace
-
 void Node::send_frame(uint32_t peer, FrameType type, int64_t step, uint64_t tensor,
                       const std::string& payload, double time_s) {
   FrameHeader h;
@@ -44,7 +16,7 @@ void Node::send_frame(uint32_t peer, FrameType type, int64_t step, uint64_t tens
   h.step = step;
   h.tensor = tensor;
   h.time_s = time_s;
-  if (counted(type)) ++sent_to_[peer];
+  quiescence_->sent(peer, type);
   mesh_->send(peer, h, payload);
 }
 
@@ -80,7 +52,7 @@ Part& Node::part_of_frame(uint32_t peer, const FrameHeader& h, bool from_owner) 
 }
 
 void Node::on_frame(uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
-  if (counted(h.type)) ++received_from_[peer];
+  quiescence_->received(peer, h.type);
   const bool from_coordinator = peer == uint32_t(map_.coordinator_task);
   auto require = [&h](bool ok, const char* why) {
     if (!ok) throw FrameError(std::string(frame_type_name(h.type)) + " frame " + why);
@@ -122,14 +94,6 @@ void Node::on_frame(uint32_t peer, const FrameHeader& h, const uint8_t* payload)
                   unpack_f64(payload, h.length, 1), unpack_f64(payload, h.length, 2));
       return;
     }
-    case FrameType::kQuery:
-      require(from_coordinator, "not from the coordinator");
-      on_query(peer, h, payload);
-      return;
-    case FrameType::kStatus:
-      require(coordinator(), "sent to a task that is not the coordinator");
-      on_status(peer, h, payload);
-      return;
     case FrameType::kStop: {
       // While the job is down every task stops at its own detection time; a peer that stops
       // for a job failure says which (this task may not talk to the task that died).

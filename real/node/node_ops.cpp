@@ -138,7 +138,7 @@ void Node::send_tensor(int g, int op_index, BufferPtr value, size_t bytes, doubl
         complete(g, op_index);
       };
     }
-    ++sent_to_[to];
+    quiescence_->sent(to, FrameType::kTensor);
     mesh_->send(to, h, value->data() + offset, length, value, std::move(written), slot);
   }
 }
@@ -168,27 +168,11 @@ void Node::notify_remote(Part& p, int op_index) {
       h.chunks = uint32_t(chunks);
       h.time_s = now_s();
       const size_t offset = i * kDefaultChunkBytes;
-      ++sent_to_[t];
+      quiescence_->sent(t, FrameType::kTensor);
       mesh_->send(t, h, value->data() + offset,
                   std::min<size_t>(kDefaultChunkBytes, bytes - offset), value, {}, slot);
     }
   }
-}
-
-// Runs `work` on `engine`, then `done` on the network thread unless the job stopped or the step
-// moved on meanwhile (VariableOps::Host).
-void Node::run_for_step(DeviceEngine& engine, int g, int64_t step, std::function<void()> work,
-                        std::function<void()> done) {
-  ++work_pending_;
-  engine.submit([this, g, step, work = std::move(work), done = std::move(done)]() mutable {
-    work();
-    post([this, g, step, done = std::move(done)] {
-      --work_pending_;
-      const Part& part = parts_[size_t(g)];
-      if (stopping_ || !part.active || part.step != step) return;
-      done();
-    });
-  });
 }
 
 }  // namespace replisim::real::detail

@@ -15,7 +15,7 @@
 #include "core/base/json_cursor.h"
 #include "core/base/version.h"
 #include "core/trace/trace_format.h"
-#include "real/node/runtime.h"
+#include "real/node/node_hooks.h"
 #include "real/state/gradient_flow.h"
 
 namespace replisim::real {
@@ -97,17 +97,19 @@ Node::Node(const NodeSetup& setup)
       self_(setup.self),
       options_(setup.options),
       plan_hash_(core::plan_hash(plan_)),
+      hooks_(std::make_unique<Hooks>(*this)),
       graphs_(core::step_graphs(plan_)),
-      clock_sync_(static_cast<ClockSync::Host&>(*this), setup.self,
+      clock_sync_(hooks_->clock, setup.self,
                   uint32_t(setup.map.coordinator_task)) {
   clock_sync_.own_frames(router_);
   asio::ip::tcp::acceptor acceptor = make_acceptor(io_, setup);
-  sent_to_.assign(spec_.tasks.size(), 0);
-  received_from_.assign(spec_.tasks.size(), 0);
+  quiescence_.emplace(hooks_->waves, self_, uint32_t(map_.coordinator_task), spec_.tasks.size(),
+                      graphs_.size());
+  quiescence_->own_frames(router_);
   task_dead_.assign(spec_.tasks.size(), false);
   graph_dead_.assign(graphs_.size(), false);
   if (!options_.launched) {
-    gather_.emplace(static_cast<TraceGather::Host&>(*this), spec_, self_,
+    gather_.emplace(hooks_->gather, spec_, self_,
                     uint32_t(map_.coordinator_task), options_.trace_out);
     gather_->own_frames(router_);
   }
@@ -123,11 +125,11 @@ Node::Node(const NodeSetup& setup)
       if (plan_.ps_roles[j] == r) ps_shard = int(j);
     }
   }
-  vars_.emplace(static_cast<VariableOps::Host&>(*this), plan_, *loop_, parts_, ps_shard);
+  vars_.emplace(hooks_->values, plan_, *loop_, parts_, ps_shard);
   std::set<uint32_t> ps_tasks;
   for (int r : plan_.ps_roles) ps_tasks.insert(uint32_t(map_.task_of_role[size_t(r)]));
   const std::vector<uint32_t> ps_task_list(ps_tasks.begin(), ps_tasks.end());
-  saver_.emplace(static_cast<CheckpointSaver::Host&>(*this),
+  saver_.emplace(hooks_->saver,
                  CheckpointSaver::Setup{&plan_, options_.checkpoint_dir, plan_hash_,
                                         vars_->store(), ps_shard, self_, ps_task_list,
                                         uint32_t(map_.chief_task),
@@ -135,12 +137,12 @@ Node::Node(const NodeSetup& setup)
   saver_->own_frames(router_);
   // training.steps "auto": the coordinator runs the rule (it holds global_step). A restarted
   // incarnation has lost the estimate and runs to max_steps (run refuses the combination).
-  steady_stop_.emplace(static_cast<SteadyStop::Host&>(*this), *loop_, parts_,
+  steady_stop_.emplace(hooks_->stop, *loop_, parts_,
                        SteadyStop::Setup{&plan_, plan_.steady_tolerance > 0 && !resume_, self_,
                                          uint32_t(map_.coordinator_task)});
   steady_stop_->own_frames(router_);
   if (resume_) {
-    restorer_.emplace(static_cast<Restorer::Host&>(*this), *loop_, parts_, *saver_,
+    restorer_.emplace(hooks_->restore, *loop_, parts_, *saver_,
                       Restorer::Setup{&plan_, *resume_, options_.checkpoint_dir, plan_hash_,
                                       vars_->store(), ps_shard, self_, uint32_t(map_.chief_task),
                                       uint32_t(map_.coordinator_task), ps_task_list});
@@ -319,21 +321,6 @@ void Node::post(std::function<void()> work) {
   asio::post(io_, [alive = std::weak_ptr<bool>(alive_), work = std::move(work)] {
     if (!alive.expired()) work();
   });
-}
-
-void Node::timer(double delay_s, std::function<void()> work) {
-  auto timer = std::make_shared<asio::steady_timer>(io_);
-  timer->expires_after(std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(std::max(0.0, delay_s))));
-  timer->async_wait([timer, work = std::move(work),
-                     alive = std::weak_ptr<bool>(alive_)](const asio::error_code&) {
-    if (!alive.expired()) work();
-  });
-}
-
-void Node::gather_failed(const std::string& why) {
-  failed_ = true;
-  error_line_ = describe() + ": " + why;
 }
 
 void Node::after(double delay_s, bool busy, std::function<void()> work) {

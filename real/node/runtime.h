@@ -39,6 +39,7 @@
 #include "real/node/node.h"
 #include "real/node/part.h"
 #include "real/node/payload.h"
+#include "real/node/quiescence.h"
 #include "real/node/restorer.h"
 #include "real/node/steady_stop.h"
 #include "real/node/variable_ops.h"
@@ -57,14 +58,7 @@ struct NodeSetup {
   std::string cluster_file;  // for errors about the spec
 };
 
-class Node : public Mesh::Handler,
-             public core::StepHost,
-             private TraceGather::Host,
-             private ClockSync::Host,
-             private CheckpointSaver::Host,
-             private SteadyStop::Host,
-             private Restorer::Host,
-             private VariableOps::Host {
+class Node : public Mesh::Handler, public core::StepHost {
  public:
   // Binds the task's address (or takes the launcher's socket); throws core::InputError naming
   // the cluster file for an address that cannot be bound.
@@ -142,15 +136,7 @@ class Node : public Mesh::Handler,
   void send_tensor(int g, int op, BufferPtr value, size_t bytes, double start_s);
   void notify_remote(Part& p, int op);
   BufferPtr zeros(size_t bytes);
-  // VariableOps::Host (node_ops.cpp).
-  DeviceEngine& engine(int device) override;
-  void run_for_step(DeviceEngine& engine, int g, int64_t step, std::function<void()> work,
-                    std::function<void()> done) override;
-  DeviceEngine& copier() override { return *copier_; }
-  void update_made(int g, double at_s, int64_t global_step) override {
-    steady_stop_->update(at_s, recorder_->samples_per_step(g), global_step);
-  }
-  bool client_dead(int c) const override { return graph_dead_[size_t(c)]; }
+  DeviceEngine& engine(int device);
   // Faults (node_faults.cpp).
   void arm_faults();
   std::vector<uint32_t> victims(const core::PlanFault& fault) const;
@@ -161,41 +147,19 @@ class Node : public Mesh::Handler,
   void abandon(Part& p);
   void job_down(int fault);
   void detect_job_failure();
-  void note_struck_while_down(const core::PlanFault& fault) override;
-  // TraceGather::Host, ClockSync::Host (node_setup.cpp).
-  Mesh& mesh() override { return *mesh_; }
-  void send(uint32_t peer, const FrameHeader& header, const uint8_t* data, size_t size,
-            std::shared_ptr<const void> keep) override {
-    mesh_->send(peer, header, data, size, std::move(keep));
-  }
-  bool stopping() const override { return stopping_; }
-  void timer(double delay_s, std::function<void()> work) override;
-  // CheckpointSaver::Host (node_checkpoints.cpp).
-  void send_frame(uint32_t peer, FrameType type, const std::string& payload) override {
-    send_frame(peer, type, -1, 0, payload);
-  }
-  void background(std::function<void()> work, std::function<void()> done) override;
-  std::vector<int64_t> client_steps() const override { return vars_->client_steps(); }
-  bool live(uint32_t task) const override { return !task_dead_[task]; }
-  void gather_failed(const std::string& why) override;
-  // SteadyStop::Host (node_control.cpp).
-  bool job_finished() const override { return all_finished_; }
-  bool client_finished(int g) const override { return !finished_.empty() && finished_[size_t(g)]; }
-  void send_stop_frame(uint32_t peer, FrameType type, int64_t step, uint64_t graph) override {
-    send_frame(peer, type, step, graph);
-  }
-  void end_waiting_step(int g) override;
-  void stop_limits_set() override { maybe_end_job(); }
-  // Restorer::Host (node_faults.cpp).
-  void send_restore_frame(uint32_t peer, FrameType type, uint64_t tensor,
-                          const std::string& payload, double time_s) override {
-    send_frame(peer, type, -1, tensor, payload, time_s);
-  }
-  void global_step_restored(int64_t global_step, const std::vector<int64_t>& client_steps) override;
-  void saw_global_step(int64_t global_step) override {
-    global_step_seen_ = std::max(global_step_seen_, global_step);
-  }
-  core::TraceRecorder& recorder() override { return *recorder_; }
+  void note_struck_while_down(const core::PlanFault& fault);
+  // The parts' hosts (node_hooks.h): each part sees its node through its own small adapter.
+  class ClockHooks;
+  class GatherHooks;
+  class SaverHooks;
+  class StopHooks;
+  class RestoreHooks;
+  class ValueHooks;
+  class WaveHooks;
+  struct Hooks;
+  void background(std::function<void()> work, std::function<void()> done);
+  bool live(uint32_t task) const { return !task_dead_[task]; }
+  void end_waiting_step(int g);
   // Job control (node_control.cpp).
   void on_ready(uint32_t peer, const uint8_t* payload, size_t size);
   void maybe_start();
@@ -208,13 +172,6 @@ class Node : public Mesh::Handler,
   // A client's step ended (steps_done steps now) over [start_s, end_s] on the run's clock.
   void on_progress(int g, int steps_done, int64_t global_step, double start_s, double end_s);
   void write_progress();
-  void schedule_wave();
-  void query_wave();
-  void on_query(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
-  void on_status(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
-  nlohmann::json status(const std::string& finished) const;
-  void maybe_evaluate_wave();
-  void evaluate_wave();
   void finish_job();
   // Ends this task's part of the run: STOP to every peer (with the job fault that failed the job,
   // if one did: a peer that has not seen it yet stops at its own detection), the trace written,
@@ -224,13 +181,13 @@ class Node : public Mesh::Handler,
   void write_trace_end();
   void note_faults_after_the_end();
 
-  double clock_s() const override;  // this machine's monotonic clock (s)
+  double clock_s() const;  // this machine's monotonic clock (s)
   bool chief() const { return int(self_) == map_.chief_task; }
   bool coordinator() const { return int(self_) == map_.coordinator_task; }
   void post(std::function<void()> work);  // onto the network thread, from any thread
   // Runs `work` on the network thread once `delay_s` has passed (not after the node is gone or
   // while it stops). `busy`: the wait counts as work under way, which quiescence waits for.
-  void after(double delay_s, bool busy, std::function<void()> work) override;
+  void after(double delay_s, bool busy, std::function<void()> work);
   // The same at the run's time `at_s` (at once when it has passed).
   void at_run_time(double at_s, bool busy, std::function<void()> work) {
     after(origin_local_s_ + at_s - clock_s(), busy, std::move(work));
@@ -242,6 +199,7 @@ class Node : public Mesh::Handler,
   uint32_t self_;
   NodeOptions options_;
   std::string plan_hash_;
+  std::unique_ptr<Hooks> hooks_;
   asio::io_context io_;
   std::unique_ptr<Mesh> mesh_;
   std::vector<const core::ClientGraph*> graphs_;
@@ -267,15 +225,11 @@ class Node : public Mesh::Handler,
   int64_t global_step_seen_ = 0;
   std::vector<int> steps_seen_;
   double last_progress_s_ = -1;
-  int64_t wave_ = 0;
-  std::map<uint32_t, nlohmann::json> wave_status_;
-  std::string previous_wave_;
   std::optional<asio::steady_timer> wave_timer_;
   double end_s_ = 0;
   bool all_finished_ = false;
-  // Counted frames per peer task (quiescence: every frame sent between live tasks received,
-  // nobody busy, twice in a row).
-  std::vector<int64_t> sent_to_, received_from_;
+  // Quiescence: the frames counted, the coordinator's waves (quiescence.h); work under way.
+  std::optional<Quiescence> quiescence_;
   int timers_pending_ = 0;
   int work_pending_ = 0;  // posted completions and file writes not yet back
   // The trace and the outcome (the file has its name only once the run ended well).

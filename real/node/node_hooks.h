@@ -1,0 +1,181 @@
+// The node's side of each part's Host (internal to real/node/): one small adapter per part, so
+// that a part sees its task only through what its Host offers and Node keeps no method that only
+// a part calls. Included by node_setup.cpp, which builds them.
+#pragma once
+
+#include <algorithm>
+#include <string>
+
+#include "real/node/runtime.h"
+
+namespace replisim::real::detail {
+
+class Node::ClockHooks final : public ClockSync::Host {
+ public:
+  explicit ClockHooks(Node& n) : n_(n) {}
+  Mesh& mesh() override { return *n_.mesh_; }
+  double clock_s() const override { return n_.clock_s(); }
+  bool stopping() const override { return n_.stopping_; }
+
+ private:
+  Node& n_;
+};
+
+class Node::GatherHooks final : public TraceGather::Host {
+ public:
+  explicit GatherHooks(Node& n) : n_(n) {}
+  void send(uint32_t peer, const FrameHeader& header, const uint8_t* data, size_t size,
+            std::shared_ptr<const void> keep) override {
+    n_.mesh_->send(peer, header, data, size, std::move(keep));
+  }
+  void timer(double delay_s, std::function<void()> work) override;
+  bool live(uint32_t task) const override { return n_.live(task); }
+  void gather_failed(const std::string& why) override {
+    n_.failed_ = true;
+    n_.error_line_ = n_.describe() + ": " + why;
+  }
+
+ private:
+  Node& n_;
+};
+
+class Node::SaverHooks final : public CheckpointSaver::Host {
+ public:
+  explicit SaverHooks(Node& n) : n_(n) {}
+  double now_s() const override { return n_.now_s(); }
+  bool stopping() const override { return n_.stopping_; }
+  void send_frame(uint32_t peer, FrameType type, const std::string& payload) override {
+    n_.send_frame(peer, type, -1, 0, payload);
+  }
+  void background(std::function<void()> work, std::function<void()> done) override {
+    n_.background(std::move(work), std::move(done));
+  }
+  int64_t global_step_seen() const override { return n_.global_step_seen_; }
+  std::vector<int64_t> client_steps() const override { return n_.vars_->client_steps(); }
+
+ private:
+  Node& n_;
+};
+
+class Node::StopHooks final : public SteadyStop::Host {
+ public:
+  explicit StopHooks(Node& n) : n_(n) {}
+  bool stopping() const override { return n_.stopping_; }
+  int64_t global_step_seen() const override { return n_.global_step_seen_; }
+  bool job_finished() const override { return n_.all_finished_; }
+  bool client_dead(int g) const override { return n_.graph_dead_[size_t(g)]; }
+  bool client_finished(int g) const override {
+    return !n_.finished_.empty() && n_.finished_[size_t(g)];
+  }
+  void send_stop_frame(uint32_t peer, FrameType type, int64_t step, uint64_t graph) override {
+    n_.send_frame(peer, type, step, graph);
+  }
+  void end_waiting_step(int g) override { n_.end_waiting_step(g); }
+  void stop_limits_set() override { n_.maybe_end_job(); }
+
+ private:
+  Node& n_;
+};
+
+class Node::RestoreHooks final : public Restorer::Host {
+ public:
+  explicit RestoreHooks(Node& n) : n_(n) {}
+  double now_s() const override { return n_.now_s(); }
+  bool stopping() const override { return n_.stopping_; }
+  void after(double delay_s, bool busy, std::function<void()> work) override {
+    n_.after(delay_s, busy, std::move(work));
+  }
+  void background(std::function<void()> work, std::function<void()> done) override {
+    n_.background(std::move(work), std::move(done));
+  }
+  void send_restore_frame(uint32_t peer, FrameType type, uint64_t tensor,
+                          const std::string& payload, double time_s) override {
+    n_.send_frame(peer, type, -1, tensor, payload, time_s);
+  }
+  void global_step_restored(int64_t global_step, const std::vector<int64_t>& client_steps) override {
+    n_.vars_->restored(global_step, client_steps);
+    n_.global_step_seen_ = global_step;
+  }
+  void saw_global_step(int64_t global_step) override {
+    n_.global_step_seen_ = std::max(n_.global_step_seen_, global_step);
+  }
+  void note_struck_while_down(const core::PlanFault& fault) override {
+    n_.note_struck_while_down(fault);
+  }
+  core::TraceRecorder& recorder() override { return *n_.recorder_; }
+
+ private:
+  Node& n_;
+};
+
+class Node::ValueHooks final : public VariableOps::Host {
+ public:
+  explicit ValueHooks(Node& n) : n_(n) {}
+  double now_s() const override { return n_.now_s(); }
+  core::TraceRecorder& recorder() override { return *n_.recorder_; }
+  DeviceEngine& engine(int device) override { return n_.engine(device); }
+  void run_for_step(DeviceEngine& engine, int g, int64_t step, std::function<void()> work,
+                    std::function<void()> done) override;
+  DeviceEngine& copier() override { return *n_.copier_; }
+  int64_t global_step_seen() const override { return n_.global_step_seen_; }
+  void saw_global_step(int64_t global_step) override {
+    n_.global_step_seen_ = std::max(n_.global_step_seen_, global_step);
+  }
+  void update_made(int g, double at_s, int64_t global_step) override {
+    n_.steady_stop_->update(at_s, n_.recorder_->samples_per_step(g), global_step);
+  }
+  bool client_dead(int g) const override { return n_.graph_dead_[size_t(g)]; }
+
+ private:
+  Node& n_;
+};
+
+class Node::WaveHooks final : public Quiescence::Host {
+ public:
+  explicit WaveHooks(Node& n) : n_(n) {}
+  bool live(uint32_t task) const override { return n_.live(task); }
+  bool stopping() const override { return n_.stopping_; }
+  bool job_finished() const override { return n_.all_finished_; }
+  bool job_down() const override { return n_.job_fault_ >= 0; }
+  int64_t work_under_way() const override {
+    return n_.work_pending_ + n_.timers_pending_ + int64_t(n_.mesh_->queued_frames()) +
+           int64_t(!n_.loop_->idle());
+  }
+  std::string finished_clients() const override {
+    std::string finished;
+    for (bool f : n_.finished_) finished += f ? '1' : '0';
+    return finished;
+  }
+  std::optional<core::StallRecord> stall_now(const std::string& finished) const override {
+    return n_.vars_->stall(finished, n_.graph_dead_, n_.steady_stop_->last_global_step());
+  }
+  nlohmann::json global_step_status() const override { return n_.vars_->global_step_status(); }
+  void send_wave_frame(uint32_t peer, FrameType type, int64_t wave,
+                       const std::string& payload) override {
+    n_.send_frame(peer, type, wave, 0, payload);
+  }
+  void wave_timer(double delay_s, std::function<void()> work) override;
+  void stalled(const core::StallRecord& stall) override {
+    n_.outcome_.stall = stall;
+    n_.finish_job();
+  }
+  void deadlocked() override;
+
+ private:
+  Node& n_;
+};
+
+// Every part's adapter, built with the node (before its parts).
+struct Node::Hooks {
+  explicit Hooks(Node& n)
+      : clock(n), gather(n), saver(n), stop(n), restore(n), values(n), waves(n) {}
+  ClockHooks clock;
+  GatherHooks gather;
+  SaverHooks saver;
+  StopHooks stop;
+  RestoreHooks restore;
+  ValueHooks values;
+  WaveHooks waves;
+};
+
+}  // namespace replisim::real::detail
