@@ -17,11 +17,10 @@ namespace replisim::real::detail {
 // After a chief step: the checkpoint hook saves when every_s has passed since the last save,
 // the summary hook writes every summary_every_steps steps (TF's CheckpointSaverHook and
 // SummarySaverHook, as the simulation's JobRecovery::chief_duties).
-void Node::chief_duties(Part& p, std::function<void()> then) {
-  const int g = p.index;
+void Node::chief_duties(int g, std::function<void()> then) {
   auto summaries = [this, g, then = std::move(then)]() mutable {
     const int n = plan_.checkpoints.summary_every_steps;
-    if (n <= 0 || loop_->client(g).step % n != 0) {
+    if (n <= 0 || steps_->loop().client(g).step % n != 0) {
       then();
       return;
     }
@@ -31,7 +30,7 @@ void Node::chief_duties(Part& p, std::function<void()> then) {
     saver_->save(saver_->next_name(), [this, g, summaries = std::move(summaries)](
                                           double start_s, double bytes,
                                           int64_t global_step) mutable {
-      recorder_->checkpoint(g, loop_->client(g).step, start_s, now_s(), bytes, global_step, false);
+      recorder_->checkpoint(g, steps_->loop().client(g).step, start_s, now_s(), bytes, global_step, false);
       summaries();
     });
     return;
@@ -43,7 +42,7 @@ void Node::chief_duties(Part& p, std::function<void()> then) {
 void Node::write_summaries(int g, std::function<void()> then) {
   const std::string path = options_.checkpoint_dir + "/events.summaries";
   const size_t bytes = size_t(std::max(0.0, plan_.checkpoints.summary_bytes));
-  const int64_t step = loop_->client(g).step;
+  const int64_t step = steps_->loop().client(g).step;
   const int64_t global_step = global_step_seen_;
   struct Written {
     double start_s = 0, end_s = 0;
@@ -70,7 +69,7 @@ void Node::write_summaries(int g, std::function<void()> then) {
 
 void Node::background(std::function<void()> work, std::function<void()> done) {
   ++work_pending_;
-  copier_->submit([this, work = std::move(work), done = std::move(done)]() mutable {
+  steps_->copier().submit([this, work = std::move(work), done = std::move(done)]() mutable {
     work();
     post([this, done = std::move(done)] {
       --work_pending_;

@@ -56,7 +56,7 @@ void Node::start_job(double origin_s, bool progress) {
     const std::string line = nlohmann::json{{"origin_clock_s", origin_local_s_}}.dump() + "\n";
     if (::write(options_.progress_fd, line.data(), line.size()) < 0) options_.progress_fd = -1;
   }
-  finished_.assign(parts_.size(), false);
+  finished_.assign(steps_->parts().size(), false);
   steps_seen_.assign(plan_.clients.size(), 0);
   at_run_time(0, true, [this] { begin_training(); });
 }
@@ -73,15 +73,15 @@ void Node::begin_training() {
     restorer_->begin();
     return;
   }
-  for (Part& p : parts_) {
+  for (Part& p : steps_->parts()) {
     if (!p.owner) continue;
     const int g = p.index;
     const double offset_s = p.graph->start_offset_s;
     if (offset_s <= 0) {
-      loop_->start_client(g);
+      steps_->loop().start_client(g);
       continue;
     }
-    after(offset_s, true, [this, g] { loop_->start_client(g); });
+    after(offset_s, true, [this, g] { steps_->loop().start_client(g); });
   }
 }
 
@@ -118,8 +118,8 @@ void Node::on_finished(int g) {
 
 // The chief's sync op waited for an update past its stop limit: its step ends unfinished.
 void Node::end_waiting_step(int g) {
-  parts_[size_t(g)].active = false;
-  loop_->mark_finished(g);
+  steps_->parts()[size_t(g)].active = false;
+  steps_->loop().mark_finished(g);
 }
 
 // Every client finished (or died): the job ends. Synchronous training that ends short of its

@@ -53,8 +53,8 @@ void Node::arm_faults() {
   for (size_t f = 0; f < plan_.faults.size(); ++f) {
     const core::PlanFault& fault = plan_.faults[f];
     if (fault.kind == core::PlanFaultKind::kSlowdown) {
-      auto found = engines_.find(fault.device);
-      if (found != engines_.end()) {
+      auto found = steps_->engines().find(fault.device);
+      if (found != steps_->engines().end()) {
         found->second->add_slowdown(fault.from_s, fault.until_s, fault.factor);
         // Its window in the trace, once (as the simulation records it).
         if (!resume_) recorder_->fault_window(fault);
@@ -73,7 +73,7 @@ void Node::arm_faults() {
     // A death is no work under way (quiescence does not wait for it).
     at_run_time(fault.at_s, false, [this, f] { die(int(f)); });
   }
-  for (auto& [device, engine] : engines_) engine->set_clock_origin(origin_local_s_);
+  for (auto& [device, engine] : steps_->engines()) engine->set_clock_origin(origin_local_s_);
 }
 
 // This task dies by fault `fault`: the death is recorded as the simulation records it, the part
@@ -93,11 +93,11 @@ void Node::die(int fault) {
   if (f.kind == core::PlanFaultKind::kRole) {
     bool running = false;
     for (int c : f.clients) {
-      const Part& p = parts_[size_t(c)];
-      if (!p.owner || loop_->client(c).finished) continue;
+      const Part& p = steps_->parts()[size_t(c)];
+      if (!p.owner || steps_->loop().client(c).finished) continue;
       // A restarted worker still waiting for the model was running no step.
       const bool waiting = restorer_ && restorer_->awaiting_model(c);
-      recorder_->client_death(c, f.description, waiting ? -1 : int64_t(loop_->client(c).step),
+      recorder_->client_death(c, f.description, waiting ? -1 : int64_t(steps_->loop().client(c).step),
                               f.at_s);
       running = true;
     }
@@ -184,10 +184,10 @@ void Node::on_peer_lost(uint32_t peer, const std::string& why) {
 // A worker died: its graphs end here (their steps in progress are dropped, as the simulation
 // drops a dead client's queued ops); for the coordinator they are finished.
 void Node::lose_graphs_of(uint32_t peer) {
-  for (Part& p : parts_) {
+  for (Part& p : steps_->parts()) {
     if (p.owner_task != peer) continue;
     graph_dead_[size_t(p.index)] = true;
-    abandon(p);
+    steps_->abandon(p.index);
     if (coordinator() && !finished_.empty()) finished_[size_t(p.index)] = true;
     steady_stop_->client_died(p.index);
     // A worker the restart never brought back (the restart's record names it).
@@ -196,9 +196,7 @@ void Node::lose_graphs_of(uint32_t peer) {
       restorer_->client_lost(size_t(p.index), plan_.roles[size_t(p.graph->role)].name);
     }
   }
-  for (auto it = incoming_.begin(); it != incoming_.end();) {
-    it = std::get<0>(it->first) == peer ? incoming_.erase(it) : std::next(it);
-  }
+  steps_->drop_tensors_from(peer);
   // A restarted chief that dies before it restored the model: no worker will find one ready
   // (TF's wait_for_session would wait until its max_wait_secs); their clients end here.
   if (coordinator() && started_ && restorer_ && !restorer_->model_ready() &&
@@ -218,15 +216,6 @@ void Node::lose_graphs_of(uint32_t peer) {
     maybe_end_job();
     quiescence_->maybe_evaluate();
   }
-}
-
-void Node::abandon(Part& p) {
-  p.active = false;
-  loop_->client(p.index).finished = true;
-  std::fill(p.out.begin(), p.out.end(), nullptr);
-  for (auto& g : p.gradients) g.clear();
-  std::fill(p.tensor_in.begin(), p.tensor_in.end(), 0);
-  p.early.clear();
 }
 
 // A task the job cannot lose died: nothing it held can be read or updated any more, so every

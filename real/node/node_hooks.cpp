@@ -14,21 +14,34 @@ void Node::GatherHooks::timer(double delay_s, std::function<void()> work) {
   });
 }
 
-// Runs `work` on `engine`, then `done` on the network thread unless the job stopped or the step
-// moved on meanwhile.
-void Node::ValueHooks::run_for_step(DeviceEngine& engine, int g, int64_t step,
-                                    std::function<void()> work, std::function<void()> done) {
-  Node& n = n_;
-  ++n.work_pending_;
-  engine.submit([&n, g, step, work = std::move(work), done = std::move(done)]() mutable {
-    work();
-    n.post([&n, g, step, done = std::move(done)] {
-      --n.work_pending_;
-      const Part& part = n.parts_[size_t(g)];
-      if (n.stopping_ || !part.active || part.step != step) return;
-      done();
-    });
+// The session's first checkpoint: the chief's client, on the chief's task, when the plan saves.
+bool Node::StepHooks::session_checkpoint(int g, std::function<void(double)> then) {
+  if (!n_.chief() || !n_.steps_->is_chief(g) || n_.plan_.checkpoints.every_s <= 0) return false;
+  n_.saver_->save(n_.saver_->next_name(), [&n = n_, g, then = std::move(then)](
+                                              double start_s, double bytes, int64_t global_step) {
+    n.recorder_->checkpoint(g, n.steps_->loop().client(g).step, start_s, n.now_s(), bytes,
+                            global_step, false);
+    then(n.now_s());
   });
+  return true;
+}
+
+// The coordinator hears of each step's end: progress lines, training.steps "auto".
+void Node::StepHooks::step_counted(int g, int steps_done, double start_s, double end_s) {
+  if (n_.coordinator()) {
+    n_.on_progress(g, steps_done, n_.global_step_seen_, start_s, end_s);
+  } else if (n_.progress_ || n_.steady_stop_->reports_steps()) {
+    n_.send_frame(uint32_t(n_.map_.coordinator_task), FrameType::kProgress, steps_done,
+                  uint64_t(g), pack_i64({n_.global_step_seen_}) + pack_f64({start_s, end_s}));
+  }
+}
+
+void Node::StepHooks::client_finished(int g) {
+  if (n_.coordinator()) {
+    n_.on_finished(g);
+  } else {
+    n_.send_frame(uint32_t(n_.map_.coordinator_task), FrameType::kFinished, -1, uint64_t(g));
+  }
 }
 
 // The node's one wave timer (stop and fail cancel it).

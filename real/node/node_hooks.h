@@ -113,10 +113,12 @@ class Node::ValueHooks final : public VariableOps::Host {
   explicit ValueHooks(Node& n) : n_(n) {}
   double now_s() const override { return n_.now_s(); }
   core::TraceRecorder& recorder() override { return *n_.recorder_; }
-  DeviceEngine& engine(int device) override { return n_.engine(device); }
+  DeviceEngine& engine(int device) override { return n_.steps_->engine(device); }
   void run_for_step(DeviceEngine& engine, int g, int64_t step, std::function<void()> work,
-                    std::function<void()> done) override;
-  DeviceEngine& copier() override { return *n_.copier_; }
+                    std::function<void()> done) override {
+    n_.steps_->run_for_step(engine, g, step, std::move(work), std::move(done));
+  }
+  DeviceEngine& copier() override { return n_.steps_->copier(); }
   int64_t global_step_seen() const override { return n_.global_step_seen_; }
   void saw_global_step(int64_t global_step) override {
     n_.global_step_seen_ = std::max(n_.global_step_seen_, global_step);
@@ -138,8 +140,8 @@ class Node::WaveHooks final : public Quiescence::Host {
   bool job_finished() const override { return n_.all_finished_; }
   bool job_down() const override { return n_.job_fault_ >= 0; }
   int64_t work_under_way() const override {
-    return n_.work_pending_ + n_.timers_pending_ + int64_t(n_.mesh_->queued_frames()) +
-           int64_t(!n_.loop_->idle());
+    return n_.work_pending_ + n_.steps_->work_pending() + n_.timers_pending_ +
+           int64_t(n_.mesh_->queued_frames()) + int64_t(!n_.steps_->loop().idle());
   }
   std::string finished_clients() const override {
     std::string finished;
@@ -165,10 +167,52 @@ class Node::WaveHooks final : public Quiescence::Host {
   Node& n_;
 };
 
+class Node::StepHooks final : public StepRunner::Host {
+ public:
+  explicit StepHooks(Node& n) : n_(n) {}
+  double now_s() const override { return n_.now_s(); }
+  bool stopping() const override { return n_.stopping_; }
+  void post(std::function<void()> work) override { n_.post(std::move(work)); }
+  void at_run_time(double at_s, bool busy, std::function<void()> work) override {
+    n_.at_run_time(at_s, busy, std::move(work));
+  }
+  void send_frame(uint32_t peer, FrameType type, int64_t step, uint64_t tensor,
+                  const std::string& payload) override {
+    n_.send_frame(peer, type, step, tensor, payload);
+  }
+  int next_slot(uint32_t peer) override { return n_.mesh_->next_slot(peer); }
+  void send_chunk(uint32_t peer, const FrameHeader& header, const uint8_t* data, size_t size,
+                  std::shared_ptr<const void> keep, std::function<void()> written,
+                  int slot) override {
+    n_.quiescence_->sent(peer, FrameType::kTensor);
+    n_.mesh_->send(peer, header, data, size, std::move(keep), std::move(written), slot);
+  }
+  core::TraceRecorder& recorder() override { return *n_.recorder_; }
+  int64_t global_step_seen() const override { return n_.global_step_seen_; }
+  void saw_global_step(int64_t global_step) override {
+    n_.global_step_seen_ = std::max(n_.global_step_seen_, global_step);
+  }
+  bool values(int g, int op) override { return n_.vars_->values(g, op); }
+  void sync(int g, int op) override { n_.vars_->sync(g, op); }
+  int64_t global_step_here() const override { return n_.vars_->global_step_here(); }
+  bool client_dead(int g) const override { return n_.graph_dead_[size_t(g)]; }
+  bool within_stop_limit(int g) const override { return n_.steady_stop_->within_limit(g); }
+  bool hold_step(int g) override { return n_.steady_stop_->hold(g); }
+  bool session_checkpoint(int g, std::function<void(double)> then) override;
+  void chief_duties(int g, std::function<void()> then) override {
+    n_.chief_duties(g, std::move(then));
+  }
+  void step_counted(int g, int steps_done, double start_s, double end_s) override;
+  void client_finished(int g) override;
+
+ private:
+  Node& n_;
+};
+
 // Every part's adapter, built with the node (before its parts).
 struct Node::Hooks {
   explicit Hooks(Node& n)
-      : clock(n), gather(n), saver(n), stop(n), restore(n), values(n), waves(n) {}
+      : clock(n), gather(n), saver(n), stop(n), restore(n), values(n), waves(n), steps(n) {}
   ClockHooks clock;
   GatherHooks gather;
   SaverHooks saver;
@@ -176,6 +220,7 @@ struct Node::Hooks {
   RestoreHooks restore;
   ValueHooks values;
   WaveHooks waves;
+  StepHooks steps;
 };
 
 }  // namespace replisim::real::detail

@@ -98,16 +98,18 @@ Node::Node(const NodeSetup& setup)
       options_(setup.options),
       plan_hash_(core::plan_hash(plan_)),
       hooks_(std::make_unique<Hooks>(*this)),
-      graphs_(core::step_graphs(plan_)),
       clock_sync_(hooks_->clock, setup.self,
                   uint32_t(setup.map.coordinator_task)) {
   clock_sync_.own_frames(router_);
   asio::ip::tcp::acceptor acceptor = make_acceptor(io_, setup);
+  steps_.emplace(hooks_->steps, StepRunner::Setup{&plan_, &map_, self_, options_.threads});
+  steps_->own_frames(router_);
+  const size_t graphs = steps_->parts().size();
   quiescence_.emplace(hooks_->waves, self_, uint32_t(map_.coordinator_task), spec_.tasks.size(),
-                      graphs_.size());
+                      graphs);
   quiescence_->own_frames(router_);
   task_dead_.assign(spec_.tasks.size(), false);
-  graph_dead_.assign(graphs_.size(), false);
+  graph_dead_.assign(graphs, false);
   if (!options_.launched) {
     gather_.emplace(hooks_->gather, spec_, self_,
                     uint32_t(map_.coordinator_task), options_.trace_out);
@@ -117,7 +119,6 @@ Node::Node(const NodeSetup& setup)
     resume_ = read_resume_file(options_.resume_path);
     incarnation_start_s_ = resume_->restart_s;
   }
-  build_parts();
   int ps_shard = -1;
   for (int r : map_.roles_of_task[self_]) {
     if (plan_.roles[size_t(r)].kind != core::RoleKind::kParameterServer) continue;
@@ -125,7 +126,7 @@ Node::Node(const NodeSetup& setup)
       if (plan_.ps_roles[j] == r) ps_shard = int(j);
     }
   }
-  vars_.emplace(hooks_->values, plan_, *loop_, parts_, ps_shard);
+  vars_.emplace(hooks_->values, plan_, steps_->loop(), steps_->parts(), ps_shard);
   std::set<uint32_t> ps_tasks;
   for (int r : plan_.ps_roles) ps_tasks.insert(uint32_t(map_.task_of_role[size_t(r)]));
   const std::vector<uint32_t> ps_task_list(ps_tasks.begin(), ps_tasks.end());
@@ -137,12 +138,12 @@ Node::Node(const NodeSetup& setup)
   saver_->own_frames(router_);
   // training.steps "auto": the coordinator runs the rule (it holds global_step). A restarted
   // incarnation has lost the estimate and runs to max_steps (run refuses the combination).
-  steady_stop_.emplace(hooks_->stop, *loop_, parts_,
+  steady_stop_.emplace(hooks_->stop, steps_->loop(), steps_->parts(),
                        SteadyStop::Setup{&plan_, plan_.steady_tolerance > 0 && !resume_, self_,
                                          uint32_t(map_.coordinator_task)});
   steady_stop_->own_frames(router_);
   if (resume_) {
-    restorer_.emplace(hooks_->restore, *loop_, parts_, *saver_,
+    restorer_.emplace(hooks_->restore, steps_->loop(), steps_->parts(), *saver_,
                       Restorer::Setup{&plan_, *resume_, options_.checkpoint_dir, plan_hash_,
                                       vars_->store(), ps_shard, self_, uint32_t(map_.chief_task),
                                       uint32_t(map_.coordinator_task), ps_task_list});
@@ -151,8 +152,7 @@ Node::Node(const NodeSetup& setup)
   open_trace();
   vars_->open_sync_queues(*recorder_);
   configure_blas();
-  open_engines();
-  copier_ = std::make_unique<DeviceEngine>("copies", 2);
+  for (std::string& note : steps_->open_engines()) outcome_.notes.push_back(std::move(note));
   MeshConfig config;
   config.handshake = {spec_.token, plan_hash_, self_};
   config.frame_macs = !options_.insecure_frames;
@@ -166,79 +166,7 @@ Node::Node(const NodeSetup& setup)
 Node::~Node() {
   *alive_ = false;
   mesh_.reset();
-  engines_.clear();  // joins the threads before the state they use goes
-  copier_.reset();
-}
-
-// One engine per device this task runs ops on. The plan's GPUs of this task take this machine's
-// CUDA devices in device order (the k-th GPU: CUDA device k, modulo their count; CUDA_VISIBLE_
-// DEVICES picks which); without a usable one they run on the CPU engine, and the report says so.
-void Node::open_engines() {
-  std::set<int> devices;
-  for (const Part& p : parts_) {
-    for (size_t k = 0; k < p.graph->ops.size(); ++k) {
-      if (p.mine[k]) devices.insert(p.graph->ops[k].device);
-    }
-  }
-  int gpus = 0;
-  std::string why_not;
-  std::vector<std::string> on_gpu;
-  for (int d : devices) {
-    const core::PlatformDevice& device = plan_.platform.devices[size_t(d)];
-    std::unique_ptr<GpuDevice> gpu;
-    if (device.kind == core::DeviceKind::kGpu) {
-      gpu = open_gpu(gpus++, &why_not);
-      if (gpu) on_gpu.push_back(device.name + " on " + gpu->description());
-    }
-    engines_[d] =
-        std::make_unique<DeviceEngine>(device.name, std::max(1, device.cores), std::move(gpu));
-  }
-  if (!on_gpu.empty()) {
-    outcome_.notes.push_back("GPU ops ran with cuBLAS: " + core::join_names(on_gpu));
-  }
-  if (int(on_gpu.size()) < gpus) {
-    outcome_.notes.push_back("GPU ops ran on the CPU engine (OpenBLAS): " + why_not);
-  }
-}
-
-void Node::build_parts() {
-  parts_.reserve(graphs_.size());
-  for (size_t g = 0; g < graphs_.size(); ++g) {
-    const core::ClientGraph& graph = *graphs_[g];
-    const size_t n = graph.ops.size();
-    std::vector<bool> mine(n);
-    std::vector<uint32_t> task_of(n);
-    for (size_t k = 0; k < n; ++k) {
-      task_of[k] = uint32_t(map_.task_of_role[size_t(graph.ops[k].role)]);
-      mine[k] = task_of[k] == self_;
-    }
-    Part& p = parts_.emplace_back(graph, int(g), mine);
-    p.task_of_op = task_of;
-    p.owner_task = uint32_t(map_.task_of_role[size_t(graph.role)]);
-    p.owner = p.owner_task == self_;
-    std::set<uint32_t> participants;
-    p.notify.assign(n, {});
-    for (size_t k = 0; k < n; ++k) {
-      if (task_of[k] != p.owner_task) participants.insert(task_of[k]);
-      for (int in : graph.ops[k].inputs) {
-        const Op& producer = graph.ops[size_t(in)];
-        const bool tensor = producer.kind == OpKind::kSend && producer.peer == int(k);
-        std::vector<uint32_t>& to = p.notify[size_t(in)];
-        if (!tensor && task_of[size_t(in)] != task_of[k] &&
-            std::find(to.begin(), to.end(), task_of[k]) == to.end()) {
-          to.push_back(task_of[k]);
-        }
-      }
-    }
-    if (p.owner) p.participants.assign(participants.begin(), participants.end());
-    GradientFlow flow = gradient_flow(graph);
-    p.gradient_variable = std::move(flow.variable);
-    p.gradients_of = std::move(flow.produces);
-    p.out.assign(n, nullptr);
-    p.gradients.assign(n, {});
-    p.tensor_in.assign(n, 0);
-  }
-  loop_.emplace(plan_, graphs_, *this);
+  steps_.reset();  // joins the engines' threads before the state they use goes
 }
 
 // The tasks this one exchanges frames with: the coordinator (job control), the chief (checkpoints)
@@ -253,7 +181,7 @@ std::vector<uint32_t> Node::peers() const {
     link(t, uint32_t(map_.chief_task));
     link(t, uint32_t(map_.coordinator_task));
   }
-  for (const Part& p : parts_) {
+  for (const Part& p : steps_->parts()) {
     const core::ClientGraph& graph = *p.graph;
     for (size_t k = 0; k < graph.ops.size(); ++k) {
       link(p.owner_task, p.task_of_op[k]);
@@ -296,9 +224,9 @@ std::string Node::describe() const {
   // where it lives, else the latest step of the graphs it takes part in.
   int64_t step = -1;
   bool owns = false;
-  for (const Part& p : parts_) {
-    if (p.owner && loop_->client(p.index).loop != core::LoopKind::kChiefSyncOp) {
-      step = std::max(step, int64_t(loop_->client(p.index).step));
+  for (const Part& p : steps_->parts()) {
+    if (p.owner && steps_->loop().client(p.index).loop != core::LoopKind::kChiefSyncOp) {
+      step = std::max(step, int64_t(steps_->loop().client(p.index).step));
       owns = true;
     } else if (!owns && p.active) {
       step = std::max(step, p.step);

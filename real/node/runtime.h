@@ -42,6 +42,7 @@
 #include "real/node/quiescence.h"
 #include "real/node/restorer.h"
 #include "real/node/steady_stop.h"
+#include "real/node/step_runner.h"
 #include "real/node/variable_ops.h"
 #include "real/node/trace_gather.h"
 #include "real/state/parameter_store.h"
@@ -58,7 +59,7 @@ struct NodeSetup {
   std::string cluster_file;  // for errors about the spec
 };
 
-class Node : public Mesh::Handler, public core::StepHost {
+class Node : public Mesh::Handler {
  public:
   // Binds the task's address (or takes the launcher's socket); throws core::InputError naming
   // the cluster file for an address that cannot be bound.
@@ -69,30 +70,6 @@ class Node : public Mesh::Handler, public core::StepHost {
   void run();
 
 
-  // StepHost (node_steps.cpp): the client loop on this task's clock and sockets.
-  double now_s() const override { return clock_s() - origin_local_s_; }  // the run's clock
-  bool client_gone(int) const override { return stopping_; }
-  bool completions_stopped() const override { return stopping_; }
-  int64_t global_step_seen() const override { return global_step_seen_; }
-  bool within_stop_limit(int g) const override { return steady_stop_->within_limit(g); }
-  bool hold_step(int g) override { return steady_stop_->hold(g); }
-  bool is_chief(int g) const override;
-  void begin_step(int g) override;
-  void produce(int g, int64_t batch) override;
-  void step_ended(int g, int step, double start_s, double end_s) override;
-  void step_counted(int g, double start_s, double end_s) override;
-  bool session_checkpoint(int g, bool at_end, std::function<void(double)> then) override;
-  void chief_duties(int g, double end_s, std::function<void(double)> then) override;
-  void start_step_at(int g, double at_s) override;
-  void finish_at(int g, double at_s) override;
-  void finished(int g) override;
-  void recv(int g, int op) override;
-  void send(int g, int op) override { run_send(g, op); }
-  void sync(int g, int op) override { vars_->sync(g, op); }
-  bool values(int g, int op) override { return vars_->values(g, op); }
-  void compute(int g, int op) override { run_compute(g, op); }
-  void complete_now(int g, int op) override;
-
   // A gathering coordinator's run trace, every node's part merged (after run(); NodeOptions).
   const std::optional<core::Trace>& run_trace() const {
     static const std::optional<core::Trace> kNone;
@@ -101,8 +78,6 @@ class Node : public Mesh::Handler, public core::StepHost {
 
  private:
   // Set-up (node_setup.cpp).
-  void build_parts();
-  void open_engines();
   std::vector<uint32_t> peers() const;
   void open_trace();
   void watch_cancel();
@@ -113,30 +88,8 @@ class Node : public Mesh::Handler, public core::StepHost {
   uint8_t* tensor_destination(uint32_t peer, const FrameHeader& header) override;
   void on_failure(const std::string& why) override;
   void on_refused(const std::string& line) override;
-  void on_tensor(uint32_t peer, const FrameHeader& header);
-  void on_control(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
-  void on_run(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
-  void on_done(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
-  Part& part_of_frame(uint32_t peer, const FrameHeader& header, bool from_owner);
   void send_frame(uint32_t peer, FrameType type, int64_t step, uint64_t tensor,
                   const std::string& payload = {}, double time_s = 0);
-  // Steps (node_steps.cpp).
-  void begin_part(Part& p, int64_t step, int64_t local_step);
-  void replay_early(Part& p);
-  void complete(int g, int op) { loop_->complete(g, op); }
-  void part_done(Part& p);
-  void maybe_finish_step(Part& p);
-  void finish_step(Part& p);
-  void arrive_tensor(Part& p, int send_op, BufferPtr data, double start_s);
-  void tensor_in_place(Part& p, int send_op, BufferPtr data, double start_s);
-  void arrive_control(Part& p, int op, BufferPtr data);
-  // Ops (node_ops.cpp).
-  void run_compute(int g, int op);
-  void run_send(int g, int op);
-  void send_tensor(int g, int op, BufferPtr value, size_t bytes, double start_s);
-  void notify_remote(Part& p, int op);
-  BufferPtr zeros(size_t bytes);
-  DeviceEngine& engine(int device);
   // Faults (node_faults.cpp).
   void arm_faults();
   std::vector<uint32_t> victims(const core::PlanFault& fault) const;
@@ -144,7 +97,6 @@ class Node : public Mesh::Handler, public core::StepHost {
   void on_peer_lost(uint32_t peer, const std::string& why) override;
   int planned_death(uint32_t peer) const;  // the fault that killed `peer`, or -1
   void lose_graphs_of(uint32_t peer);
-  void abandon(Part& p);
   void job_down(int fault);
   void detect_job_failure();
   void note_struck_while_down(const core::PlanFault& fault);
@@ -156,16 +108,18 @@ class Node : public Mesh::Handler, public core::StepHost {
   class RestoreHooks;
   class ValueHooks;
   class WaveHooks;
+  class StepHooks;
   struct Hooks;
   void background(std::function<void()> work, std::function<void()> done);
   bool live(uint32_t task) const { return !task_dead_[task]; }
   void end_waiting_step(int g);
+  double now_s() const { return clock_s() - origin_local_s_; }  // the run's clock
   // Job control (node_control.cpp).
   void on_ready(uint32_t peer, const uint8_t* payload, size_t size);
   void maybe_start();
   void start_job(double origin_s, bool progress);
   void begin_training();
-  void chief_duties(Part& p, std::function<void()> then);
+  void chief_duties(int g, std::function<void()> then);
   void write_summaries(int g, std::function<void()> then);
   void on_finished(int g);
   void maybe_end_job();
@@ -202,18 +156,10 @@ class Node : public Mesh::Handler, public core::StepHost {
   std::unique_ptr<Hooks> hooks_;
   asio::io_context io_;
   std::unique_ptr<Mesh> mesh_;
-  std::vector<const core::ClientGraph*> graphs_;
-  std::vector<Part> parts_;
-  std::optional<core::ClientLoop> loop_;  // the graphs' loops (only the owned ones run)
-  // Compute: one engine per device this task runs ops on, and one for copies and files.
-  std::map<int, std::unique_ptr<DeviceEngine>> engines_;
-  std::unique_ptr<DeviceEngine> copier_;
-  std::shared_ptr<Bytes> zeros_;
+  // The step parts: the graphs' parts, the client loops, the engines (step_runner.h).
+  std::optional<StepRunner> steps_;
   // The ops on values and this task's parameter-server state (variable_ops.h).
   std::optional<VariableOps> vars_;
-  // Tensors arriving: (peer, graph, step, send op) -> buffer.
-  std::map<std::tuple<uint32_t, int, int64_t, int>, Incoming> incoming_;
-  int64_t next_message_ = 0;
   // Clocks.
   double origin_local_s_ = 0;  // the run's t = 0 on this machine's clock
   bool started_ = false;

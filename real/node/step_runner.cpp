@@ -1,0 +1,299 @@
+#include "real/node/step_runner.h"
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+
+#include "real/compute/gpu.h"
+#include "real/node/payload.h"
+#include "real/state/gradient_flow.h"
+
+namespace replisim::real::detail {
+
+using core::Op;
+using core::OpKind;
+
+StepRunner::StepRunner(Host& host, Setup setup)
+    : host_(host), setup_(setup), plan_(*setup.plan), graphs_(core::step_graphs(plan_)) {
+  build_parts();
+}
+
+StepRunner::~StepRunner() {
+  *alive_ = false;
+  engines_.clear();  // joins the threads before the state they use goes
+  copier_.reset();
+}
+
+void StepRunner::build_parts() {
+  parts_.reserve(graphs_.size());
+  for (size_t g = 0; g < graphs_.size(); ++g) {
+    const core::ClientGraph& graph = *graphs_[g];
+    const size_t n = graph.ops.size();
+    std::vector<bool> mine(n);
+    std::vector<uint32_t> task_of(n);
+    for (size_t k = 0; k < n; ++k) {
+      task_of[k] = uint32_t(setup_.map->task_of_role[size_t(graph.ops[k].role)]);
+      mine[k] = task_of[k] == setup_.self;
+    }
+    Part& p = parts_.emplace_back(graph, int(g), mine);
+    p.task_of_op = task_of;
+    p.owner_task = uint32_t(setup_.map->task_of_role[size_t(graph.role)]);
+    p.owner = p.owner_task == setup_.self;
+    std::set<uint32_t> participants;
+    p.notify.assign(n, {});
+    for (size_t k = 0; k < n; ++k) {
+      if (task_of[k] != p.owner_task) participants.insert(task_of[k]);
+      for (int in : graph.ops[k].inputs) {
+        const Op& producer = graph.ops[size_t(in)];
+        const bool tensor = producer.kind == OpKind::kSend && producer.peer == int(k);
+        std::vector<uint32_t>& to = p.notify[size_t(in)];
+        if (!tensor && task_of[size_t(in)] != task_of[k] &&
+            std::find(to.begin(), to.end(), task_of[k]) == to.end()) {
+          to.push_back(task_of[k]);
+        }
+      }
+    }
+    if (p.owner) p.participants.assign(participants.begin(), participants.end());
+    GradientFlow flow = gradient_flow(graph);
+    p.gradient_variable = std::move(flow.variable);
+    p.gradients_of = std::move(flow.produces);
+    p.out.assign(n, nullptr);
+    p.gradients.assign(n, {});
+    p.tensor_in.assign(n, 0);
+  }
+  loop_.emplace(plan_, graphs_, *this);
+}
+
+// One engine per device this task runs ops on. The plan's GPUs of this task take this machine's
+// CUDA devices in device order (the k-th GPU: CUDA device k, modulo their count; CUDA_VISIBLE_
+// DEVICES picks which); without a usable one they run on the CPU engine, and the report says so.
+std::vector<std::string> StepRunner::open_engines() {
+  std::set<int> devices;
+  for (const Part& p : parts_) {
+    for (size_t k = 0; k < p.graph->ops.size(); ++k) {
+      if (p.mine[k]) devices.insert(p.graph->ops[k].device);
+    }
+  }
+  int gpus = 0;
+  std::string why_not;
+  std::vector<std::string> on_gpu;
+  for (int d : devices) {
+    const core::PlatformDevice& device = plan_.platform.devices[size_t(d)];
+    std::unique_ptr<GpuDevice> gpu;
+    if (device.kind == core::DeviceKind::kGpu) {
+      gpu = open_gpu(gpus++, &why_not);
+      if (gpu) on_gpu.push_back(device.name + " on " + gpu->description());
+    }
+    engines_[d] =
+        std::make_unique<DeviceEngine>(device.name, std::max(1, device.cores), std::move(gpu));
+  }
+  copier_ = std::make_unique<DeviceEngine>("copies", 2);
+  std::vector<std::string> notes;
+  if (!on_gpu.empty()) notes.push_back("GPU ops ran with cuBLAS: " + core::join_names(on_gpu));
+  if (int(on_gpu.size()) < gpus) {
+    notes.push_back("GPU ops ran on the CPU engine (OpenBLAS): " + why_not);
+  }
+  return notes;
+}
+
+void StepRunner::abandon(int g) {
+  Part& p = parts_[size_t(g)];
+  p.active = false;
+  loop_->client(g).finished = true;
+  std::fill(p.out.begin(), p.out.end(), nullptr);
+  for (auto& gradients : p.gradients) gradients.clear();
+  std::fill(p.tensor_in.begin(), p.tensor_in.end(), 0);
+  p.early.clear();
+}
+
+void StepRunner::drop_tensors_from(uint32_t peer) {
+  for (auto it = incoming_.begin(); it != incoming_.end();) {
+    it = std::get<0>(it->first) == peer ? incoming_.erase(it) : std::next(it);
+  }
+}
+
+// StepHost: the loop's hooks on this task's clock and sockets.
+void StepRunner::begin_step(int g) {
+  Part& p = parts_[size_t(g)];
+  const core::LoopClient& loop = loop_->client(g);
+  p.done_parts = 0;
+  p.local_done = false;
+  p.read_seen = -1;
+  const int64_t local = loop.loop == core::LoopKind::kSyncWorker ? loop.next_local_step : 0;
+  for (uint32_t t : p.participants) {
+    host_.send_frame(t, FrameType::kRun, loop.step, uint64_t(g), pack_i64({local}));
+  }
+  begin_part(p, loop.step, local);
+}
+
+void StepRunner::begin_part(Part& p, int64_t step, int64_t local_step) {
+  p.step = step;
+  p.active = true;
+  p.local_step = local_step;
+  p.global_step_read = host_.global_step_here();
+  p.steps.begin_step();
+  std::fill(p.out.begin(), p.out.end(), nullptr);
+  for (auto& g : p.gradients) g.clear();
+  std::fill(p.tensor_in.begin(), p.tensor_in.end(), 0);
+  if (p.steps.op_count() == 0) {  // the chief's sync op: every op on the parameter servers
+    part_done(p);
+    return;
+  }
+  for (int op : p.steps.roots()) {
+    if (op != p.graph->input_op || !p.owner) loop_->dispatch(p.index, op);
+  }
+  replay_early(p);
+}
+
+void StepRunner::replay_early(Part& p) {
+  auto found = p.early.find(p.step);
+  if (found == p.early.end()) return;
+  std::vector<Early> early = std::move(found->second);
+  p.early.erase(found);
+  for (Early& e : early) {
+    if (e.tensor) {
+      arrive_tensor(p, e.op, std::move(e.data), e.start_s);
+    } else {
+      arrive_control(p, e.op, std::move(e.data));
+    }
+  }
+}
+
+void StepRunner::arrive_tensor(Part& p, int send_op, BufferPtr data, double start_s) {
+  const int recv = p.graph->ops[size_t(send_op)].peer;
+  const int device = p.graph->ops[size_t(recv)].device;
+  DeviceEngine& target = engine(device);
+  if (target.gpu() != nullptr && p.graph->ops[size_t(send_op)].device != device) {
+    // The tensor reaches a GPU: its bytes cross PCIe into device memory (the transfer ends when
+    // they are there).
+    const int g = p.index;
+    const int64_t step = p.step;
+    const size_t bytes = data ? data->size() : 0;
+    ++work_pending_;
+    target.submit([this, g, send_op, step, start_s, bytes, data, gpu = target.gpu()]() mutable {
+      gpu->to_device(bytes);
+      host_.post([this, g, send_op, step, start_s, data = std::move(data)]() mutable {
+        --work_pending_;
+        Part& part = parts_[size_t(g)];
+        if (host_.stopping() || !part.active || part.step != step) return;
+        tensor_in_place(part, send_op, std::move(data), start_s);
+      });
+    });
+    return;
+  }
+  tensor_in_place(p, send_op, std::move(data), start_s);
+}
+
+void StepRunner::tensor_in_place(Part& p, int send_op, BufferPtr data, double start_s) {
+  const int recv = p.graph->ops[size_t(send_op)].peer;
+  p.out[size_t(recv)] = std::move(data);
+  p.tensor_in[size_t(recv)] = 1;
+  host_.recorder().transfer(p.index, send_op, p.step, start_s, std::max(start_s, now_s()),
+                      (int64_t(setup_.self) << 40) | next_message_++, "");  // bound: not known
+  loop_->complete(p.index, send_op);
+}
+
+void StepRunner::arrive_control(Part& p, int op, BufferPtr data) {
+  if (data) p.out[size_t(op)] = std::move(data);
+  loop_->complete(p.index, op);
+}
+
+void StepRunner::recv(int g, int op) {
+  if (parts_[size_t(g)].tensor_in[size_t(op)]) loop_->complete(g, op);
+  // otherwise it completes when its tensor arrives
+}
+
+void StepRunner::complete_now(int g, int op) {
+  Part& p = parts_[size_t(g)];
+  if (host_.client_dead(g)) return;  // its client died: nothing follows
+  if (!p.active) throw std::logic_error("an op completed outside its step");
+  if (p.steps.mine(op)) notify_remote(p, op);
+  if (p.steps.complete(op, [this, g](int next) { loop_->dispatch(g, next); })) part_done(p);
+}
+
+void StepRunner::part_done(Part& p) {
+  if (p.owner) {
+    p.local_done = true;
+    maybe_finish_step(p);
+    return;
+  }
+  p.active = false;
+  const int64_t now = host_.global_step_here();
+  host_.send_frame(p.owner_task, FrameType::kDone, p.step, uint64_t(p.index),
+             pack_i64({p.global_step_read, now}));
+  std::fill(p.out.begin(), p.out.end(), nullptr);
+  for (auto& g : p.gradients) g.clear();
+}
+
+void StepRunner::maybe_finish_step(Part& p) {
+  if (p.local_done && p.done_parts == p.participants.size()) finish_step(p);
+}
+
+// Every part of the owner's step is done: the step is over.
+void StepRunner::finish_step(Part& p) {
+  p.active = false;
+  std::fill(p.out.begin(), p.out.end(), nullptr);
+  for (auto& g : p.gradients) g.clear();
+  if (p.global_step_read >= 0) p.read_seen = p.global_step_read;
+  loop_->step_done(p.index);
+}
+
+void StepRunner::step_ended(int g, int step, double start_s, double end_s) {
+  const Part& p = parts_[size_t(g)];
+  const int64_t read =
+      loop_->client(g).loop == core::LoopKind::kSyncWorker ? p.local_step : p.read_seen;
+  host_.recorder().step(g, step, start_s, end_s, read);
+}
+
+void StepRunner::step_counted(int g, double start_s, double end_s) {
+  host_.step_counted(g, loop_->client(g).step, start_s, end_s);
+}
+
+bool StepRunner::is_chief(int g) const {
+  return g < int(plan_.clients.size()) && plan_.roles[size_t(graphs_[size_t(g)]->role)].chief;
+}
+
+bool StepRunner::session_checkpoint(int g, bool, std::function<void(double)> then) {
+  return host_.session_checkpoint(g, std::move(then));
+}
+
+void StepRunner::chief_duties(int g, double, std::function<void(double)> then) {
+  host_.chief_duties(g, [then = std::move(then)] { then(0); });
+}
+
+void StepRunner::start_step_at(int g, double at_s) {
+  if (at_s <= now_s()) {
+    loop_->start_step(g);
+    return;
+  }
+  host_.at_run_time(at_s, true, [this, g] { loop_->start_step(g); });
+}
+
+void StepRunner::finish_at(int g, double at_s) {
+  if (at_s <= now_s()) {
+    loop_->mark_finished(g);
+    return;
+  }
+  host_.at_run_time(at_s, true, [this, g] { loop_->mark_finished(g); });
+}
+
+// The input pipeline's batch on the input op's device.
+void StepRunner::produce(int g, int64_t batch) {
+  const Op& input = parts_[size_t(g)].graph->ops[size_t(parts_[size_t(g)].graph->input_op)];
+  const double flop = input.compute_flop;
+  const int threads = setup_.threads;
+  ++work_pending_;
+  DeviceEngine* device = &engine(input.device);
+  device->submit([this, device, g, batch, flop, threads] {
+    const double start_s = now_s();
+    const double done = device->execute(flop, threads);
+    const double end_s = now_s();
+    host_.post([this, g, batch, start_s, end_s, done] {
+      --work_pending_;
+      host_.recorder().compute(g, parts_[size_t(g)].graph->input_op, batch, start_s, end_s, done);
+      loop_->batch_produced(g);
+    });
+  });
+}
+
+}  // namespace replisim::real::detail
