@@ -133,7 +133,7 @@ void Node::die(int fault) {
 // of this incarnation with `peer` among its victims that has struck by now. -1: none, so the
 // loss is a failure.
 int Node::planned_death(uint32_t peer) const {
-  if (!started_) return -1;
+  if (!job_->started()) return -1;
   const double now = now_s();
   int found = -1;
   for (size_t f = 0; f < plan_.faults.size(); ++f) {
@@ -188,7 +188,7 @@ void Node::lose_graphs_of(uint32_t peer) {
     if (p.owner_task != peer) continue;
     graph_dead_[size_t(p.index)] = true;
     steps_->abandon(p.index);
-    if (coordinator() && !finished_.empty()) finished_[size_t(p.index)] = true;
+    if (coordinator()) job_->set_finished(p.index);
     steady_stop_->client_died(p.index);
     // A worker the restart never brought back (the restart's record names it).
     if (restorer_ && p.index < int(plan_.clients.size()) &&
@@ -199,21 +199,21 @@ void Node::lose_graphs_of(uint32_t peer) {
   steps_->drop_tensors_from(peer);
   // A restarted chief that dies before it restored the model: no worker will find one ready
   // (TF's wait_for_session would wait until its max_wait_secs); their clients end here.
-  if (coordinator() && started_ && restorer_ && !restorer_->model_ready() &&
+  if (coordinator() && job_->started() && restorer_ && !restorer_->model_ready() &&
       peer == uint32_t(map_.chief_task)) {
     outcome_.notes.push_back(
         "the chief died before it restored the model after the restart: the other workers never "
         "found a ready model and trained no more (TF's wait_for_session waits up to its "
         "max_wait_secs)");
-    for (size_t c = 0; c < finished_.size(); ++c) {
-      if (!restorer_->resumed(c)) finished_[c] = true;
+    for (size_t c = 0; c < steps_->parts().size(); ++c) {
+      if (!restorer_->resumed(c)) job_->set_finished(int(c));
     }
-    finish_job();
+    job_->end_job();
     return;
   }
-  if (coordinator() && started_) {
+  if (coordinator() && job_->started()) {
     steady_stop_->maybe_set_limits();  // a dead client answers no stop question
-    maybe_end_job();
+    job_->maybe_end_job();
     quiescence_->maybe_evaluate();
   }
 }

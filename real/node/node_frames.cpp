@@ -22,8 +22,7 @@ void Node::send_frame(uint32_t peer, FrameType type, int64_t step, uint64_t tens
 
 void Node::on_connected() {
   if (coordinator()) {
-    ready_.insert(self_);
-    maybe_start();
+    job_->coordinator_ready();
     return;
   }
   clock_sync_.estimate();
@@ -35,19 +34,6 @@ void Node::on_failure(const std::string& why) {
 
 void Node::on_refused(const std::string& line) {
   std::fprintf(stderr, "replisim node %s: %s\n", spec_.tasks[self_].name().c_str(), line.c_str());
-}
-
-// The client graph a frame names (its tensor field), which `peer` must run the client of.
-static int client_of_frame(const std::vector<Part>& parts, uint32_t peer, const FrameHeader& h) {
-  if (h.tensor >= parts.size()) {
-    throw FrameError("a frame for graph " + std::to_string(h.tensor) + " of " +
-                     std::to_string(parts.size()));
-  }
-  if (peer != parts[size_t(h.tensor)].owner_task) {
-    throw FrameError(std::string(frame_type_name(h.type)) + " for graph " +
-                     std::to_string(h.tensor) + " from a task that is not its client");
-  }
-  return int(h.tensor);
 }
 
 void Node::on_frame(uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
@@ -62,37 +48,19 @@ void Node::on_frame(uint32_t peer, const FrameHeader& h, const uint8_t* payload)
           "to a task that gathers no trace");
   if (stopping_) return;
   switch (h.type) {
-    case FrameType::kReady:
-      require(coordinator(), "sent to a task that is not the coordinator");
-      on_ready(peer, payload, h.length);
-      return;
-    case FrameType::kStart:
-      require(from_coordinator && !started_, "not from the coordinator, or a second one");
-      start_job(h.time_s, unpack_i64(payload, h.length, 0) != 0);
-      return;
-    case FrameType::kFinished:
-      require(coordinator(), "sent to a task that is not the coordinator");
-      on_finished(client_of_frame(steps_->parts(), peer, h));
-      return;
-    case FrameType::kProgress: {
-      require(coordinator(), "sent to a task that is not the coordinator");
-      on_progress(client_of_frame(steps_->parts(), peer, h), int(h.step), unpack_i64(payload, h.length, 0),
-                  unpack_f64(payload, h.length, 1), unpack_f64(payload, h.length, 2));
-      return;
-    }
     case FrameType::kStop: {
       // While the job is down every task stops at its own detection time; a peer that stops
       // for a job failure says which (this task may not talk to the task that died).
       if (job_fault_ >= 0) return;
       if (h.length > 0) {
         const int64_t fault = unpack_i64(payload, h.length, 0);
-        require(started_ && fault >= 0 && size_t(fault) < plan_.faults.size() &&
+        require(job_->started() && fault >= 0 && size_t(fault) < plan_.faults.size() &&
                     plan_.faults[size_t(fault)].kind == core::PlanFaultKind::kJob,
                 "naming no job fault of the plan");
         job_down(int(fault));
         return;
       }
-      if (from_coordinator || started_) stop();
+      if (from_coordinator || job_->started()) stop();
       return;
     }
     case FrameType::kError: {

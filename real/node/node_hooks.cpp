@@ -29,8 +29,8 @@ bool Node::StepHooks::session_checkpoint(int g, std::function<void(double)> then
 // The coordinator hears of each step's end: progress lines, training.steps "auto".
 void Node::StepHooks::step_counted(int g, int steps_done, double start_s, double end_s) {
   if (n_.coordinator()) {
-    n_.on_progress(g, steps_done, n_.global_step_seen_, start_s, end_s);
-  } else if (n_.progress_ || n_.steady_stop_->reports_steps()) {
+    n_.job_->client_progress(g, steps_done, n_.global_step_seen_, start_s, end_s);
+  } else if (n_.job_->progress() || n_.steady_stop_->reports_steps()) {
     n_.send_frame(uint32_t(n_.map_.coordinator_task), FrameType::kProgress, steps_done,
                   uint64_t(g), pack_i64({n_.global_step_seen_}) + pack_f64({start_s, end_s}));
   }
@@ -38,7 +38,7 @@ void Node::StepHooks::step_counted(int g, int steps_done, double start_s, double
 
 void Node::StepHooks::client_finished(int g) {
   if (n_.coordinator()) {
-    n_.on_finished(g);
+    n_.job_->client_finished(g);
   } else {
     n_.send_frame(uint32_t(n_.map_.coordinator_task), FrameType::kFinished, -1, uint64_t(g));
   }
@@ -56,10 +56,28 @@ void Node::WaveHooks::wave_timer(double delay_s, std::function<void()> work) {
 }
 
 void Node::WaveHooks::deadlocked() {
-  int unfinished = 0;
-  for (size_t c = 0; c < n_.plan_.clients.size(); ++c) unfinished += !n_.finished_[c];
-  n_.fail("the run deadlocked: every task idle with " + std::to_string(unfinished) +
+  n_.fail("the run deadlocked: every task idle with " +
+          std::to_string(n_.job_->unfinished_clients()) +
           " client(s) unfinished");
+}
+
+// The run's t = 0 on this machine's clock; training begins there.
+double Node::JobHooks::start_clock(double origin_s) {
+  n_.origin_local_s_ = origin_s - n_.clock_sync_.offset_s();
+  n_.at_run_time(0, true, [&n = n_] { n.begin_training(); });
+  return n_.origin_local_s_;
+}
+
+// Every client finished: the variables as the run left them are saved (for whoever checks a
+// run's arithmetic; not a checkpoint of the plan's: the trace does not record it), then the task
+// stops.
+void Node::JobHooks::job_ended(double end_s) {
+  n_.end_s_ = end_s;
+  if (!n_.options_.checkpoint_dir.empty() && !n_.plan_.ps_roles.empty()) {
+    n_.saver_->save("final", [&n = n_](double, double, int64_t) { n.stop(); });
+    return;
+  }
+  n_.stop();
 }
 
 }  // namespace replisim::real::detail

@@ -62,16 +62,16 @@ class Node::StopHooks final : public SteadyStop::Host {
   explicit StopHooks(Node& n) : n_(n) {}
   bool stopping() const override { return n_.stopping_; }
   int64_t global_step_seen() const override { return n_.global_step_seen_; }
-  bool job_finished() const override { return n_.all_finished_; }
+  bool job_finished() const override { return n_.job_->job_finished(); }
   bool client_dead(int g) const override { return n_.graph_dead_[size_t(g)]; }
   bool client_finished(int g) const override {
-    return !n_.finished_.empty() && n_.finished_[size_t(g)];
+    return n_.job_->finished(g);
   }
   void send_stop_frame(uint32_t peer, FrameType type, int64_t step, uint64_t graph) override {
     n_.send_frame(peer, type, step, graph);
   }
   void end_waiting_step(int g) override { n_.end_waiting_step(g); }
-  void stop_limits_set() override { n_.maybe_end_job(); }
+  void stop_limits_set() override { n_.job_->maybe_end_job(); }
 
  private:
   Node& n_;
@@ -137,17 +137,13 @@ class Node::WaveHooks final : public Quiescence::Host {
   explicit WaveHooks(Node& n) : n_(n) {}
   bool live(uint32_t task) const override { return n_.live(task); }
   bool stopping() const override { return n_.stopping_; }
-  bool job_finished() const override { return n_.all_finished_; }
+  bool job_finished() const override { return n_.job_->job_finished(); }
   bool job_down() const override { return n_.job_fault_ >= 0; }
   int64_t work_under_way() const override {
     return n_.work_pending_ + n_.steps_->work_pending() + n_.timers_pending_ +
            int64_t(n_.mesh_->queued_frames()) + int64_t(!n_.steps_->loop().idle());
   }
-  std::string finished_clients() const override {
-    std::string finished;
-    for (bool f : n_.finished_) finished += f ? '1' : '0';
-    return finished;
-  }
+  std::string finished_clients() const override { return n_.job_->finished_flags(); }
   std::optional<core::StallRecord> stall_now(const std::string& finished) const override {
     return n_.vars_->stall(finished, n_.graph_dead_, n_.steady_stop_->last_global_step());
   }
@@ -159,7 +155,7 @@ class Node::WaveHooks final : public Quiescence::Host {
   void wave_timer(double delay_s, std::function<void()> work) override;
   void stalled(const core::StallRecord& stall) override {
     n_.outcome_.stall = stall;
-    n_.finish_job();
+    n_.job_->end_job();
   }
   void deadlocked() override;
 
@@ -209,10 +205,43 @@ class Node::StepHooks final : public StepRunner::Host {
   Node& n_;
 };
 
+class Node::JobHooks final : public JobControl::Host {
+ public:
+  explicit JobHooks(Node& n) : n_(n) {}
+  double clock_s() const override { return n_.clock_s(); }
+  double now_s() const override { return n_.now_s(); }
+  bool stopping() const override { return n_.stopping_; }
+  void send_control_frame(uint32_t peer, FrameType type, int64_t step, uint64_t tensor,
+                          const std::string& payload, double time_s) override {
+    n_.send_frame(peer, type, step, tensor, payload, time_s);
+  }
+  double start_clock(double origin_s) override;
+  int64_t global_step_seen() const override { return n_.global_step_seen_; }
+  void saw_global_step(int64_t global_step) override {
+    n_.global_step_seen_ = std::max(n_.global_step_seen_, global_step);
+  }
+  void client_step_ended(int g, int step, double start_s, double end_s) override {
+    n_.steady_stop_->step_ended(g, step, start_s, end_s, n_.global_step_seen_);
+  }
+  int64_t last_global_step() const override { return n_.steady_stop_->last_global_step(); }
+  void job_ended(double end_s) override;
+
+ private:
+  Node& n_;
+};
+
 // Every part's adapter, built with the node (before its parts).
 struct Node::Hooks {
   explicit Hooks(Node& n)
-      : clock(n), gather(n), saver(n), stop(n), restore(n), values(n), waves(n), steps(n) {}
+      : clock(n),
+        gather(n),
+        saver(n),
+        stop(n),
+        restore(n),
+        values(n),
+        waves(n),
+        steps(n),
+        job(n) {}
   ClockHooks clock;
   GatherHooks gather;
   SaverHooks saver;
@@ -221,6 +250,7 @@ struct Node::Hooks {
   ValueHooks values;
   WaveHooks waves;
   StepHooks steps;
+  JobHooks job;
 };
 
 }  // namespace replisim::real::detail

@@ -119,6 +119,12 @@ Node::Node(const NodeSetup& setup)
     resume_ = read_resume_file(options_.resume_path);
     incarnation_start_s_ = resume_->restart_s;
   }
+  job_.emplace(hooks_->job, steps_->parts(),
+               JobControl::Setup{&plan_, &spec_, self_, uint32_t(map_.coordinator_task),
+                                 resume_ ? std::optional<double>(resume_->origin_clock_s)
+                                         : std::nullopt,
+                                 options_.progress_fd});
+  job_->own_frames(router_);
   int ps_shard = -1;
   for (int r : map_.roles_of_task[self_]) {
     if (plan_.roles[size_t(r)].kind != core::RoleKind::kParameterServer) continue;
@@ -234,7 +240,7 @@ std::string Node::describe() const {
   }
   std::string where =
       role + " (task " + spec_.tasks[self_].name() + " on " + spec_.tasks[self_].host + ")";
-  if (!started_) return where + " before the first step";
+  if (!job_->started()) return where + " before the first step";
   if (!owns && vars_->global_step_here() >= 0) {
     return where + " at global_step " + std::to_string(vars_->global_step_here());
   }

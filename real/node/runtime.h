@@ -36,6 +36,7 @@
 #include "real/node/checkpoint_saver.h"
 #include "real/node/clock_sync.h"
 #include "real/node/frame_router.h"
+#include "real/node/job_control.h"
 #include "real/node/node.h"
 #include "real/node/part.h"
 #include "real/node/payload.h"
@@ -109,24 +110,16 @@ class Node : public Mesh::Handler {
   class ValueHooks;
   class WaveHooks;
   class StepHooks;
+  class JobHooks;
   struct Hooks;
   void background(std::function<void()> work, std::function<void()> done);
   bool live(uint32_t task) const { return !task_dead_[task]; }
   void end_waiting_step(int g);
   double now_s() const { return clock_s() - origin_local_s_; }  // the run's clock
   // Job control (node_control.cpp).
-  void on_ready(uint32_t peer, const uint8_t* payload, size_t size);
-  void maybe_start();
-  void start_job(double origin_s, bool progress);
   void begin_training();
   void chief_duties(int g, std::function<void()> then);
   void write_summaries(int g, std::function<void()> then);
-  void on_finished(int g);
-  void maybe_end_job();
-  // A client's step ended (steps_done steps now) over [start_s, end_s] on the run's clock.
-  void on_progress(int g, int steps_done, int64_t global_step, double start_s, double end_s);
-  void write_progress();
-  void finish_job();
   // Ends this task's part of the run: STOP to every peer (with the job fault that failed the job,
   // if one did: a peer that has not seen it yet stops at its own detection), the trace written,
   // the parts gathered. `job_fault`: -1 for the run's orderly end.
@@ -162,18 +155,12 @@ class Node : public Mesh::Handler {
   std::optional<VariableOps> vars_;
   // Clocks.
   double origin_local_s_ = 0;  // the run's t = 0 on this machine's clock
-  bool started_ = false;
-  bool progress_ = false;  // the coordinator wants progress frames
-  // The coordinator's view of the job (and the chief's checkpoints in progress).
-  std::set<uint32_t> ready_;
-  std::vector<core::ClockOffset> offsets_;
-  std::vector<bool> finished_;
+  // The job's control: start, progress, the clients' ends (job_control.h); global_step as this
+  // task knows it; when the job ended (the coordinator's) or this task died.
+  std::optional<JobControl> job_;
   int64_t global_step_seen_ = 0;
-  std::vector<int> steps_seen_;
-  double last_progress_s_ = -1;
   std::optional<asio::steady_timer> wave_timer_;
   double end_s_ = 0;
-  bool all_finished_ = false;
   // Quiescence: the frames counted, the coordinator's waves (quiescence.h); work under way.
   std::optional<Quiescence> quiescence_;
   int timers_pending_ = 0;
