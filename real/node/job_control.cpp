@@ -42,29 +42,16 @@ void JobControl::own_frames(FrameRouter& router) {
                                        uint32_t peer, const FrameHeader& h, const uint8_t*) {
     if (host_.stopping()) return;
     require(h, coordinator(), not_coordinator);
-    client_finished(client_of_frame(peer, h));
+    client_finished(part_of_frame(parts_, peer, h, true).index);
   });
   router.own(FrameType::kProgress, [this, require, not_coordinator](
                                        uint32_t peer, const FrameHeader& h,
                                        const uint8_t* payload) {
     if (host_.stopping()) return;
     require(h, coordinator(), not_coordinator);
-    client_progress(client_of_frame(peer, h), int(h.step), unpack_i64(payload, h.length, 0),
+    client_progress(part_of_frame(parts_, peer, h, true).index, int(h.step), unpack_i64(payload, h.length, 0),
                     unpack_f64(payload, h.length, 1), unpack_f64(payload, h.length, 2));
   });
-}
-
-// The client graph a frame names (its tensor field), which `peer` must run the client of.
-int JobControl::client_of_frame(uint32_t peer, const FrameHeader& h) const {
-  if (h.tensor >= parts_.size()) {
-    throw FrameError("a frame for graph " + std::to_string(h.tensor) + " of " +
-                     std::to_string(parts_.size()));
-  }
-  if (peer != parts_[size_t(h.tensor)].owner_task) {
-    throw FrameError(std::string(frame_type_name(h.type)) + " for graph " +
-                     std::to_string(h.tensor) + " from a task that is not its client");
-  }
-  return int(h.tensor);
 }
 
 void JobControl::coordinator_ready() {

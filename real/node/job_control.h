@@ -90,7 +90,6 @@ class JobControl {
   void maybe_start();
   void start(double origin_s, bool progress);
   void write_progress();
-  int client_of_frame(uint32_t peer, const FrameHeader& h) const;
   bool coordinator() const { return setup_.self == setup_.coordinator; }
 
   Host& host_;

@@ -196,7 +196,7 @@ void Node::lose_graphs_of(uint32_t peer) {
       restorer_->client_lost(size_t(p.index), plan_.roles[size_t(p.graph->role)].name);
     }
   }
-  steps_->drop_tensors_from(peer);
+  steps_->transfers().drop_from(peer);
   // A restarted chief that dies before it restored the model: no worker will find one ready
   // (TF's wait_for_session would wait until its max_wait_secs); their clients end here.
   if (coordinator() && job_->started() && restorer_ && !restorer_->model_ready() &&

@@ -78,7 +78,7 @@ void Node::on_frame(uint32_t peer, const FrameHeader& h, const uint8_t* payload)
 }
 
 uint8_t* Node::tensor_destination(uint32_t peer, const FrameHeader& header) {
-  return steps_->tensor_destination(peer, header);
+  return steps_->transfers().tensor_destination(peer, header);
 }
 
 }  // namespace replisim::real::detail

@@ -12,6 +12,7 @@
 #include "core/plan/plan.h"
 #include "core/runtime/step_state.h"
 #include "real/state/parameter_store.h"  // Bytes
+#include "real/transport/frame.h"
 
 namespace replisim::real::detail {
 
@@ -66,6 +67,14 @@ inline BufferPtr value_for(const Part& p, int producer, int variable) {
   }
   return p.out[size_t(producer)];
 }
+
+// The part a frame from `peer` names: its tensor field's graph (a tensor's or notice's high 32
+// bits). `from_owner`: only the graph's client may send it. Throws FrameError naming what is
+// wrong (a graph out of range, a sender that is not the client).
+Part& part_of_frame(std::vector<Part>& parts, uint32_t peer, const FrameHeader& header,
+                    bool from_owner);
+const Part& part_of_frame(const std::vector<Part>& parts, uint32_t peer,
+                          const FrameHeader& header, bool from_owner);
 
 // A tensor arriving in chunks from one peer.
 struct Incoming {

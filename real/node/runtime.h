@@ -44,6 +44,7 @@
 #include "real/node/restorer.h"
 #include "real/node/steady_stop.h"
 #include "real/node/step_runner.h"
+#include "real/node/tensor_transfers.h"
 #include "real/node/variable_ops.h"
 #include "real/node/trace_gather.h"
 #include "real/state/parameter_store.h"

@@ -18,7 +18,7 @@ void SteadyStop::own_frames(FrameRouter& router) {
   router.own(FrameType::kStopAsk, [this, require](uint32_t peer, const FrameHeader& h,
                                                   const uint8_t*) {
     if (host_.stopping()) return;
-    const Part& p = part_of(peer, h, false);
+    const Part& p = part_of_frame(parts_, peer, h, false);
     require(h, peer == setup_.coordinator && p.owner,
             "not from the coordinator, or for a graph whose client is not here");
     on_ask(p.index);
@@ -27,29 +27,16 @@ void SteadyStop::own_frames(FrameRouter& router) {
                                                     const uint8_t*) {
     if (host_.stopping()) return;
     require(h, rule_.has_value() && asked_, "not asked for");
-    on_reply(part_of(peer, h, true).index, h.step);
+    on_reply(part_of_frame(parts_, peer, h, true).index, h.step);
   });
   router.own(FrameType::kStopLimit, [this, require](uint32_t peer, const FrameHeader& h,
                                                     const uint8_t*) {
     if (host_.stopping()) return;
-    const Part& p = part_of(peer, h, false);
+    const Part& p = part_of_frame(parts_, peer, h, false);
     require(h, peer == setup_.coordinator && p.owner,
             "not from the coordinator, or for a graph whose client is not here");
     on_limit(p.index, h.step);
   });
-}
-
-const Part& SteadyStop::part_of(uint32_t peer, const FrameHeader& h, bool from_owner) const {
-  if (h.tensor >= parts_.size()) {
-    throw FrameError("a frame for graph " + std::to_string(h.tensor) + " of " +
-                     std::to_string(parts_.size()));
-  }
-  const Part& p = parts_[size_t(h.tensor)];
-  if (from_owner && peer != p.owner_task) {
-    throw FrameError(std::string(frame_type_name(h.type)) + " for graph " +
-                     std::to_string(h.tensor) + " from a task that is not its client");
-  }
-  return p;
 }
 
 void SteadyStop::step_ended(int g, int step, double start_s, double end_s, int64_t global_step) {

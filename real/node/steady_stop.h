@@ -102,7 +102,6 @@ class SteadyStop {
   // Where a client's loop stands, in the unit of its limit: the next step to begin (fixed steps),
   // the token its next step runs on (a synchronous worker), global_step (the chief's sync op).
   int64_t position(int g) const;
-  const Part& part_of(uint32_t peer, const FrameHeader& h, bool from_owner) const;
   void ask();
   void on_ask(int g);
   void on_reply(int g, int64_t last_step);

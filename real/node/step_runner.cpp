@@ -6,6 +6,7 @@
 
 #include "real/compute/gpu.h"
 #include "real/node/payload.h"
+#include "real/node/tensor_transfers.h"
 #include "real/state/gradient_flow.h"
 
 namespace replisim::real::detail {
@@ -14,12 +15,15 @@ using core::Op;
 using core::OpKind;
 
 StepRunner::StepRunner(Host& host, Setup setup)
-    : host_(host), setup_(setup), plan_(*setup.plan), graphs_(core::step_graphs(plan_)) {
+    : host_(host),
+      setup_(setup),
+      plan_(*setup.plan),
+      graphs_(core::step_graphs(plan_)),
+      transfers_(std::make_unique<TensorTransfers>(host, *this, plan_, setup.self)) {
   build_parts();
 }
 
 StepRunner::~StepRunner() {
-  *alive_ = false;
   engines_.clear();  // joins the threads before the state they use goes
   copier_.reset();
 }
@@ -106,12 +110,6 @@ void StepRunner::abandon(int g) {
   p.early.clear();
 }
 
-void StepRunner::drop_tensors_from(uint32_t peer) {
-  for (auto it = incoming_.begin(); it != incoming_.end();) {
-    it = std::get<0>(it->first) == peer ? incoming_.erase(it) : std::next(it);
-  }
-}
-
 // StepHost: the loop's hooks on this task's clock and sockets.
 void StepRunner::begin_step(int g) {
   Part& p = parts_[size_t(g)];
@@ -150,52 +148,7 @@ void StepRunner::replay_early(Part& p) {
   if (found == p.early.end()) return;
   std::vector<Early> early = std::move(found->second);
   p.early.erase(found);
-  for (Early& e : early) {
-    if (e.tensor) {
-      arrive_tensor(p, e.op, std::move(e.data), e.start_s);
-    } else {
-      arrive_control(p, e.op, std::move(e.data));
-    }
-  }
-}
-
-void StepRunner::arrive_tensor(Part& p, int send_op, BufferPtr data, double start_s) {
-  const int recv = p.graph->ops[size_t(send_op)].peer;
-  const int device = p.graph->ops[size_t(recv)].device;
-  DeviceEngine& target = engine(device);
-  if (target.gpu() != nullptr && p.graph->ops[size_t(send_op)].device != device) {
-    // The tensor reaches a GPU: its bytes cross PCIe into device memory (the transfer ends when
-    // they are there).
-    const int g = p.index;
-    const int64_t step = p.step;
-    const size_t bytes = data ? data->size() : 0;
-    ++work_pending_;
-    target.submit([this, g, send_op, step, start_s, bytes, data, gpu = target.gpu()]() mutable {
-      gpu->to_device(bytes);
-      host_.post([this, g, send_op, step, start_s, data = std::move(data)]() mutable {
-        --work_pending_;
-        Part& part = parts_[size_t(g)];
-        if (host_.stopping() || !part.active || part.step != step) return;
-        tensor_in_place(part, send_op, std::move(data), start_s);
-      });
-    });
-    return;
-  }
-  tensor_in_place(p, send_op, std::move(data), start_s);
-}
-
-void StepRunner::tensor_in_place(Part& p, int send_op, BufferPtr data, double start_s) {
-  const int recv = p.graph->ops[size_t(send_op)].peer;
-  p.out[size_t(recv)] = std::move(data);
-  p.tensor_in[size_t(recv)] = 1;
-  host_.recorder().transfer(p.index, send_op, p.step, start_s, std::max(start_s, now_s()),
-                      (int64_t(setup_.self) << 40) | next_message_++, "");  // bound: not known
-  loop_->complete(p.index, send_op);
-}
-
-void StepRunner::arrive_control(Part& p, int op, BufferPtr data) {
-  if (data) p.out[size_t(op)] = std::move(data);
-  loop_->complete(p.index, op);
+  for (const Early& e : early) transfers_->arrive(p, e);
 }
 
 void StepRunner::recv(int g, int op) {
@@ -207,7 +160,7 @@ void StepRunner::complete_now(int g, int op) {
   Part& p = parts_[size_t(g)];
   if (host_.client_dead(g)) return;  // its client died: nothing follows
   if (!p.active) throw std::logic_error("an op completed outside its step");
-  if (p.steps.mine(op)) notify_remote(p, op);
+  if (p.steps.mine(op)) transfers_->notify_remote(p, op);
   if (p.steps.complete(op, [this, g](int next) { loop_->dispatch(g, next); })) part_done(p);
 }
 

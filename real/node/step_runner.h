@@ -6,9 +6,8 @@
 // part as its inputs come in, tensors and notices cross between tasks (chunked over one of the
 // peer's connections, or copied when both ends are here), each task reports DONE, and the
 // client's step ends when every part is done (a TF session.run returns when every op of the step
-// has run). It owns the parts, the loop, the engines, the tensors arriving, and the frames kRun,
-// kDone, kTensor and kControl (FrameRouter; a tensor's bytes land in place, Mesh::Handler's
-// tensor_destination). The ops on values are VariableOps', through the Host.
+// has run). It owns the parts, the loop, the engines, the tensors (TensorTransfers) and the frames
+// kRun and kDone (FrameRouter). The ops on values are VariableOps', through the Host.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +28,8 @@
 #include "real/node/part.h"
 
 namespace replisim::real::detail {
+
+class TensorTransfers;
 
 class StepRunner : public core::StepHost {
  public:
@@ -99,12 +100,11 @@ class StepRunner : public core::StepHost {
   // step `step` ended meanwhile (counted as work under way).
   void run_for_step(DeviceEngine& engine, int g, int64_t step, std::function<void()> work,
                     std::function<void()> done);
-  // The first bytes of a tensor frame's chunk land here (Mesh::Handler::tensor_destination).
-  uint8_t* tensor_destination(uint32_t peer, const FrameHeader& header);
+  // The tensors in and out (tensor_transfers.h).
+  TensorTransfers& transfers() { return *transfers_; }
   // Graph g's client died: its step in progress is dropped, as the simulation drops a dead
-  // client's queued ops; and the tensors a dead peer was sending.
+  // client's queued ops.
   void abandon(int g);
-  void drop_tensors_from(uint32_t peer);
 
   // core::StepHost
   double now_s() const override { return host_.now_s(); }
@@ -124,7 +124,7 @@ class StepRunner : public core::StepHost {
   void finish_at(int g, double at_s) override;
   void finished(int g) override { host_.client_finished(g); }
   void recv(int g, int op) override;
-  void send(int g, int op) override;
+  void send(int g, int op) override;  // TensorTransfers::send
   void sync(int g, int op) override { host_.sync(g, op); }
   bool values(int g, int op) override { return host_.values(g, op); }
   void compute(int g, int op) override;
@@ -132,25 +132,14 @@ class StepRunner : public core::StepHost {
 
  private:
   void build_parts();
-  // Frames (step_frames.cpp).
-  Part& part_of_frame(uint32_t peer, const FrameHeader& header, bool from_owner);
   void on_run(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
   void on_done(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
-  void on_tensor(uint32_t peer, const FrameHeader& header);
-  void on_control(uint32_t peer, const FrameHeader& header);
   // Steps.
   void begin_part(Part& p, int64_t step, int64_t local_step);
   void replay_early(Part& p);
   void part_done(Part& p);
   void maybe_finish_step(Part& p);
   void finish_step(Part& p);
-  void arrive_tensor(Part& p, int send_op, BufferPtr data, double start_s);
-  void tensor_in_place(Part& p, int send_op, BufferPtr data, double start_s);
-  void arrive_control(Part& p, int op, BufferPtr data);
-  // Tensors out (step_ops.cpp).
-  void send_tensor(int g, int op, BufferPtr value, size_t bytes, double start_s);
-  void notify_remote(Part& p, int op);
-  BufferPtr zeros(size_t bytes);
 
   Host& host_;
   Setup setup_;
@@ -160,12 +149,8 @@ class StepRunner : public core::StepHost {
   std::optional<core::ClientLoop> loop_;  // the graphs' loops (only the owned ones run)
   std::map<int, std::unique_ptr<DeviceEngine>> engines_;
   std::unique_ptr<DeviceEngine> copier_;
-  std::shared_ptr<Bytes> zeros_;
-  // Tensors arriving: (peer, graph, step, send op) -> buffer.
-  std::map<std::tuple<uint32_t, int, int64_t, int>, Incoming> incoming_;
-  int64_t next_message_ = 0;
+  std::unique_ptr<TensorTransfers> transfers_;
   int work_pending_ = 0;
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for the mesh's callbacks
 };
 
 }  // namespace replisim::real::detail
