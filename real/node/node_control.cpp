@@ -1,7 +1,6 @@
-// Job control: every task's clock against the coordinator's, the common start, the chief's
-// checkpoints and summaries (the parameter servers write their shards, the chief the index),
-// progress, the quiescence waves that find a synchronous stall or a deadlock, the orderly stop
-// (every task writes its trace) and the failure of one task stopping all of them with its one line.
+// The job's t = 0 on this task (the clients start, the coordinator's waves begin), the orderly
+// stop (every task writes its trace, the parts are gathered) and the failure of one task stopping
+// all of them with its one line; the trace's end (the outcome: restarts, steady state, notes).
 #include <algorithm>
 #include <cerrno>
 #include <cstring>

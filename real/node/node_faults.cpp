@@ -7,7 +7,7 @@
 // every client at its detection time — training.recovery.detect_timeout after the death when the
 // plan has recovery, else as soon as the loss is seen (at once for a killed process, after the
 // silence deadline for a machine that vanished) — and, with training.recovery, the launcher
-// starts every task again (node_restart.cpp).
+// starts every task again (restorer.h).
 #include <algorithm>
 #include <csignal>
 #include <cstdio>

@@ -1,6 +1,6 @@
 // One step graph as a task's runtime holds it (internal to real/node/): the ops of it this task
 // runs, who runs the rest, and the step in progress here. Every part of the runtime reads it; the
-// step parts (node_steps.cpp, node_ops.cpp, node_frames.cpp) change it.
+// step parts (StepRunner, TensorTransfers, VariableOps) change it.
 #pragma once
 
 #include <cstdint>

@@ -1,10 +1,11 @@
-// The runtime of one task (internal to real/): per step graph the part of it this task runs
-// (core::StepState over its ops), the step protocol between the graph's client and the other
-// tasks of its step (RUN, tensors, notices, DONE), the parameter server's state and the sync
-// queues, the chief's checkpoints, the coordinator's job control (clocks, start, quiescence, stop;
-// TaskMap::coordinator_task) and the trace. One
-// thread runs it all (the io_context's); compute and copies run on engine threads and post
-// their completions back.
+// The runtime of one task (internal to real/): the mesh's handler, the task's trace and outcome,
+// the plan's faults (deaths, job failures, slowdowns), the orderly stop and the failure that
+// stops every task with its one line, and the wiring of the parts that own the rest, each with
+// the frames it handles (FrameRouter) and a Host of its own (node_hooks.h): the step parts
+// (StepRunner, TensorTransfers), the ops on values (VariableOps), the job's control (JobControl),
+// quiescence, checkpoints, a restart's restore, training.steps "auto", the trace's gathering and
+// the clocks. One thread runs it all (the io_context's); compute and copies run on engine threads
+// and post their completions back.
 #pragma once
 
 #include <cstdint>
