@@ -53,10 +53,10 @@ void Restorer::own_frames(FrameRouter& router) {
             "not from the chief of a restarted run, or to a task without variables");
     on_restore(peer, h, payload);
   });
-  router.own(FrameType::kRestored, [this, require](uint32_t, const FrameHeader& h,
+  router.own(FrameType::kRestored, [this, require](uint32_t peer, const FrameHeader& h,
                                                    const uint8_t*) {
     if (host_.stopping()) return;
-    require(h, chief() && pending_restores_ > 0, "not expected");
+    require(h, chief() && restoring_.erase(peer) > 0, "not expected");
     on_restored();
   });
   router.own(FrameType::kModelQuery, [this, require](uint32_t peer, const FrameHeader& h,
@@ -95,6 +95,16 @@ nlohmann::json restore_target(const std::optional<CheckpointIndex>& best) {
           {"global_step", best ? best->global_step : 0},
           {"client_steps", best ? best->client_steps : std::vector<int64_t>()},
           {"bytes", best ? best->bytes : 0.0}};
+}
+
+// A peer's per-client step counts: a JSON array of integers (throws std::runtime_error
+// otherwise, inside the callers' checks of the frame).
+std::vector<int64_t> step_counts(const nlohmann::json& j) {
+  if (!j.is_array()) throw std::runtime_error("client_steps is not an array");
+  for (const nlohmann::json& n : j) {
+    if (!n.is_number_integer()) throw std::runtime_error("client_steps holds a non-integer");
+  }
+  return j.get<std::vector<int64_t>>();
 }
 
 }  // namespace
@@ -175,7 +185,7 @@ void Restorer::restore_model() {
     model_restored();
     return;
   }
-  pending_restores_ = int(setup_.ps_tasks.size());
+  restoring_.insert(setup_.ps_tasks.begin(), setup_.ps_tasks.end());
   const std::string payload =
       nlohmann::json{{"name", best->name}, {"client_steps", best->client_steps}}.dump();
   for (uint32_t t : setup_.ps_tasks) {
@@ -191,15 +201,15 @@ void Restorer::restore_model() {
 // shard: `payload` null, the name in restored_), then says so.
 void Restorer::on_restore(uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
   nlohmann::json request;
+  std::vector<int64_t> steps;
   if (payload == nullptr) {
     request = {{"name", restored_.at("checkpoint")},
                {"client_steps", restored_.at("client_steps")}};
   } else {
     try {
       request = nlohmann::json::parse(payload, payload + h.length);
-      if (!request.at("name").is_string() || !request.at("client_steps").is_array()) {
-        throw std::runtime_error("members of the wrong type");
-      }
+      if (!request.at("name").is_string()) throw std::runtime_error("members of the wrong type");
+      steps = step_counts(request.at("client_steps"));
     } catch (const std::exception& e) {
       throw FrameError(std::string("a restore that is not {name, client_steps}: ") + e.what());
     }
@@ -210,7 +220,7 @@ void Restorer::on_restore(uint32_t peer, const FrameHeader& h, const uint8_t* pa
   }
   const std::string path =
       setup_.checkpoint_dir + "/" + name + ".ps" + std::to_string(setup_.ps_shard);
-  const std::vector<int64_t> steps = request.at("client_steps").get<std::vector<int64_t>>();
+  if (payload == nullptr) steps = step_counts(request.at("client_steps"));
   struct Read {
     int64_t global_step = 0;
     std::string error;
@@ -238,6 +248,7 @@ void Restorer::on_restore(uint32_t peer, const FrameHeader& h, const uint8_t* pa
           host_.global_step_restored(std::max<int64_t>(0, read->global_step), steps);
         }
         if (peer == setup_.self) {
+          restoring_.erase(setup_.self);
           on_restored();
         } else {
           host_.send_restore_frame(peer, FrameType::kRestored, 0, "{}", 0);
@@ -246,7 +257,7 @@ void Restorer::on_restore(uint32_t peer, const FrameHeader& h, const uint8_t* pa
 }
 
 void Restorer::on_restored() {
-  if (--pending_restores_ == 0) model_restored();
+  if (restoring_.empty()) model_restored();
 }
 
 // The chief's model is back: the coordinator hears of it (the recovery slice, the restart's
@@ -297,20 +308,23 @@ void Restorer::on_model_ready(const FrameHeader& h, const uint8_t* payload) {
   if (g >= setup_.plan->clients.size() || !parts_[size_t(g)].owner) {
     throw FrameError("a model answer for graph " + std::to_string(g) + ", not this task's");
   }
+  if (!awaiting_model_[size_t(g)]) {
+    throw FrameError("a model answer for graph " + std::to_string(g) + ", which asked for none");
+  }
   nlohmann::json state;
+  std::vector<int64_t> steps;
   try {
     state = nlohmann::json::parse(payload, payload + h.length);
-    if (!state.at("ready").is_boolean() || !state.at("global_step").is_number_integer() ||
-        !state.at("client_steps").is_array()) {
+    if (!state.at("ready").is_boolean() || !state.at("global_step").is_number_integer()) {
       throw std::runtime_error("members of the wrong type");
     }
+    steps = step_counts(state.at("client_steps"));
   } catch (const std::exception& e) {
     throw FrameError(
         std::string("a model answer that is not {ready, global_step, client_steps}: ") + e.what());
   }
   if (state.at("ready").get<bool>()) {
-    resume_client(int(g), state.at("global_step").get<int64_t>(),
-                  state.at("client_steps").get<std::vector<int64_t>>());
+    resume_client(int(g), state.at("global_step").get<int64_t>(), steps);
     return;
   }
   host_.after(setup_.plan->recovery.recovery_wait_s, true, [this, g] { poll_model(int(g)); });
@@ -348,9 +362,10 @@ void Restorer::on_resumed(uint32_t peer, const FrameHeader& h, const uint8_t* pa
         if (!restored_.at(key).is_number()) throw std::runtime_error(key);
       }
       if (!restored_.at("global_step").is_number_integer() ||
-          !restored_.at("client_steps").is_array() || !restored_.at("checkpoint").is_string()) {
+          !restored_.at("checkpoint").is_string()) {
         throw std::runtime_error("members of the wrong type");
       }
+      step_counts(restored_.at("client_steps"));
     } catch (const std::exception& e) {
       throw FrameError(std::string("a restore report that is not the chief's: ") + e.what());
     }

@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -133,7 +134,7 @@ class Restorer {
   const std::vector<Part>& parts_;
   CheckpointSaver& saver_;
   Setup setup_;
-  int pending_restores_ = 0;
+  std::set<uint32_t> restoring_;  // the chief: the PS tasks whose shard is not back yet
   double restore_start_s_ = 0;
   nlohmann::json restored_;   // {checkpoint, start_s, global_step, client_steps, bytes}
   bool model_ready_ = false;  // coordinator: the chief restored the model
