@@ -10,7 +10,7 @@
 namespace replisim::real::detail {
 
 void CheckpointSaver::own_frames(FrameRouter& router) {
-  router.own(FrameType::kSave, [this](uint32_t peer, const FrameHeader& h, const uint8_t* p) {
+  router.own(channel::kSave, [this](uint32_t peer, const FrameHeader& h, const uint8_t* p) {
     if (host_.stopping()) return;
     if ((peer != setup_.chief && peer != setup_.coordinator) || setup_.store == nullptr) {
       throw FrameError(
@@ -18,7 +18,7 @@ void CheckpointSaver::own_frames(FrameRouter& router) {
     }
     on_save(peer, h, p);
   });
-  router.own(FrameType::kSaved, [this](uint32_t peer, const FrameHeader& h, const uint8_t* p) {
+  router.own(channel::kSaved, [this](uint32_t peer, const FrameHeader& h, const uint8_t* p) {
     if (host_.stopping()) return;
     if ((setup_.self != setup_.chief && setup_.self != setup_.coordinator) || pending_saves_ <= 0) {
       throw FrameError("saved frame not expected");
@@ -60,7 +60,7 @@ void CheckpointSaver::save(const std::string& name,
     if (t == setup_.self) {
       write_shard(name, [this](const nlohmann::json& saved) { shard_saved(saved); });
     } else {
-      host_.send_frame(t, FrameType::kSave, name);
+      host_.send_frame(t, channel::kSave, name);
     }
   }
 }
@@ -72,7 +72,7 @@ void CheckpointSaver::on_save(uint32_t peer, const FrameHeader& h, const uint8_t
     throw FrameError("save under the name \"" + name.substr(0, 200) + "\"");
   }
   write_shard(name, [this, peer](const nlohmann::json& saved) {
-    host_.send_frame(peer, FrameType::kSaved, saved.dump());
+    host_.send_frame(peer, channel::kSaved, saved.dump());
   });
 }
 

@@ -6,21 +6,21 @@ namespace replisim::real::detail {
 
 void ClockSync::own_frames(FrameRouter& router) {
   // The coordinator answers with its clock.
-  router.own(FrameType::kPing, [this](uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
+  router.own(channel::kPing, [this](uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
     if (host_.stopping()) return;
     if (self_ != coordinator_) {
-      throw FrameError(std::string(frame_type_name(h.type)) +
+      throw FrameError(channel::name(h.type) +
                        " frame sent to a task that is not the coordinator");
     }
     FrameHeader pong;
-    pong.type = FrameType::kPong;
+    pong.type = channel::kPong;
     pong.time_s = host_.clock_s();
     host_.mesh().send(peer, pong, std::string(reinterpret_cast<const char*>(payload), h.length));
   });
-  router.own(FrameType::kPong, [this](uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
+  router.own(channel::kPong, [this](uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
     if (host_.stopping()) return;
     if (peer != coordinator_) {
-      throw FrameError(std::string(frame_type_name(h.type)) + " frame not from the coordinator");
+      throw FrameError(channel::name(h.type) + " frame not from the coordinator");
     }
     on_pong(payload, h.length, h.time_s);
   });
@@ -36,7 +36,7 @@ void ClockSync::send(FrameType type, const std::string& payload, double time_s) 
 void ClockSync::estimate() {
   pings_left_ = kPings;
   best_rtt_s_ = std::numeric_limits<double>::infinity();
-  send(FrameType::kPing, pack_f64({host_.clock_s()}));
+  send(channel::kPing, pack_f64({host_.clock_s()}));
 }
 
 // NTP's estimate from one exchange: the coordinator's clock read half-way through the round trip.
@@ -52,10 +52,10 @@ void ClockSync::on_pong(const uint8_t* payload, size_t size, double coordinator_
     uncertainty_s_ = 0.5 * rtt_s;
   }
   if (--pings_left_ > 0) {
-    send(FrameType::kPing, pack_f64({host_.clock_s()}));
+    send(channel::kPing, pack_f64({host_.clock_s()}));
     return;
   }
-  send(FrameType::kReady, pack_f64({offset_s_, uncertainty_s_}));
+  send(channel::kReady, pack_f64({offset_s_, uncertainty_s_}));
 }
 
 }  // namespace replisim::real::detail

@@ -5,16 +5,19 @@
 
 namespace replisim::real::detail {
 
-void FrameRouter::own(FrameType type, Handler handler) {
-  if (!owners_.emplace(type, std::move(handler)).second) {
-    throw std::logic_error(std::string("two parts own ") + frame_type_name(type) + " frames");
+void FrameRouter::own(FrameType type, Handler handler, bool chunked) {
+  if (!owners_.emplace(type, Owner{std::move(handler), chunked}).second) {
+    throw std::logic_error(std::string("two parts own ") + channel::name(type) + " frames");
   }
 }
 
 bool FrameRouter::route(uint32_t peer, const FrameHeader& header, const uint8_t* payload) const {
   const auto owner = owners_.find(header.type);
   if (owner == owners_.end()) return false;
-  owner->second(peer, header, payload);
+  if (!owner->second.chunked && header.chunks != 1) {
+    throw FrameError("chunks in a non-tensor frame");
+  }
+  owner->second.handler(peer, header, payload);
   return true;
 }
 

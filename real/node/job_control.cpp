@@ -22,29 +22,29 @@ JobControl::JobControl(Host& host, const std::vector<Part>& parts, Setup setup)
 
 void JobControl::own_frames(FrameRouter& router) {
   auto require = [](const FrameHeader& h, bool ok, const char* why) {
-    if (!ok) throw FrameError(std::string(frame_type_name(h.type)) + " frame " + why);
+    if (!ok) throw FrameError(channel::name(h.type) + " frame " + why);
   };
   const char* not_coordinator = "sent to a task that is not the coordinator";
-  router.own(FrameType::kReady, [this, require, not_coordinator](
+  router.own(channel::kReady, [this, require, not_coordinator](
                                     uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
     if (host_.stopping()) return;
     require(h, coordinator(), not_coordinator);
     on_ready(peer, payload, h.length);
   });
-  router.own(FrameType::kStart,
+  router.own(channel::kStart,
              [this, require](uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
                if (host_.stopping()) return;
                require(h, peer == setup_.coordinator && !started_,
                        "not from the coordinator, or a second one");
                start(h.time_s, unpack_i64(payload, h.length, 0) != 0);
              });
-  router.own(FrameType::kFinished, [this, require, not_coordinator](
+  router.own(channel::kFinished, [this, require, not_coordinator](
                                        uint32_t peer, const FrameHeader& h, const uint8_t*) {
     if (host_.stopping()) return;
     require(h, coordinator(), not_coordinator);
     client_finished(part_of_frame(parts_, peer, h, true).index);
   });
-  router.own(FrameType::kProgress, [this, require, not_coordinator](
+  router.own(channel::kProgress, [this, require, not_coordinator](
                                        uint32_t peer, const FrameHeader& h,
                                        const uint8_t* payload) {
     if (host_.stopping()) return;
@@ -75,7 +75,7 @@ void JobControl::maybe_start() {
   const bool progress = setup_.progress_fd >= 0;
   for (uint32_t t = 0; t < setup_.spec->tasks.size(); ++t) {
     if (t != setup_.self) {
-      host_.send_control_frame(t, FrameType::kStart, -1, 0, pack_i64({progress}), origin_s);
+      host_.send_control_frame(t, channel::kStart, -1, 0, pack_i64({progress}), origin_s);
     }
   }
   start(origin_s, progress);

@@ -40,11 +40,11 @@ void Node::on_frame(uint32_t peer, const FrameHeader& h, const uint8_t* payload)
   quiescence_->received(peer, h.type);
   const bool from_coordinator = peer == uint32_t(map_.coordinator_task);
   auto require = [&h](bool ok, const char* why) {
-    if (!ok) throw FrameError(std::string(frame_type_name(h.type)) + " frame " + why);
+    if (!ok) throw FrameError(channel::name(h.type) + " frame " + why);
   };
   // The parts that own their frames (the trace's parts travel at the end, while the nodes stop).
   if (router_.route(peer, h, payload)) return;
-  require(h.type != FrameType::kTracePart && h.type != FrameType::kTracePartKept,
+  require(h.type != channel::kTracePart && h.type != channel::kTracePartKept,
           "to a task that gathers no trace");
   if (stopping_) return;
   switch (h.type) {
@@ -73,7 +73,7 @@ void Node::on_frame(uint32_t peer, const FrameHeader& h, const uint8_t* payload)
       return;
     }
     default:
-      throw FrameError(std::string("a ") + frame_type_name(h.type) + " frame after the handshake");
+      throw FrameError(std::string("a ") + channel::name(h.type) + " frame after the handshake");
   }
 }
 

@@ -31,7 +31,7 @@ void Node::StepHooks::step_counted(int g, int steps_done, double start_s, double
   if (n_.coordinator()) {
     n_.job_->client_progress(g, steps_done, n_.global_step_seen_, start_s, end_s);
   } else if (n_.job_->progress() || n_.steady_stop_->reports_steps()) {
-    n_.send_frame(uint32_t(n_.map_.coordinator_task), FrameType::kProgress, steps_done,
+    n_.send_frame(uint32_t(n_.map_.coordinator_task), channel::kProgress, steps_done,
                   uint64_t(g), pack_i64({n_.global_step_seen_}) + pack_f64({start_s, end_s}));
   }
 }
@@ -40,7 +40,7 @@ void Node::StepHooks::client_finished(int g) {
   if (n_.coordinator()) {
     n_.job_->client_finished(g);
   } else {
-    n_.send_frame(uint32_t(n_.map_.coordinator_task), FrameType::kFinished, -1, uint64_t(g));
+    n_.send_frame(uint32_t(n_.map_.coordinator_task), channel::kFinished, -1, uint64_t(g));
   }
 }
 

@@ -12,6 +12,7 @@
 #include "core/plan/plan.h"
 #include "core/runtime/step_state.h"
 #include "real/state/parameter_store.h"  // Bytes
+#include "real/node/channels.h"
 #include "real/transport/frame.h"
 
 namespace replisim::real::detail {

@@ -1,5 +1,7 @@
 #include "real/node/quiescence.h"
 
+#include "real/node/channels.h"
+
 #include <stdexcept>
 
 namespace replisim::real::detail {
@@ -20,23 +22,23 @@ Quiescence::Quiescence(Host& host, uint32_t self, uint32_t coordinator, size_t t
       received_from_(tasks, 0) {}
 
 bool Quiescence::counted(FrameType type) {
-  switch (type) {
-    case FrameType::kRun:
-    case FrameType::kDone:
-    case FrameType::kTensor:
-    case FrameType::kControl:
-    case FrameType::kSave:
-    case FrameType::kSaved:
-    case FrameType::kFinished:
-    case FrameType::kProgress:
-    case FrameType::kRestore:
-    case FrameType::kRestored:
-    case FrameType::kModelQuery:
-    case FrameType::kModelReady:
-    case FrameType::kResumed:
-    case FrameType::kStopAsk:
-    case FrameType::kStopReply:
-    case FrameType::kStopLimit:
+  switch (uint16_t(type)) {
+    case uint16_t(channel::kRun):
+    case uint16_t(channel::kDone):
+    case uint16_t(FrameType::kTensor):
+    case uint16_t(channel::kControl):
+    case uint16_t(channel::kSave):
+    case uint16_t(channel::kSaved):
+    case uint16_t(channel::kFinished):
+    case uint16_t(channel::kProgress):
+    case uint16_t(channel::kRestore):
+    case uint16_t(channel::kRestored):
+    case uint16_t(channel::kModelQuery):
+    case uint16_t(channel::kModelReady):
+    case uint16_t(channel::kResumed):
+    case uint16_t(channel::kStopAsk):
+    case uint16_t(channel::kStopReply):
+    case uint16_t(channel::kStopLimit):
       return true;
     default:
       return false;
@@ -44,21 +46,21 @@ bool Quiescence::counted(FrameType type) {
 }
 
 void Quiescence::own_frames(FrameRouter& router) {
-  router.own(FrameType::kQuery, [this](uint32_t peer, const FrameHeader& h,
+  router.own(channel::kQuery, [this](uint32_t peer, const FrameHeader& h,
                                        const uint8_t* payload) {
     if (host_.stopping()) return;
-    if (peer != coordinator_) throw FrameError(std::string(frame_type_name(h.type)) + " frame not from the coordinator");
+    if (peer != coordinator_) throw FrameError(channel::name(h.type) + " frame not from the coordinator");
     const std::string finished(reinterpret_cast<const char*>(payload), h.length);
     if (finished.size() != graphs_ || finished.find_first_not_of("01") != std::string::npos) {
       throw FrameError("a query whose payload is not one 0 or 1 per graph");
     }
-    host_.send_wave_frame(peer, FrameType::kStatus, h.step, status(finished).dump());
+    host_.send_wave_frame(peer, channel::kStatus, h.step, status(finished).dump());
   });
-  router.own(FrameType::kStatus, [this](uint32_t peer, const FrameHeader& h,
+  router.own(channel::kStatus, [this](uint32_t peer, const FrameHeader& h,
                                         const uint8_t* payload) {
     if (host_.stopping()) return;
     if (self_ != coordinator_) {
-      throw FrameError(std::string(frame_type_name(h.type)) +
+      throw FrameError(channel::name(h.type) +
                        " frame sent to a task that is not the coordinator");
     }
     on_status(peer, h, payload);
@@ -77,7 +79,7 @@ void Quiescence::query() {
   const std::string finished = host_.finished_clients();
   status_[self_] = status(finished);
   for (uint32_t t = 0; t < sent_to_.size(); ++t) {
-    if (t != self_ && host_.live(t)) host_.send_wave_frame(t, FrameType::kQuery, wave_, finished);
+    if (t != self_ && host_.live(t)) host_.send_wave_frame(t, channel::kQuery, wave_, finished);
   }
   maybe_evaluate();
 }

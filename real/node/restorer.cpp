@@ -44,34 +44,34 @@ Restorer::Restorer(Host& host, core::ClientLoop& loop, const std::vector<Part>& 
 
 void Restorer::own_frames(FrameRouter& router) {
   auto require = [](const FrameHeader& h, bool ok, const char* why) {
-    if (!ok) throw FrameError(std::string(frame_type_name(h.type)) + " frame " + why);
+    if (!ok) throw FrameError(channel::name(h.type) + " frame " + why);
   };
-  router.own(FrameType::kRestore, [this, require](uint32_t peer, const FrameHeader& h,
+  router.own(channel::kRestore, [this, require](uint32_t peer, const FrameHeader& h,
                                                   const uint8_t* payload) {
     if (host_.stopping()) return;
     require(h, peer == setup_.chief && setup_.store != nullptr,
             "not from the chief of a restarted run, or to a task without variables");
     on_restore(peer, h, payload);
   });
-  router.own(FrameType::kRestored, [this, require](uint32_t peer, const FrameHeader& h,
+  router.own(channel::kRestored, [this, require](uint32_t peer, const FrameHeader& h,
                                                    const uint8_t*) {
     if (host_.stopping()) return;
     require(h, chief() && restoring_.erase(peer) > 0, "not expected");
     on_restored();
   });
-  router.own(FrameType::kModelQuery, [this, require](uint32_t peer, const FrameHeader& h,
+  router.own(channel::kModelQuery, [this, require](uint32_t peer, const FrameHeader& h,
                                                      const uint8_t*) {
     if (host_.stopping()) return;
     require(h, coordinator(), "to a task that is not the coordinator");
-    host_.send_restore_frame(peer, FrameType::kModelReady, h.tensor, model_state().dump(), 0);
+    host_.send_restore_frame(peer, channel::kModelReady, h.tensor, model_state().dump(), 0);
   });
-  router.own(FrameType::kModelReady, [this, require](uint32_t peer, const FrameHeader& h,
+  router.own(channel::kModelReady, [this, require](uint32_t peer, const FrameHeader& h,
                                                      const uint8_t* payload) {
     if (host_.stopping()) return;
     require(h, peer == setup_.coordinator, "not from the coordinator");
     on_model_ready(h, payload);
   });
-  router.own(FrameType::kResumed, [this, require](uint32_t peer, const FrameHeader& h,
+  router.own(channel::kResumed, [this, require](uint32_t peer, const FrameHeader& h,
                                                   const uint8_t* payload) {
     if (host_.stopping()) return;
     require(h, coordinator(), "sent to a task that is not the coordinator");
@@ -192,7 +192,7 @@ void Restorer::restore_model() {
     if (t == setup_.self) {
       on_restore(setup_.self, FrameHeader{}, nullptr);
     } else {
-      host_.send_restore_frame(t, FrameType::kRestore, 0, payload, 0);
+      host_.send_restore_frame(t, channel::kRestore, 0, payload, 0);
     }
   }
 }
@@ -251,7 +251,7 @@ void Restorer::on_restore(uint32_t peer, const FrameHeader& h, const uint8_t* pa
           restoring_.erase(setup_.self);
           on_restored();
         } else {
-          host_.send_restore_frame(peer, FrameType::kRestored, 0, "{}", 0);
+          host_.send_restore_frame(peer, channel::kRestored, 0, "{}", 0);
         }
       });
 }
@@ -275,7 +275,7 @@ void Restorer::model_restored() {
     h.length = uint32_t(text.size());
     on_resumed(setup_.self, h, reinterpret_cast<const uint8_t*>(text.data()));
   } else {
-    host_.send_restore_frame(setup_.coordinator, FrameType::kResumed, 0, text, now);
+    host_.send_restore_frame(setup_.coordinator, channel::kResumed, 0, text, now);
   }
   for (const Part& p : parts_) {
     if (p.owner && with_chief(p.index)) resume_client(p.index, global_step, steps);
@@ -285,7 +285,7 @@ void Restorer::model_restored() {
 // A restarted worker asks the coordinator whether the model is back.
 void Restorer::poll_model(int g) {
   if (!coordinator()) {
-    host_.send_restore_frame(setup_.coordinator, FrameType::kModelQuery, uint64_t(g), "", 0);
+    host_.send_restore_frame(setup_.coordinator, channel::kModelQuery, uint64_t(g), "", 0);
     return;
   }
   FrameHeader h;
@@ -347,7 +347,7 @@ void Restorer::resume_client(int g, int64_t global_step,
     if (coordinator()) {
       resumed_s_[size_t(g)] = now;
     } else {
-      host_.send_restore_frame(setup_.coordinator, FrameType::kResumed, uint64_t(g), "{}", now);
+      host_.send_restore_frame(setup_.coordinator, channel::kResumed, uint64_t(g), "{}", now);
     }
   }
   loop_.start_client(g);

@@ -13,9 +13,9 @@ SteadyStop::SteadyStop(Host& host, core::ClientLoop& loop, const std::vector<Par
 
 void SteadyStop::own_frames(FrameRouter& router) {
   auto require = [](const FrameHeader& h, bool ok, const char* why) {
-    if (!ok) throw FrameError(std::string(frame_type_name(h.type)) + " frame " + why);
+    if (!ok) throw FrameError(channel::name(h.type) + " frame " + why);
   };
-  router.own(FrameType::kStopAsk, [this, require](uint32_t peer, const FrameHeader& h,
+  router.own(channel::kStopAsk, [this, require](uint32_t peer, const FrameHeader& h,
                                                   const uint8_t*) {
     if (host_.stopping()) return;
     const Part& p = part_of_frame(parts_, peer, h, false);
@@ -23,13 +23,13 @@ void SteadyStop::own_frames(FrameRouter& router) {
             "not from the coordinator, or for a graph whose client is not here");
     on_ask(p.index);
   });
-  router.own(FrameType::kStopReply, [this, require](uint32_t peer, const FrameHeader& h,
+  router.own(channel::kStopReply, [this, require](uint32_t peer, const FrameHeader& h,
                                                     const uint8_t*) {
     if (host_.stopping()) return;
     require(h, rule_.has_value() && asked_, "not asked for");
     on_reply(part_of_frame(parts_, peer, h, true).index, h.step);
   });
-  router.own(FrameType::kStopLimit, [this, require](uint32_t peer, const FrameHeader& h,
+  router.own(channel::kStopLimit, [this, require](uint32_t peer, const FrameHeader& h,
                                                     const uint8_t*) {
     if (host_.stopping()) return;
     const Part& p = part_of_frame(parts_, peer, h, false);
@@ -99,7 +99,7 @@ void SteadyStop::ask() {
     if (host_.client_dead(p.index) || host_.client_finished(p.index)) continue;
     replies_[p.index] = -2;  // awaited
     if (p.owner_task != setup_.self) {
-      host_.send_stop_frame(p.owner_task, FrameType::kStopAsk, -1, uint64_t(p.index));
+      host_.send_stop_frame(p.owner_task, channel::kStopAsk, -1, uint64_t(p.index));
     }
   }
   // This task's own clients answer at once (as in the simulator, the client whose step made the
@@ -122,7 +122,7 @@ void SteadyStop::on_ask(int g) {
   if (setup_.self == setup_.coordinator) {
     on_reply(g, c.reply);
   } else {
-    host_.send_stop_frame(setup_.coordinator, FrameType::kStopReply, c.reply, uint64_t(g));
+    host_.send_stop_frame(setup_.coordinator, channel::kStopReply, c.reply, uint64_t(g));
   }
 }
 
@@ -156,7 +156,7 @@ void SteadyStop::maybe_set_limits() {
     if (p.owner_task == setup_.self) {
       on_limit(g, limit);
     } else {
-      host_.send_stop_frame(p.owner_task, FrameType::kStopLimit, limit, uint64_t(g));
+      host_.send_stop_frame(p.owner_task, channel::kStopLimit, limit, uint64_t(g));
     }
   }
   limits_sent_ = true;

@@ -13,10 +13,10 @@ using core::Op;
 using core::OpKind;
 
 void StepRunner::own_frames(FrameRouter& router) {
-  router.own(FrameType::kRun, [this](uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
+  router.own(channel::kRun, [this](uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
     if (!host_.stopping()) on_run(peer, h, payload);
   });
-  router.own(FrameType::kDone,
+  router.own(channel::kDone,
              [this](uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
                if (!host_.stopping()) on_done(peer, h, payload);
              });

@@ -119,7 +119,7 @@ void StepRunner::begin_step(int g) {
   p.read_seen = -1;
   const int64_t local = loop.loop == core::LoopKind::kSyncWorker ? loop.next_local_step : 0;
   for (uint32_t t : p.participants) {
-    host_.send_frame(t, FrameType::kRun, loop.step, uint64_t(g), pack_i64({local}));
+    host_.send_frame(t, channel::kRun, loop.step, uint64_t(g), pack_i64({local}));
   }
   begin_part(p, loop.step, local);
 }
@@ -172,7 +172,7 @@ void StepRunner::part_done(Part& p) {
   }
   p.active = false;
   const int64_t now = host_.global_step_here();
-  host_.send_frame(p.owner_task, FrameType::kDone, p.step, uint64_t(p.index),
+  host_.send_frame(p.owner_task, channel::kDone, p.step, uint64_t(p.index),
              pack_i64({p.global_step_read, now}));
   std::fill(p.out.begin(), p.out.end(), nullptr);
   for (auto& g : p.gradients) g.clear();

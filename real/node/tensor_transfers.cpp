@@ -46,10 +46,13 @@ TensorTransfers::TensorTransfers(StepRunner::Host& host, StepRunner& runner,
     : host_(host), runner_(runner), plan_(plan), self_(self) {}
 
 void TensorTransfers::own_frames(FrameRouter& router) {
-  router.own(FrameType::kTensor, [this](uint32_t peer, const FrameHeader& h, const uint8_t*) {
-    if (!host_.stopping()) on_tensor(peer, h);
-  });
-  router.own(FrameType::kControl, [this](uint32_t peer, const FrameHeader& h, const uint8_t*) {
+  router.own(
+      FrameType::kTensor,
+      [this](uint32_t peer, const FrameHeader& h, const uint8_t*) {
+        if (!host_.stopping()) on_tensor(peer, h);
+      },
+      /*chunked=*/true);
+  router.own(channel::kControl, [this](uint32_t peer, const FrameHeader& h, const uint8_t*) {
     if (!host_.stopping()) on_control(peer, h);
   });
 }
@@ -143,7 +146,7 @@ void TensorTransfers::notify_remote(Part& p, int op_index) {
   const bool with_data = value && value->size() == bytes && bytes > 0;
   for (uint32_t t : to) {
     if (!with_data) {
-      host_.send_frame(t, FrameType::kControl, p.step,
+      host_.send_frame(t, channel::kControl, p.step,
                        (uint64_t(p.index) << 32) | uint64_t(op_index), {});
       continue;
     }

@@ -32,16 +32,17 @@ TraceGather::TraceGather(Host& host, const ClusterSpec& spec, uint32_t self, uin
       part_file_(std::move(part_file)) {}
 
 void TraceGather::own_frames(FrameRouter& router) {
-  router.own(FrameType::kTracePart,
+  router.own(channel::kTracePart,
              [this](uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
                if (self_ != coordinator_) {
-                 throw FrameError(std::string(frame_type_name(h.type)) +
+                 throw FrameError(channel::name(h.type) +
                                   " frame to a task that is not the "
                                   "coordinator");
                }
                on_trace_part(peer, h, payload);
-             });
-  router.own(FrameType::kTracePartKept,
+             },
+             /*chunked=*/true);
+  router.own(channel::kTracePartKept,
              [this](uint32_t peer, const FrameHeader&, const uint8_t*) { on_part_kept(peer); });
 }
 
@@ -59,7 +60,7 @@ void TraceGather::send_part(std::function<void()> then) {
   auto data = std::make_shared<std::string>(std::move(bytes));
   for (size_t i = 0; i < chunks; ++i) {
     FrameHeader h;
-    h.type = FrameType::kTracePart;
+    h.type = channel::kTracePart;
     h.chunk = uint32_t(i);
     h.chunks = uint32_t(chunks);
     const size_t offset = i * kDefaultChunkBytes;
@@ -78,7 +79,7 @@ void TraceGather::send_part(std::function<void()> then) {
 
 void TraceGather::on_part_kept(uint32_t peer) {
   if (peer != coordinator_) {
-    throw FrameError(std::string(frame_type_name(FrameType::kTracePartKept)) +
+    throw FrameError(channel::name(channel::kTracePartKept) +
                      " frame not from the coordinator");
   }
   if (after_part_kept_) std::exchange(after_part_kept_, nullptr)();
@@ -103,7 +104,7 @@ void TraceGather::on_trace_part(uint32_t peer, const FrameHeader& h, const uint8
   parts_in_[peer] = std::move(part.bytes);
   part_chunks_.erase(peer);
   FrameHeader kept;
-  kept.type = FrameType::kTracePartKept;
+  kept.type = channel::kTracePartKept;
   host_.send(peer, kept, nullptr, 0, nullptr);
   if (gathering_) maybe_merge(false);
 }

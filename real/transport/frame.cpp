@@ -19,6 +19,21 @@ uint64_t get(const uint8_t* in, int bytes) {
 
 }  // namespace
 
+bool is_transport_frame(FrameType type) {
+  switch (type) {
+    case FrameType::kHello:
+    case FrameType::kHelloReply:
+    case FrameType::kAuth:
+    case FrameType::kAuthOk:
+    case FrameType::kHeartbeat:
+    case FrameType::kTensor:
+    case FrameType::kStop:
+    case FrameType::kError:
+      return true;
+  }
+  return false;
+}
+
 const char* frame_type_name(FrameType type) {
   switch (type) {
     case FrameType::kHello:
@@ -31,60 +46,14 @@ const char* frame_type_name(FrameType type) {
       return "auth ok";
     case FrameType::kHeartbeat:
       return "heartbeat";
-    case FrameType::kPing:
-      return "ping";
-    case FrameType::kPong:
-      return "pong";
-    case FrameType::kStart:
-      return "start";
-    case FrameType::kRun:
-      return "run";
-    case FrameType::kDone:
-      return "done";
     case FrameType::kTensor:
       return "tensor";
-    case FrameType::kControl:
-      return "control";
-    case FrameType::kSave:
-      return "save";
-    case FrameType::kSaved:
-      return "saved";
-    case FrameType::kFinished:
-      return "finished";
     case FrameType::kStop:
       return "stop";
     case FrameType::kError:
       return "error";
-    case FrameType::kReady:
-      return "ready";
-    case FrameType::kQuery:
-      return "query";
-    case FrameType::kStatus:
-      return "status";
-    case FrameType::kProgress:
-      return "progress";
-    case FrameType::kRestore:
-      return "restore";
-    case FrameType::kRestored:
-      return "restored";
-    case FrameType::kModelQuery:
-      return "model query";
-    case FrameType::kModelReady:
-      return "model ready";
-    case FrameType::kResumed:
-      return "resumed";
-    case FrameType::kTracePart:
-      return "trace part";
-    case FrameType::kTracePartKept:
-      return "trace part kept";
-    case FrameType::kStopAsk:
-      return "stop ask";
-    case FrameType::kStopReply:
-      return "stop reply";
-    case FrameType::kStopLimit:
-      return "stop limit";
   }
-  return "?";
+  return "application";
 }
 
 // Layout: magic 0..4, version 4..6, type 6..8, source 8..12, destination 12..16, step 16..24,
@@ -114,7 +83,7 @@ FrameHeader decode_header(const uint8_t* in) {
   }
   FrameHeader h;
   const uint16_t type = uint16_t(get(in + 6, 2));
-  if (type < uint16_t(FrameType::kHello) || type > uint16_t(FrameType::kStopLimit)) {
+  if (type < uint16_t(FrameType::kHello) || type > kLastFrameType) {
     throw FrameError("unknown frame type " + std::to_string(type));
   }
   h.type = FrameType(type);
@@ -132,8 +101,9 @@ FrameHeader decode_header(const uint8_t* in) {
   if (h.chunks == 0 || h.chunk >= h.chunks) {
     throw FrameError("chunk " + std::to_string(h.chunk) + " of " + std::to_string(h.chunks));
   }
-  if (h.type != FrameType::kTensor && h.type != FrameType::kTracePart && h.chunks != 1)
+  if (h.type != FrameType::kTensor && is_transport_frame(h.type) && h.chunks != 1) {
     throw FrameError("chunks in a non-tensor frame");
+  }
   if (h.length > kMaxFramePayloadBytes) {
     throw FrameError("frame of " + std::to_string(h.length) + " bytes above the limit of " +
                      std::to_string(kMaxFramePayloadBytes));

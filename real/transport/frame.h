@@ -18,6 +18,7 @@ namespace replisim::real {
 
 // Version 2: restarts (restore, model queries), trace parts gathered by the coordinator.
 // 3: the stop frames; 4: the dialer proves first, and frames after the handshake carry a MAC.
+// (The application channels' split from the transport's frames kept version 4's numbers.)
 inline constexpr uint16_t kProtocolVersion = 4;
 inline constexpr size_t kFrameHeaderBytes = 52;
 // Payloads above this are refused (a corrupt or hostile length): 16 MiB.
@@ -28,41 +29,25 @@ inline constexpr uint32_t kDefaultChunkBytes = uint32_t(1) << 20;
 // Tasks of one job, at most.
 inline constexpr uint32_t kMaxTasks = uint32_t(1) << 20;
 
+// The transport's own frames. Every other type up to kLastFrameType is an application channel:
+// the transport carries it as it is (one frame, or chunks the application reassembles) and the
+// application names and checks it (a real node: real/node/channels.h). The values are the wire's
+// (protocol version 4 numbered transport frames and channels in one space; they keep it).
 enum class FrameType : uint16_t {
-  kHello = 1,        // handshake: the dialer's task and challenge
-  kHelloReply = 2,   // handshake: the listener's challenge
-  kAuth = 3,         // handshake: the dialer's plan hash and proof
-  kAuthOk = 4,       // handshake: accepted; the listener's plan hash and proof
-  kHeartbeat = 5,    // nothing else to send for a while
-  kPing = 6,         // clock estimate: payload = the sender's clock
-  kPong = 7,         // its answer: time_s = the answerer's clock, payload: the ping's
-  kStart = 8,        // from the chief: every task is ready; time_s = the run's origin
-  kRun = 9,          // a client starts a step of its graph: tensor = graph, payload: local step
-  kDone = 10,        // a task finished its part of a step: tensor = graph, payload: global steps
-  kTensor = 11,      // a chunk of a tensor: tensor = graph << 32 | op (a send, or an op another
-                     // task's op takes directly), time_s = when the sender started it
-  kControl = 12,     // an op another task's op takes directly completed (no data): as kTensor
-  kSave = 13,        // the chief asks a PS to save its variables: payload = the checkpoint's name
-  kSaved = 14,       // the PS saved them: payload = what it wrote
-  kFinished = 15,    // a graph's client is done (to the chief): tensor = graph
-  kStop = 16,        // the run is over: write your trace and exit (from the chief, then passed on)
-  kError = 17,       // the sender stops because of the error in the payload
-  kReady = 18,       // to the chief: connected to every peer, clock estimated (payload: offset)
-  kQuery = 19,       // from the chief: your counters (step = the wave), payload: graphs finished
-  kStatus = 20,      // the answer: payload = JSON counters
-  kProgress = 21,    // to the coordinator: a graph finished a step (tensor = graph, step = steps)
-  kRestore = 22,     // from the chief after a restart: load checkpoint <payload> (its name)
-  kRestored = 23,    // the PS loaded it: payload = JSON {bytes, global_step, client_steps}
-  kModelQuery = 24,  // a restarted worker to the coordinator: is the model restored yet?
-  kModelReady = 25,  // the answer: payload = JSON {ready, global_step, client_steps}
-  kResumed = 26,     // to the coordinator: a graph's client trains again (time_s: since when)
-  kTracePart = 27,   // to the coordinator: a chunk of this task's trace (chunk of chunks)
-  kTracePartKept = 28,  // the coordinator has a task's whole trace part
-  // training.steps "auto" in a real run (real/node/node_steady.cpp): the coordinator's rule held.
-  kStopAsk = 29,    // to a client's task: which step will yours end last? (tensor = graph)
-  kStopReply = 30,  // the answer: step = that step (a synchronous worker: its token)
-  kStopLimit = 31,  // the coordinator's limit: run up to step (tensor = graph), then stop
+  kHello = 1,       // handshake: the dialer's task and challenge
+  kHelloReply = 2,  // handshake: the listener's challenge
+  kAuth = 3,        // handshake: the dialer's plan hash and proof
+  kAuthOk = 4,      // handshake: accepted; the listener's plan hash and proof
+  kHeartbeat = 5,   // nothing else to send for a while
+  kTensor = 11,     // bulk data in chunks, in order, each received in place
+                    // (Mesh::Handler::tensor_destination); time_s = when the sender started it
+  kStop = 16,       // the sender closes: its last frame on every connection (payload: its reason)
+  kError = 17,      // the sender stops because of the error in the payload (also: a refusal)
 };
+inline constexpr uint16_t kLastFrameType = 63;
+// Whether `type` is one of the transport's frames (not an application channel).
+bool is_transport_frame(FrameType type);
+// The transport frame's name ("hello", "tensor"); "application" for a channel.
 const char* frame_type_name(FrameType type);
 
 struct FrameHeader {
@@ -86,8 +71,9 @@ class FrameError : public std::runtime_error {
 // Writes the header's 52 bytes.
 void encode_header(const FrameHeader& header, uint8_t out[kFrameHeaderBytes]);
 
-// Reads and checks 52 bytes: magic, version, a known type, chunk < chunks, chunks >= 1, length
-// at most kMaxFramePayloadBytes, a finite time, tasks below kMaxTasks. Throws FrameError.
+// Reads and checks 52 bytes: magic, version, a type from 1 to kLastFrameType, chunk < chunks,
+// chunks >= 1 (more than one only for a tensor or an application channel), length at most
+// kMaxFramePayloadBytes, a finite time, tasks below kMaxTasks. Throws FrameError.
 FrameHeader decode_header(const uint8_t* data);
 
 // The order of one connection's tensor chunks: each tensor's chunks come 0, 1, ..., chunks - 1,

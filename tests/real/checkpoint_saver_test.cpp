@@ -44,7 +44,7 @@ class FakeSaverHost : public CheckpointSaver::Host {
 
 FrameHeader saved_frame(const std::string& payload) {
   FrameHeader h;
-  h.type = FrameType::kSaved;
+  h.type = channel::kSaved;
   h.length = uint32_t(payload.size());
   return h;
 }
@@ -95,7 +95,7 @@ TEST(CheckpointSaver, ASaveWaitsForEveryShardThenWritesTheIndexNamingThem) {
   // Its own shard is written; task 3 is asked for the other.
   ASSERT_EQ(node.sent.size(), 1u);
   EXPECT_EQ(node.sent[0].peer, 3u);
-  EXPECT_EQ(node.sent[0].type, FrameType::kSave);
+  EXPECT_EQ(node.sent[0].type, channel::kSave);
   EXPECT_EQ(node.sent[0].payload, "model.ckpt-0");
   EXPECT_TRUE(done.empty());
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/model.ckpt-0.index"));
@@ -131,7 +131,7 @@ TEST(CheckpointSaver, OnlyTheChiefOrTheCoordinatorAsksForAShard) {
   FrameRouter router;
   saver.own_frames(router);
   FrameHeader h;
-  h.type = FrameType::kSave;
+  h.type = channel::kSave;
   const std::string name = "model.ckpt-4";
   h.length = uint32_t(name.size());
   try {
@@ -144,7 +144,7 @@ TEST(CheckpointSaver, OnlyTheChiefOrTheCoordinatorAsksForAShard) {
   router.route(1, h, payload_of(name));  // the chief
   ASSERT_EQ(node.sent.size(), 1u);
   EXPECT_EQ(node.sent[0].peer, 1u);
-  EXPECT_EQ(node.sent[0].type, FrameType::kSaved);
+  EXPECT_EQ(node.sent[0].type, channel::kSaved);
   EXPECT_TRUE(std::filesystem::exists(dir.path() + "/model.ckpt-4.ps1"));
   const std::string bad = "../x";
   h.length = uint32_t(bad.size());

@@ -85,6 +85,22 @@ TEST(Frame, BadHeadersAreRefusedWithTheReason) {
   FrameHeader heartbeat;
   heartbeat.chunks = 2;
   has(decode_error(bytes_of(heartbeat)), "chunks in a non-tensor frame");
+  has(patched(6, std::string("\x40\x00", 2)), "unknown frame type 64");  // past kLastFrameType
+}
+
+TEST(Frame, AnApplicationChannelPassesAsItIsChunksIncluded) {
+  // Any type up to kLastFrameType that is no transport frame is the application's to name and
+  // check (a real node's channels: real/node/channels.h); it may come in chunks.
+  FrameHeader h;
+  h.type = FrameType(kLastFrameType);
+  h.chunk = 1;
+  h.chunks = 3;
+  const std::string b = bytes_of(h);
+  const FrameHeader back = decode_header(reinterpret_cast<const uint8_t*>(b.data()));
+  EXPECT_EQ(uint16_t(back.type), kLastFrameType);
+  EXPECT_FALSE(is_transport_frame(back.type));
+  EXPECT_STREQ(frame_type_name(back.type), "application");
+  EXPECT_TRUE(is_transport_frame(FrameType::kTensor));
 }
 
 TEST(Frame, TheAssemblerCutsAStreamFedInAnyPiecesIntoFrames) {

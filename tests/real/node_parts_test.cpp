@@ -218,18 +218,18 @@ TEST(SteadyStop, AsynchronousClientsEachGetTheirOwnAnswerAsTheirLimit) {
   stop.own_frames(router);
   node_parts_make_rule_hold(stop, host, task.plan);
   ASSERT_EQ(host.sent.size(), 2u);  // a question to each client's task
-  EXPECT_EQ(host.sent[0].type, FrameType::kStopAsk);
+  EXPECT_EQ(host.sent[0].type, channel::kStopAsk);
   EXPECT_EQ(host.sent[0].peer, 1u);
   EXPECT_EQ(host.sent[0].tensor, 0u);
   EXPECT_EQ(host.sent[1].peer, 2u);
   EXPECT_EQ(host.sent[1].tensor, 1u);
   host.sent.clear();
-  node_parts_route(router, 1, FrameType::kStopReply, 5, 0);
+  node_parts_route(router, 1, channel::kStopReply, 5, 0);
   EXPECT_TRUE(host.sent.empty());  // worker1 has not answered yet
   EXPECT_EQ(host.limits_set, 0);
-  node_parts_route(router, 2, FrameType::kStopReply, 7, 1);
+  node_parts_route(router, 2, channel::kStopReply, 7, 1);
   ASSERT_EQ(host.sent.size(), 2u);
-  EXPECT_EQ(host.sent[0].type, FrameType::kStopLimit);
+  EXPECT_EQ(host.sent[0].type, channel::kStopLimit);
   EXPECT_EQ(host.sent[0].peer, 1u);
   EXPECT_EQ(host.sent[0].step, 5);
   EXPECT_EQ(host.sent[1].peer, 2u);
@@ -247,11 +247,11 @@ TEST(SteadyStop, WorkersAtBarriersAllGetTheFurthestAnswer) {
   stop.own_frames(router);
   node_parts_make_rule_hold(stop, host, task.plan);
   host.sent.clear();
-  node_parts_route(router, 2, FrameType::kStopReply, 9, 1);
-  node_parts_route(router, 1, FrameType::kStopReply, 4, 0);
+  node_parts_route(router, 2, channel::kStopReply, 9, 1);
+  node_parts_route(router, 1, channel::kStopReply, 4, 0);
   ASSERT_EQ(host.sent.size(), 2u);
   for (const NodePartsSent& s : host.sent) {
-    EXPECT_EQ(s.type, FrameType::kStopLimit);
+    EXPECT_EQ(s.type, channel::kStopLimit);
     EXPECT_EQ(s.step, 9) << "graph " << s.tensor;
   }
 }
@@ -269,12 +269,12 @@ TEST(SteadyStop, SynchronousGraphsAllStopAtAGlobalStepPastEveryToken) {
   node_parts_make_rule_hold(stop, host, task.plan);
   ASSERT_EQ(host.sent.size(), 3u);  // both workers and the chief's sync op
   host.sent.clear();
-  node_parts_route(router, 1, FrameType::kStopReply, 5, 0);                  // a token 5 worker
-  node_parts_route(router, 2, FrameType::kStopReply, 7, 1);                  // a token 7 worker
-  node_parts_route(router, 1, FrameType::kStopReply, 6, uint64_t(sync_op));  // 6 updates made
+  node_parts_route(router, 1, channel::kStopReply, 5, 0);                  // a token 5 worker
+  node_parts_route(router, 2, channel::kStopReply, 7, 1);                  // a token 7 worker
+  node_parts_route(router, 1, channel::kStopReply, 6, uint64_t(sync_op));  // 6 updates made
   ASSERT_EQ(host.sent.size(), 3u);
   for (const NodePartsSent& s : host.sent) {
-    EXPECT_EQ(s.type, FrameType::kStopLimit);
+    EXPECT_EQ(s.type, channel::kStopLimit);
     EXPECT_EQ(s.step, 8) << "graph " << s.tensor;  // past token 7: update 8
   }
   EXPECT_EQ(stop.last_global_step(), 8);
@@ -292,7 +292,7 @@ TEST(SteadyStop, ADeadClientIsNeitherAskedNorWaitedFor) {
   ASSERT_EQ(host.sent.size(), 1u);
   EXPECT_EQ(host.sent[0].peer, 1u);
   host.sent.clear();
-  node_parts_route(router, 1, FrameType::kStopReply, 3, 0);
+  node_parts_route(router, 1, channel::kStopReply, 3, 0);
   ASSERT_EQ(host.sent.size(), 1u);
   EXPECT_EQ(host.sent[0].step, 3);
   EXPECT_EQ(host.limits_set, 1);
@@ -305,19 +305,19 @@ TEST(SteadyStop, AReplyNotAskedForIsThePeersError) {
   FrameRouter router;
   stop.own_frames(router);
   // Before the question.
-  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 1, FrameType::kStopReply, 5, 0); }),
+  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 1, channel::kStopReply, 5, 0); }),
             "stop reply frame not asked for");
   node_parts_make_rule_hold(stop, host, task.plan);
   // From a task that is not the graph's client; for a graph out of range; before the first step.
-  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 2, FrameType::kStopReply, 5, 0); }),
+  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 2, channel::kStopReply, 5, 0); }),
             "stop reply for graph 0 from a task that is not its client");
-  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 1, FrameType::kStopReply, 5, 7); }),
+  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 1, channel::kStopReply, 5, 7); }),
             "a frame for graph 7 of 2");
-  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 1, FrameType::kStopReply, -2, 0); }),
+  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 1, channel::kStopReply, -2, 0); }),
             "a stop reply before the first step");
   // Answered once; the second answer was not asked for.
-  node_parts_route(router, 1, FrameType::kStopReply, 5, 0);
-  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 1, FrameType::kStopReply, 6, 0); }),
+  node_parts_route(router, 1, channel::kStopReply, 5, 0);
+  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 1, channel::kStopReply, 6, 0); }),
             "a stop reply for graph 0 not asked for");
   // A task that runs no rule (a worker) is asked nothing.
   NodePartsTask worker(node_parts_plan(node_parts_auto_steps("async")), 1);
@@ -326,7 +326,7 @@ TEST(SteadyStop, AReplyNotAskedForIsThePeersError) {
   FrameRouter worker_router;
   worker_stop.own_frames(worker_router);
   EXPECT_EQ(
-      node_parts_refusal([&] { node_parts_route(worker_router, 2, FrameType::kStopReply, 5, 1); }),
+      node_parts_refusal([&] { node_parts_route(worker_router, 2, channel::kStopReply, 5, 1); }),
       "stop reply frame not asked for");
 }
 
@@ -338,21 +338,21 @@ TEST(SteadyStop, AClientAnswersOneQuestionFromTheCoordinatorForItsOwnGraph) {
   stop.own_frames(router);
   const std::string not_coordinator =
       "stop ask frame not from the coordinator, or for a graph whose client is not here";
-  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 2, FrameType::kStopAsk, -1, 0); }),
+  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 2, channel::kStopAsk, -1, 0); }),
             not_coordinator);
-  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 0, FrameType::kStopAsk, -1, 1); }),
+  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 0, channel::kStopAsk, -1, 1); }),
             not_coordinator);  // graph 1's client is worker1
-  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 0, FrameType::kStopAsk, -1, 5); }),
+  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 0, channel::kStopAsk, -1, 5); }),
             "a frame for graph 5 of 2");
   EXPECT_TRUE(host.sent.empty());
   // Between steps, before its first: the last step it ends is the one before (-1).
-  node_parts_route(router, 0, FrameType::kStopAsk, -1, 0);
+  node_parts_route(router, 0, channel::kStopAsk, -1, 0);
   ASSERT_EQ(host.sent.size(), 1u);
   EXPECT_EQ(host.sent[0].peer, 0u);
-  EXPECT_EQ(host.sent[0].type, FrameType::kStopReply);
+  EXPECT_EQ(host.sent[0].type, channel::kStopReply);
   EXPECT_EQ(host.sent[0].step, -1);
   EXPECT_EQ(host.sent[0].tensor, 0u);
-  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 0, FrameType::kStopAsk, -1, 0); }),
+  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 0, channel::kStopAsk, -1, 0); }),
             "a second stop question for graph 0");
   // Until its limit comes, a step beyond its answer waits.
   EXPECT_TRUE(stop.hold(0));
@@ -364,23 +364,23 @@ TEST(SteadyStop, ALimitBelowTheReplyUnaskedOrTwiceIsThePeersError) {
   SteadyStop stop(host, task.loop(), task.parts(), node_parts_stop_setup(task));
   FrameRouter router;
   stop.own_frames(router);
-  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 0, FrameType::kStopLimit, 3, 0); }),
+  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 0, channel::kStopLimit, 3, 0); }),
             "a stop limit for graph 0 not asked for");
   task.loop().client(0).step = 4;  // four steps done, none active: it answers 3
-  node_parts_route(router, 0, FrameType::kStopAsk, -1, 0);
+  node_parts_route(router, 0, channel::kStopAsk, -1, 0);
   ASSERT_EQ(host.sent.size(), 1u);
   EXPECT_EQ(host.sent[0].step, 3);
-  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 2, FrameType::kStopLimit, 3, 0); }),
+  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 2, channel::kStopLimit, 3, 0); }),
             "stop limit frame not from the coordinator, or for a graph whose client is not here");
-  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 0, FrameType::kStopLimit, 2, 0); }),
+  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 0, channel::kStopLimit, 2, 0); }),
             "a stop limit for graph 0 not asked for");  // below its answer
   EXPECT_TRUE(stop.within_limit(0));                    // no limit yet
-  node_parts_route(router, 0, FrameType::kStopLimit, 3, 0);
+  node_parts_route(router, 0, channel::kStopLimit, 3, 0);
   EXPECT_FALSE(stop.within_limit(0));  // step 4 is past the limit
   EXPECT_FALSE(stop.hold(0));          // its limit is here: nothing to wait for
   task.loop().client(0).step = 3;
   EXPECT_TRUE(stop.within_limit(0));  // step 3 is the last
-  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 0, FrameType::kStopLimit, 3, 0); }),
+  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 0, channel::kStopLimit, 3, 0); }),
             "a stop limit for graph 0 not asked for");
 }
 
@@ -397,10 +397,10 @@ TEST(SteadyStop, TheChiefsSyncOpWaitingPastItsLimitEndsItsStep) {
   Part& p = task.parts()[size_t(sync_op)];
   p.active = true;  // its step 8 waits for update 9
   p.step = 8;
-  node_parts_route(router, 0, FrameType::kStopAsk, -1, uint64_t(sync_op));
+  node_parts_route(router, 0, channel::kStopAsk, -1, uint64_t(sync_op));
   ASSERT_EQ(host.sent.size(), 1u);
   EXPECT_EQ(host.sent[0].step, 8);  // the updates made
-  node_parts_route(router, 0, FrameType::kStopLimit, 8, uint64_t(sync_op));
+  node_parts_route(router, 0, channel::kStopLimit, 8, uint64_t(sync_op));
   EXPECT_EQ(host.ended_waiting, std::vector<int>{sync_op});
 }
 
@@ -411,9 +411,9 @@ TEST(SteadyStop, NothingIsTakenWhileTheNodeStops) {
   SteadyStop stop(host, task.loop(), task.parts(), node_parts_stop_setup(task));
   FrameRouter router;
   stop.own_frames(router);
-  EXPECT_TRUE(node_parts_route(router, 2, FrameType::kStopAsk, -1, 9));
-  EXPECT_TRUE(node_parts_route(router, 2, FrameType::kStopLimit, -5, 0));
-  EXPECT_TRUE(node_parts_route(router, 2, FrameType::kStopReply, -5, 0));
+  EXPECT_TRUE(node_parts_route(router, 2, channel::kStopAsk, -1, 9));
+  EXPECT_TRUE(node_parts_route(router, 2, channel::kStopLimit, -5, 0));
+  EXPECT_TRUE(node_parts_route(router, 2, channel::kStopReply, -5, 0));
   EXPECT_TRUE(host.sent.empty());
 }
 
@@ -466,7 +466,7 @@ std::string node_parts_ready_payload() {
 void node_parts_start(JobControl& job, FrameRouter& router, const NodePartsTask& task) {
   job.coordinator_ready();
   for (uint32_t t = 1; t < task.spec.tasks.size(); ++t) {
-    node_parts_route(router, t, FrameType::kReady, -1, 0, node_parts_ready_payload());
+    node_parts_route(router, t, channel::kReady, -1, 0, node_parts_ready_payload());
   }
   ASSERT_TRUE(job.started());
 }
@@ -478,17 +478,17 @@ TEST(JobControl, TheJobStartsOnceEveryTaskIsReadyAndSaysSoToEachOnce) {
   FrameRouter router;
   job.own_frames(router);
   job.coordinator_ready();
-  node_parts_route(router, 2, FrameType::kReady, -1, 0, node_parts_ready_payload());
+  node_parts_route(router, 2, channel::kReady, -1, 0, node_parts_ready_payload());
   EXPECT_FALSE(job.started());
   EXPECT_EQ(node_parts_refusal([&] {
-              node_parts_route(router, 2, FrameType::kReady, -1, 0, node_parts_ready_payload());
+              node_parts_route(router, 2, channel::kReady, -1, 0, node_parts_ready_payload());
             }),
             "a second ready");
-  node_parts_route(router, 1, FrameType::kReady, -1, 0, node_parts_ready_payload());
+  node_parts_route(router, 1, channel::kReady, -1, 0, node_parts_ready_payload());
   ASSERT_TRUE(job.started());
   ASSERT_EQ(host.sent.size(), 2u);
   for (const NodePartsSent& s : host.sent) {
-    EXPECT_EQ(s.type, FrameType::kStart);
+    EXPECT_EQ(s.type, channel::kStart);
     EXPECT_DOUBLE_EQ(s.time_s, 100.05);  // a little ahead on the coordinator's clock
     EXPECT_EQ(unpack_i64(reinterpret_cast<const uint8_t*>(s.payload.data()), s.payload.size(), 0),
               0);  // no progress frames: nobody reads progress lines
@@ -496,7 +496,7 @@ TEST(JobControl, TheJobStartsOnceEveryTaskIsReadyAndSaysSoToEachOnce) {
   EXPECT_EQ(host.origins, std::vector<double>{100.05});
   EXPECT_EQ(job.clock_offsets().size(), 2u);
   EXPECT_EQ(node_parts_refusal([&] {
-              node_parts_route(router, 1, FrameType::kReady, -1, 0, node_parts_ready_payload());
+              node_parts_route(router, 1, channel::kReady, -1, 0, node_parts_ready_payload());
             }),
             "a second ready");
   // A ready whose payload is short.
@@ -505,7 +505,7 @@ TEST(JobControl, TheJobStartsOnceEveryTaskIsReadyAndSaysSoToEachOnce) {
   FrameRouter other_router;
   other_job.own_frames(other_router);
   EXPECT_EQ(node_parts_refusal(
-                [&] { node_parts_route(other_router, 1, FrameType::kReady, -1, 0, "short"); }),
+                [&] { node_parts_route(other_router, 1, channel::kReady, -1, 0, "short"); }),
             "a payload of 5 bytes where 8 were due");
 }
 
@@ -517,20 +517,20 @@ TEST(JobControl, StartTwiceOrNotFromTheCoordinatorIsThePeersError) {
   job.own_frames(router);
   const std::string refused = "start frame not from the coordinator, or a second one";
   EXPECT_EQ(node_parts_refusal(
-                [&] { node_parts_route(router, 2, FrameType::kStart, -1, 0, pack_i64({1}), 50); }),
+                [&] { node_parts_route(router, 2, channel::kStart, -1, 0, pack_i64({1}), 50); }),
             refused);
   EXPECT_FALSE(job.started());
-  node_parts_route(router, 0, FrameType::kStart, -1, 0, pack_i64({1}), 50);
+  node_parts_route(router, 0, channel::kStart, -1, 0, pack_i64({1}), 50);
   EXPECT_TRUE(job.started());
   EXPECT_TRUE(job.progress());
   EXPECT_EQ(host.origins, std::vector<double>{50});
   EXPECT_EQ(node_parts_refusal(
-                [&] { node_parts_route(router, 0, FrameType::kStart, -1, 0, pack_i64({1}), 60); }),
+                [&] { node_parts_route(router, 0, channel::kStart, -1, 0, pack_i64({1}), 60); }),
             refused);
   EXPECT_EQ(host.origins.size(), 1u);  // the clock started once
   // Ready goes to the coordinator only.
   EXPECT_EQ(node_parts_refusal([&] {
-              node_parts_route(router, 2, FrameType::kReady, -1, 0, node_parts_ready_payload());
+              node_parts_route(router, 2, channel::kReady, -1, 0, node_parts_ready_payload());
             }),
             "ready frame sent to a task that is not the coordinator");
 }
@@ -541,16 +541,16 @@ TEST(JobControl, FinishedTwiceEarlyOrFromATaskNotTheGraphsClientIsThePeersError)
   JobControl job(host, task.parts(), node_parts_job_setup(task));
   FrameRouter router;
   job.own_frames(router);
-  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 1, FrameType::kFinished, -1, 0); }),
+  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 1, channel::kFinished, -1, 0); }),
             "finished before the start");
   node_parts_start(job, router, task);
-  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 2, FrameType::kFinished, -1, 0); }),
+  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 2, channel::kFinished, -1, 0); }),
             "finished for graph 0 from a task that is not its client");
-  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 1, FrameType::kFinished, -1, 9); }),
+  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 1, channel::kFinished, -1, 9); }),
             "a frame for graph 9 of 2");
-  node_parts_route(router, 1, FrameType::kFinished, -1, 0);
+  node_parts_route(router, 1, channel::kFinished, -1, 0);
   EXPECT_TRUE(job.finished(0));
-  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 1, FrameType::kFinished, -1, 0); }),
+  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(router, 1, channel::kFinished, -1, 0); }),
             "graph 0 finished twice");
   EXPECT_TRUE(host.ends.empty());
   // To a task that is not the coordinator.
@@ -559,7 +559,7 @@ TEST(JobControl, FinishedTwiceEarlyOrFromATaskNotTheGraphsClientIsThePeersError)
   FrameRouter worker_router;
   worker_job.own_frames(worker_router);
   EXPECT_EQ(
-      node_parts_refusal([&] { node_parts_route(worker_router, 1, FrameType::kFinished, -1, 0); }),
+      node_parts_refusal([&] { node_parts_route(worker_router, 1, channel::kFinished, -1, 0); }),
       "finished frame sent to a task that is not the coordinator");
 }
 
@@ -571,10 +571,10 @@ TEST(JobControl, TheJobEndsOnceEveryClientFinished) {
   job.own_frames(router);
   node_parts_start(job, router, task);
   EXPECT_EQ(job.finished_flags(), "00");
-  node_parts_route(router, 2, FrameType::kFinished, -1, 1);
+  node_parts_route(router, 2, channel::kFinished, -1, 1);
   EXPECT_TRUE(host.ends.empty());
   EXPECT_EQ(job.unfinished_clients(), 1);
-  node_parts_route(router, 1, FrameType::kFinished, -1, 0);
+  node_parts_route(router, 1, channel::kFinished, -1, 0);
   EXPECT_EQ(host.ends, std::vector<double>{2});
   EXPECT_TRUE(job.job_finished());
   job.maybe_end_job();  // once
@@ -591,11 +591,11 @@ TEST(JobControl, SynchronousTrainingAlsoWaitsForItsGlobalSteps) {
   job.own_frames(router);
   node_parts_start(job, router, task);
   EXPECT_EQ(job.finished_flags().size(), task.parts().size());  // the sync op's graph too
-  node_parts_route(router, 1, FrameType::kFinished, -1, 0);
-  node_parts_route(router, 2, FrameType::kFinished, -1, 1);
+  node_parts_route(router, 1, channel::kFinished, -1, 0);
+  node_parts_route(router, 2, channel::kFinished, -1, 1);
   EXPECT_TRUE(host.ends.empty());  // global_step 0 of 6: a stall, for the waves to find
   // Progress says global_step reached 6.
-  node_parts_route(router, 1, FrameType::kProgress, 3, 0, pack_i64({6}) + pack_f64({0.5, 0.7}));
+  node_parts_route(router, 1, channel::kProgress, 3, 0, pack_i64({6}) + pack_f64({0.5, 0.7}));
   EXPECT_EQ(host.global_step, 6);
   ASSERT_EQ(host.steps_ended.size(), 1u);
   EXPECT_EQ(host.steps_ended[0], (std::vector<double>{0, 2, 0.5, 0.7}));
@@ -611,18 +611,18 @@ TEST(JobControl, ProgressToATaskNotTheCoordinatorOrFromTheWrongTaskIsThePeersErr
   job.own_frames(router);
   const std::string progress = pack_i64({1}) + pack_f64({0.1, 0.2});
   EXPECT_EQ(node_parts_refusal(
-                [&] { node_parts_route(router, 2, FrameType::kProgress, 1, 1, progress); }),
+                [&] { node_parts_route(router, 2, channel::kProgress, 1, 1, progress); }),
             "progress frame sent to a task that is not the coordinator");
   NodePartsTask coordinator(node_parts_plan({{"sync", "async"}}), 0);
   JobControl coordinator_job(host, coordinator.parts(), node_parts_job_setup(coordinator));
   FrameRouter coordinator_router;
   coordinator_job.own_frames(coordinator_router);
   EXPECT_EQ(node_parts_refusal([&] {
-              node_parts_route(coordinator_router, 2, FrameType::kProgress, 1, 0, progress);
+              node_parts_route(coordinator_router, 2, channel::kProgress, 1, 0, progress);
             }),
             "progress for graph 0 from a task that is not its client");
   EXPECT_EQ(node_parts_refusal([&] {
-              node_parts_route(coordinator_router, 1, FrameType::kProgress, 1, 0,
+              node_parts_route(coordinator_router, 1, channel::kProgress, 1, 0,
                                pack_i64({1}) + pack_f64({0.1}) + pack_i64({0x7ff0000000000000}));
             }),
             "a time that is not finite");
@@ -636,9 +636,9 @@ TEST(JobControl, NothingIsTakenWhileTheNodeStops) {
   JobControl job(host, task.parts(), node_parts_job_setup(task));
   FrameRouter router;
   job.own_frames(router);
-  EXPECT_TRUE(node_parts_route(router, 2, FrameType::kFinished, -1, 0));
-  EXPECT_TRUE(node_parts_route(router, 2, FrameType::kStart, -1, 0));
-  EXPECT_TRUE(node_parts_route(router, 1, FrameType::kReady, -1, 0, "x"));
+  EXPECT_TRUE(node_parts_route(router, 2, channel::kFinished, -1, 0));
+  EXPECT_TRUE(node_parts_route(router, 2, channel::kStart, -1, 0));
+  EXPECT_TRUE(node_parts_route(router, 1, channel::kReady, -1, 0, "x"));
   EXPECT_FALSE(job.started());
 }
 
@@ -747,31 +747,31 @@ struct NodePartsRestore {
 TEST(Restorer, ARestoreReportThatIsNotTheChiefsIsThePeersError) {
   NodePartsRestore r(0, 1, 0, true);  // the coordinator; worker0 (task 1) is the chief
   EXPECT_PRED2(node_parts_starts_with, node_parts_refusal([&] {
-                 node_parts_route(r.router, 1, FrameType::kResumed, -1, 0, "not json", 2.5);
+                 node_parts_route(r.router, 1, channel::kResumed, -1, 0, "not json", 2.5);
                }),
                "a restore report that is not the chief's: ");
   const std::string no_times = R"({"checkpoint": "", "global_step": 0, "client_steps": []})";
   EXPECT_PRED2(node_parts_starts_with, node_parts_refusal([&] {
-                 node_parts_route(r.router, 1, FrameType::kResumed, -1, 0, no_times, 2.5);
+                 node_parts_route(r.router, 1, channel::kResumed, -1, 0, no_times, 2.5);
                }),
                "a restore report that is not the chief's: ");
   EXPECT_FALSE(r.restorer->model_ready());
   // A worker back in training for a graph that is no client.
   EXPECT_EQ(node_parts_refusal(
-                [&] { node_parts_route(r.router, 2, FrameType::kResumed, -1, 5, "{}", 2.5); }),
+                [&] { node_parts_route(r.router, 2, channel::kResumed, -1, 5, "{}", 2.5); }),
             "resumed for a graph that is no client");
-  node_parts_route(r.router, 2, FrameType::kResumed, -1, 1, "{}", 2.5);
+  node_parts_route(r.router, 2, channel::kResumed, -1, 1, "{}", 2.5);
   EXPECT_TRUE(r.restorer->resumed(1));
   // The chief's report, whole: the model is ready, the recovery slice ends there.
   const std::string report =
       R"({"checkpoint": "", "start_s": 0, "restore_s": 0.25, "ready_s": 2.75, "global_step": 0,)"
       R"( "client_steps": [], "bytes": 0})";
-  node_parts_route(r.router, 1, FrameType::kResumed, -1, 0, report, 2.75);
+  node_parts_route(r.router, 1, channel::kResumed, -1, 0, report, 2.75);
   EXPECT_TRUE(r.restorer->model_ready());
   // Resumed to a task that is not the coordinator.
   NodePartsRestore worker(2, 1, 0, false);
   EXPECT_EQ(node_parts_refusal([&] {
-              node_parts_route(worker.router, 1, FrameType::kResumed, -1, 0, report, 2.75);
+              node_parts_route(worker.router, 1, channel::kResumed, -1, 0, report, 2.75);
             }),
             "resumed frame sent to a task that is not the coordinator");
 }
@@ -798,38 +798,38 @@ TEST(Restorer, AModelAnswerForAGraphNotThisTasksOrNotFromTheCoordinatorIsThePeer
   NodePartsRestore r(2, 1, 0, false);  // worker1: graph 1
   const std::string ready = R"({"ready": false, "global_step": 0, "client_steps": []})";
   EXPECT_EQ(node_parts_refusal(
-                [&] { node_parts_route(r.router, 0, FrameType::kModelReady, -1, 0, ready); }),
+                [&] { node_parts_route(r.router, 0, channel::kModelReady, -1, 0, ready); }),
             "a model answer for graph 0, not this task's");
   EXPECT_EQ(node_parts_refusal([&] {
-              node_parts_route(r.router, 0, FrameType::kModelReady, -1, 1ull << 40, ready);
+              node_parts_route(r.router, 0, channel::kModelReady, -1, 1ull << 40, ready);
             }),
             "a model answer for graph 1099511627776, not this task's");
   EXPECT_EQ(node_parts_refusal(
-                [&] { node_parts_route(r.router, 1, FrameType::kModelReady, -1, 1, ready); }),
+                [&] { node_parts_route(r.router, 1, channel::kModelReady, -1, 1, ready); }),
             "model ready frame not from the coordinator");
   // Before its client asked (it asks once the restarted task trains again), no answer is taken.
   EXPECT_EQ(node_parts_refusal(
-                [&] { node_parts_route(r.router, 0, FrameType::kModelReady, -1, 1, ready); }),
+                [&] { node_parts_route(r.router, 0, channel::kModelReady, -1, 1, ready); }),
             "a model answer for graph 1, which asked for none");
   r.restorer->begin();  // graph 1's client polls after its start-up stagger
   ASSERT_EQ(r.host.delays.size(), 1u);
   r.host.delays.clear();
   EXPECT_PRED2(node_parts_starts_with, node_parts_refusal([&] {
-                 node_parts_route(r.router, 0, FrameType::kModelReady, -1, 1, "[1, 2]");
+                 node_parts_route(r.router, 0, channel::kModelReady, -1, 1, "[1, 2]");
                }),
                "a model answer that is not {ready, global_step, client_steps}: ");
   EXPECT_TRUE(r.host.delays.empty());
   // Not ready yet: it asks again recovery_wait later.
-  node_parts_route(r.router, 0, FrameType::kModelReady, -1, 1, ready);
+  node_parts_route(r.router, 0, channel::kModelReady, -1, 1, ready);
   EXPECT_EQ(r.host.delays, std::vector<double>{r.task.plan.recovery.recovery_wait_s});
   // A model query goes to the coordinator only; there, it is answered for the graph asked.
   EXPECT_EQ(
-      node_parts_refusal([&] { node_parts_route(r.router, 1, FrameType::kModelQuery, -1, 0); }),
+      node_parts_refusal([&] { node_parts_route(r.router, 1, channel::kModelQuery, -1, 0); }),
       "model query frame to a task that is not the coordinator");
   NodePartsRestore coordinator(0, 1, 0, true);
-  node_parts_route(coordinator.router, 2, FrameType::kModelQuery, -1, 1);
+  node_parts_route(coordinator.router, 2, channel::kModelQuery, -1, 1);
   ASSERT_EQ(coordinator.host.sent.size(), 1u);
-  EXPECT_EQ(coordinator.host.sent[0].type, FrameType::kModelReady);
+  EXPECT_EQ(coordinator.host.sent[0].type, channel::kModelReady);
   EXPECT_EQ(coordinator.host.sent[0].peer, 2u);
   EXPECT_EQ(coordinator.host.sent[0].tensor, 1u);
   EXPECT_FALSE(nlohmann::json::parse(coordinator.host.sent[0].payload).at("ready").get<bool>());
@@ -839,55 +839,55 @@ TEST(Restorer, ARestoreNotFromTheChiefNotJsonOrOutsideTheFolderIsThePeersError) 
   NodePartsRestore r(0, 1, 0, true);  // the parameter server
   const std::string good = R"({"name": "model.ckpt-3", "client_steps": [1, 2]})";
   EXPECT_EQ(
-      node_parts_refusal([&] { node_parts_route(r.router, 2, FrameType::kRestore, -1, 0, good); }),
+      node_parts_refusal([&] { node_parts_route(r.router, 2, channel::kRestore, -1, 0, good); }),
       "restore frame not from the chief of a restarted run, or to a task without variables");
   EXPECT_PRED2(node_parts_starts_with, node_parts_refusal([&] {
-                 node_parts_route(r.router, 1, FrameType::kRestore, -1, 0, "{\"name\": 3}");
+                 node_parts_route(r.router, 1, channel::kRestore, -1, 0, "{\"name\": 3}");
                }),
                "a restore that is not {name, client_steps}: ");
   EXPECT_EQ(node_parts_refusal([&] {
-              node_parts_route(r.router, 1, FrameType::kRestore, -1, 0,
+              node_parts_route(r.router, 1, channel::kRestore, -1, 0,
                                R"({"name": "../model.ckpt-3", "client_steps": []})");
             }),
             "restore of \"../model.ckpt-3\"");
   EXPECT_EQ(node_parts_refusal([&] {
-              node_parts_route(r.router, 1, FrameType::kRestore, -1, 0,
+              node_parts_route(r.router, 1, channel::kRestore, -1, 0,
                                R"({"name": "", "client_steps": []})");
             }),
             "restore of \"\"");
   // A task without variables.
   NodePartsRestore worker(2, 1, 0, false);
   EXPECT_EQ(node_parts_refusal(
-                [&] { node_parts_route(worker.router, 1, FrameType::kRestore, -1, 0, good); }),
+                [&] { node_parts_route(worker.router, 1, channel::kRestore, -1, 0, good); }),
             "restore frame not from the chief of a restarted run, or to a task without variables");
   // Restored, to a chief that asked nothing (or to a task that is not the chief).
   NodePartsRestore chief(1, 1, 0, false);
   EXPECT_EQ(node_parts_refusal(
-                [&] { node_parts_route(chief.router, 0, FrameType::kRestored, -1, 0, "{}"); }),
+                [&] { node_parts_route(chief.router, 0, channel::kRestored, -1, 0, "{}"); }),
             "restored frame not expected");
   EXPECT_EQ(
-      node_parts_refusal([&] { node_parts_route(r.router, 1, FrameType::kRestored, -1, 0, "{}"); }),
+      node_parts_refusal([&] { node_parts_route(r.router, 1, channel::kRestored, -1, 0, "{}"); }),
       "restored frame not expected");
 }
 
 TEST(Restorer, StepCountsThatAreNotNumbersInARestoreOrAModelAnswerAreThePeersError) {
   NodePartsRestore ps(0, 1, 0, true);
   EXPECT_PRED2(node_parts_starts_with, node_parts_refusal([&] {
-                 node_parts_route(ps.router, 1, FrameType::kRestore, -1, 0,
+                 node_parts_route(ps.router, 1, channel::kRestore, -1, 0,
                                   R"({"name": "model.ckpt-3", "client_steps": ["x", 2]})");
                }),
                "a restore that is not {name, client_steps}: ");
   NodePartsRestore worker(2, 1, 0, false);
   worker.restorer->begin();
   EXPECT_PRED2(node_parts_starts_with, node_parts_refusal([&] {
-                 node_parts_route(worker.router, 0, FrameType::kModelReady, -1, 1,
+                 node_parts_route(worker.router, 0, channel::kModelReady, -1, 1,
                                   R"({"ready": true, "global_step": 4, "client_steps": ["x", 2]})");
                }),
                "a model answer that is not {ready, global_step, client_steps}: ");
   // The chief's own report to the coordinator.
   NodePartsRestore coordinator(0, 1, 0, true);
   EXPECT_PRED2(node_parts_starts_with, node_parts_refusal([&] {
-                 node_parts_route(coordinator.router, 1, FrameType::kResumed, -1, 0,
+                 node_parts_route(coordinator.router, 1, channel::kResumed, -1, 0,
                                   R"({"checkpoint": "", "start_s": 0, "restore_s": 0.25,)"
                                   R"( "ready_s": 2.75, "global_step": 0, "client_steps": [1.5]})",
                                   2.75);
@@ -901,14 +901,14 @@ TEST(Restorer, EachShardIsRestoredOnceBeforeTheChiefTrains) {
   NodePartsRestore chief(1, 1, 0, false, {0, 2});
   chief.restorer->begin();
   ASSERT_EQ(chief.host.sent.size(), 2u);  // a restore to each PS task
-  node_parts_route(chief.router, 0, FrameType::kRestored, -1, 0, "{}");
+  node_parts_route(chief.router, 0, channel::kRestored, -1, 0, "{}");
   EXPECT_EQ(node_parts_refusal(
-                [&] { node_parts_route(chief.router, 0, FrameType::kRestored, -1, 0, "{}"); }),
+                [&] { node_parts_route(chief.router, 0, channel::kRestored, -1, 0, "{}"); }),
             "restored frame not expected");
   EXPECT_EQ(chief.host.sent.size(), 2u);  // not back yet: nothing to the coordinator
-  node_parts_route(chief.router, 2, FrameType::kRestored, -1, 0, "{}");
+  node_parts_route(chief.router, 2, channel::kRestored, -1, 0, "{}");
   ASSERT_EQ(chief.host.sent.size(), 3u);
-  EXPECT_EQ(chief.host.sent[2].type, FrameType::kResumed);  // the model is back
+  EXPECT_EQ(chief.host.sent[2].type, channel::kResumed);  // the model is back
 }
 
 // --- VariableOps -----------------------------------------------------------------------------
@@ -1033,25 +1033,25 @@ TEST(TensorTransfers, ANoticeOrTensorForAGraphOpOrStepNotHereIsThePeersError) {
   ASSERT_GE(not_taken, 0);
   auto id = [](uint64_t g, int op) { return (g << 32) | uint64_t(op); };
   EXPECT_EQ(node_parts_refusal(
-                [&] { node_parts_route(router, 1, FrameType::kControl, 0, id(9, taken)); }),
+                [&] { node_parts_route(router, 1, channel::kControl, 0, id(9, taken)); }),
             "a frame for graph 9 of 2");
   EXPECT_EQ(node_parts_refusal(
-                [&] { node_parts_route(router, 1, FrameType::kControl, 0, id(0, 100000)); }),
+                [&] { node_parts_route(router, 1, channel::kControl, 0, id(0, 100000)); }),
             "a tensor of op 100000 of " + std::to_string(p.graph->ops.size()));
   EXPECT_EQ(node_parts_refusal(
-                [&] { node_parts_route(router, 1, FrameType::kControl, 0, id(0, not_taken)); }),
+                [&] { node_parts_route(router, 1, channel::kControl, 0, id(0, not_taken)); }),
             "a tensor of op " + p.graph->ops[size_t(not_taken)].name +
                 ", which this task does not take from it");
   EXPECT_EQ(node_parts_refusal(
-                [&] { node_parts_route(router, 2, FrameType::kControl, 0, id(0, taken)); }),
+                [&] { node_parts_route(router, 2, channel::kControl, 0, id(0, taken)); }),
             "a tensor of op " + p.graph->ops[size_t(taken)].name +
                 ", which this task does not take from it");  // worker1 does not run it
   // Before its step began here: kept for steps 0 and 1 (no step yet), refused beyond.
-  node_parts_route(router, 1, FrameType::kControl, 1, id(0, taken));
+  node_parts_route(router, 1, channel::kControl, 1, id(0, taken));
   ASSERT_EQ(p.early.count(1), 1u);
   EXPECT_EQ(p.early.at(1).size(), 1u);
   EXPECT_EQ(node_parts_refusal(
-                [&] { node_parts_route(router, 1, FrameType::kControl, 2, id(0, taken)); }),
+                [&] { node_parts_route(router, 1, channel::kControl, 2, id(0, taken)); }),
             "a notice for step 2 of graph 0, which is not in progress here");
   // A tensor's later chunk without its first.
   EXPECT_EQ(node_parts_refusal([&] {
@@ -1060,8 +1060,8 @@ TEST(TensorTransfers, ANoticeOrTensorForAGraphOpOrStepNotHereIsThePeersError) {
             "a tensor chunk without its first");
   // Nothing is taken while the node stops.
   task.step_host.stops = true;
-  EXPECT_TRUE(node_parts_route(router, 1, FrameType::kControl, 0, id(9, taken)));
-  EXPECT_TRUE(node_parts_route(router, 2, FrameType::kRun, 0, 5));
+  EXPECT_TRUE(node_parts_route(router, 1, channel::kControl, 0, id(9, taken)));
+  EXPECT_TRUE(node_parts_route(router, 2, channel::kRun, 0, 5));
 }
 
 TEST(StepRunner, ARunOrDoneThatTheStepDoesNotExpectIsThePeersError) {
@@ -1069,28 +1069,28 @@ TEST(StepRunner, ARunOrDoneThatTheStepDoesNotExpectIsThePeersError) {
   FrameRouter router;
   ps.steps->own_frames(router);
   EXPECT_EQ(node_parts_refusal(
-                [&] { node_parts_route(router, 2, FrameType::kRun, 0, 0, pack_i64({0})); }),
+                [&] { node_parts_route(router, 2, channel::kRun, 0, 0, pack_i64({0})); }),
             "run for graph 0 from a task that is not its client");
   EXPECT_EQ(node_parts_refusal(
-                [&] { node_parts_route(router, 1, FrameType::kRun, 0, 7, pack_i64({0})); }),
+                [&] { node_parts_route(router, 1, channel::kRun, 0, 7, pack_i64({0})); }),
             "a frame for graph 7 of 2");
   EXPECT_EQ(node_parts_refusal([&] {
-              node_parts_route(router, 1, FrameType::kDone, 0, 0, pack_i64({-1, -1}));
+              node_parts_route(router, 1, channel::kDone, 0, 0, pack_i64({-1, -1}));
             }),
             "done for step 0 of graph 0, which is not waiting for it");  // not its client
   ps.parts()[0].step = 4;                                                // step 4 was the last here
   EXPECT_EQ(node_parts_refusal(
-                [&] { node_parts_route(router, 1, FrameType::kRun, 3, 0, pack_i64({0})); }),
+                [&] { node_parts_route(router, 1, channel::kRun, 3, 0, pack_i64({0})); }),
             "run of step 3 of graph 0 while step 4 was the last");
   // The client's task: a run for its own graph has no ops there to run for another.
   NodePartsTask worker(node_parts_plan({{"sync", "async"}}), 1);
   FrameRouter worker_router;
   worker.steps->own_frames(worker_router);
   EXPECT_EQ(node_parts_refusal(
-                [&] { node_parts_route(worker_router, 1, FrameType::kRun, 0, 0, pack_i64({0})); }),
+                [&] { node_parts_route(worker_router, 1, channel::kRun, 0, 0, pack_i64({0})); }),
             "run for graph 0, which has no ops here");  // its client's own task
   EXPECT_EQ(node_parts_refusal([&] {
-              node_parts_route(worker_router, 0, FrameType::kDone, 0, 0, pack_i64({-1, -1}));
+              node_parts_route(worker_router, 0, channel::kDone, 0, 0, pack_i64({-1, -1}));
             }),
             "done for step 0 of graph 0, which is not waiting for it");  // no step active
 }

@@ -55,7 +55,7 @@ void wave_answer(FrameRouter& router, uint32_t peer, int64_t wave, std::vector<i
   const std::string text =
       nlohmann::json{{"sent", sent}, {"received", received}, {"busy", busy}}.dump();
   FrameHeader h;
-  h.type = FrameType::kStatus;
+  h.type = channel::kStatus;
   h.step = wave;
   h.length = uint32_t(text.size());
   router.route(peer, h, reinterpret_cast<const uint8_t*>(text.data()));
@@ -75,12 +75,12 @@ TEST(Quiescence, TwoQuietWavesWithTheSameCountsEndTheRunAsADeadlock) {
   Quiescence waves(host, 0, 0, 3, 2);
   waves.own_frames(router);
   // Task 0 (the coordinator) sent one RUN to task 1, which received it.
-  waves.sent(1, FrameType::kRun);
-  waves.sent(1, FrameType::kQuery);  // the waves' own frames do not count
+  waves.sent(1, channel::kRun);
+  waves.sent(1, channel::kQuery);  // the waves' own frames do not count
   waves.start();
   fire_next_wave(host);
   ASSERT_EQ(host.sent.size(), 2u);  // a query to tasks 1 and 2, with who finished
-  EXPECT_EQ(host.sent[0].type, FrameType::kQuery);
+  EXPECT_EQ(host.sent[0].type, channel::kQuery);
   EXPECT_EQ(host.sent[0].payload, "01");
   wave_answer(router, 1, 1, {0, 0, 0}, {1, 0, 0}, 0);
   wave_answer(router, 2, 1, {0, 0, 0}, {0, 0, 0}, 0);
@@ -155,7 +155,7 @@ TEST(Quiescence, AStatusNotOneCountPerTaskOrToAnotherTaskIsThePeersError) {
   EXPECT_THROW(wave_answer(other_router, 2, 1, {0, 0, 0}, {0, 0, 0}, 0), FrameError);
   // A query whose payload is not one flag per graph.
   FrameHeader q;
-  q.type = FrameType::kQuery;
+  q.type = channel::kQuery;
   q.step = 1;
   const std::string bad = "012";
   q.length = uint32_t(bad.size());
@@ -165,7 +165,7 @@ TEST(Quiescence, AStatusNotOneCountPerTaskOrToAnotherTaskIsThePeersError) {
   q.length = uint32_t(good.size());
   other_router.route(0, q, reinterpret_cast<const uint8_t*>(good.data()));
   ASSERT_EQ(other.sent.size(), 1u);
-  EXPECT_EQ(other.sent[0].type, FrameType::kStatus);
+  EXPECT_EQ(other.sent[0].type, channel::kStatus);
   EXPECT_EQ(other.sent[0].wave, 1);
 }
 

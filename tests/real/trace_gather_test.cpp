@@ -32,7 +32,7 @@ ClusterSpec two_tasks() {
 
 FrameHeader chunk(uint32_t index, uint32_t of) {
   FrameHeader h;
-  h.type = FrameType::kTracePart;
+  h.type = channel::kTracePart;
   h.chunk = index;
   h.chunks = of;
   h.length = 0;
@@ -59,7 +59,7 @@ TEST(TraceGather, APartsChunksComeInOrderOnce) {
   EXPECT_TRUE(node.sent.empty());
   EXPECT_EQ(error_of(router, 1, chunk(1, 2)), "");
   ASSERT_EQ(node.sent.size(), 1u);
-  EXPECT_EQ(node.sent[0], std::make_pair(uint32_t(1), FrameType::kTracePartKept));
+  EXPECT_EQ(node.sent[0], std::make_pair(uint32_t(1), channel::kTracePartKept));
   // A second part from the same task.
   EXPECT_NE(error_of(router, 1, chunk(0, 1)).find("a second trace part"), std::string::npos);
   // Out of order, or with another count than announced.
@@ -82,7 +82,7 @@ TEST(TraceGather, OnlyTheCoordinatorTakesPartsAndOnlyItsReceiptsCount) {
   gather.own_frames(router);
   EXPECT_NE(error_of(router, 0, chunk(0, 1)).find("not the coordinator"), std::string::npos);
   FrameHeader kept;
-  kept.type = FrameType::kTracePartKept;
+  kept.type = channel::kTracePartKept;
   EXPECT_NE(error_of(router, 1, kept).find("not from the coordinator"), std::string::npos);
   EXPECT_EQ(error_of(router, 0, kept), "");
 }
