@@ -56,4 +56,8 @@ std::string name(FrameType type) {
   }
 }
 
+void require(const FrameHeader& header, bool ok, const char* why) {
+  if (!ok) throw FrameError(name(header.type) + " frame " + why);
+}
+
 }  // namespace replisim::real::detail::channel

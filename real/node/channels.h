@@ -38,4 +38,7 @@ inline constexpr FrameType kStopLimit = FrameType(31);  // the coordinator's lim
 // frame's ("tensor"); "channel N" for a number no part owns.
 std::string name(FrameType type);
 
+// A frame that breaks the protocol unless `ok`: throws FrameError("<name> frame <why>").
+void require(const FrameHeader& header, bool ok, const char* why);
+
 }  // namespace replisim::real::detail::channel

@@ -21,30 +21,28 @@ JobControl::JobControl(Host& host, const std::vector<Part>& parts, Setup setup)
     : host_(host), parts_(parts), setup_(std::move(setup)) {}
 
 void JobControl::own_frames(FrameRouter& router) {
-  auto require = [](const FrameHeader& h, bool ok, const char* why) {
-    if (!ok) throw FrameError(channel::name(h.type) + " frame " + why);
-  };
+  using channel::require;
   const char* not_coordinator = "sent to a task that is not the coordinator";
-  router.own(channel::kReady, [this, require, not_coordinator](
+  router.own(channel::kReady, [this, not_coordinator](
                                     uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
     if (host_.stopping()) return;
     require(h, coordinator(), not_coordinator);
     on_ready(peer, payload, h.length);
   });
   router.own(channel::kStart,
-             [this, require](uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
+             [this](uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
                if (host_.stopping()) return;
                require(h, peer == setup_.coordinator && !started_,
                        "not from the coordinator, or a second one");
                start(h.time_s, unpack_i64(payload, h.length, 0) != 0);
              });
-  router.own(channel::kFinished, [this, require, not_coordinator](
+  router.own(channel::kFinished, [this, not_coordinator](
                                        uint32_t peer, const FrameHeader& h, const uint8_t*) {
     if (host_.stopping()) return;
     require(h, coordinator(), not_coordinator);
     client_finished(part_of_frame(parts_, peer, h, true).index);
   });
-  router.own(channel::kProgress, [this, require, not_coordinator](
+  router.own(channel::kProgress, [this, not_coordinator](
                                        uint32_t peer, const FrameHeader& h,
                                        const uint8_t* payload) {
     if (host_.stopping()) return;

@@ -39,9 +39,7 @@ void Node::on_refused(const std::string& line) {
 void Node::on_frame(uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
   quiescence_->received(peer, h.type);
   const bool from_coordinator = peer == uint32_t(map_.coordinator_task);
-  auto require = [&h](bool ok, const char* why) {
-    if (!ok) throw FrameError(channel::name(h.type) + " frame " + why);
-  };
+  auto require = [&h](bool ok, const char* why) { channel::require(h, ok, why); };
   // The parts that own their frames (the trace's parts travel at the end, while the nodes stop).
   if (router_.route(peer, h, payload)) return;
   require(h.type != channel::kTracePart && h.type != channel::kTracePartKept,

@@ -43,35 +43,33 @@ Restorer::Restorer(Host& host, core::ClientLoop& loop, const std::vector<Part>& 
       awaiting_model_(parts.size(), false) {}
 
 void Restorer::own_frames(FrameRouter& router) {
-  auto require = [](const FrameHeader& h, bool ok, const char* why) {
-    if (!ok) throw FrameError(channel::name(h.type) + " frame " + why);
-  };
-  router.own(channel::kRestore, [this, require](uint32_t peer, const FrameHeader& h,
+  using channel::require;
+  router.own(channel::kRestore, [this](uint32_t peer, const FrameHeader& h,
                                                   const uint8_t* payload) {
     if (host_.stopping()) return;
     require(h, peer == setup_.chief && setup_.store != nullptr,
             "not from the chief of a restarted run, or to a task without variables");
     on_restore(peer, h, payload);
   });
-  router.own(channel::kRestored, [this, require](uint32_t peer, const FrameHeader& h,
+  router.own(channel::kRestored, [this](uint32_t peer, const FrameHeader& h,
                                                    const uint8_t*) {
     if (host_.stopping()) return;
     require(h, chief() && restoring_.erase(peer) > 0, "not expected");
     on_restored();
   });
-  router.own(channel::kModelQuery, [this, require](uint32_t peer, const FrameHeader& h,
+  router.own(channel::kModelQuery, [this](uint32_t peer, const FrameHeader& h,
                                                      const uint8_t*) {
     if (host_.stopping()) return;
     require(h, coordinator(), "to a task that is not the coordinator");
     host_.send_restore_frame(peer, channel::kModelReady, h.tensor, model_state().dump(), 0);
   });
-  router.own(channel::kModelReady, [this, require](uint32_t peer, const FrameHeader& h,
+  router.own(channel::kModelReady, [this](uint32_t peer, const FrameHeader& h,
                                                      const uint8_t* payload) {
     if (host_.stopping()) return;
     require(h, peer == setup_.coordinator, "not from the coordinator");
     on_model_ready(h, payload);
   });
-  router.own(channel::kResumed, [this, require](uint32_t peer, const FrameHeader& h,
+  router.own(channel::kResumed, [this](uint32_t peer, const FrameHeader& h,
                                                   const uint8_t* payload) {
     if (host_.stopping()) return;
     require(h, coordinator(), "sent to a task that is not the coordinator");

@@ -12,10 +12,8 @@ SteadyStop::SteadyStop(Host& host, core::ClientLoop& loop, const std::vector<Par
 }
 
 void SteadyStop::own_frames(FrameRouter& router) {
-  auto require = [](const FrameHeader& h, bool ok, const char* why) {
-    if (!ok) throw FrameError(channel::name(h.type) + " frame " + why);
-  };
-  router.own(channel::kStopAsk, [this, require](uint32_t peer, const FrameHeader& h,
+  using channel::require;
+  router.own(channel::kStopAsk, [this](uint32_t peer, const FrameHeader& h,
                                                   const uint8_t*) {
     if (host_.stopping()) return;
     const Part& p = part_of_frame(parts_, peer, h, false);
@@ -23,13 +21,13 @@ void SteadyStop::own_frames(FrameRouter& router) {
             "not from the coordinator, or for a graph whose client is not here");
     on_ask(p.index);
   });
-  router.own(channel::kStopReply, [this, require](uint32_t peer, const FrameHeader& h,
+  router.own(channel::kStopReply, [this](uint32_t peer, const FrameHeader& h,
                                                     const uint8_t*) {
     if (host_.stopping()) return;
     require(h, rule_.has_value() && asked_, "not asked for");
     on_reply(part_of_frame(parts_, peer, h, true).index, h.step);
   });
-  router.own(channel::kStopLimit, [this, require](uint32_t peer, const FrameHeader& h,
+  router.own(channel::kStopLimit, [this](uint32_t peer, const FrameHeader& h,
                                                     const uint8_t*) {
     if (host_.stopping()) return;
     const Part& p = part_of_frame(parts_, peer, h, false);
