@@ -10,25 +10,25 @@
 
 namespace replisim::real::detail::channel {
 
-inline constexpr FrameType kPing = FrameType(6);        // clock estimate: the sender's clock
-inline constexpr FrameType kPong = FrameType(7);        // its answer: time_s = the answerer's
-inline constexpr FrameType kStart = FrameType(8);       // every task is ready; time_s = t = 0
-inline constexpr FrameType kRun = FrameType(9);         // a client starts a step (tensor = graph)
-inline constexpr FrameType kDone = FrameType(10);       // a task's part of a step is done
-inline constexpr FrameType kControl = FrameType(12);    // an op another task's op takes is done
-inline constexpr FrameType kSave = FrameType(13);       // a PS: save your shard (payload: name)
-inline constexpr FrameType kSaved = FrameType(14);      // the PS saved it (payload: what)
-inline constexpr FrameType kFinished = FrameType(15);   // a graph's client is done
-inline constexpr FrameType kReady = FrameType(18);      // to the coordinator: connected, clock
-inline constexpr FrameType kQuery = FrameType(19);      // a quiescence wave's question
-inline constexpr FrameType kStatus = FrameType(20);     // its answer: the task's counters
-inline constexpr FrameType kProgress = FrameType(21);   // a client ended a step
-inline constexpr FrameType kRestore = FrameType(22);    // after a restart: load checkpoint <name>
-inline constexpr FrameType kRestored = FrameType(23);   // the PS loaded it
-inline constexpr FrameType kModelQuery = FrameType(24); // is the model restored yet?
-inline constexpr FrameType kModelReady = FrameType(25); // the answer
-inline constexpr FrameType kResumed = FrameType(26);    // a graph's client trains again
-inline constexpr FrameType kTracePart = FrameType(27);  // a chunk of a task's trace part
+inline constexpr FrameType kPing = FrameType(6);         // clock estimate: the sender's clock
+inline constexpr FrameType kPong = FrameType(7);         // its answer: time_s = the answerer's
+inline constexpr FrameType kStart = FrameType(8);        // every task is ready; time_s = t = 0
+inline constexpr FrameType kRun = FrameType(9);          // a client starts a step (tensor = graph)
+inline constexpr FrameType kDone = FrameType(10);        // a task's part of a step is done
+inline constexpr FrameType kControl = FrameType(12);     // an op another task's op takes is done
+inline constexpr FrameType kSave = FrameType(13);        // a PS: save your shard (payload: name)
+inline constexpr FrameType kSaved = FrameType(14);       // the PS saved it (payload: what)
+inline constexpr FrameType kFinished = FrameType(15);    // a graph's client is done
+inline constexpr FrameType kReady = FrameType(18);       // to the coordinator: connected, clock
+inline constexpr FrameType kQuery = FrameType(19);       // a quiescence wave's question
+inline constexpr FrameType kStatus = FrameType(20);      // its answer: the task's counters
+inline constexpr FrameType kProgress = FrameType(21);    // a client ended a step
+inline constexpr FrameType kRestore = FrameType(22);     // after a restart: load checkpoint <name>
+inline constexpr FrameType kRestored = FrameType(23);    // the PS loaded it
+inline constexpr FrameType kModelQuery = FrameType(24);  // is the model restored yet?
+inline constexpr FrameType kModelReady = FrameType(25);  // the answer
+inline constexpr FrameType kResumed = FrameType(26);     // a graph's client trains again
+inline constexpr FrameType kTracePart = FrameType(27);   // a chunk of a task's trace part
 inline constexpr FrameType kTracePartKept = FrameType(28);  // the coordinator has it whole
 inline constexpr FrameType kStopAsk = FrameType(29);    // training.steps "auto": your last step?
 inline constexpr FrameType kStopReply = FrameType(30);  // the answer

@@ -9,8 +9,7 @@ void ClockSync::own_frames(FrameRouter& router) {
   router.own(channel::kPing, [this](uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
     if (host_.stopping()) return;
     if (self_ != coordinator_) {
-      throw FrameError(channel::name(h.type) +
-                       " frame sent to a task that is not the coordinator");
+      throw FrameError(channel::name(h.type) + " frame sent to a task that is not the coordinator");
     }
     FrameHeader pong;
     pong.type = channel::kPong;

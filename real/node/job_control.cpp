@@ -23,33 +23,32 @@ JobControl::JobControl(Host& host, const std::vector<Part>& parts, Setup setup)
 void JobControl::own_frames(FrameRouter& router) {
   using channel::require;
   const char* not_coordinator = "sent to a task that is not the coordinator";
-  router.own(channel::kReady, [this, not_coordinator](
-                                    uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
-    if (host_.stopping()) return;
-    require(h, coordinator(), not_coordinator);
-    on_ready(peer, payload, h.length);
-  });
-  router.own(channel::kStart,
-             [this](uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
+  router.own(channel::kReady,
+             [this, not_coordinator](uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
                if (host_.stopping()) return;
-               require(h, peer == setup_.coordinator && !started_,
-                       "not from the coordinator, or a second one");
-               start(h.time_s, unpack_i64(payload, h.length, 0) != 0);
+               require(h, coordinator(), not_coordinator);
+               on_ready(peer, payload, h.length);
              });
-  router.own(channel::kFinished, [this, not_coordinator](
-                                       uint32_t peer, const FrameHeader& h, const uint8_t*) {
+  router.own(channel::kStart, [this](uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
     if (host_.stopping()) return;
-    require(h, coordinator(), not_coordinator);
-    client_finished(part_of_frame(parts_, peer, h, true).index);
+    require(h, peer == setup_.coordinator && !started_,
+            "not from the coordinator, or a second one");
+    start(h.time_s, unpack_i64(payload, h.length, 0) != 0);
   });
-  router.own(channel::kProgress, [this, not_coordinator](
-                                       uint32_t peer, const FrameHeader& h,
-                                       const uint8_t* payload) {
-    if (host_.stopping()) return;
-    require(h, coordinator(), not_coordinator);
-    client_progress(part_of_frame(parts_, peer, h, true).index, int(h.step), unpack_i64(payload, h.length, 0),
-                    unpack_f64(payload, h.length, 1), unpack_f64(payload, h.length, 2));
-  });
+  router.own(channel::kFinished,
+             [this, not_coordinator](uint32_t peer, const FrameHeader& h, const uint8_t*) {
+               if (host_.stopping()) return;
+               require(h, coordinator(), not_coordinator);
+               client_finished(part_of_frame(parts_, peer, h, true).index);
+             });
+  router.own(channel::kProgress,
+             [this, not_coordinator](uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
+               if (host_.stopping()) return;
+               require(h, coordinator(), not_coordinator);
+               client_progress(part_of_frame(parts_, peer, h, true).index, int(h.step),
+                               unpack_i64(payload, h.length, 0), unpack_f64(payload, h.length, 1),
+                               unpack_f64(payload, h.length, 2));
+             });
 }
 
 void JobControl::coordinator_ready() {
@@ -68,8 +67,8 @@ void JobControl::on_ready(uint32_t peer, const uint8_t* payload, size_t size) {
 void JobControl::maybe_start() {
   if (started_ || ready_.size() != setup_.spec->tasks.size()) return;
   // A restart goes on with the run's clock (one machine: the launcher's is this one).
-  const double origin_s = setup_.restart_origin_s ? *setup_.restart_origin_s
-                                                  : host_.clock_s() + kStartLeadS;
+  const double origin_s =
+      setup_.restart_origin_s ? *setup_.restart_origin_s : host_.clock_s() + kStartLeadS;
   const bool progress = setup_.progress_fd >= 0;
   for (uint32_t t = 0; t < setup_.spec->tasks.size(); ++t) {
     if (t != setup_.self) {

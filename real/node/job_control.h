@@ -99,7 +99,7 @@ class JobControl {
   std::vector<core::ClockOffset> offsets_;
   bool started_ = false;
   bool progress_ = false;
-  std::vector<bool> finished_;  // per graph (the coordinator's)
+  std::vector<bool> finished_;   // per graph (the coordinator's)
   std::vector<int> steps_seen_;  // per client
   double last_progress_s_ = -1;
   bool all_finished_ = false;

@@ -27,12 +27,13 @@ void Node::chief_duties(int g, std::function<void()> then) {
     write_summaries(g, std::move(then));
   };
   if (saver_->due()) {
-    saver_->save(saver_->next_name(), [this, g, summaries = std::move(summaries)](
-                                          double start_s, double bytes,
-                                          int64_t global_step) mutable {
-      recorder_->checkpoint(g, steps_->loop().client(g).step, start_s, now_s(), bytes, global_step, false);
-      summaries();
-    });
+    saver_->save(saver_->next_name(),
+                 [this, g, summaries = std::move(summaries)](double start_s, double bytes,
+                                                             int64_t global_step) mutable {
+                   recorder_->checkpoint(g, steps_->loop().client(g).step, start_s, now_s(), bytes,
+                                         global_step, false);
+                   summaries();
+                 });
     return;
   }
   summaries();

@@ -17,8 +17,8 @@ namespace replisim::real::detail {
 
 namespace {
 
-constexpr double kStopFlushS = 5;        // a stopping task's last frames
-constexpr double kErrorFlushS = 1;       // a failing task's ERROR lines
+constexpr double kStopFlushS = 5;   // a stopping task's last frames
+constexpr double kErrorFlushS = 1;  // a failing task's ERROR lines
 constexpr size_t kMaxErrorBytes = 2000;
 
 }  // namespace
@@ -131,9 +131,9 @@ void Node::write_trace_end() {
   if (coordinator() && restorer_) {
     std::optional<double> next_fault_s;
     if (job_fault_ >= 0) next_fault_s = plan_.faults[size_t(job_fault_)].at_s;
-    outcome_.restarts.push_back(restorer_->record(
-        outcome_.end_s, next_fault_s ? next_fault_s : outcome_.killed_s, next_fault_s,
-        graph_dead_));
+    outcome_.restarts.push_back(restorer_->record(outcome_.end_s,
+                                                  next_fault_s ? next_fault_s : outcome_.killed_s,
+                                                  next_fault_s, graph_dead_));
   }
   if (auto record = steady_stop_->record(outcome_.end_s, outcome_.stall.has_value())) {
     outcome_.steady_state = std::move(*record);

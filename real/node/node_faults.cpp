@@ -97,8 +97,8 @@ void Node::die(int fault) {
       if (!p.owner || steps_->loop().client(c).finished) continue;
       // A restarted worker still waiting for the model was running no step.
       const bool waiting = restorer_ && restorer_->awaiting_model(c);
-      recorder_->client_death(c, f.description, waiting ? -1 : int64_t(steps_->loop().client(c).step),
-                              f.at_s);
+      recorder_->client_death(c, f.description,
+                              waiting ? -1 : int64_t(steps_->loop().client(c).step), f.at_s);
       running = true;
     }
     if (!running) return;

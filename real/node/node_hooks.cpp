@@ -31,8 +31,8 @@ void Node::StepHooks::step_counted(int g, int steps_done, double start_s, double
   if (n_.coordinator()) {
     n_.job_->client_progress(g, steps_done, n_.global_step_seen_, start_s, end_s);
   } else if (n_.job_->progress() || n_.steady_stop_->reports_steps()) {
-    n_.send_frame(uint32_t(n_.map_.coordinator_task), channel::kProgress, steps_done,
-                  uint64_t(g), pack_i64({n_.global_step_seen_}) + pack_f64({start_s, end_s}));
+    n_.send_frame(uint32_t(n_.map_.coordinator_task), channel::kProgress, steps_done, uint64_t(g),
+                  pack_i64({n_.global_step_seen_}) + pack_f64({start_s, end_s}));
   }
 }
 
@@ -57,8 +57,7 @@ void Node::WaveHooks::wave_timer(double delay_s, std::function<void()> work) {
 
 void Node::WaveHooks::deadlocked() {
   n_.fail("the run deadlocked: every task idle with " +
-          std::to_string(n_.job_->unfinished_clients()) +
-          " client(s) unfinished");
+          std::to_string(n_.job_->unfinished_clients()) + " client(s) unfinished");
 }
 
 // The run's t = 0 on this machine's clock; training begins there.

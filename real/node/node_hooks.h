@@ -64,9 +64,7 @@ class Node::StopHooks final : public SteadyStop::Host {
   int64_t global_step_seen() const override { return n_.global_step_seen_; }
   bool job_finished() const override { return n_.job_->job_finished(); }
   bool client_dead(int g) const override { return n_.graph_dead_[size_t(g)]; }
-  bool client_finished(int g) const override {
-    return n_.job_->finished(g);
-  }
+  bool client_finished(int g) const override { return n_.job_->finished(g); }
   void send_stop_frame(uint32_t peer, FrameType type, int64_t step, uint64_t graph) override {
     n_.send_frame(peer, type, step, graph);
   }
@@ -92,7 +90,8 @@ class Node::RestoreHooks final : public Restorer::Host {
                           const std::string& payload, double time_s) override {
     n_.send_frame(peer, type, -1, tensor, payload, time_s);
   }
-  void global_step_restored(int64_t global_step, const std::vector<int64_t>& client_steps) override {
+  void global_step_restored(int64_t global_step,
+                            const std::vector<int64_t>& client_steps) override {
     n_.vars_->restored(global_step, client_steps);
     n_.global_step_seen_ = global_step;
   }
@@ -233,15 +232,7 @@ class Node::JobHooks final : public JobControl::Host {
 // Every part's adapter, built with the node (before its parts).
 struct Node::Hooks {
   explicit Hooks(Node& n)
-      : clock(n),
-        gather(n),
-        saver(n),
-        stop(n),
-        restore(n),
-        values(n),
-        waves(n),
-        steps(n),
-        job(n) {}
+      : clock(n), gather(n), saver(n), stop(n), restore(n), values(n), waves(n), steps(n), job(n) {}
   ClockHooks clock;
   GatherHooks gather;
   SaverHooks saver;

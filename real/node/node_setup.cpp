@@ -98,8 +98,7 @@ Node::Node(const NodeSetup& setup)
       options_(setup.options),
       plan_hash_(core::plan_hash(plan_)),
       hooks_(std::make_unique<Hooks>(*this)),
-      clock_sync_(hooks_->clock, setup.self,
-                  uint32_t(setup.map.coordinator_task)) {
+      clock_sync_(hooks_->clock, setup.self, uint32_t(setup.map.coordinator_task)) {
   clock_sync_.own_frames(router_);
   asio::ip::tcp::acceptor acceptor = make_acceptor(io_, setup);
   steps_.emplace(hooks_->steps, StepRunner::Setup{&plan_, &map_, self_, options_.threads});
@@ -111,19 +110,19 @@ Node::Node(const NodeSetup& setup)
   task_dead_.assign(spec_.tasks.size(), false);
   graph_dead_.assign(graphs, false);
   if (!options_.launched) {
-    gather_.emplace(hooks_->gather, spec_, self_,
-                    uint32_t(map_.coordinator_task), options_.trace_out);
+    gather_.emplace(hooks_->gather, spec_, self_, uint32_t(map_.coordinator_task),
+                    options_.trace_out);
     gather_->own_frames(router_);
   }
   if (!options_.resume_path.empty()) {
     resume_ = read_resume_file(options_.resume_path);
     incarnation_start_s_ = resume_->restart_s;
   }
-  job_.emplace(hooks_->job, steps_->parts(),
-               JobControl::Setup{&plan_, &spec_, self_, uint32_t(map_.coordinator_task),
-                                 resume_ ? std::optional<double>(resume_->origin_clock_s)
-                                         : std::nullopt,
-                                 options_.progress_fd});
+  job_.emplace(
+      hooks_->job, steps_->parts(),
+      JobControl::Setup{&plan_, &spec_, self_, uint32_t(map_.coordinator_task),
+                        resume_ ? std::optional<double>(resume_->origin_clock_s) : std::nullopt,
+                        options_.progress_fd});
   job_->own_frames(router_);
   int ps_shard = -1;
   for (int r : map_.roles_of_task[self_]) {
@@ -137,9 +136,8 @@ Node::Node(const NodeSetup& setup)
   for (int r : plan_.ps_roles) ps_tasks.insert(uint32_t(map_.task_of_role[size_t(r)]));
   const std::vector<uint32_t> ps_task_list(ps_tasks.begin(), ps_tasks.end());
   saver_.emplace(hooks_->saver,
-                 CheckpointSaver::Setup{&plan_, options_.checkpoint_dir, plan_hash_,
-                                        vars_->store(), ps_shard, self_, ps_task_list,
-                                        uint32_t(map_.chief_task),
+                 CheckpointSaver::Setup{&plan_, options_.checkpoint_dir, plan_hash_, vars_->store(),
+                                        ps_shard, self_, ps_task_list, uint32_t(map_.chief_task),
                                         uint32_t(map_.coordinator_task)});
   saver_->own_frames(router_);
   // training.steps "auto": the coordinator runs the rule (it holds global_step). A restarted

@@ -11,8 +11,8 @@
 
 #include "core/plan/plan.h"
 #include "core/runtime/step_state.h"
-#include "real/state/parameter_store.h"  // Bytes
 #include "real/node/channels.h"
+#include "real/state/parameter_store.h"  // Bytes
 #include "real/transport/frame.h"
 
 namespace replisim::real::detail {
@@ -74,8 +74,8 @@ inline BufferPtr value_for(const Part& p, int producer, int variable) {
 // wrong (a graph out of range, a sender that is not the client).
 Part& part_of_frame(std::vector<Part>& parts, uint32_t peer, const FrameHeader& header,
                     bool from_owner);
-const Part& part_of_frame(const std::vector<Part>& parts, uint32_t peer,
-                          const FrameHeader& header, bool from_owner);
+const Part& part_of_frame(const std::vector<Part>& parts, uint32_t peer, const FrameHeader& header,
+                          bool from_owner);
 
 // A tensor arriving in chunks from one peer.
 struct Incoming {

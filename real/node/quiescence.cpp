@@ -12,8 +12,7 @@ constexpr double kWaveEveryS = 0.5;  // between the coordinator's waves
 
 }  // namespace
 
-Quiescence::Quiescence(Host& host, uint32_t self, uint32_t coordinator, size_t tasks,
-                       size_t graphs)
+Quiescence::Quiescence(Host& host, uint32_t self, uint32_t coordinator, size_t tasks, size_t graphs)
     : host_(host),
       self_(self),
       coordinator_(coordinator),
@@ -46,22 +45,20 @@ bool Quiescence::counted(FrameType type) {
 }
 
 void Quiescence::own_frames(FrameRouter& router) {
-  router.own(channel::kQuery, [this](uint32_t peer, const FrameHeader& h,
-                                       const uint8_t* payload) {
+  router.own(channel::kQuery, [this](uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
     if (host_.stopping()) return;
-    if (peer != coordinator_) throw FrameError(channel::name(h.type) + " frame not from the coordinator");
+    if (peer != coordinator_)
+      throw FrameError(channel::name(h.type) + " frame not from the coordinator");
     const std::string finished(reinterpret_cast<const char*>(payload), h.length);
     if (finished.size() != graphs_ || finished.find_first_not_of("01") != std::string::npos) {
       throw FrameError("a query whose payload is not one 0 or 1 per graph");
     }
     host_.send_wave_frame(peer, channel::kStatus, h.step, status(finished).dump());
   });
-  router.own(channel::kStatus, [this](uint32_t peer, const FrameHeader& h,
-                                        const uint8_t* payload) {
+  router.own(channel::kStatus, [this](uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
     if (host_.stopping()) return;
     if (self_ != coordinator_) {
-      throw FrameError(channel::name(h.type) +
-                       " frame sent to a task that is not the coordinator");
+      throw FrameError(channel::name(h.type) + " frame sent to a task that is not the coordinator");
     }
     on_status(peer, h, payload);
   });

@@ -44,37 +44,35 @@ Restorer::Restorer(Host& host, core::ClientLoop& loop, const std::vector<Part>& 
 
 void Restorer::own_frames(FrameRouter& router) {
   using channel::require;
-  router.own(channel::kRestore, [this](uint32_t peer, const FrameHeader& h,
-                                                  const uint8_t* payload) {
-    if (host_.stopping()) return;
-    require(h, peer == setup_.chief && setup_.store != nullptr,
-            "not from the chief of a restarted run, or to a task without variables");
-    on_restore(peer, h, payload);
-  });
-  router.own(channel::kRestored, [this](uint32_t peer, const FrameHeader& h,
-                                                   const uint8_t*) {
+  router.own(channel::kRestore,
+             [this](uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
+               if (host_.stopping()) return;
+               require(h, peer == setup_.chief && setup_.store != nullptr,
+                       "not from the chief of a restarted run, or to a task without variables");
+               on_restore(peer, h, payload);
+             });
+  router.own(channel::kRestored, [this](uint32_t peer, const FrameHeader& h, const uint8_t*) {
     if (host_.stopping()) return;
     require(h, chief() && restoring_.erase(peer) > 0, "not expected");
     on_restored();
   });
-  router.own(channel::kModelQuery, [this](uint32_t peer, const FrameHeader& h,
-                                                     const uint8_t*) {
+  router.own(channel::kModelQuery, [this](uint32_t peer, const FrameHeader& h, const uint8_t*) {
     if (host_.stopping()) return;
     require(h, coordinator(), "to a task that is not the coordinator");
     host_.send_restore_frame(peer, channel::kModelReady, h.tensor, model_state().dump(), 0);
   });
-  router.own(channel::kModelReady, [this](uint32_t peer, const FrameHeader& h,
-                                                     const uint8_t* payload) {
-    if (host_.stopping()) return;
-    require(h, peer == setup_.coordinator, "not from the coordinator");
-    on_model_ready(h, payload);
-  });
-  router.own(channel::kResumed, [this](uint32_t peer, const FrameHeader& h,
-                                                  const uint8_t* payload) {
-    if (host_.stopping()) return;
-    require(h, coordinator(), "sent to a task that is not the coordinator");
-    on_resumed(peer, h, payload);
-  });
+  router.own(channel::kModelReady,
+             [this](uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
+               if (host_.stopping()) return;
+               require(h, peer == setup_.coordinator, "not from the coordinator");
+               on_model_ready(h, payload);
+             });
+  router.own(channel::kResumed,
+             [this](uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
+               if (host_.stopping()) return;
+               require(h, coordinator(), "sent to a task that is not the coordinator");
+               on_resumed(peer, h, payload);
+             });
 }
 
 bool Restorer::with_chief(int g) const {
@@ -330,14 +328,12 @@ void Restorer::on_model_ready(const FrameHeader& h, const uint8_t* payload) {
 
 // Graph g's client trains again from the restored state: its step count and input go back to the
 // checkpoint's, a synchronous worker's next local step is the restored global_step.
-void Restorer::resume_client(int g, int64_t global_step,
-                             const std::vector<int64_t>& client_steps) {
+void Restorer::resume_client(int g, int64_t global_step, const std::vector<int64_t>& client_steps) {
   const core::Plan& plan = *setup_.plan;
   awaiting_model_[size_t(g)] = false;
   const bool client = g < int(plan.clients.size());
-  const int step = client
-                       ? int(core::RecoveryTimeline::resumed_step(plan, client_steps, size_t(g)))
-                       : loop_.client(g).step;
+  const int step = client ? int(core::RecoveryTimeline::resumed_step(plan, client_steps, size_t(g)))
+                          : loop_.client(g).step;
   loop_.resume(g, step, global_step);
   host_.saw_global_step(global_step);
   const double now = host_.now_s();

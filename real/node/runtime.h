@@ -46,8 +46,8 @@
 #include "real/node/steady_stop.h"
 #include "real/node/step_runner.h"
 #include "real/node/tensor_transfers.h"
-#include "real/node/variable_ops.h"
 #include "real/node/trace_gather.h"
+#include "real/node/variable_ops.h"
 #include "real/state/parameter_store.h"
 #include "real/transport/mesh.h"
 
@@ -71,7 +71,6 @@ class Node : public Mesh::Handler {
   // Runs until the job stops. Throws core::BackendError (one line naming role, host and step)
   // when this task failed or was stopped by another's failure.
   void run();
-
 
   // A gathering coordinator's run trace, every node's part merged (after run(); NodeOptions).
   const std::optional<core::Trace>& run_trace() const {

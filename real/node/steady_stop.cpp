@@ -13,22 +13,19 @@ SteadyStop::SteadyStop(Host& host, core::ClientLoop& loop, const std::vector<Par
 
 void SteadyStop::own_frames(FrameRouter& router) {
   using channel::require;
-  router.own(channel::kStopAsk, [this](uint32_t peer, const FrameHeader& h,
-                                                  const uint8_t*) {
+  router.own(channel::kStopAsk, [this](uint32_t peer, const FrameHeader& h, const uint8_t*) {
     if (host_.stopping()) return;
     const Part& p = part_of_frame(parts_, peer, h, false);
     require(h, peer == setup_.coordinator && p.owner,
             "not from the coordinator, or for a graph whose client is not here");
     on_ask(p.index);
   });
-  router.own(channel::kStopReply, [this](uint32_t peer, const FrameHeader& h,
-                                                    const uint8_t*) {
+  router.own(channel::kStopReply, [this](uint32_t peer, const FrameHeader& h, const uint8_t*) {
     if (host_.stopping()) return;
     require(h, rule_.has_value() && asked_, "not asked for");
     on_reply(part_of_frame(parts_, peer, h, true).index, h.step);
   });
-  router.own(channel::kStopLimit, [this](uint32_t peer, const FrameHeader& h,
-                                                    const uint8_t*) {
+  router.own(channel::kStopLimit, [this](uint32_t peer, const FrameHeader& h, const uint8_t*) {
     if (host_.stopping()) return;
     const Part& p = part_of_frame(parts_, peer, h, false);
     require(h, peer == setup_.coordinator && p.owner,

@@ -1,5 +1,6 @@
-// What a task does with the step protocol's RUN and DONE frames its peers send, after checking that the frame makes sense for the plan and for the step in progress
-// (a peer that breaks the protocol fails the job, named).
+// What a task does with the step protocol's RUN and DONE frames its peers send, after checking that
+// the frame makes sense for the plan and for the step in progress (a peer that breaks the protocol
+// fails the job, named).
 #include <algorithm>
 #include <cmath>
 
@@ -16,10 +17,9 @@ void StepRunner::own_frames(FrameRouter& router) {
   router.own(channel::kRun, [this](uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
     if (!host_.stopping()) on_run(peer, h, payload);
   });
-  router.own(channel::kDone,
-             [this](uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
-               if (!host_.stopping()) on_done(peer, h, payload);
-             });
+  router.own(channel::kDone, [this](uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
+    if (!host_.stopping()) on_done(peer, h, payload);
+  });
   transfers_->own_frames(router);
 }
 

@@ -61,8 +61,8 @@ void StepRunner::send(int g, int op) {
   transfers_->send(g, op);
 }
 
-void StepRunner::run_for_step(DeviceEngine& engine, int g, int64_t step,
-                              std::function<void()> work, std::function<void()> done) {
+void StepRunner::run_for_step(DeviceEngine& engine, int g, int64_t step, std::function<void()> work,
+                              std::function<void()> done) {
   ++work_pending_;
   engine.submit([this, g, step, work = std::move(work), done = std::move(done)]() mutable {
     work();

@@ -173,7 +173,7 @@ void StepRunner::part_done(Part& p) {
   p.active = false;
   const int64_t now = host_.global_step_here();
   host_.send_frame(p.owner_task, channel::kDone, p.step, uint64_t(p.index),
-             pack_i64({p.global_step_read, now}));
+                   pack_i64({p.global_step_read, now}));
   std::fill(p.out.begin(), p.out.end(), nullptr);
   for (auto& g : p.gradients) g.clear();
 }

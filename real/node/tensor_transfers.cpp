@@ -41,8 +41,8 @@ int checked_op(const Part& p, uint32_t peer, uint32_t self, uint64_t tensor) {
 
 }  // namespace
 
-TensorTransfers::TensorTransfers(StepRunner::Host& host, StepRunner& runner,
-                                 const core::Plan& plan, uint32_t self)
+TensorTransfers::TensorTransfers(StepRunner::Host& host, StepRunner& runner, const core::Plan& plan,
+                                 uint32_t self)
     : host_(host), runner_(runner), plan_(plan), self_(self) {}
 
 void TensorTransfers::own_frames(FrameRouter& router) {
@@ -146,8 +146,8 @@ void TensorTransfers::notify_remote(Part& p, int op_index) {
   const bool with_data = value && value->size() == bytes && bytes > 0;
   for (uint32_t t : to) {
     if (!with_data) {
-      host_.send_frame(t, channel::kControl, p.step,
-                       (uint64_t(p.index) << 32) | uint64_t(op_index), {});
+      host_.send_frame(t, channel::kControl, p.step, (uint64_t(p.index) << 32) | uint64_t(op_index),
+                       {});
       continue;
     }
     send_chunks(t, p, op_index, value, bytes, host_.now_s(), {});
@@ -183,8 +183,7 @@ void TensorTransfers::tensor_in_place(Part& p, int send_op, BufferPtr data, doub
   const int recv = p.graph->ops[size_t(send_op)].peer;
   p.out[size_t(recv)] = std::move(data);
   p.tensor_in[size_t(recv)] = 1;
-  host_.recorder().transfer(p.index, send_op, p.step, start_s,
-                            std::max(start_s, host_.now_s()),
+  host_.recorder().transfer(p.index, send_op, p.step, start_s, std::max(start_s, host_.now_s()),
                             (int64_t(self_) << 40) | next_message_++, "");  // bound: not known
   runner_.loop().complete(p.index, send_op);
 }

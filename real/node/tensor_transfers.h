@@ -43,8 +43,8 @@ class TensorTransfers {
   void send_tensor(int g, int op, BufferPtr value, size_t bytes, double start_s);
   // `bytes` of `value` to `to` in chunks over one connection (in order; tensors take the peer's
   // connections in turn, platform.transport.connections_per_peer); `written` after the last.
-  void send_chunks(uint32_t to, const Part& p, int op, BufferPtr value, size_t bytes,
-                   double time_s, std::function<void()> written);
+  void send_chunks(uint32_t to, const Part& p, int op, BufferPtr value, size_t bytes, double time_s,
+                   std::function<void()> written);
   void tensor_in_place(Part& p, int send_op, BufferPtr data, double start_s);
   void on_tensor(uint32_t peer, const FrameHeader& header);
   void on_control(uint32_t peer, const FrameHeader& header);

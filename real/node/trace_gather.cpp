@@ -32,16 +32,17 @@ TraceGather::TraceGather(Host& host, const ClusterSpec& spec, uint32_t self, uin
       part_file_(std::move(part_file)) {}
 
 void TraceGather::own_frames(FrameRouter& router) {
-  router.own(channel::kTracePart,
-             [this](uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
-               if (self_ != coordinator_) {
-                 throw FrameError(channel::name(h.type) +
-                                  " frame to a task that is not the "
-                                  "coordinator");
-               }
-               on_trace_part(peer, h, payload);
-             },
-             /*chunked=*/true);
+  router.own(
+      channel::kTracePart,
+      [this](uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
+        if (self_ != coordinator_) {
+          throw FrameError(channel::name(h.type) +
+                           " frame to a task that is not the "
+                           "coordinator");
+        }
+        on_trace_part(peer, h, payload);
+      },
+      /*chunked=*/true);
   router.own(channel::kTracePartKept,
              [this](uint32_t peer, const FrameHeader&, const uint8_t*) { on_part_kept(peer); });
 }
@@ -79,8 +80,7 @@ void TraceGather::send_part(std::function<void()> then) {
 
 void TraceGather::on_part_kept(uint32_t peer) {
   if (peer != coordinator_) {
-    throw FrameError(channel::name(channel::kTracePartKept) +
-                     " frame not from the coordinator");
+    throw FrameError(channel::name(channel::kTracePartKept) + " frame not from the coordinator");
   }
   if (after_part_kept_) std::exchange(after_part_kept_, nullptr)();
 }

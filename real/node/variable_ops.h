@@ -36,8 +36,8 @@ class VariableOps : public core::SyncHost {
     virtual DeviceEngine& engine(int device) = 0;
     // Runs `work` on `engine`'s threads, then `done` on the node's thread unless the node stops or
     // graph g's step `step` ended meanwhile; both count as work under way (quiescence).
-    virtual void run_for_step(DeviceEngine& engine, int g, int64_t step,
-                              std::function<void()> work, std::function<void()> done) = 0;
+    virtual void run_for_step(DeviceEngine& engine, int g, int64_t step, std::function<void()> work,
+                              std::function<void()> done) = 0;
     virtual DeviceEngine& copier() = 0;  // copies and files
     // global_step as this task knows it; an update made it `global_step`.
     virtual int64_t global_step_seen() const = 0;
@@ -76,8 +76,7 @@ class VariableOps : public core::SyncHost {
   // (`finished` per graph '1' or '0'; nullopt when none holds a worker), and where global_step
   // stands ({value, updated_s}, null when this task does not hold it). `last_global_step`: where
   // the chief's sync op stops.
-  std::optional<core::StallRecord> stall(const std::string& finished,
-                                         const std::vector<bool>& dead,
+  std::optional<core::StallRecord> stall(const std::string& finished, const std::vector<bool>& dead,
                                          int64_t last_global_step) const;
   nlohmann::json global_step_status() const;
 

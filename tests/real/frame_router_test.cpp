@@ -33,8 +33,9 @@ TEST(FrameRouter, AFrameGoesToTheOnePartThatOwnsItsType) {
   EXPECT_THROW(router.route(7, h, nullptr), FrameError);
   EXPECT_EQ(kept, 0);
   h.type = channel::kTracePart;
-  router.own(channel::kStopAsk, [&](uint32_t, const FrameHeader&, const uint8_t*) { ++kept; },
-             /*chunked=*/true);
+  router.own(
+      channel::kStopAsk, [&](uint32_t, const FrameHeader&, const uint8_t*) { ++kept; },
+      /*chunked=*/true);
   h.type = channel::kStopAsk;
   EXPECT_TRUE(router.route(7, h, nullptr));
   EXPECT_EQ(kept, 1);

@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -270,8 +270,7 @@ TEST(Netns, ALongDegradedWindowSlowsTheLinkWithoutStallingIt) {
     if (e.start_s > 0.5) after_s = std::min(after_s, e.end_s - e.start_s);
   }
   ASSERT_TRUE(std::isfinite(before_s) && std::isfinite(after_s));
-  EXPECT_GT(after_s, 2.5 * before_s)
-      << "the window should slow the link to a quarter";
+  EXPECT_GT(after_s, 2.5 * before_s) << "the window should slow the link to a quarter";
 }
 
 TEST(Netns, ACutAsLongAsThePeersDeadlineIsRefused) {

@@ -610,9 +610,9 @@ TEST(JobControl, ProgressToATaskNotTheCoordinatorOrFromTheWrongTaskIsThePeersErr
   FrameRouter router;
   job.own_frames(router);
   const std::string progress = pack_i64({1}) + pack_f64({0.1, 0.2});
-  EXPECT_EQ(node_parts_refusal(
-                [&] { node_parts_route(router, 2, channel::kProgress, 1, 1, progress); }),
-            "progress frame sent to a task that is not the coordinator");
+  EXPECT_EQ(
+      node_parts_refusal([&] { node_parts_route(router, 2, channel::kProgress, 1, 1, progress); }),
+      "progress frame sent to a task that is not the coordinator");
   NodePartsTask coordinator(node_parts_plan({{"sync", "async"}}), 0);
   JobControl coordinator_job(host, coordinator.parts(), node_parts_job_setup(coordinator));
   FrameRouter coordinator_router;
@@ -823,9 +823,8 @@ TEST(Restorer, AModelAnswerForAGraphNotThisTasksOrNotFromTheCoordinatorIsThePeer
   node_parts_route(r.router, 0, channel::kModelReady, -1, 1, ready);
   EXPECT_EQ(r.host.delays, std::vector<double>{r.task.plan.recovery.recovery_wait_s});
   // A model query goes to the coordinator only; there, it is answered for the graph asked.
-  EXPECT_EQ(
-      node_parts_refusal([&] { node_parts_route(r.router, 1, channel::kModelQuery, -1, 0); }),
-      "model query frame to a task that is not the coordinator");
+  EXPECT_EQ(node_parts_refusal([&] { node_parts_route(r.router, 1, channel::kModelQuery, -1, 0); }),
+            "model query frame to a task that is not the coordinator");
   NodePartsRestore coordinator(0, 1, 0, true);
   node_parts_route(coordinator.router, 2, channel::kModelQuery, -1, 1);
   ASSERT_EQ(coordinator.host.sent.size(), 1u);
@@ -1032,27 +1031,27 @@ TEST(TensorTransfers, ANoticeOrTensorForAGraphOpOrStepNotHereIsThePeersError) {
   ASSERT_GE(taken, 0);
   ASSERT_GE(not_taken, 0);
   auto id = [](uint64_t g, int op) { return (g << 32) | uint64_t(op); };
-  EXPECT_EQ(node_parts_refusal(
-                [&] { node_parts_route(router, 1, channel::kControl, 0, id(9, taken)); }),
-            "a frame for graph 9 of 2");
-  EXPECT_EQ(node_parts_refusal(
-                [&] { node_parts_route(router, 1, channel::kControl, 0, id(0, 100000)); }),
-            "a tensor of op 100000 of " + std::to_string(p.graph->ops.size()));
+  EXPECT_EQ(
+      node_parts_refusal([&] { node_parts_route(router, 1, channel::kControl, 0, id(9, taken)); }),
+      "a frame for graph 9 of 2");
+  EXPECT_EQ(
+      node_parts_refusal([&] { node_parts_route(router, 1, channel::kControl, 0, id(0, 100000)); }),
+      "a tensor of op 100000 of " + std::to_string(p.graph->ops.size()));
   EXPECT_EQ(node_parts_refusal(
                 [&] { node_parts_route(router, 1, channel::kControl, 0, id(0, not_taken)); }),
             "a tensor of op " + p.graph->ops[size_t(not_taken)].name +
                 ", which this task does not take from it");
-  EXPECT_EQ(node_parts_refusal(
-                [&] { node_parts_route(router, 2, channel::kControl, 0, id(0, taken)); }),
-            "a tensor of op " + p.graph->ops[size_t(taken)].name +
-                ", which this task does not take from it");  // worker1 does not run it
+  EXPECT_EQ(
+      node_parts_refusal([&] { node_parts_route(router, 2, channel::kControl, 0, id(0, taken)); }),
+      "a tensor of op " + p.graph->ops[size_t(taken)].name +
+          ", which this task does not take from it");  // worker1 does not run it
   // Before its step began here: kept for steps 0 and 1 (no step yet), refused beyond.
   node_parts_route(router, 1, channel::kControl, 1, id(0, taken));
   ASSERT_EQ(p.early.count(1), 1u);
   EXPECT_EQ(p.early.at(1).size(), 1u);
-  EXPECT_EQ(node_parts_refusal(
-                [&] { node_parts_route(router, 1, channel::kControl, 2, id(0, taken)); }),
-            "a notice for step 2 of graph 0, which is not in progress here");
+  EXPECT_EQ(
+      node_parts_refusal([&] { node_parts_route(router, 1, channel::kControl, 2, id(0, taken)); }),
+      "a notice for step 2 of graph 0, which is not in progress here");
   // A tensor's later chunk without its first.
   EXPECT_EQ(node_parts_refusal([&] {
               node_parts_route(router, 1, FrameType::kTensor, 0, id(0, taken), "abcd", 0, 1, 2);
@@ -1068,20 +1067,20 @@ TEST(StepRunner, ARunOrDoneThatTheStepDoesNotExpectIsThePeersError) {
   NodePartsTask ps(node_parts_plan({{"sync", "async"}}), 0);
   FrameRouter router;
   ps.steps->own_frames(router);
-  EXPECT_EQ(node_parts_refusal(
-                [&] { node_parts_route(router, 2, channel::kRun, 0, 0, pack_i64({0})); }),
-            "run for graph 0 from a task that is not its client");
-  EXPECT_EQ(node_parts_refusal(
-                [&] { node_parts_route(router, 1, channel::kRun, 0, 7, pack_i64({0})); }),
-            "a frame for graph 7 of 2");
+  EXPECT_EQ(
+      node_parts_refusal([&] { node_parts_route(router, 2, channel::kRun, 0, 0, pack_i64({0})); }),
+      "run for graph 0 from a task that is not its client");
+  EXPECT_EQ(
+      node_parts_refusal([&] { node_parts_route(router, 1, channel::kRun, 0, 7, pack_i64({0})); }),
+      "a frame for graph 7 of 2");
   EXPECT_EQ(node_parts_refusal([&] {
               node_parts_route(router, 1, channel::kDone, 0, 0, pack_i64({-1, -1}));
             }),
             "done for step 0 of graph 0, which is not waiting for it");  // not its client
   ps.parts()[0].step = 4;                                                // step 4 was the last here
-  EXPECT_EQ(node_parts_refusal(
-                [&] { node_parts_route(router, 1, channel::kRun, 3, 0, pack_i64({0})); }),
-            "run of step 3 of graph 0 while step 4 was the last");
+  EXPECT_EQ(
+      node_parts_refusal([&] { node_parts_route(router, 1, channel::kRun, 3, 0, pack_i64({0})); }),
+      "run of step 3 of graph 0 while step 4 was the last");
   // The client's task: a run for its own graph has no ops there to run for another.
   NodePartsTask worker(node_parts_plan({{"sync", "async"}}), 1);
   FrameRouter worker_router;

@@ -51,7 +51,7 @@ class ScriptedWaveHost : public Quiescence::Host {
 
 // A status answer from `peer` to wave `wave`: its counts (three tasks) and work under way.
 void wave_answer(FrameRouter& router, uint32_t peer, int64_t wave, std::vector<int64_t> sent,
-            std::vector<int64_t> received, int64_t busy) {
+                 std::vector<int64_t> received, int64_t busy) {
   const std::string text =
       nlohmann::json{{"sent", sent}, {"received", received}, {"busy", busy}}.dump();
   FrameHeader h;
@@ -159,8 +159,7 @@ TEST(Quiescence, AStatusNotOneCountPerTaskOrToAnotherTaskIsThePeersError) {
   q.step = 1;
   const std::string bad = "012";
   q.length = uint32_t(bad.size());
-  EXPECT_THROW(other_router.route(0, q, reinterpret_cast<const uint8_t*>(bad.data())),
-               FrameError);
+  EXPECT_THROW(other_router.route(0, q, reinterpret_cast<const uint8_t*>(bad.data())), FrameError);
   const std::string good = "10";
   q.length = uint32_t(good.size());
   other_router.route(0, q, reinterpret_cast<const uint8_t*>(good.data()));
