@@ -167,11 +167,25 @@ int run_panel(MainWindow& window, const QCommandLineParser& args, bool batch) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // --screenshot renders without a display: choose the offscreen platform before Qt starts.
+  // --screenshot renders without a display, and --help and --version need none: choose the
+  // offscreen platform before Qt starts. Without a display for a window, say so in one line
+  // (Qt's xcb plugin would abort with several).
+  bool offscreen = false;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--screenshot") == 0 &&
-        qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
+    for (const char* flag : {"--screenshot", "--help", "-h", "--help-all", "--version", "-v"}) {
+      offscreen |= std::strcmp(argv[i], flag) == 0;
+    }
+  }
+  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
+    if (offscreen) {
       qputenv("QT_QPA_PLATFORM", "offscreen");
+    } else if (qEnvironmentVariableIsEmpty("DISPLAY") &&
+               qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY")) {
+      std::fprintf(stderr,
+                   "replisim-gui: no display to open a window on (DISPLAY and WAYLAND_DISPLAY are "
+                   "not set): run it in a desktop session or under xvfb-run, or render one with "
+                   "--screenshot OUT.png\n");
+      return 2;
     }
   }
   QApplication app(argc, argv);

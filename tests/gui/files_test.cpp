@@ -156,5 +156,28 @@ TEST(Files, TheExecutableRendersAScreenshotOffscreenAndExits) {
   std::filesystem::remove(trace);
 }
 
+// Without a display, --help still prints the options (it needs none) and a window asked for is
+// one line naming what to do, exit 2 (Qt's xcb plugin used to abort: status 134).
+TEST(Files, WithoutADisplayHelpPrintsAndAWindowIsOneLine) {
+  QProcessEnvironment no_display = QProcessEnvironment::systemEnvironment();
+  for (const char* name : {"DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"}) {
+    no_display.remove(name);
+  }
+  QProcess gui;
+  gui.setProcessEnvironment(no_display);
+  gui.start(REPLISIM_GUI_BINARY, {"--help"});
+  ASSERT_TRUE(gui.waitForFinished(30000));
+  EXPECT_EQ(gui.exitStatus(), QProcess::NormalExit);
+  EXPECT_EQ(gui.exitCode(), 0) << gui.readAllStandardError().toStdString();
+  EXPECT_TRUE(gui.readAllStandardOutput().contains("--screenshot"));
+  gui.start(REPLISIM_GUI_BINARY, {});
+  ASSERT_TRUE(gui.waitForFinished(30000));
+  EXPECT_EQ(gui.exitStatus(), QProcess::NormalExit);
+  EXPECT_EQ(gui.exitCode(), 2);
+  const QString err = QString::fromUtf8(gui.readAllStandardError());
+  EXPECT_TRUE(err.startsWith("replisim-gui: no display")) << err.toStdString();
+  EXPECT_EQ(err.count('\n'), 1) << err.toStdString();
+}
+
 }  // namespace
 }  // namespace replisim::gui
