@@ -226,28 +226,25 @@ void TensorTransfers::on_tensor(uint32_t peer, const FrameHeader& h) {
                      std::to_string(in.filled) + " bytes where the plan says " +
                      std::to_string(in.buffer->size()));
   }
-  const Early arrival{p.graph->ops[size_t(op)].kind == OpKind::kSend, op, std::move(in.buffer),
-                      in.start_s};
-  if (p.active && h.step == p.step) {
-    arrive(p, arrival);
-  } else if (h.step > p.step && h.step <= p.step + 2) {
-    p.early[h.step].push_back(arrival);
-  } else {
-    throw FrameError("a tensor for step " + std::to_string(h.step) + " of graph " +
-                     std::to_string(p.index) + ", which is not in progress here");
-  }
+  deliver(p, h.step,
+          {p.graph->ops[size_t(op)].kind == OpKind::kSend, op, std::move(in.buffer), in.start_s},
+          "tensor");
 }
 
 void TensorTransfers::on_control(uint32_t peer, const FrameHeader& h) {
   Part& p = part_of_frame(runner_.parts(), peer, h, false);
   const int op = checked_op(p, peer, self_, h.tensor);
-  const Early notice{false, op, nullptr, h.time_s};
-  if (p.active && h.step == p.step) {
-    arrive(p, notice);
-  } else if (h.step > p.step && h.step <= p.step + 2) {
-    p.early[h.step].push_back(notice);
+  deliver(p, h.step, {false, op, nullptr, h.time_s}, "notice");
+}
+
+// For the step in progress: it arrives; for one of the next two: kept until that step begins.
+void TensorTransfers::deliver(Part& p, int64_t step, Early arrival, const char* what) {
+  if (p.active && step == p.step) {
+    arrive(p, arrival);
+  } else if (step > p.step && step <= p.step + 2) {
+    p.early[step].push_back(std::move(arrival));
   } else {
-    throw FrameError("a notice for step " + std::to_string(h.step) + " of graph " +
+    throw FrameError(std::string("a ") + what + " for step " + std::to_string(step) + " of graph " +
                      std::to_string(p.index) + ", which is not in progress here");
   }
 }

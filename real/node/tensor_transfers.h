@@ -48,6 +48,7 @@ class TensorTransfers {
   void tensor_in_place(Part& p, int send_op, BufferPtr data, double start_s);
   void on_tensor(uint32_t peer, const FrameHeader& header);
   void on_control(uint32_t peer, const FrameHeader& header);
+  void deliver(Part& p, int64_t step, Early arrival, const char* what);
   BufferPtr zeros(size_t bytes);
 
   StepRunner::Host& host_;
