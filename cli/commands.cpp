@@ -140,7 +140,18 @@ int run_on_backend(const CliArgs& args, std::ostream& out, const std::string& ba
     throw core::OutputError(e.file(), e.reason() + "; the run's node traces are kept in " + where +
                                           " (replisim report --merge DIR/*.trace rebuilds it)");
   }
-  return 0;
+  // A real run whose job failed by a death from outside failed, as TF's would: its report and
+  // outputs above hold what it measured up to there.
+  int status = 0;
+  for (const core::Trace& trace : runs.traces) {
+    const std::optional<core::JobFailureRecord>& failure = trace.outcome.job_failure;
+    if (!failure || !failure->unplanned) continue;
+    std::cerr << "replisim: error: " << trace.meta.strategy << ": the job failed at t = "
+              << core::format_quantity(failure->time_s, core::Dimension::kTime) << ": "
+              << failure->cause << " (the report is the run up to there)\n";
+    status = 1;
+  }
+  return status;
 }
 
 bool writes_checkpoints(const core::Plan& plan) {

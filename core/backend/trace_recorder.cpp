@@ -140,7 +140,7 @@ void TraceRecorder::fault_window(const PlanFault& fault) {
 }
 
 void TraceRecorder::client_death(int graph, const std::string& description, int64_t step,
-                                 double at_s) {
+                                 double at_s, bool unplanned) {
   const GraphNames& names = names_[size_t(graph)];
   TraceEvent e;
   e.kind = EventKind::kFault;
@@ -149,10 +149,12 @@ void TraceRecorder::client_death(int graph, const std::string& description, int6
   e.label = intern(description);
   e.step = step;
   e.start_s = e.end_s = at_s;
+  if (unplanned) e.flags = kEventUnplanned;
   sink_.event(e);
 }
 
-void TraceRecorder::role_death(int role, const std::string& description, double at_s) {
+void TraceRecorder::role_death(int role, const std::string& description, double at_s,
+                               bool unplanned) {
   const Role& r = plan_.roles[size_t(role)];
   TraceEvent e;
   e.kind = EventKind::kFault;
@@ -160,6 +162,7 @@ void TraceRecorder::role_death(int role, const std::string& description, double 
   e.device = intern(plan_.platform.devices[size_t(r.device)].name);
   e.label = intern(description);
   e.start_s = e.end_s = at_s;
+  if (unplanned) e.flags = kEventUnplanned;
   sink_.event(e);
 }
 

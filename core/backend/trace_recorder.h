@@ -48,9 +48,11 @@ class TraceRecorder {
   // A slowdown or link fault window (PlanFault kind "slowdown" or "link"), on its device or link.
   void fault_window(const PlanFault& fault);
   // A role fault killed the graph's client at `at_s` while it ran `step` (-1: no step).
-  void client_death(int graph, const std::string& description, int64_t step, double at_s);
+  // `unplanned`: no fault of the plan killed it (a real run's task killed from outside).
+  void client_death(int graph, const std::string& description, int64_t step, double at_s,
+                    bool unplanned = false);
   // A job fault killed role `role` at `at_s`.
-  void role_death(int role, const std::string& description, double at_s);
+  void role_death(int role, const std::string& description, double at_s, bool unplanned = false);
   // The chief (the graph's role) wrote a checkpoint, or its summaries, of `bytes`.
   void checkpoint(int graph, int64_t step, double start_s, double end_s, double bytes,
                   int64_t global_step, bool summaries);

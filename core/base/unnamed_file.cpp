@@ -98,6 +98,18 @@ UnnamedFile::UnnamedFile(std::string target, std::function<bool()> cancelled)
   stream_ = std::make_unique<std::ostream>(buffer_.get());
 }
 
+UnnamedFile::UnnamedFile(std::string target, const std::string& stand_in)
+    : target_(std::move(target)) {
+  fd_ = ::open(stand_in.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd_ < 0) {
+    throw OutputError(target_,
+                      "cannot create " + stand_in + ": " + std::string(std::strerror(errno)));
+  }
+  named_ = stand_in;
+  buffer_ = std::make_unique<Buffer>(fd_, std::function<bool()>());  // owns fd_ from here
+  stream_ = std::make_unique<std::ostream>(buffer_.get());
+}
+
 UnnamedFile::~UnnamedFile() {
   stream_.reset();
   buffer_.reset();  // closes fd_

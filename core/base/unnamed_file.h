@@ -25,6 +25,11 @@ class UnnamedFile {
   // fail (the stream goes bad) so that a long output stops early. Throws OutputError(target, why)
   // when no file can be made there.
   explicit UnnamedFile(std::string target, std::function<bool()> cancelled = {});
+  // The same, but the file is made under the name `stand_in` (created new: OutputError when
+  // something is there) rather than unnamed, so that another process can read it while it is
+  // written, and what was written survives a crash (a launcher reads a killed task's trace part
+  // from it); publish() renames it to `target`, the destructor removes it unless published.
+  UnnamedFile(std::string target, const std::string& stand_in);
   ~UnnamedFile();  // removes the stand-in unless published; the unnamed file vanishes by itself
   UnnamedFile(const UnnamedFile&) = delete;
   UnnamedFile& operator=(const UnnamedFile&) = delete;

@@ -95,6 +95,8 @@ struct FaultRecord {
   // A role that died: its work since its last completed step, lost (s), and that step.
   double lost_work_s = 0;
   int64_t lost_step = -1;
+  // A death no fault of the plan caused (a real run's task killed from outside; kEventUnplanned).
+  bool unplanned = false;
   // The throughput (samples/s, updates counted as the window's) inside the measured window
   // before the fault struck, and after it ended (a death: after it); -1 when that part of the
   // window is empty (the fault came before the window, or lasts past its end).
@@ -159,6 +161,8 @@ struct RunMetrics {
   bool job_failed = false;
   double job_failure_s = 0;
   std::string job_failure_cause;
+  // A real run's task died from outside and the job could not survive it (JobFailureRecord).
+  bool job_failure_unplanned = false;
   // The chief's checkpoints and summaries over the whole run: how many, and its time writing.
   int checkpoints_written = 0;
   int summaries_written = 0;

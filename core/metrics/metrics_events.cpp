@@ -230,6 +230,7 @@ void add_faults(RunMetrics& r, const Trace& trace, StepTable& steps) {
     f.start_s = e.start_s;
     f.end_s = e.end_s;
     f.open_ended = (e.flags & kEventOpenEnded) != 0;
+    f.unplanned = (e.flags & kEventUnplanned) != 0;
     if (e.client != kNoString && e.step >= 0) {  // -1: it was running no step
       double last_end = 0;
       for (const Span& span : steps[e.client]) {
@@ -277,6 +278,7 @@ void add_recoveries(RunMetrics& r, const Trace& trace) {
     r.job_failed = true;
     r.job_failure_s = trace.outcome.job_failure->time_s;
     r.job_failure_cause = trace.outcome.job_failure->cause;
+    r.job_failure_unplanned = trace.outcome.job_failure->unplanned;
     r.warnings.push_back(
         "the job failed at t = " + format_quantity(r.job_failure_s, Dimension::kTime) + ": " +
         r.job_failure_cause + "; the window ends at the last step before it");

@@ -246,7 +246,10 @@ std::string faults_text(const RunMetrics& r) {
     const std::string until = f.open_ended ? " on" : " to " + fixed(f.end_s, 3) + " s";
     out += f.description + (f.end_s > f.start_s ? " from " + fixed(f.start_s, 3) + " s" + until
                                                 : " at " + fixed(f.start_s, 3) + " s");
-    if (f.lost_step >= 0) out += " (" + f.target + " lost " + fixed(f.lost_work_s, 3) + " s)";
+    if (f.lost_step >= 0) {
+      out += " (" + f.target + " lost " + fixed(f.lost_work_s, 3) + " s of step " +
+             std::to_string(f.lost_step) + ")";
+    }
     if (f.throughput_before_samples_per_s >= 0 || f.throughput_after_samples_per_s >= 0) {
       auto rate = [](double v) { return v >= 0 ? fixed(v, 1) : std::string("-"); };
       out += " [samples/s before " + rate(f.throughput_before_samples_per_s) + ", after " +
@@ -467,6 +470,7 @@ void add_training_events_json(const RunMetrics& r, nlohmann::json& run) {
                              {"lost_step", f.lost_step},
                              {"throughput_before_samples_per_s", f.throughput_before_samples_per_s},
                              {"throughput_after_samples_per_s", f.throughput_after_samples_per_s}});
+    if (f.unplanned) run["faults"].back()["unplanned"] = true;  // a death from outside
   }
   run["recoveries"] = nlohmann::json::array();
   for (const RecoveryRecord& k : r.recoveries) {

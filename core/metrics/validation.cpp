@@ -397,14 +397,36 @@ Validation validate_runs(const std::vector<const Trace*>& predicted_runs,
     line += ", measured";
     std::vector<double> at, lost;
     for (const RunMetrics& m : mm) {
-      if (f < m.faults.size() && m.faults[f].description == p.description) {
-        at.push_back(m.faults[f].start_s);
-        if (m.faults[f].lost_step >= 0) lost.push_back(m.faults[f].lost_work_s);
+      // The run's f-th planned fault (deaths from outside are listed below).
+      size_t seen = 0;
+      for (const FaultRecord& g : m.faults) {
+        if (g.unplanned || seen++ != f) continue;
+        if (g.description != p.description) break;
+        at.push_back(g.start_s);
+        if (g.lost_step >= 0) lost.push_back(g.lost_work_s);
       }
     }
     line += at.empty() ? " in no run" : " at " + range_text(at);
     if (!lost.empty()) line += " (lost " + range_text(lost) + " of work)";
     v.faults.push_back(line);
+  }
+  // Deaths the plan did not have (a task killed from outside during a run): that run is not the
+  // plan's, and its figures say so.
+  for (size_t run = 0; run < mm.size(); ++run) {
+    for (const FaultRecord& g : mm[run].faults) {
+      if (!g.unplanned) continue;
+      std::string line = g.description + ": observed in run " + std::to_string(run + 1) + " at " +
+                         seconds_text(g.start_s);
+      if (g.lost_step >= 0) {
+        line += " (lost " + seconds_text(g.lost_work_s) + " of step " +
+                std::to_string(g.lost_step) + ")";
+      }
+      v.faults.push_back(line + "; the plan has no such fault, so that run measured another job");
+    }
+    if (mm[run].job_failed && mm[run].job_failure_unplanned) {
+      v.faults.push_back("run " + std::to_string(run + 1) + ": the job failed at " +
+                         seconds_text(mm[run].job_failure_s) + ": " + mm[run].job_failure_cause);
+    }
   }
   for (size_t k = 0; k < pm.recoveries.size(); ++k) {
     const RecoveryRecord& p = pm.recoveries[k];

@@ -24,6 +24,48 @@ std::vector<const ClientGraph*> step_graphs(const Plan& plan) {
   return graphs;
 }
 
+namespace {
+
+// Whether PS role `r` holds a variable (global_step, whose PS also holds the sync queues, is
+// one) or runs an op of some step (a distributed_replicated barrier may be all it runs).
+bool ps_used_by_steps(const Plan& plan, int r) {
+  for (const Variable& v : plan.variables) {
+    if (v.ps >= 0 && plan.ps_roles[size_t(v.ps)] == r) return true;
+  }
+  for (const ClientGraph* graph : step_graphs(plan)) {
+    for (const Op& op : graph->ops) {
+      if (op.role == r) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+PlanFault death_of_roles(const Plan& plan, const std::vector<int>& roles, double at_s,
+                         std::string description, std::vector<int>* idle_ps) {
+  PlanFault f;
+  f.kind = PlanFaultKind::kRole;
+  f.at_s = at_s;
+  f.description = std::move(description);
+  for (int r : roles) {
+    const Role& role = plan.roles[size_t(r)];
+    if (role.kind == RoleKind::kSyncQueueRunner) continue;  // dies with the chief
+    if (role.kind == RoleKind::kWorker) {
+      for (size_t c = 0; c < plan.clients.size(); ++c) {
+        if (plan.clients[c].role == r) f.clients.push_back(int(c));
+      }
+    } else if (role.kind == RoleKind::kParameterServer && !ps_used_by_steps(plan, r)) {
+      // A task no step touches (a PS left without variables): no RPC to it fails.
+      if (idle_ps != nullptr) idle_ps->push_back(r);
+    } else {
+      f.kind = PlanFaultKind::kJob;
+      f.roles.push_back(r);
+    }
+  }
+  return f;
+}
+
 Processes plan_processes(const Plan& plan) {
   Processes out;
   out.of_role.assign(plan.roles.size(), -1);

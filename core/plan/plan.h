@@ -202,6 +202,16 @@ struct Plan {
 // plan is synchronous, the chief's sync op (SyncReplicas::chief_graph). Backends and traces
 // number graphs by their index here. Pointers into `plan`.
 std::vector<const ClientGraph*> step_graphs(const Plan& plan);
+
+// What the death of roles `roles` (indices into Plan::roles: a task's, or a machine's) does to
+// training, as the plan's faults have it (TF's semantics): the clients of the between-graph
+// workers among them die (kind kRole, PlanFault::clients: the others train on, or wait for them
+// when synchronous); a role the job cannot lose among them — a PS that holds a variable or runs a
+// step's op, the in-graph client, a tower — fails the job (kind kJob, PlanFault::roles). A PS that
+// no step uses changes nothing: it goes into `idle_ps` when given. A sync queue runner dies with
+// its chief (not listed). at_s and description are the fault's.
+PlanFault death_of_roles(const Plan& plan, const std::vector<int>& roles, double at_s,
+                         std::string description, std::vector<int>* idle_ps = nullptr);
 // Whether the plan's clients are workers (between-graph), whose training has a sync mode; an
 // in-graph client (RoleKind::kClient) is synchronous by construction.
 bool clients_are_workers(const Plan& plan);

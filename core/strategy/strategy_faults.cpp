@@ -30,29 +30,6 @@ void add_checkpoints_and_recovery(const Scenario& scenario, Plan& plan) {
   plan.recovery.recovery_wait_s = t.recovery.recovery_wait_s;
 }
 
-// The clients whose graph belongs to role `r` (a between-graph worker).
-std::vector<int> clients_of_role(const Plan& plan, int r) {
-  std::vector<int> clients;
-  for (size_t c = 0; c < plan.clients.size(); ++c) {
-    if (plan.clients[c].role == r) clients.push_back(int(c));
-  }
-  return clients;
-}
-
-// Whether PS role `r` holds a variable (global_step, whose PS also holds the sync queues, is
-// one) or runs an op of some step (a distributed_replicated barrier may be all it runs).
-bool used_by_steps(const Plan& plan, int r) {
-  for (const Variable& v : plan.variables) {
-    if (v.ps >= 0 && plan.ps_roles[size_t(v.ps)] == r) return true;
-  }
-  for (const ClientGraph* graph : step_graphs(plan)) {
-    for (const Op& op : graph->ops) {
-      if (op.role == r) return true;
-    }
-  }
-  return false;
-}
-
 // A role or machine fault: the workers that die (kind "role"), or, when a role the job cannot
 // lose dies (a PS, the in-graph client or a tower), a job failure (kind "job").
 // `idle_ps` gets the PS roles that die without variables (their deaths change nothing).
@@ -83,20 +60,9 @@ PlanFault death_fault(const FaultSpec& spec, const Plan& plan, const TrainingSpe
     }
     f.description = "machine " + spec.machine + " dies";
   }
-  f.kind = PlanFaultKind::kRole;
-  for (int r : dying) {
-    if (plan.roles[size_t(r)].kind == RoleKind::kWorker) {
-      for (int c : clients_of_role(plan, r)) f.clients.push_back(c);
-    } else if (plan.roles[size_t(r)].kind == RoleKind::kParameterServer &&
-               !used_by_steps(plan, r)) {
-      // A task no step touches (a PS left without variables): no RPC to it fails.
-      idle_ps.push_back(plan.roles[size_t(r)].name);
-      continue;
-    } else {
-      f.kind = PlanFaultKind::kJob;
-      f.roles.push_back(r);
-    }
-  }
+  std::vector<int> idle;
+  f = death_of_roles(plan, dying, spec.at_s, std::move(f.description), &idle);
+  for (int r : idle) idle_ps.push_back(plan.roles[size_t(r)].name);
   return f;
 }
 

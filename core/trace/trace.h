@@ -41,7 +41,10 @@ inline constexpr uint32_t kNoString = 0xFFFFFFFFu;
 inline constexpr uint8_t kEventOpenEnded = 1;  // kFault: a window without an end (it lasts to
                                                // the end of the run; end_s lies past it)
 inline constexpr uint8_t kEventSummaries = 2;  // kCheckpoint: the chief writing summaries
-inline constexpr uint8_t kKnownEventFlags = kEventOpenEnded | kEventSummaries;
+// kFault: a death no fault of the plan caused (a real run's task killed from outside: kill -9,
+// the OOM killer), as the run observed it.
+inline constexpr uint8_t kEventUnplanned = 4;
+inline constexpr uint8_t kKnownEventFlags = kEventOpenEnded | kEventSummaries | kEventUnplanned;
 
 // One event. String fields are indices into Trace::strings (kNoString when absent).
 // `client` names the client graph (role) whose step the event belongs to; `step` is that

@@ -255,6 +255,19 @@ std::vector<Trace> read_trace_file(const std::string& path) {
   return read_traces_binary(in, path);
 }
 
+std::optional<Trace> read_trace_prefix(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  TraceBuilder builder;
+  try {
+    read_trace_stream(in, path, builder);
+  } catch (const std::exception&) {
+    // Cut (or broken at the cut): the records before it stand.
+  }
+  if (builder.traces().empty()) return std::nullopt;
+  return std::move(builder.traces().front());
+}
+
 NativeTraceWriter::NativeTraceWriter(std::ostream& out) : out_(out) {
   std::string header(kMagic, sizeof kMagic);
   put_u32(header, kTraceFormatVersion);
@@ -333,6 +346,12 @@ void NativeTraceWriter::finish() {
 void NativeTraceWriter::put(const std::string& bytes) {
   buffer_ += bytes;
   if (buffer_.size() >= kChunkBytes) flush();
+}
+
+void NativeTraceWriter::flush_now() {
+  flush();
+  out_.flush();
+  if (!out_) throw OutputError("", "cannot write the trace");
 }
 
 void NativeTraceWriter::flush() {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,12 @@ Trace read_trace_binary(std::istream& in, const std::string& source);
 // unreadable, a directory or not a regular file, or bad as for read_trace_stream.
 std::vector<Trace> read_trace_file(const std::string& path);
 
+// What a writer killed midway left in the trace file `path` (a real run's task killed from
+// outside, its part written as it went): the first run's records up to where the file ends or
+// breaks (its outcome, when it got that far; else a default one). nullopt when the file is
+// missing or holds less than the run's metadata. Never throws: a cut file is what it expects.
+std::optional<Trace> read_trace_prefix(const std::string& path);
+
 // Writes a version 3 trace to `out` (not owned; it must outlive the writer) as runs are emitted
 // into it: the file header at construction, each run's records as they come, flushing in pieces,
 // and the end record (the number of runs) at finish(). A file without it reads as truncated, so
@@ -66,6 +73,9 @@ class NativeTraceWriter : public TraceSink {
   void end(const RunOutcome& outcome) override;
   // After the last run: the end record. Throws std::runtime_error inside a run or with no run.
   void finish();
+  // Hands what is buffered to the stream and flushes it (a reader of the file, e.g. after the
+  // writer was killed, sees every record emitted so far). Throws OutputError as above.
+  void flush_now();
 
  private:
   void put(const std::string& bytes);

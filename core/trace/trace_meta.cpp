@@ -387,6 +387,7 @@ nlohmann::json run_outcome_to_json(const RunOutcome& o) {
                         {"detected_s", o.job_failure->detected_s},
                         {"global_step", o.job_failure->global_step},
                         {"cause", o.job_failure->cause}};
+    if (o.job_failure->unplanned) j["job_failure"]["unplanned"] = true;
   }
   if (o.stall) {
     j["stall"] = {{"time_s", o.stall->time_s},
@@ -427,6 +428,7 @@ RunOutcome run_outcome_from_json(const nlohmann::json& json, const std::string& 
     if (f.has("detected_s")) failure.detected_s = f.at("detected_s").as_number_in(0, kMaxTimeS);
     if (f.has("global_step")) failure.global_step = f.at("global_step").as_int(0, INT64_MAX);
     failure.cause = f.at("cause").as_string();
+    if (f.has("unplanned")) failure.unplanned = f.at("unplanned").as_bool();
     o.job_failure = failure;
   }
   if (c.has("stall")) {

@@ -141,6 +141,9 @@ struct JobFailureRecord {
   double detected_s = 0;
   int64_t global_step = 0;
   std::string cause;
+  // A real run's task died without a fault of the plan (kill -9, the OOM killer) and the job
+  // could not survive it (a PS, the in-graph client or a tower): the run failed, as TF's would.
+  bool unplanned = false;
 };
 
 // Synchronous training stopped short of its global steps (every live worker waiting).

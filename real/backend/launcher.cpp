@@ -133,9 +133,14 @@ size_t NodeGroup::reap(const std::function<bool(const NodeProcess&)>& planned) {
   return running;
 }
 
+bool NodeProcess::died_unplanned() const {
+  return exited && !killed_here && !planned_death && WIFSIGNALED(status);
+}
+
 const NodeProcess* NodeGroup::failed() const {
   for (const NodeProcess& n : nodes) {
-    if (n.exited && !n.planned_death && !(WIFEXITED(n.status) && WEXITSTATUS(n.status) == 0)) {
+    if (n.exited && !n.planned_death && !n.died_unplanned() &&
+        !(WIFEXITED(n.status) && WEXITSTATUS(n.status) == 0)) {
       return &n;
     }
   }

@@ -39,6 +39,11 @@ struct NodeProcess {
   bool killed_here = false;  // by the launcher, after another's failure
   // Died by a fault of the plan (SIGKILL of a task the plan's faults kill).
   bool planned_death = false;
+  // Killed by a signal from outside (kill -9, the OOM killer): no fault of the plan, and not the
+  // launcher. Its peers go on as TF's do (a worker) or fail the job (a task it cannot lose).
+  bool died_unplanned() const;
+  // Its trace part as written so far (a launched node writes it there until it ends well).
+  fs::path partial_trace() const { return fs::path(trace.string() + ".partial"); }
 };
 
 // What start() runs: the executable, its arguments (argv[0] first), the descriptors the child
@@ -65,7 +70,8 @@ class NodeGroup {
   // Reaps what exited; returns how many still run. `planned(process)`: whether a SIGKILL that
   // ended it was a fault of the plan.
   size_t reap(const std::function<bool(const NodeProcess&)>& planned);
-  // A task that ended otherwise than the plan says (not exit 0, not a planned death), or null.
+  // A task that ended otherwise than the plan says (not exit 0, not a planned death, not a death
+  // from outside that its peers judge), or null.
   const NodeProcess* failed() const;
   // SIGTERM to every running task.
   void terminate();

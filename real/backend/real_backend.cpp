@@ -330,7 +330,10 @@ class Launch {
       std::this_thread::sleep_for(kPoll);
     }
     progress_->poll(options_.progress);
-    if (group.failed() != nullptr) {
+    const bool all_killed =
+        std::all_of(group.nodes.begin(), group.nodes.end(),
+                    [](const launch::NodeProcess& n) { return n.died_unplanned(); });
+    if (group.failed() != nullptr || all_killed) {
       dir_.keep = true;
       throw core::BackendError(launch::root_cause(group) + " (logs: " + dir_.path.string() + ")");
     }
@@ -341,6 +344,10 @@ class Launch {
   Incarnation collect(const launch::NodeGroup& group, double from_s, double* previous_resumed_s) {
     Incarnation ended;
     for (size_t t = 0; t < spec_.tasks.size(); ++t) {
+      if (group.nodes[t].died_unplanned()) {
+        salvage(group.nodes[t], ended);
+        continue;
+      }
       std::vector<core::Trace> runs = core::read_trace_file(group.nodes[t].trace);
       if (runs.size() != 1) {
         throw core::BackendError("task " + spec_.tasks[t].name() + " wrote " +
@@ -358,6 +365,32 @@ class Launch {
       ended.parts.push_back(std::move(runs.front()));
     }
     return ended;
+  }
+
+  // A task killed from outside (its peers went on, or failed the job, as TF's do): its part as
+  // far as it was flushed (a quarter second at most is lost), said in the run's notes.
+  void salvage(const launch::NodeProcess& node, Incarnation& ended) {
+    std::optional<core::Trace> part = core::read_trace_prefix(node.partial_trace().string());
+    const std::string who = node.role + " (task " + node.task + " on " + node.host + ")";
+    const std::string signal =
+        std::to_string(WTERMSIG(node.status)) + " (" + ::strsignal(WTERMSIG(node.status)) + ")";
+    if (!part) {
+      notes_.push_back(who + " was killed by signal " + signal +
+                       ", no fault of the plan, before it wrote any of its part of the trace");
+      return;
+    }
+    double last_s = 0;
+    for (const core::TraceEvent& e : part->events) last_s = std::max(last_s, e.end_s);
+    // Not the run's reference outcome (core::part_place): its task died.
+    part->outcome = core::RunOutcome{};
+    part->outcome.end_s = last_s;
+    part->outcome.killed_s = last_s;
+    part->outcome.notes.push_back(
+        who + " was killed by signal " + signal +
+        ", no fault of the plan; its part of the trace is what it had written by then (" +
+        std::to_string(part->events.size()) + " events, the last ending at " +
+        core::format_quantity(last_s, core::Dimension::kTime) + ")");
+    ended.parts.push_back(std::move(*part));
   }
 
   void wait_until(double clock_s) const {
@@ -382,6 +415,8 @@ class Launch {
 
  public:
   launch::RunDir take_dir() { return std::move(dir_); }
+  // What the run's notes say beyond its parts' (a killed task's part that was lost).
+  const std::vector<std::string>& notes() const { return notes_; }
 
  private:
   ClusterSpec spec_;
@@ -391,6 +426,7 @@ class Launch {
   std::vector<std::set<int>> victims_;
   std::unique_ptr<launch::ProgressPipe> progress_;
   int progress_fd_ = -1;
+  std::vector<std::string> notes_;
 };
 
 }  // namespace
@@ -412,7 +448,9 @@ core::RunOutcome RealBackend::do_run(const core::Plan& plan, core::TraceSink& si
   Launch launch(plan, settings, options);
   std::vector<core::Trace> parts = launch.run();
   finished_.push_back(launch.take_dir());  // until the caller's outputs are written
-  return core::emit_merged_parts(std::move(parts), sink);
+  core::RunOutcome outcome = core::emit_merged_parts(std::move(parts), sink);
+  outcome.notes.insert(outcome.notes.end(), launch.notes().begin(), launch.notes().end());
+  return outcome;
 }
 
 std::vector<std::string> RealBackend::keep_measurements() {

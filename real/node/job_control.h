@@ -77,6 +77,10 @@ class JobControl {
   // The coordinator: client g finished; client g's step ended (steps_done steps now).
   void client_finished(int g);
   void client_progress(int g, int steps_done, int64_t global_step, double start_s, double end_s);
+  // The coordinator: the steps client g was seen to finish (its progress frames; 0 without them).
+  int steps_seen(int g) const {
+    return g >= 0 && size_t(g) < steps_seen_.size() ? steps_seen_[size_t(g)] : 0;
+  }
   // Every client finished (or died): the job ends. Synchronous training that ends short of its
   // steps (workers out of data, or dead) ends as a stall, which the next quiescence wave records.
   void maybe_end_job();

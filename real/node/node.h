@@ -20,9 +20,12 @@ struct NodeOptions {
   // base_port and up).
   std::string cluster_path;
   int base_port = 43000;
-  int listen_fd = -1;     // a listening socket opened by the launcher; -1: bind the spec's port
-  std::string trace_out;  // this task's native trace (written whole at the end, or not at all)
-  bool force = false;     // replace an existing trace_out
+  int listen_fd = -1;  // a listening socket opened by the launcher; -1: bind the spec's port
+  // This task's native trace (written whole at the end, or not at all; a launched node writes it
+  // under trace_out + ".partial" as it goes, flushed every quarter second, so that what a task
+  // killed from outside measured stays readable for the launcher).
+  std::string trace_out;
+  bool force = false;             // replace an existing trace_out
   std::string checkpoint_dir;     // where checkpoints go (an existing directory); "" when none
   int threads = 1;                // SGEMM threads per op
   double connect_timeout_s = 30;  // every peer connected and authenticated by then

@@ -169,7 +169,7 @@ void Node::on_peer_lost(uint32_t peer, const std::string& why) {
   }
   const int fault = planned_death(peer);
   if (fault < 0) {
-    fail(why);
+    unplanned_death(peer, why);
     return;
   }
   task_dead_[peer] = true;
@@ -177,6 +177,64 @@ void Node::on_peer_lost(uint32_t peer, const std::string& why) {
   if (plan_.faults[size_t(fault)].kind == core::PlanFaultKind::kJob) {
     job_down(fault);
     return;
+  }
+  lose_graphs_of(peer);
+}
+
+// A peer died without a fault of the plan (killed from outside: kill -9, the OOM killer), with
+// TF's semantics. Before the job started it is a failure to start. After, it is what the same
+// death written as a role fault would be (core::death_of_roles): a worker's clients are lost and
+// the others train on (async) or wait for them (sync), the coordinator recording the death with
+// the step it interrupted; a task the job cannot lose (a PS, the in-graph client, a tower) fails
+// the job, as a TF session fails: each task that saw it records the failure and stops, and the
+// run ends with what it measured up to there (run's launcher reports it, then fails). A PS that
+// no step uses changes nothing.
+void Node::unplanned_death(uint32_t peer, const std::string& why) {
+  if (!job_->started()) {
+    fail(why);
+    return;
+  }
+  const double now = now_s();
+  const std::string task = spec_.tasks[peer].name();
+  std::string who = task;  // its first role (a tower's task is a worker's)
+  for (int r : map_.roles_of_task[peer]) {
+    if (plan_.roles[size_t(r)].kind == core::RoleKind::kSyncQueueRunner) continue;
+    if (plan_.roles[size_t(r)].name != task)
+      who = plan_.roles[size_t(r)].name + " (task " + task + ")";
+    break;
+  }
+  const core::PlanFault death = core::death_of_roles(plan_, map_.roles_of_task[peer], now,
+                                                     who + " died, no fault of the plan");
+  task_dead_[peer] = true;
+  mesh_->drop_peer(peer);
+  const bool job = death.kind == core::PlanFaultKind::kJob;
+  std::fprintf(stderr, "replisim node %s: task %s died at %s, no fault of the plan (%s): %s\n",
+               spec_.tasks[self_].name().c_str(), task.c_str(), time_text(now).c_str(), why.c_str(),
+               job ? "the job cannot lose it and fails, as TF's sessions do"
+                   : "the others go on without it, as TF's workers do");
+  if (job) {
+    std::string lost;
+    for (int r : death.roles) lost += (lost.empty() ? "" : ", ") + plan_.roles[size_t(r)].name;
+    outcome_.job_failure = core::JobFailureRecord{
+        now, now, vars_->global_step(),
+        death.description + ": the job cannot lose " + lost +
+            (plan_.recovery.enabled ? " (training.recovery restarts the job after the plan's own "
+                                      "faults only)"
+                                    : ""),
+        true};
+    if (coordinator()) {
+      for (int r : death.roles) recorder_->role_death(r, death.description, now, true);
+    }
+    end_s_ = now;
+    stop();
+    return;
+  }
+  if (coordinator()) {
+    for (int c : death.clients) {
+      if (job_->finished(c)) continue;
+      recorder_->client_death(c, death.description, job_->progress() ? job_->steps_seen(c) : -1,
+                              now, true);
+    }
   }
   lose_graphs_of(peer);
 }

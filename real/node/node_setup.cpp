@@ -21,6 +21,12 @@
 namespace replisim::real {
 namespace detail {
 
+namespace {
+// How often a launched node flushes its trace part to its file (flush_trace_every): what a task
+// killed from outside loses of its measurement, at most (a few writes a second cost nothing).
+constexpr double kTraceFlushS = 0.25;
+}  // namespace
+
 using core::Op;
 using core::OpKind;
 
@@ -201,7 +207,9 @@ std::vector<uint32_t> Node::peers() const {
 }
 
 void Node::open_trace() {
-  trace_file_ = std::make_unique<core::UnnamedFile>(options_.trace_out);
+  trace_file_ = options_.launched ? std::make_unique<core::UnnamedFile>(
+                                        options_.trace_out, options_.trace_out + ".partial")
+                                  : std::make_unique<core::UnnamedFile>(options_.trace_out);
   writer_ = std::make_unique<core::NativeTraceWriter>(trace_file_->stream());
   core::TraceMeta meta = core::trace_meta_from_plan(plan_);
   meta.backend = "real";
@@ -214,6 +222,10 @@ void Node::open_trace() {
   if (resume_) meta.provenance["incarnation"] = resume_->incarnation;
   writer_->begin(meta);
   recorder_.emplace(plan_, *writer_);
+  if (options_.launched) {
+    writer_->flush_now();
+    flush_trace_every(kTraceFlushS);
+  }
 }
 
 std::string Node::describe() const {
@@ -265,6 +277,15 @@ void Node::after(double delay_s, bool busy, std::function<void()> work) {
     if (alive.expired()) return;
     if (busy) --timers_pending_;
     if (!ec && !stopping_) work();
+  });
+}
+
+// A launched node's trace, flushed to its file every `period_s` until the node stops: a task
+// killed from outside (kill -9, the OOM killer) leaves what it measured up to then.
+void Node::flush_trace_every(double period_s) {
+  after(period_s, false, [this, period_s] {
+    writer_->flush_now();
+    flush_trace_every(period_s);
   });
 }
 

@@ -82,6 +82,7 @@ class Node : public Mesh::Handler {
   // Set-up (node_setup.cpp).
   std::vector<uint32_t> peers() const;
   void open_trace();
+  void flush_trace_every(double period_s);  // launched nodes: what a kill -9 leaves readable
   void watch_cancel();
   std::string describe() const;  // "worker1 (task worker1 on 127.0.0.1) at step 3"
   // Mesh::Handler (node_frames.cpp).
@@ -98,6 +99,7 @@ class Node : public Mesh::Handler {
   void die(int fault);
   void on_peer_lost(uint32_t peer, const std::string& why) override;
   int planned_death(uint32_t peer) const;  // the fault that killed `peer`, or -1
+  void unplanned_death(uint32_t peer, const std::string& why);
   void lose_graphs_of(uint32_t peer);
   void job_down(int fault);
   void detect_job_failure();

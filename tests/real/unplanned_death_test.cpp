@@ -1,0 +1,177 @@
+// Deaths no fault of the plan caused (a task killed from outside with SIGKILL while the job
+// trains), with TF's semantics: an async worker's death leaves the others training and is
+// reported as an observed fault (time, step, lost work) from what the dead task had written of its
+// part; a parameter server's death fails the job, and the run still reports what it measured up
+// to there (`run` then exits 1). The tests kill only the node processes their own runs started.
+#include <signal.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "core/metrics/metrics.h"
+#include "core/metrics/report.h"
+#include "tests/real/real_support.h"
+
+namespace replisim::real {
+namespace {
+
+using namespace testing;
+namespace fs = std::filesystem;
+
+// The process among `parent`'s children whose command line runs `role` ("--role worker1"), or -1.
+pid_t child_running_role(pid_t parent, const std::string& role) {
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    // "pid (comm) state ppid ...": the fields after the command's closing parenthesis.
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 1));
+    char state = 0;
+    pid_t ppid = -1;
+    rest >> state >> ppid;
+    if (ppid != parent) continue;
+    std::ifstream cmdline(entry.path() / "cmdline");
+    std::vector<std::string> args;
+    for (std::string arg; std::getline(cmdline, arg, '\0');) args.push_back(arg);
+    for (size_t i = 0; i + 1 < args.size(); ++i) {
+      if (args[i] == "--role" && args[i + 1] == role) return pid_t(std::stoi(name));
+    }
+  }
+  return -1;
+}
+
+// Two layers of 0.4 M parameters and 40 MFLOP per sample: a step of a few milliseconds on a core,
+// so that a run of a few hundred steps lasts well past the kill.
+core::Plan long_plan(int workers, int steps) {
+  nlohmann::json doc = scenario(workers, {{"steps", steps}});
+  doc["model"] = {{"layers",
+                   {{{"name", "a"},
+                     {"params", 100000},
+                     {"forward_flops_per_sample", "20 MFLOP"},
+                     {"activation_bytes_per_sample", "1 kB"}},
+                    {{"name", "b"},
+                     {"params", 300000},
+                     {"forward_flops_per_sample", "20 MFLOP"},
+                     {"activation_bytes_per_sample", "1 kB"}}}}};
+  return core::compile_plan(test::parse(doc), "between_graph", {1});
+}
+
+// The run of `plan` through the real backend in this process; once every client has finished
+// `after_steps` steps, `role`'s node process is killed with SIGKILL (once).
+core::Trace run_and_kill(const core::Plan& plan, const std::string& role, int after_steps) {
+  test::TempDir dir;
+  RealBackend backend;
+  core::RunOptions options;
+  options.settings = {
+      {"node_binary", REPLISIM_BINARY}, {"connect_timeout_s", 20}, {"checkpoint_dir", dir.path()}};
+  bool killed = false;
+  options.progress = [&](const core::RunProgress& p) {
+    if (killed || p.steps_done.empty()) return;
+    if (*std::min_element(p.steps_done.begin(), p.steps_done.end()) < after_steps) return;
+    const pid_t victim = child_running_role(::getpid(), role);
+    if (victim > 0 && ::kill(victim, SIGKILL) == 0) killed = true;
+  };
+  core::Trace trace = core::run_to_trace(backend, plan, options);
+  EXPECT_TRUE(killed) << "the run ended before " << role << " could be killed";
+  return trace;
+}
+
+int steps_of(const core::Trace& t, const std::string& client) {
+  return count(t, EventKind::kStep, client);
+}
+
+TEST(UnplannedDeath, AKilledAsyncWorkerLeavesTheOthersTrainingAndIsAnObservedFault) {
+  const core::Plan plan = long_plan(3, 300);
+  const core::Trace real = run_and_kill(plan, "worker1", 5);
+  EXPECT_EQ(steps_of(real, "worker0"), plan.steps);
+  EXPECT_EQ(steps_of(real, "worker2"), plan.steps);
+  // What worker1 had flushed of its part before it died: some steps, not all.
+  EXPECT_GE(steps_of(real, "worker1"), 1);
+  EXPECT_LT(steps_of(real, "worker1"), plan.steps);
+  EXPECT_FALSE(real.outcome.job_failure.has_value());
+  const core::RunMetrics m = core::compute_window_metrics(real, 0, real.outcome.end_s);
+  ASSERT_EQ(m.faults.size(), 1u);
+  const core::FaultRecord& f = m.faults.front();
+  EXPECT_TRUE(f.unplanned);
+  EXPECT_EQ(f.target, "worker1");
+  EXPECT_EQ(f.description, "worker1 died, no fault of the plan");
+  EXPECT_GE(f.lost_step, 5);
+  EXPECT_GE(f.lost_work_s, 0);
+  EXPECT_LT(f.start_s, real.outcome.end_s);
+  const std::string cell = core::faults_text(m);
+  EXPECT_NE(cell.find("worker1 died, no fault of the plan at "), std::string::npos) << cell;
+  EXPECT_NE(cell.find(" of step " + std::to_string(f.lost_step)), std::string::npos) << cell;
+  bool noted = false;
+  for (const std::string& note : real.outcome.notes) {
+    noted |= note.find("worker1 (task worker1 on 127.0.0.1) was killed by signal 9") == 0;
+  }
+  EXPECT_TRUE(noted);
+}
+
+TEST(UnplannedDeath, AKilledParameterServerFailsTheJobAndKeepsItsMeasurement) {
+  const core::Plan plan = long_plan(2, 400);
+  const core::Trace real = run_and_kill(plan, "ps0", 5);
+  ASSERT_TRUE(real.outcome.job_failure.has_value());
+  EXPECT_TRUE(real.outcome.job_failure->unplanned);
+  EXPECT_NE(real.outcome.job_failure->cause.find("ps0 died, no fault of the plan"),
+            std::string::npos)
+      << real.outcome.job_failure->cause;
+  for (const std::string client : {"worker0", "worker1"}) {
+    EXPECT_GE(steps_of(real, client), 5) << client;
+    EXPECT_LT(steps_of(real, client), plan.steps) << client;
+  }
+  const core::RunMetrics m = core::compute_window_metrics(real, 0, real.outcome.end_s);
+  EXPECT_TRUE(m.job_failed);
+  EXPECT_TRUE(m.job_failure_unplanned);
+  EXPECT_GT(m.throughput_samples_per_s, 0);
+}
+
+// `run` itself: the PS killed from outside, the report and the trace are still written, and the
+// command fails (exit 1) naming the death.
+TEST(UnplannedDeath, RunReportsAJobKilledFromOutsideAndExitsOne) {
+  test::TempDir dir;
+  nlohmann::json doc = scenario(2, {{"steps", 400}});
+  doc["model"]["layers"][0]["forward_flops_per_sample"] = "20 MFLOP";
+  doc["model"]["layers"][0]["params"] = 100000;
+  const std::string file = dir.write("job.json", doc.dump());
+  test::RunningReplisim run({"run", file, "--strategy", "between_graph", "--progress", "json",
+                             "--trace-out", dir.file("run.trace"), "--json", dir.file("run.json")},
+                            120);
+  std::string line;
+  bool killed = false;
+  while (!killed && run.next_error_line(&line)) {
+    // A progress line with every client past its third step.
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.contains("steps_done")) continue;
+    bool ready = true;
+    for (const nlohmann::json& s : j["steps_done"]) ready &= s.get<int64_t>() >= 3;
+    if (!ready) continue;
+    const pid_t victim = child_running_role(run.pid(), "ps0");
+    killed = victim > 0 && ::kill(victim, SIGKILL) == 0;
+  }
+  ASSERT_TRUE(killed) << "no progress line before the run ended";
+  const test::BinaryResult r = run.wait();
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("replisim: error: between_graph: the job failed at t = "), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("ps0 died, no fault of the plan"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("job failures"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(dir.file("run.trace")));
+  std::ifstream json(dir.file("run.json"));
+  const nlohmann::json report = nlohmann::json::parse(json);
+  EXPECT_TRUE(report.dump().find("no fault of the plan") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace replisim::real
