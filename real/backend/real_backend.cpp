@@ -190,6 +190,7 @@ class Launch {
     launch::write_text(cluster_file_,
                        core::dump_json(cluster_spec_to_json(spec_, false), 1) + "\n");
     victims_ = victims_of_faults(plan, map_);
+    assign_cores();
     int fds[2] = {-1, -1};
     if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) {
       throw core::BackendError(std::string("pipe: ") + std::strerror(errno));
@@ -227,7 +228,47 @@ class Launch {
     return parts;
   }
 
+ public:
+  // What the run's launcher did with this machine's cores ("cores: ..."; the report's note).
+  const std::string& cores_note() const { return cores_note_; }
+
  private:
+  // Each task's computing threads (one per device its roles compute on, times --threads) on
+  // cores of their own when this process may use enough of them (sched_setaffinity), so that a
+  // role runs as fast as the one core calibrate measured, undisturbed by its peers; else none
+  // is pinned and the note says how many threads shared how many cores.
+  void assign_cores() {
+    const std::vector<int> allowed = launch::allowed_cpus();
+    std::vector<size_t> threads(spec_.tasks.size(), 0);
+    size_t needed = 0;
+    for (size_t t = 0; t < spec_.tasks.size(); ++t) {
+      std::set<int> devices;
+      for (int r : map_.roles_of_task[t]) devices.insert(plan_.roles[size_t(r)].device);
+      threads[t] = devices.size() * size_t(settings_.threads);
+      needed += threads[t];
+    }
+    cpus_of_task_.assign(spec_.tasks.size(), {});
+    if (allowed.empty() || needed > allowed.size()) {
+      const auto count = [](size_t n, const char* what) {
+        return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+      };
+      cores_note_ = "cores: " + count(spec_.tasks.size(), "task") + " with " +
+                    count(needed, "computing thread") + " on " + count(allowed.size(), "core") +
+                    ": not pinned, the kernel's scheduler shared the cores among them";
+      return;
+    }
+    cores_note_ = "cores: each task on cores of its own (sched_setaffinity):";
+    size_t next = 0;
+    for (size_t t = 0; t < spec_.tasks.size(); ++t) {
+      cores_note_ += (t ? ", " : " ") + spec_.tasks[t].name() + " on core";
+      if (threads[t] > 1) cores_note_ += "s";
+      for (size_t k = 0; k < threads[t]; ++k) {
+        cpus_of_task_[t].push_back(allowed[next++]);
+        cores_note_ += (k ? "," : " ") + std::to_string(cpus_of_task_[t].back());
+      }
+    }
+  }
+
   // One process per task; after a restart each gets the restart's facts.
   void start(launch::NodeGroup& group, int incarnation,
              const std::optional<nlohmann::json>& resume) {
@@ -280,6 +321,7 @@ class Launch {
         command.argv.push_back("--shaped-links");
       }
       if (settings_.insecure_frames) command.argv.push_back("--insecure-frames");
+      command.cpus = cpus_of_task_[t];
       group.start(std::move(node), command);
     }
   }
@@ -391,6 +433,8 @@ class Launch {
   std::vector<std::set<int>> victims_;
   std::unique_ptr<launch::ProgressPipe> progress_;
   int progress_fd_ = -1;
+  std::vector<std::vector<int>> cpus_of_task_;  // per task: its cores (empty: not pinned)
+  std::string cores_note_;
 };
 
 }  // namespace
@@ -412,7 +456,9 @@ core::RunOutcome RealBackend::do_run(const core::Plan& plan, core::TraceSink& si
   Launch launch(plan, settings, options);
   std::vector<core::Trace> parts = launch.run();
   finished_.push_back(launch.take_dir());  // until the caller's outputs are written
-  return core::emit_merged_parts(std::move(parts), sink);
+  core::RunOutcome outcome = core::emit_merged_parts(std::move(parts), sink);
+  outcome.notes.push_back(launch.cores_note());
+  return outcome;
 }
 
 std::vector<std::string> RealBackend::keep_measurements() {
