@@ -226,6 +226,20 @@ TEST(Calibrate, WritesAFileScenariosIncludeAndChecksItsReferencePlans) {
   const std::string path = dir.write("s.json", s.dump());
   const test::BinaryResult sim = run_replisim({"simulate", path, "--progress", "none"});
   EXPECT_EQ(sim.exit_code, 0) << sim.err;
+  // No serialisation is charged (replisim's transport has none; docs/validation-real.md): the
+  // prediction has no serialise/ or deserialise/ ops for a real run to miss, and the `other`
+  // phase of a validation through the calibration compares nothing with nothing (it read -100%
+  // while the calibration set copy_bandwidth to the memory copy rate).
+  EXPECT_EQ(c["cluster"]["transport"]["copy_bandwidth"], "0 Bps") << c.dump();
+  const std::string v = dir.file("v.json");
+  const test::BinaryResult validated = run_replisim(
+      {"validate", path, "--repeat", "1", "--seeds", "1", "--progress", "none", "--json", v}, 300);
+  ASSERT_TRUE(validated.exit_code == 0 || validated.exit_code == 3) << validated.err;
+  const nlohmann::json phases = core::read_json_file(v)["validations"][0]["phases"];
+  ASSERT_EQ(phases.size(), 6u);
+  EXPECT_EQ(phases[5]["name"], "other");
+  EXPECT_EQ(phases[5]["time_per_step_s"]["predicted"].get<double>(), 0) << phases[5].dump();
+  EXPECT_EQ(phases[5]["time_per_step_s"]["relative_error"].get<double>(), 0) << phases[5].dump();
   // Never over an existing file unasked.
   const test::BinaryResult again = run_replisim({"calibrate", "--out", file});
   EXPECT_EQ(again.exit_code, 2) << again.err;
