@@ -233,7 +233,7 @@ class Launch {
   const std::string& cores_note() const { return cores_note_; }
 
  private:
-  // Each task's computing threads (one per device its roles compute on, times --threads) on
+  // Each task's computing threads (its roles' devices' engine threads, times --threads) on
   // cores of their own when this process may use enough of them (sched_setaffinity), so that a
   // role runs as fast as the one core calibrate measured, undisturbed by its peers; else none
   // is pinned and the note says how many threads shared how many cores.
@@ -242,9 +242,28 @@ class Launch {
     std::vector<size_t> threads(spec_.tasks.size(), 0);
     size_t needed = 0;
     for (size_t t = 0; t < spec_.tasks.size(); ++t) {
+      // The devices the task computes on: its roles' main devices (a worker's or tower's compute
+      // device, a PS's CPU), and the devices of its forward, loss and backward ops (a
+      // multi-tower worker's other towers). The light work elsewhere (an input op, a local step
+      // increment on a worker's CPU) asks no core of its own.
       std::set<int> devices;
       for (int r : map_.roles_of_task[t]) devices.insert(plan_.roles[size_t(r)].device);
-      threads[t] = devices.size() * size_t(settings_.threads);
+      for (const core::ClientGraph* g : core::step_graphs(plan_)) {
+        for (const core::Op& op : g->ops) {
+          const bool tower_work = op.kind == core::OpKind::kForward ||
+                                  op.kind == core::OpKind::kLoss ||
+                                  op.kind == core::OpKind::kBackward;
+          if (tower_work && op.role >= 0 && map_.task_of_role[size_t(op.role)] == int(t)) {
+            devices.insert(op.device);
+          }
+        }
+      }
+      // A device's engine runs max(1, cores) ops at once (real/node/step_runner.cpp), each with
+      // --threads BLAS threads.
+      for (int d : devices) {
+        threads[t] += size_t(std::max(1, plan_.platform.devices[size_t(d)].cores)) *
+                      size_t(settings_.threads);
+      }
       needed += threads[t];
     }
     cpus_of_task_.assign(spec_.tasks.size(), {});
