@@ -156,7 +156,8 @@ void parse_trace_window(CliArgs& args, const std::string& text) {
 // Values kept as typed by CLI11, checked here so that every message names its flag.
 struct RawValues {
   std::string seed, steps, scale, window, strategy, threads, connect_timeout, listen_fd,
-      progress_fd, base_port, isolate, repeat, tolerance, seeds, max_plan_ops, max_plan_memory;
+      progress_fd, base_port, isolate, repeat, tolerance, seeds, max_plan_ops, max_plan_memory,
+      probe_seconds;
   PlanningRaw planning;
 };
 
@@ -364,7 +365,16 @@ void define(CLI::App& app, CliArgs& args, RawValues& raw) {
       ->type_name("FILE");
   add_isolate(calibrate, raw, "measure the link shaped to 1 Gbit/s in network namespaces");
   calibrate->add_flag("--force", args.force, "replace an existing file");
+  calibrate->add_flag("--accept-unstable", args.accept_unstable,
+                      "write the file even when the host was not stable enough (recorded in it)");
+  calibrate
+      ->add_option("--progress", args.progress,
+                   "auto (default), bar, json or none: its runs' progress and its stages")
+      ->type_name("MODE");
   add_connect_timeout(calibrate, raw);
+  calibrate->add_option("--probe-seconds", raw.probe_seconds, "tests: a short calibration")
+      ->type_name("S")
+      ->group("");
 
   app.add_subcommand("cleanup",
                      "remove the network namespaces of shaped runs whose launcher is gone");
@@ -551,6 +561,14 @@ void check_values(CliArgs& args, const RawValues& raw) {
   if (!raw.progress_fd.empty()) {
     args.progress_fd = parse_int("--progress-fd", raw.progress_fd, 0, 1 << 20);
   }
+  if (!raw.probe_seconds.empty()) {
+    char* end = nullptr;
+    args.probe_seconds = std::strtod(raw.probe_seconds.c_str(), &end);
+    if (*end != '\0' || !(args.probe_seconds >= 0.05 && args.probe_seconds <= 60)) {
+      throw InputError("", "--probe-seconds",
+                       "expected seconds from 0.05 to 60, got \"" + raw.probe_seconds + "\"");
+    }
+  }
   if (!raw.connect_timeout.empty()) {
     char* end = nullptr;
     args.connect_timeout_s = std::strtod(raw.connect_timeout.c_str(), &end);
@@ -590,7 +608,9 @@ std::string usage_text() {
   return app.help() +
          "\nreplisim --version prints the version of replisim and of its engines.\n"
          "exit codes: 0 success, 2 bad input, 1 a failed run, an output that cannot be written\n"
-         "or an internal error, 3 validate outside its tolerance, 130 cancelled (Ctrl-C).\n"
+         "or an internal error, 3 validate outside its tolerance or calibrate refusing an "
+         "unstable\n"
+         "host, 130 cancelled (Ctrl-C).\n"
          "Docs: docs/cli.md\n";
 }
 

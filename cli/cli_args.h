@@ -32,7 +32,7 @@ struct CliArgs {
   bool merge = false;             // report: --merge (the TRACEs are one real run's parts)
   bool force = false;             // overwrite existing output files
   bool strict = false;            // simulate: fail when a GPU cannot hold its share of the plan
-  std::string progress = "auto";  // simulate, run: --progress auto|bar|json|none
+  std::string progress = "auto";  // simulate, run, validate, calibrate: --progress MODE
   int steps = 0;                  // simulate, plan, run: --steps N (0: the scenario's)
   double scale_compute = 1;       // simulate, plan, run: --scale-compute F
   // simulate, plan, run, validate, sweep, whatif: --max-plan-ops N, --max-plan-memory SIZE
@@ -52,7 +52,11 @@ struct CliArgs {
   std::string baseline_path;  // --baseline FILE: an earlier validate --json
   std::string markdown_path;  // --markdown FILE: the comparison as Markdown tables
   // calibrate
-  std::string calibration_out;  // --out FILE (default calibration.json)
+  std::string calibration_out;   // --out FILE (default calibration.json)
+  bool accept_unstable = false;  // --accept-unstable: write despite failed stability checks
+  // --probe-seconds S (hidden; tests): the SGEMM probes' wall time, each (0: the default, 2 s);
+  // the other probes take half of it. The checks are the same.
+  double probe_seconds = 0;
   // node
   std::string plan_path;      // --plan PLAN.json
   std::string role;           // --role NAME

@@ -33,7 +33,10 @@ int run_validate(const CliArgs& args, std::ostream& out);
 // real backend).
 struct CalibrationProbes {
   using Cancelled = std::function<bool()>;
-  std::function<double(int busy_cores, double seconds, const Cancelled&)> sgemm_flop_per_s;
+  // One rate per window (real/calibrate/microbench.h): their median is the figure, their spread
+  // a stability check.
+  std::function<std::vector<double>(int busy_cores, double seconds, int windows, const Cancelled&)>
+      sgemm_flop_per_s;
   std::function<double(double seconds, const Cancelled&)> sgd_apply_s_per_param;
   std::function<double(double seconds, const Cancelled&)> copy_bytes_per_s;
   // The first CUDA GPU's SGEMM flop/s at the shapes GPU ops use; 0 without one. May be empty.
@@ -45,6 +48,10 @@ CalibrationProbes& calibration_probes();
 // calibrate: measures this machine and writes the calibration file scenarios include (--out,
 // default calibration.json; never over an existing file without --force); prints the figures
 // and the two reference plans' predicted and measured throughput.
+// A host not stable enough to calibrate (cli/calibration_stability.h) is refused with
+// kExitUnstableCalibration and one line saying what was unstable and by how much; nothing is
+// written unless --accept-unstable (then the file records the problems).
+inline constexpr int kExitUnstableCalibration = 3;
 int run_calibrate(const CliArgs& args, std::ostream& out);
 // Rebuilds the report of saved native traces (args.trace_files) without simulating; its table is
 // byte for byte the one `simulate` printed for the same runs. Bad trace files throw InputError

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -11,6 +12,7 @@
 #include <ostream>
 
 #include "cli/commands.h"
+#include "cli/host_load.h"
 #include "cli/interrupt.h"
 #include "cli/progress.h"
 #include "cli/run_outputs.h"
@@ -96,7 +98,32 @@ const nlohmann::json* baseline_of(const nlohmann::json& baseline, const std::str
   return nullptr;
 }
 
-// A temporary checkpoint directory for a plan whose chief writes checkpoints (removed after).
+std::string one_decimal(double x) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.1f", x);
+  return buffer;
+}
+
+// The validation's lines about the host (core::Validation::host): how the real runs' tasks shared
+// the cores (the real backend's "cores: " note), the host's load during the runs, and a compute
+// phase off while the transfers match, with the load that may explain it.
+void describe_host(core::Validation& v, const core::Trace& measured, const HostLoad& host) {
+  for (const std::string& note : measured.notes()) {
+    if (note.rfind("cores: ", 0) == 0)
+      v.host.push_back("cores of the real runs: " + note.substr(7));
+  }
+  v.host.push_back("over the real runs: " + host_load_text(host));
+  const std::string mismatch = core::compute_mismatch(v);
+  if (mismatch.empty()) return;
+  std::string line = mismatch + " while the transfers matched";
+  if (host.readable) {
+    line += "; the host's load average was " + one_decimal(host.load_average_after) +
+            " during the runs (other processes used " + one_decimal(host.other_cores) + " of " +
+            std::to_string(host.cores) + " cores, steal " + one_decimal(100 * host.steal_fraction) +
+            "%)";
+  }
+  v.host.push_back(line);
+}
 
 }  // namespace
 
@@ -138,6 +165,7 @@ int run_validate(const CliArgs& args, std::ostream& out) {
     std::vector<core::Trace> measured;
     core::Validation validation;
     const nlohmann::json* baseline = nullptr;  // into `baseline`
+    HostLoad host;                             // over the real runs
   };
   std::vector<Result> results;
   if (!args.json_path.empty()) {
@@ -147,8 +175,10 @@ int run_validate(const CliArgs& args, std::ostream& out) {
                           {"network", network},
                           {"provenance", prov},
                           {"validations", nlohmann::json::array()}};
-      for (const Result& r : results)
+      for (const Result& r : results) {
         j["validations"].push_back(core::validation_to_json(r.validation));
+        j["validations"].back()["host_load"] = host_load_to_json(r.host);
+      }
       file << core::dump_json(j, 2) << "\n";
     });
   }
@@ -205,6 +235,7 @@ int run_validate(const CliArgs& args, std::ostream& out) {
     }
     core::RunOptions real_options = options;
     real_options.provenance["network"] = network;
+    const HostSnapshot host_before = host_snapshot();
     for (int r = 0; r < args.repeat; ++r) {
       nlohmann::json settings = {{"threads", args.threads},
                                  {"connect_timeout_s", args.connect_timeout_s}};
@@ -223,11 +254,13 @@ int run_validate(const CliArgs& args, std::ostream& out) {
     std::vector<const core::Trace*> measured, predicted;
     for (const core::Trace& t : result.measured) measured.push_back(&t);
     for (const core::Trace& t : result.predicted) predicted.push_back(&t);
+    result.host = host_load_between(host_before, host_snapshot());
     try {
       result.validation = core::validate_runs(predicted, measured, args.tolerance, args.scenario);
     } catch (const core::MeasurementError& e) {
       throw core::measurement_input_error(e, loaded, request);
     }
+    describe_host(result.validation, result.measured.front(), result.host);
     result.baseline = baseline_of(baseline, args.baseline_path, result.validation.scenario,
                                   result.validation.strategy);
     results.push_back(std::move(result));

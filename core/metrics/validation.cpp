@@ -485,6 +485,27 @@ Validation validate_runs(const std::vector<const Trace*>& predicted_runs,
   return v;
 }
 
+std::string compute_mismatch(const Validation& v) {
+  const PhaseComparison* compute = nullptr;
+  int transfers = 0;
+  for (const PhaseComparison& p : v.phases) {
+    const double e = p.time_per_step_s.relative_error();
+    if (p.phase == Phase::kCompute) compute = &p;
+    if ((p.phase == Phase::kPull || p.phase == Phase::kPush) && p.time_per_step_s.predicted > 0) {
+      if (!(std::fabs(e) <= kTransfersMatch)) return "";
+      ++transfers;
+    }
+  }
+  if (compute == nullptr || transfers == 0 || !(compute->time_per_step_s.predicted > 0)) return "";
+  const double e = compute->time_per_step_s.relative_error();
+  if (!(std::fabs(e) > v.tolerance) || !(compute->time_per_step_s.measured_mean > 0)) return "";
+  const double ratio = compute->time_per_step_s.measured_mean / compute->time_per_step_s.predicted;
+  char text[96];
+  std::snprintf(text, sizeof text, "compute ran %.2f× %s than calibrated",
+                ratio >= 1 ? ratio : 1 / ratio, ratio >= 1 ? "slower" : "faster");
+  return text;
+}
+
 nlohmann::json validation_to_json(const Validation& v) {
   nlohmann::json j = {{"scenario", v.scenario},   {"strategy", v.strategy},
                       {"repeats", v.repeats},     {"seeds", v.seeds},
@@ -509,6 +530,7 @@ nlohmann::json validation_to_json(const Validation& v) {
   j["faults"] = v.faults;
   j["steady_states"] = v.steady_states;
   j["warnings"] = v.warnings;
+  j["host"] = v.host;
   j["clients"] = nlohmann::json::array();
   for (const StepDistribution& d : v.clients) {
     j["clients"].push_back({{"client", d.client},
@@ -641,6 +663,10 @@ std::string format(const Validation& v, const nlohmann::json* baseline, bool mar
       out += "\nWarnings:\n\n";
       for (const std::string& w : v.warnings) out += "- " + w + "\n";
     }
+    if (!v.host.empty()) {
+      out += "\nThe host during the real runs:\n\n";
+      for (const std::string& line : v.host) out += "- " + line + "\n";
+    }
     out += "\nVerdict: " + verdict + ".\n";
     return out;
   }
@@ -661,6 +687,10 @@ std::string format(const Validation& v, const nlohmann::json* baseline, bool mar
   }
   for (const std::string& w : v.warnings)
     out += "warning (" + w.substr(0, w.find(':')) + ")" + w.substr(w.find(':')) + "\n";
+  if (!v.host.empty()) {
+    out += "\nthe host during the real runs:\n";
+    for (const std::string& line : v.host) out += "  " + line + "\n";
+  }
   out += "\nverdict: " + verdict + "\n";
   return out;
 }

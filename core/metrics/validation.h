@@ -91,6 +91,10 @@ struct Validation {
   // after 364 updates, stopped at 6.612 s", "real run 1: ..."); empty for a fixed step count.
   std::vector<std::string> steady_states;
   std::vector<std::string> warnings;
+  // What the host did meanwhile, a line each, set by the caller that ran the real runs (validate:
+  // how the runs' tasks shared the cores, the host's load during them, and compute_mismatch's
+  // line with the load that explains it).
+  std::vector<std::string> host;
   double tolerance = 0;  // relative (0.08: 8%)
   // Within tolerance: throughput and step time p50 errors (the headline figures; the others are
   // listed with their errors for a person to judge).
@@ -112,6 +116,16 @@ double ks_distance(std::vector<double> a, std::vector<double> b);
 Validation validate_runs(const std::vector<const Trace*>& predicted,
                          const std::vector<const Trace*>& measured, double tolerance,
                          const std::string& source = "<trace>");
+
+// The transfers (the pull and push phases that took time in the prediction) "match" within this
+// relative error: the document's bound on the worst validation error (docs/validation-real.md).
+inline constexpr double kTransfersMatch = 0.15;
+
+// When the compute phase is off by more than the tolerance while every transfer phase matches
+// (kTransfersMatch), and there are transfers to match: "compute ran 1.52× slower than calibrated"
+// (or "faster"): the machine's cores ran at another speed than the calibration's, which the
+// links did not see (a neighbour's load, a frequency change). "" otherwise.
+std::string compute_mismatch(const Validation& v);
 
 // The validation as JSON (validate --json; read back by --baseline), and the report's text.
 // `baseline`: an earlier validation's JSON of the same scenario and strategy, whose errors are

@@ -57,6 +57,17 @@ void write_text(const fs::path& path, const std::string& text) {
   if (!out) throw core::OutputError(path.string(), std::strerror(errno));
 }
 
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  return cpus;
+}
+
 void NodeGroup::start(NodeProcess process, const NodeCommand& command) {
   std::vector<std::string> argv = command.argv;
   std::vector<char*> args;
@@ -83,6 +94,17 @@ void NodeGroup::start(NodeProcess process, const NodeCommand& command) {
           std::strerror(errno) + "\n";
       (void)!::write(STDERR_FILENO, why.data(), why.size());
       ::_exit(127);
+    }
+    if (!command.cpus.empty()) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      for (int c : command.cpus) CPU_SET(c, &set);
+      if (::sched_setaffinity(0, sizeof set, &set) != 0) {
+        const std::string why = std::string("replisim: error: cannot pin the task to its cores: ") +
+                                std::strerror(errno) + "\n";
+        (void)!::write(STDERR_FILENO, why.data(), why.size());
+        ::_exit(127);
+      }
     }
     for (int fd : command.keep_fds) ::fcntl(fd, F_SETFD, 0);
     for (std::string& e : environment) ::putenv(e.data());

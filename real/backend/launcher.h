@@ -57,7 +57,13 @@ struct NodeCommand {
   std::vector<std::string> environment;
   // A network namespace (an open /run/netns descriptor) the child enters before exec; -1: none.
   int netns_fd = -1;
+  // The cores the child is pinned to before exec (sched_setaffinity; its threads inherit it);
+  // empty: not pinned.
+  std::vector<int> cpus;
 };
+
+// The cores this process may run on (sched_getaffinity), in order.
+std::vector<int> allowed_cpus();
 
 // The tasks of one incarnation. The destructor kills (SIGKILL) and reaps any still running.
 class NodeGroup {

@@ -190,6 +190,7 @@ class Launch {
     launch::write_text(cluster_file_,
                        core::dump_json(cluster_spec_to_json(spec_, false), 1) + "\n");
     victims_ = victims_of_faults(plan, map_);
+    assign_cores();
     int fds[2] = {-1, -1};
     if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) {
       throw core::BackendError(std::string("pipe: ") + std::strerror(errno));
@@ -227,7 +228,66 @@ class Launch {
     return parts;
   }
 
+ public:
+  // What the run's launcher did with this machine's cores ("cores: ..."; the report's note).
+  const std::string& cores_note() const { return cores_note_; }
+
  private:
+  // Each task's computing threads (its roles' devices' engine threads, times --threads) on
+  // cores of their own when this process may use enough of them (sched_setaffinity), so that a
+  // role runs as fast as the one core calibrate measured, undisturbed by its peers; else none
+  // is pinned and the note says how many threads shared how many cores.
+  void assign_cores() {
+    const std::vector<int> allowed = launch::allowed_cpus();
+    std::vector<size_t> threads(spec_.tasks.size(), 0);
+    size_t needed = 0;
+    for (size_t t = 0; t < spec_.tasks.size(); ++t) {
+      // The devices the task computes on: its roles' main devices (a worker's or tower's compute
+      // device, a PS's CPU), and the devices of its forward, loss and backward ops (a
+      // multi-tower worker's other towers). The light work elsewhere (an input op, a local step
+      // increment on a worker's CPU) asks no core of its own.
+      std::set<int> devices;
+      for (int r : map_.roles_of_task[t]) devices.insert(plan_.roles[size_t(r)].device);
+      for (const core::ClientGraph* g : core::step_graphs(plan_)) {
+        for (const core::Op& op : g->ops) {
+          const bool tower_work = op.kind == core::OpKind::kForward ||
+                                  op.kind == core::OpKind::kLoss ||
+                                  op.kind == core::OpKind::kBackward;
+          if (tower_work && op.role >= 0 && map_.task_of_role[size_t(op.role)] == int(t)) {
+            devices.insert(op.device);
+          }
+        }
+      }
+      // A device's engine runs max(1, cores) ops at once (real/node/step_runner.cpp), each with
+      // --threads BLAS threads.
+      for (int d : devices) {
+        threads[t] += size_t(std::max(1, plan_.platform.devices[size_t(d)].cores)) *
+                      size_t(settings_.threads);
+      }
+      needed += threads[t];
+    }
+    cpus_of_task_.assign(spec_.tasks.size(), {});
+    if (allowed.empty() || needed > allowed.size()) {
+      const auto count = [](size_t n, const char* what) {
+        return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+      };
+      cores_note_ = "cores: " + count(spec_.tasks.size(), "task") + " with " +
+                    count(needed, "computing thread") + " on " + count(allowed.size(), "core") +
+                    ": not pinned, the kernel's scheduler shared the cores among them";
+      return;
+    }
+    cores_note_ = "cores: each task on cores of its own (sched_setaffinity):";
+    size_t next = 0;
+    for (size_t t = 0; t < spec_.tasks.size(); ++t) {
+      cores_note_ += (t ? ", " : " ") + spec_.tasks[t].name() + " on core";
+      if (threads[t] > 1) cores_note_ += "s";
+      for (size_t k = 0; k < threads[t]; ++k) {
+        cpus_of_task_[t].push_back(allowed[next++]);
+        cores_note_ += (k ? "," : " ") + std::to_string(cpus_of_task_[t].back());
+      }
+    }
+  }
+
   // One process per task; after a restart each gets the restart's facts.
   void start(launch::NodeGroup& group, int incarnation,
              const std::optional<nlohmann::json>& resume) {
@@ -280,6 +340,7 @@ class Launch {
         command.argv.push_back("--shaped-links");
       }
       if (settings_.insecure_frames) command.argv.push_back("--insecure-frames");
+      command.cpus = cpus_of_task_[t];
       group.start(std::move(node), command);
     }
   }
@@ -427,6 +488,8 @@ class Launch {
   std::unique_ptr<launch::ProgressPipe> progress_;
   int progress_fd_ = -1;
   std::vector<std::string> notes_;
+  std::vector<std::vector<int>> cpus_of_task_;  // per task: its cores (empty: not pinned)
+  std::string cores_note_;
 };
 
 }  // namespace
@@ -450,6 +513,7 @@ core::RunOutcome RealBackend::do_run(const core::Plan& plan, core::TraceSink& si
   finished_.push_back(launch.take_dir());  // until the caller's outputs are written
   core::RunOutcome outcome = core::emit_merged_parts(std::move(parts), sink);
   outcome.notes.insert(outcome.notes.end(), launch.notes().begin(), launch.notes().end());
+  outcome.notes.push_back(launch.cores_note());
   return outcome;
 }
 

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -56,23 +57,42 @@ std::vector<double> rates(double seconds, F once, const std::function<bool()>& c
 
 }  // namespace
 
-double sgemm_flop_per_s(int busy_cores, double seconds, const std::function<bool()>& cancelled) {
+std::vector<double> sgemm_flop_per_s(int busy_cores, double seconds, int windows,
+                                     const std::function<bool()>& cancelled) {
   configure_blas();
   busy_cores = std::max(1, busy_cores);
+  windows = std::max(1, windows);
   // 64 blocks of 128 (268 MFLOP, a few milliseconds) per repeat.
   const double flop = 64 * 2.0 * kGemmBlock * kGemmBlock * kGemmBlock;
-  std::vector<std::vector<double>> per_thread(static_cast<size_t>(busy_cores));
+  const double window_s = seconds / windows;
+  // Per window: the rates of the repeats (of every thread) that ended in it.
+  std::vector<std::vector<double>> per_window(static_cast<size_t>(windows));
+  std::mutex mutex;
+  const Clock::time_point begin = Clock::now();
   std::vector<std::thread> threads;
   for (int t = 0; t < busy_cores; ++t) {
-    threads.emplace_back([&, t] {
-      per_thread[size_t(t)] = rates(
-          seconds, [flop] { return execute_flop(flop, 1); }, cancelled);
+    threads.emplace_back([&] {
+      std::vector<std::pair<size_t, double>> mine;
+      for (;;) {
+        if (cancelled && cancelled()) break;
+        const Clock::time_point t0 = Clock::now();
+        const double work = execute_flop(flop, 1);
+        const double s = elapsed_s(t0);
+        const double at_s = elapsed_s(begin);
+        if (at_s >= seconds && !mine.empty()) break;
+        if (s > 0)
+          mine.emplace_back(std::min(size_t(windows - 1), size_t(at_s / window_s)), work / s);
+      }
+      const std::lock_guard<std::mutex> lock(mutex);
+      for (const auto& [w, rate] : mine) per_window[w].push_back(rate);
     });
   }
   for (std::thread& t : threads) t.join();
-  std::vector<double> all;
-  for (const auto& r : per_thread) all.insert(all.end(), r.begin(), r.end());
-  return median(all);
+  std::vector<double> out;
+  for (const std::vector<double>& w : per_window) {
+    if (!w.empty()) out.push_back(median(w));
+  }
+  return out;
 }
 
 double sgd_apply_s_per_param(double seconds, const std::function<bool()>& cancelled) {

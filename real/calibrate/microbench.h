@@ -6,14 +6,18 @@
 #pragma once
 
 #include <functional>
+#include <vector>
 
 namespace replisim::real::calibrate {
 
 // SGEMM flop/s of one core running the CPU engine's blocks (execute_flop, kGemmBlock), while
 // `busy_cores` - 1 other threads run the same (1: the core alone; the machine's core count: every
-// core busy, memory bandwidth and turbo shared). Median over the threads and repeats.
-double sgemm_flop_per_s(int busy_cores, double seconds,
-                        const std::function<bool()>& cancelled = {});
+// core busy, memory bandwidth and turbo shared), over `windows` consecutive windows of
+// `seconds` / `windows` each: one rate per window, the median over the threads' repeats that
+// ended in it. Their median is the figure; their spread shows a neighbour's load coming and going
+// (calibrate's stability check). At least one window; empty only when cancelled at once.
+std::vector<double> sgemm_flop_per_s(int busy_cores, double seconds, int windows,
+                                     const std::function<bool()>& cancelled = {});
 
 // Seconds per parameter of ApplyGradientDescent (real/state/optimizer.h) over a 128 MiB variable
 // and gradient (out of cache, as a PS's variables are).

@@ -10,10 +10,12 @@
 #include <tuple>
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include "core/backend/backend.h"
 #include "core/metrics/metrics.h"
 #include "core/strategy/strategy.h"
+#include "real/backend/launcher.h"
 #include "real/backend/real_backend.h"
 #include "real/state/checkpoint.h"
 #include "real/state/gradient_fill.h"
@@ -284,6 +286,55 @@ TEST(RealRun, TheChiefCheckpointsAndWritesSummaries) {
   // running, so its global_step is at most the final one.
   EXPECT_LE(last.index.global_step, run.final.index.global_step);
   EXPECT_EQ(run.final.index.global_step, 2 * plan.steps);
+}
+
+// The real backend's note on how its tasks used the cores: the "cores: " note of the trace.
+std::string cores_note(const core::Trace& trace) {
+  for (const std::string& note : trace.notes()) {
+    if (note.rfind("cores: ", 0) == 0) return note;
+  }
+  return "";
+}
+
+// Where the launcher may use a core per task, each task is pinned to its own (the note names
+// them, each a core the launcher may use, no two the same); on fewer cores than computing
+// threads none is pinned, and the note says how many shared how many.
+TEST(RealRun, EachTaskRunsOnACoreOfItsOwnWhereThereAreEnough) {
+  const std::vector<int> allowed = launch::allowed_cpus();
+  ASSERT_FALSE(allowed.empty());
+  // One worker and its PS: two tasks, one computing thread each.
+  const core::Plan plan =
+      core::compile_plan(test::parse(scenario(1, {{"sync", "async"}})), "between_graph", {1});
+  if (allowed.size() >= 2) {
+    const std::string note = cores_note(run_real(plan).trace);
+    ASSERT_EQ(note.rfind("cores: each task on cores of its own (sched_setaffinity):", 0), 0u)
+        << note;
+    std::set<int> cores;
+    for (size_t at = note.find(" on core "); at != std::string::npos;
+         at = note.find(" on core ", at + 1)) {
+      const int core = std::atoi(note.c_str() + at + 9);
+      EXPECT_NE(std::find(allowed.begin(), allowed.end(), core), allowed.end()) << note;
+      cores.insert(core);
+    }
+    EXPECT_EQ(cores.size(), 2u) << note;
+  }
+  // The launcher on one core (its children inherit the affinity of the thread that forks them).
+  cpu_set_t all, one;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof all, &all), 0);
+  CPU_ZERO(&one);
+  CPU_SET(allowed.front(), &one);
+  ASSERT_EQ(::sched_setaffinity(0, sizeof one, &one), 0);
+  std::string shared;
+  try {
+    shared = cores_note(run_real(plan).trace);
+  } catch (...) {
+    ::sched_setaffinity(0, sizeof all, &all);
+    throw;
+  }
+  ::sched_setaffinity(0, sizeof all, &all);
+  EXPECT_EQ(shared,
+            "cores: 2 tasks with 2 computing threads on 1 core: not pinned, the kernel's "
+            "scheduler shared the cores among them");
 }
 
 }  // namespace

@@ -195,5 +195,33 @@ TEST_F(ValidationOfRuns, RunsOfAnotherPlanAreRefused) {
   EXPECT_THROW(validate_runs({predicted_}, {}, 0.08), InputError);
 }
 
+// A compute phase off while the transfers match: how much slower (or faster) compute ran; nothing
+// when a transfer is off too, when compute is within the tolerance, or without transfers.
+TEST(Validation, ComputeOffWhileTheTransfersMatchIsSaid) {
+  const auto phase = [](Phase p, double predicted, double measured) {
+    PhaseComparison c;
+    c.phase = p;
+    c.time_per_step_s.predicted = predicted;
+    c.time_per_step_s.measured_mean = measured;
+    return c;
+  };
+  Validation v;
+  v.tolerance = 0.08;
+  v.phases = {phase(Phase::kCompute, 0.100, 0.152), phase(Phase::kPull, 0.040, 0.041),
+              phase(Phase::kPush, 0.040, 0.038),    phase(Phase::kApply, 0.001, 0.001),
+              phase(Phase::kToken, 0, 0),           phase(Phase::kOther, 0, 0)};
+  EXPECT_EQ(compute_mismatch(v), "compute ran 1.52× slower than calibrated");
+  v.phases[0].time_per_step_s.measured_mean = 0.050;
+  EXPECT_EQ(compute_mismatch(v), "compute ran 2.00× faster than calibrated");
+  v.phases[0].time_per_step_s.measured_mean = 0.105;  // +5%: within the tolerance
+  EXPECT_EQ(compute_mismatch(v), "");
+  v.phases[0].time_per_step_s.measured_mean = 0.152;
+  v.phases[1].time_per_step_s.measured_mean = 0.060;  // a transfer off by 50% too
+  EXPECT_EQ(compute_mismatch(v), "");
+  v.phases[1] = phase(Phase::kPull, 0, 0);
+  v.phases[2] = phase(Phase::kPush, 0, 0);  // no transfers to match
+  EXPECT_EQ(compute_mismatch(v), "");
+}
+
 }  // namespace
 }  // namespace replisim::core
