@@ -147,8 +147,9 @@ int run_on_backend(const CliArgs& args, std::ostream& out, const std::string& ba
     const std::optional<core::JobFailureRecord>& failure = trace.outcome.job_failure;
     if (!failure || !failure->unplanned) continue;
     std::cerr << "replisim: error: " << trace.meta.strategy << ": the job failed at t = "
-              << core::format_quantity(failure->time_s, core::Dimension::kTime) << ": "
-              << failure->cause << " (the report is the run up to there)\n";
+              << core::format_quantity(failure->time_s, core::Dimension::kTime)
+              << " at global_step " << failure->global_step << ": " << failure->cause
+              << " (the report is the run up to there)\n";
     status = 1;
   }
   return status;

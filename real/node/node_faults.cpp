@@ -196,13 +196,13 @@ void Node::unplanned_death(uint32_t peer, const std::string& why) {
   }
   const double now = now_s();
   const std::string task = spec_.tasks[peer].name();
-  std::string who = task;  // its first role (a tower's task is a worker's)
+  std::string who = task;  // its first role (a tower's task is a worker's), task and host
   for (int r : map_.roles_of_task[peer]) {
     if (plan_.roles[size_t(r)].kind == core::RoleKind::kSyncQueueRunner) continue;
-    if (plan_.roles[size_t(r)].name != task)
-      who = plan_.roles[size_t(r)].name + " (task " + task + ")";
+    who = plan_.roles[size_t(r)].name;
     break;
   }
+  who += " (task " + task + " on " + spec_.tasks[peer].host + ")";
   const core::PlanFault death = core::death_of_roles(plan_, map_.roles_of_task[peer], now,
                                                      who + " died, no fault of the plan");
   task_dead_[peer] = true;

@@ -105,12 +105,14 @@ TEST(UnplannedDeath, AKilledAsyncWorkerLeavesTheOthersTrainingAndIsAnObservedFau
   const core::FaultRecord& f = m.faults.front();
   EXPECT_TRUE(f.unplanned);
   EXPECT_EQ(f.target, "worker1");
-  EXPECT_EQ(f.description, "worker1 died, no fault of the plan");
+  EXPECT_EQ(f.description, "worker1 (task worker1 on 127.0.0.1) died, no fault of the plan");
   EXPECT_GE(f.lost_step, 5);
   EXPECT_GE(f.lost_work_s, 0);
   EXPECT_LT(f.start_s, real.outcome.end_s);
   const std::string cell = core::faults_text(m);
-  EXPECT_NE(cell.find("worker1 died, no fault of the plan at "), std::string::npos) << cell;
+  EXPECT_NE(cell.find("worker1 (task worker1 on 127.0.0.1) died, no fault of the plan at "),
+            std::string::npos)
+      << cell;
   EXPECT_NE(cell.find(" of step " + std::to_string(f.lost_step)), std::string::npos) << cell;
   bool noted = false;
   for (const std::string& note : real.outcome.notes) {
@@ -124,7 +126,8 @@ TEST(UnplannedDeath, AKilledParameterServerFailsTheJobAndKeepsItsMeasurement) {
   const core::Trace real = run_and_kill(plan, "ps0", 5);
   ASSERT_TRUE(real.outcome.job_failure.has_value());
   EXPECT_TRUE(real.outcome.job_failure->unplanned);
-  EXPECT_NE(real.outcome.job_failure->cause.find("ps0 died, no fault of the plan"),
+  EXPECT_NE(real.outcome.job_failure->cause.find(
+                "ps0 (task ps0 on 127.0.0.1) died, no fault of the plan"),
             std::string::npos)
       << real.outcome.job_failure->cause;
   for (const std::string client : {"worker0", "worker1"}) {
@@ -165,7 +168,8 @@ TEST(UnplannedDeath, RunReportsAJobKilledFromOutsideAndExitsOne) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("replisim: error: between_graph: the job failed at t = "), std::string::npos)
       << r.err;
-  EXPECT_NE(r.err.find("ps0 died, no fault of the plan"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ps0 (task ps0 on 127.0.0.1) died, no fault of the plan"), std::string::npos)
+      << r.err;
   EXPECT_NE(r.out.find("job failures"), std::string::npos) << r.out;
   EXPECT_TRUE(fs::exists(dir.file("run.trace")));
   std::ifstream json(dir.file("run.json"));
