@@ -1,5 +1,6 @@
 #include "gui/compare_view.h"
 
+#include <QCheckBox>
 #include <QDoubleSpinBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -11,7 +12,8 @@
 
 namespace replisim::gui {
 
-CompareView::CompareView(QWidget* parent) : QWidget(parent), axis_(new TimeAxis(this)) {
+CompareView::CompareView(QWidget* parent)
+    : QWidget(parent), axis_(new TimeAxis(this)), axis_b_(new TimeAxis(this)) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   auto* bar = new QHBoxLayout;
@@ -21,9 +23,13 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent), axis_(new TimeAxis(
   offset_->setDecimals(3);
   offset_->setToolTip("Where B's time 0 lies on the shared axis: aligns the runs");
   bar->addWidget(offset_);
-  auto* help = new QLabel("   Both timelines zoom and pan together; F fits both.", this);
-  help->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // gives way to side panels
-  bar->addWidget(help, 1);
+  own_axes_ = new QCheckBox("own time axes", this);
+  own_axes_->setObjectName("own_axes");
+  own_axes_->setToolTip(
+      "Each run on its own time axis, fitted to it; unchecked, both timelines zoom and pan "
+      "together (F fits both)");
+  bar->addWidget(own_axes_);
+  bar->addStretch(1);
   runs_label_ = new QLabel(this);
   runs_label_->setObjectName("runs_label");
   runs_label_->setStyleSheet("font-weight: bold;");
@@ -42,6 +48,7 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent), axis_(new TimeAxis(
   layout->addWidget(splitter, 1);
   connect(offset_, &QDoubleSpinBox::valueChanged, this,
           [this](double ms) { b_->set_offset_s(ms * 1e-3); });
+  connect(own_axes_, &QCheckBox::toggled, this, &CompareView::set_own_axes);
 }
 
 void CompareView::set_models(std::shared_ptr<const TimelineModel> a,
@@ -64,7 +71,19 @@ double CompareView::offset_s() const {
   return b_->offset_s();
 }
 
+void CompareView::set_own_axes(bool own) {
+  if (own_axes_->isChecked() != own) own_axes_->setChecked(own);  // toggles back to here
+  if (own == own_axes()) return;
+  b_->set_axis(own ? axis_b_ : axis_);
+  fit_all();
+}
+
 void CompareView::fit_all() {
+  if (own_axes()) {
+    a_->fit_all();
+    b_->fit_all();
+    return;
+  }
   double from = 0, until = 0;
   bool any = false;
   for (TimelineView* view : {a_, b_}) {
