@@ -145,6 +145,7 @@ void MainWindow::showEvent(QShowEvent* event) {
 
 void MainWindow::build_actions() {
   QToolBar* bar = addToolBar("Main");
+  bar->setObjectName("main_toolbar");
   bar->setMovable(false);
   auto add = [this, bar](const QString& text, const QKeySequence& key, auto slot) {
     QAction* action = bar->addAction(text);

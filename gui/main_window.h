@@ -79,6 +79,7 @@ class MainWindow : public QMainWindow {
   void build_actions();
   void build_panels();
   void show_panel_runs(const ModelList& models, const QString& what);
+  void focus_classroom_rows();
   std::vector<TimelineView*> animated_timelines() const;
   void connect_files();
   void watch(TimelineView* view);
