@@ -210,7 +210,10 @@ TEST_P(ClassroomScenario, CaptionNamesTheReportsFirstBoundByAndTheLookRowsAreSho
 
 INSTANTIATE_TEST_SUITE_P(Catalog, ClassroomScenario,
                          ::testing::Values("two_machines", "heterogeneous", "ps_bottleneck",
-                                           "model_parallel", "sync_straggler", "ps_failure"));
+                                           "model_parallel", "sync_straggler", "ps_failure"),
+                         [](const ::testing::TestParamInfo<std::string>& name) {
+                           return name.param;
+                         });
 
 // Every bundled catalog entry is covered by ClassroomScenario above.
 TEST(Classroom, EveryCatalogEntryHasItsCaptionTest) {
@@ -351,7 +354,11 @@ TEST_P(ClassroomScreen, ClassroomModeFitsTheScreen) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, ClassroomScreen,
-                         ::testing::Values(QSize(1280, 720), QSize(1600, 1000), QSize(1920, 1080)));
+                         ::testing::Values(QSize(1280, 720), QSize(1600, 1000), QSize(1920, 1080)),
+                         [](const ::testing::TestParamInfo<QSize>& size) {
+                           return std::to_string(size.param.width()) + "x" +
+                                  std::to_string(size.param.height());
+                         });
 
 }  // namespace
 }  // namespace replisim::gui
