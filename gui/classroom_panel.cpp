@@ -191,8 +191,10 @@ void ClassroomPanel::show_runs(const ModelList& models, const ModelList& before)
   for (size_t i = 0; i < models.size(); ++i) {
     const TimelineModel& model = *models[i];
     const QString strategy = QString::fromStdString(model.trace().meta.strategy);
-    const QString who =
-        models.size() > 1 ? QString(i == 0 ? "A" : "B") + " (" + strategy + ")" : strategy;
+    // Before and after a change the timelines may show either pair: name the strategy only.
+    const QString who = models.size() > 1 && before.empty()
+                            ? QString(i == 0 ? "A" : "B") + " (" + strategy + ")"
+                            : strategy;
     QString line = "<b>" + who.toHtmlEscaped() + ":</b> " + caption_of(model).toHtmlEscaped();
     if (i < before.size() && before.size() == models.size() && before[i]->metrics() &&
         model.metrics()) {

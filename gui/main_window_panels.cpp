@@ -14,7 +14,6 @@
 #include "gui/classroom_panel.h"
 #include "gui/compare_view.h"
 #include "gui/main_window.h"
-#include "gui/panels/metrics_table.h"
 #include "gui/scenario_panel.h"
 #include "gui/scenario_runner.h"
 #include "gui/timeline_view.h"
@@ -103,6 +102,9 @@ void MainWindow::build_panels() {
   classroom_ = new ClassroomPanel([this] { return animated_timelines(); });
   classroom_dock_ = left_dock(this, "Classroom", classroom_, kClassroomMinWidthPx);
   connect(scenario_panel_, &ScenarioPanel::runs_ready, this, &MainWindow::show_panel_runs);
+  connect(compare_, &CompareView::runs_switched, this, [this] {
+    if (classroom_on_) focus_classroom_rows();
+  });
   connect(classroom_, &ClassroomPanel::entry_chosen, this, [this](int index) {
     const ClassroomEntry& entry = classroom_->entries().at(size_t(index));
     if (!scenario_panel_->open_scenario(classroom_->scenario_path(index))) {
@@ -149,7 +151,8 @@ void MainWindow::show_panel_runs(const ModelList& models, const QString& what) {
   show_models(models);
   compare_->set_runs_label(what);
   const ModelList& before = scenario_panel_->before_pair();
-  if (!before.empty()) compare_->metrics_table()->set_before_after(before, models);
+  if (!before.empty() && before.size() == models.size() && models.size() == 2)
+    compare_->set_before_after(before, models, what.section(" · after ", 1));
   classroom_->show_runs(models, before);
   if (classroom_on_) focus_classroom_rows();
   if (!what.isEmpty()) statusBar()->showMessage(what, 8000);

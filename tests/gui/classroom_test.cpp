@@ -309,10 +309,24 @@ TEST(Classroom, AKnobChangeInATwoStrategyScenarioKeepsThePreviousPairBesideTheNe
         QString("Before the change: %1 samples/s, now %2").arg(was, 0, 'f', 0).arg(now, 0, 'f', 0)))
         << classroom->caption_text().toStdString();
   }
+  // The timelines show the new pair, or one strategy before against after.
+  CompareView* compare = window.compare();
+  ASSERT_EQ(compare->pair_choices(), 3);
+  EXPECT_EQ(compare->view_a()->model(), after[0]);
+  EXPECT_EQ(compare->view_b()->model(), after[1]);
+  for (int pair = 0; pair < 2; ++pair) {
+    compare->show_pair(1 + pair);
+    EXPECT_EQ(compare->view_a()->model(), first[size_t(pair)]);
+    EXPECT_EQ(compare->view_b()->model(), after[size_t(pair)]);
+    EXPECT_EQ(table->columnCount(), 7);
+  }
+  compare->show_pair(0);
+  EXPECT_EQ(compare->view_a()->model(), after[0]);
   // A new scenario forgets the pair.
   classroom->choose(classroom->index_of("ps_bottleneck"));
   ASSERT_TRUE(panel->wait_for_run(120000));
   EXPECT_TRUE(panel->before_pair().empty());
+  EXPECT_FALSE(compare->findChild<QComboBox*>("shown_pair")->isVisible());
 }
 
 // Classroom mode on a 1280 x 720 projector and on larger screens: the caption is whole inside its
