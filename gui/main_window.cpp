@@ -225,6 +225,7 @@ std::vector<const TimelineView*> MainWindow::shown_timelines() const {
 void MainWindow::show_models(const ModelList& models) {
   if (models.empty()) return;
   legend_->show();
+  dock_->setVisible(!classroom_on_);
   compare_->set_runs_label("");
   details_->show_slice(nullptr, -1);
   range_panel_->show_range(nullptr, 0, 0);
@@ -291,7 +292,8 @@ bool MainWindow::open_sweep_results(const QString& path) {
   last_error_.clear();
   error_label_->clear();
   stack_->setCurrentWidget(scaling_);
-  legend_->hide();  // the timelines' colours: not the chart's
+  legend_->hide();  // the timelines' colours and their selection's panel: not the chart's
+  dock_->hide();
   setWindowTitle(QFileInfo(path).fileName() + " (scaling chart) — replisim timeline");
   statusBar()->showMessage("sweep results: " + path + " (a trace opened brings the timelines back)",
                            8000);

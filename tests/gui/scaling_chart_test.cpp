@@ -146,30 +146,37 @@ TEST(ScalingWindow, ASweepOnTheCommandLineIsShownInTheWindowAndInItsScreenshot) 
   EXPECT_TRUE(window.scaling_window()->isVisible());
   EXPECT_TRUE(window.isAncestorOf(window.scaling_window()));
   EXPECT_FALSE(window.timeline()->isVisible());
+  EXPECT_FALSE(window.side_tabs()->isVisible());  // the selection's panel gives the chart its width
   // A trace opened after it brings the timelines back.
   window.show_models({test::tiny_model()});
   EXPECT_FALSE(window.showing_scaling_chart());
   EXPECT_TRUE(window.timeline()->isVisible());
+  EXPECT_TRUE(window.side_tabs()->isVisible());
 
-  const QString png = QString::fromStdString(test::temporary_path("cli-sweep.png"));
-  QProcess gui;
-  gui.start(REPLISIM_GUI_BINARY,
-            {QString::fromStdString(path), "--screenshot", png, "--size", "1000x700"});
-  ASSERT_TRUE(gui.waitForFinished(60000));
-  ASSERT_EQ(gui.exitCode(), 0) << gui.readAllStandardError().toStdString();
-  const QImage shot(png);
-  ASSERT_EQ(shot.size(), QSize(1000, 700));
-  // The chart's lines are drawn in colour; an empty window (or the timelines' empty view) is grey
-  // and white only.
-  int coloured = 0;
-  for (int y = 0; y < shot.height(); y += 2) {
-    for (int x = 0; x < shot.width(); x += 2) {
-      const QColor c = shot.pixelColor(x, y);
-      coloured += c.hsvSaturation() > 100 && c.value() > 60;
+  // The screenshot of SWEEP.json against that of an empty window (what it used to render): coloured
+  // pixels (the chart's lines) below the tool bar and the timelines' legend.
+  auto coloured_pixels = [](const QStringList& files) {
+    const QString png = QString::fromStdString(test::temporary_path("cli-sweep.png"));
+    QProcess gui;
+    gui.start(REPLISIM_GUI_BINARY, files + QStringList{"--screenshot", png, "--size", "1000x700"});
+    EXPECT_TRUE(gui.waitForFinished(60000));
+    EXPECT_EQ(gui.exitCode(), 0) << gui.readAllStandardError().toStdString();
+    const QImage shot(png);
+    EXPECT_EQ(shot.size(), QSize(1000, 700));
+    int coloured = 0;
+    for (int y = shot.height() / 5; y < shot.height() * 9 / 10; y += 2) {
+      for (int x = 0; x < shot.width(); x += 2) {
+        const QColor c = shot.pixelColor(x, y);
+        coloured += c.hsvSaturation() > 100 && c.value() > 60;
+      }
     }
-  }
-  EXPECT_GT(coloured, 200) << "no chart in " << png.toStdString();
-  QFile::remove(png);
+    QFile::remove(png);
+    return coloured;
+  };
+  const int empty = coloured_pixels({});
+  const int chart = coloured_pixels({QString::fromStdString(path)});
+  EXPECT_LT(empty, 20);
+  EXPECT_GT(chart, 200) << "no chart in the screenshot";
 }
 
 }  // namespace
