@@ -142,6 +142,10 @@ QBrush category_brush(Category category) {
 QColor background_colour() {
   return QColor(0xFF, 0xFF, 0xFF);
 }
+QColor highlight_colour() {
+  return QColor(0xFF, 0xE0, 0x66);  // the classroom caption's yellow, stronger
+}
+
 QColor group_header_colour() {
   return QColor(0xE9, 0xEC, 0xF1);
 }

@@ -41,6 +41,7 @@ QBrush category_brush(Category category);
 // The colours of what is not an event.
 QColor background_colour();    // an idle lane
 QColor group_header_colour();  // the row naming an actor
+QColor highlight_colour();     // an actor's rows that a classroom text points at
 QColor fold_colour();          // spans folded into one block (narrower than kFoldWidthPx)
 QColor selection_colour();     // the selected time range (translucent)
 

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "core/base/json_cursor.h"
+#include "core/metrics/critical_path.h"
 #include "core/strategy/strategy_names.h"
 
 namespace replisim::gui {
@@ -36,7 +37,12 @@ const std::map<std::string, bool>& placeholders() {
                                                     {"lost_work_s", false},
                                                     {"recovery_s", false},
                                                     {"fault_s", false},
-                                                    {"wait", true}};
+                                                    {"wait", true},
+                                                    {"bound_by", false},
+                                                    {"bound_by_pct", false},
+                                                    {"bound_by_path", false},
+                                                    {"waiting_most", true},
+                                                    {"waiting_most_pct", true}};
   return names;
 }
 
@@ -81,19 +87,42 @@ double use_of(const std::vector<core::ResourceUse>& uses, const std::string& nam
   throw std::invalid_argument("the run has no " + name);
 }
 
+// The part of a WaitBreakdown named `part` (compute, network, peers, client, ps, token, other).
+double wait_part(const core::WaitBreakdown& w, const std::string& part) {
+  const std::map<std::string, double> parts = {
+      {"compute", w.compute}, {"network", w.network}, {"peers", w.peers}, {"client", w.client},
+      {"ps", w.ps},           {"token", w.token},     {"other", w.other}};
+  const auto it = parts.find(part);
+  if (it == parts.end()) throw std::invalid_argument("no wait part " + part);
+  return it->second;
+}
+
 double wait_share(const core::RunMetrics& m, const std::string& argument) {
   const std::string kind = argument.substr(0, argument.find('.'));
   const std::string part = argument.substr(argument.find('.') + 1);
   for (const core::WaitBreakdown& w : core::average_waits_by_kind(m.waits)) {
-    if (w.role_kind != kind) continue;
-    const std::map<std::string, double> parts = {
-        {"compute", w.compute}, {"network", w.network}, {"peers", w.peers}, {"client", w.client},
-        {"ps", w.ps},           {"token", w.token},     {"other", w.other}};
-    const auto it = parts.find(part);
-    if (it == parts.end()) throw std::invalid_argument("no wait part " + part);
-    return it->second;
+    if (w.role_kind == kind) return wait_part(w, part);
   }
   throw std::invalid_argument("the run has no " + kind + " waits");
+}
+
+// {waiting_most:KIND.PART}: the role of KIND whose steps spent the largest share waiting on PART
+// (the per-role rows behind the report's "time of ..." averages), and that share.
+const core::WaitBreakdown& waiting_most(const core::RunMetrics& m, const std::string& argument) {
+  const std::string kind = argument.substr(0, argument.find('.'));
+  const std::string part = argument.substr(argument.find('.') + 1);
+  const core::WaitBreakdown* most = nullptr;
+  for (const core::WaitBreakdown& w : m.waits) {
+    if (w.role_kind == kind && (!most || wait_part(w, part) > wait_part(*most, part))) most = &w;
+  }
+  if (!most) throw std::invalid_argument("the run has no " + kind + " waits");
+  return *most;
+}
+
+// The run's critical path (the report's "bound by" row); throws when the trace has none.
+const core::CriticalPath& bound_by(const core::RunMetrics& m) {
+  if (m.bound_by.shares.empty()) throw std::invalid_argument("the run has no critical path");
+  return m.bound_by;
 }
 
 std::string client_figure(const core::RunMetrics& m, const std::string& name,
@@ -139,6 +168,16 @@ std::string figure(const core::RunMetrics& m, const std::string& name, const std
     return fixed(100 * m.throughput_samples_per_s / m.computed_samples_per_s, 0);
   }
   if (name == "wait") return fixed(100 * wait_share(m, arg), 0);
+  if (name == "bound_by") return bound_by(m).shares.front().name;
+  if (name == "bound_by_pct") {
+    const core::CriticalPath& path = bound_by(m);
+    return fixed(100 * path.shares.front().seconds / path.seconds, 0);
+  }
+  if (name == "bound_by_path") return core::describe_path(bound_by(m), 2, false);
+  if (name == "waiting_most") return waiting_most(m, arg).role;
+  if (name == "waiting_most_pct") {
+    return fixed(100 * wait_part(waiting_most(m, arg), arg.substr(arg.find('.') + 1)), 0);
+  }
   if (name.find("client") != std::string::npos || name.find("rate") != std::string::npos)
     return client_figure(m, name, arg);
   return recovery_figure(m, name);
@@ -148,6 +187,22 @@ std::string text_of(const nlohmann::json& entry, const char* key, const std::str
   if (!entry.contains(key) || !entry[key].is_string() || entry[key].get<std::string>().empty())
     throw std::runtime_error(where + ": \"" + key + "\" missing or empty");
   return entry[key].get<std::string>();
+}
+
+// "rows": {strategy: [actor, ...]}.
+std::map<std::string, std::vector<std::string>> read_rows(const nlohmann::json& rows,
+                                                          const std::string& where) {
+  std::map<std::string, std::vector<std::string>> out;
+  const std::string what = where + ": \"rows\" is an object: strategy -> [actor names]";
+  if (!rows.is_object()) throw std::runtime_error(what);
+  for (const auto& [strategy, actors] : rows.items()) {
+    if (!actors.is_array() || actors.empty()) throw std::runtime_error(what);
+    for (const nlohmann::json& actor : actors) {
+      if (!actor.is_string()) throw std::runtime_error(what);
+      out[strategy].push_back(actor.get<std::string>());
+    }
+  }
+  return out;
 }
 
 ClassroomEntry read_entry(const nlohmann::json& e, const std::string& where) {
@@ -170,8 +225,14 @@ ClassroomEntry read_entry(const nlohmann::json& e, const std::string& where) {
     if (!text.is_string()) throw std::runtime_error(where + ": caption " + strategy + " not text");
     if (const std::string why = check_caption(text.get<std::string>()); !why.empty())
       throw std::runtime_error(where + ": caption " + strategy + ": " + why);
+    if (text.get<std::string>().find("{bound_by") == std::string::npos) {
+      throw std::runtime_error(where + ": caption " + strategy +
+                               ": names no cause ({bound_by} or {bound_by_path}: the run's "
+                               "critical path)");
+    }
     entry.captions[strategy] = text.get<std::string>();
   }
+  if (e.contains("rows")) entry.rows = read_rows(e["rows"], where);
   return entry;
 }
 
@@ -184,6 +245,15 @@ std::string check_caption(const std::string& text) {
     return e.what();
   }
   return "";
+}
+
+std::string fallback_caption(const core::RunMetrics& m) {
+  const std::string cause = m.bound_by.shares.empty()
+                                ? "the busiest resource is " + m.bottleneck.name + " at " +
+                                      fixed(100 * m.bottleneck.utilization, 0) + "%"
+                                : "bound by " + core::describe_path(m.bound_by, 2, false);
+  return cause + ": " + fixed(m.throughput_samples_per_s, 0) + " samples/s, a step every " +
+         fixed(m.step_time_s.mean * 1e3, 0) + " ms.";
 }
 
 std::string render_caption(const std::string& text, const core::RunMetrics& metrics) {

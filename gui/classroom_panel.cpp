@@ -1,6 +1,7 @@
 #include "gui/classroom_panel.h"
 
 #include <QDir>
+#include <QEvent>
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -18,7 +19,8 @@ namespace replisim::gui {
 
 namespace {
 
-constexpr double kPlaybackS = 15;  // a run plays in this many seconds at ×1
+constexpr double kPlaybackS = 15;    // a run plays in this many seconds at ×1
+constexpr int kShortWindowPx = 900;  // a window lower than this shows fewer list rows
 
 QLabel* wrapped_label(QWidget* parent, const char* name) {
   auto* label = new QLabel(parent);
@@ -44,21 +46,43 @@ ClassroomPanel::ClassroomPanel(std::function<std::vector<TimelineView*>()> views
   connect(timer_, &QTimer::timeout, this, &ClassroomPanel::tick);
 }
 
+// The list as tall as its titles, or on a short screen (a 720 pixel projector) as three of them
+// (it scrolls to the one chosen): the height goes to the texts below.
+void ClassroomPanel::fit_list() {
+  const int rows =
+      window()->height() < kShortWindowPx ? std::min(list_->count(), 3) : list_->count();
+  int height = 2 * list_->frameWidth();
+  for (int i = 0; i < rows; ++i) height += list_->sizeHintForRow(i) + 2 * list_->spacing();
+  list_->setFixedHeight(std::max(height, list_->fontMetrics().height() * 2));
+}
+
+void ClassroomPanel::changeEvent(QEvent* event) {
+  QWidget::changeEvent(event);
+  if (event->type() == QEvent::FontChange) fit_list();  // classroom mode's larger font
+}
+
+void ClassroomPanel::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  fit_list();
+}
+
 void ClassroomPanel::build() {
   auto* layout = new QVBoxLayout(this);
   list_ = new QListWidget(this);
   list_->setObjectName("classroom_list");
   list_->setWordWrap(true);
-  list_->setSpacing(2);
-  layout->addWidget(list_, 3);
+  list_->setSpacing(1);
+  list_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  layout->addWidget(list_);
   claim_ = wrapped_label(this, "claim");
   look_ = wrapped_label(this, "look");
   steps_note_ = wrapped_label(this, "steps_note");
   caption_ = wrapped_label(this, "caption");
   caption_->setStyleSheet(
       "background: #FFF1A8; color: #000000; border: 2px solid #000000; padding: 6px; "
-      "font-size: 15pt;");
-  for (QLabel* label : {claim_, look_, caption_, steps_note_}) layout->addWidget(label);
+      "font-size: 13pt;");
+  steps_note_->setStyleSheet("color: #404040; font-size: 9pt;");
+  for (QLabel* label : {claim_, look_, caption_}) layout->addWidget(label);
   auto* controls = new QHBoxLayout;
   play_ = new QPushButton("▶ Play", this);
   play_->setObjectName("play");
@@ -75,8 +99,10 @@ void ClassroomPanel::build() {
   clock_ = new QLabel(this);
   clock_->setObjectName("clock");
   clock_->setWordWrap(true);
-  clock_->setStyleSheet("font-weight: bold; color: #000000; font-size: 17pt;");
+  clock_->setStyleSheet("font-weight: bold; color: #000000; font-size: 13pt;");
   layout->addWidget(clock_);
+  layout->addWidget(steps_note_);
+  layout->addStretch(1);
   connect(list_, &QListWidget::currentRowChanged, this, [this](int row) {
     if (row >= 0 && row != current_) choose(row);
   });
@@ -98,11 +124,12 @@ bool ClassroomPanel::load_catalog(const QString& scenarios_dir) {
     claim_->setText(error_line_.toHtmlEscaped());
     return false;
   }
-  for (const ClassroomEntry& entry : entries_) {
-    auto* item = new QListWidgetItem(QString::fromStdString(entry.title + "\n" + entry.claim));
-    item->setToolTip(QString::fromStdString(entry.file));
+  for (const ClassroomEntry& entry : entries_) {  // the claim is shown below, once chosen
+    auto* item = new QListWidgetItem(QString::fromStdString(entry.title));
+    item->setToolTip(QString::fromStdString(entry.file + ": " + entry.claim));
     list_->addItem(item);
   }
+  fit_list();
   error_line_.clear();
   return true;
 }
@@ -133,38 +160,53 @@ void ClassroomPanel::choose(int index) {
   steps_note_->setText(e.steps_note.empty()
                            ? QString()
                            : "<i>" + QString::fromStdString(e.steps_note).toHtmlEscaped() + "</i>");
+  // A short (projector) window keeps the height for the caption: the note is the clock's tooltip.
+  steps_note_->setVisible(window()->height() >= kShortWindowPx);
+  clock_->setToolTip(QString::fromStdString(e.steps_note));
   caption_->setText("<b>What to notice:</b> running " + QString::fromStdString(e.file) + "…");
   models_.clear();
   emit entry_chosen(index);
 }
 
-void ClassroomPanel::show_runs(const ModelList& models) {
+// Run `model`'s caption: the entry's for its strategy filled from its metrics, or (a knob took
+// away what the entry's speaks of) what the run itself says bound it.
+QString ClassroomPanel::caption_of(const TimelineModel& model) const {
+  if (!model.metrics()) return "no metrics: " + QString::fromStdString(model.metrics_error());
+  const std::string strategy = model.trace().meta.strategy;
+  const ClassroomEntry* entry = current_ >= 0 ? &entries_[size_t(current_)] : nullptr;
+  if (entry && entry->captions.count(strategy)) {
+    try {
+      return QString::fromStdString(render_caption(entry->captions.at(strategy), *model.metrics()));
+    } catch (const std::invalid_argument&) {
+      // the run lacks a figure the entry names: say what the run does show
+    }
+  }
+  return QString::fromStdString(fallback_caption(*model.metrics()));
+}
+
+void ClassroomPanel::show_runs(const ModelList& models, const ModelList& before) {
   models_ = models;
   if (list_->currentItem()) list_->scrollToItem(list_->currentItem());  // laid out by now
   QStringList lines;
-  const ClassroomEntry* entry = current_ >= 0 ? &entries_[size_t(current_)] : nullptr;
   for (size_t i = 0; i < models.size(); ++i) {
     const TimelineModel& model = *models[i];
-    const std::string strategy = model.trace().meta.strategy;
-    const QString who = models.size() > 1 ? QString(i == 0 ? "A" : "B") + " (" +
-                                                QString::fromStdString(strategy) + ")"
-                                          : QString::fromStdString(strategy);
-    QString text;
-    if (!model.metrics()) {
-      text = "no metrics: " + QString::fromStdString(model.metrics_error());
-    } else if (!entry || !entry->captions.count(strategy)) {
-      text = QString("throughput %1 samples/s; busiest: %2")
-                 .arg(model.metrics()->throughput_samples_per_s, 0, 'f', 0)
-                 .arg(QString::fromStdString(model.metrics()->bottleneck.name));
-    } else {
-      try {
-        text =
-            QString::fromStdString(render_caption(entry->captions.at(strategy), *model.metrics()));
-      } catch (const std::exception& e) {
-        text = "(caption: " + QString::fromStdString(e.what()) + ")";
-      }
+    const QString strategy = QString::fromStdString(model.trace().meta.strategy);
+    // Before and after a change the timelines may show either pair: name the strategy only.
+    const QString who = models.size() > 1 && before.empty()
+                            ? QString(i == 0 ? "A" : "B") + " (" + strategy + ")"
+                            : strategy;
+    QString line = "<b>" + who.toHtmlEscaped() + ":</b> " + caption_of(model).toHtmlEscaped();
+    if (i < before.size() && before.size() == models.size() && before[i]->metrics() &&
+        model.metrics()) {
+      const double was = before[i]->metrics()->throughput_samples_per_s;
+      const double now = model.metrics()->throughput_samples_per_s;
+      line += QString(" <i>Before the change: %1 samples/s, now %2 (%3%4).</i>")
+                  .arg(was, 0, 'f', 0)
+                  .arg(now, 0, 'f', 0)
+                  .arg(now >= was ? "+" : "−")
+                  .arg(std::abs(now - was), 0, 'f', 0);
     }
-    lines << "<b>" + who.toHtmlEscaped() + ":</b> " + text.toHtmlEscaped();
+    lines << line;
   }
   caption_->setText("<b>What to notice</b><br>" + lines.join("<br>"));
   show_time(std::numeric_limits<double>::infinity());
@@ -223,11 +265,11 @@ void ClassroomPanel::show_time(double time_s) {
     if (!view->model()) continue;
     const double at = std::min(time_s - view->offset_s(), view->model()->end_s());
     const QString who = views.size() > 1 ? QString(i == 0 ? "A " : "B ") : QString();
-    steps << who + QString("global_step %1").arg(global_step_at(*view->model(), at), 0, 'f', 0);
+    steps << who + QString::number(global_step_at(*view->model(), at), 'f', 0);
   }
   const QString clock =
       std::isfinite(time_s) ? QString("t = %1 s").arg(time_s, 0, 'f', 1) : QString("whole run");
-  clock_->setText(clock + "    " + steps.join("    "));
+  clock_->setText(clock + "    global_step " + steps.join(", "));
 }
 
 }  // namespace replisim::gui

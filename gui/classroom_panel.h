@@ -42,8 +42,10 @@ class ClassroomPanel : public QWidget {
   int index_of(const QString& name) const;
   int current() const { return current_; }
 
-  // The runs now shown (in_graph/between_graph, or before/after): their captions.
-  void show_runs(const ModelList& models);
+  // The runs now shown (in_graph/between_graph, or before/after): their captions. `before`, when
+  // not empty, is the pair of the same strategies run before a knob change: each caption then
+  // says the throughput before and after it.
+  void show_runs(const ModelList& models, const ModelList& before = {});
   QString caption_text() const;
   const QString& error_line() const { return error_line_; }
 
@@ -59,8 +61,14 @@ class ClassroomPanel : public QWidget {
   // Entry `index` was chosen: run its scenario (the window opens it in the scenario panel).
   void entry_chosen(int index);
 
+ protected:
+  void changeEvent(QEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
+
  private:
   void build();
+  void fit_list();
+  QString caption_of(const TimelineModel& model) const;
   void tick();
   double run_end_s() const;
 

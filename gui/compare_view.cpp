@@ -1,5 +1,7 @@
 #include "gui/compare_view.h"
 
+#include <QCheckBox>
+#include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -11,7 +13,8 @@
 
 namespace replisim::gui {
 
-CompareView::CompareView(QWidget* parent) : QWidget(parent), axis_(new TimeAxis(this)) {
+CompareView::CompareView(QWidget* parent)
+    : QWidget(parent), axis_(new TimeAxis(this)), axis_b_(new TimeAxis(this)) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   auto* bar = new QHBoxLayout;
@@ -21,13 +24,25 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent), axis_(new TimeAxis(
   offset_->setDecimals(3);
   offset_->setToolTip("Where B's time 0 lies on the shared axis: aligns the runs");
   bar->addWidget(offset_);
-  auto* help = new QLabel("   Both timelines zoom and pan together; F fits both.", this);
-  help->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // gives way to side panels
-  bar->addWidget(help, 1);
+  own_axes_ = new QCheckBox("own time axes", this);
+  own_axes_->setObjectName("own_axes");
+  own_axes_->setToolTip(
+      "Each run on its own time axis, fitted to it; unchecked, both timelines zoom and pan "
+      "together (F fits both)");
+  bar->addWidget(own_axes_);
+  bar->addStretch(1);
   runs_label_ = new QLabel(this);
   runs_label_->setObjectName("runs_label");
   runs_label_->setStyleSheet("font-weight: bold;");
   bar->addWidget(runs_label_);
+  pairs_ = new QComboBox(this);
+  pairs_->setObjectName("shown_pair");
+  pairs_->setToolTip(
+      "Which two runs the timelines show: the new pair, or one strategy before and "
+      "after the change");
+  pairs_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  pairs_->hide();
+  bar->addWidget(pairs_);
   layout->addLayout(bar);
   auto* splitter = new QSplitter(Qt::Vertical, this);
   a_ = new TimelineView(axis_, splitter);
@@ -42,10 +57,16 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent), axis_(new TimeAxis(
   layout->addWidget(splitter, 1);
   connect(offset_, &QDoubleSpinBox::valueChanged, this,
           [this](double ms) { b_->set_offset_s(ms * 1e-3); });
+  connect(own_axes_, &QCheckBox::toggled, this, &CompareView::set_own_axes);
+  connect(pairs_, &QComboBox::activated, this, &CompareView::show_pair);
 }
 
 void CompareView::set_models(std::shared_ptr<const TimelineModel> a,
                              std::shared_ptr<const TimelineModel> b) {
+  before_.clear();
+  after_.clear();
+  pairs_->hide();
+  runs_label_->show();
   a_->set_model(std::move(a));
   b_->set_model(std::move(b));
   table_->set_models(a_->model().get(), b_->model().get());
@@ -56,6 +77,37 @@ void CompareView::set_runs_label(const QString& text) {
   runs_label_->setText(text);
 }
 
+void CompareView::set_before_after(const ModelList& before, const ModelList& after,
+                                   const QString& change) {
+  before_ = before;
+  after_ = after;
+  table_->set_before_after(before, after);
+  pairs_->clear();
+  QStringList strategies;
+  for (const auto& run : after) strategies << QString::fromStdString(run->trace().meta.strategy);
+  pairs_->addItem("A: " + strategies.join(" · B: ") + ", after " + change);
+  for (size_t i = 0; i < std::min(before.size(), after.size()); ++i)
+    pairs_->addItem(strategies[int(i)] + ": A before · B after " + change);
+  pairs_->setCurrentIndex(0);
+  runs_label_->hide();  // the choice names the runs
+  pairs_->show();
+}
+
+int CompareView::pair_choices() const {
+  return pairs_->count();
+}
+
+void CompareView::show_pair(int choice) {
+  if (choice < 0 || choice >= pairs_->count()) return;
+  pairs_->setCurrentIndex(choice);
+  const bool after_pair = choice == 0;
+  const size_t strategy = size_t(std::max(0, choice - 1));
+  a_->set_model(after_pair ? after_[0] : before_[strategy]);
+  b_->set_model(after_pair ? after_[1] : after_[strategy]);
+  fit_all();
+  emit runs_switched();
+}
+
 void CompareView::set_offset_s(double offset_s) {
   offset_->setValue(offset_s * 1e3);
 }
@@ -64,7 +116,19 @@ double CompareView::offset_s() const {
   return b_->offset_s();
 }
 
+void CompareView::set_own_axes(bool own) {
+  if (own_axes_->isChecked() != own) own_axes_->setChecked(own);  // toggles back to here
+  if (own == own_axes()) return;
+  b_->set_axis(own ? axis_b_ : axis_);
+  fit_all();
+}
+
 void CompareView::fit_all() {
+  if (own_axes()) {
+    a_->fit_all();
+    b_->fit_all();
+    return;
+  }
   double from = 0, until = 0;
   bool any = false;
   for (TimelineView* view : {a_, b_}) {

@@ -1,6 +1,8 @@
 // Two runs on one time axis: their timelines stacked, zooming and panning together (one shared
 // TimeAxis), the second shifted by an offset so that the runs can be aligned (B's time 0 at the
-// axis's `offset`), and both runs' metrics side by side with their differences.
+// axis's `offset`), and both runs' metrics side by side with their differences; after a knob change
+// in a two-strategy run, both pairs (before and after per strategy) and a choice of which two runs
+// the timelines show.
 #pragma once
 
 #include <QWidget>
@@ -8,7 +10,10 @@
 
 #include "gui/time_axis.h"
 #include "gui/timeline_view.h"
+#include "gui/trace_loading.h"
 
+class QCheckBox;
+class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
 
@@ -27,20 +32,42 @@ class CompareView : public QWidget {
   void set_offset_s(double offset_s);
   double offset_s() const;
   void fit_all();
+  // Each run on a time axis of its own (each fitted to its run: a much shorter run is not squeezed
+  // into a sliver of the width), or both on the shared one (zooming and panning together).
+  void set_own_axes(bool own);
+  bool own_axes() const { return b_->axis() != axis_; }
   // Names the two runs above them ("A: before · B: after replicas 2 → 3"); "" clears it.
   void set_runs_label(const QString& text);
 
-  TimeAxis* axis() const { return axis_; }
+  // Two pairs of runs, one per strategy before and after a knob change (`change`, "NICs at 25
+  // Gbps"): the table shows A, B and B − A per strategy, and a choice above the timelines shows
+  // the new pair against each other (after[0] against after[1], as set_models left them) or one
+  // strategy's before against its after. set_models drops the pairs.
+  void set_before_after(const ModelList& before, const ModelList& after, const QString& change);
+  // 0: the new pair; 1 + i: strategy i's before (A) against its after (B).
+  void show_pair(int choice);
+  int pair_choices() const;
+
+  TimeAxis* axis() const { return axis_; }  // A's, and B's unless own_axes()
   TimelineView* view_a() const { return a_; }
   TimelineView* view_b() const { return b_; }
   MetricsTable* metrics_table() const { return table_; }
 
+ signals:
+  // show_pair put other runs in the timelines.
+  void runs_switched();
+
  private:
   TimeAxis* axis_;
+  TimeAxis* axis_b_;  // B's own axis, while own_axes()
+  QCheckBox* own_axes_;
   TimelineView* a_;
   TimelineView* b_;
   QDoubleSpinBox* offset_;
   QLabel* runs_label_;
+  QComboBox* pairs_;  // shown with before/after pairs only
+  ModelList before_;
+  ModelList after_;
   MetricsTable* table_;
 };
 

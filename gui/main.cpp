@@ -110,6 +110,7 @@ int write_screenshot(MainWindow& window, const QCommandLineParser& args) {
   try {
     replisim::gui::export_png(window, args.value("screenshot"));
     if (args.isSet("svg")) {
+      if (window.showing_scaling_chart()) return fail("--svg draws timelines; a sweep has none");
       const auto views = window.shown_timelines();
       replisim::gui::export_svg(views, views.front()->viewport()->size(), args.value("svg"));
     }

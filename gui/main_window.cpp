@@ -5,6 +5,7 @@
 #include <QEventLoop>
 #include <QFile>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QLabel>
 #include <QLineEdit>
 #include <QProgressBar>
@@ -45,7 +46,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   auto* central = new QWidget(this);
   auto* layout = new QVBoxLayout(central);
   layout->setContentsMargins(4, 2, 4, 2);
-  layout->addWidget(new Legend(central));
+  legend_ = new Legend(central);
+  layout->addWidget(legend_);
   stack_ = new QStackedWidget(central);
   timeline_ = new TimelineView(nullptr, stack_);
   compare_ = new CompareView(stack_);
@@ -143,6 +145,7 @@ void MainWindow::showEvent(QShowEvent* event) {
 
 void MainWindow::build_actions() {
   QToolBar* bar = addToolBar("Main");
+  bar->setObjectName("main_toolbar");
   bar->setMovable(false);
   auto add = [this, bar](const QString& text, const QKeySequence& key, auto slot) {
     QAction* action = bar->addAction(text);
@@ -221,6 +224,8 @@ std::vector<const TimelineView*> MainWindow::shown_timelines() const {
 
 void MainWindow::show_models(const ModelList& models) {
   if (models.empty()) return;
+  legend_->show();
+  dock_->setVisible(!classroom_on_);
   compare_->set_runs_label("");
   details_->show_slice(nullptr, -1);
   range_panel_->show_range(nullptr, 0, 0);
@@ -275,9 +280,9 @@ void MainWindow::open_paths(const QStringList& paths, bool wait) {
 }
 
 bool MainWindow::open_sweep_results(const QString& path) {
-  if (scaling_ == nullptr) {
-    scaling_ = new ScalingWindow(this);
-    scaling_->setWindowFlag(Qt::Window);
+  if (scaling_ == nullptr) {  // a page of the window, beside the timelines
+    scaling_ = new ScalingWindow(stack_);
+    stack_->addWidget(scaling_);
   }
   QString error;
   if (!scaling_->open(path, &error)) {
@@ -286,10 +291,17 @@ bool MainWindow::open_sweep_results(const QString& path) {
   }
   last_error_.clear();
   error_label_->clear();
-  scaling_->show();
-  scaling_->raise();
-  statusBar()->showMessage("sweep results: " + path + " (the scaling window)", 8000);
+  stack_->setCurrentWidget(scaling_);
+  legend_->hide();  // the timelines' colours and their selection's panel: not the chart's
+  dock_->hide();
+  setWindowTitle(QFileInfo(path).fileName() + " (scaling chart) — replisim timeline");
+  statusBar()->showMessage("sweep results: " + path + " (a trace opened brings the timelines back)",
+                           8000);
   return true;
+}
+
+bool MainWindow::showing_scaling_chart() const {
+  return scaling_ != nullptr && stack_->currentWidget() == scaling_;
 }
 
 void MainWindow::run_scenario(const QString& path, bool wait) {

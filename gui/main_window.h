@@ -60,10 +60,12 @@ class MainWindow : public QMainWindow {
   bool open_in_panel(const QString& path);
   ScenarioPanel* scenario_panel() const { return scenario_panel_; }
 
-  // A sweep's results (replisim sweep --json): the scaling window (gui/charts), a window of its
-  // own. False, with last_error() set, when the file is not a sweep's results.
+  // A sweep's results (replisim sweep --json): the scaling charts (gui/charts) shown in this
+  // window in the timelines' place (what --screenshot then renders) until a trace is opened.
+  // False, with last_error() set and the window unchanged, when the file is not a sweep's results.
   bool open_sweep_results(const QString& path);
   ScalingWindow* scaling_window() const { return scaling_; }
+  bool showing_scaling_chart() const;
   // Classroom mode: the classroom panel (the bundled scenarios, captions, animation) beside the
   // scenario panel, large fonts and high-contrast colours; off restores the viewer.
   void set_classroom_mode(bool on);
@@ -77,6 +79,7 @@ class MainWindow : public QMainWindow {
   void build_actions();
   void build_panels();
   void show_panel_runs(const ModelList& models, const QString& what);
+  void focus_classroom_rows();
   std::vector<TimelineView*> animated_timelines() const;
   void connect_files();
   void watch(TimelineView* view);
@@ -88,6 +91,7 @@ class MainWindow : public QMainWindow {
   void set_busy(bool busy, const QString& what);
   TimelineView* active_view() const;
 
+  QWidget* legend_;
   QStackedWidget* stack_;
   TimelineView* timeline_;
   CompareView* compare_;
@@ -109,7 +113,7 @@ class MainWindow : public QMainWindow {
   QString last_error_;
   QStringList pending_paths_;
   ScenarioPanel* scenario_panel_ = nullptr;
-  ScalingWindow* scaling_ = nullptr;  // made on the first sweep opened; owned (a child window)
+  ScalingWindow* scaling_ = nullptr;  // made on the first sweep opened; a page of stack_
   ClassroomPanel* classroom_ = nullptr;
   QDockWidget* panel_dock_ = nullptr;
   QDockWidget* classroom_dock_ = nullptr;

@@ -58,6 +58,7 @@ ScenarioPanel::~ScenarioPanel() = default;
 // The knobs' rows, each control named after its knob (the tests find them by name).
 QFormLayout* ScenarioPanel::build_knob_rows() {
   auto* form = new QFormLayout;
+  form->setRowWrapPolicy(QFormLayout::WrapLongRows);  // a narrow dock: labels above their fields
   auto named = [this](auto* widget, const char* name, const QString& tip) {
     widget->setObjectName(name);
     widget->setToolTip(tip);
@@ -107,6 +108,9 @@ QFormLayout* ScenarioPanel::build_knob_rows() {
   fault_kind_->addItems({"none", "role", "machine"});
   fault_target_ = named(new QComboBox(this), "fault_target", "Which role or machine dies");
   fault_target_->setEditable(true);
+  // Room for a role's whole name ("worker1"), not its last letters.
+  fault_target_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  fault_target_->setMinimumContentsLength(8);
   fault_at_s_ = named(new QDoubleSpinBox(this), "fault_at_s", "When it dies (s)");
   fault_at_s_->setRange(0, 1e6);
   fault_at_s_->setSuffix(" s");

@@ -72,6 +72,9 @@ class ScenarioPanel : public QWidget {
   // The runs of the last finished run: [previous, current] (one strategy, after a knob change),
   // [in_graph, between_graph] ("both") or [current].
   const ModelList& last_models() const { return last_models_; }
+  // "both", after a knob change: the pair [in_graph, between_graph] run before it (last_models()
+  // is the pair after it); empty otherwise.
+  const ModelList& before_pair() const { return before_pair_; }
 
  signals:
   // New runs to show (last_models()); `what` names them ("A: before · B: replicas 2 -> 3").
@@ -106,6 +109,8 @@ class ScenarioPanel : public QWidget {
   bool knob_timed_ = false;
   double knob_to_timeline_s_ = -1;
   std::shared_ptr<const TimelineModel> previous_;
+  ModelList previous_pair_;  // the last two-strategy pair shown
+  ModelList before_pair_;
   ModelList last_models_;
   QString error_line_;
 

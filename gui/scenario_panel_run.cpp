@@ -25,6 +25,8 @@ bool ScenarioPanel::open_scenario(const QString& path) {
   }
   original_ = document_;
   previous_.reset();
+  previous_pair_.clear();
+  before_pair_.clear();
   last_models_.clear();
   change_.clear();
   knob_timed_ = false;
@@ -121,6 +123,13 @@ void ScenarioPanel::on_finished(const QString& trace_path) {
   if (models.size() > 1) {
     previous_.reset();
     what = "A: in_graph · B: between_graph";
+    // A knob changed since the last pair: that pair is kept as "before" beside this one.
+    before_pair_.clear();
+    if (previous_pair_.size() == models.size() && !run_change_.isEmpty()) {
+      before_pair_ = previous_pair_;
+      what += " · after " + run_change_;
+    }
+    previous_pair_ = models;
   } else if (previous_ && !run_change_.isEmpty()) {
     models.insert(models.begin(), previous_);
     what = "A: before · B: after " + run_change_;

@@ -104,9 +104,11 @@ void TimelineView::paint_rows(QPainter& p, const Geometry& g) const {
     const double x = g.x(t);
     if (x >= kLabelWidthPx) p.drawLine(QPointF(x, kRulerHeightPx), QPointF(x, g.height));
   }
-  const QFont base = p.font();
+  const QFont original = p.font();  // the ruler's, drawn after
+  QFont base = original;
+  if (lane_scale_ != 1) base.setPointSizeF(base.pointSizeF() * lane_scale_);
   QFont small = base;
-  small.setPointSizeF(std::max(6.5, small.pointSizeF() - 1));
+  small.setPointSizeF(std::max(6.5, small.pointSizeF() - lane_scale_));
   for (const Row& row : rows_) {
     const int y = g.screen_y(row.y);
     if (y + row.height < kRulerHeightPx || y > g.height) continue;
@@ -119,7 +121,8 @@ void TimelineView::paint_rows(QPainter& p, const Geometry& g) const {
       continue;
     }
     p.setFont(small);
-    p.setPen(QColor(0x50, 0x56, 0x60));
+    if (highlighted_.count(row.process)) p.fillRect(label, highlight_colour().lighter(125));
+    p.setPen(lane_scale_ > 1 ? text_colour() : QColor(0x50, 0x56, 0x60));
     std::string name;
     if (row.type == RowType::kLane) name = model_->lanes()[size_t(row.index)].label;
     if (row.type == RowType::kWait) name = "waits";
@@ -134,7 +137,7 @@ void TimelineView::paint_rows(QPainter& p, const Geometry& g) const {
     if (row.type == RowType::kCounter) paint_counter(p, g, row, band.adjusted(0, 3, 0, -3));
     if (row.type == RowType::kLink) paint_link(p, g, row, band.adjusted(0, 2, 0, -2));
   }
-  p.setFont(base);
+  p.setFont(original);
   p.setClipping(false);
   p.setPen(grid_colour());
   p.drawLine(kLabelWidthPx - 1, kRulerHeightPx, kLabelWidthPx - 1, g.height);
@@ -144,7 +147,10 @@ void TimelineView::paint_rows(QPainter& p, const Geometry& g) const {
 // overlays its lanes there: steps underneath, then transfers, then compute on top.
 void TimelineView::paint_header(QPainter& p, const Geometry& g, const Row& row, QRect label,
                                 QRect band) const {
-  p.fillRect(QRect(0, band.top(), g.width, row.height), group_header_colour());
+  const bool highlighted = row.type == RowType::kHeader && highlighted_.count(row.process);
+  p.fillRect(QRect(0, band.top(), g.width, row.height),
+             highlighted ? highlight_colour() : group_header_colour());
+  if (highlighted) p.fillRect(QRect(0, band.top(), 4, row.height), text_colour());
   p.setPen(text_colour());
   QFont bold = p.font();
   bold.setBold(true);
@@ -156,7 +162,8 @@ void TimelineView::paint_header(QPainter& p, const Geometry& g, const Row& row, 
   } else {
     name = row.index == 0 ? "counters" : "busiest links (utilisation)";
   }
-  p.drawText(label.adjusted(6, 0, -4, 0), Qt::AlignVCenter | Qt::AlignLeft, name);
+  p.drawText(label.adjusted(6, 0, -4, 0), Qt::AlignVCenter | Qt::AlignLeft,
+             p.fontMetrics().elidedText(name, Qt::ElideRight, label.width() - 10));
   bold.setBold(false);
   p.setFont(bold);
   if (row.type != RowType::kHeader || !collapsed_.count(row.process)) return;

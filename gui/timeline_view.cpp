@@ -31,13 +31,58 @@ TimelineView::TimelineView(TimeAxis* axis, QWidget* parent)
   viewport()->setMouseTracking(true);
   viewport()->setAttribute(Qt::WA_OpaquePaintEvent);
   setMinimumSize(400, 120);
+  set_axis(axis_);
+}
+
+void TimelineView::set_axis(TimeAxis* axis) {
+  disconnect(axis_, nullptr, viewport(), nullptr);
+  axis_ = axis;
   connect(axis_, &TimeAxis::range_changed, viewport(), qOverload<>(&QWidget::update));
   connect(axis_, &TimeAxis::selection_changed, viewport(), qOverload<>(&QWidget::update));
+  viewport()->update();
+}
+
+void TimelineView::set_lane_scale(double scale) {
+  lane_scale_ = std::clamp(scale, 0.5, 3.0);
+  rebuild_rows();
+  viewport()->update();
+}
+
+int TimelineView::focus_groups(const std::vector<std::string>& actors) {
+  highlighted_.clear();
+  if (!model_) return 0;
+  for (int p = 0; p < model_->process_count(); ++p) {
+    const std::string name = model_->process_name(p);
+    if (std::find(actors.begin(), actors.end(), name) != actors.end()) highlighted_.insert(p);
+  }
+  collapsed_.clear();
+  for (int p = 0; p < model_->process_count() && !highlighted_.empty(); ++p) {
+    if (!highlighted_.count(p)) collapsed_.insert(p);
+  }
+  rebuild_rows();
+  if (!highlighted_.empty()) {  // the first group at the top, or the counters above it kept
+    const int top = group_top_y(*highlighted_.begin());
+    const int visible = viewport()->height() - kRulerHeightPx;
+    verticalScrollBar()->setValue(top + kHeaderHeightPx * lane_scale_ <= visible / 2 ? 0 : top);
+  }
+  viewport()->update();
+  return int(highlighted_.size());
+}
+
+int TimelineView::scroll_y() const {
+  return verticalScrollBar()->value();
+}
+
+int TimelineView::group_top_y(int process) const {
+  if (process < 0 || size_t(process) >= row_of_process_.size()) return -1;
+  const int row = row_of_process_[size_t(process)];
+  return row < 0 ? -1 : rows_[size_t(row)].y;
 }
 
 void TimelineView::set_model(std::shared_ptr<const TimelineModel> model) {
   model_ = std::move(model);
   collapsed_.clear();
+  highlighted_.clear();
   selected_slice_ = -1;
   rebuild_rows();
   viewport()->update();
@@ -146,7 +191,8 @@ void TimelineView::rebuild_rows() {
   row_of_lane_.assign(model_->lanes().size(), -1);
   row_of_process_.assign(size_t(model_->process_count()), -1);
   int y = 0;
-  auto add = [&](RowType type, int process, int index, int height) {
+  auto add = [&](RowType type, int process, int index, int height_px) {
+    const int height = int(std::lround(height_px * lane_scale_));
     rows_.push_back({type, process, index, y, height});
     y += height;
     return int(rows_.size()) - 1;
@@ -181,7 +227,7 @@ void TimelineView::update_scrollbars() {
   const int visible = std::max(0, viewport()->height() - kRulerHeightPx);
   verticalScrollBar()->setRange(0, std::max(0, content_height() - visible));
   verticalScrollBar()->setPageStep(visible);
-  verticalScrollBar()->setSingleStep(kLaneHeightPx);
+  verticalScrollBar()->setSingleStep(int(kLaneHeightPx * lane_scale_));
 }
 
 void TimelineView::paintEvent(QPaintEvent*) {

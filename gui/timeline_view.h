@@ -46,6 +46,25 @@ class TimelineView : public QAbstractScrollArea {
   bool arrows_shown() const { return arrows_shown_; }
   void set_group_collapsed(int process, bool collapsed);
   bool group_collapsed(int process) const { return collapsed_.count(process) > 0; }
+  // Shows the row groups of `actors` (process names) unfolded and highlighted (their header and
+  // labels on a yellow ground), folds every other group; an empty
+  // list unfolds every group and highlights none. Scrolls so that the first of them is at the top
+  // (or, when it lies in the upper half of the view, to the top: the counters stay in sight).
+  // Returns the groups found (names the run lacks are left out).
+  int focus_groups(const std::vector<std::string>& actors);
+  bool group_highlighted(int process) const { return highlighted_.count(process) > 0; }
+  // The scroll position (content pixels) of the top row shown.
+  int scroll_y() const;
+  // The top of process `process`'s header row in content pixels (-1 when it has none).
+  int group_top_y(int process) const;
+
+  // Row heights and label fonts times `scale` (classroom mode: lanes readable from the back of a
+  // room); 1 is the viewer's size.
+  void set_lane_scale(double scale);
+  double lane_scale() const { return lane_scale_; }
+  // Draws on `axis` from now on (not owned; it must outlive the view): the compare view gives
+  // each run its own axis or both one.
+  void set_axis(TimeAxis* axis);
 
   // Animation: draws only what happened by `trace_s` (later spans, counters and link use blank,
   // a line marks the time); infinity (the default) draws the whole run. A role that died is
@@ -159,6 +178,8 @@ class TimelineView : public QAbstractScrollArea {
   double offset_s_ = 0;
   bool arrows_shown_ = true;
   std::set<int> collapsed_;
+  std::set<int> highlighted_;
+  double lane_scale_ = 1;
   std::vector<Row> rows_;
   std::vector<int> row_of_lane_;     // lane -> row (-1 when collapsed)
   std::vector<int> row_of_process_;  // process -> its header row

@@ -63,9 +63,34 @@ TEST(CompareView, TheMetricsTableShowsBothRunsAndTheirDifference) {
   compare.set_models(test::tiny_model(), test::tiny_model());
   MetricsTable* table = compare.metrics_table();
   ASSERT_GT(table->rowCount(), 3);
-  EXPECT_EQ(table->item(0, 1)->text(), "tiny · between_graph (async)");
+  EXPECT_EQ(table->item(0, 1)->text(), "tiny\nbetween_graph (async)");
   // The tiny trace has no platform: its metrics say why they are missing.
   EXPECT_FALSE(table->item(table->rowCount() - 1, 1)->text().isEmpty());
+}
+
+// Each run on its own time axis: B fitted to its own run (not squeezed into the part of a shared
+// axis it covers), zooming A leaves B as it is; unchecked, both share A's axis again.
+TEST(CompareView, EachRunCanBeShownOnItsOwnTimeAxis) {
+  CompareView compare;
+  compare.resize(1200, 700);
+  compare.set_models(test::tiny_model(40), test::tiny_model());  // B ends ten times sooner
+  compare.show();
+  TimelineView* a = compare.view_a();
+  TimelineView* b = compare.view_b();
+  ASSERT_EQ(a->axis(), b->axis());
+  const double begin = b->model()->begin_s(), end = b->model()->end_s();
+  const double shared_width = b->x_of(end) - b->x_of(begin);
+  compare.set_own_axes(true);
+  EXPECT_TRUE(compare.own_axes());
+  ASSERT_NE(a->axis(), b->axis());
+  const double own_width = b->x_of(end) - b->x_of(begin);
+  EXPECT_GT(own_width, 0.9 * b->canvas_rect().width());
+  EXPECT_LT(shared_width, 0.2 * b->canvas_rect().width());
+  const double b_from = b->axis()->from_s();
+  a->axis()->zoom_at(2, 0.5);
+  EXPECT_EQ(b->axis()->from_s(), b_from);
+  compare.set_own_axes(false);
+  EXPECT_EQ(a->axis(), b->axis());
 }
 
 }  // namespace

@@ -2,8 +2,11 @@
 // viewer's scaling window opening a results file (or refusing another file with one line).
 #include <QChart>
 #include <QChartView>
+#include <QFile>
 #include <QGraphicsSimpleTextItem>
+#include <QImage>
 #include <QLineSeries>
+#include <QProcess>
 #include <QScatterSeries>
 #include <QStackedBarSeries>
 #include <QTabWidget>
@@ -128,6 +131,52 @@ TEST(ScalingWindow, OpensResultsAndRefusesOtherFiles) {
   EXPECT_NE(window.last_error().indexOf("a sweep of another version"), -1)
       << window.last_error().toStdString();
   EXPECT_FALSE(window.last_error().contains('\n'));
+}
+
+// A sweep given on the command line shows its chart in the window (not an empty window beside a
+// separate one), and --screenshot renders that chart.
+TEST(ScalingWindow, ASweepOnTheCommandLineIsShownInTheWindowAndInItsScreenshot) {
+  const std::string path = test::temporary_path("cli-sweep.json");
+  std::ofstream(path) << core::sweep_results_to_json(two_series()).dump();
+  MainWindow window;
+  window.resize(1000, 700);
+  window.show();
+  window.open_paths({QString::fromStdString(path)}, true);
+  ASSERT_TRUE(window.showing_scaling_chart()) << window.last_error().toStdString();
+  EXPECT_TRUE(window.scaling_window()->isVisible());
+  EXPECT_TRUE(window.isAncestorOf(window.scaling_window()));
+  EXPECT_FALSE(window.timeline()->isVisible());
+  EXPECT_FALSE(window.side_tabs()->isVisible());  // the selection's panel gives the chart its width
+  // A trace opened after it brings the timelines back.
+  window.show_models({test::tiny_model()});
+  EXPECT_FALSE(window.showing_scaling_chart());
+  EXPECT_TRUE(window.timeline()->isVisible());
+  EXPECT_TRUE(window.side_tabs()->isVisible());
+
+  // The screenshot of SWEEP.json against that of an empty window (what it used to render): coloured
+  // pixels (the chart's lines) below the tool bar and the timelines' legend.
+  auto coloured_pixels = [](const QStringList& files) {
+    const QString png = QString::fromStdString(test::temporary_path("cli-sweep.png"));
+    QProcess gui;
+    gui.start(REPLISIM_GUI_BINARY, files + QStringList{"--screenshot", png, "--size", "1000x700"});
+    EXPECT_TRUE(gui.waitForFinished(60000));
+    EXPECT_EQ(gui.exitCode(), 0) << gui.readAllStandardError().toStdString();
+    const QImage shot(png);
+    EXPECT_EQ(shot.size(), QSize(1000, 700));
+    int coloured = 0;
+    for (int y = shot.height() / 5; y < shot.height() * 9 / 10; y += 2) {
+      for (int x = 0; x < shot.width(); x += 2) {
+        const QColor c = shot.pixelColor(x, y);
+        coloured += c.hsvSaturation() > 100 && c.value() > 60;
+      }
+    }
+    QFile::remove(png);
+    return coloured;
+  };
+  const int empty = coloured_pixels({});
+  const int chart = coloured_pixels({QString::fromStdString(path)});
+  EXPECT_LT(empty, 20);
+  EXPECT_GT(chart, 200) << "no chart in the screenshot";
 }
 
 }  // namespace
