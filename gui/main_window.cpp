@@ -23,6 +23,7 @@
 #include "gui/panels/range_panel.h"
 #include "gui/scenario_runner.h"
 #include "gui/timeline_view.h"
+#include "gui/topology_view.h"
 
 namespace replisim::gui {
 
@@ -87,6 +88,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   active_ = timeline_;
   build_actions();
   build_panels();
+  build_topology();
   resize(1500, 950);
 }
 
@@ -221,6 +223,7 @@ std::vector<const TimelineView*> MainWindow::shown_timelines() const {
 
 void MainWindow::show_models(const ModelList& models) {
   if (models.empty()) return;
+  topology_->set_models(models);
   compare_->set_runs_label("");
   details_->show_slice(nullptr, -1);
   range_panel_->show_range(nullptr, 0, 0);
