@@ -235,8 +235,9 @@ QChart* line_chart(const core::SweepResults& r, SweepChartKind kind, double targ
     for (const core::SweepRow* row : all_rows) {
       if (charted(*row, kind)) rows.push_back(row);
     }
-    if (rows.empty()) continue;
+    // A series keeps its look in every chart, even where another has no points to draw.
     const SeriesStyle style = sweep_series_style(index++);
+    if (rows.empty()) continue;
     auto* line = new QLineSeries;
     line->setName(name);
     line->setPen(QPen(style.color, 2.5, style.line));

@@ -210,6 +210,26 @@ TEST(ScalingChart, NoEfficiencyCurveWhereReplicasIsNotVaried) {
       << view.chart()->title().toStdString();
 }
 
+// A series without efficiencies (ps=1 here) is left out of the efficiency chart, and the next
+// keeps the look it has in the throughput chart.
+TEST(ScalingChart, ASeriesKeepsItsLookInEveryChart) {
+  core::SweepResults r = two_series();
+  for (core::SweepRow& row : r.rows) {
+    if (row.knobs[1].second == "1") row.scaling_efficiency.reset();
+  }
+  QChartView view(make_sweep_chart(r, SweepChartKind::kEfficiency));
+  std::vector<QLineSeries*> lines;
+  for (QAbstractSeries* s : view.chart()->series()) {
+    if (auto* line = qobject_cast<QLineSeries*>(s); line && !qobject_cast<QScatterSeries*>(s)) {
+      lines.push_back(line);
+    }
+  }
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]->name(), "ps=2");
+  EXPECT_EQ(lines[0]->pen().color(), sweep_series_style(1).color);
+  EXPECT_EQ(lines[0]->pen().style(), sweep_series_style(1).line);
+}
+
 TEST(ScalingWindow, OpensResultsAndRefusesOtherFiles) {
   const std::string path = test::temporary_path("sweep.json");
   std::ofstream(path) << core::sweep_results_to_json(two_series()).dump();
