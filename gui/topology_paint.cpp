@@ -62,6 +62,14 @@ QPointF nic_anchor(const QRectF& machine_box) {
   return {machine_box.center().x(), machine_box.top()};
 }
 
+// The first of `texts` that fits `width_px` in the painter's font (the last one otherwise).
+QString fitting(const QPainter& painter, const std::vector<QString>& texts, double width_px) {
+  for (const QString& text : texts) {
+    if (painter.fontMetrics().horizontalAdvance(text) <= width_px) return text;
+  }
+  return texts.back();
+}
+
 struct Fonts {
   QFont base, bold, small;
 };
@@ -99,13 +107,17 @@ void paint_network(QPainter& painter, const TopologyModel& model, const Topology
                         link_width_px(p, p.links[size_t(link)].bandwidth_bytes_per_s),
                         Qt::SolidLine, Qt::RoundCap));
     painter.drawLine(a, b);
+    // Over its machine's box, as much as fits there: bandwidth and both directions, or these.
     painter.setFont(fonts.small);
     painter.setPen(Qt::black);
-    const QString text = bandwidth_text(p.links[size_t(link)].bandwidth_bytes_per_s) + "  " +
-                         directions_text(state, link);
-    const QPointF mid = (a + b) / 2;
-    painter.drawText(QRectF(mid.x() + 8, mid.y() - 9, 200, 18), Qt::AlignLeft | Qt::AlignVCenter,
-                     text);
+    const QRectF over(g.machine_boxes[m].left(), a.y() - 19, g.machine_boxes[m].width(), 17);
+    const QString directions = directions_text(state, link);
+    painter.drawText(
+        over, Qt::AlignCenter,
+        fitting(painter,
+                {bandwidth_text(p.links[size_t(link)].bandwidth_bytes_per_s) + "  " + directions,
+                 directions, use_percent(state.link_utilisation(p, link))},
+                over.width()));
   }
   const double switch_use = p.switch_link >= 0 ? state.link_utilisation(p, p.switch_link) : 0;
   painter.setPen(QPen(utilisation_color(switch_use), 3));
@@ -136,9 +148,13 @@ void paint_pcie(QPainter& painter, const TopologyModel& model, const TopologyMac
                      QPointF(gpu.center().x(), host.bottom()));
     painter.setFont(fonts.small);
     painter.setPen(Qt::black);
+    const QRectF beside(gpu.center().x() + 8, host.bottom(), gpu.right() - gpu.center().x() - 8,
+                        gpu.top() - host.bottom());
     painter.drawText(
-        QRectF(gpu.center().x() + 8, host.bottom(), gpu.width() / 2, gpu.top() - host.bottom()),
-        Qt::AlignLeft | Qt::AlignVCenter, directions_text(state, link));
+        beside, Qt::AlignLeft | Qt::AlignVCenter,
+        fitting(painter,
+                {directions_text(state, link), use_percent(state.link_utilisation(p, link))},
+                beside.width()));
   }
 }
 
