@@ -80,7 +80,7 @@ int run_on_backend(const CliArgs& args, std::ostream& out, const std::string& ba
   outputs.protect(args.scenario);
   const LoadedScenario loaded = load(args.scenario);
   for (const std::string& file : loaded.files) outputs.protect(file);  // includes too
-  add_run_outputs(outputs, args, runs);
+  add_run_outputs(outputs, args, runs, std::cerr);
   const std::unique_ptr<core::Backend> backend = core::create_backend(backend_name);
   // Every plan first (checked: memory under --strict, what a real run cannot do), so that each
   // run's provenance lists all of them.

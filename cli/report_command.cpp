@@ -96,7 +96,7 @@ int run_report(const CliArgs& args, std::ostream& out) {
     outputs.protect(file == kStandardInput ? "/proc/self/fd/0" : file,
                     file == kStandardInput ? "read from standard input" : "");
   }
-  add_run_outputs(outputs, args, runs);
+  add_run_outputs(outputs, args, runs, std::cerr);
   outputs.set_cancel(interrupted);
   for (const std::string& file : args.trace_files) {
     if (interrupted()) throw core::RunCancelled();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <ostream>
+#include <streambuf>
 
 #include "core/base/json_cursor.h"
 #include "core/base/units.h"
@@ -19,7 +20,85 @@ std::vector<const core::Trace*> pointers(const std::vector<core::Trace>& traces)
   return out;
 }
 
+// A stream buffer that only counts what is written to it.
+class ByteCounter : public std::streambuf {
+ public:
+  double bytes() const { return bytes_; }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (!traits_type::eq_int_type(c, traits_type::eof())) bytes_ += 1;
+    return traits_type::not_eof(c);
+  }
+  std::streamsize xsputn(const char*, std::streamsize n) override {
+    bytes_ += double(n);
+    return n;
+  }
+
+ private:
+  double bytes_ = 0;
+};
+
+// Writes one trace output, first announcing it on `notices` when it is estimated over
+// kLargeTraceOutputBytes.
+void write_announced(std::ostream& file, std::ostream& notices, const std::string& flag,
+                     const std::string& path, const std::vector<const core::Trace*>& runs,
+                     const TraceWriter& write, const core::TimelineWindow& window = {}) {
+  const double bytes = estimated_trace_output_bytes(runs, write, window);
+  if (bytes > kLargeTraceOutputBytes) {
+    size_t events = 0;
+    for (const core::Trace* t : runs) {
+      for (const core::TraceEvent& e : t->events) events += window.overlaps(e.start_s, e.end_s);
+    }
+    notices << "replisim: " << flag << " " << path << ": about "
+            << core::format_quantity(bytes, core::Dimension::kBytes, 3) << " (" << events
+            << " events); writing it" << std::endl;
+  }
+  write(file, runs);
+}
+
 }  // namespace
+
+double estimated_trace_output_bytes(const std::vector<const core::Trace*>& runs,
+                                    const TraceWriter& write, const core::TimelineWindow& window,
+                                    size_t sample_events) {
+  // What every file has whatever its events (metadata, string table, headers), then the sample:
+  // the estimate is that part plus the sample's bytes per event times the events kept.
+  std::vector<core::Trace> bare, samples;
+  double kept = 0, sampled = 0;
+  for (const core::Trace* run : runs) {
+    core::Trace sample = *run;
+    sample.events.clear();
+    sample.counters.clear();
+    bare.push_back(sample);
+    size_t run_kept = 0;
+    for (const core::TraceEvent& e : run->events) {
+      if (!window.overlaps(e.start_s, e.end_s)) continue;
+      ++run_kept;
+      if (sample.events.size() < sample_events) sample.events.push_back(e);
+    }
+    // The counters in the same proportion.
+    sample.counters.assign(
+        run->counters.begin(),
+        run->counters.begin() + long(run_kept > sample.events.size()
+                                         ? double(run->counters.size()) *
+                                               double(sample.events.size()) / double(run_kept)
+                                         : double(run->counters.size())));
+    kept += double(run_kept);
+    sampled += double(sample.events.size());
+    samples.push_back(std::move(sample));
+  }
+  auto bytes_of = [&write](const std::vector<core::Trace>& traces) {
+    ByteCounter counter;
+    std::ostream out(&counter);
+    write(out, pointers(traces));
+    return counter.bytes();
+  };
+  const double fixed = bytes_of(bare);
+  const double with_sample = bytes_of(samples);
+  if (!(sampled > 0)) return with_sample;
+  return fixed + (with_sample - fixed) * kept / sampled;
+}
 
 bool RunTitle::operator==(const RunTitle& other) const {
   return scenario_name == other.scenario_name && scenario_file == other.scenario_file &&
@@ -58,30 +137,42 @@ std::string title_line(const RunTitle& title) {
          (title.seed.empty() ? "" : ", seed " + title.seed);
 }
 
-void add_run_outputs(core::OutputFiles& outputs, const CliArgs& args, const RunSet& runs) {
+void add_run_outputs(core::OutputFiles& outputs, const CliArgs& args, const RunSet& runs,
+                     std::ostream& notices) {
   if (!args.json_path.empty()) {
     outputs.add("--json", args.json_path, [&runs](std::ostream& file) {
       file << core::dump_json(core::summary_json(runs.metrics, runs.provenance), 2) << "\n";
     });
   }
   if (!args.trace_path.empty()) {
-    outputs.add("--trace", args.trace_path, [&runs, &args](std::ostream& file) {
-      std::vector<core::ChromeTraceInput> inputs;
-      for (const core::Trace& trace : runs.traces) {
-        inputs.push_back({&trace, runs.traces.size() > 1 ? trace.meta.strategy + " " : ""});
-      }
-      core::write_chrome_trace(file, inputs, runs.provenance,
-                               {args.trace_from_s, args.trace_until_s});
+    outputs.add("--trace", args.trace_path, [&runs, &args, &notices](std::ostream& file) {
+      const core::TimelineWindow window{args.trace_from_s, args.trace_until_s};
+      const TraceWriter chrome = [&runs, &window](std::ostream& out,
+                                                  const std::vector<const core::Trace*>& traces) {
+        std::vector<core::ChromeTraceInput> inputs;
+        for (const core::Trace* trace : traces) {
+          inputs.push_back({trace, traces.size() > 1 ? trace->meta.strategy + " " : ""});
+        }
+        core::write_chrome_trace(out, inputs, runs.provenance, window);
+      };
+      write_announced(file, notices, "--trace", args.trace_path, pointers(runs.traces), chrome,
+                      window);
     });
   }
   if (!args.trace_out_path.empty()) {
-    outputs.add("--trace-out", args.trace_out_path, [&runs](std::ostream& file) {
-      core::write_traces_binary(file, pointers(runs.traces));
+    outputs.add("--trace-out", args.trace_out_path, [&runs, &args, &notices](std::ostream& file) {
+      write_announced(file, notices, "--trace-out", args.trace_out_path, pointers(runs.traces),
+                      [](std::ostream& out, const std::vector<const core::Trace*>& traces) {
+                        core::write_traces_binary(out, traces);
+                      });
     });
   }
   if (!args.csv_path.empty()) {
-    outputs.add("--csv", args.csv_path, [&runs](std::ostream& file) {
-      core::write_events_csv(file, pointers(runs.traces), runs.provenance);
+    outputs.add("--csv", args.csv_path, [&runs, &args, &notices](std::ostream& file) {
+      write_announced(file, notices, "--csv", args.csv_path, pointers(runs.traces),
+                      [&runs](std::ostream& out, const std::vector<const core::Trace*>& traces) {
+                        core::write_events_csv(out, traces, runs.provenance);
+                      });
     });
   }
 }

@@ -3,6 +3,8 @@
 // through these, so identical runs give identical reports and files whichever command made them.
 #pragma once
 
+#include <functional>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,7 @@
 #include "core/base/output_file.h"
 #include "core/hardware/transport.h"
 #include "core/metrics/metrics.h"
+#include "core/trace/timeline_layout.h"
 #include "core/trace/trace.h"
 
 namespace replisim::cli {
@@ -48,9 +51,30 @@ std::string title_line(const RunTitle& title);
 // engine and tolerance (sim/sim_settings.h), else "".
 std::string engine_title(const nlohmann::json& provenance);
 
+// A trace output (--trace, --trace-out, --csv) estimated over this many bytes is announced on
+// standard error before it is written: a planner who asked for a long run's trace learns why the
+// command has not ended and how much disk it takes.
+inline constexpr double kLargeTraceOutputBytes = 100e6;
+
+// Writes `runs` (one of the trace formats) to `out`.
+using TraceWriter = std::function<void(std::ostream& out, const std::vector<const core::Trace*>&)>;
+
+// About how many bytes `write` makes of `runs`: it writes into a byte counter the runs without
+// events or counters (what every file has: metadata, string table) and a sample (each run's
+// first `sample_events` events that `window` keeps, and as large a part of its counters), and
+// adds to the first the sample's bytes per event times the events `window` keeps; exact when
+// every event fits in the sample. Costs two writes of the sample (20000 events: milliseconds).
+double estimated_trace_output_bytes(const std::vector<const core::Trace*>& runs,
+                                    const TraceWriter& write,
+                                    const core::TimelineWindow& window = {},
+                                    size_t sample_events = 20000);
+
 // Registers with `outputs` each output flag of `args` that is set (--json, --trace, --trace-out,
 // --csv). The writers read `runs` when outputs.write_all() runs, so `runs` must then be
-// complete and still alive. Throws InputError as OutputFiles::add.
-void add_run_outputs(core::OutputFiles& outputs, const CliArgs& args, const RunSet& runs);
+// complete and still alive. Before writing a trace output estimated over kLargeTraceOutputBytes,
+// its writer prints one line to `notices` ("replisim: --trace t.json: about 312 MB (1843210
+// events); writing it"). Throws InputError as OutputFiles::add.
+void add_run_outputs(core::OutputFiles& outputs, const CliArgs& args, const RunSet& runs,
+                     std::ostream& notices);
 
 }  // namespace replisim::cli

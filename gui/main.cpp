@@ -17,6 +17,7 @@
 #include "gui/main_window.h"
 #include "gui/scenario_panel.h"
 #include "gui/timeline_view.h"
+#include "gui/topology_view.h"
 
 namespace {
 
@@ -100,6 +101,10 @@ void add_options(QCommandLineParser& args) {
        "fault=none|role:NAME@S|machine:NAME@S) and run again: before against after.",
        "KNOB=VALUE"},
       {"animate-to", "Classroom mode: show the animation at S seconds.", "S"},
+      {"topology",
+       "Show the cluster picture (machines, links, tensors in flight) under the "
+       "timelines."},
+      {"topology-at", "Show the cluster picture with its playhead at S seconds.", "S"},
       {"print-timing", "Print the seconds from the --knob change to its timeline shown."},
   });
 }
@@ -210,6 +215,13 @@ int main(int argc, char** argv) {
   }
   if (args.isSet("animate-to")) window.classroom()->show_time(args.value("animate-to").toDouble());
   if (int rc = set_up_view(window, args); rc != 0) return rc;
+  if (args.isSet("topology") || args.isSet("topology-at")) {
+    window.show_topology(true);
+    bool ok = true;
+    const double at_s = args.isSet("topology-at") ? args.value("topology-at").toDouble(&ok) : 0;
+    if (!ok || at_s < 0) return fail("--topology-at wants a time in seconds, e.g. 0.25");
+    if (args.isSet("topology-at")) window.topology()->set_time_s(at_s);
+  }
   if (args.isSet("screenshot")) return write_screenshot(window, args);
   if (args.isSet("grab-after")) {
     if (int rc = schedule_grab(app, args.value("grab-after")); rc != 0) return rc;

@@ -24,6 +24,7 @@
 #include "gui/panels/range_panel.h"
 #include "gui/scenario_runner.h"
 #include "gui/timeline_view.h"
+#include "gui/topology_view.h"
 
 namespace replisim::gui {
 
@@ -89,6 +90,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   active_ = timeline_;
   build_actions();
   build_panels();
+  build_topology();
   resize(1500, 950);
 }
 
@@ -226,6 +228,7 @@ void MainWindow::show_models(const ModelList& models) {
   if (models.empty()) return;
   legend_->show();
   dock_->setVisible(!classroom_on_);
+  topology_->set_models(models);
   compare_->set_runs_label("");
   details_->show_slice(nullptr, -1);
   range_panel_->show_range(nullptr, 0, 0);

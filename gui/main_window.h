@@ -29,6 +29,7 @@ class ScenarioPanel;
 class ScalingWindow;
 class ScenarioRunner;
 class TimelineView;
+class TopologyView;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -71,6 +72,9 @@ class MainWindow : public QMainWindow {
   void set_classroom_mode(bool on);
   bool classroom_mode() const { return classroom_on_; }
   ClassroomPanel* classroom() const { return classroom_; }
+  // The cluster picture (a dock under the timelines; main_window_topology.cpp): shown or hidden.
+  void show_topology(bool on);
+  TopologyView* topology() const { return topology_; }
 
  protected:
   void showEvent(QShowEvent* event) override;
@@ -78,6 +82,7 @@ class MainWindow : public QMainWindow {
  private:
   void build_actions();
   void build_panels();
+  void build_topology();
   void show_panel_runs(const ModelList& models, const QString& what);
   void focus_classroom_rows();
   std::vector<TimelineView*> animated_timelines() const;
@@ -120,6 +125,9 @@ class MainWindow : public QMainWindow {
   QAction* panel_action_ = nullptr;
   QAction* classroom_action_ = nullptr;
   bool classroom_on_ = false;
+  TopologyView* topology_ = nullptr;
+  QDockWidget* topology_dock_ = nullptr;
+  QAction* topology_action_ = nullptr;
 };
 
 }  // namespace replisim::gui

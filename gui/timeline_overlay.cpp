@@ -13,6 +13,7 @@ namespace replisim::gui {
 void TimelineView::set_reveal_until_s(double trace_s) {
   reveal_until_s_ = trace_s;
   viewport()->update();
+  emit reveal_changed(trace_s);
 }
 
 void TimelineView::paint_overlay(QPainter& p, const Geometry& g) const {

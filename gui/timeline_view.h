@@ -101,6 +101,8 @@ class TimelineView : public QAbstractScrollArea {
   void slice_selected(int slice);
   // A range was selected, in this trace's clock (s).
   void range_selected(double from_s, double until_s);
+  // set_reveal_until_s was called (the animation's time, this trace's clock; infinity: none).
+  void reveal_changed(double trace_s);
 
  protected:
   void paintEvent(QPaintEvent* event) override;

@@ -351,7 +351,9 @@ void add_resource_rows(ReportTable& t) {
     return out;
   });
   if (t.any([](const RunMetrics& r) { return !r.memory.empty(); })) {
-    t.row("GPU memory, tightest GPU", [](const RunMetrics& r) {
+    // A lower bound: weights, gradients, optimizer state and layer outputs × batch only (no
+    // workspace, fragmentation or framework overhead; docs/model.md), so "free" may be less.
+    t.row("GPU memory (lower bound), tightest GPU", [](const RunMetrics& r) {
       if (r.memory.empty()) return std::string("-");
       const MemoryUse& m = r.memory.front();
       const double headroom = m.headroom_bytes();

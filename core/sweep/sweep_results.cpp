@@ -144,16 +144,21 @@ void compute_scaling_efficiency(std::vector<SweepRow>& rows) {
     }
     return g;
   };
+  // A group whose rows all have one device count (`replicas` not varied) has nothing to scale
+  // against: its efficiency stays unset rather than a meaningless 100%.
+  std::map<std::string, std::set<int>> device_counts;
   for (const SweepRow& row : rows) {
     if (!row.error.empty() || row.replica_devices <= 0) continue;
     const SweepRow*& b = base[group_of(row)];
     if (b == nullptr || row.replica_devices < b->replica_devices) b = &row;
+    device_counts[group_of(row)].insert(row.replica_devices);
   }
   std::vector<std::optional<double>> efficiency(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
     const SweepRow& row = rows[i];
     auto it = base.find(group_of(row));
-    if (!row.error.empty() || it == base.end() || it->second->throughput_samples_per_s <= 0) {
+    if (!row.error.empty() || it == base.end() || it->second->throughput_samples_per_s <= 0 ||
+        device_counts[it->first].size() < 2) {
       continue;
     }
     const SweepRow& b = *it->second;

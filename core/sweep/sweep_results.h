@@ -29,7 +29,8 @@ struct SweepRow {
   double throughput_samples_per_s = 0;
   double step_time_mean_s = 0, step_time_p50_s = 0, step_time_p95_s = 0;
   // throughput per replica device ÷ that of the point with the fewest replica devices among those
-  // that differ only in `replicas` (the same strategy and other knobs); unset in a shard.
+  // that differ only in `replicas` (the same strategy and other knobs); unset in a shard, and
+  // unset where those rows all have one replica-device count (`replicas` not varied).
   std::optional<double> scaling_efficiency;
   // What bound the step: simulate's "bound by (critical path)" row (its two largest shares,
   // "w0 network 51%, compute 45%"; docs/metrics.md#bound-by), the largest share's kind (compute,

@@ -5,7 +5,9 @@
 #include <QCategoryAxis>
 #include <QChart>
 #include <QFont>
+#include <QGraphicsRectItem>
 #include <QGraphicsSimpleTextItem>
+#include <QLegend>
 #include <QLegendMarker>
 #include <QLineSeries>
 #include <QPen>
@@ -16,6 +18,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 #include <tuple>
 
 namespace replisim::gui {
@@ -113,23 +116,54 @@ struct BottleneckLabel {
   QGraphicsSimpleTextItem* item;
 };
 
-// Places each label over its point; one that would cover a label placed before it goes up above
-// that one. Run again whenever the plot area changes.
+// Where a label may go around its point (its box's top-left from the point): above, below,
+// beside, then further out. The first place that covers no label placed before it and no marker
+// and stays in the plot area wins.
+std::vector<QPointF> label_offsets(const QSizeF& box) {
+  const double w = box.width(), h = box.height(), gap = 8;
+  std::vector<QPointF> out = {
+      {-w / 2, -h - gap}, {-w / 2, gap},   {gap, -h - gap},   {-w - gap, -h - gap},
+      {gap, gap},         {-w - gap, gap}, {gap + 2, -h / 2}, {-w - gap - 2, -h / 2}};
+  for (int ring = 1; ring <= 6; ++ring) {
+    const double dy = ring * (h + 2);
+    for (const QPointF& base :
+         {QPointF(-w / 2, -h - gap - dy), QPointF(-w / 2, gap + dy), QPointF(gap, -h - gap - dy),
+          QPointF(-w - gap, -h - gap - dy), QPointF(gap, gap + dy), QPointF(-w - gap, gap + dy)}) {
+      out.push_back(base);
+    }
+  }
+  return out;
+}
+
+// Places each label near its point without covering another label or a marker: run again
+// whenever the plot area changes. A label with no free place keeps the first one in the plot area.
 void place_labels(QChart* chart, const std::vector<BottleneckLabel>& labels) {
+  const QRectF area = chart->plotArea();
   std::vector<QRectF> taken;
-  for (const BottleneckLabel& l : labels) {
-    const QPointF at = chart->mapToPosition(l.point, l.series);
-    const QRectF box = l.item->boundingRect();
-    QRectF rect(at.x() - box.width() / 2, at.y() - box.height() - 8, box.width(), box.height());
-    for (bool moved = true; moved;) {
-      moved = false;
-      for (const QRectF& t : taken) {
-        if (rect.intersects(t)) {
-          rect.moveBottom(t.top() - 1);
-          moved = true;
-        }
+  for (QAbstractSeries* s : chart->series()) {  // every marker (9 px)
+    if (auto* dots = qobject_cast<QScatterSeries*>(s)) {
+      for (const QPointF& p : dots->points()) {
+        const QPointF at = chart->mapToPosition(p, dots);
+        taken.emplace_back(at.x() - 5, at.y() - 5, 10, 10);
       }
     }
+  }
+  for (const BottleneckLabel& l : labels) {
+    const QPointF at = chart->mapToPosition(l.point, l.series);
+    const QSizeF box = l.item->boundingRect().size();
+    const std::vector<QPointF> offsets = label_offsets(box);
+    std::optional<QRectF> chosen, inside;
+    for (const QPointF& offset : offsets) {
+      const QRectF rect(at + offset, box);
+      if (!area.contains(rect)) continue;
+      if (!inside) inside = rect;
+      if (std::none_of(taken.begin(), taken.end(),
+                       [&rect](const QRectF& t) { return rect.intersects(t); })) {
+        chosen = rect;
+        break;
+      }
+    }
+    const QRectF rect = chosen ? *chosen : inside ? *inside : QRectF(at + offsets.front(), box);
     l.item->setPos(rect.topLeft());
     taken.push_back(rect);
   }
@@ -148,6 +182,11 @@ void add_bottleneck_labels(QChart* chart,
     item->setFont(font);
     item->setBrush(series->pen().color().darker(120));
     item->setZValue(20);
+    // A light backing keeps the text readable where a curve runs under it.
+    auto* backing = new QGraphicsRectItem(item->boundingRect().adjusted(-2, -1, 2, 1), item);
+    backing->setBrush(QColor(255, 255, 255, 215));
+    backing->setPen(Qt::NoPen);
+    backing->setFlag(QGraphicsItem::ItemStacksBehindParent);
     items->push_back({series, point, item});
   }
   QObject::connect(chart, &QChart::plotAreaChanged, chart,
@@ -155,12 +194,21 @@ void add_bottleneck_labels(QChart* chart,
   place_labels(chart, *items);
 }
 
-// Okabe and Ito's colour-blind-safe palette (Color Universal Design, 2008), without its yellow.
-QColor series_color(size_t i) {
-  static const QColor palette[] = {QColor(0, 114, 178),   QColor(213, 94, 0),   QColor(0, 158, 115),
-                                   QColor(204, 121, 167), QColor(86, 180, 233), QColor(230, 159, 0),
-                                   QColor(0, 0, 0)};
-  return palette[i % (sizeof palette / sizeof palette[0])];
+// What bound the step at a row: the critical path's largest share, as simulate says; a sweep
+// written before that was kept (version 1) names its busiest resource's kind.
+std::string bound_name(const core::SweepRow& row) {
+  return row.bound_by_share.empty() ? row.bottleneck_kind : row.bound_by_share;
+}
+
+double chart_value(const core::SweepRow& row, SweepChartKind kind) {
+  return kind == SweepChartKind::kThroughput ? row.throughput_samples_per_s
+                                             : 100 * row.scaling_efficiency.value_or(0);
+}
+
+// Whether a row is drawn: no error, and for the efficiency chart an efficiency.
+bool charted(const core::SweepRow& row, SweepChartKind kind) {
+  return row.error.empty() &&
+         (kind == SweepChartKind::kThroughput || row.scaling_efficiency.has_value());
 }
 
 QChart* line_chart(const core::SweepResults& r, SweepChartKind kind, double target) {
@@ -172,43 +220,49 @@ QChart* line_chart(const core::SweepResults& r, SweepChartKind kind, double targ
   chart->addAxis(x, Qt::AlignBottom);
   chart->addAxis(y, Qt::AlignLeft);
   double y_max = 0;
+  bool any = false;
   for (const core::SweepRow& row : r.rows) {
-    if (!row.error.empty()) continue;
-    y_max = std::max(y_max, kind == SweepChartKind::kThroughput
-                                ? row.throughput_samples_per_s
-                                : 100 * row.scaling_efficiency.value_or(0));
+    if (!charted(row, kind)) continue;
+    y_max = std::max(y_max, chart_value(row, kind));
+    any = true;
   }
+  const double x_span = std::max(1e-9, positions.back().at - positions.front().at);
   // Every series' labels; series that share a point and a binding share show it once.
   std::vector<std::tuple<QLineSeries*, QPointF, QString>> labels;
   size_t index = 0;
-  for (const auto& [name, rows] : series_rows(r)) {
-    const QColor color = series_color(index++);
+  for (const auto& [name, all_rows] : series_rows(r)) {
+    std::vector<const core::SweepRow*> rows;
+    for (const core::SweepRow* row : all_rows) {
+      if (charted(*row, kind)) rows.push_back(row);
+    }
+    // A series keeps its look in every chart, even where another has no points to draw.
+    const SeriesStyle style = sweep_series_style(index++);
+    if (rows.empty()) continue;
     auto* line = new QLineSeries;
     line->setName(name);
-    line->setPen(QPen(color, 2.5));
+    line->setPen(QPen(style.color, 2.5, style.line));
     auto* dots = new QScatterSeries;
     dots->setMarkerSize(9);
-    dots->setColor(color);
-    dots->setBorderColor(color);
-    std::string previous_kind;
+    dots->setMarkerShape(style.marker_square ? QScatterSeries::MarkerShapeRectangle
+                                             : QScatterSeries::MarkerShapeCircle);
+    dots->setColor(style.color);
+    dots->setBorderColor(style.color);
+    std::vector<QPointF> points;
+    std::vector<std::string> bounds;
     for (const core::SweepRow* row : rows) {
-      const double value = kind == SweepChartKind::kThroughput
-                               ? row->throughput_samples_per_s
-                               : 100 * row->scaling_efficiency.value_or(0);
-      const QPointF p(position_of(positions, *row, key), value);
-      line->append(p);
-      dots->append(p);
-      // What bound the step (the critical path's largest share, as simulate says); a sweep
-      // written before that was kept (version 1) names its busiest resource's kind.
-      const std::string bound =
-          row->bound_by_share.empty() ? row->bottleneck_kind : row->bound_by_share;
-      const QString text = QString::fromStdString(bound);
+      points.emplace_back(position_of(positions, *row, key), chart_value(*row, kind));
+      bounds.push_back(bound_name(*row));
+      line->append(points.back());
+      dots->append(points.back());
+    }
+    for (size_t i : curve_label_points(points, bounds, x_span, std::max(y_max, 1e-9))) {
+      const QPointF& p = points[i];
+      const QString text = QString::fromStdString(bounds[i]);
       const bool shown = std::any_of(labels.begin(), labels.end(), [&](const auto& l) {
         return std::get<2>(l) == text && std::get<1>(l).x() == p.x() &&
                std::abs(std::get<1>(l).y() - p.y()) < 0.02 * y_max;
       });
-      if (bound != previous_kind && !shown) labels.emplace_back(line, p, text);
-      previous_kind = bound;
+      if (!shown) labels.emplace_back(line, p, text);
     }
     chart->addSeries(line);
     chart->addSeries(dots);
@@ -230,17 +284,18 @@ QChart* line_chart(const core::SweepResults& r, SweepChartKind kind, double targ
     goal->attachAxis(y);
     y_max = std::max(y_max, target);
   }
+  const QString labelled = " (labels: what bound the step, where it or the slope changes)";
   if (kind == SweepChartKind::kThroughput) {
     y->setRange(0, y_max * 1.12 + 1e-9);
     y->setTitleText("throughput (samples/s)");
-    chart->setTitle(QString::fromStdString(r.scenario_name) +
-                    ": throughput (labels: what bound the step, where it changes)");
+    chart->setTitle(QString::fromStdString(r.scenario_name) + ": throughput" + labelled);
   } else {
     y->setRange(0, std::max(110.0, 10 * std::ceil(y_max * 1.05 / 10)));
     y->setTickCount(int(y->max() / 10) + 1);
     y->setTitleText("scaling efficiency (% of linear from the smallest point)");
     chart->setTitle(QString::fromStdString(r.scenario_name) +
-                    ": scaling efficiency (labels: what bound the step, where it changes)");
+                    (any ? ": scaling efficiency" + labelled
+                         : QString(": no scaling efficiency (the sweep does not vary replicas)")));
   }
   if (kind == SweepChartKind::kThroughput) y->applyNiceNumbers();
   y->setLabelFormat("%.0f");
@@ -308,6 +363,45 @@ QString sweep_chart_name(SweepChartKind kind) {
   return "chart";
 }
 
+SeriesStyle sweep_series_style(size_t index) {
+  // Okabe and Ito's colour-blind-safe palette (Color Universal Design, 2008) without its yellow,
+  // then Paul Tol's "muted" indigo, wine and olive (Tol, "Colour schemes", SRON/EPS/TN/09-002)
+  // and a brown and a grey apart from all of them: 12 hues.
+  static const QColor palette[] = {
+      QColor(0, 114, 178),  QColor(213, 94, 0),   QColor(0, 158, 115), QColor(204, 121, 167),
+      QColor(86, 180, 233), QColor(230, 159, 0),  QColor(0, 0, 0),     QColor(51, 34, 136),
+      QColor(136, 34, 85),  QColor(153, 153, 51), QColor(102, 17, 0),  QColor(136, 136, 136)};
+  static const Qt::PenStyle lines[] = {Qt::SolidLine, Qt::DashLine, Qt::DashDotLine, Qt::DotLine};
+  constexpr size_t kColors = sizeof palette / sizeof palette[0];
+  SeriesStyle style;
+  style.color = palette[index % kColors];
+  // Neighbours in the legend differ in dash too; each lap of the palette shifts the dashes, so
+  // (colour, dash) repeats only after 48 series.
+  style.line = lines[(index % 3 + index / kColors) % 4];
+  style.marker_square = (index / kColors) % 2 == 1;
+  return style;
+}
+
+std::vector<size_t> curve_label_points(const std::vector<QPointF>& points,
+                                       const std::vector<std::string>& bounds, double x_span,
+                                       double y_span) {
+  // The segments' directions in a unit square (x over x_span, y over y_span), in degrees.
+  std::vector<double> angle;
+  for (size_t i = 1; i < points.size(); ++i) {
+    const double dx = (points[i].x() - points[i - 1].x()) / x_span;
+    const double dy = (points[i].y() - points[i - 1].y()) / y_span;
+    angle.push_back(std::atan2(dy, dx) * 180 / M_PI);
+  }
+  std::vector<size_t> out;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const bool bound_changes = i > 0 && bounds[i] != bounds[i - 1];
+    const bool bends =
+        i > 0 && i + 1 < points.size() && std::abs(angle[i] - angle[i - 1]) >= kSlopeChangeDegrees;
+    if (i == 0 || bound_changes || bends) out.push_back(i);
+  }
+  return out;
+}
+
 std::string sweep_x_key(const core::SweepResults& r) {
   for (const core::SweepAxis& a : r.axes) {
     if (a.key == "replicas") return a.key;
@@ -335,6 +429,10 @@ QChart* make_sweep_chart(const core::SweepResults& results, SweepChartKind kind,
   title.setBold(true);
   chart->setTitleFont(title);
   chart->legend()->setAlignment(Qt::AlignRight);
+  // Line series' markers drawn with their pens: the dashes tell series of one colour apart.
+  if (kind != SweepChartKind::kBreakdown) {
+    chart->legend()->setMarkerShape(QLegend::MarkerShapeFromSeries);
+  }
   chart->setAnimationOptions(QChart::NoAnimation);
   return chart;
 }

@@ -3,6 +3,8 @@
 // per point. Drawn by `replisim plot` (plot_files.h) and the viewer's scaling window alike.
 #pragma once
 
+#include <QColor>
+#include <QPointF>
 #include <QString>
 #include <QStringList>
 #include <vector>
@@ -24,11 +26,34 @@ QString sweep_chart_name(SweepChartKind kind);
 // (labelled with the replica devices of each point) when the sweep varies it, else its first
 // knob; one series per value of the other knobs (and strategy). Rows with an error are left out.
 // Throughput and efficiency charts name what bound the step (the critical path's largest share,
-// SweepRow::bound_by_share; a version-1 sweep: the busiest resource's kind) over each point where
-// it changes along a series (text items placed again whenever the plot area changes). A throughput
+// SweepRow::bound_by_share; a version-1 sweep: the busiest resource's kind) at the points
+// curve_label_points picks (text items placed clear of each other and of the markers, again
+// whenever the plot area changes). The efficiency chart leaves out rows without an efficiency
+// (`replicas` not varied) and says so in its title when no row has one. A throughput
 // chart with `target_samples_per_s` > 0 also draws that target as a dashed line.
 QChart* make_sweep_chart(const core::SweepResults& results, SweepChartKind kind,
                          double target_samples_per_s = 0);
+
+// How series `index` (0, 1, ... in legend order) is drawn: 12 colours, and dashes that differ
+// between legend neighbours and between laps of the colours, so no two of the first 48 series
+// look alike; from the 13th series on the markers are squares.
+struct SeriesStyle {
+  QColor color;
+  Qt::PenStyle line = Qt::SolidLine;
+  bool marker_square = false;
+};
+SeriesStyle sweep_series_style(size_t index);
+
+// A bend a reader sees: the curve's direction (drawn in a square plot) turns by this much.
+inline constexpr double kSlopeChangeDegrees = 15;
+
+// Which points of a curve get a label: the first, each where what bound the step (`bounds[i]`)
+// differs from the point before, and each where the curve bends (the segments before and after
+// differ in direction by kSlopeChangeDegrees or more, x scaled by `x_span` and y by `y_span`
+// into a unit square). `points` in x order; `bounds` the same size. Indices ascending.
+std::vector<size_t> curve_label_points(const std::vector<QPointF>& points,
+                                       const std::vector<std::string>& bounds, double x_span,
+                                       double y_span);
 
 // The knob along the x axis: "replicas" when varied, else the first axis ("" without axes).
 std::string sweep_x_key(const core::SweepResults& results);

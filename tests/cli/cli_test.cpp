@@ -180,7 +180,7 @@ TEST(Cli, StrictFailsWhenAGpuCannotHoldThePlan) {
   r = run_replisim({"simulate", scenario, "--strategy", "between_graph"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("pc2/gpu0 needs"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("GPU memory"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GPU memory (lower bound), tightest GPU"), std::string::npos) << r.out;
   // The identical-GPUs shorthand: the error names its "memory", not a GPU entry there is none of.
   doc["cluster"]["machines"][1]["gpus"] = {{"count", 2}, {"speed", "5 TFLOPS"}, {"memory", "1 GB"}};
   r = run_replisim(

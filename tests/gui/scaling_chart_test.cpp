@@ -12,6 +12,7 @@
 #include <QTabWidget>
 #include <QTableWidget>
 #include <fstream>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -72,8 +73,9 @@ TEST(ScalingChart, OneLinePerSeriesAndTheBottleneckWhereItChanges) {
   }
   EXPECT_EQ(names, (std::vector<QString>{"ps=1", "ps=2", "target: 250 samples/s"}));
   const std::vector<QString> labels = label_texts(chart);
-  // "gpu" once at the shared first point, "ps nic" where ps=1 changes.
-  EXPECT_EQ(std::count(labels.begin(), labels.end(), "gpu"), 1);
+  // "gpu" once at the shared first point and once where ps=2 bends up (100, 200, 400 on a doubling
+  // axis: 26.6° then 45° in the unit square), "ps nic" where ps=1 changes.
+  EXPECT_EQ(std::count(labels.begin(), labels.end(), "gpu"), 2);
   EXPECT_EQ(std::count(labels.begin(), labels.end(), "ps nic"), 1);
   EXPECT_TRUE(chart->title().startsWith("toy: throughput"));
   QChartView breakdown(make_sweep_chart(two_series(), SweepChartKind::kBreakdown));
@@ -95,7 +97,8 @@ TEST(ScalingChart, LabelsNameWhatBoundTheStep) {
   QChartView view(make_sweep_chart(r, SweepChartKind::kThroughput));
   view.resize(1000, 700);
   const std::vector<QString> labels = label_texts(view.chart());
-  EXPECT_EQ(std::count(labels.begin(), labels.end(), "compute"), 1);
+  // "compute" at the shared first point and where ps=2 bends up (as in the test above).
+  EXPECT_EQ(std::count(labels.begin(), labels.end(), "compute"), 2);
   EXPECT_EQ(std::count(labels.begin(), labels.end(), "ps0 network"), 1);
   EXPECT_EQ(std::count(labels.begin(), labels.end(), "gpu"), 0);
   // The window's table: what bound it first, the busiest resource beside it.
@@ -114,6 +117,120 @@ TEST(ScalingChart, LabelsNameWhatBoundTheStep) {
   ASSERT_GE(bound, 0);
   EXPECT_EQ(busiest, bound + 1);
   EXPECT_EQ(table->item(0, bound)->text().toStdString(), r.rows[0].bound_by);
+}
+
+TEST(ScalingChart, TwelveColoursAndDashesSoNoSeriesRepeats) {
+  std::set<QRgb> colours;
+  std::set<std::pair<QRgb, int>> looks;
+  for (size_t i = 0; i < 48; ++i) {
+    const SeriesStyle style = sweep_series_style(i);
+    if (i < 12) colours.insert(style.color.rgb());
+    looks.insert({style.color.rgb(), int(style.line)});
+    if (i > 0) {
+      EXPECT_NE(style.line, sweep_series_style(i - 1).line) << i;
+    }
+  }
+  EXPECT_EQ(colours.size(), 12u);
+  EXPECT_EQ(looks.size(), 48u);
+  EXPECT_FALSE(sweep_series_style(11).marker_square);
+  EXPECT_TRUE(sweep_series_style(12).marker_square);
+}
+
+// By hand, x over 4 and y over 340 into a unit square: 100 -> 200 -> 300 rises at 49.6° (dx 0.25,
+// dy 0.294), 300 -> 320 -> 340 at 13.2° (dy 0.059): a bend of 36° at the third point, none at the
+// second or fourth (0°). The binding changes at the fifth.
+TEST(ScalingChart, LabelsWhereTheSlopeOrTheBindingChanges) {
+  const std::vector<QPointF> points = {{0, 100}, {1, 200}, {2, 300}, {3, 320}, {4, 340}};
+  const std::vector<std::string> same(5, "compute");
+  EXPECT_EQ(curve_label_points(points, same, 4, 340), (std::vector<size_t>{0, 2}));
+  std::vector<std::string> changing = same;
+  changing[4] = "ps0 network";
+  EXPECT_EQ(curve_label_points(points, changing, 4, 340), (std::vector<size_t>{0, 2, 4}));
+  // A straight line has no bend, whatever its slope.
+  EXPECT_EQ(curve_label_points({{0, 0}, {1, 100}, {2, 200}, {3, 300}}, same, 3, 300),
+            (std::vector<size_t>{0}));
+}
+
+// 14 series (replicas 1..16 × ps 1..14) whose curves meet: every label stays in the plot area and
+// covers no other label (the "ps nic" on "ps nic").
+TEST(ScalingChart, ManySeriesLabelsDoNotCollide) {
+  core::SweepResults r;
+  r.scenario_name = "many";
+  r.axes = {{"replicas", {"1", "2", "4", "8", "16"}}, {"ps", {}}};
+  for (int ps = 1; ps <= 14; ++ps) r.axes[1].values.push_back(std::to_string(ps));
+  size_t index = 0;
+  for (int replicas : {1, 2, 4, 8, 16}) {
+    for (int ps = 1; ps <= 14; ++ps) {
+      core::SweepRow row;
+      row.index = index++;
+      row.knobs = {{"replicas", std::to_string(replicas)}, {"ps", std::to_string(ps)}};
+      row.strategy = "between_graph";
+      row.replica_devices = replicas;
+      const bool nic_bound = replicas > ps;
+      row.throughput_samples_per_s = 100.0 * std::min(replicas, ps + 1);
+      row.bottleneck_kind = nic_bound ? "ps nic" : "gpu";
+      row.bottleneck = nic_bound ? "ps0/nic/up" : "w0/gpu0";
+      r.rows.push_back(row);
+    }
+  }
+  core::compute_scaling_efficiency(r.rows);
+  for (SweepChartKind kind : {SweepChartKind::kThroughput, SweepChartKind::kEfficiency}) {
+    QChartView view(make_sweep_chart(r, kind));
+    view.resize(1400, 850);
+    view.grab();
+    QChart* chart = view.chart();
+    std::vector<QRectF> boxes;
+    std::set<QRgb> colours;
+    for (QGraphicsItem* item : chart->childItems()) {
+      if (auto* text = dynamic_cast<QGraphicsSimpleTextItem*>(item)) {
+        boxes.push_back(text->mapRectToParent(text->boundingRect()));
+      }
+    }
+    for (QAbstractSeries* s : chart->series()) {
+      if (auto* line = qobject_cast<QLineSeries*>(s); line && !qobject_cast<QScatterSeries*>(s)) {
+        colours.insert(line->pen().color().rgb());
+      }
+    }
+    EXPECT_EQ(colours.size(), 12u);
+    ASSERT_GT(boxes.size(), 14u);
+    for (size_t i = 0; i < boxes.size(); ++i) {
+      EXPECT_TRUE(chart->plotArea().contains(boxes[i])) << i;
+      for (size_t j = 0; j < i; ++j) EXPECT_FALSE(boxes[i].intersects(boxes[j])) << i << " " << j;
+    }
+  }
+}
+
+// A sweep of `ps` alone: no efficiency to draw, and the chart says why.
+TEST(ScalingChart, NoEfficiencyCurveWhereReplicasIsNotVaried) {
+  core::SweepResults r = two_series();
+  r.axes = {{"ps", {"1", "2"}}};
+  r.rows.resize(2);
+  for (core::SweepRow& row : r.rows) row.knobs.erase(row.knobs.begin());  // replicas
+  core::compute_scaling_efficiency(r.rows);
+  QChartView view(make_sweep_chart(r, SweepChartKind::kEfficiency));
+  EXPECT_TRUE(view.chart()->series().isEmpty());
+  EXPECT_NE(view.chart()->title().indexOf("no scaling efficiency"), -1)
+      << view.chart()->title().toStdString();
+}
+
+// A series without efficiencies (ps=1 here) is left out of the efficiency chart, and the next
+// keeps the look it has in the throughput chart.
+TEST(ScalingChart, ASeriesKeepsItsLookInEveryChart) {
+  core::SweepResults r = two_series();
+  for (core::SweepRow& row : r.rows) {
+    if (row.knobs[1].second == "1") row.scaling_efficiency.reset();
+  }
+  QChartView view(make_sweep_chart(r, SweepChartKind::kEfficiency));
+  std::vector<QLineSeries*> lines;
+  for (QAbstractSeries* s : view.chart()->series()) {
+    if (auto* line = qobject_cast<QLineSeries*>(s); line && !qobject_cast<QScatterSeries*>(s)) {
+      lines.push_back(line);
+    }
+  }
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]->name(), "ps=2");
+  EXPECT_EQ(lines[0]->pen().color(), sweep_series_style(1).color);
+  EXPECT_EQ(lines[0]->pen().style(), sweep_series_style(1).line);
 }
 
 TEST(ScalingWindow, OpensResultsAndRefusesOtherFiles) {

@@ -369,6 +369,27 @@ TEST(SweepResults, ScalingEfficiencyAgainstTheSmallestPoint) {
   EXPECT_DOUBLE_EQ(*r.rows[2].scaling_efficiency, 0.5);
 }
 
+// A sweep that does not vary `replicas` (here `ps` alone) has nothing to scale against: every
+// row's efficiency is unset (was 100% on every row), and a group of one device count beside a
+// varied one stays unset too.
+TEST(SweepResults, NoScalingEfficiencyWhereReplicasIsNotVaried) {
+  SweepResults r = results_of({{"1", 100}, {"1", 90}, {"2", 180}});
+  r.rows[0].knobs = {{"ps", "1"}};
+  r.rows[1].knobs = {{"ps", "2"}};
+  r.rows[2].knobs = {{"ps", "2"}};
+  r.rows[2].replica_devices = r.rows[1].replica_devices;
+  compute_scaling_efficiency(r.rows);
+  for (const SweepRow& row : r.rows) EXPECT_FALSE(row.scaling_efficiency.has_value());
+  // ps=2 varied in devices (2 against 1): that group has efficiencies, ps=1 alone has none.
+  r.rows[2].replica_devices = 2 * r.rows[1].replica_devices;
+  compute_scaling_efficiency(r.rows);
+  EXPECT_FALSE(r.rows[0].scaling_efficiency.has_value());
+  ASSERT_TRUE(r.rows[1].scaling_efficiency.has_value());
+  EXPECT_DOUBLE_EQ(*r.rows[1].scaling_efficiency, 1.0);
+  ASSERT_TRUE(r.rows[2].scaling_efficiency.has_value());
+  EXPECT_DOUBLE_EQ(*r.rows[2].scaling_efficiency, 1.0);  // 180 / 2 against 90 / 1
+}
+
 TEST(SweepResults, CsvAndJsonRoundTrip) {
   SweepResults r = results_of({{"1", 100}, {"2", 180}, {"4", 200}});
   compute_scaling_efficiency(r.rows);

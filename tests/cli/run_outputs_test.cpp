@@ -1,0 +1,82 @@
+// The size estimate that announces a large trace output (cli/run_outputs.h): exact when every
+// event fits in its sample, close to the written size when it samples a few hundred of the seed's
+// events, and the notice line itself.
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cli/run_outputs.h"
+#include "core/trace/chrome_trace.h"
+#include "core/trace/trace_csv.h"
+#include "core/trace/trace_format.h"
+#include "tests/support/run_binary.h"
+#include "tests/support/test_support.h"
+
+namespace replisim::cli {
+namespace {
+
+std::vector<core::Trace> seed_traces(test::TempDir& dir) {
+  const std::string path = dir.file("seed.rtrace");
+  const test::BinaryResult r = test::run_replisim(
+      {"simulate", test::scenario_path("seed/two_machines.json"), "--trace-out", path});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // The seed's traces are a few MB at most: no notice.
+  EXPECT_EQ(r.err.find("writing it"), std::string::npos) << r.err;
+  return core::read_trace_file(path);
+}
+
+double written_bytes(const TraceWriter& write, const std::vector<const core::Trace*>& runs) {
+  std::ostringstream out;
+  write(out, runs);
+  return double(out.str().size());
+}
+
+TEST(TraceOutputEstimate, ExactWhenWholeAndCloseWhenSampled) {
+  test::TempDir dir;
+  const std::vector<core::Trace> traces = seed_traces(dir);
+  ASSERT_EQ(traces.size(), 2u);
+  std::vector<const core::Trace*> runs;
+  size_t events = 0;
+  for (const core::Trace& t : traces) {
+    runs.push_back(&t);
+    events += t.events.size();
+  }
+  ASSERT_GT(events, 4000u);
+  const nlohmann::json provenance = {{"command_line", "test"}};
+  const std::vector<std::pair<std::string, TraceWriter>> writers = {
+      {"chrome",
+       [&](std::ostream& out, const std::vector<const core::Trace*>& t) {
+         std::vector<core::ChromeTraceInput> inputs;
+         for (const core::Trace* trace : t) inputs.push_back({trace, trace->meta.strategy + " "});
+         core::write_chrome_trace(out, inputs, provenance);
+       }},
+      {"binary",
+       [](std::ostream& out, const std::vector<const core::Trace*>& t) {
+         core::write_traces_binary(out, t);
+       }},
+      {"csv", [&](std::ostream& out, const std::vector<const core::Trace*>& t) {
+         core::write_events_csv(out, t, provenance);
+       }}};
+  for (const auto& [name, write] : writers) {
+    const double actual = written_bytes(write, runs);
+    EXPECT_DOUBLE_EQ(estimated_trace_output_bytes(runs, write, {}, events), actual) << name;
+    const double sampled = estimated_trace_output_bytes(runs, write, {}, 1000);
+    EXPECT_NEAR(sampled / actual, 1.0, 0.15) << name << ": " << sampled << " for " << actual;
+  }
+  // A window keeps fewer events: the estimate follows the smaller file.
+  const core::TimelineWindow window{0, traces[0].events[traces[0].events.size() / 4].start_s};
+  const TraceWriter chrome_window = [&](std::ostream& out,
+                                        const std::vector<const core::Trace*>& t) {
+    std::vector<core::ChromeTraceInput> inputs;
+    for (const core::Trace* trace : t) inputs.push_back({trace, trace->meta.strategy + " "});
+    core::write_chrome_trace(out, inputs, provenance, window);
+  };
+  const double actual = written_bytes(chrome_window, runs);
+  EXPECT_LT(actual, 0.6 * written_bytes(writers[0].second, runs));
+  EXPECT_NEAR(estimated_trace_output_bytes(runs, chrome_window, window, 500) / actual, 1.0, 0.2);
+}
+
+}  // namespace
+}  // namespace replisim::cli
