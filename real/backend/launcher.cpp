@@ -156,7 +156,38 @@ size_t NodeGroup::reap(const std::function<bool(const NodeProcess&)>& planned) {
 }
 
 bool NodeProcess::died_unplanned() const {
-  return exited && !killed_here && !planned_death && WIFSIGNALED(status);
+  return exited && !planned_death && (lingered || (!killed_here && WIFSIGNALED(status)));
+}
+
+bool NodeProcess::stopped() const {
+  if (exited || pid <= 0) return false;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return false;
+  const size_t close = line.rfind(')');  // "pid (comm) state ..."
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'T';
+}
+
+size_t NodeGroup::kill_stopped_leftovers() {
+  bool any_ended = false, all_stopped = true;
+  size_t running = 0;
+  for (const NodeProcess& n : nodes) {
+    if (n.exited) {
+      any_ended = true;
+      continue;
+    }
+    ++running;
+    all_stopped &= n.stopped();
+  }
+  if (!any_ended || running == 0 || !all_stopped) return 0;
+  for (NodeProcess& n : nodes) {
+    if (n.exited) continue;
+    ::kill(n.pid, SIGKILL);
+    ::waitpid(n.pid, &n.status, 0);
+    n.exited = true;
+    n.lingered = true;
+  }
+  return running;
 }
 
 const NodeProcess* NodeGroup::failed() const {

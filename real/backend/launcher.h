@@ -37,11 +37,16 @@ struct NodeProcess {
   int status = 0;
   bool exited = false;
   bool killed_here = false;  // by the launcher, after another's failure
+  // Killed by the launcher because it was stopped (SIGSTOP: its peers declared it lost after
+  // their silence deadline) when every other task had ended: as good as dead from outside.
+  bool lingered = false;
   // Died by a fault of the plan (SIGKILL of a task the plan's faults kill).
   bool planned_death = false;
   // Killed by a signal from outside (kill -9, the OOM killer): no fault of the plan, and not the
   // launcher. Its peers go on as TF's do (a worker) or fail the job (a task it cannot lose).
   bool died_unplanned() const;
+  // Stopped (SIGSTOP, SIGTSTP: state T in /proc/PID/stat) while it has not exited.
+  bool stopped() const;
   // Its trace part as written so far (a launched node writes it there until it ends well).
   fs::path partial_trace() const { return fs::path(trace.string() + ".partial"); }
 };
@@ -81,6 +86,9 @@ class NodeGroup {
   const NodeProcess* failed() const;
   // SIGTERM to every running task.
   void terminate();
+  // When every task still running is stopped and another has ended: SIGKILL them (lingered) and
+  // reap them. Returns how many.
+  size_t kill_stopped_leftovers();
   std::vector<NodeProcess> nodes;
 };
 

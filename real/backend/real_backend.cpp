@@ -96,6 +96,13 @@ namespace {
 struct Incarnation {
   std::vector<core::Trace> parts;  // every task's
   int job_fault = -1;              // the job fault that killed one of its tasks, or -1
+  // A death from outside that failed the job (kind kJob; core::death_of_roles): at_s and the
+  // description are the failure its tasks recorded (the first to see it).
+  std::optional<core::PlanFault> unplanned_job_fault;
+  bool failed() const { return job_fault >= 0 || unplanned_job_fault.has_value(); }
+  const core::PlanFault& fault(const core::Plan& plan) const {
+    return job_fault >= 0 ? plan.faults[size_t(job_fault)] : *unplanned_job_fault;
+  }
 };
 
 // The tasks each death fault of the plan kills.
@@ -130,11 +137,13 @@ int fault_that_killed(const core::Plan& plan, const std::vector<std::set<int>>& 
 // The launcher's facts for the restart after incarnation `ended` failed by its job fault.
 nlohmann::json resume_facts(const core::Plan& plan, const Incarnation& ended, int incarnation,
                             double origin_clock_s, double previous_resumed_s) {
-  const core::PlanFault& fault = plan.faults[size_t(ended.job_fault)];
-  // Every surviving task stopped at the plan's detection time (its timer); the restart follows
-  // restart_delay after it, as the simulation has them. The global step then is the last update's.
+  const core::PlanFault& fault = ended.fault(plan);
+  // Every surviving task stopped at the plan's detection time (its timer), or, after a death from
+  // outside, when it saw it (at once: a killed process's connections reset); the restart follows
+  // restart_delay after that, as the simulation has them. The global step then is the last
+  // update's.
   const core::RecoveryTimeline timeline(plan.recovery);
-  const double detected_s = timeline.detected_s(fault.at_s);
+  const double detected_s = ended.job_fault >= 0 ? timeline.detected_s(fault.at_s) : fault.at_s;
   int64_t global_step = 0;
   for (const core::Trace& t : ended.parts) {
     for (const core::TraceEvent& e : t.events) {
@@ -143,14 +152,20 @@ nlohmann::json resume_facts(const core::Plan& plan, const Incarnation& ended, in
       }
     }
   }
-  return {{"incarnation", incarnation},
-          {"origin_clock_s", origin_clock_s},
-          {"fault", ended.job_fault},
-          {"fault_s", fault.at_s},
-          {"detected_s", detected_s},
-          {"restart_s", timeline.restart_s(detected_s)},
-          {"global_step_at_failure", global_step},
-          {"previous_resumed_s", std::min(previous_resumed_s, fault.at_s)}};
+  nlohmann::json facts = {{"incarnation", incarnation},
+                          {"origin_clock_s", origin_clock_s},
+                          {"fault", ended.job_fault},
+                          {"fault_s", fault.at_s},
+                          {"detected_s", detected_s},
+                          {"restart_s", timeline.restart_s(detected_s)},
+                          {"global_step_at_failure", global_step},
+                          {"previous_resumed_s", std::min(previous_resumed_s, fault.at_s)}};
+  if (ended.job_fault < 0) {
+    facts["cause"] = fault.description;
+    facts["actor"] =
+        fault.roles.empty() ? std::string("job") : plan.roles[size_t(fault.roles.front())].name;
+  }
+  return facts;
 }
 
 double monotonic_s() {
@@ -216,7 +231,7 @@ class Launch {
       watch(group, from_s);
       Incarnation ended = collect(group, from_s, &previous_resumed_s);
       parts.insert(parts.end(), ended.parts.begin(), ended.parts.end());
-      if (ended.job_fault < 0 || !plan_.recovery.enabled) break;
+      if (!ended.failed() || !plan_.recovery.enabled) break;
       // TF's cluster manager starts the tasks again restart_delay after the clients failed.
       if (!progress_->origin_clock_s) {
         throw core::BackendError("the coordinator never said when the run started");
@@ -366,7 +381,7 @@ class Launch {
     };
     constexpr auto kPoll = std::chrono::milliseconds(50);
     constexpr double kGraceS = 5;
-    std::optional<std::chrono::steady_clock::time_point> failed_at;
+    std::optional<std::chrono::steady_clock::time_point> failed_at, leftovers_stopped_at;
     for (;;) {
       progress_->poll(options_.progress);
       if (network_ && progress_->origin_clock_s) {
@@ -380,6 +395,19 @@ class Launch {
         throw core::RunCancelled();
       }
       if (running == 0) break;
+      // A task stopped (SIGSTOP) that its peers declared lost and outlived: after a grace period
+      // (its peers' silence deadline has passed by then), killed and salvaged as a death.
+      if (std::all_of(group.nodes.begin(), group.nodes.end(),
+                      [](const launch::NodeProcess& n) { return n.exited || n.stopped(); })) {
+        const auto now = std::chrono::steady_clock::now();
+        if (!leftovers_stopped_at) leftovers_stopped_at = now;
+        if (now - *leftovers_stopped_at > std::chrono::duration<double>(kGraceS) &&
+            group.kill_stopped_leftovers() > 0) {
+          break;
+        }
+      } else {
+        leftovers_stopped_at.reset();
+      }
       if (group.failed() != nullptr) {
         const auto now = std::chrono::steady_clock::now();
         if (!failed_at) failed_at = now;
@@ -425,7 +453,29 @@ class Launch {
       }
       ended.parts.push_back(std::move(runs.front()));
     }
+    find_unplanned_job_fault(group, ended);
     return ended;
+  }
+
+  // A death from outside that the job could not survive: the fault it is (core::death_of_roles of
+  // the dead task's roles) at the failure the surviving tasks recorded first. None when a planned
+  // job fault came first, or when no task recorded the failure (every one died).
+  void find_unplanned_job_fault(const launch::NodeGroup& group, Incarnation& ended) const {
+    if (ended.job_fault >= 0) return;
+    const core::JobFailureRecord* first = nullptr;
+    for (const core::Trace& part : ended.parts) {
+      const std::optional<core::JobFailureRecord>& f = part.outcome.job_failure;
+      if (f && f->unplanned && (first == nullptr || f->time_s < first->time_s)) first = &*f;
+    }
+    if (first == nullptr) return;
+    for (size_t t = 0; t < group.nodes.size(); ++t) {
+      if (!group.nodes[t].died_unplanned()) continue;
+      core::PlanFault f =
+          core::death_of_roles(plan_, map_.roles_of_task[t], first->time_s, first->cause);
+      if (f.kind != core::PlanFaultKind::kJob) continue;
+      ended.unplanned_job_fault = std::move(f);
+      return;
+    }
   }
 
   // A task killed from outside (its peers went on, or failed the job, as TF's do): its part as
@@ -433,11 +483,14 @@ class Launch {
   void salvage(const launch::NodeProcess& node, Incarnation& ended) {
     std::optional<core::Trace> part = core::read_trace_prefix(node.partial_trace().string());
     const std::string who = node.role + " (task " + node.task + " on " + node.host + ")";
-    const std::string signal =
-        std::to_string(WTERMSIG(node.status)) + " (" + ::strsignal(WTERMSIG(node.status)) + ")";
+    const std::string how =
+        node.lingered
+            ? " was stopped (a signal such as SIGSTOP) and outlived the others: the launcher "
+              "killed it; no fault of the plan"
+            : " was killed by signal " + std::to_string(WTERMSIG(node.status)) + " (" +
+                  ::strsignal(WTERMSIG(node.status)) + "), no fault of the plan";
     if (!part) {
-      notes_.push_back(who + " was killed by signal " + signal +
-                       ", no fault of the plan, before it wrote any of its part of the trace");
+      notes_.push_back(who + how + ", before it wrote any of its part of the trace");
       return;
     }
     double last_s = 0;
@@ -447,8 +500,7 @@ class Launch {
     part->outcome.end_s = last_s;
     part->outcome.killed_s = last_s;
     part->outcome.notes.push_back(
-        who + " was killed by signal " + signal +
-        ", no fault of the plan; its part of the trace is what it had written by then (" +
+        who + how + "; its part of the trace is what it had written by then (" +
         std::to_string(part->events.size()) + " events, the last ending at " +
         core::format_quantity(last_s, core::Dimension::kTime) + ")");
     ended.parts.push_back(std::move(*part));

@@ -123,7 +123,8 @@ void Node::note_faults_after_the_end() {
 }
 
 void Node::write_trace_end() {
-  outcome_.end_s = coordinator() ? end_s_ : now_s();
+  // A job that ends between START and its t = 0 (a death from outside) ends at 0.
+  outcome_.end_s = std::max(0.0, coordinator() ? end_s_ : now_s());
   if (coordinator()) {
     // In the cluster spec's task order.
     outcome_.clock_offsets = job_->clock_offsets();

@@ -194,7 +194,8 @@ void Node::unplanned_death(uint32_t peer, const std::string& why) {
     fail(why);
     return;
   }
-  const double now = now_s();
+  // START gives t = 0 a little ahead: a death seen before it is at the run's start.
+  const double now = std::max(0.0, now_s());
   const std::string task = spec_.tasks[peer].name();
   std::string who = task;  // its first role (a tower's task is a worker's), task and host
   for (int r : map_.roles_of_task[peer]) {
@@ -210,18 +211,16 @@ void Node::unplanned_death(uint32_t peer, const std::string& why) {
   const bool job = death.kind == core::PlanFaultKind::kJob;
   std::fprintf(stderr, "replisim node %s: task %s died at %s, no fault of the plan (%s): %s\n",
                spec_.tasks[self_].name().c_str(), task.c_str(), time_text(now).c_str(), why.c_str(),
-               job ? "the job cannot lose it and fails, as TF's sessions do"
-                   : "the others go on without it, as TF's workers do");
+               !job ? "the others go on without it, as TF's workers do"
+               : plan_.recovery.enabled && options_.launched
+                   ? "the job cannot lose it and fails, as TF's sessions do; training.recovery: "
+                     "the tasks start again"
+                   : "the job cannot lose it and fails, as TF's sessions do");
   if (job) {
-    std::string lost;
-    for (int r : death.roles) lost += (lost.empty() ? "" : ", ") + plan_.roles[size_t(r)].name;
-    outcome_.job_failure = core::JobFailureRecord{
-        now, now, vars_->global_step(),
-        death.description + ": the job cannot lose " + lost +
-            (plan_.recovery.enabled ? " (training.recovery restarts the job after the plan's own "
-                                      "faults only)"
-                                    : ""),
-        true};
+    // Recorded also when run's launcher restarts the job (training.recovery): it reads the
+    // failure's time and cause from the parts, and a restarted run's outcome is its last start's.
+    outcome_.job_failure =
+        core::JobFailureRecord{now, now, vars_->global_step(), death.description, true};
     if (coordinator()) {
       for (int r : death.roles) recorder_->role_death(r, death.description, now, true);
     }

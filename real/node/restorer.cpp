@@ -18,12 +18,16 @@ Resume read_resume_file(const std::string& path) {
   const nlohmann::json j = core::read_json_file(path);
   const core::JsonCursor c(j, path);
   c.expect_object();
-  c.check_keys({"incarnation", "origin_clock_s", "fault", "fault_s", "detected_s", "restart_s",
-                "global_step_at_failure", "previous_resumed_s"});
+  c.check_keys({"incarnation", "origin_clock_s", "fault", "cause", "actor", "fault_s", "detected_s",
+                "restart_s", "global_step_at_failure", "previous_resumed_s"});
   Resume r;
   r.incarnation = int(c.at("incarnation").as_int(1, 1 << 20));
   r.origin_clock_s = c.at("origin_clock_s").as_number_in(-1e12, 1e12);
-  r.fault = int(c.at("fault").as_int(0, 1 << 20));
+  r.fault = int(c.at("fault").as_int(-1, 1 << 20));
+  if (r.fault < 0) {  // a death from outside: what it was
+    r.cause = c.at("cause").as_string();
+    r.actor = c.at("actor").as_string();
+  }
   r.fault_s = c.at("fault_s").as_number_in(0, 1e9);
   r.detected_s = c.at("detected_s").as_number_in(r.fault_s, 1e9);
   r.restart_s = c.at("restart_s").as_number_in(r.detected_s, 1e9);
@@ -374,12 +378,22 @@ void Restorer::on_resumed(uint32_t peer, const FrameHeader& h, const uint8_t* pa
   resumed_s_[size_t(h.tensor)] = h.time_s;
 }
 
+std::string restart_cause(const core::Plan& plan, const Resume& resume) {
+  return resume.fault < 0 ? resume.cause : plan.faults[size_t(resume.fault)].description;
+}
+
+std::string restart_actor(const core::Plan& plan, const Resume& resume) {
+  if (resume.fault < 0) return resume.actor;
+  const core::PlanFault& f = plan.faults[size_t(resume.fault)];
+  return f.roles.empty() ? std::string("job") : plan.roles[size_t(f.roles.front())].name;
+}
+
 void Restorer::record_recovery_slice(int64_t from_step, double end_s) {
-  const core::PlanFault& f = setup_.plan->faults[size_t(setup_.resume.fault)];
-  host_.recorder().recovery(
-      f.roles.empty() ? std::string("job") : setup_.plan->roles[size_t(f.roles.front())].name,
-      f.description + ": restart from global_step " + std::to_string(from_step),
-      setup_.resume.fault_s, end_s, from_step, setup_.resume.global_step_at_failure);
+  const Resume& resume = setup_.resume;
+  host_.recorder().recovery(restart_actor(*setup_.plan, resume),
+                            restart_cause(*setup_.plan, resume) + ": restart from global_step " +
+                                std::to_string(from_step),
+                            resume.fault_s, end_s, from_step, resume.global_step_at_failure);
 }
 
 void Restorer::client_lost(size_t c, const std::string& name) {
@@ -392,7 +406,7 @@ core::RestartRecord Restorer::record(double end_s, std::optional<double> interru
   const core::Plan& plan = *setup_.plan;
   const Resume& resume = setup_.resume;
   core::RestartRecord k;
-  k.cause = plan.faults[size_t(resume.fault)].description;
+  k.cause = restart_cause(plan, resume);
   k.fault_s = resume.fault_s;
   k.detected_s = resume.detected_s;
   k.restart_s = resume.restart_s;

@@ -39,7 +39,10 @@ namespace replisim::real::detail {
 struct Resume {
   int incarnation = 0;        // k after the k-th restart
   double origin_clock_s = 0;  // the run's t = 0 on this machine's monotonic clock
-  int fault = -1;             // the job fault that failed the last incarnation
+  int fault = -1;             // the plan's job fault that failed the last incarnation; -1: a
+                              // death from outside (cause, actor)
+  std::string cause;          // a death from outside: what died ("ps0 (task ps0 on ...) died, ...")
+  std::string actor;          // and the role the job could not lose
   double fault_s = 0;         // when it struck
   double detected_s = 0;      // when the clients found out
   double restart_s = 0;       // when the launcher started the tasks again
@@ -48,6 +51,10 @@ struct Resume {
 };
 // Throws core::InputError naming the file and the member.
 Resume read_resume_file(const std::string& path);
+// What failed the last incarnation (the fault's description, or the death from outside), and the
+// role that died ("job" when the fault names none).
+std::string restart_cause(const core::Plan& plan, const Resume& resume);
+std::string restart_actor(const core::Plan& plan, const Resume& resume);
 
 class Restorer {
  public:

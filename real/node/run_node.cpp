@@ -144,8 +144,10 @@ int run_node(const NodeOptions& options) {
   if (!options.shaped_links) check_faults(plan, options.plan_path);
   if (!options.resume_path.empty()) {
     const detail::Resume resume = detail::read_resume_file(options.resume_path);
-    if (size_t(resume.fault) >= plan.faults.size() ||
-        plan.faults[size_t(resume.fault)].kind != core::PlanFaultKind::kJob) {
+    // -1: a death from outside (read_resume_file requires its cause and actor).
+    if (resume.fault >= 0 &&
+        (size_t(resume.fault) >= plan.faults.size() ||
+         plan.faults[size_t(resume.fault)].kind != core::PlanFaultKind::kJob)) {
       throw core::InputError(
           options.resume_path, "/fault",
           "fault " + std::to_string(resume.fault) + " is no job fault of the plan");

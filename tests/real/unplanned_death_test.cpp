@@ -53,8 +53,10 @@ pid_t child_running_role(pid_t parent, const std::string& role) {
 
 // Two layers of 0.4 M parameters and 40 MFLOP per sample: a step of a few milliseconds on a core,
 // so that a run of a few hundred steps lasts well past the kill.
-core::Plan long_plan(int workers, int steps) {
-  nlohmann::json doc = scenario(workers, {{"steps", steps}});
+core::Plan long_plan(int workers, int steps, const nlohmann::json& training = {}) {
+  nlohmann::json t = {{"steps", steps}};
+  if (!training.is_null()) t.update(training);
+  nlohmann::json doc = scenario(workers, t);
   doc["model"] = {{"layers",
                    {{{"name", "a"},
                      {"params", 100000},
@@ -138,6 +140,39 @@ TEST(UnplannedDeath, AKilledParameterServerFailsTheJobAndKeepsItsMeasurement) {
   EXPECT_TRUE(m.job_failed);
   EXPECT_TRUE(m.job_failure_unplanned);
   EXPECT_GT(m.throughput_samples_per_s, 0);
+}
+
+// With training.recovery, run's launcher starts every task again after a death from outside that
+// failed the job, as after the plan's own: the restart record names the death, training resumes
+// from the last checkpoint and every client reaches its steps.
+TEST(UnplannedDeath, AKilledParameterServerWithRecoveryRestartsTheJob) {
+  const core::Plan plan = long_plan(
+      2, 300,
+      {{"checkpoint", {{"every", "0.2 s"}, {"disk_bandwidth", "500 MBps"}, {"max_to_keep", 0}}},
+       {"recovery",
+        {{"detect_timeout", "0.3 s"}, {"restart_delay", "0.2 s"}, {"recovery_wait", "0.1 s"}}}});
+  const core::Trace real = run_and_kill(plan, "ps0", 30);
+  EXPECT_FALSE(real.outcome.job_failure.has_value());
+  ASSERT_EQ(real.outcome.restarts.size(), 1u);
+  const core::RestartRecord& k = real.outcome.restarts.front();
+  EXPECT_EQ(k.cause, "ps0 (task ps0 on 127.0.0.1) died, no fault of the plan");
+  // Seen at once (the connections reset), restarted restart_delay later.
+  EXPECT_NEAR(k.detected_s, k.fault_s, 1e-9);
+  EXPECT_GE(k.restart_s, k.detected_s + 0.2 - 1e-6);
+  EXPECT_GE(k.resumed_s, k.restart_s);
+  EXPECT_GE(k.global_step_at_failure, k.checkpoint_global_step);
+  for (const std::string client : {"worker0", "worker1"}) {
+    int64_t last = -1;
+    for (const core::TraceEvent* e : test::events_of(real, EventKind::kStep, client)) {
+      last = std::max(last, e->step);
+    }
+    EXPECT_EQ(last, plan.steps - 1) << client << " trained to its last step after the restart";
+  }
+  const std::string cell =
+      core::job_failures_text(core::compute_window_metrics(real, 0, real.outcome.end_s));
+  EXPECT_NE(cell.find("ps0 (task ps0 on 127.0.0.1) died, no fault of the plan at "),
+            std::string::npos)
+      << cell;
 }
 
 // `run` itself: the PS killed from outside, the report and the trace are still written, and the
