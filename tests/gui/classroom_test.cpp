@@ -16,6 +16,8 @@
 #include <regex>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "core/metrics/report.h"
 #include "gui/categories.h"
 #include "gui/classroom_catalog.h"
@@ -70,14 +72,27 @@ TEST(Classroom, ACaptionTakesItsNumbersFromTheMetrics) {
   EXPECT_TRUE(check_caption("{lost_steps} steps lost").empty());
 }
 
-TEST(Classroom, ABrokenCatalogGivesOneLineAndAnEmptyList) {
-  const QString dir = QString::fromStdString(test::temporary_path("catalog"));
+// A catalog of one seed entry whose in_graph caption is `caption`, written in a new directory
+// named after `name`; returns the directory.
+QString catalog_with_caption(const std::string& name, const char* caption) {
+  const QString dir = QString::fromStdString(test::temporary_path(name));
   QDir().mkpath(dir);
   QFile file(dir + "/classroom.catalog");
-  ASSERT_TRUE(file.open(QIODevice::WriteOnly));
-  file.write(R"({"scenarios": [{"file": "seed/x.json", "title": "t", "claim": "c", "look": "l",
-             "strategy": "both", "captions": {"in_graph": "{nonsense}"}}]})");
+  EXPECT_TRUE(file.open(QIODevice::WriteOnly));
+  const nlohmann::json catalog = {{"scenarios",
+                                   {{{"file", "seed/x.json"},
+                                     {"title", "t"},
+                                     {"claim", "c"},
+                                     {"look", "l"},
+                                     {"strategy", "both"},
+                                     {"captions", {{"in_graph", caption}}}}}}};
+  file.write(QByteArray::fromStdString(catalog.dump()));
   file.close();
+  return dir;
+}
+
+TEST(Classroom, ABrokenCatalogGivesOneLineAndAnEmptyList) {
+  const QString dir = catalog_with_caption("catalog", "{nonsense}");
   ClassroomPanel panel([] { return std::vector<TimelineView*>(); });
   EXPECT_FALSE(panel.load_catalog(dir));
   EXPECT_NE(panel.error_line().indexOf("nonsense"), -1) << panel.error_line().toStdString();
@@ -226,13 +241,7 @@ TEST(Classroom, EveryCatalogEntryHasItsCaptionTest) {
 }
 
 TEST(Classroom, ACaptionThatNamesNoCauseIsRefused) {
-  const QString dir = QString::fromStdString(test::temporary_path("catalog-cause"));
-  QDir().mkpath(dir);
-  QFile file(dir + "/classroom.catalog");
-  ASSERT_TRUE(file.open(QIODevice::WriteOnly));
-  file.write(R"({"scenarios": [{"file": "seed/x.json", "title": "t", "claim": "c", "look": "l",
-             "strategy": "both", "captions": {"in_graph": "the NIC is the bottleneck"}}]})");
-  file.close();
+  const QString dir = catalog_with_caption("catalog-cause", "the NIC is the bottleneck");
   ClassroomPanel panel([] { return std::vector<TimelineView*>(); });
   EXPECT_FALSE(panel.load_catalog(dir));
   EXPECT_NE(panel.error_line().indexOf("names no cause"), -1) << panel.error_line().toStdString();

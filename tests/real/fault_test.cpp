@@ -24,20 +24,11 @@ namespace {
 using namespace testing;
 namespace fs = std::filesystem;
 
-// Two layers of 0.4 M parameters together and 40 MFLOP per sample: a step of a few milliseconds
-// on a core, so that a run of `steps` lasts past the faults' times (about 8 ms a step here).
+// few_ms_model(): a run of `steps` lasts past the faults' times.
 nlohmann::json timed_scenario(int workers, const nlohmann::json& training,
                               const nlohmann::json& faults) {
   nlohmann::json doc = scenario(workers, training);
-  doc["model"] = {{"layers",
-                   {{{"name", "a"},
-                     {"params", 100000},
-                     {"forward_flops_per_sample", "20 MFLOP"},
-                     {"activation_bytes_per_sample", "1 kB"}},
-                    {{"name", "b"},
-                     {"params", 300000},
-                     {"forward_flops_per_sample", "20 MFLOP"},
-                     {"activation_bytes_per_sample", "1 kB"}}}}};
+  doc["model"] = few_ms_model();
   doc["faults"] = faults;
   return doc;
 }

@@ -39,6 +39,20 @@ inline nlohmann::json small_model() {
              {"activation_bytes_per_sample", "1 kB"}}}}};
 }
 
+// Two layers of 0.4 M parameters together and 40 MFLOP per sample: a step of a few milliseconds
+// on a core (about 8 ms here), so that a run of a few hundred steps lasts past a fault's time.
+inline nlohmann::json few_ms_model() {
+  return {{"layers",
+           {{{"name", "a"},
+             {"params", 100000},
+             {"forward_flops_per_sample", "20 MFLOP"},
+             {"activation_bytes_per_sample", "1 kB"}},
+            {{"name", "b"},
+             {"params", 300000},
+             {"forward_flops_per_sample", "20 MFLOP"},
+             {"activation_bytes_per_sample", "1 kB"}}}}};
+}
+
 inline std::vector<nlohmann::json> cluster_of(int workers) {
   std::vector<nlohmann::json> machines = {test::machine("ps", "100 GFLOPS", {}, "10 Gbps")};
   for (int w = 0; w < workers; ++w) {

@@ -51,21 +51,12 @@ pid_t child_running_role(pid_t parent, const std::string& role) {
   return -1;
 }
 
-// Two layers of 0.4 M parameters and 40 MFLOP per sample: a step of a few milliseconds on a core,
-// so that a run of a few hundred steps lasts well past the kill.
+// few_ms_model(): a run of a few hundred steps lasts well past the kill.
 core::Plan long_plan(int workers, int steps, const nlohmann::json& training = {}) {
   nlohmann::json t = {{"steps", steps}};
   if (!training.is_null()) t.update(training);
   nlohmann::json doc = scenario(workers, t);
-  doc["model"] = {{"layers",
-                   {{{"name", "a"},
-                     {"params", 100000},
-                     {"forward_flops_per_sample", "20 MFLOP"},
-                     {"activation_bytes_per_sample", "1 kB"}},
-                    {{"name", "b"},
-                     {"params", 300000},
-                     {"forward_flops_per_sample", "20 MFLOP"},
-                     {"activation_bytes_per_sample", "1 kB"}}}}};
+  doc["model"] = few_ms_model();
   return core::compile_plan(test::parse(doc), "between_graph", {1});
 }
 
