@@ -146,10 +146,14 @@ int run_on_backend(const CliArgs& args, std::ostream& out, const std::string& ba
   for (const core::Trace& trace : runs.traces) {
     const std::optional<core::JobFailureRecord>& failure = trace.outcome.job_failure;
     if (!failure || !failure->unplanned) continue;
+    std::string logs;  // the failed run's directory, kept (docs/real-runs.md)
+    for (const std::string& dir : backend->keep_measurements()) {
+      logs += (logs.empty() ? "; logs: " : ", ") + dir;
+    }
     std::cerr << "replisim: error: " << trace.meta.strategy << ": the job failed at t = "
               << core::format_quantity(failure->time_s, core::Dimension::kTime)
               << " at global_step " << failure->global_step << ": " << failure->cause
-              << " (the report is the run up to there)\n";
+              << " (the report is the run up to there" << logs << ")\n";
     status = 1;
   }
   return status;

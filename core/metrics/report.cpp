@@ -294,8 +294,10 @@ std::string job_failures_text(const RunMetrics& r) {
            " s of work), " + restart_outcome_text(k);
   }
   if (r.job_failed) {
-    out += std::string(out.empty() ? "" : "; ") + "failed at " + fixed(r.job_failure_s, 3) +
-           " s, not restarted";
+    // A death from outside is named here (the plan's own faults are in the faults row).
+    out += std::string(out.empty() ? "" : "; ") +
+           (r.job_failure_unplanned ? r.job_failure_cause + ": " : std::string()) + "failed at " +
+           fixed(r.job_failure_s, 3) + " s, not restarted";
   }
   return out.empty() ? std::string("-") : out;
 }

@@ -429,7 +429,8 @@ QChart* make_sweep_chart(const core::SweepResults& results, SweepChartKind kind,
   title.setBold(true);
   chart->setTitleFont(title);
   chart->legend()->setAlignment(Qt::AlignRight);
-  // Line series' markers drawn with their pens: the dashes tell series of one colour apart.
+  // Line series' markers drawn with their pens (a short stroke: the colour shows there, the
+  // dashes on the curves).
   if (kind != SweepChartKind::kBreakdown) {
     chart->legend()->setMarkerShape(QLegend::MarkerShapeFromSeries);
   }

@@ -381,7 +381,9 @@ class Launch {
     };
     constexpr auto kPoll = std::chrono::milliseconds(50);
     constexpr double kGraceS = 5;
-    std::optional<std::chrono::steady_clock::time_point> failed_at, leftovers_stopped_at;
+    std::optional<std::chrono::steady_clock::time_point> failed_at;
+    // Since when every task still running was stopped (time_point{}: not all of them now).
+    std::chrono::steady_clock::time_point leftovers_stopped_at{};
     for (;;) {
       progress_->poll(options_.progress);
       if (network_ && progress_->origin_clock_s) {
@@ -400,13 +402,15 @@ class Launch {
       if (std::all_of(group.nodes.begin(), group.nodes.end(),
                       [](const launch::NodeProcess& n) { return n.exited || n.stopped(); })) {
         const auto now = std::chrono::steady_clock::now();
-        if (!leftovers_stopped_at) leftovers_stopped_at = now;
-        if (now - *leftovers_stopped_at > std::chrono::duration<double>(kGraceS) &&
+        if (leftovers_stopped_at == std::chrono::steady_clock::time_point{}) {
+          leftovers_stopped_at = now;
+        }
+        if (now - leftovers_stopped_at > std::chrono::duration<double>(kGraceS) &&
             group.kill_stopped_leftovers() > 0) {
           break;
         }
       } else {
-        leftovers_stopped_at.reset();
+        leftovers_stopped_at = {};
       }
       if (group.failed() != nullptr) {
         const auto now = std::chrono::steady_clock::now();

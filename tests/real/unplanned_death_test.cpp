@@ -131,6 +131,9 @@ TEST(UnplannedDeath, AKilledParameterServerFailsTheJobAndKeepsItsMeasurement) {
   EXPECT_TRUE(m.job_failed);
   EXPECT_TRUE(m.job_failure_unplanned);
   EXPECT_GT(m.throughput_samples_per_s, 0);
+  const std::string cell = core::job_failures_text(m);
+  EXPECT_EQ(cell.find("ps0 (task ps0 on 127.0.0.1) died, no fault of the plan: failed at "), 0u)
+      << cell;
 }
 
 // With training.recovery, run's launcher starts every task again after a death from outside that
@@ -197,6 +200,12 @@ TEST(UnplannedDeath, RunReportsAJobKilledFromOutsideAndExitsOne) {
   EXPECT_NE(r.err.find("ps0 (task ps0 on 127.0.0.1) died, no fault of the plan"), std::string::npos)
       << r.err;
   EXPECT_NE(r.out.find("job failures"), std::string::npos) << r.out;
+  // The failed run's directory is kept and named (each task's log).
+  const size_t logs = r.err.find("; logs: ");
+  ASSERT_NE(logs, std::string::npos) << r.err;
+  const std::string kept = r.err.substr(logs + 8, r.err.find(')', logs) - logs - 8);
+  EXPECT_TRUE(fs::exists(fs::path(kept) / "ps0.log")) << kept;
+  fs::remove_all(kept);
   EXPECT_TRUE(fs::exists(dir.file("run.trace")));
   std::ifstream json(dir.file("run.json"));
   const nlohmann::json report = nlohmann::json::parse(json);
