@@ -19,6 +19,9 @@ void MainWindow::build_topology() {
   topology_dock_->setWidget(topology_);
   topology_dock_->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable |
                               QDockWidget::DockWidgetClosable);
+  // Under the timelines only: the left column (the classroom's texts, the scenario panel) keeps
+  // the window's whole height, so that a 1280 x 720 projector still shows its captions.
+  setCorner(Qt::BottomLeftCorner, Qt::LeftDockWidgetArea);
   addDockWidget(Qt::BottomDockWidgetArea, topology_dock_);
   topology_dock_->hide();
   QToolBar* bar = addToolBar("Cluster");

@@ -214,29 +214,51 @@ void paint_tensors(QPainter& painter, const TopologyModel& model, const Topology
 }
 
 void paint_legend(QPainter& painter, const QRectF& panel, const Fonts& fonts) {
+  painter.save();
+  painter.setClipRect(panel);
   painter.setFont(fonts.small);
+  const QFontMetrics metrics = painter.fontMetrics();
+  // The long texts where they fit in the panel's width, else the short ones (a narrow pane: two
+  // runs side by side under a projector's timelines).
+  struct Texts {
+    const char* tensors[3];
+    const char* scale;
+  };
+  static const Texts kLong{{"parameters", "gradients", "other tensors"},
+                           "link: width = bandwidth, colour = use  "};
+  static const Texts kShort{{"params", "grads", "other"}, "link use  "};
+  const auto width_of = [&metrics](const Texts& t) {
+    double w = 8;
+    for (const char* text : t.tensors) w += 22 + metrics.horizontalAdvance(text);
+    return w + 20 + metrics.horizontalAdvance(t.scale) + 5 * 22 + 8 +
+           metrics.horizontalAdvance("0 → 100%");
+  };
+  const Texts& texts = width_of(kLong) <= panel.width() ? kLong : kShort;
   const double y = panel.bottom() - kLegendHeightPx;
   double x = panel.left() + 8;
-  for (const auto& [role, text] : {std::pair{TensorRole::kParameter, "parameters"},
-                                   std::pair{TensorRole::kGradient, "gradients"},
-                                   std::pair{TensorRole::kOther, "other tensors"}}) {
+  const TensorRole roles[3] = {TensorRole::kParameter, TensorRole::kGradient, TensorRole::kOther};
+  for (int i = 0; i < 3; ++i) {
     painter.setPen(Qt::NoPen);
-    painter.setBrush(tensor_color(role));
+    painter.setBrush(tensor_color(roles[i]));
     painter.drawEllipse(QPointF(x + 5, y + kLegendHeightPx / 2), 5, 5);
     painter.setPen(Qt::black);
     painter.drawText(QRectF(x + 13, y, 100, kLegendHeightPx), Qt::AlignLeft | Qt::AlignVCenter,
-                     text);
-    x += 22 + painter.fontMetrics().horizontalAdvance(text);
+                     texts.tensors[i]);
+    x += 22 + metrics.horizontalAdvance(texts.tensors[i]);
   }
-  const QString scale = "link: width = bandwidth, colour = use  ";
+  const QString scale = texts.scale;
   painter.drawText(QRectF(x + 6, y, 400, kLegendHeightPx), Qt::AlignLeft | Qt::AlignVCenter, scale);
-  x += 8 + painter.fontMetrics().horizontalAdvance(scale);
+  x += 8 + metrics.horizontalAdvance(scale);
   for (int i = 0; i <= 4; ++i) {
     painter.fillRect(QRectF(x + i * 22, y + 6, 22, kLegendHeightPx - 12),
                      utilisation_color(i / 4.0));
   }
-  painter.drawText(QRectF(x + 5 * 22 + 4, y, 80, kLegendHeightPx), Qt::AlignLeft | Qt::AlignVCenter,
-                   "0 → 100%");
+  // The scale's ends where there is room for them (the colours alone say it otherwise).
+  if (width_of(texts) <= panel.width()) {
+    painter.drawText(QRectF(x + 5 * 22 + 4, y, 80, kLegendHeightPx),
+                     Qt::AlignLeft | Qt::AlignVCenter, "0 → 100%");
+  }
+  painter.restore();
 }
 
 }  // namespace

@@ -373,6 +373,16 @@ TEST_P(ClassroomScreen, ClassroomModeFitsTheScreen) {
   EXPECT_GT(fault_target->width(), fault_target->fontMetrics().horizontalAdvance("worker1") + 16);
   EXPECT_GE(window.compare()->view_a()->height(), 200);
   EXPECT_GE(window.compare()->view_b()->height(), 200);
+  // With the topology under the timelines the classroom's column keeps its height: the caption
+  // still ends inside it.
+  auto* classroom_dock = window.findChild<QDockWidget*>("Classroom");
+  ASSERT_NE(classroom_dock, nullptr);
+  classroom_dock->raise();
+  window.show_topology(true);
+  QApplication::processEvents();
+  EXPECT_LE(caption->mapTo(viewport, QPoint(0, caption->height())).y(), viewport->height())
+      << "with the topology shown, the caption runs past the dock's bottom";
+  window.show_topology(false);
   window.set_classroom_mode(false);
 }
 
