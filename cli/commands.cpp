@@ -1,5 +1,6 @@
 #include "cli/commands.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include <iostream>
 #include <memory>
 #include <ostream>
+#include <set>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -142,17 +144,35 @@ int run_on_backend(const CliArgs& args, std::ostream& out, const std::string& ba
   }
   // A real run whose job failed by a death from outside failed, as TF's would: its report and
   // outputs above hold what it measured up to there.
+  // So did one whose every client died so (no worker left to train).
   int status = 0;
   for (const core::Trace& trace : runs.traces) {
+    std::string why;
     const std::optional<core::JobFailureRecord>& failure = trace.outcome.job_failure;
-    if (!failure || !failure->unplanned) continue;
+    if (failure && failure->unplanned) {
+      why = "the job failed at t = " +
+            core::format_quantity(failure->time_s, core::Dimension::kTime) + " at global_step " +
+            std::to_string(failure->global_step) + ": " + failure->cause;
+    } else {
+      std::set<uint32_t> dead;
+      double last_s = 0;
+      for (const core::TraceEvent& e : trace.events) {
+        if (e.kind != core::EventKind::kFault || (e.flags & core::kEventUnplanned) == 0 ||
+            e.client == core::kNoString) {
+          continue;
+        }
+        dead.insert(e.client);
+        last_s = std::max(last_s, e.start_s);
+      }
+      if (dead.empty() || dead.size() < trace.meta.clients.size()) continue;
+      why = "every client died, no fault of the plan (the last at t = " +
+            core::format_quantity(last_s, core::Dimension::kTime) + ")";
+    }
     std::string logs;  // the failed run's directory, kept (docs/real-runs.md)
     for (const std::string& dir : backend->keep_measurements()) {
       logs += (logs.empty() ? "; logs: " : ", ") + dir;
     }
-    std::cerr << "replisim: error: " << trace.meta.strategy << ": the job failed at t = "
-              << core::format_quantity(failure->time_s, core::Dimension::kTime)
-              << " at global_step " << failure->global_step << ": " << failure->cause
+    std::cerr << "replisim: error: " << trace.meta.strategy << ": " << why
               << " (the report is the run up to there" << logs << ")\n";
     status = 1;
   }

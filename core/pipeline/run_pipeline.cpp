@@ -133,13 +133,33 @@ InputError measurement_input_error(const MeasurementError& e, const LoadedScenar
   return InputError(loaded.scenario.file_of(path), path, e.message());
 }
 
+namespace {
+
+// Whether a death no fault of the plan caused (a real run's task killed from outside) struck.
+bool cut_short_from_outside(const Trace& trace) {
+  if (trace.outcome.job_failure && trace.outcome.job_failure->unplanned) return true;
+  for (const TraceEvent& e : trace.events) {
+    if (e.kind == EventKind::kFault && (e.flags & kEventUnplanned) != 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 RunMetrics measure_run(const Trace& trace, const LoadedScenario& loaded, const PlanRequest& request,
                        const std::string& source) {
   RunMetrics metrics;
   try {
     metrics = compute_metrics(trace, source);
   } catch (const MeasurementError& e) {
-    throw measurement_input_error(e, loaded, request);
+    // A real run that a death from outside cut short (kill -9 of a task during its warm-up, or of
+    // every worker) measured what it could: the whole run is the window, and the report says so.
+    // The scenario is not at fault there.
+    if (!cut_short_from_outside(trace)) throw measurement_input_error(e, loaded, request);
+    metrics = compute_window_metrics(trace, 0, trace.outcome.end_s, source);
+    metrics.warnings.push_back(
+        std::string("a death no fault of the plan cut the run short before its window (") +
+        e.message() + "): these figures are of the whole run, warm-up included");
   }
   // The warnings too name the flag the steps came from.
   for (std::string& w : metrics.warnings) w = naming_the_steps_flag(std::move(w), request);

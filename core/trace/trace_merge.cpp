@@ -58,8 +58,12 @@ RunOutcome merged_outcome(const std::vector<Trace>& parts) {
   }
   for (size_t i = 0; i < parts.size(); ++i) {
     if (places[i].incarnation != last) continue;
-    if (!outcome.job_failure && parts[i].outcome.job_failure) {
-      outcome.job_failure = parts[i].outcome.job_failure;
+    // The tasks that recorded the failure say the same of it but for global_step, which only
+    // some of them know (a PS holds it, an in-graph client counts it): the highest.
+    const std::optional<JobFailureRecord>& failure = parts[i].outcome.job_failure;
+    if (failure &&
+        (!outcome.job_failure || failure->global_step > outcome.job_failure->global_step)) {
+      outcome.job_failure = failure;
     }
     if (reference != coordinator) outcome.end_s = std::max(outcome.end_s, parts[i].outcome.end_s);
   }

@@ -28,8 +28,9 @@ PartPlace part_place(const Trace& part);
 // (by time) into `sink`, whose begin() has been called, and returns the run's outcome: that of
 // the last incarnation's coordinator (or, when a fault killed it, of the first part of that
 // incarnation that lived on), with every incarnation's restart records (each written by the
-// coordinator that the restart started), an unrecovered job failure from whichever part of the
-// last incarnation recorded it, the coordinator's clock offsets and every part's notes (each once).
+// coordinator that the restart started), an unrecovered job failure from the part of the last
+// incarnation that recorded it with the highest global_step, the coordinator's clock offsets and
+// every part's notes (each once).
 RunOutcome emit_merged_parts(const std::vector<Trace>& parts, TraceSink& sink);
 
 // The run whose parts these are. Every part must be of the same plan (plan hash) and real run

@@ -382,6 +382,7 @@ class Launch {
     constexpr auto kPoll = std::chrono::milliseconds(50);
     constexpr double kGraceS = 5;
     std::optional<std::chrono::steady_clock::time_point> failed_at;
+    bool killed_before_start = false;
     // Since when every task still running was stopped (time_point{}: not all of them now).
     std::chrono::steady_clock::time_point leftovers_stopped_at{};
     for (;;) {
@@ -397,6 +398,16 @@ class Launch {
         throw core::RunCancelled();
       }
       if (running == 0) break;
+      // A task killed from outside before the job started (the coordinator's START, which the
+      // progress pipe passes on): the run cannot start; the others go at once rather than at
+      // their connect timeout.
+      if (!progress_->origin_clock_s &&
+          std::any_of(group.nodes.begin(), group.nodes.end(),
+                      [](const launch::NodeProcess& n) { return n.died_unplanned(); })) {
+        killed_before_start = true;
+        group.kill_all();
+        break;
+      }
       // A task stopped (SIGSTOP) that its peers declared lost and outlived: after a grace period
       // (its peers' silence deadline has passed by then), killed and salvaged as a death.
       if (std::all_of(group.nodes.begin(), group.nodes.end(),
@@ -426,7 +437,7 @@ class Launch {
     const bool all_killed =
         std::all_of(group.nodes.begin(), group.nodes.end(),
                     [](const launch::NodeProcess& n) { return n.died_unplanned(); });
-    if (group.failed() != nullptr || all_killed) {
+    if (group.failed() != nullptr || all_killed || killed_before_start) {
       dir_.keep = true;
       throw core::BackendError(launch::root_cause(group) + " (logs: " + dir_.path.string() + ")");
     }
@@ -457,8 +468,28 @@ class Launch {
       }
       ended.parts.push_back(std::move(runs.front()));
     }
+    drop_failures_without_a_death(group, ended);
     find_unplanned_job_fault(group, ended);
     return ended;
+  }
+
+  // A task stopped (SIGSTOP) and resumed after its peers declared it lost finds them silent in
+  // turn and records a job failure of its own; when no task of the incarnation died from outside,
+  // no such failure happened: its record goes, and a note says so.
+  void drop_failures_without_a_death(const launch::NodeGroup& group, Incarnation& ended) {
+    if (std::any_of(group.nodes.begin(), group.nodes.end(),
+                    [](const launch::NodeProcess& n) { return n.died_unplanned(); })) {
+      return;
+    }
+    for (size_t t = 0; t < ended.parts.size() && t < group.nodes.size(); ++t) {
+      std::optional<core::JobFailureRecord>& f = ended.parts[t].outcome.job_failure;
+      if (!f || !f->unplanned) continue;
+      notes_.push_back(group.nodes[t].role + " (task " + group.nodes[t].task +
+                       ") found its peers silent and recorded \"" + f->cause +
+                       "\", but every task ended well: it had been stopped itself (SIGSTOP) "
+                       "while they went on; no job failure");
+      f.reset();
+    }
   }
 
   // A death from outside that the job could not survive: the fault it is (core::death_of_roles of

@@ -219,8 +219,17 @@ void Node::unplanned_death(uint32_t peer, const std::string& why) {
   if (job) {
     // Recorded also when run's launcher restarts the job (training.recovery): it reads the
     // failure's time and cause from the parts, and a restarted run's outcome is its last start's.
-    outcome_.job_failure =
-        core::JobFailureRecord{now, now, vars_->global_step(), death.description, true};
+    // global_step as this task knows it: a PS holds it, a worker has seen it, and an in-graph
+    // client's steps are the global steps.
+    int64_t global_step = std::max(vars_->global_step(), global_step_seen_);
+    if (!core::clients_are_workers(plan_)) {
+      for (const Part& p : steps_->parts()) {
+        if (p.owner && p.index < int(plan_.clients.size())) {
+          global_step = std::max(global_step, int64_t(steps_->loop().client(p.index).step));
+        }
+      }
+    }
+    outcome_.job_failure = core::JobFailureRecord{now, now, global_step, death.description, true};
     if (coordinator()) {
       for (int r : death.roles) recorder_->role_death(r, death.description, now, true);
     }
