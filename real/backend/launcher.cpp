@@ -273,6 +273,7 @@ void ProgressPipe::poll(const std::function<void(const core::RunProgress&)>& pro
       const nlohmann::json j = nlohmann::json::parse(line);
       if (j.contains("origin_clock_s")) {
         origin_clock_s = j.at("origin_clock_s").get<double>();
+        ++starts;
         continue;
       }
       if (!progress) continue;

@@ -107,6 +107,8 @@ class ProgressPipe {
   void poll(const std::function<void(const core::RunProgress&)>& progress);
   // The run's t = 0 on this machine's monotonic clock, once the coordinator said it.
   std::optional<double> origin_clock_s;
+  // How many starts the coordinators said (the first, then one per restart that started).
+  int starts = 0;
 
  private:
   int fd_;

@@ -228,7 +228,21 @@ class Launch {
       launch::NodeGroup group;
       start(group, incarnation, resume);
       const double from_s = resume ? resume->at("restart_s").get<double>() : 0.0;
-      watch(group, from_s);
+      try {
+        watch(group, from_s, incarnation);
+      } catch (const core::BackendError& e) {
+        // A restart that cannot start (a task killed while the tasks connect again): the run ends
+        // with what its earlier starts measured, as a job failure that failed the run.
+        if (!resume) throw;
+        const std::string cause = resume->contains("cause")
+                                      ? resume->at("cause").get<std::string>()
+                                      : plan_.faults[resume->at("fault").get<size_t>()].description;
+        failed_restart_ = core::JobFailureRecord{
+            resume->at("fault_s").get<double>(), resume->at("detected_s").get<double>(),
+            resume->at("global_step_at_failure").get<int64_t>(),
+            cause + "; the restart failed: " + e.what(), true};
+        break;
+      }
       Incarnation ended = collect(group, from_s, &previous_resumed_s);
       parts.insert(parts.end(), ended.parts.begin(), ended.parts.end());
       if (!ended.failed() || !plan_.recovery.enabled) break;
@@ -363,7 +377,7 @@ class Launch {
   // Progress, exits, cancellation, until every task ended. A task that failed stops the others
   // within their own detection (its ERROR frames, or a lost connection); after a grace period
   // they are killed and the run fails, naming the first.
-  void watch(launch::NodeGroup& group, double from_s) {
+  void watch(launch::NodeGroup& group, double from_s, int incarnation) {
     // A planned death wrote its part, saying so (killed_s), before its SIGKILL: any other
     // SIGKILL was no fault of the plan's.
     const auto planned = [&](const launch::NodeProcess& n) {
@@ -398,10 +412,10 @@ class Launch {
         throw core::RunCancelled();
       }
       if (running == 0) break;
-      // A task killed from outside before the job started (the coordinator's START, which the
-      // progress pipe passes on): the run cannot start; the others go at once rather than at
-      // their connect timeout.
-      if (!progress_->origin_clock_s &&
+      // A task killed from outside before this start of the job began (the coordinator's START,
+      // which the progress pipe passes on): it cannot begin; the others go at once rather than
+      // at their connect timeout.
+      if (progress_->starts <= incarnation &&
           std::any_of(group.nodes.begin(), group.nodes.end(),
                       [](const launch::NodeProcess& n) { return n.died_unplanned(); })) {
         killed_before_start = true;
@@ -565,6 +579,8 @@ class Launch {
   launch::RunDir take_dir() { return std::move(dir_); }
   // What the run's notes say beyond its parts' (a killed task's part that was lost).
   const std::vector<std::string>& notes() const { return notes_; }
+  // A restart that could not start: the job failure that ended the run there.
+  const std::optional<core::JobFailureRecord>& failed_restart() const { return failed_restart_; }
 
  private:
   ClusterSpec spec_;
@@ -575,6 +591,7 @@ class Launch {
   std::unique_ptr<launch::ProgressPipe> progress_;
   int progress_fd_ = -1;
   std::vector<std::string> notes_;
+  std::optional<core::JobFailureRecord> failed_restart_;
   std::vector<std::vector<int>> cpus_of_task_;  // per task: its cores (empty: not pinned)
   std::string cores_note_;
 };
@@ -600,6 +617,7 @@ core::RunOutcome RealBackend::do_run(const core::Plan& plan, core::TraceSink& si
   finished_.push_back(launch.take_dir());  // until the caller's outputs are written
   core::RunOutcome outcome = core::emit_merged_parts(std::move(parts), sink);
   outcome.notes.insert(outcome.notes.end(), launch.notes().begin(), launch.notes().end());
+  if (launch.failed_restart()) outcome.job_failure = launch.failed_restart();
   outcome.notes.push_back(launch.cores_note());
   return outcome;
 }

@@ -11,7 +11,9 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -167,6 +169,52 @@ TEST(UnplannedDeath, AKilledParameterServerWithRecoveryRestartsTheJob) {
   EXPECT_NE(cell.find("ps0 (task ps0 on 127.0.0.1) died, no fault of the plan at "),
             std::string::npos)
       << cell;
+}
+
+// A restart that cannot start (a restarted task killed while the tasks connect again): the run
+// ends with what its first start measured, as a job failure from outside, naming both.
+TEST(UnplannedDeath, ARestartKilledWhileConnectingEndsTheRunWithItsMeasurement) {
+  const core::Plan plan = long_plan(
+      2, 300,
+      {{"checkpoint", {{"every", "0.2 s"}, {"disk_bandwidth", "500 MBps"}, {"max_to_keep", 0}}},
+       {"recovery",
+        {{"detect_timeout", "0.3 s"}, {"restart_delay", "0.2 s"}, {"recovery_wait", "0.1 s"}}}});
+  // The restarted worker1 (its command line has --resume) dies as soon as it appears.
+  std::atomic<bool> done{false};
+  std::atomic<bool> killed_restart{false};
+  std::thread killer([&] {
+    for (int i = 0; i < 6000 && !done && !killed_restart; ++i) {
+      for (const auto& entry : fs::directory_iterator("/proc")) {
+        std::ifstream cmdline(entry.path() / "cmdline");
+        std::string args((std::istreambuf_iterator<char>(cmdline)),
+                         std::istreambuf_iterator<char>());
+        if (args.find(std::string("--role") + '\0' + "worker1" + '\0') == std::string::npos ||
+            args.find(std::string("--resume") + '\0') == std::string::npos) {
+          continue;
+        }
+        const pid_t pid = pid_t(std::stoi(entry.path().filename().string()));
+        if (child_running_role(::getpid(), "worker1") == pid && ::kill(pid, SIGKILL) == 0) {
+          killed_restart = true;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  const core::Trace real = run_and_kill(plan, "ps0", 30);
+  done = true;
+  killer.join();
+  ASSERT_TRUE(killed_restart) << "the restart's worker1 was never seen";
+  ASSERT_TRUE(real.outcome.job_failure.has_value());
+  EXPECT_TRUE(real.outcome.job_failure->unplanned);
+  const std::string& cause = real.outcome.job_failure->cause;
+  EXPECT_EQ(cause.find("ps0 (task ps0 on 127.0.0.1) died, no fault of the plan; the restart "
+                       "failed: worker1 (task worker1 on 127.0.0.1) was killed by signal 9"),
+            0u)
+      << cause;
+  // The first start's measurement is there: both clients' steps up to ps0's death.
+  for (const std::string client : {"worker0", "worker1"}) {
+    EXPECT_GE(steps_of(real, client), 30) << client;
+  }
 }
 
 // `run` itself: the PS killed from outside, the report and the trace are still written, and the
