@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <optional>
@@ -243,7 +244,9 @@ class Launch {
             cause + "; the restart failed: " + e.what(), true};
         break;
       }
+      const double resumed_before_s = previous_resumed_s;
       Incarnation ended = collect(group, from_s, &previous_resumed_s);
+      if (resume) rebuild_restart_record(group, *resume, resumed_before_s, parts, ended);
       parts.insert(parts.end(), ended.parts.begin(), ended.parts.end());
       if (!ended.failed() || !plan_.recovery.enabled) break;
       // TF's cluster manager starts the tasks again restart_delay after the clients failed.
@@ -485,6 +488,60 @@ class Launch {
     drop_failures_without_a_death(group, ended);
     find_unplanned_job_fault(group, ended);
     return ended;
+  }
+
+  // The restart record a restarted start's coordinator writes at its end (the report's job
+  // failures row): when a death from outside took the coordinator first, rebuilt here as the
+  // Restorer would have made it, from the restart's facts, the chief's recovery event (the
+  // restore: when training resumed, from which global_step) and the restored checkpoint's event in
+  // the earlier parts (when its save read the variables). A note says so.
+  void rebuild_restart_record(const launch::NodeGroup& group, const nlohmann::json& resume,
+                              double previous_resumed_s, const std::vector<core::Trace>& earlier,
+                              Incarnation& ended) {
+    const int coordinator = map_.coordinator_task;
+    if (coordinator < 0 || !group.nodes[size_t(coordinator)].died_unplanned()) return;
+    core::Trace* part = nullptr;
+    for (core::Trace& p : ended.parts) {
+      if (core::part_place(p).coordinator) part = &p;
+    }
+    if (part == nullptr) return;
+    core::RestartRecord k;
+    k.cause = resume.contains("cause") ? resume.at("cause").get<std::string>()
+                                       : plan_.faults[resume.at("fault").get<size_t>()].description;
+    k.fault_s = resume.at("fault_s").get<double>();
+    k.detected_s = resume.at("detected_s").get<double>();
+    k.restart_s = resume.at("restart_s").get<double>();
+    const double died_s = part->outcome.end_s;
+    k.resumed_s = k.interrupted_s = std::max(died_s, k.restart_s);  // unless the chief restored
+    for (const core::Trace& p : ended.parts) {
+      for (const core::TraceEvent& e : p.events) {
+        if (e.kind != core::EventKind::kRecovery || std::abs(e.start_s - k.fault_s) > 1e-9)
+          continue;
+        k.resumed_s = e.end_s;
+        k.checkpoint_global_step = e.global_step_read;
+        k.interrupted_s = e.end_s <= died_s ? -1 : died_s;
+      }
+    }
+    k.workers_resumed_s = k.resumed_s;
+    k.checkpoint_start_s = k.fault_s;
+    for (const core::Trace& p : earlier) {
+      for (const core::TraceEvent& e : p.events) {
+        if (e.kind == core::EventKind::kCheckpoint && (e.flags & core::kEventSummaries) == 0 &&
+            e.global_step_after == k.checkpoint_global_step && e.start_s < k.fault_s) {
+          k.checkpoint_start_s = std::min(k.checkpoint_start_s, e.start_s);
+        }
+      }
+    }
+    if (k.checkpoint_global_step == 0) k.checkpoint_start_s = 0;  // a fresh start
+    k.lost_work_s =
+        std::clamp(k.fault_s - std::max(k.checkpoint_start_s, previous_resumed_s), 0.0, k.fault_s);
+    k.global_step_at_failure =
+        std::max(resume.at("global_step_at_failure").get<int64_t>(), k.checkpoint_global_step);
+    k.lost_global_steps = k.global_step_at_failure - k.checkpoint_global_step;
+    part->outcome.restarts.push_back(k);
+    notes_.push_back("the restart after \"" + k.cause +
+                     "\" is recorded by the launcher: its coordinator died (no fault of the plan) "
+                     "before it wrote the record");
   }
 
   // A task stopped (SIGSTOP) and resumed after its peers declared it lost finds them silent in

@@ -171,6 +171,50 @@ TEST(UnplannedDeath, AKilledParameterServerWithRecoveryRestartsTheJob) {
       << cell;
 }
 
+// ps0 killed twice, the second time in the restarted start: each restart is in the report, the
+// first one's record rebuilt by the launcher (its coordinator died before writing it).
+TEST(UnplannedDeath, TwoDeathsOfTheCoordinatorUnderRecoveryAreTwoRestarts) {
+  const core::Plan plan = long_plan(
+      2, 300,
+      {{"checkpoint", {{"every", "0.2 s"}, {"disk_bandwidth", "500 MBps"}, {"max_to_keep", 0}}},
+       {"recovery",
+        {{"detect_timeout", "0.3 s"}, {"restart_delay", "0.2 s"}, {"recovery_wait", "0.1 s"}}}});
+  test::TempDir dir;
+  RealBackend backend;
+  core::RunOptions options;
+  options.settings = {
+      {"node_binary", REPLISIM_BINARY}, {"connect_timeout_s", 20}, {"checkpoint_dir", dir.path()}};
+  int kills = 0;
+  int64_t first_kill_global_step = 0;
+  options.progress = [&](const core::RunProgress& p) {
+    if (kills >= 2 || p.steps_done.empty()) return;
+    const int64_t least = *std::min_element(p.steps_done.begin(), p.steps_done.end());
+    // Once at 30 steps; again once the restarted job trained 30 global steps past the first kill.
+    if (kills == 0 ? least < 30 : p.global_step < first_kill_global_step + 30) return;
+    const pid_t victim = child_running_role(::getpid(), "ps0");
+    if (victim > 0 && ::kill(victim, SIGKILL) == 0) {
+      if (kills == 0) first_kill_global_step = p.global_step;
+      ++kills;
+    }
+  };
+  const core::Trace real = core::run_to_trace(backend, plan, options);
+  ASSERT_EQ(kills, 2);
+  ASSERT_EQ(real.outcome.restarts.size(), 2u);
+  for (const core::RestartRecord& k : real.outcome.restarts) {
+    EXPECT_EQ(k.cause, "ps0 (task ps0 on 127.0.0.1) died, no fault of the plan");
+    EXPECT_GE(k.resumed_s, k.restart_s);
+    EXPECT_GE(k.global_step_at_failure, k.checkpoint_global_step);
+  }
+  EXPECT_LT(real.outcome.restarts[0].fault_s, real.outcome.restarts[1].fault_s);
+  EXPECT_FALSE(real.outcome.job_failure.has_value());
+  const std::string cell =
+      core::job_failures_text(core::compute_window_metrics(real, 0, real.outcome.end_s));
+  const std::string row = "ps0 (task ps0 on 127.0.0.1) died, no fault of the plan at ";
+  const size_t first = cell.find(row);
+  ASSERT_NE(first, std::string::npos) << cell;
+  EXPECT_NE(cell.find(row, first + 1), std::string::npos) << "two restarts: " << cell;
+}
+
 // A restart that cannot start (a restarted task killed while the tasks connect again): the run
 // ends with what its first start measured, as a job failure from outside, naming both.
 TEST(UnplannedDeath, ARestartKilledWhileConnectingEndsTheRunWithItsMeasurement) {
