@@ -235,6 +235,7 @@ class Launch {
         // A restart that cannot start (a task killed while the tasks connect again): the run ends
         // with what its earlier starts measured, as a job failure that failed the run.
         if (!resume) throw;
+        dir_.keep = false;  // the run's failure keeps it where its caller asks (keep_measurements)
         const std::string cause = resume->contains("cause")
                                       ? resume->at("cause").get<std::string>()
                                       : plan_.faults[resume->at("fault").get<size_t>()].description;
