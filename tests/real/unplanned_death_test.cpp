@@ -62,6 +62,15 @@ core::Plan long_plan(int workers, int steps, const nlohmann::json& training = {}
   return core::compile_plan(test::parse(doc), "between_graph", {1});
 }
 
+// Two workers, 300 steps, a checkpoint every 0.2 s and training.recovery: the job restarts.
+core::Plan recovering_plan() {
+  return long_plan(
+      2, 300,
+      {{"checkpoint", {{"every", "0.2 s"}, {"disk_bandwidth", "500 MBps"}, {"max_to_keep", 0}}},
+       {"recovery",
+        {{"detect_timeout", "0.3 s"}, {"restart_delay", "0.2 s"}, {"recovery_wait", "0.1 s"}}}});
+}
+
 // The run of `plan` through the real backend in this process; once every client has finished
 // `after_steps` steps, `role`'s node process is killed with SIGKILL (once).
 core::Trace run_and_kill(const core::Plan& plan, const std::string& role, int after_steps) {
@@ -142,11 +151,7 @@ TEST(UnplannedDeath, AKilledParameterServerFailsTheJobAndKeepsItsMeasurement) {
 // failed the job, as after the plan's own: the restart record names the death, training resumes
 // from the last checkpoint and every client reaches its steps.
 TEST(UnplannedDeath, AKilledParameterServerWithRecoveryRestartsTheJob) {
-  const core::Plan plan = long_plan(
-      2, 300,
-      {{"checkpoint", {{"every", "0.2 s"}, {"disk_bandwidth", "500 MBps"}, {"max_to_keep", 0}}},
-       {"recovery",
-        {{"detect_timeout", "0.3 s"}, {"restart_delay", "0.2 s"}, {"recovery_wait", "0.1 s"}}}});
+  const core::Plan plan = recovering_plan();
   const core::Trace real = run_and_kill(plan, "ps0", 30);
   EXPECT_FALSE(real.outcome.job_failure.has_value());
   ASSERT_EQ(real.outcome.restarts.size(), 1u);
@@ -174,11 +179,7 @@ TEST(UnplannedDeath, AKilledParameterServerWithRecoveryRestartsTheJob) {
 // ps0 killed twice, the second time in the restarted start: each restart is in the report, the
 // first one's record rebuilt by the launcher (its coordinator died before writing it).
 TEST(UnplannedDeath, TwoDeathsOfTheCoordinatorUnderRecoveryAreTwoRestarts) {
-  const core::Plan plan = long_plan(
-      2, 300,
-      {{"checkpoint", {{"every", "0.2 s"}, {"disk_bandwidth", "500 MBps"}, {"max_to_keep", 0}}},
-       {"recovery",
-        {{"detect_timeout", "0.3 s"}, {"restart_delay", "0.2 s"}, {"recovery_wait", "0.1 s"}}}});
+  const core::Plan plan = recovering_plan();
   test::TempDir dir;
   RealBackend backend;
   core::RunOptions options;
@@ -218,11 +219,7 @@ TEST(UnplannedDeath, TwoDeathsOfTheCoordinatorUnderRecoveryAreTwoRestarts) {
 // A restart that cannot start (a restarted task killed while the tasks connect again): the run
 // ends with what its first start measured, as a job failure from outside, naming both.
 TEST(UnplannedDeath, ARestartKilledWhileConnectingEndsTheRunWithItsMeasurement) {
-  const core::Plan plan = long_plan(
-      2, 300,
-      {{"checkpoint", {{"every", "0.2 s"}, {"disk_bandwidth", "500 MBps"}, {"max_to_keep", 0}}},
-       {"recovery",
-        {{"detect_timeout", "0.3 s"}, {"restart_delay", "0.2 s"}, {"recovery_wait", "0.1 s"}}}});
+  const core::Plan plan = recovering_plan();
   // The restarted worker1 (its command line has --resume) dies as soon as it appears.
   std::atomic<bool> done{false};
   std::atomic<bool> killed_restart{false};
