@@ -156,7 +156,17 @@ RunMetrics measure_run(const Trace& trace, const LoadedScenario& loaded, const P
     // every worker) measured what it could: the whole run is the window, and the report says so.
     // The scenario is not at fault there.
     if (!cut_short_from_outside(trace)) throw measurement_input_error(e, loaded, request);
-    metrics = compute_window_metrics(trace, 0, trace.outcome.end_s, source);
+    // A death at the very start (before t = 0 on the run's clock) can leave nothing to measure
+    // at all: the run failed, as its job did (run's exit 1), not the scenario.
+    const std::string cause =
+        trace.outcome.job_failure ? trace.outcome.job_failure->cause : std::string(e.message());
+    if (!(trace.outcome.end_s > 0))
+      throw BackendError(cause + ", at the run's start: nothing was measured");
+    try {
+      metrics = compute_window_metrics(trace, 0, trace.outcome.end_s, source);
+    } catch (const InputError& empty) {
+      throw BackendError(cause + ": nothing was measured (" + empty.message() + ")");
+    }
     metrics.warnings.push_back(
         std::string("a death no fault of the plan cut the run short before its window (") +
         e.message() + "): these figures are of the whole run, warm-up included");
