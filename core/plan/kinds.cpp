@@ -38,6 +38,8 @@ const char* op_kind_name(OpKind kind) {
       return "token_enqueue";
     case OpKind::kBarrier:
       return "barrier";
+    case OpKind::kAllReduce:
+      return "allreduce";
   }
   return "?";
 }
@@ -65,7 +67,7 @@ const std::vector<OpKind>& all_op_kinds() {
       OpKind::kAggregate,    OpKind::kApply,     OpKind::kGlobalStepIncrement,
       OpKind::kSend,         OpKind::kRecv,      OpKind::kAccumulate,
       OpKind::kTokenDequeue, OpKind::kLocalStep, OpKind::kTakeGradient,
-      OpKind::kTokenEnqueue, OpKind::kBarrier};
+      OpKind::kTokenEnqueue, OpKind::kBarrier,   OpKind::kAllReduce};
   return kAll;
 }
 
@@ -92,6 +94,18 @@ bool role_kind_from_name(const std::string& name, RoleKind* out) {
       *out = kind;
       return true;
     }
+  }
+  return false;
+}
+
+const std::vector<std::string>& collective_algorithm_names() {
+  static const std::vector<std::string> kNames = {"ring", "tree", "hierarchical"};
+  return kNames;
+}
+
+bool is_collective_algorithm(const std::string& name) {
+  for (const std::string& n : collective_algorithm_names()) {
+    if (n == name) return true;
   }
   return false;
 }

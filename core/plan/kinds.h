@@ -34,12 +34,21 @@ enum class OpKind : uint8_t {
   // Between-graph "distributed_replicated" (tf_cnn_benchmarks' add_sync_queues_and_barrier):
   kBarrier,  // on a PS: enqueue a token into every other worker's queue of this barrier, then
              // dequeue one per other worker from this worker's; waits until they are in
+  // All-reduce (Plan::collective; core/runtime/collectives.h):
+  kAllReduce,  // worker: its gradient tensor (`bytes`) is ready; completes when every rank's is
+               // reduced (averaged) into it by the plan's algorithm (Horovod's allreduce)
 };
 const char* op_kind_name(OpKind kind);
 
 // The sync mode of a between-graph plan and trace ("sync" field) whose workers meet at kBarrier
 // ops: tf_cnn_benchmarks' variable_update=distributed_replicated with cross_replica_sync.
 inline constexpr const char* kDistributedReplicated = "distributed_replicated";
+// The sync mode of an all-reduce plan (Plan::collective): every worker keeps its own variables and
+// averages its gradients with every other worker's each step (Horovod). No parameter server.
+inline constexpr const char* kAllReduceSync = "allreduce";
+// The all-reduce algorithms by name (CollectiveSpec::algorithm): "ring", "tree", "hierarchical".
+const std::vector<std::string>& collective_algorithm_names();
+bool is_collective_algorithm(const std::string& name);
 
 // kSyncQueueRunner: the chief's thread that runs the sync op of synchronous between-graph
 // training once per global step (TF's chief_queue_runner).

@@ -51,7 +51,10 @@ PlanFault death_of_roles(const Plan& plan, const std::vector<int>& roles, double
   for (int r : roles) {
     const Role& role = plan.roles[size_t(r)];
     if (role.kind == RoleKind::kSyncQueueRunner) continue;  // dies with the chief
-    if (role.kind == RoleKind::kWorker) {
+    // All-reduce: a dead rank stalls every ring it is in, and Horovod (before Elastic) fails the
+    // job; Horovod Elastic re-forms the ring without it.
+    const bool ring_fails = plan.sync == kAllReduceSync && !plan.collective.elastic;
+    if (role.kind == RoleKind::kWorker && !ring_fails) {
       for (size_t c = 0; c < plan.clients.size(); ++c) {
         if (plan.clients[c].role == r) f.clients.push_back(int(c));
       }

@@ -42,7 +42,7 @@ struct Op {
 struct Variable {
   std::string name;
   double bytes = 0;
-  int ps = -1;     // index into Plan::ps_roles
+  int ps = -1;     // index into Plan::ps_roles; -1 in an all-reduce plan (every worker holds it)
   int layer = -1;  // the model layer it belongs to (a partition of it, or all of it); -1: none
 };
 
@@ -163,12 +163,41 @@ struct OptimizerRule {
   bool is_default() const { return name == "sgd" && learning_rate == 0.0625; }
 };
 
+// All-reduce training (Plan::sync kAllReduceSync; training.allreduce in the scenario), as Horovod
+// runs it (horovod/common/operations.cc, controller.cc): each worker (a rank, one per replica
+// device) marks a gradient ready as backward produces it (kAllReduce); every `cycle_time_s` the
+// coordinator (rank 0) takes the tensors every live rank has marked, packs them in readiness
+// order into fusion buffers of at most `fusion_threshold_bytes` (a tensor larger than it goes
+// alone), and the ranks all-reduce the buffers one after the other with `algorithm`. Values and
+// their sources: core/hardware/collective_transport.cpp, docs/allreduce.md.
+struct CollectiveSpec {
+  std::string preset = "horovod";           // the settings' origin ("horovod", "horovod_0.x")
+  std::string algorithm = "ring";           // "ring", "tree", "hierarchical"
+  double fusion_threshold_bytes = 128e6;    // HOROVOD_FUSION_THRESHOLD (0: no fusion)
+  double cycle_time_s = 1e-3;               // HOROVOD_CYCLE_TIME
+  std::string transport = "nccl_socket";    // "nccl_socket", "nccl_rdma", "mpi", "gloo"
+  // Latency each step of an algorithm pays before its bytes (s): between machines, and between
+  // two ranks of one machine (NCCL's tuner, hwLat NET and PCI, Ring/Simple).
+  double step_latency_s = 14e-6;
+  double local_step_latency_s = 5.7e-6;
+  // Fixed cost of one collective before its first step (s): NCCL's baseLat Ring/Simple.
+  double launch_s = 8.4e-6;
+  int streams_per_peer = 1;  // NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD (at most 64)
+  // Horovod Elastic: a dead rank is dropped and the others go on with N - 1 after the
+  // rendezvous (s); otherwise a death stalls the ring and fails the job (training.recovery).
+  bool elastic = false;
+  double rendezvous_s = 0;
+  std::vector<int> ranks;  // rank -> index into Plan::clients (every client, rank order)
+};
+
 struct Plan {
   std::string scenario_name;
   std::string strategy;  // the strategy's registry name ("in_graph", "between_graph")
-  // "async", "sync" (between_graph; see sync_replicas) or kDistributedReplicated.
+  // "async", "sync" (between_graph; see sync_replicas), kDistributedReplicated or kAllReduceSync
+  // (see collective).
   std::string sync = "async";
   SyncReplicas sync_replicas;  // when sync == "sync"
+  CollectiveSpec collective;   // when sync == kAllReduceSync
   Platform platform;
   std::vector<Role> roles;
   std::vector<int> ps_roles;        // role index of each PS shard
@@ -209,7 +238,8 @@ std::vector<const ClientGraph*> step_graphs(const Plan& plan);
 // when synchronous); a role the job cannot lose among them — a PS that holds a variable or runs a
 // step's op, the in-graph client, a tower — fails the job (kind kJob, PlanFault::roles). A PS that
 // no step uses changes nothing: it goes into `idle_ps` when given. A sync queue runner dies with
-// its chief (not listed). at_s and description are the fault's.
+// its chief (not listed). In an all-reduce plan a worker's death fails the job unless the job is
+// elastic (CollectiveSpec::elastic). at_s and description are the fault's.
 PlanFault death_of_roles(const Plan& plan, const std::vector<int>& roles, double at_s,
                          std::string description, std::vector<int>* idle_ps = nullptr);
 // Whether the plan's clients are workers (between-graph), whose training has a sync mode; an

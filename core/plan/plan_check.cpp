@@ -38,6 +38,10 @@ void validate_graph(const Plan& plan, const ClientGraph& graph, const std::strin
     if (op.kind == OpKind::kBarrier && plan.sync != kDistributedReplicated) {
       fail(k, "a barrier outside a distributed_replicated plan");
     }
+    if (op.kind == OpKind::kAllReduce && plan.sync != kAllReduceSync) {
+      fail(k, "an all-reduce outside an allreduce plan");
+    }
+    if (op.kind == OpKind::kAllReduce && !(op.bytes >= 0)) fail(k, "an all-reduce needs its bytes");
     if ((op.kind == OpKind::kAccumulate || op.kind == OpKind::kTakeGradient) && op.variable < 0) {
       fail(k, "an accumulator op needs its variable");
     }
@@ -114,6 +118,35 @@ void validate_barriers(const Plan& plan, const std::string& file) {
   }
 }
 
+// allreduce: every rank all-reduces the same tensors (by bytes), in the same order, as Horovod
+// requires of its ranks (a tensor one rank never submits stalls the others); no variable has a PS.
+void validate_collectives(const Plan& plan, const std::string& file) {
+  std::vector<double> first;
+  for (size_t ci = 0; ci < plan.clients.size(); ++ci) {
+    std::vector<double> order;
+    for (const Op& op : plan.clients[ci].ops) {
+      if (op.kind == OpKind::kAllReduce) order.push_back(op.bytes);
+    }
+    if (order.empty()) {
+      throw InputError(file, "/clients/" + std::to_string(ci),
+                       "an allreduce plan's worker all-reduces no tensor");
+    }
+    if (ci == 0) {
+      first = std::move(order);
+    } else if (order != first) {
+      throw InputError(file, "/clients/" + std::to_string(ci),
+                       "all-reduces other tensors than worker 0, or in another order: every "
+                       "rank must submit the same ones");
+    }
+  }
+  for (size_t v = 0; v < plan.variables.size(); ++v) {
+    if (plan.variables[v].ps != -1) {
+      throw InputError(file, "/variables/" + std::to_string(v) + "/ps",
+                       "an allreduce plan has no parameter server (-1)");
+    }
+  }
+}
+
 }  // namespace
 
 void validate_plan(const Plan& plan, const std::string& file) {
@@ -131,6 +164,7 @@ void validate_plan(const Plan& plan, const std::string& file) {
     validate_graph(plan, plan.clients[ci], "/clients/" + std::to_string(ci), file, false,
                    by_process);
   }
+  if (plan.sync == kAllReduceSync) validate_collectives(plan, file);
   if (plan.sync == kDistributedReplicated) {
     validate_barriers(plan, file);
     return;

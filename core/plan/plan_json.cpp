@@ -193,6 +193,21 @@ void options_to_json(const Plan& plan, nlohmann::json& j) {
                      {"restart_delay_s", plan.recovery.restart_delay_s},
                      {"recovery_wait_s", plan.recovery.recovery_wait_s}};
   }
+  if (plan.sync == kAllReduceSync) {
+    const CollectiveSpec& cs = plan.collective;
+    j["collective"] = {{"preset", cs.preset},
+                       {"algorithm", cs.algorithm},
+                       {"fusion_threshold_bytes", cs.fusion_threshold_bytes},
+                       {"cycle_time_s", cs.cycle_time_s},
+                       {"transport", cs.transport},
+                       {"step_latency_s", cs.step_latency_s},
+                       {"local_step_latency_s", cs.local_step_latency_s},
+                       {"launch_s", cs.launch_s},
+                       {"streams_per_peer", cs.streams_per_peer},
+                       {"elastic", cs.elastic},
+                       {"rendezvous_s", cs.rendezvous_s},
+                       {"ranks", cs.ranks}};
+  }
   if (plan.sync == "sync") {
     const SyncReplicas& sr = plan.sync_replicas;
     j["sync_replicas"] = {{"replicas_to_aggregate", sr.replicas_to_aggregate},
@@ -393,6 +408,40 @@ SyncReplicas sync_replicas_from_json(const JsonCursor& c, const Plan& plan) {
   return sr;
 }
 
+CollectiveSpec collective_from_json(const JsonCursor& c, const Plan& plan) {
+  c.check_keys({"preset", "algorithm", "fusion_threshold_bytes", "cycle_time_s", "transport",
+                "step_latency_s", "local_step_latency_s", "launch_s", "streams_per_peer",
+                "elastic", "rendezvous_s", "ranks"});
+  CollectiveSpec cs;
+  cs.preset = c.at("preset").as_string();
+  cs.algorithm = c.at("algorithm").as_string();
+  if (!is_collective_algorithm(cs.algorithm)) {
+    c.at("algorithm").fail("unknown all-reduce algorithm \"" + cs.algorithm.substr(0, 100) +
+                           "\"; valid: ring, tree, hierarchical");
+  }
+  cs.fusion_threshold_bytes = c.at("fusion_threshold_bytes").as_number_in(0, 1e15);
+  cs.cycle_time_s = c.at("cycle_time_s").as_number_in(0, 3600);
+  cs.transport = c.at("transport").as_string();
+  cs.step_latency_s = c.at("step_latency_s").as_number_in(0, 60);
+  cs.local_step_latency_s = c.at("local_step_latency_s").as_number_in(0, 60);
+  cs.launch_s = c.at("launch_s").as_number_in(0, 60);
+  cs.streams_per_peer = int(c.at("streams_per_peer").as_int(1, 64));
+  cs.elastic = c.at("elastic").as_bool();
+  cs.rendezvous_s = c.at("rendezvous_s").as_number_in(0, 1e6);
+  const JsonCursor ranks = c.at("ranks");
+  std::vector<bool> seen(plan.clients.size(), false);
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const int client = int(ranks.at(i).as_int(0, int64_t(plan.clients.size()) - 1));
+    if (seen[size_t(client)]) ranks.at(i).fail("names a client twice");
+    seen[size_t(client)] = true;
+    cs.ranks.push_back(client);
+  }
+  if (cs.ranks.size() != plan.clients.size()) {
+    ranks.fail("expected every client once (" + std::to_string(plan.clients.size()) + ")");
+  }
+  return cs;
+}
+
 double fraction_from_json(const JsonCursor& c) {
   const double f = c.as_number();
   if (f < 0 || f >= 1) c.fail("expected a fraction in [0, 1)");
@@ -414,9 +463,10 @@ void settings_from_json(const JsonCursor& c, Plan& plan) {
               "64, such as in_graph or between_graph)");
   }
   plan.sync = c.at("sync").as_string();
-  if (plan.sync != "async" && plan.sync != "sync" && plan.sync != kDistributedReplicated) {
-    c.at("sync").fail("unknown sync mode \"" + plan.sync +
-                      "\"; valid: async, sync, distributed_replicated");
+  if (plan.sync != "async" && plan.sync != "sync" && plan.sync != kDistributedReplicated &&
+      plan.sync != kAllReduceSync) {
+    c.at("sync").fail("unknown sync mode \"" + plan.sync.substr(0, 100) +
+                      "\"; valid: async, sync, distributed_replicated, allreduce");
   }
   plan.steps = int(c.at("steps").as_int(1, 100000000));
   plan.warmup_steps = int(c.at("warmup_steps").as_int(0, plan.steps - 1));
@@ -444,7 +494,8 @@ void job_from_json(const JsonCursor& c, Plan& plan) {
     const JsonCursor v = variables.at(i);
     v.check_keys({"name", "bytes", "ps", "layer"});
     Variable var{v.at("name").as_string(), v.at("bytes").as_number(),
-                 int(v.at("ps").as_int(0, int64_t(plan.ps_roles.size()) - 1)),
+                 int(v.at("ps").as_int(plan.sync == kAllReduceSync ? -1 : 0,
+                                       int64_t(plan.ps_roles.size()) - 1)),
                  v.has("layer") ? int(v.at("layer").as_int(0, 1 << 30)) : -1};
     if (var.bytes < 0) v.at("bytes").fail("must not be negative");
     plan.variables.push_back(var);
@@ -466,6 +517,11 @@ void options_from_json(const JsonCursor& c, Plan& plan) {
     plan.sync_replicas = sync_replicas_from_json(c.at("sync_replicas"), plan);
   } else if (c.has("sync_replicas")) {
     c.at("sync_replicas").fail("only a plan with \"sync\": \"sync\" has sync_replicas");
+  }
+  if (plan.sync == kAllReduceSync) {
+    plan.collective = collective_from_json(c.at("collective"), plan);
+  } else if (c.has("collective")) {
+    c.at("collective").fail("only a plan with \"sync\": \"allreduce\" has collective");
   }
 }
 
@@ -495,6 +551,7 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& file) {
                 "variables",
                 "clients",
                 "sync_replicas",
+                "collective",
                 "faults",
                 "checkpoints",
                 "recovery",

@@ -128,6 +128,7 @@ void write_roles_and_variables(std::ostream& out, const Plan& plan) {
   std::vector<double> bytes(plan.ps_roles.size(), 0.0);
   std::vector<int> count(plan.ps_roles.size(), 0);
   for (const Variable& v : plan.variables) {
+    if (v.ps < 0) continue;  // all-reduce: every worker holds its own copy
     bytes[size_t(v.ps)] += v.bytes;
     ++count[size_t(v.ps)];
   }

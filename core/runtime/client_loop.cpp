@@ -1,6 +1,9 @@
 #include "core/runtime/client_loop.h"
 
 #include <climits>
+#include <string>
+
+#include "core/base/error.h"
 
 namespace replisim::core {
 
@@ -164,6 +167,11 @@ void ClientLoop::resume(int c, int step, int64_t next_local_step) {
   s.finished = false;
 }
 
+void StepHost::collective(int /*c*/, int op) {
+  throw InternalError("an all-reduce op (#" + std::to_string(op) +
+                      ") reached a backend that runs no collective");
+}
+
 void ClientLoop::dispatch(int c, int op_index) {
   const Op& op = clients_[size_t(c)].graph->ops[size_t(op_index)];
   switch (op.kind) {
@@ -178,6 +186,9 @@ void ClientLoop::dispatch(int c, int op_index) {
       return;
     case OpKind::kSend:
       host_.send(c, op_index);
+      return;
+    case OpKind::kAllReduce:
+      host_.collective(c, op_index);
       return;
     case OpKind::kReadVariable:
     case OpKind::kAggregate:

@@ -98,6 +98,9 @@ class StepHost {
   virtual void send(int c, int op) = 0;
   // A sync queue op (kTakeGradient, kTokenDequeue, kTokenEnqueue, kBarrier): core::SyncQueues.
   virtual void sync(int c, int op) = 0;
+  // A kAllReduce: the client's tensor is ready for core::Collectives (collectives.h), which
+  // completes the op once it is reduced. A host that runs no all-reduce plan need not override.
+  virtual void collective(int c, int op);
   // An op that touches values (kReadVariable, kAggregate, kApply, kAccumulate, kLocalStep,
   // kGlobalStepIncrement): true when the host ran it itself (a backend that keeps values);
   // false to run it by its FLOP as any other op.

@@ -174,6 +174,20 @@ struct SteadyStateSpec {
   double tolerance = 0.01;  // the interval's half width over the throughput, in (0, 1)
 };
 
+// training.allreduce: how the allreduce strategy reduces gradients (Plan's CollectiveSpec has
+// each field's meaning). Fields left out take the preset's values (fusion, cycle) or the
+// transport's (latencies).
+struct AllReduceSpec {
+  std::string preset = "horovod";
+  std::string algorithm = "ring";
+  double fusion_threshold_bytes = -1;  // -1: the preset's
+  double cycle_time_s = -1;            // -1: the preset's
+  std::string transport = "nccl_socket";
+  double step_latency_s = -1;  // -1: the transport's
+  bool elastic = false;
+  double rendezvous_s = -1;  // elastic: required (no default; docs/allreduce.md says how to measure)
+};
+
 struct TrainingSpec {
   int batch_per_replica = 0;
   int steps = 0;  // "auto": steady_state.max_steps
@@ -190,6 +204,7 @@ struct TrainingSpec {
   // Default 256 KiB, the min_slice_size default of TF's min_max_variable_partitioner.
   double partition_min_bytes = 256 * 1024;
   SyncSpec sync;  // between_graph only
+  AllReduceSpec allreduce;  // allreduce only
   Costs costs;
   Jitter jitter;
   OptimizerSpec optimizer;

@@ -7,7 +7,9 @@
 
 #include "core/base/error.h"
 #include "core/base/glob.h"
+#include "core/hardware/collective_transport.h"
 #include "core/model/placement.h"
+#include "core/plan/kinds.h"
 #include "core/scenario/scenario_parse.h"
 
 namespace replisim::core::scenario_detail {
@@ -292,6 +294,55 @@ void parse_steps(const JsonCursor& c, TrainingSpec& t) {
   }
 }
 
+// training.allreduce: {"preset", "algorithm", "fusion_threshold", "cycle_time", "transport",
+// "step_latency", "elastic", "rendezvous"}.
+AllReduceSpec parse_allreduce(const JsonCursor& c) {
+  c.check_keys({"preset", "algorithm", "fusion_threshold", "cycle_time", "transport",
+                "step_latency", "elastic", "rendezvous"});
+  AllReduceSpec a;
+  if (c.has("preset")) {
+    a.preset = c.at("preset").as_string();
+    if (find_collective_preset(a.preset) == nullptr) {
+      c.at("preset").fail("unknown all-reduce preset \"" + a.preset.substr(0, 100) +
+                          "\"; valid: " + join_names(collective_preset_names()));
+    }
+  }
+  if (c.has("algorithm")) {
+    a.algorithm = c.at("algorithm").as_string();
+    if (!is_collective_algorithm(a.algorithm)) {
+      c.at("algorithm").fail("unknown all-reduce algorithm \"" + a.algorithm.substr(0, 100) +
+                             "\"; valid: " + join_names(collective_algorithm_names()));
+    }
+  }
+  if (c.has("fusion_threshold")) {
+    a.fusion_threshold_bytes =
+        c.at("fusion_threshold").as_quantity_in(Dimension::kBytes, 0, limits::kMaxParams * 8);
+  }
+  if (c.has("cycle_time")) {
+    a.cycle_time_s = c.at("cycle_time").as_quantity_in(Dimension::kTime, 0, 60);
+  }
+  if (c.has("transport")) {
+    a.transport = c.at("transport").as_string();
+    if (find_collective_transport(a.transport) == nullptr) {
+      c.at("transport").fail("unknown all-reduce transport \"" + a.transport.substr(0, 100) +
+                             "\"; valid: " + join_names(collective_transport_names()));
+    }
+  }
+  if (c.has("step_latency")) {
+    a.step_latency_s = c.at("step_latency").as_quantity_in(Dimension::kTime, 0, 60);
+  }
+  if (c.has("elastic")) a.elastic = c.at("elastic").as_bool();
+  if (c.has("rendezvous")) {
+    if (!a.elastic) c.at("rendezvous").fail("only an elastic job has a rendezvous time");
+    a.rendezvous_s = c.at("rendezvous").as_quantity_in(Dimension::kTime, 0, 1e6);
+  } else if (a.elastic) {
+    c.at("elastic").fail(
+        "an elastic job needs \"rendezvous\": the time Horovod Elastic takes to re-form the "
+        "ring after a death (no default: docs/allreduce.md says how to measure it)");
+  }
+  return a;
+}
+
 }  // namespace
 
 TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Model& model) {
@@ -305,6 +356,7 @@ TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Mod
                 "ps",
                 "variable_placement",
                 "sync",
+                "allreduce",
                 "optimizer",
                 "learning_rate",
                 "costs",
@@ -333,6 +385,7 @@ TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Mod
     }
   }
   if (c.has("sync")) t.sync = parse_sync(c.at("sync"), int(t.workers.size()));
+  if (c.has("allreduce")) t.allreduce = parse_allreduce(c.at("allreduce"));
   if (c.has("partition_min_bytes")) {
     t.partition_min_bytes =
         c.at("partition_min_bytes").as_quantity_in(Dimension::kBytes, 0, limits::kMaxParams * 8);

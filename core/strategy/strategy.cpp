@@ -34,6 +34,17 @@ const std::vector<Strategy>& strategies() {
          strategy_detail::require_global_step_increments(plan, file);
          strategy_detail::require_barriers(plan, file);
        }},
+      {"allreduce",
+       "one worker per replica device with its own copy of the variables, no parameter server; "
+       "gradients averaged by a collective (ring, tree or hierarchical) as backward produces "
+       "them (Horovod); every step waits for every worker; worker 0 is the chief",
+       compile_allreduce, /*one_client=*/false, /*replica_role_kind=*/"worker",
+       /*sync_replicas=*/false,
+       [](const Plan& plan, const std::string& file) {
+         if (plan.sync != kAllReduceSync) {
+           throw InputError(file, "/sync", "an allreduce plan's sync mode is \"allreduce\"");
+         }
+       }},
   };
   return kStrategies;
 }
@@ -253,7 +264,7 @@ Plan plan_skeleton(const Scenario& scenario, const std::string& strategy,
   }
   // global_step: an int64 variable, created first, so on PS 0 (TF replica_device_setter).
   constexpr double kGlobalStepBytes = 8;
-  plan.variables.push_back({"global_step", kGlobalStepBytes, 0, -1});
+  plan.variables.push_back({"global_step", kGlobalStepBytes, plan.ps_roles.empty() ? -1 : 0, -1});
   const PlacementPolicy* policy = find_placement_policy(scenario.training.variable_placement);
   REPLISIM_ASSERT(policy != nullptr, "validated placement policy not found");
   const int num_ps = int(plan.ps_roles.size());
@@ -272,6 +283,7 @@ Plan plan_skeleton(const Scenario& scenario, const std::string& strategy,
   // The policy sees global_step too, as TF's device setter does.
   std::vector<double> all_bytes;
   for (const Variable& v : plan.variables) all_bytes.push_back(v.bytes);
+  if (num_ps == 0) return plan;  // all-reduce: every worker holds every variable (ps -1)
   const std::vector<int> shard = policy->assign(all_bytes, num_ps);
   for (size_t v = 0; v < plan.variables.size(); ++v) plan.variables[v].ps = shard[v];
   return plan;

@@ -79,7 +79,7 @@ struct Strategy {
   std::function<void(const Plan&, const std::string& file)> check_plan;
 };
 
-// "in_graph" and "between_graph", in that order.
+// "in_graph", "between_graph" and "allreduce", in that order.
 const std::vector<Strategy>& strategies();
 const Strategy* find_strategy(const std::string& name);
 
@@ -88,9 +88,11 @@ const Strategy* find_strategy(const std::string& name);
 Plan compile_plan(const Scenario& scenario, const std::string& strategy,
                   const CompileOptions& options, const std::string& flag = "--strategy");
 
-// Strategy entry points (strategy_in_graph.cpp, strategy_between_graph.cpp).
+// Strategy entry points (strategy_in_graph.cpp, strategy_between_graph.cpp,
+// strategy_allreduce.cpp).
 Plan compile_in_graph(const Scenario& scenario, const CompileOptions& options);
 Plan compile_between_graph(const Scenario& scenario, const CompileOptions& options);
+Plan compile_allreduce(const Scenario& scenario, const CompileOptions& options);
 
 // A rough duration of one step of every client at once, used to scale the "auto" start-up
 // stagger: the larger of (a) the slowest client's compute plus its transfers, each at its route's
