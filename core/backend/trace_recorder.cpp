@@ -87,6 +87,33 @@ void TraceRecorder::transfer(int graph, int send_op, int64_t step, double start_
   sink_.event(e);
 }
 
+void TraceRecorder::collective(int graph, int op, int64_t step, const std::string& name,
+                               double start_s, double end_s, double bytes, int64_t collective) {
+  TraceEvent e = op_event(EventKind::kCollective, graph, op, step);
+  e.label = intern(name);
+  e.start_s = start_s;
+  e.end_s = end_s;
+  e.bytes = bytes;
+  e.message_id = collective;
+  sink_.event(e);
+}
+
+void TraceRecorder::collective_transfer(int graph, int op, int to_graph, int64_t step,
+                                        double bytes, double start_s, double end_s,
+                                        int64_t message_id, const std::string& bound) {
+  const GraphNames& to = names_[size_t(to_graph)];
+  TraceEvent e = op_event(EventKind::kTransfer, graph, op, step);
+  e.producer = OpKind::kAllReduce;
+  e.peer_actor = to.role;
+  e.peer = to.role_device;
+  e.start_s = start_s;
+  e.end_s = end_s;
+  e.bytes = bytes;
+  e.message_id = message_id;
+  if (!bound.empty()) e.bound = intern(bound);
+  sink_.event(e);
+}
+
 void TraceRecorder::step(int graph, int64_t step, double start_s, double end_s,
                          int64_t global_step_read) {
   const GraphNames& names = names_[size_t(graph)];

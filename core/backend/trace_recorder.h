@@ -35,6 +35,18 @@ class TraceRecorder {
   // CPU, labelled "serialise/<tensor>" or "deserialise/<tensor>", of `flop`.
   void copy(int graph, int send_op, int64_t step, int cpu, bool receiving, double start_s,
             double end_s, double flop);
+  // A rank's phase of all-reduce number `collective` (core::Collectives): `name` is Horovod's
+  // timeline name ("NEGOTIATE_ALLREDUCE", "NCCL_ALLREDUCE", ...), over [start_s, end_s] on the
+  // device of kAllReduce op `op` (the first tensor of the fused buffer) of the rank's graph;
+  // `bytes`: the fused buffer.
+  void collective(int graph, int op, int64_t step, const std::string& name, double start_s,
+                  double end_s, double bytes, int64_t collective);
+  // A chunk of an all-reduce from rank graph `graph` (its kAllReduce op `op`) to the device and
+  // role of rank graph `to_graph`, of `bytes`, over [start_s, end_s] (a kTransfer event of op
+  // kind kAllReduce; `message_id` as transfer's, `bound` too).
+  void collective_transfer(int graph, int op, int to_graph, int64_t step, double bytes,
+                           double start_s, double end_s, int64_t message_id,
+                           const std::string& bound);
   // A step of the graph, started having read `global_step_read`.
   void step(int graph, int64_t step, double start_s, double end_s, int64_t global_step_read);
   // `op` (the graph's global step increment) made global_step `global_step_after` at `at_s`:

@@ -194,6 +194,8 @@ std::optional<Phase> phase_of(const TraceEvent& e) {
         return Phase::kCompute;
       case OpKind::kReadVariable:
         return Phase::kPull;
+      case OpKind::kAllReduce:  // its gradient's exchange: the all-reduce's push
+        return Phase::kPush;
       case OpKind::kApply:
       case OpKind::kAccumulate:
       case OpKind::kTakeGradient:

@@ -66,6 +66,9 @@ class Builder {
         case EventKind::kRecovery:
           slice(e, e.actor, "recovery", false);
           break;
+        case EventKind::kCollective:
+          slice(e, e.actor, "collective", false);
+          break;
         case EventKind::kUpdate:
         case EventKind::kDropped:
         case EventKind::kFault:

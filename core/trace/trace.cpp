@@ -20,6 +20,8 @@ const char* event_kind_name(EventKind kind) {
       return "checkpoint";
     case EventKind::kRecovery:
       return "recovery";
+    case EventKind::kCollective:
+      return "collective";
   }
   return "?";
 }
@@ -42,6 +44,8 @@ const char* lane_name(EventKind kind) {
       return "checkpoint";
     case EventKind::kRecovery:
       return "recovery";
+    case EventKind::kCollective:
+      return "collective";
   }
   return "?";
 }

@@ -32,6 +32,12 @@ enum class EventKind : uint8_t {
                     // resumes (the chief restored the checkpoint); actor = the role that died;
                     // global_step_read = the checkpoint's global step, global_step_after = the
                     // global step when the failure was detected
+  kCollective = 8,  // (version 5) a rank's part of one all-reduce (core/runtime/collectives.h):
+                    // [start_s, end_s] on its device, label = Horovod's timeline name of the
+                    // phase ("NEGOTIATE_ALLREDUCE", "NCCL_ALLREDUCE", ...), op kAllReduce and
+                    // op_index = the first tensor's op, bytes = the fused buffer, message_id = the
+                    // collective's number in the run. Its chunks are kTransfer events of op
+                    // kAllReduce between the ranks' devices.
 };
 const char* event_kind_name(EventKind kind);
 

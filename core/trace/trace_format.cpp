@@ -214,7 +214,7 @@ uint32_t read_trace_stream(std::istream& in, const std::string& source, TraceSin
              std::to_string(kMaxTraceRuns));
     }
     read_runs_v2(d, runs, sink);
-  } else if (version == 3 || version == kTraceFormatVersion) {
+  } else if (version == 3 || version == 4 || version == kTraceFormatVersion) {
     runs = read_runs_v3(d, sink, version);
   } else {
     d.fail("unsupported trace format version " + std::to_string(version) +

@@ -19,7 +19,8 @@
 namespace replisim::core {
 
 // The version this replisim writes, and the oldest it reads.
-inline constexpr uint32_t kTraceFormatVersion = 4;
+// Version 5: version 4's layout, with all-reduce events (EventKind::kCollective, OpKind::kAllReduce).
+inline constexpr uint32_t kTraceFormatVersion = 5;
 inline constexpr uint32_t kOldestTraceFormatVersion = 2;
 
 // Limits a reader enforces before it allocates anything (docs/trace-format.md, "Limits").

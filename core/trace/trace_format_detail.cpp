@@ -25,7 +25,7 @@ bool valid_op_kind(const std::optional<OpKind>& kind) {
 }  // namespace
 
 std::string event_problem(const TraceEvent& e, uint32_t strings) {
-  if (uint8_t(e.kind) > uint8_t(EventKind::kRecovery)) {
+  if (uint8_t(e.kind) > uint8_t(EventKind::kCollective)) {
     return "unknown event kind " + std::to_string(int(e.kind));
   }
   if (!valid_op_kind(e.op) || !valid_op_kind(e.producer)) return "unknown op kind";
