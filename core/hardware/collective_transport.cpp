@@ -35,6 +35,18 @@ const std::vector<CollectiveTransport>& transports() {
 
 }  // namespace
 
+const std::vector<std::string>& collective_algorithm_names() {
+  static const std::vector<std::string> kNames = {"ring", "tree", "hierarchical"};
+  return kNames;
+}
+
+bool is_collective_algorithm(const std::string& name) {
+  for (const std::string& n : collective_algorithm_names()) {
+    if (n == name) return true;
+  }
+  return false;
+}
+
 const CollectivePreset* find_collective_preset(const std::string& name) {
   for (const CollectivePreset& p : presets()) {
     if (p.name == name) return &p;

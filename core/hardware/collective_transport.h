@@ -9,6 +9,11 @@
 
 namespace replisim::core {
 
+// The all-reduce algorithms by name (CollectiveSpec::algorithm in core/plan/plan.h; programs in
+// core/runtime/collectives.h): "ring", "tree", "hierarchical".
+const std::vector<std::string>& collective_algorithm_names();
+bool is_collective_algorithm(const std::string& name);
+
 // Horovod's tensor fusion and background cycle.
 struct CollectivePreset {
   std::string name;

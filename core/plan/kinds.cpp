@@ -98,18 +98,6 @@ bool role_kind_from_name(const std::string& name, RoleKind* out) {
   return false;
 }
 
-const std::vector<std::string>& collective_algorithm_names() {
-  static const std::vector<std::string> kNames = {"ring", "tree", "hierarchical"};
-  return kNames;
-}
-
-bool is_collective_algorithm(const std::string& name) {
-  for (const std::string& n : collective_algorithm_names()) {
-    if (n == name) return true;
-  }
-  return false;
-}
-
 bool is_strategy_name_spelling(const std::string& name) {
   return !name.empty() && name.size() <= 64 && name[0] >= 'a' && name[0] <= 'z' &&
          name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos;

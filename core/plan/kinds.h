@@ -46,9 +46,7 @@ inline constexpr const char* kDistributedReplicated = "distributed_replicated";
 // The sync mode of an all-reduce plan (Plan::collective): every worker keeps its own variables and
 // averages its gradients with every other worker's each step (Horovod). No parameter server.
 inline constexpr const char* kAllReduceSync = "allreduce";
-// The all-reduce algorithms by name (CollectiveSpec::algorithm): "ring", "tree", "hierarchical".
-const std::vector<std::string>& collective_algorithm_names();
-bool is_collective_algorithm(const std::string& name);
+// The all-reduce algorithms' names: core/hardware/collective_transport.h.
 
 // kSyncQueueRunner: the chief's thread that runs the sync op of synchronous between-graph
 // training once per global step (TF's chief_queue_runner).

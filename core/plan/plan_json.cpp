@@ -5,6 +5,7 @@
 #include "core/base/error.h"
 #include "core/base/hash.h"
 #include "core/base/json_cursor.h"
+#include "core/hardware/collective_transport.h"
 #include "core/plan/plan.h"
 
 namespace replisim::core {

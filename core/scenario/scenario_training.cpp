@@ -9,7 +9,6 @@
 #include "core/base/glob.h"
 #include "core/hardware/collective_transport.h"
 #include "core/model/placement.h"
-#include "core/plan/kinds.h"
 #include "core/scenario/scenario_parse.h"
 
 namespace replisim::core::scenario_detail {

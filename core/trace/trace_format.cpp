@@ -172,7 +172,7 @@ uint32_t read_runs_v3(Decoder& d, TraceSink& sink, uint32_t version) {
                       : "truncated: the file ends without its end record (after " +
                             std::to_string(run) + " complete runs)");
     }
-    d.reset_hash();
+    d.reset_hash(version);
     const char tag = char(d.u8());
     if (tag == kFileEndRecord && run > 0) {
       const uint32_t counted = d.u32();
@@ -279,7 +279,7 @@ void NativeTraceWriter::begin(const TraceMeta& meta) {
   if (open_) refuse(runs_, "a run began before the previous one ended");
   if (runs_ >= kMaxTraceRuns) refuse(runs_, "more runs than the limit");
   open_ = true;
-  hash_ = kFnv1aBasis;
+  hash_ = run_hash_basis(kTraceFormatVersion);
   strings_ = 0;
   events_ = counters_ = 0;
   std::string record(1, kBeginRecord);

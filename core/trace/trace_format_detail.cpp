@@ -99,8 +99,17 @@ Decoder::Decoder(std::istream& in, const std::string& source) : in_(in), source_
   measure();
 }
 
-void Decoder::reset_hash() {
-  hash_ = kFnv1aBasis;
+void Decoder::reset_hash(uint32_t version) {
+  hash_ = run_hash_basis(version);
+}
+
+uint64_t run_hash_basis(uint32_t version) {
+  if (version < 5) return kFnv1aBasis;
+  // From version 5 a run's checksum covers the file's version too (its 4 bytes, little-endian
+  // as written): a version 5 file whose version were changed to 4 (the same layout) is refused.
+  const char bytes[4] = {char(version & 0xFF), char((version >> 8) & 0xFF),
+                         char((version >> 16) & 0xFF), char((version >> 24) & 0xFF)};
+  return fnv1a(kFnv1aBasis, bytes, sizeof bytes);
 }
 
 void Decoder::read(char* out, size_t size, bool hashed) {

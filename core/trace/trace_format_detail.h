@@ -59,6 +59,10 @@ CounterSample decode_counter(const char* p);
 // Reads bytes from the stream, tracking the offset, the running checksum of the current run,
 // and (when the stream can seek) how many bytes are left, so that no count or length is trusted
 // beyond what the input holds. Errors name the source, the run and the record.
+// Where a run's FNV-1a checksum starts in a file of `version`: the FNV basis before version 5,
+// the basis hashed with the version's 4 bytes from 5 on.
+uint64_t run_hash_basis(uint32_t version);
+
 class Decoder {
  public:
   Decoder(std::istream& in, const std::string& source);
@@ -69,7 +73,8 @@ class Decoder {
     section_ = section;
     index_ = index;
   }
-  void reset_hash();
+  // The run checksum starts again (run_hash_basis(version)).
+  void reset_hash(uint32_t version = 0);
   uint64_t hash() const { return hash_; }
   uint64_t offset() const { return offset_; }
 

@@ -324,8 +324,13 @@ TEST(TraceFormat, LayoutIsLittleEndianAsDocumented) {
   const size_t checksum = end + 5 + outcome.size();
   EXPECT_EQ(bytes.size(), checksum + 8 + 5);
   EXPECT_EQ(bytes.substr(checksum + 8), "F" + le(1, 4));  // the end record: one run
-  // The checksum: FNV-1a 64 of the run's bytes, from its 'B' to the end of its outcome.
+  // The checksum: FNV-1a 64 of the file's version (4 bytes, as in the header) and of the run's
+  // bytes, from its 'B' to the end of its outcome.
   uint64_t hash = 0xcbf29ce484222325ULL;  // the standard FNV-1a 64 offset basis
+  for (size_t i = 8; i < 12; ++i) {
+    hash ^= uint8_t(bytes[i]);
+    hash *= 1099511628211ULL;
+  }
   for (size_t i = 12; i < checksum; ++i) {
     hash ^= uint8_t(bytes[i]);
     hash *= 1099511628211ULL;
@@ -399,7 +404,7 @@ TEST(TraceFormat, BadHeadersAndOversizedLengthsAreRejectedBeforeAllocating) {
   has(decode_error("RST"), "truncated: the data ends at byte 3");
   has(decode_error(""), "empty: no trace");
   has(decode_error(file_header(1)), "unsupported trace format version 1");
-  has(decode_error(file_header(5)), "reads versions 2 to 4");
+  has(decode_error(file_header(6)), "reads versions 2 to 5");
   has(decode_error(file_header()), "no runs");
   has(decode_error(file_header() + "X"), "run 0: does not start with a run");
   has(decode_error(file_header() + "B" + le(0xFFFFFFFFu, 4)), "metadata: length 4294967295 above");
