@@ -25,7 +25,7 @@ const float* floats_of(const BufferPtr& b) {
 }  // namespace
 
 VariableOps::VariableOps(Host& host, const core::Plan& plan, core::ClientLoop& loop,
-                         std::vector<Part>& parts, int ps_shard)
+                         std::vector<Part>& parts, int ps_shard, bool replica)
     : host_(host),
       plan_(plan),
       loop_(loop),
@@ -35,7 +35,7 @@ VariableOps::VariableOps(Host& host, const core::Plan& plan, core::ClientLoop& l
       accumulated_(plan.variables.size(), 0),
       tokens_(parts.size(), 0),
       client_steps_(plan.clients.size(), 0) {
-  if (ps_shard_ >= 0) store_ = std::make_unique<ParameterStore>(plan_, ps_shard_);
+  if (ps_shard_ >= 0 || replica) store_ = std::make_unique<ParameterStore>(plan_, ps_shard_);
 }
 
 void VariableOps::open_sync_queues(core::TraceRecorder& recorder) {
