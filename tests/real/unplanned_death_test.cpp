@@ -147,6 +147,26 @@ TEST(UnplannedDeath, AKilledParameterServerFailsTheJobAndKeepsItsMeasurement) {
       << cell;
 }
 
+// An all-reduce rank killed mid-ring: the ring stalls, and the others fail the job naming the dead
+// rank's role and task (Horovod before Elastic).
+TEST(UnplannedDeath, AKilledAllReduceRankFailsTheJobNamingIt) {
+  nlohmann::json doc = scenario(3, {{"steps", 400}, {"allreduce", {{"algorithm", "ring"}}}});
+  doc["model"] = few_ms_model();
+  const core::Plan plan = core::compile_plan(test::parse(doc), "allreduce", {1});
+  const core::Trace real = run_and_kill(plan, "worker1", 5);
+  ASSERT_TRUE(real.outcome.job_failure.has_value());
+  EXPECT_TRUE(real.outcome.job_failure->unplanned);
+  EXPECT_NE(real.outcome.job_failure->cause.find(
+                "worker1 (task worker1 on 127.0.0.1) died, no fault of the plan"),
+            std::string::npos)
+      << real.outcome.job_failure->cause;
+  EXPECT_GE(real.outcome.job_failure->global_step, 5);
+  for (const std::string client : {"worker0", "worker2"}) {
+    EXPECT_GE(steps_of(real, client), 5) << client;
+    EXPECT_LT(steps_of(real, client), plan.steps) << client;
+  }
+}
+
 // With training.recovery, run's launcher starts every task again after a death from outside that
 // failed the job, as after the plan's own: the restart record names the death, training resumes
 // from the last checkpoint and every client reaches its steps.
