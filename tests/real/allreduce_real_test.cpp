@@ -68,6 +68,15 @@ float tree_sum(const std::vector<std::vector<float>>& g, size_t i, int chunks) {
   return tree_subtree(g, i, chunk / (chunks / 2), 0);
 }
 
+// In rank order. The gradients are small multiples of 1/64 (gradient_fill.h), so the sum of a
+// few is exact in float32 and any order gives its bits: for an algorithm whose order the test
+// does not spell out (hierarchical), the ranks must still agree bit for bit with it.
+float rank_order_sum(const std::vector<std::vector<float>>& g, size_t i) {
+  float sum = 0;
+  for (const std::vector<float>& rank : g) sum += rank[i];
+  return sum;
+}
+
 // What every rank must hold at the end: per step, per apply (one per layer group), the ranks'
 // gradients (gradient_fill.h) summed in the algorithm's order, divided by the ranks, applied by
 // gradient descent (TF's ApplyGradientDescent: var -= lr * grad).
@@ -97,7 +106,9 @@ std::vector<std::vector<float>> expected_variables(const core::Plan& plan,
       }
       std::vector<float>& var = values[size_t(v)];
       for (size_t i = 0; i < var.size(); ++i) {
-        const float sum = algorithm == "ring" ? ring_sum(g, i, chunks) : tree_sum(g, i, chunks);
+        const float sum = algorithm == "ring"   ? ring_sum(g, i, chunks)
+                          : algorithm == "tree" ? tree_sum(g, i, chunks)
+                                                : rank_order_sum(g, i);
         var[i] -= lr * (sum / float(n));
       }
     }
@@ -153,6 +164,31 @@ TEST(AllReduceReal, TwoRanksOfARing) {
   const core::Plan plan = allreduce_plan(allreduce_scenario(2, "ring"));
   const RealRun run = run_real(plan);
   expect_every_rank_holds(plan, run.final, expected_variables(plan, "ring"));
+}
+
+// Horovod's hierarchical all-reduce over two machines of two GPUs: a ring inside each machine,
+// one across them per local rank, then the gather inside each machine.
+TEST(AllReduceReal, HierarchicalOverTwoMachinesOfTwoGpus) {
+  std::vector<nlohmann::json> machines = {test::machine("ps", "100 GFLOPS", {}, "10 Gbps")};
+  nlohmann::json replicas = nlohmann::json::array();
+  for (const std::string m : {"m0", "m1"}) {
+    machines.push_back(test::machine(m, "100 GFLOPS", {"1 TFLOPS", "1 TFLOPS"}, "10 Gbps"));
+    replicas.push_back(m + "/gpu0");
+    replicas.push_back(m + "/gpu1");
+  }
+  const nlohmann::json t = {
+      {"batch_per_replica", 4},
+      {"steps", 6},
+      {"warmup_steps", 1},
+      {"replicas", replicas},
+      {"ps", {"ps/cpu"}},
+      {"client", "ps"},
+      {"allreduce", {{"algorithm", "hierarchical"}, {"fusion_threshold", "0 B"}}}};
+  const core::Plan plan =
+      allreduce_plan(test::scenario_json(machines, small_model(), t, "lv08", "100 Gbps"));
+  ASSERT_EQ(plan.collective.ranks.size(), 4u);
+  const RealRun run = run_real(plan);
+  expect_every_rank_holds(plan, run.final, expected_variables(plan, "hierarchical"));
 }
 
 // few_ms_model(): steps of a few milliseconds, a run long enough for its faults' times.
