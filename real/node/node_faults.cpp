@@ -204,8 +204,17 @@ void Node::unplanned_death(uint32_t peer, const std::string& why) {
     break;
   }
   who += " (task " + task + " on " + spec_.tasks[peer].host + ")";
-  const core::PlanFault death = core::death_of_roles(plan_, map_.roles_of_task[peer], now,
-                                                     who + " died, no fault of the plan");
+  core::PlanFault death = core::death_of_roles(plan_, map_.roles_of_task[peer], now,
+                                               who + " died, no fault of the plan");
+  // An elastic all-reduce job loses no rank it can go on without but rank 0, whose task runs the
+  // job's control and Horovod's coordinator (check_faults refuses the plan's own such deaths).
+  if (collectives_ && death.kind != core::PlanFaultKind::kJob && !plan_.collective.ranks.empty() &&
+      collectives_->task_of_rank(0) == peer) {
+    death.kind = core::PlanFaultKind::kJob;
+    death.roles = map_.roles_of_task[peer];
+    death.clients.clear();
+    death.description += " (rank 0: the job's control and the all-reduce coordinator)";
+  }
   task_dead_[peer] = true;
   mesh_->drop_peer(peer);
   const bool job = death.kind == core::PlanFaultKind::kJob;

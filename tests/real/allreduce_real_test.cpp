@@ -13,6 +13,7 @@
 #include "core/backend/backend.h"
 #include "core/runtime/collectives.h"
 #include "core/strategy/strategy.h"
+#include "real/node/node.h"
 #include "real/state/checkpoint.h"
 #include "real/state/gradient_fill.h"
 #include "tests/real/real_support.h"
@@ -288,6 +289,28 @@ TEST(AllReduceReal, AnElasticJobGoesOnWithTheSurvivors) {
               0)
         << "variable " << a.tensors[t].variable;
   }
+}
+
+// Rank 0's task runs the real run's control and the coordinator: an elastic plan whose fault
+// kills it is refused before anything starts, naming the fault.
+TEST(AllReduceReal, AnElasticPlanThatKillsRankZeroIsRefused) {
+  const core::Plan plan = timed_allreduce_plan(
+      3, 150, {{"algorithm", "ring"}, {"elastic", true}, {"rendezvous", "0.3 s"}},
+      {{{"kind", "role"}, {"role", "worker0"}, {"at", "0.4 s"}}});
+  try {
+    check_faults(plan, "plan.json");
+    ADD_FAILURE() << "no error";
+  } catch (const core::InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("plan.json"), std::string::npos) << what;
+    EXPECT_NE(what.find("/faults/0"), std::string::npos) << what;
+    EXPECT_NE(what.find("kills rank 0 of an elastic all-reduce job"), std::string::npos) << what;
+  }
+  // Another rank's death is a real run's to play.
+  const core::Plan other = timed_allreduce_plan(
+      3, 150, {{"algorithm", "ring"}, {"elastic", true}, {"rendezvous", "0.3 s"}},
+      {{{"kind", "role"}, {"role", "worker2"}, {"at", "0.4 s"}}});
+  EXPECT_NO_THROW(check_faults(other, "plan.json"));
 }
 
 }  // namespace

@@ -167,6 +167,23 @@ TEST(UnplannedDeath, AKilledAllReduceRankFailsTheJobNamingIt) {
   }
 }
 
+// Elastic, but rank 0 killed: its task runs the job's control and the all-reduce coordinator, so
+// the job fails, saying why.
+TEST(UnplannedDeath, AKilledRankZeroFailsEvenAnElasticAllReduceJob) {
+  nlohmann::json doc = scenario(
+      3, {{"steps", 400},
+          {"allreduce", {{"algorithm", "ring"}, {"elastic", true}, {"rendezvous", "0.1 s"}}}});
+  doc["model"] = few_ms_model();
+  const core::Plan plan = core::compile_plan(test::parse(doc), "allreduce", {1});
+  const core::Trace real = run_and_kill(plan, "worker0", 5);
+  ASSERT_TRUE(real.outcome.job_failure.has_value());
+  EXPECT_NE(real.outcome.job_failure->cause.find(
+                "worker0 (task worker0 on 127.0.0.1) died, no fault of the plan (rank 0: the "
+                "job's control and the all-reduce coordinator)"),
+            std::string::npos)
+      << real.outcome.job_failure->cause;
+}
+
 // With training.recovery, run's launcher starts every task again after a death from outside that
 // failed the job, as after the plan's own: the restart record names the death, training resumes
 // from the last checkpoint and every client reaches its steps.
