@@ -170,7 +170,7 @@ Node::Node(const NodeSetup& setup)
     restorer_.emplace(hooks_->restore, steps_->loop(), steps_->parts(), *saver_,
                       Restorer::Setup{&plan_, *resume_, options_.checkpoint_dir, plan_hash_,
                                       vars_->store(), ps_shard, self_, uint32_t(map_.chief_task),
-                                      uint32_t(map_.coordinator_task), ps_task_list});
+                                      uint32_t(map_.coordinator_task), ps_task_list, rank});
     restorer_->own_frames(router_);
   }
   open_trace();

@@ -31,6 +31,7 @@ VariableOps::VariableOps(Host& host, const core::Plan& plan, core::ClientLoop& l
       loop_(loop),
       parts_(parts),
       ps_shard_(ps_shard),
+      replica_(replica),
       accumulator_(plan.variables.size()),
       accumulated_(plan.variables.size(), 0),
       tokens_(parts.size(), 0),
@@ -271,7 +272,13 @@ void VariableOps::increment_global_step(int g, int op_index) {
   ++store_->global_step;
   // An async worker's or the in-graph client's step reached global_step's PS (what a checkpoint
   // records for a restart); the chief's sync op is no client.
-  if (g < int(client_steps_.size())) ++client_steps_[size_t(g)];
+  if (replica_) {
+    // An all-reduce rank: every rank's step ends with the same reduced gradients, so each client
+    // has made as many steps as this copy's global_step (what a restart resumes them from).
+    std::fill(client_steps_.begin(), client_steps_.end(), store_->global_step);
+  } else if (g < int(client_steps_.size())) {
+    ++client_steps_[size_t(g)];
+  }
   last_update_s_ = at_s;
   host_.saw_global_step(store_->global_step);
   host_.recorder().update(g, op_index, p.step, at_s, p.global_step_read, store_->global_step);

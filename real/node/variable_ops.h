@@ -101,6 +101,7 @@ class VariableOps : public core::SyncHost {
   core::ClientLoop& loop_;
   std::vector<Part>& parts_;
   int ps_shard_ = -1;
+  bool replica_ = false;  // an all-reduce rank's own copy
   std::unique_ptr<ParameterStore> store_;
   std::optional<core::SyncQueues> sync_;
   std::vector<std::vector<float>> accumulator_;  // per variable: the fresh gradients' sum
