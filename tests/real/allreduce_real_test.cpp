@@ -161,8 +161,13 @@ TEST(AllReduceReal, FourRanksOfADoubleBinaryTreeEndWithTheSameAveragedVariables)
   expect_every_rank_holds(plan, run.final, expected_variables(plan, "tree"));
 }
 
-TEST(AllReduceReal, TwoRanksOfARing) {
-  const core::Plan plan = allreduce_plan(allreduce_scenario(2, "ring"));
+// Two NCCL streams per peer (cluster.transport.connections_per_peer): two rings, each over half
+// of every buffer (chunk c of 2N: ring c / N, from rank c mod N).
+TEST(AllReduceReal, TwoRanksOfTwoRings) {
+  nlohmann::json doc = allreduce_scenario(2, "ring");
+  doc["cluster"]["transport"]["connections_per_peer"] = 2;
+  const core::Plan plan = allreduce_plan(doc);
+  ASSERT_EQ(plan.collective.streams_per_peer, 2);
   const RealRun run = run_real(plan);
   expect_every_rank_holds(plan, run.final, expected_variables(plan, "ring"));
 }
