@@ -325,6 +325,7 @@ void Collectives::schedule_tick() {
     at = std::ceil(now / cycle) * cycle;
     if (at < now) at = now;
   }
+  at = std::max(at, rendezvous_until_s_);  // Elastic: nothing forms until the ring re-formed
   const uint64_t epoch = epoch_;
   host_.at(at, [this, epoch] {
     if (epoch == epoch_) tick();
@@ -448,30 +449,44 @@ void Collectives::begin_rank(Running& run, int rank) {
   const int64_t id = run.response.id;
   const uint64_t epoch = epoch_;
   if (run.whole) {
-    if (++run.whole_begun == int(run.ranks.size())) {
-      host_.at(now + plan_.collective.launch_s, [this, id, epoch] {
-        auto found = running_.find(id);
-        if (epoch == epoch_ && found != running_.end()) host_.carry_whole(found->second.response);
-      });
-    }
+    if (++run.whole_begun < int(run.ranks.size())) return;
+    host_.at(now + plan_.collective.launch_s, [this, id, epoch] {
+      auto found = running_.find(id);
+      if (epoch != epoch_ || found == running_.end()) return;
+      if (host_.carry_whole(found->second.response)) {
+        ++carried_whole_;
+        return;
+      }
+      std::vector<int> ranks;
+      for (const auto& [r, state] : found->second.ranks) ranks.push_back(r);
+      for (int r : ranks) {
+        auto still = running_.find(id);
+        if (still == running_.end()) return;
+        launch_rank(still->second, r);
+      }
+    });
     return;
   }
   host_.at(now + plan_.collective.launch_s, [this, id, rank, epoch] {
     auto found = running_.find(id);
-    if (epoch != epoch_ || found == running_.end()) return;
-    Running& r = found->second;
-    RankState& s = r.ranks.at(rank);
-    s.channels_left = int(s.step.size());
-    const int channels = s.channels_left;
-    for (int h = 0; h < channels; ++h) {
-      if (r.program->steps[size_t(s.position)][size_t(h)].empty()) {
-        --s.channels_left;
-      } else {
-        post_step(r, rank, h);
-      }
-    }
-    if (s.channels_left == 0) rank_done(id, rank);
+    if (epoch == epoch_ && found != running_.end()) launch_rank(found->second, rank);
   });
+}
+
+void Collectives::launch_rank(Running& run, int rank) {
+  RankState& s = run.ranks.at(rank);
+  s.channels_left = int(s.step.size());
+  const int channels = s.channels_left;
+  const int64_t id = run.response.id;
+  for (int h = 0; h < channels; ++h) {
+    if (run.program->steps[size_t(s.position)][size_t(h)].empty()) {
+      --s.channels_left;
+    } else {
+      post_step(run, rank, h);
+      if (running_.find(id) == running_.end()) return;  // every rank here done meanwhile
+    }
+  }
+  if (s.channels_left == 0 && !s.done) rank_done(id, rank);
 }
 
 void Collectives::post_step(Running& run, int rank, int channel) {
@@ -587,6 +602,7 @@ void Collectives::reset() {
   for (auto& queue : queue_) queue.clear();
   std::fill(current_.begin(), current_.end(), -1);
   std::fill(alive_.begin(), alive_.end(), true);
+  rendezvous_until_s_ = 0;
 }
 
 double Collectives::rank_died(int rank) {
@@ -594,6 +610,7 @@ double Collectives::rank_died(int rank) {
   const double resume_s = now + plan_.collective.rendezvous_s;
   if (!alive_[size_t(rank)]) return resume_s;
   alive_[size_t(rank)] = false;
+  rendezvous_until_s_ = std::max(rendezvous_until_s_, resume_s);
   // Every collective under way stalls: the others wait out the rendezvous, then the coordinator
   // forms them again among the survivors (Horovod Elastic re-forms the communicator and the
   // ranks submit their tensors again).

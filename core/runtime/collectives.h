@@ -110,11 +110,13 @@ class CollectiveHost {
   // keeps values adds or copies the chunks now (CollectiveStep::reduce), in program order.
   virtual void apply_chunk(const CollectiveResponse& /*r*/, int /*rank*/, int /*channel*/,
                            int /*step*/) {}
-  // Whether the host carries all of `r` at once instead of its steps (the simulator's fast ring
-  // where nothing else shares its links); asked when `r` starts. Then carry_whole(r) is called
-  // once every rank has begun it, and the host calls Collectives::whole_done(r.id) when done.
+  // Whether the host may carry all of `r` at once instead of its steps (the simulator's fast
+  // ring); asked when `r` starts. Then the ranks wait for one another (every rank here), and once
+  // the last has begun, carry_whole(r) says whether it does (nothing else shares the ring's
+  // links now): true, and the host calls Collectives::whole_done(r.id) when done; false, and
+  // the ranks run their steps.
   virtual bool can_carry_whole(const CollectiveResponse& /*r*/) { return false; }
-  virtual void carry_whole(const CollectiveResponse& /*r*/) {}
+  virtual bool carry_whole(const CollectiveResponse& /*r*/) { return false; }
   // Rank `rank`'s part of `r` is done: its tensors' kAllReduce ops complete (a backend that
   // keeps values divides the sums by the ranks first: Horovod's average).
   virtual void reduced(int rank, const CollectiveResponse& r) = 0;
@@ -138,6 +140,10 @@ class Collectives {
 
   int rank_of_client(int c) const { return rank_of_client_[size_t(c)]; }
   int client_of_rank(int rank) const { return plan_.collective.ranks[size_t(rank)]; }
+  // The kAllReduce op of tensor `tensor` in rank `rank`'s graph.
+  int op_of_tensor(int rank, int tensor) const {
+    return ops_of_rank_[size_t(rank)][size_t(tensor)];
+  }
   const CollectiveProgram& program() const { return *program_; }
   // Horovod's negotiation of one cycle (the simulator's model of it): the ranks' ready bits
   // reduced to the coordinator and its answer broadcast, ceil(log2 N) steps each way at the
@@ -165,8 +171,9 @@ class Collectives {
   // Why training stalls (the report's stall line): the collective waiting, the ranks it waits
   // for; empty when none waits.
   std::string waiting_for() const;
-  // Collectives begun so far (tests).
+  // Collectives begun so far, and of them carried whole (tests, the run's notes).
   int64_t formed() const { return next_id_; }
+  int64_t carried_whole() const { return carried_whole_; }
 
  private:
   struct RankState {                                  // one local rank's progress in one collective
@@ -195,6 +202,8 @@ class Collectives {
   void check_complete(const std::pair<int64_t, int>& key);
   void begin_next(int rank);
   void begin_rank(Running& run, int rank);
+  // The rank's channels start their steps (after the launch cost).
+  void launch_rank(Running& run, int rank);
   void post_step(Running& run, int rank, int channel);
   void try_finish_step(Running& run, int rank, int channel);
   void rank_done(int64_t id, int rank);
@@ -233,7 +242,9 @@ class Collectives {
   std::vector<int64_t> current_;
   std::map<int64_t, std::vector<CollectiveChunk>> early_;
   int64_t abandoned_below_ = 0;
-  uint64_t epoch_ = 0;  // reset() and deaths invalidate the timers of the earlier epoch
+  int64_t carried_whole_ = 0;
+  double rendezvous_until_s_ = 0;  // Elastic: no collective forms before the survivors re-form
+  uint64_t epoch_ = 0;             // reset() and deaths invalidate the timers of the earlier epoch
 };
 
 }  // namespace replisim::core

@@ -98,7 +98,8 @@ ClientGraph rank_graph(const Scenario& scenario, Plan& plan, const ModelLayout& 
 
   ClientGraph graph;
   graph.role = role;
-  graph.samples_per_step = samples;
+  // One step applies the average of every rank's gradients: every rank's batch.
+  graph.samples_per_step = samples * int(t.replicas.size());
   graph.input_op = input_op;
   // Every rank increments its own global_step; the chief's counts the job's steps (they are equal).
   graph.global_step_op = chief ? increment_op : -1;
