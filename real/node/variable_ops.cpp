@@ -281,8 +281,12 @@ void VariableOps::increment_global_step(int g, int op_index) {
   }
   last_update_s_ = at_s;
   host_.saw_global_step(store_->global_step);
-  host_.recorder().update(g, op_index, p.step, at_s, p.global_step_read, store_->global_step);
-  host_.update_made(g, at_s, store_->global_step);
+  // Every all-reduce rank increments its own copy; the chief's (its graph's global_step_op)
+  // counts the job's global steps, as the simulator records them.
+  if (!replica_ || op_index == p.graph->global_step_op) {
+    host_.recorder().update(g, op_index, p.step, at_s, p.global_step_read, store_->global_step);
+    host_.update_made(g, at_s, store_->global_step);
+  }
   loop_.complete(g, op_index);
 }
 

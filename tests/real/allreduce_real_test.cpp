@@ -151,6 +151,10 @@ TEST(AllReduceReal, ThreeRanksOfARingEndWithTheSameAveragedVariables) {
     EXPECT_EQ(count(run.trace, EventKind::kStep, client), plan.steps) << client;
   }
   EXPECT_FALSE(run.trace.outcome.job_failure.has_value());
+  // The chief's increments count the job's global steps (each of every rank's samples), as the
+  // simulator records them; the other ranks' copies of global_step are their own.
+  EXPECT_EQ(count(run.trace, EventKind::kUpdate), plan.steps);
+  EXPECT_EQ(count(run.trace, EventKind::kUpdate, "worker0"), plan.steps);
   expect_every_rank_holds(plan, run.final, expected_variables(plan, "ring"));
 }
 
