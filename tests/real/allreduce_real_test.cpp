@@ -13,6 +13,7 @@
 #include "core/backend/backend.h"
 #include "core/runtime/collectives.h"
 #include "core/strategy/strategy.h"
+#include "real/node/collective_ops.h"
 #include "real/node/node.h"
 #include "real/state/checkpoint.h"
 #include "real/state/gradient_fill.h"
@@ -330,6 +331,34 @@ TEST(AllReduceReal, AnElasticPlanThatKillsRankZeroIsRefused) {
       3, 150, {{"algorithm", "ring"}, {"elastic", true}, {"rendezvous", "0.3 s"}},
       {{{"kind", "role"}, {"role", "worker2"}, {"at", "0.4 s"}}});
   EXPECT_NO_THROW(check_faults(other, "plan.json"));
+}
+
+// A chunk frame's tensor field carries the chunk's ranks, channel and both steps, and refuses
+// what does not fit rather than wrap.
+TEST(AllReduceReal, AChunkTagCarriesItsStepsAndRefusesWhatDoesNotFit) {
+  core::CollectiveChunk c;
+  c.from = 65535;
+  c.to = 1234;
+  c.channel = 63;
+  c.step = 8191;
+  c.recv_step = 17;
+  const core::CollectiveChunk back =
+      detail::collective_chunk_of_tag(42, detail::collective_chunk_tag(c));
+  EXPECT_EQ(back.id, 42);
+  EXPECT_EQ(back.from, 65535);
+  EXPECT_EQ(back.to, 1234);
+  EXPECT_EQ(back.channel, 63);
+  EXPECT_EQ(back.step, 8191);
+  EXPECT_EQ(back.recv_step, 17);
+  core::CollectiveChunk wide = c;
+  wide.from = 65536;
+  EXPECT_THROW(detail::collective_chunk_tag(wide), std::logic_error);
+  wide = c;
+  wide.channel = 64;
+  EXPECT_THROW(detail::collective_chunk_tag(wide), std::logic_error);
+  wide = c;
+  wide.recv_step = 8192;
+  EXPECT_THROW(detail::collective_chunk_tag(wide), std::logic_error);
 }
 
 }  // namespace
