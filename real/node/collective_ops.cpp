@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <stdexcept>
 
 #include "core/base/error.h"
@@ -102,10 +103,23 @@ void CollectiveOps::ready(int g, int op) {
 
 void CollectiveOps::task_died(uint32_t task) {
   if (!collectives_) return;
+  bool died = false;
   for (size_t r = 0; r < task_of_rank_.size(); ++r) {
     if (task_of_rank_[r] == task && collectives_->rank_alive(int(r))) {
       collectives_->rank_died(int(r));
+      died = true;
     }
+  }
+  if (!died) return;
+  // Every collective under way was abandoned (the coordinator forms them again among the
+  // survivors, under new ids): their buffers and chunks go; late chunks of them are ignored.
+  abandoned_below_ = max_id_seen_ + 1;
+  buffers_.clear();
+  received_.clear();
+  responses_.clear();
+  local_left_.clear();
+  for (auto it = incoming_.begin(); it != incoming_.end();) {  // the dead task's, half received
+    it = std::get<0>(it->first) == task ? incoming_.erase(it) : std::next(it);
   }
 }
 
@@ -197,6 +211,7 @@ void CollectiveOps::on_response(uint32_t peer, const FrameHeader& h, const uint8
 }
 
 void CollectiveOps::start(const CollectiveResponse& r) {
+  max_id_seen_ = std::max(max_id_seen_, r.id);
   responses_[r.id] = r;
   int here = 0;
   for (int rank : r.ranks) here += task_of_rank(rank) == setup_.self;
@@ -346,6 +361,8 @@ void CollectiveOps::on_chunk(uint32_t peer, const FrameHeader& h, const uint8_t*
 // Kept until the receiving rank's step takes it (apply_chunk); Collectives holds the arrival
 // until its response is announced here.
 void CollectiveOps::chunk_in(const core::CollectiveChunk& chunk, Received in) {
+  if (chunk.id < abandoned_below_) return;  // of a collective a death abandoned
+  max_id_seen_ = std::max(max_id_seen_, chunk.id);
   received_[{chunk.id, chunk.to, chunk.channel, chunk.recv_step}] = std::move(in);
   collectives_->arrived(chunk);
 }

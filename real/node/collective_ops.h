@@ -139,6 +139,8 @@ class CollectiveOps final : public core::CollectiveHost {
   std::map<int64_t, core::CollectiveResponse> responses_;
   std::map<int64_t, int> local_left_;  // per response begun: its ranks here not done yet
   int64_t next_id_ = 0;                // responses come in id order
+  int64_t max_id_seen_ = -1;           // of the responses and chunks here
+  int64_t abandoned_below_ = 0;        // ids a death abandoned (their late chunks are ignored)
   std::map<std::pair<int64_t, int>, Buffer> buffers_;  // (id, rank)
   std::map<ChunkKey, Received> received_;
   // Chunk frames arriving in pieces: (peer, id, tag) -> bytes so far.
