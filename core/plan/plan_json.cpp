@@ -34,6 +34,8 @@ nlohmann::json op_to_json(const Op& op) {
     j["bytes"] = op.bytes;
     j["peer"] = op.peer;
   }
+  // An all-reduce's bytes are its gradient's (what a plan file's reader reduces and moves).
+  if (op.kind == OpKind::kAllReduce) j["bytes"] = op.bytes;
   if (op.overhead_s != 0) j["overhead_s"] = op.overhead_s;
   if (op.variable >= 0) j["variable"] = op.variable;
   if (op.jittered) j["jittered"] = true;

@@ -51,6 +51,12 @@ std::string name(FrameType type) {
       return "stop reply";
     case uint16_t(kStopLimit):
       return "stop limit";
+    case uint16_t(kCollectiveReady):
+      return "collective ready";
+    case uint16_t(kCollectiveResponse):
+      return "collective response";
+    case uint16_t(kCollectiveChunk):
+      return "collective chunk";
     default:
       return "channel " + std::to_string(uint16_t(type));
   }

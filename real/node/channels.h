@@ -33,6 +33,13 @@ inline constexpr FrameType kTracePartKept = FrameType(28);  // the coordinator h
 inline constexpr FrameType kStopAsk = FrameType(29);    // training.steps "auto": your last step?
 inline constexpr FrameType kStopReply = FrameType(30);  // the answer
 inline constexpr FrameType kStopLimit = FrameType(31);  // the coordinator's limit
+// All-reduce (collective_ops.h): a rank's tensor is ready (to rank 0's task; step = the step,
+// tensor = rank << 32 | tensor), the coordinator's fused response (to every task with a rank in
+// it; step = its step, tensor = its id), and a step's chunks of a response's buffer, float32
+// values (chunked; step = the response's id, tensor = collective_chunk_tag).
+inline constexpr FrameType kCollectiveReady = FrameType(32);
+inline constexpr FrameType kCollectiveResponse = FrameType(33);
+inline constexpr FrameType kCollectiveChunk = FrameType(34);
 
 // A frame type's name as a node's errors say it: a channel's ("stop reply"), or the transport
 // frame's ("tensor"); "channel N" for a number no part owns.

@@ -50,13 +50,17 @@ void CheckpointSaver::save(const std::string& name,
   saved_then_ = [start_s, then = std::move(then)](double bytes, int64_t global_step) {
     then(start_s, bytes, global_step);
   };
-  pending_saves_ = int(setup_.ps_tasks.size());
+  std::vector<uint32_t> tasks;
+  for (uint32_t t : setup_.ps_tasks) {
+    if (host_.live(t)) tasks.push_back(t);
+  }
+  pending_saves_ = int(tasks.size());
   if (pending_saves_ == 0) {
     pending_saves_ = 1;
     shard_saved({{"file", ""}, {"bytes", 0}, {"global_step", -1}});
     return;
   }
-  for (uint32_t t : setup_.ps_tasks) {
+  for (uint32_t t : tasks) {
     if (t == setup_.self) {
       write_shard(name, [this](const nlohmann::json& saved) { shard_saved(saved); });
     } else {
@@ -86,7 +90,8 @@ void CheckpointSaver::write_shard(const std::string& name,
   // The steps that reached global_step's PS, read with it (what a restart resumes from).
   const std::vector<int64_t> client_steps =
       store.holds_global_step() ? host_.client_steps() : std::vector<int64_t>();
-  const std::string file = name + ".ps" + std::to_string(setup_.ps_shard);
+  const std::string file = setup_.rank >= 0 ? name + ".rank" + std::to_string(setup_.rank)
+                                            : name + ".ps" + std::to_string(setup_.ps_shard);
   const std::string path = setup_.dir + "/" + file;
   struct Written {
     size_t bytes = 0;

@@ -39,6 +39,8 @@ class CheckpointSaver {
     // Per client graph, the steps that reached global_step's parameter server (this task's count,
     // read with global_step when this task holds it).
     virtual std::vector<int64_t> client_steps() const = 0;
+    // Whether `task` is alive (an elastic all-reduce job goes on without a dead rank's copy).
+    virtual bool live(uint32_t /*task*/) const { return true; }
   };
 
   // Where the saves go and who takes part: `dir` the checkpoint directory ("" when none was
@@ -55,6 +57,9 @@ class CheckpointSaver {
     std::vector<uint32_t> ps_tasks;
     uint32_t chief = 0;
     uint32_t coordinator = 0;
+    // An all-reduce rank (its own copy of every variable): its shard is "<name>.rank<r>";
+    // -1 for a parameter server's "<name>.ps<ps_shard>".
+    int rank = -1;
   };
   CheckpointSaver(Host& host, Setup setup) : host_(host), setup_(std::move(setup)) {}
   void own_frames(FrameRouter& router);

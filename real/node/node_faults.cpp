@@ -204,8 +204,17 @@ void Node::unplanned_death(uint32_t peer, const std::string& why) {
     break;
   }
   who += " (task " + task + " on " + spec_.tasks[peer].host + ")";
-  const core::PlanFault death = core::death_of_roles(plan_, map_.roles_of_task[peer], now,
-                                                     who + " died, no fault of the plan");
+  core::PlanFault death = core::death_of_roles(plan_, map_.roles_of_task[peer], now,
+                                               who + " died, no fault of the plan");
+  // An elastic all-reduce job loses no rank it can go on without but rank 0, whose task runs the
+  // job's control and Horovod's coordinator (check_faults refuses the plan's own such deaths).
+  if (collectives_ && death.kind != core::PlanFaultKind::kJob && !plan_.collective.ranks.empty() &&
+      collectives_->task_of_rank(0) == peer) {
+    death.kind = core::PlanFaultKind::kJob;
+    death.roles = map_.roles_of_task[peer];
+    death.clients.clear();
+    death.description += " (rank 0: the job's control and the all-reduce coordinator)";
+  }
   task_dead_[peer] = true;
   mesh_->drop_peer(peer);
   const bool job = death.kind == core::PlanFaultKind::kJob;
@@ -263,6 +272,8 @@ void Node::lose_graphs_of(uint32_t peer) {
     }
   }
   steps_->transfers().drop_from(peer);
+  // Elastic all-reduce: the survivors re-form the ring without its ranks (Horovod Elastic).
+  if (collectives_) collectives_->task_died(peer);
   // A restarted chief that dies before it restored the model: no worker will find one ready
   // (TF's wait_for_session would wait until its max_wait_secs); their clients end here.
   if (coordinator() && job_->started() && restorer_ && !restorer_->model_ready() &&

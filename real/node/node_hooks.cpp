@@ -1,6 +1,7 @@
 #include "real/node/node_hooks.h"
 
 #include <chrono>
+#include <stdexcept>
 
 namespace replisim::real::detail {
 
@@ -24,6 +25,11 @@ bool Node::StepHooks::session_checkpoint(int g, std::function<void(double)> then
     then(n.now_s());
   });
   return true;
+}
+
+void Node::StepHooks::collective(int g, int op) {
+  if (!n_.collectives_) throw std::logic_error("an all-reduce op in a plan without collectives");
+  n_.collectives_->ready(g, op);
 }
 
 // The coordinator hears of each step's end: progress lines, training.steps "auto".
@@ -72,7 +78,8 @@ double Node::JobHooks::start_clock(double origin_s) {
 // stops.
 void Node::JobHooks::job_ended(double end_s) {
   n_.end_s_ = end_s;
-  if (!n_.options_.checkpoint_dir.empty() && !n_.plan_.ps_roles.empty()) {
+  if (!n_.options_.checkpoint_dir.empty() &&
+      (!n_.plan_.ps_roles.empty() || n_.plan_.sync == core::kAllReduceSync)) {
     n_.saver_->save("final", [&n = n_](double, double, int64_t) { n.stop(); });
     return;
   }

@@ -52,6 +52,7 @@ class Node::SaverHooks final : public CheckpointSaver::Host {
   }
   int64_t global_step_seen() const override { return n_.global_step_seen_; }
   std::vector<int64_t> client_steps() const override { return n_.vars_->client_steps(); }
+  bool live(uint32_t task) const override { return n_.live(task); }
 
  private:
   Node& n_;
@@ -189,6 +190,7 @@ class Node::StepHooks final : public StepRunner::Host {
   }
   bool values(int g, int op) override { return n_.vars_->values(g, op); }
   void sync(int g, int op) override { n_.vars_->sync(g, op); }
+  void collective(int g, int op) override;
   int64_t global_step_here() const override { return n_.vars_->global_step_here(); }
   bool client_dead(int g) const override { return n_.graph_dead_[size_t(g)]; }
   bool within_stop_limit(int g) const override { return n_.steady_stop_->within_limit(g); }
@@ -229,10 +231,44 @@ class Node::JobHooks final : public JobControl::Host {
   Node& n_;
 };
 
+class Node::CollectiveHooks final : public CollectiveOps::Host {
+ public:
+  explicit CollectiveHooks(Node& n) : n_(n) {}
+  double now_s() const override { return n_.now_s(); }
+  bool stopping() const override { return n_.stopping_; }
+  void post(std::function<void()> work) override { n_.post(std::move(work)); }
+  void at_run_time(double at_s, std::function<void()> work) override {
+    n_.at_run_time(at_s, true, std::move(work));
+  }
+  void send_frame(uint32_t peer, FrameType type, int64_t step, uint64_t tensor,
+                  const std::string& payload) override {
+    n_.send_frame(peer, type, step, tensor, payload);
+  }
+  int next_slot(uint32_t peer) override { return n_.mesh_->next_slot(peer); }
+  void send_chunk(uint32_t peer, const FrameHeader& header, const uint8_t* data, size_t size,
+                  std::shared_ptr<const void> keep, std::function<void()> written,
+                  int slot) override {
+    n_.quiescence_->sent(peer, header.type);
+    n_.mesh_->send(peer, header, data, size, std::move(keep), std::move(written), slot);
+  }
+
+ private:
+  Node& n_;
+};
+
 // Every part's adapter, built with the node (before its parts).
 struct Node::Hooks {
   explicit Hooks(Node& n)
-      : clock(n), gather(n), saver(n), stop(n), restore(n), values(n), waves(n), steps(n), job(n) {}
+      : clock(n),
+        gather(n),
+        saver(n),
+        stop(n),
+        restore(n),
+        values(n),
+        waves(n),
+        steps(n),
+        job(n),
+        collectives(n) {}
   ClockHooks clock;
   GatherHooks gather;
   SaverHooks saver;
@@ -242,6 +278,7 @@ struct Node::Hooks {
   WaveHooks waves;
   StepHooks steps;
   JobHooks job;
+  CollectiveHooks collectives;
 };
 
 }  // namespace replisim::real::detail

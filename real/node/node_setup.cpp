@@ -137,14 +137,28 @@ Node::Node(const NodeSetup& setup)
       if (plan_.ps_roles[j] == r) ps_shard = int(j);
     }
   }
-  vars_.emplace(hooks_->values, plan_, steps_->loop(), steps_->parts(), ps_shard);
+  // An all-reduce plan: every rank's task holds its own copy of the variables (no PS), and its
+  // checkpoints are every rank's copy ("<name>.rank<r>").
+  const bool allreduce = plan_.sync == core::kAllReduceSync;
+  int rank = -1;
   std::set<uint32_t> ps_tasks;
   for (int r : plan_.ps_roles) ps_tasks.insert(uint32_t(map_.task_of_role[size_t(r)]));
+  if (allreduce) {
+    collectives_.emplace(hooks_->collectives, CollectiveOps::Setup{&plan_, &map_, self_},
+                         steps_->loop(), steps_->parts());
+    collectives_->own_frames(router_);
+    for (size_t k = 0; k < plan_.collective.ranks.size(); ++k) {
+      const uint32_t task = collectives_->task_of_rank(int(k));
+      ps_tasks.insert(task);
+      if (task == self_ && rank < 0) rank = int(k);
+    }
+  }
+  vars_.emplace(hooks_->values, plan_, steps_->loop(), steps_->parts(), ps_shard, rank >= 0);
   const std::vector<uint32_t> ps_task_list(ps_tasks.begin(), ps_tasks.end());
   saver_.emplace(hooks_->saver,
                  CheckpointSaver::Setup{&plan_, options_.checkpoint_dir, plan_hash_, vars_->store(),
                                         ps_shard, self_, ps_task_list, uint32_t(map_.chief_task),
-                                        uint32_t(map_.coordinator_task)});
+                                        uint32_t(map_.coordinator_task), rank});
   saver_->own_frames(router_);
   // training.steps "auto": the coordinator runs the rule (it holds global_step). A restarted
   // incarnation has lost the estimate and runs to max_steps (run refuses the combination).
@@ -156,11 +170,12 @@ Node::Node(const NodeSetup& setup)
     restorer_.emplace(hooks_->restore, steps_->loop(), steps_->parts(), *saver_,
                       Restorer::Setup{&plan_, *resume_, options_.checkpoint_dir, plan_hash_,
                                       vars_->store(), ps_shard, self_, uint32_t(map_.chief_task),
-                                      uint32_t(map_.coordinator_task), ps_task_list});
+                                      uint32_t(map_.coordinator_task), ps_task_list, rank});
     restorer_->own_frames(router_);
   }
   open_trace();
   vars_->open_sync_queues(*recorder_);
+  if (collectives_) collectives_->open(*recorder_);
   configure_blas();
   for (std::string& note : steps_->open_engines()) outcome_.notes.push_back(std::move(note));
   MeshConfig config;
@@ -196,6 +211,16 @@ std::vector<uint32_t> Node::peers() const {
     for (size_t k = 0; k < graph.ops.size(); ++k) {
       link(p.owner_task, p.task_of_op[k]);
       for (int in : graph.ops[k].inputs) link(p.task_of_op[size_t(in)], p.task_of_op[k]);
+    }
+  }
+  // All-reduce: every rank's task with every other (the algorithms' peers, which a rank's
+  // death changes when the job is elastic).
+  if (collectives_) {
+    const size_t ranks = plan_.collective.ranks.size();
+    for (size_t a = 0; a < ranks; ++a) {
+      for (size_t b = a + 1; b < ranks; ++b) {
+        link(collectives_->task_of_rank(int(a)), collectives_->task_of_rank(int(b)));
+      }
     }
   }
   std::vector<uint32_t> out;

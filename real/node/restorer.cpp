@@ -218,8 +218,9 @@ void Restorer::on_restore(uint32_t peer, const FrameHeader& h, const uint8_t* pa
   if (name.empty() || name.size() > 200 || name.find('/') != std::string::npos || name[0] == '.') {
     throw FrameError("restore of \"" + name.substr(0, 200) + "\"");
   }
-  const std::string path =
-      setup_.checkpoint_dir + "/" + name + ".ps" + std::to_string(setup_.ps_shard);
+  const std::string path = setup_.checkpoint_dir + "/" + name +
+                           (setup_.rank >= 0 ? ".rank" + std::to_string(setup_.rank)
+                                             : ".ps" + std::to_string(setup_.ps_shard));
   if (payload == nullptr) steps = step_counts(request.at("client_steps"));
   struct Read {
     int64_t global_step = 0;

@@ -93,6 +93,7 @@ class Restorer {
     uint32_t chief = 0;
     uint32_t coordinator = 0;
     std::vector<uint32_t> ps_tasks;  // the tasks holding shards
+    int rank = -1;  // an all-reduce rank: its shard is "<name>.rank<r>" (CheckpointSaver's)
   };
   // `host`, `loop`, `parts`, `saver` and what `setup` points to outlive it.
   Restorer(Host& host, core::ClientLoop& loop, const std::vector<Part>& parts,

@@ -1,6 +1,7 @@
 // `replisim node`: the plan file, the role and the cluster (from flags, or from a cluster
 // launcher's variables), the checks on the outputs and the checkpoint directory, then the task's
 // run; a coordinator that gathered the run's trace writes it and has it reported.
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
@@ -41,6 +42,19 @@ void check_roles(const core::Plan& plan, const std::string& path) {
 
 void check_faults(const core::Plan& plan, const std::string& file) {
   for (size_t f = 0; f < plan.faults.size(); ++f) {
+    // Rank 0's task runs the job's control and Horovod's coordinator (no PS holds global_step):
+    // an elastic job's survivors would go on without either.
+    const std::vector<int>& lost = plan.faults[f].clients;
+    if (plan.sync == core::kAllReduceSync && plan.collective.elastic &&
+        !plan.collective.ranks.empty() &&
+        std::find(lost.begin(), lost.end(), plan.collective.ranks.front()) != lost.end()) {
+      throw core::InputError(
+          file, "/faults/" + std::to_string(f),
+          "\"" + plan.faults[f].description +
+              "\" kills rank 0 of an elastic all-reduce job, whose task runs the real run's "
+              "control and Horovod's coordinator: a real run cannot go on without it; simulate "
+              "it, or let another rank die");
+    }
     if (plan.faults[f].kind == core::PlanFaultKind::kLink) {
       throw core::InputError(file, "/faults/" + std::to_string(f),
                              "a link fault (\"" + plan.faults[f].description +

@@ -36,6 +36,7 @@
 #include "real/compute/cpu_engine.h"
 #include "real/node/checkpoint_saver.h"
 #include "real/node/clock_sync.h"
+#include "real/node/collective_ops.h"
 #include "real/node/frame_router.h"
 #include "real/node/job_control.h"
 #include "real/node/node.h"
@@ -114,6 +115,7 @@ class Node : public Mesh::Handler {
   class WaveHooks;
   class StepHooks;
   class JobHooks;
+  class CollectiveHooks;
   struct Hooks;
   void background(std::function<void()> work, std::function<void()> done);
   bool live(uint32_t task) const { return !task_dead_[task]; }
@@ -156,6 +158,8 @@ class Node : public Mesh::Handler {
   std::optional<StepRunner> steps_;
   // The ops on values and this task's parameter-server state (variable_ops.h).
   std::optional<VariableOps> vars_;
+  // All-reduce plans: this task's ranks of the collectives (collective_ops.h).
+  std::optional<CollectiveOps> collectives_;
   // Clocks.
   double origin_local_s_ = 0;  // the run's t = 0 on this machine's clock
   // The job's control: start, progress, the clients' ends (job_control.h); global_step as this

@@ -60,6 +60,8 @@ class StepRunner : public core::StepHost {
     // task holds it (else -1).
     virtual bool values(int g, int op) = 0;
     virtual void sync(int g, int op) = 0;
+    // A kAllReduce op is ready (CollectiveOps::ready).
+    virtual void collective(int g, int op) = 0;
     virtual int64_t global_step_here() const = 0;
     // The job's hooks on graph g's client (core::StepHost has their meaning).
     virtual bool client_dead(int g) const = 0;
@@ -126,6 +128,7 @@ class StepRunner : public core::StepHost {
   void recv(int g, int op) override;
   void send(int g, int op) override;  // TensorTransfers::send
   void sync(int g, int op) override { host_.sync(g, op); }
+  void collective(int g, int op) override { host_.collective(g, op); }
   bool values(int g, int op) override { return host_.values(g, op); }
   void compute(int g, int op) override;
   void complete_now(int g, int op) override;

@@ -25,17 +25,18 @@ const float* floats_of(const BufferPtr& b) {
 }  // namespace
 
 VariableOps::VariableOps(Host& host, const core::Plan& plan, core::ClientLoop& loop,
-                         std::vector<Part>& parts, int ps_shard)
+                         std::vector<Part>& parts, int ps_shard, bool replica)
     : host_(host),
       plan_(plan),
       loop_(loop),
       parts_(parts),
       ps_shard_(ps_shard),
+      replica_(replica),
       accumulator_(plan.variables.size()),
       accumulated_(plan.variables.size(), 0),
       tokens_(parts.size(), 0),
       client_steps_(plan.clients.size(), 0) {
-  if (ps_shard_ >= 0) store_ = std::make_unique<ParameterStore>(plan_, ps_shard_);
+  if (ps_shard_ >= 0 || replica) store_ = std::make_unique<ParameterStore>(plan_, ps_shard_);
 }
 
 void VariableOps::open_sync_queues(core::TraceRecorder& recorder) {
@@ -271,11 +272,21 @@ void VariableOps::increment_global_step(int g, int op_index) {
   ++store_->global_step;
   // An async worker's or the in-graph client's step reached global_step's PS (what a checkpoint
   // records for a restart); the chief's sync op is no client.
-  if (g < int(client_steps_.size())) ++client_steps_[size_t(g)];
+  if (replica_) {
+    // An all-reduce rank: every rank's step ends with the same reduced gradients, so each client
+    // has made as many steps as this copy's global_step (what a restart resumes them from).
+    std::fill(client_steps_.begin(), client_steps_.end(), store_->global_step);
+  } else if (g < int(client_steps_.size())) {
+    ++client_steps_[size_t(g)];
+  }
   last_update_s_ = at_s;
   host_.saw_global_step(store_->global_step);
-  host_.recorder().update(g, op_index, p.step, at_s, p.global_step_read, store_->global_step);
-  host_.update_made(g, at_s, store_->global_step);
+  // Every all-reduce rank increments its own copy; the chief's (its graph's global_step_op)
+  // counts the job's global steps, as the simulator records them.
+  if (!replica_ || op_index == p.graph->global_step_op) {
+    host_.recorder().update(g, op_index, p.step, at_s, p.global_step_read, store_->global_step);
+    host_.update_made(g, at_s, store_->global_step);
+  }
   loop_.complete(g, op_index);
 }
 

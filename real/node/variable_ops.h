@@ -48,9 +48,11 @@ class VariableOps : public core::SyncHost {
   };
 
   // `ps_shard`: the index into Plan::ps_roles of the parameter server this task runs (-1: none).
-  // `plan`, `host`, `loop` and `parts` outlive it.
+  // `replica`: the task runs a rank of an all-reduce plan, which holds its own copy of every
+  // variable and global_step (no parameter server: Variable::ps is -1 for all of them) and
+  // applies the averaged gradients to it. `plan`, `host`, `loop` and `parts` outlive it.
   VariableOps(Host& host, const core::Plan& plan, core::ClientLoop& loop, std::vector<Part>& parts,
-              int ps_shard);
+              int ps_shard, bool replica = false);
   // SyncReplicas' queues live with the PS tasks' variables; distributed_replicated's barriers on
   // whichever PS task each is placed (every task keeps the table; only those tasks use theirs).
   // Opened once the trace records (before any worker's step can reach this task).
@@ -99,6 +101,7 @@ class VariableOps : public core::SyncHost {
   core::ClientLoop& loop_;
   std::vector<Part>& parts_;
   int ps_shard_ = -1;
+  bool replica_ = false;  // an all-reduce rank's own copy
   std::unique_ptr<ParameterStore> store_;
   std::optional<core::SyncQueues> sync_;
   std::vector<std::vector<float>> accumulator_;  // per variable: the fresh gradients' sum

@@ -22,7 +22,8 @@ GradientFlow gradient_flow(const core::ClientGraph& g) {
       flow.variable[k] = op.variable;
       continue;
     }
-    if (op.kind != OpKind::kAggregate && op.kind != OpKind::kSend && op.kind != OpKind::kRecv) {
+    if (op.kind != OpKind::kAggregate && op.kind != OpKind::kSend && op.kind != OpKind::kRecv &&
+        op.kind != OpKind::kAllReduce) {
       continue;
     }
     int v = -2;  // -2: no consumer with a gradient yet

@@ -10,8 +10,8 @@ namespace replisim::real {
 
 struct GradientFlow {
   // Per op: the variable (Plan::variables index) whose gradient its output is: an apply's or
-  // accumulate's own variable, and for an aggregate, send or recv the one variable its consumers
-  // take; -1 for every other op (and for one whose consumers take several).
+  // accumulate's own variable, and for an aggregate, send, recv or all-reduce the one variable its
+  // consumers take; -1 for every other op (and for one whose consumers take several).
   std::vector<int> variable;
   // Per op: for a backward op, the variables whose gradients it produces (its consumers'
   // `variable`, in consumer order, each once); empty for every other op.

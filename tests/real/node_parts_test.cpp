@@ -67,6 +67,7 @@ class NodePartsStepHost : public StepRunner::Host {
   void saw_global_step(int64_t) override {}
   bool values(int, int) override { return false; }
   void sync(int, int) override {}
+  void collective(int, int) override {}
   int64_t global_step_here() const override { return -1; }
   // Completions of ops stop at the step runner (no op of a step follows in these tests).
   bool client_dead(int) const override { return true; }

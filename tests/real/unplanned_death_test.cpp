@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -147,6 +148,43 @@ TEST(UnplannedDeath, AKilledParameterServerFailsTheJobAndKeepsItsMeasurement) {
       << cell;
 }
 
+// An all-reduce rank killed mid-ring: the ring stalls, and the others fail the job naming the dead
+// rank's role and task (Horovod before Elastic).
+TEST(UnplannedDeath, AKilledAllReduceRankFailsTheJobNamingIt) {
+  nlohmann::json doc = scenario(3, {{"steps", 400}, {"allreduce", {{"algorithm", "ring"}}}});
+  doc["model"] = few_ms_model();
+  const core::Plan plan = core::compile_plan(test::parse(doc), "allreduce", {1});
+  const core::Trace real = run_and_kill(plan, "worker1", 5);
+  ASSERT_TRUE(real.outcome.job_failure.has_value());
+  EXPECT_TRUE(real.outcome.job_failure->unplanned);
+  EXPECT_NE(real.outcome.job_failure->cause.find(
+                "worker1 (task worker1 on 127.0.0.1) died, no fault of the plan"),
+            std::string::npos)
+      << real.outcome.job_failure->cause;
+  EXPECT_GE(real.outcome.job_failure->global_step, 5);
+  for (const std::string client : {"worker0", "worker2"}) {
+    EXPECT_GE(steps_of(real, client), 5) << client;
+    EXPECT_LT(steps_of(real, client), plan.steps) << client;
+  }
+}
+
+// Elastic, but rank 0 killed: its task runs the job's control and the all-reduce coordinator, so
+// the job fails, saying why.
+TEST(UnplannedDeath, AKilledRankZeroFailsEvenAnElasticAllReduceJob) {
+  nlohmann::json doc = scenario(
+      3, {{"steps", 400},
+          {"allreduce", {{"algorithm", "ring"}, {"elastic", true}, {"rendezvous", "0.1 s"}}}});
+  doc["model"] = few_ms_model();
+  const core::Plan plan = core::compile_plan(test::parse(doc), "allreduce", {1});
+  const core::Trace real = run_and_kill(plan, "worker0", 5);
+  ASSERT_TRUE(real.outcome.job_failure.has_value());
+  EXPECT_NE(real.outcome.job_failure->cause.find(
+                "worker0 (task worker0 on 127.0.0.1) died, no fault of the plan (rank 0: the "
+                "job's control and the all-reduce coordinator)"),
+            std::string::npos)
+      << real.outcome.job_failure->cause;
+}
+
 // With training.recovery, run's launcher starts every task again after a death from outside that
 // failed the job, as after the plan's own: the restart record names the death, training resumes
 // from the last checkpoint and every client reaches its steps.
@@ -174,6 +212,60 @@ TEST(UnplannedDeath, AKilledParameterServerWithRecoveryRestartsTheJob) {
   EXPECT_NE(cell.find("ps0 (task ps0 on 127.0.0.1) died, no fault of the plan at "),
             std::string::npos)
       << cell;
+}
+
+// An all-reduce rank killed with training.recovery (Horovod before Elastic: the job restarts from
+// the last checkpoint): every rank restores its own copy, every client trains to its last step,
+// and the ranks end with bitwise the same variables.
+TEST(UnplannedDeath, AKilledAllReduceRankWithRecoveryRestartsFromEveryRanksCopy) {
+  nlohmann::json doc = scenario(
+      3, {{"steps", 150},
+          {"allreduce", {{"algorithm", "ring"}}},
+          {"checkpoint", {{"every", "0.2 s"}, {"disk_bandwidth", "500 MBps"}, {"max_to_keep", 0}}},
+          {"recovery",
+           {{"detect_timeout", "0.3 s"}, {"restart_delay", "0.2 s"}, {"recovery_wait", "0.1 s"}}}});
+  doc["model"] = few_ms_model();
+  const core::Plan plan = core::compile_plan(test::parse(doc), "allreduce", {1});
+  test::TempDir dir;
+  RealBackend backend;
+  core::RunOptions options;
+  options.settings = {
+      {"node_binary", REPLISIM_BINARY}, {"connect_timeout_s", 20}, {"checkpoint_dir", dir.path()}};
+  bool killed = false;
+  options.progress = [&](const core::RunProgress& p) {
+    if (killed || p.steps_done.empty()) return;
+    if (*std::min_element(p.steps_done.begin(), p.steps_done.end()) < 40) return;
+    const pid_t victim = child_running_role(::getpid(), "worker1");
+    if (victim > 0 && ::kill(victim, SIGKILL) == 0) killed = true;
+  };
+  const core::Trace real = core::run_to_trace(backend, plan, options);
+  ASSERT_TRUE(killed);
+  EXPECT_FALSE(real.outcome.job_failure.has_value());
+  ASSERT_EQ(real.outcome.restarts.size(), 1u);
+  const core::RestartRecord& k = real.outcome.restarts.front();
+  EXPECT_EQ(k.cause, "worker1 (task worker1 on 127.0.0.1) died, no fault of the plan");
+  EXPECT_GE(k.global_step_at_failure, k.checkpoint_global_step);
+  EXPECT_GT(k.checkpoint_global_step, 0);
+  for (const std::string client : {"worker0", "worker1", "worker2"}) {
+    int64_t last = -1;
+    for (const core::TraceEvent* e : test::events_of(real, EventKind::kStep, client)) {
+      last = std::max(last, e->step);
+    }
+    EXPECT_EQ(last, plan.steps - 1) << client << " trained to its last step after the restart";
+  }
+  const Checkpoint final = read_checkpoint(dir.path(), "final");
+  ASSERT_EQ(final.shards.size(), 3u);
+  for (size_t r = 1; r < final.shards.size(); ++r) {
+    EXPECT_EQ(final.shards[r].global_step, plan.steps);
+    ASSERT_EQ(final.shards[r].tensors.size(), final.shards[0].tensors.size());
+    for (size_t t = 0; t < final.shards[0].tensors.size(); ++t) {
+      const std::vector<float>& a = final.shards[0].tensors[t].values;
+      const std::vector<float>& b = final.shards[r].tensors[t].values;
+      ASSERT_EQ(a.size(), b.size());
+      EXPECT_EQ(std::memcmp(a.data(), b.data(), 4 * a.size()), 0)
+          << "rank " << r << ", variable " << final.shards[0].tensors[t].variable;
+    }
+  }
 }
 
 // ps0 killed twice, the second time in the restarted start: each restart is in the report, the

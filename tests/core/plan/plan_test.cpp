@@ -108,6 +108,26 @@ TEST(Plan, JsonRoundTrip) {
   }
 }
 
+// An all-reduce plan read back from its file keeps each kAllReduce op's bytes (its gradient's):
+// a real run's nodes reduce buffers of that size.
+TEST(Plan, AllReduceOpsKeepTheirBytesThroughTheFile) {
+  const Plan plan = compile_plan(test::parse(two_machine_doc()), "allreduce", {7});
+  const nlohmann::json j = plan_to_json(plan);
+  const Plan back = plan_from_json(j, "plan.json");
+  EXPECT_EQ(plan_to_json(back), j);
+  int reduces = 0;
+  for (size_t c = 0; c < plan.clients.size(); ++c) {
+    for (size_t k = 0; k < plan.clients[c].ops.size(); ++k) {
+      const Op& op = plan.clients[c].ops[k];
+      if (op.kind != OpKind::kAllReduce) continue;
+      ++reduces;
+      EXPECT_GT(op.bytes, 0) << op.name;
+      EXPECT_EQ(back.clients[c].ops[k].bytes, op.bytes) << op.name;
+    }
+  }
+  EXPECT_GT(reduces, 0);
+}
+
 TEST(Plan, CheckpointsRecoveryAndJobFaultsRoundTrip) {
   nlohmann::json doc = two_machine_doc();
   doc["training"]["checkpoint"] = {{"every", "10 s"}, {"disk_bandwidth", "100 MBps"}};

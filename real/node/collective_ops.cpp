@@ -1,0 +1,435 @@
+#include "real/node/collective_ops.h"
+
+#include <algorithm>
+#include <cstring>
+#include <iterator>
+#include <stdexcept>
+
+#include "core/base/error.h"
+#include "real/node/payload.h"
+#include "real/transport/frame.h"
+
+namespace replisim::real::detail {
+
+using core::CollectiveResponse;
+using core::Op;
+using core::OpKind;
+
+namespace {
+
+constexpr int kMaxRanks = 1 << 16;
+constexpr int kMaxChannels = 1 << 6;
+constexpr int kMaxSteps = 1 << 13;
+
+}  // namespace
+
+uint64_t collective_chunk_tag(const core::CollectiveChunk& c) {
+  if (c.from < 0 || c.from >= kMaxRanks || c.to < 0 || c.to >= kMaxRanks || c.channel < 0 ||
+      c.channel >= kMaxChannels || c.step < 0 || c.step >= kMaxSteps || c.recv_step < 0 ||
+      c.recv_step >= kMaxSteps) {
+    throw std::logic_error("a collective chunk beyond the frame's fields: rank " +
+                           std::to_string(c.from) + " to " + std::to_string(c.to) + ", channel " +
+                           std::to_string(c.channel) + ", steps " + std::to_string(c.step) +
+                           " and " + std::to_string(c.recv_step));
+  }
+  return (uint64_t(c.from) << 48) | (uint64_t(c.to) << 32) | (uint64_t(c.channel) << 26) |
+         (uint64_t(c.step) << 13) | uint64_t(c.recv_step);
+}
+
+core::CollectiveChunk collective_chunk_of_tag(int64_t id, uint64_t tag) {
+  core::CollectiveChunk c;
+  c.id = id;
+  c.from = int(tag >> 48);
+  c.to = int((tag >> 32) & 0xFFFFu);
+  c.channel = int((tag >> 26) & 0x3Fu);
+  c.step = int((tag >> 13) & 0x1FFFu);
+  c.recv_step = int(tag & 0x1FFFu);
+  return c;
+}
+
+CollectiveOps::CollectiveOps(Host& host, Setup setup, core::ClientLoop& loop,
+                             std::vector<Part>& parts)
+    : host_(host), setup_(setup), plan_(*setup.plan), loop_(loop), parts_(parts) {
+  for (int c : plan_.collective.ranks) {
+    const core::Role& role = plan_.roles[size_t(plan_.clients[size_t(c)].role)];
+    task_of_rank_.push_back(
+        uint32_t(setup_.map->task_of_role[size_t(plan_.clients[size_t(c)].role)]));
+    machine_of_rank_.push_back(plan_.platform.devices[size_t(role.device)].machine);
+  }
+  if (!task_of_rank_.empty()) coordinator_task_ = task_of_rank_.front();
+  for (const Part& p : parts_) {
+    std::vector<int> ops;
+    for (size_t k = 0; k < p.graph->ops.size(); ++k) {
+      if (p.graph->ops[k].kind == OpKind::kAllReduce) ops.push_back(int(k));
+    }
+    allreduce_ops_.push_back(std::move(ops));
+  }
+}
+
+uint32_t CollectiveOps::task_of_rank(int rank) const {
+  return task_of_rank_[size_t(rank)];
+}
+
+void CollectiveOps::own_frames(FrameRouter& router) {
+  router.own(channel::kCollectiveReady,
+             [this](uint32_t peer, const FrameHeader& h, const uint8_t*) {
+               if (!host_.stopping()) on_ready(peer, h);
+             });
+  router.own(channel::kCollectiveResponse,
+             [this](uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
+               if (!host_.stopping()) on_response(peer, h, payload);
+             });
+  router.own(
+      channel::kCollectiveChunk,
+      [this](uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
+        if (!host_.stopping()) on_chunk(peer, h, payload);
+      },
+      /*chunked=*/true);
+}
+
+void CollectiveOps::open(core::TraceRecorder& recorder) {
+  std::vector<int> local;
+  for (size_t r = 0; r < task_of_rank_.size(); ++r) {
+    if (task_of_rank_[r] == setup_.self) local.push_back(int(r));
+  }
+  recorder_ = &recorder;
+  collectives_.emplace(plan_, *this, &recorder, local, coordinator_task_ == setup_.self);
+}
+
+void CollectiveOps::ready(int g, int op) {
+  if (!collectives_) throw std::logic_error("an all-reduce op on a task without collectives");
+  collectives_->ready(g, op, parts_[size_t(g)].step);
+}
+
+void CollectiveOps::task_died(uint32_t task) {
+  if (!collectives_) return;
+  bool died = false;
+  for (size_t r = 0; r < task_of_rank_.size(); ++r) {
+    if (task_of_rank_[r] == task && collectives_->rank_alive(int(r))) {
+      collectives_->rank_died(int(r));
+      died = true;
+    }
+  }
+  if (!died) return;
+  // Every collective under way was abandoned (the coordinator forms them again among the
+  // survivors, under new ids): their buffers and chunks go; late chunks of them are ignored.
+  abandoned_below_ = max_id_seen_ + 1;
+  buffers_.clear();
+  received_.clear();
+  responses_.clear();
+  local_left_.clear();
+  for (auto it = incoming_.begin(); it != incoming_.end();) {  // the dead task's, half received
+    it = std::get<0>(it->first) == task ? incoming_.erase(it) : std::next(it);
+  }
+}
+
+std::string CollectiveOps::waiting_for() const {
+  return collectives_ ? collectives_->waiting_for() : std::string();
+}
+
+void CollectiveOps::at(double at_s, std::function<void()> work) {
+  host_.at_run_time(at_s, [this, work = std::move(work), alive = std::weak_ptr<bool>(alive_)] {
+    if (alive.expired() || host_.stopping()) return;
+    work();
+  });
+}
+
+// --- Negotiation: readiness to rank 0's task, its responses to every rank's ---------------------
+
+void CollectiveOps::tell_coordinator(int rank, int64_t step, int tensor) {
+  if (coordinator_task_ == setup_.self) {
+    host_.post([this, rank, step, tensor, alive = std::weak_ptr<bool>(alive_)] {
+      if (alive.expired() || host_.stopping()) return;
+      collectives_->coordinator_ready(rank, step, tensor);
+    });
+    return;
+  }
+  host_.send_frame(coordinator_task_, channel::kCollectiveReady, step,
+                   (uint64_t(rank) << 32) | uint64_t(uint32_t(tensor)), {});
+}
+
+void CollectiveOps::on_ready(uint32_t peer, const FrameHeader& h) {
+  channel::require(h, setup_.self == coordinator_task_, "to a task that is not rank 0's");
+  const uint64_t rank = h.tensor >> 32;
+  const uint64_t tensor = h.tensor & 0xFFFFFFFFu;
+  channel::require(h, rank < task_of_rank_.size() && task_of_rank_[size_t(rank)] == peer,
+                   "for a rank the sender does not run");
+  const int g = plan_.collective.ranks[size_t(rank)];
+  channel::require(h, tensor < allreduce_ops_[size_t(g)].size() && h.step >= 0,
+                   "naming no all-reduce tensor of the rank's step");
+  collectives_->coordinator_ready(int(rank), h.step, int(tensor));
+}
+
+void CollectiveOps::announce(const CollectiveResponse& r) {
+  std::string payload = pack_f64({r.bytes, r.formed_s}) + pack_i64({int64_t(r.tensors.size())});
+  for (int t : r.tensors) payload += pack_i64({t});
+  payload += pack_i64({int64_t(r.ranks.size())});
+  for (int rank : r.ranks) payload += pack_i64({rank});
+  std::set<uint32_t> tasks;
+  for (int rank : r.ranks) tasks.insert(task_of_rank(rank));
+  for (uint32_t t : tasks) {
+    if (t == setup_.self) {
+      host_.post([this, r, alive = std::weak_ptr<bool>(alive_)] {
+        if (alive.expired() || host_.stopping()) return;
+        start(r);
+      });
+    } else {
+      host_.send_frame(t, channel::kCollectiveResponse, r.step, uint64_t(r.id), payload);
+    }
+  }
+}
+
+void CollectiveOps::on_response(uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
+  channel::require(h, peer == coordinator_task_, "not from rank 0's task");
+  CollectiveResponse r;
+  r.id = int64_t(h.tensor);
+  r.step = h.step;
+  r.bytes = unpack_f64(payload, h.length, 0);
+  r.formed_s = unpack_f64(payload, h.length, 1);
+  size_t at = 2;
+  const int64_t tensors = unpack_i64(payload, h.length, at++);
+  channel::require(h, tensors > 0 && size_t(tensors) <= h.length / 8, "of a bad tensor count");
+  const size_t known = allreduce_ops_.empty() ? 0 : allreduce_ops_.front().size();
+  for (int64_t i = 0; i < tensors; ++i) {
+    const int64_t t = unpack_i64(payload, h.length, at++);
+    channel::require(h, t >= 0 && size_t(t) < known, "naming no all-reduce tensor");
+    r.tensors.push_back(int(t));
+  }
+  const int64_t ranks = unpack_i64(payload, h.length, at++);
+  channel::require(h, ranks > 0 && size_t(ranks) <= task_of_rank_.size(), "of a bad rank count");
+  bool here = false;
+  for (int64_t i = 0; i < ranks; ++i) {
+    const int64_t rank = unpack_i64(payload, h.length, at++);
+    channel::require(h, rank >= 0 && size_t(rank) < task_of_rank_.size(), "naming no rank");
+    here |= task_of_rank_[size_t(rank)] == setup_.self;
+    r.ranks.push_back(int(rank));
+  }
+  channel::require(h, here && r.id >= 0 && responses_.count(r.id) == 0 && r.id >= next_id_,
+                   "to a task with no rank in it, or a second time");
+  next_id_ = r.id + 1;
+  start(r);
+}
+
+void CollectiveOps::start(const CollectiveResponse& r) {
+  max_id_seen_ = std::max(max_id_seen_, r.id);
+  responses_[r.id] = r;
+  int here = 0;
+  for (int rank : r.ranks) here += task_of_rank(rank) == setup_.self;
+  local_left_[r.id] = here;
+  collectives_->start(r);
+}
+
+// --- Chunks: values out, values in, in program order --------------------------------------------
+
+const core::CollectiveProgram& CollectiveOps::program_of(const CollectiveResponse& r) {
+  if (r.ranks.size() == task_of_rank_.size()) return collectives_->program();
+  auto found = programs_.find(r.ranks);
+  if (found != programs_.end()) return found->second;
+  std::vector<int> machines;
+  for (int rank : r.ranks) machines.push_back(machine_of_rank_[size_t(rank)]);
+  const int streams = plan_.collective.streams_per_peer;
+  core::CollectiveProgram program;
+  try {
+    program = core::collective_program(plan_.collective.algorithm, machines, streams);
+  } catch (const core::InputError&) {
+    program = core::ring_program(int(r.ranks.size()), streams);
+  }
+  return programs_.emplace(r.ranks, std::move(program)).first->second;
+}
+
+const core::CollectiveStep& CollectiveOps::program_step(const CollectiveResponse& r, int rank,
+                                                        int channel, int step) {
+  const core::CollectiveProgram& program = program_of(r);
+  const auto at = std::find(r.ranks.begin(), r.ranks.end(), rank);
+  const size_t position = size_t(at - r.ranks.begin());
+  if (at == r.ranks.end() || position >= program.steps.size() || channel < 0 ||
+      size_t(channel) >= program.steps[position].size() || step < 0 ||
+      size_t(step) >= program.steps[position][size_t(channel)].size()) {
+    throw std::logic_error("no step " + std::to_string(step) + " of rank " + std::to_string(rank) +
+                           "'s channel " + std::to_string(channel) + " in collective " +
+                           std::to_string(r.id));
+  }
+  return program.steps[position][size_t(channel)][size_t(step)];
+}
+
+std::pair<int64_t, int64_t> CollectiveOps::step_range(const core::CollectiveProgram& program,
+                                                      int64_t elements, int first,
+                                                      int count) const {
+  return {core::collective_chunk(elements, program.chunks, first).first,
+          core::collective_chunk(elements, program.chunks, first + count - 1).second};
+}
+
+// The rank's fused buffer: its gradients for the response's tensors, in the response's order.
+CollectiveOps::Buffer& CollectiveOps::buffer(const CollectiveResponse& r, int rank) {
+  auto found = buffers_.find({r.id, rank});
+  if (found != buffers_.end()) return found->second;
+  const int g = plan_.collective.ranks[size_t(rank)];
+  const Part& p = parts_[size_t(g)];
+  if (!p.active || p.step != r.step) {
+    throw std::logic_error("rank " + std::to_string(rank) + " reduces step " +
+                           std::to_string(r.step) + " outside it");
+  }
+  Buffer b;
+  int64_t elements = 0;
+  for (int t : r.tensors) {
+    b.offset.push_back(elements);
+    const Op& op = p.graph->ops[size_t(allreduce_ops_[size_t(g)][size_t(t)])];
+    elements += int64_t(float_count(op.bytes));
+  }
+  b.values.assign(size_t(elements), 0.0f);
+  for (size_t i = 0; i < r.tensors.size(); ++i) {
+    const Op& op = p.graph->ops[size_t(allreduce_ops_[size_t(g)][size_t(r.tensors[i])])];
+    BufferPtr gradient;
+    for (int in : op.inputs) {
+      if ((gradient = value_for(p, in, op.variable))) break;
+    }
+    if (!gradient) continue;  // no values: zeros of the op's bytes, as a send pads
+    const size_t n = std::min(float_count(op.bytes), gradient->size() / 4);
+    std::memcpy(b.values.data() + b.offset[i], gradient->data(), 4 * n);
+  }
+  return buffers_.emplace(std::make_pair(r.id, rank), std::move(b)).first->second;
+}
+
+void CollectiveOps::send_chunk(const CollectiveResponse& r, const core::CollectiveChunk& chunk) {
+  // The values as they are after the sender's previous step.
+  const Buffer& b = buffer(r, chunk.from);
+  const core::CollectiveStep& s = program_step(r, chunk.from, chunk.channel, chunk.step);
+  const auto [first, end] =
+      step_range(program_of(r), int64_t(b.values.size()), s.send_first, s.chunk_count);
+  auto data = std::make_shared<Bytes>(size_t(4 * (end - first)));
+  if (end > first) std::memcpy(data->data(), b.values.data() + first, data->size());
+  const double start_s = host_.now_s();
+  const uint32_t peer = task_of_rank(chunk.to);
+  if (peer == setup_.self) {  // both ranks here: no bytes cross the network
+    host_.post([this, chunk, data, start_s, alive = std::weak_ptr<bool>(alive_)] {
+      if (alive.expired() || host_.stopping()) return;
+      collectives_->sent(chunk);
+      chunk_in(chunk, {data, chunk.from, start_s, host_.now_s()});
+    });
+    return;
+  }
+  const uint64_t tag = collective_chunk_tag(chunk);
+  const size_t bytes = data->size();
+  const size_t frames = std::max<size_t>(1, (bytes + kDefaultChunkBytes - 1) / kDefaultChunkBytes);
+  const int slot = host_.next_slot(peer);
+  for (size_t i = 0; i < frames; ++i) {
+    FrameHeader h;
+    h.type = channel::kCollectiveChunk;
+    h.step = chunk.id;
+    h.tensor = tag;
+    h.chunk = uint32_t(i);
+    h.chunks = uint32_t(frames);
+    h.time_s = start_s;
+    const size_t offset = i * kDefaultChunkBytes;
+    const size_t length = std::min<size_t>(kDefaultChunkBytes, bytes - std::min(bytes, offset));
+    std::function<void()> written;
+    if (i + 1 == frames) {
+      written = [this, chunk, alive = std::weak_ptr<bool>(alive_)] {
+        if (alive.expired() || host_.stopping()) return;
+        collectives_->sent(chunk);
+      };
+    }
+    host_.send_chunk(peer, h, data->data() + offset, length, data, std::move(written), slot);
+  }
+}
+
+void CollectiveOps::on_chunk(uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
+  channel::require(h, h.step >= 0, "of no collective");
+  const core::CollectiveChunk chunk = collective_chunk_of_tag(h.step, h.tensor);
+  channel::require(
+      h,
+      size_t(chunk.from) < task_of_rank_.size() && task_of_rank_[size_t(chunk.from)] == peer &&
+          size_t(chunk.to) < task_of_rank_.size() && task_of_rank_[size_t(chunk.to)] == setup_.self,
+      "from a rank the sender does not run, or to one not here");
+  const auto key = std::make_tuple(peer, h.step, h.tensor);
+  Received& in = incoming_[key];
+  if (h.chunk == 0) {
+    in = {std::make_shared<Bytes>(), chunk.from, h.time_s, 0};
+  } else if (!in.data) {
+    incoming_.erase(key);
+    throw FrameError("a collective chunk without its first");
+  }
+  in.data->insert(in.data->end(), payload, payload + h.length);
+  if (h.chunk + 1 < h.chunks) return;
+  Received whole = std::move(in);
+  incoming_.erase(key);
+  whole.start_s = std::min(whole.start_s, host_.now_s());
+  whole.end_s = host_.now_s();
+  chunk_in(chunk, std::move(whole));
+}
+
+// Kept until the receiving rank's step takes it (apply_chunk); Collectives holds the arrival
+// until its response is announced here.
+void CollectiveOps::chunk_in(const core::CollectiveChunk& chunk, Received in) {
+  if (chunk.id < abandoned_below_) return;  // of a collective a death abandoned
+  max_id_seen_ = std::max(max_id_seen_, chunk.id);
+  received_[{chunk.id, chunk.to, chunk.channel, chunk.recv_step}] = std::move(in);
+  collectives_->arrived(chunk);
+}
+
+void CollectiveOps::apply_chunk(const CollectiveResponse& r, int rank, int channel, int step) {
+  const auto found = received_.find({r.id, rank, channel, step});
+  if (found == received_.end()) {
+    throw std::logic_error("rank " + std::to_string(rank) + " applies a chunk it did not receive");
+  }
+  const Received in = std::move(found->second);
+  received_.erase(found);
+  Buffer& b = buffer(r, rank);
+  const core::CollectiveStep& s = program_step(r, rank, channel, step);
+  const auto [first, end] =
+      step_range(program_of(r), int64_t(b.values.size()), s.recv_first, s.chunk_count);
+  if (in.data->size() != size_t(4 * (end - first))) {
+    throw FrameError("a collective chunk of " + std::to_string(in.data->size()) + " bytes where " +
+                     std::to_string(4 * (end - first)) + " were due");
+  }
+  const float* values = reinterpret_cast<const float*>(in.data->data());
+  float* out = b.values.data() + first;
+  const int64_t n = end - first;
+  if (s.reduce) {
+    for (int64_t i = 0; i < n; ++i) out[i] += values[i];
+  } else if (n > 0) {
+    std::memcpy(out, values, size_t(4 * n));
+  }
+  // The chunk's transfer, in the receiver's trace as a tensor's is.
+  const int from_graph = plan_.collective.ranks[size_t(in.from)];
+  const int op = allreduce_ops_[size_t(from_graph)][size_t(r.tensors.front())];
+  recorder_->collective_transfer(from_graph, op, plan_.collective.ranks[size_t(rank)], r.step,
+                                 double(in.data->size()), in.start_s,
+                                 std::max(in.start_s, in.end_s),
+                                 (int64_t(setup_.self) << 40) | next_message_++, "");
+}
+
+// The rank's sums divided by the ranks taking part; its tensors' ops complete with them.
+void CollectiveOps::reduced(int rank, const CollectiveResponse& r) {
+  Buffer& b = buffer(r, rank);
+  const float ranks = float(std::max<size_t>(1, r.ranks.size()));
+  const int g = plan_.collective.ranks[size_t(rank)];
+  const core::ClientGraph& graph = *parts_[size_t(g)].graph;
+  std::vector<std::pair<int, BufferPtr>> done;
+  for (size_t i = 0; i < r.tensors.size(); ++i) {
+    const int op = allreduce_ops_[size_t(g)][size_t(r.tensors[i])];
+    const Op& o = graph.ops[size_t(op)];
+    const size_t n =
+        std::min(float_count(plan_.variables[size_t(o.variable)].bytes), float_count(o.bytes));
+    auto mean = std::make_shared<Bytes>(4 * n);
+    float* out = reinterpret_cast<float*>(mean->data());
+    const float* sum = b.values.data() + b.offset[i];
+    for (size_t k = 0; k < n; ++k) out[k] = sum[k] / ranks;
+    done.emplace_back(op, std::move(mean));
+  }
+  buffers_.erase({r.id, rank});
+  if (--local_left_[r.id] <= 0) {
+    local_left_.erase(r.id);
+    responses_.erase(r.id);
+  }
+  // Completed after Collectives returns (the loop may dispatch the next step's all-reduce).
+  host_.post([this, g, step = r.step, done = std::move(done), alive = std::weak_ptr<bool>(alive_)] {
+    if (alive.expired() || host_.stopping()) return;
+    Part& p = parts_[size_t(g)];
+    if (!p.active || p.step != step) return;
+    for (const auto& [op, mean] : done) p.out[size_t(op)] = mean;
+    for (const auto& [op, mean] : done) loop_.complete(g, op);
+  });
+}
+
+}  // namespace replisim::real::detail

@@ -1,0 +1,152 @@
+// All-reduce on a real run (Plan::sync kAllReduceSync; docs/allreduce.md): this task's ranks of
+// core::Collectives over the authenticated mesh, reducing real values. One part of a task's
+// runtime (internal to real/node/): it owns the task's Collectives (Horovod's coordinator when
+// rank 0 is here), the fused buffers of its ranks, the chunks arriving and the frames
+// kCollectiveReady, kCollectiveResponse and kCollectiveChunk (FrameRouter).
+//
+// Values: a rank's fused buffer is its tensors' gradients (what its backward ops produced for the
+// kAllReduce ops' variables, zero-padded to each op's bytes) concatenated in
+// CollectiveResponse::tensors order, as float32; the algorithm's chunks are
+// core::collective_chunk's element ranges of it. Each received step's chunks are added to the
+// rank's own (a reduce) or replace them (a gather or broadcast) in the program's order, so every
+// rank ends with bitwise the same sums; once the rank's part is done the sums are divided by the
+// number of ranks taking part (Horovod's average, horovod/common/ops: the postscale 1/size) and
+// each tensor's kAllReduce op completes with its averaged gradient, which the rank's kApply then
+// applies to its own copy of the variable (VariableOps).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/backend/trace_recorder.h"
+#include "core/plan/plan.h"
+#include "core/runtime/client_loop.h"
+#include "core/runtime/collectives.h"
+#include "real/cluster.h"
+#include "real/node/frame_router.h"
+#include "real/node/part.h"
+
+namespace replisim::real::detail {
+
+// The tensor field of a chunk frame (core::CollectiveChunk but its id and bytes): ranks below
+// 2^16, channels below 2^6, steps below 2^13. Throws std::logic_error beyond them.
+uint64_t collective_chunk_tag(const core::CollectiveChunk& chunk);
+core::CollectiveChunk collective_chunk_of_tag(int64_t id, uint64_t tag);
+
+class CollectiveOps final : public core::CollectiveHost {
+ public:
+  // What it needs of its node. Calls come from the node's thread.
+  class Host {
+   public:
+    virtual ~Host() = default;
+    virtual double now_s() const = 0;  // the run's clock
+    virtual bool stopping() const = 0;
+    // Runs `work` on the node's thread soon (never inside the caller).
+    virtual void post(std::function<void()> work) = 0;
+    // Runs `work` at the run's time `at_s` (counted as work under way: quiescence waits).
+    virtual void at_run_time(double at_s, std::function<void()> work) = 0;
+    // An application frame to `peer` (counted for quiescence).
+    virtual void send_frame(uint32_t peer, FrameType type, int64_t step, uint64_t tensor,
+                            const std::string& payload) = 0;
+    // A chunk frame to `peer` over connection `slot` (Mesh::send; counted), `data` kept alive by
+    // `keep`, `written` (may be empty) once its last byte left.
+    virtual int next_slot(uint32_t peer) = 0;
+    virtual void send_chunk(uint32_t peer, const FrameHeader& header, const uint8_t* data,
+                            size_t size, std::shared_ptr<const void> keep,
+                            std::function<void()> written, int slot) = 0;
+  };
+
+  struct Setup {
+    const core::Plan* plan = nullptr;
+    const TaskMap* map = nullptr;
+    uint32_t self = 0;
+  };
+  // `host`, `loop`, `parts` and what `setup` points to outlive it. Nothing runs before open().
+  CollectiveOps(Host& host, Setup setup, core::ClientLoop& loop, std::vector<Part>& parts);
+  void own_frames(FrameRouter& router);
+  // Builds the task's Collectives once the trace records (before any step). Throws
+  // core::InputError as core::Collectives does (a hierarchical plan of uneven machines).
+  void open(core::TraceRecorder& recorder);
+
+  // Graph g's kAllReduce op `op` is ready (the client loop's dispatch).
+  void ready(int g, int op);
+  // Task `task` died and the plan is elastic: its ranks leave the collectives.
+  void task_died(uint32_t task);
+  // The collective waiting, and for which ranks ("" when none waits).
+  std::string waiting_for() const;
+  // The task running rank `rank`.
+  uint32_t task_of_rank(int rank) const;
+
+  // core::CollectiveHost
+  double now_s() const override { return host_.now_s(); }
+  void at(double at_s, std::function<void()> work) override;
+  void send_chunk(const core::CollectiveResponse& r, const core::CollectiveChunk& chunk) override;
+  void apply_chunk(const core::CollectiveResponse& r, int rank, int channel, int step) override;
+  void reduced(int rank, const core::CollectiveResponse& r) override;
+  bool distributed() const override { return true; }
+  void tell_coordinator(int rank, int64_t step, int tensor) override;
+  void announce(const core::CollectiveResponse& r) override;
+
+ private:
+  // One rank's fused buffer of one response.
+  struct Buffer {
+    std::vector<float> values;
+    std::vector<int64_t> offset;  // per tensor of the response: its first element
+  };
+  using ChunkKey = std::tuple<int64_t, int, int, int>;  // (id, to rank, channel, recv step)
+  struct Received {
+    std::shared_ptr<Bytes> data;
+    int from = -1;
+    double start_s = 0, end_s = 0;  // its first bytes' send, its last bytes' arrival (run clock)
+  };
+
+  void on_ready(uint32_t peer, const FrameHeader& header);
+  void on_response(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
+  void on_chunk(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
+  void start(const core::CollectiveResponse& r);
+  void chunk_in(const core::CollectiveChunk& chunk, Received in);
+  Buffer& buffer(const core::CollectiveResponse& r, int rank);
+  // The program the response's ranks run (core::Collectives runs the same): over every rank, or,
+  // after an elastic death, over the survivors (a ring where the algorithm cannot run on them).
+  const core::CollectiveProgram& program_of(const core::CollectiveResponse& r);
+  // Step `step` of `rank`'s channel `channel` in `r`'s program (rank: its number in the job).
+  const core::CollectiveStep& program_step(const core::CollectiveResponse& r, int rank, int channel,
+                                           int step);
+  // Elements [first, end) of the chunks one step moves.
+  std::pair<int64_t, int64_t> step_range(const core::CollectiveProgram& program, int64_t elements,
+                                         int first, int count) const;
+
+  Host& host_;
+  Setup setup_;
+  const core::Plan& plan_;
+  core::ClientLoop& loop_;
+  std::vector<Part>& parts_;
+  std::optional<core::Collectives> collectives_;
+  core::TraceRecorder* recorder_ = nullptr;
+  std::vector<uint32_t> task_of_rank_;
+  std::vector<int> machine_of_rank_;
+  std::map<std::vector<int>, core::CollectiveProgram> programs_;  // by the ranks taking part
+  std::vector<std::vector<int>> allreduce_ops_;  // per graph: its kAllReduce ops in graph order
+  uint32_t coordinator_task_ = 0;                // rank 0's
+  // The responses this task has begun (their ids), and chunks that came before their response.
+  std::map<int64_t, core::CollectiveResponse> responses_;
+  std::map<int64_t, int> local_left_;  // per response begun: its ranks here not done yet
+  int64_t next_id_ = 0;                // responses come in id order
+  int64_t max_id_seen_ = -1;           // of the responses and chunks here
+  int64_t abandoned_below_ = 0;        // ids a death abandoned (their late chunks are ignored)
+  std::map<std::pair<int64_t, int>, Buffer> buffers_;  // (id, rank)
+  std::map<ChunkKey, Received> received_;
+  // Chunk frames arriving in pieces: (peer, id, tag) -> bytes so far.
+  std::map<std::tuple<uint32_t, int64_t, uint64_t>, Received> incoming_;
+  int64_t next_message_ = 0;  // the trace's message ids of the chunks received here
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for the mesh's callbacks
+};
+
+}  // namespace replisim::real::detail
