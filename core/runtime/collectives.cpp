@@ -366,19 +366,29 @@ void Collectives::tick() {
   }
 }
 
-std::shared_ptr<const CollectiveProgram> Collectives::program_for(const std::vector<int>& ranks) {
+const CollectiveProgram& Collectives::program_for(const std::vector<int>& ranks) {
+  return *shared_program_for(ranks);
+}
+
+std::shared_ptr<const CollectiveProgram> Collectives::shared_program_for(
+    const std::vector<int>& ranks) {
   if (ranks.size() == alive_.size()) return program_;
+  auto found = survivor_programs_.find(ranks);
+  if (found != survivor_programs_.end()) return found->second;
   std::vector<int> machines;
   for (int r : ranks) machines.push_back(machine_of_rank_[size_t(r)]);
+  std::shared_ptr<const CollectiveProgram> program;
   try {
-    return std::make_shared<const CollectiveProgram>(collective_program(
+    program = std::make_shared<const CollectiveProgram>(collective_program(
         plan_.collective.algorithm, machines, plan_.collective.streams_per_peer));
   } catch (const InputError&) {
     // Survivors spread unevenly over the machines (Horovod Elastic): hierarchical cannot run,
     // the ring can.
-    return std::make_shared<const CollectiveProgram>(
+    program = std::make_shared<const CollectiveProgram>(
         ring_program(int(ranks.size()), plan_.collective.streams_per_peer));
   }
+  survivor_programs_.emplace(ranks, program);
+  return program;
 }
 
 void Collectives::start(const CollectiveResponse& r) {
@@ -386,7 +396,7 @@ void Collectives::start(const CollectiveResponse& r) {
   next_id_ = std::max(next_id_, r.id + 1);
   Running run;
   run.response = r;
-  run.program = program_for(r.ranks);
+  run.program = shared_program_for(r.ranks);
   for (size_t p = 0; p < r.ranks.size(); ++p) {
     const int rank = r.ranks[p];
     if (!local_[size_t(rank)] || !alive_[size_t(rank)]) continue;

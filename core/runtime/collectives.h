@@ -145,6 +145,11 @@ class Collectives {
     return ops_of_rank_[size_t(rank)][size_t(tensor)];
   }
   const CollectiveProgram& program() const { return *program_; }
+  // The program a collective among `ranks` (CollectiveResponse::ranks) runs, positions being
+  // indices into `ranks`: the plan's algorithm over every rank, or over the survivors of an
+  // elastic job (a ring when they are spread unevenly for hierarchical). Cached; the reference
+  // lives as long as this object.
+  const CollectiveProgram& program_for(const std::vector<int>& ranks);
   // Horovod's negotiation of one cycle (the simulator's model of it): the ranks' ready bits
   // reduced to the coordinator and its answer broadcast, ceil(log2 N) steps each way at the
   // transport's step latency (Horovod's response cache: an MPI/Gloo allreduce of a bit vector).
@@ -208,7 +213,7 @@ class Collectives {
   void try_finish_step(Running& run, int rank, int channel);
   void rank_done(int64_t id, int rank);
   void record_phase(const Running& run, int rank, const RankState& state, double end_s);
-  std::shared_ptr<const CollectiveProgram> program_for(const std::vector<int>& ranks);
+  std::shared_ptr<const CollectiveProgram> shared_program_for(const std::vector<int>& ranks);
   double step_latency_s(int from, int to) const;
   std::string phase_name(uint8_t phase) const;
 
@@ -216,6 +221,7 @@ class Collectives {
   CollectiveHost& host_;
   TraceRecorder* recorder_;
   std::shared_ptr<const CollectiveProgram> program_;  // over every rank
+  std::map<std::vector<int>, std::shared_ptr<const CollectiveProgram>> survivor_programs_;
   std::vector<int> rank_of_client_;
   std::vector<int> machine_of_rank_;
   std::vector<bool> local_;

@@ -51,10 +51,8 @@ CollectiveOps::CollectiveOps(Host& host, Setup setup, core::ClientLoop& loop,
                              std::vector<Part>& parts)
     : host_(host), setup_(setup), plan_(*setup.plan), loop_(loop), parts_(parts) {
   for (int c : plan_.collective.ranks) {
-    const core::Role& role = plan_.roles[size_t(plan_.clients[size_t(c)].role)];
     task_of_rank_.push_back(
         uint32_t(setup_.map->task_of_role[size_t(plan_.clients[size_t(c)].role)]));
-    machine_of_rank_.push_back(plan_.platform.devices[size_t(role.device)].machine);
   }
   if (!task_of_rank_.empty()) coordinator_task_ = task_of_rank_.front();
   for (const Part& p : parts_) {
@@ -222,19 +220,7 @@ void CollectiveOps::start(const CollectiveResponse& r) {
 // --- Chunks: values out, values in, in program order --------------------------------------------
 
 const core::CollectiveProgram& CollectiveOps::program_of(const CollectiveResponse& r) {
-  if (r.ranks.size() == task_of_rank_.size()) return collectives_->program();
-  auto found = programs_.find(r.ranks);
-  if (found != programs_.end()) return found->second;
-  std::vector<int> machines;
-  for (int rank : r.ranks) machines.push_back(machine_of_rank_[size_t(rank)]);
-  const int streams = plan_.collective.streams_per_peer;
-  core::CollectiveProgram program;
-  try {
-    program = core::collective_program(plan_.collective.algorithm, machines, streams);
-  } catch (const core::InputError&) {
-    program = core::ring_program(int(r.ranks.size()), streams);
-  }
-  return programs_.emplace(r.ranks, std::move(program)).first->second;
+  return collectives_->program_for(r.ranks);
 }
 
 const core::CollectiveStep& CollectiveOps::program_step(const CollectiveResponse& r, int rank,

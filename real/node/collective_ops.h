@@ -131,8 +131,6 @@ class CollectiveOps final : public core::CollectiveHost {
   std::optional<core::Collectives> collectives_;
   core::TraceRecorder* recorder_ = nullptr;
   std::vector<uint32_t> task_of_rank_;
-  std::vector<int> machine_of_rank_;
-  std::map<std::vector<int>, core::CollectiveProgram> programs_;  // by the ranks taking part
   std::vector<std::vector<int>> allreduce_ops_;  // per graph: its kAllReduce ops in graph order
   uint32_t coordinator_task_ = 0;                // rank 0's
   // The responses this task has begun (their ids), and chunks that came before their response.
