@@ -89,9 +89,10 @@ double use_of(const std::vector<core::ResourceUse>& uses, const std::string& nam
 
 // The part of a WaitBreakdown named `part` (compute, network, peers, client, ps, token, other).
 double wait_part(const core::WaitBreakdown& w, const std::string& part) {
-  const std::map<std::string, double> parts = {
-      {"compute", w.compute}, {"network", w.network}, {"peers", w.peers}, {"client", w.client},
-      {"ps", w.ps},           {"token", w.token},     {"other", w.other}};
+  const std::map<std::string, double> parts = {{"compute", w.compute},       {"network", w.network},
+                                               {"collective", w.collective}, {"peers", w.peers},
+                                               {"client", w.client},         {"ps", w.ps},
+                                               {"token", w.token},           {"other", w.other}};
   const auto it = parts.find(part);
   if (it == parts.end()) throw std::invalid_argument("no wait part " + part);
   return it->second;

@@ -8,15 +8,19 @@
 #include <optional>
 #include <unordered_map>
 
+#include "core/metrics/critical_path_collective.h"
+
 namespace replisim::core {
 namespace {
 
 constexpr double kEpsilonS = 1e-12;
 constexpr double kNever = -std::numeric_limits<double>::infinity();
 
+// Ops that wait on other clients: their end is when the first op after them starts. An
+// all-reduce (kAllReduce) waits on every rank's tensor and on the collective's transfers.
 bool is_sync_wait(OpKind kind) {
   return kind == OpKind::kTokenDequeue || kind == OpKind::kTakeGradient ||
-         kind == OpKind::kTokenEnqueue || kind == OpKind::kBarrier;
+         kind == OpKind::kTokenEnqueue || kind == OpKind::kBarrier || kind == OpKind::kAllReduce;
 }
 
 // What a tensor is, from the kind of op that produced it (PathShare::directions).
@@ -40,6 +44,8 @@ const char* direction_of(const std::optional<OpKind>& producer) {
     case OpKind::kAccumulate:
     case OpKind::kBarrier:
       return "sync";
+    case OpKind::kAllReduce:
+      return "allreduce";
     default:
       return "other";
   }
@@ -98,6 +104,9 @@ class PathWalker {
       if (g < 0 || e.op_index < 0 || size_t(e.op_index) >= meta_.graphs[size_t(g)].ops.size()) {
         continue;
       }
+      // An all-reduce's phases and chunks: followed from the op that waited on them
+      // (follow_collective), not times of the op they name.
+      if (collectives_.add(trace, e, i, g)) continue;
       // An update marks when its global step increment ran.
       if (e.kind == EventKind::kCompute || e.kind == EventKind::kTransfer ||
           e.kind == EventKind::kUpdate) {
@@ -151,12 +160,33 @@ class PathWalker {
     double t = end_s;
     // Each pass moves back by an op or a jump; bounded so that a malformed trace cannot loop.
     size_t budget = 4 * (meta_.graphs[size_t(g)].ops.size() + 64);
+    bool collective_followed = false;  // the op the walk jumped to from an all-reduce
     while (t > start_s + kEpsilonS && budget-- > 0) {
       if (cur < 0) break;
       const TraceOp& op = meta_.graphs[size_t(g)].ops[size_t(cur)];
       const double op_end = std::max(std::min(times->end[size_t(cur)], t), start_s);
       add("other", t - op_end);
       t = op_end;
+      // An all-reduce: through its data phase to its slowest chunk's link, and through the
+      // negotiation to the last rank to report ready.
+      if (op.kind == OpKind::kAllReduce && !collective_followed) {
+        const std::optional<path_detail::CollectiveFollow> f =
+            collectives_.follow(trace_, g, k, times->end[size_t(cur)]);
+        if (f) {
+          follow_collective(g, *f, start_s, t);
+          if (f->ready_graph >= 0 && f->ready_op >= 0 &&
+              size_t(f->ready_op) < meta_.graphs[size_t(f->ready_graph)].ops.size()) {
+            g = f->ready_graph;
+            times = &times_of(g, k);
+            cur = f->ready_op;
+          } else {
+            times = &times_of(g, k);
+          }
+          collective_followed = true;
+          continue;
+        }
+      }
+      collective_followed = false;
       // A synchronous wait: follow it to what released it.
       if (is_sync_wait(op.kind) &&
           times->end[size_t(cur)] > times->start[size_t(cur)] + kEpsilonS) {
@@ -393,7 +423,10 @@ class PathWalker {
     }
     if (transfer < 0 || trace_.events[size_t(transfer)].kind != EventKind::kTransfer) {
       if (is_sync_wait(o.kind)) {
-        add(o.kind == OpKind::kBarrier ? "barrier wait" : "token queue", to_s - from_s);
+        add(o.kind == OpKind::kBarrier     ? "barrier wait"
+            : o.kind == OpKind::kAllReduce ? "all-reduce wait"
+                                           : "token queue",
+            to_s - from_s);
       } else if (times.event[size_t(op)] >= 0) {
         // Its own run, and before it its wait for the device, busy with other work.
         const TraceEvent& e = trace_.events[size_t(times.event[size_t(op)])];
@@ -488,6 +521,43 @@ class PathWalker {
     return device;
   }
 
+  // The walk at `t` (the end of an op that waited on all-reduce `f`), back to the step's start
+  // `start_s` at the earliest: after the rank's data phase, "other"; the data phase, the link of
+  // the collective's slowest chunk ("<a><-><b> network", direction "allreduce"; bound: the
+  // chunk's, else its direction "a->b"), or "all-reduce on <device>" when no chunk moved (one
+  // rank); the negotiation from the last rank's ready report to the data phase, "all-reduce
+  // negotiation" (Horovod's cycle and the coordinator's round trip). `t` ends at that report.
+  void follow_collective(int g, const path_detail::CollectiveFollow& f, double start_s, double& t) {
+    const double data_end_s = std::clamp(f.data_end_s, start_s, t);
+    add("other", t - data_end_s);
+    t = data_end_s;
+    const double data_start_s = std::clamp(f.data_start_s, start_s, t);
+    if (f.slowest_chunk >= 0) {
+      const TraceEvent& c = trace_.events[size_t(f.slowest_chunk)];
+      const std::string& a = machine_of(c.device);
+      const std::string& b = machine_of(c.peer);
+      const std::string name =
+          a == b ? a + " local transfers" : std::min(a, b) + "<->" + std::max(a, b) + " network";
+      const double seconds = t - data_start_s;
+      add(name, seconds);
+      if (seconds > 1e-12) {
+        PathShare& share = (*out_)[name];
+        const std::string& own = graph_machine_[size_t(g)];
+        if (a != b && (a == own || b == own)) share.peer_machine = a == own ? b : a;
+        add_to(share.directions, "allreduce", seconds);
+        add_to(share.bounds, c.bound != kNoString ? trace_.str(c.bound) : a + "->" + b, seconds);
+      }
+    } else {
+      const TraceRole* role = meta_.find_role(meta_.graphs[size_t(g)].role);
+      add("all-reduce on " + (role == nullptr ? std::string("?") : role->device), t - data_start_s);
+    }
+    t = data_start_s;
+    if (f.ready_graph < 0) return;
+    const double ready_s = std::clamp(f.ready_s, start_s, t);
+    add("all-reduce negotiation", t - ready_s);
+    t = ready_s;
+  }
+
   const Trace& trace_;
   const TraceMeta& meta_;
   const bool one_client_;  // in-graph: one client (RoleKind::kClient) owns every tower
@@ -501,6 +571,7 @@ class PathWalker {
   std::unordered_map<Key, StepTimes, KeyHash> cache_;
   std::unordered_map<Key, std::pair<double, double>, KeyHash> step_spans_;  // step events
   int chief_graph_ = -1;
+  path_detail::CollectiveIndex collectives_;
   std::map<std::string, PathShare>* out_ = nullptr;
   std::string own_role_;                    // the client whose step is walked
   std::vector<std::string> graph_machine_;  // per graph: its role's machine
@@ -688,7 +759,10 @@ std::string path_share_kind(const PathShare& share) {
   const auto starts = [&share](const char* prefix) { return share.name.rfind(prefix, 0) == 0; };
   if (starts("input pipeline on ") || starts("client input on ")) return "input";
   if (starts("copies on ")) return "copies";
-  if (share.name == "token queue" || share.name == "barrier wait") return "sync";
+  if (share.name == "token queue" || share.name == "barrier wait" ||
+      share.name == "all-reduce negotiation" || share.name == "all-reduce wait") {
+    return "sync";
+  }
   if (share.name == "other") return "other";
   return "compute";
 }

@@ -29,9 +29,10 @@ std::string wait_text(const WaitBreakdown& w) {
     const char* name;
     double value;
   };
-  std::vector<Part> parts = {{"compute", w.compute}, {"network", w.network}, {"peers", w.peers},
-                             {"client", w.client},   {"ps", w.ps},           {"token", w.token},
-                             {"other", w.other}};
+  std::vector<Part> parts = {{"compute", w.compute}, {"collective", w.collective},
+                             {"network", w.network}, {"peers", w.peers},
+                             {"client", w.client},   {"ps", w.ps},
+                             {"token", w.token},     {"other", w.other}};
   std::string out;
   for (const Part& p : parts) {
     if (p.value < 0.005) continue;
@@ -541,6 +542,7 @@ void add_per_role_json(const RunMetrics& r, nlohmann::json& run) {
                             {"role_kind", w.role_kind},
                             {"compute", w.compute},
                             {"network", w.network},
+                            {"collective", w.collective},
                             {"peers", w.peers},
                             {"client", w.client},
                             {"ps", w.ps},
