@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <queue>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -20,6 +22,7 @@
 #include "core/runtime/client_loop.h"
 #include "core/runtime/steady_state.h"
 #include "core/runtime/sync_queues.h"
+#include "sim/sim_collectives.h"
 #include "sim/sim_faults.h"
 #include "sim/sim_network.h"
 #include "sim/sim_recovery.h"
@@ -72,6 +75,7 @@ class SimRun : public core::SyncHost, public core::StepHost, public NetworkHost 
   void recv(int, int) override {}  // completes when the network delivers the tensor
   void send(int c, int op) override;
   void sync(int c, int op) override;
+  void collective(int c, int op) override;
   void compute(int c, int op) override;
   void complete_now(int c, int op) override;
   // NetworkHost
@@ -126,6 +130,10 @@ class SimRun : public core::SyncHost, public core::StepHost, public NetworkHost 
   LinkFaults links_;
   Network network_;
   core::SyncQueues sync_;
+  std::optional<SimCollectives> collectives_;  // all-reduce plans
+  // Work the collectives asked for at a later time (TimerKind::kDeferred), by key.
+  std::unordered_map<int, std::function<void()>> deferred_;
+  int next_deferred_ = 0;
   JobRecovery recovery_;
   // training.steps "auto": the stopping rule, and what it decided. Asynchronous and in-graph
   // clients end the step they are in (or about to start) once stop_requested_; synchronous

@@ -79,7 +79,7 @@ int Network::endpoint_of(int process, int device) {
   return found->second;
 }
 
-int Network::add_connection(const Op& send, const Op& recv) {
+int Network::add_connection(const Op& send, const Op& recv, int collective) {
   const core::Platform& p = plan_.platform;
   const core::Transport& t = p.transport;
   Connection connection;
@@ -91,7 +91,9 @@ int Network::add_connection(const Op& send, const Op& recv) {
   const int process_to = processes_.of_role[size_t(recv.role)];
   // The transport's costs: between machines, and between processes of one machine when it says
   // so (strategy.cpp charges the per-message overhead on the same condition).
-  const bool transport = between_machines || (t.between_processes && process_from != process_to);
+  const bool transport =
+      collective >= 0 ? between_machines && collective == 1
+                      : between_machines || (t.between_processes && process_from != process_to);
   connection.between_machines = between_machines;
   for (const core::Hop& hop : p.transfer_route(send.device, recv.device)) {
     connection.links.push_back(hop.link);
@@ -113,11 +115,11 @@ int Network::add_connection(const Op& send, const Op& recv) {
         connection.rate_limit_bytes_per_s = loopback;
       }
     }
-    if (t.copy_bandwidth_bytes_per_s > 0) {
+    if (t.copy_bandwidth_bytes_per_s > 0 && collective < 0) {
       connection.copy_cpu_from = p.cpu_of_machine(processes_.machine[size_t(process_from)]);
       connection.copy_cpu_to = p.cpu_of_machine(processes_.machine[size_t(process_to)]);
     }
-    if (t.process_rpc_ceiling_bytes_per_s > 0) {
+    if (t.process_rpc_ceiling_bytes_per_s > 0 && collective < 0) {
       connection.from = endpoint_of(process_from, send.device);
       connection.to = endpoint_of(process_to, recv.device);
       const std::string ceiling =
@@ -210,6 +212,37 @@ void Network::prepare(const std::vector<const core::ClientGraph*>& graphs) {
   }
 }
 
+void Network::prepare_collective(const std::vector<std::array<int, 5>>& pairs, bool kernel_tcp) {
+  for (const auto& [from, to, channel, from_role, to_role] : pairs) {
+    const auto key = std::make_tuple(from, to, channel);
+    if (collective_connections_.count(key) != 0) continue;
+    Op send, recv;
+    send.device = from;
+    send.role = from_role;
+    recv.device = to;
+    recv.role = to_role;
+    collective_connections_[key] = add_connection(send, recv, kernel_tcp ? 1 : 0);
+  }
+}
+
+int Network::collective_connection(int from_device, int to_device, int channel) const {
+  auto found = collective_connections_.find(std::make_tuple(from_device, to_device, channel));
+  return found == collective_connections_.end() ? -1 : found->second;
+}
+
+void Network::send_on(int id, const PendingSend& chunk) {
+  Connection& connection = connections_[size_t(id)];
+  connection.waiting.push_back(chunk);
+  if (!connection.active) activate(id);
+}
+
+bool Network::links_idle(int id) const {
+  for (int cap : connections_[size_t(id)].caps) {
+    if (caps_[size_t(cap)].flows > 0) return false;
+  }
+  return true;
+}
+
 void Network::create_receiver(int e, sg4::Host* host) {
   hosts_[size_t(e)] = host;
   // It only blocks, never suspends (SimGrid suspends a communication whose receiver is
@@ -300,14 +333,16 @@ void Network::start_next(int id) {
       c.waiting.pop_front();
       if (host_.void_send(item)) continue;  // its client, or a role at either end, died
       const Op& send_op = graphs_[size_t(item.client)]->ops[size_t(item.op)];
+      const double bytes = item.chunk >= 0 ? item.bytes : send_op.bytes;
+      const double overhead_s = item.chunk >= 0 ? item.overhead_s : send_op.overhead_s;
       // As transfer_loop: the route's latency once per burst, the overhead per tensor.
-      c.current_delay_s = send_op.overhead_s + (c.first_in_burst ? c.latency_s : 0.0);
+      c.current_delay_s = overhead_s + (c.first_in_burst ? c.latency_s : 0.0);
       c.first_in_burst = false;
-      const double wire_bytes = send_op.bytes * c.wire_bytes_per_byte;
+      const double wire_bytes = bytes * c.wire_bytes_per_byte;
       c.current = item;
       c.current_start_s = sg4::Engine::get_clock();
       // A zero-byte tensor (a control edge) or one under a byte on the wire: the delay alone.
-      c.current_flow = send_op.bytes > 0 && wire_bytes >= 1;
+      c.current_flow = bytes > 0 && wire_bytes >= 1;
       c.message_id = -1;
       // Last: the call may let other actors run (and deliver this tensor).
       sharing_->send_async(id, id, c.mailbox, c.current_flow ? wire_bytes : 0.0, c.current_delay_s);
@@ -404,17 +439,19 @@ void Network::transfer_loop(int t) {
         if (host_.void_send(item)) continue;  // its client, or a role at either end, died
         const double start_s = sg4::Engine::get_clock();
         const Op& send_op = graphs_[size_t(item.client)]->ops[size_t(item.op)];
-        const double delay_s = send_op.overhead_s + (first ? connection.latency_s : 0.0);
+        const double bytes = item.chunk >= 0 ? item.bytes : send_op.bytes;
+        const double overhead_s = item.chunk >= 0 ? item.overhead_s : send_op.overhead_s;
+        const double delay_s = overhead_s + (first ? connection.latency_s : 0.0);
         first = false;
-        const double wire_bytes = send_op.bytes * connection.wire_bytes_per_byte;
-        const double copy_s = plan_.platform.transport.copy_s(send_op.bytes);
+        const double wire_bytes = bytes * connection.wire_bytes_per_byte;
+        const double copy_s = plan_.platform.transport.copy_s(bytes);
         const int copy_from = connection.copy_cpu_from;
         const int copy_to = connection.copy_cpu_to;
         // The exact sharing model waits out the delay of a flow it starts (SharingEngine::send):
         // one SimGrid activity fewer per tensor. Not when a copy on the sender's CPU comes
         // between the delay and the wire.
         const bool delay_in_model =
-            sharing_ && send_op.bytes > 0 && wire_bytes >= 1 && (copy_from < 0 || copy_s <= 0);
+            sharing_ && bytes > 0 && wire_bytes >= 1 && (copy_from < 0 || copy_s <= 0);
         if (delay_s > 0 && !delay_in_model) sg4::this_actor::sleep_for(delay_s);
         // Numbered when the wire starts (after the delay): by flow_started() when the model
         // waits the delay out.
@@ -422,7 +459,7 @@ void Network::transfer_loop(int t) {
         std::string bound = tensor_bound("", 0, delay_s);
         // A zero-byte tensor (a control edge: TF's dead tensor) is latency only, which the wait
         // above has charged; it needs no flow on the links.
-        if (send_op.bytes > 0) {
+        if (bytes > 0) {
           copy_on(item, copy_from, false, copy_s);
           const double wire_start_s = delay_in_model ? start_s + delay_s : sg4::Engine::get_clock();
           std::string flow_bound = send_bytes(t, id, wire_bytes, delay_in_model ? delay_s : 0.0);

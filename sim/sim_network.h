@@ -15,6 +15,7 @@
 // (Connection::actorless): the model's actor starts each tensor after its delay and delivers it.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -34,11 +35,16 @@ namespace sg4 = simgrid::s4u;
 class LinkFaults;
 class SharingEngine;
 
-// A tensor waiting for its connection: send op `op` of client graph `client`'s incarnation.
+// A tensor waiting for its connection: send op `op` of client graph `client`'s incarnation; or,
+// with `chunk` >= 0, a chunk of an all-reduce (sim_collectives.h) of `bytes` sent by that
+// client's rank (`op`: its kAllReduce op), after `overhead_s`.
 struct PendingSend {
   int client;
   int op;
   int incarnation;
+  int64_t chunk = -1;
+  double bytes = 0;
+  double overhead_s = 0;
 };
 
 // What the network needs from the step engine.
@@ -80,6 +86,23 @@ class Network {
   // Queues send op `op` of graph `c` on its connection, waking a transfer actor if none serves it
   // (or, on an actorless connection, handing the tensor to the sharing engine).
   void send(int c, int op, int incarnation);
+
+  // All-reduce: a connection per (sending device, receiving device, channel) of `pairs`, each
+  // (from device, to device, channel, from role, to role). Between machines it crosses the
+  // kernel's TCP stack when `kernel_tcp` (the transport's stream ceiling and headers; no
+  // copies: NCCL reads device memory); inside a machine it takes the PCIe route alone (NCCL's
+  // peer-to-peer or shared-memory transport). Call after prepare(), before the platform.
+  void prepare_collective(const std::vector<std::array<int, 5>>& pairs, bool kernel_tcp);
+  // The connection of (from device, to device, channel) that prepare_collective made; -1: none.
+  int collective_connection(int from_device, int to_device, int channel) const;
+  // Queues an all-reduce chunk (PendingSend::chunk >= 0) on `connection`.
+  void send_on(int connection, const PendingSend& chunk);
+  // The route latency the connection charges once per burst (s).
+  double connection_latency_s(int connection) const {
+    return connections_[size_t(connection)].latency_s;
+  }
+  // Whether no flow is on any link direction the connection crosses now.
+  bool links_idle(int connection) const;
 
   // Lets the exact sharing model carry flows whenever it can (sim_sharing.h): call after
   // create_mailboxes(), in a run without faults. `nic_names`: the machines' NICs (split-duplex
@@ -160,7 +183,8 @@ class Network {
   };
 
   // A connection of send op `send` (to recv op `recv`) in the plan's transport.
-  int add_connection(const core::Op& send, const core::Op& recv);
+  // `collective`: an all-reduce's connection (-1: a plan send's; 0: RDMA; 1: kernel TCP).
+  int add_connection(const core::Op& send, const core::Op& recv, int collective = -1);
   // Runs `seconds` of one core's work on CPU device `cpu` for `send` and waits for it.
   void copy_on(const PendingSend& send, int cpu, bool receiving, double seconds);
   int endpoint_of(int process, int device);
@@ -206,6 +230,7 @@ class Network {
   std::vector<std::vector<int>> idle_transfers_;  // per endpoint: its pooled transfer actors
   int64_t next_message_id_ = 0;
   std::unique_ptr<SharingEngine> sharing_;
+  std::map<std::tuple<int, int, int>, int> collective_connections_;
 };
 
 }  // namespace replisim::sim::detail

@@ -54,6 +54,26 @@ SimRun::SimRun(const core::Plan& plan, core::TraceSink& sink, Progress progress,
       steady_(plan),
       steps_limit_(plan.steps) {
   for (const core::ClientGraph* graph : graphs_) clients_.emplace_back(*graph);
+  if (plan.sync == core::kAllReduceSync) {
+    SimCollectives::Hooks hooks;
+    hooks.now_s = [] { return sg4::Engine::get_clock(); };
+    hooks.at = [this](double at_s, std::function<void()> work) {
+      // Keys wrap after 2^26 waiting at once (far more than ever wait): FIFO among equal times.
+      const int key = next_deferred_;
+      next_deferred_ = (next_deferred_ + 1) & ((1 << 26) - 1);
+      deferred_[key] = std::move(work);
+      timers_.push({at_s, (1 << 28) + key, TimerKind::kDeferred, key});
+      driver_wake_->notify_all();
+    };
+    hooks.complete = [this](int c, int op) {
+      loop_.enqueue(c, op);
+      loop_.drain();
+    };
+    hooks.incarnation = [this](int c) { return clients_[size_t(c)].incarnation; };
+    hooks.client_dead = [this](int c) { return clients_[size_t(c)].dead; };
+    collectives_.emplace(plan, network_, recorder_, std::move(hooks),
+                         settings.collective_fast_path);
+  }
 }
 
 // The network model, the connections, and the platform's hosts and links for the devices the
@@ -95,6 +115,7 @@ void SimRun::build_platform() {
     sg4::Engine::set_config("network/crosstraffic:0");
   }
   network_.prepare(graphs_);
+  if (collectives_) collectives_->prepare();
   const SimPlatform platform =
       build_sim_platform(plan_.platform, used, switch_fault, network_.process_endpoints(),
                          network_.processes().names.size());
@@ -217,6 +238,14 @@ void SimRun::serve(const Timer& timer) {
     case TimerKind::kResumed:
       recovery_.resumed();
       return;
+    case TimerKind::kDeferred: {
+      auto found = deferred_.find(timer.index);
+      if (found == deferred_.end()) return;
+      const std::function<void()> work = std::move(found->second);
+      deferred_.erase(found);
+      work();
+      return;
+    }
   }
 }
 
@@ -238,8 +267,14 @@ void SimRun::report_progress() {
 void SimRun::record_outcome() {
   recovery_.finish(outcome_);
   const bool hung_at_barrier = sync_.barriers() && finished_clients_ < int(clients_.size());
-  if (!outcome_.job_failure &&
-      ((sync_.enabled() && global_step_ < steps_limit_) || hung_at_barrier)) {
+  if (!outcome_.job_failure && collectives_ && finished_clients_ < int(clients_.size())) {
+    // An all-reduce waits for a rank that will not come (SimGrid found every actor blocked).
+    int live = 0;
+    for (size_t c = 0; c < clients_.size(); ++c) live += clients_[c].dead ? 0 : 1;
+    outcome_.stall = core::StallRecord{last_update_s_, global_step_, live, sg4::Engine::get_clock(),
+                                       collectives_->waiting_for()};
+  } else if (!outcome_.job_failure &&
+             ((sync_.enabled() && global_step_ < steps_limit_) || hung_at_barrier)) {
     // Synchronous training stopped: SimGrid found every actor blocked (a take waiting for
     // gradients no live worker will send, workers waiting for tokens or at a barrier).
     std::vector<bool> finished, dead;

@@ -62,6 +62,7 @@ void SimRun::kill_client(int c) {
   if (s.dead) return;
   s.dead = true;
   if (size_t(c) < plan_.clients.size()) steady_.client_died(c);
+  if (collectives_) collectives_->client_died(c);
   if (!loop_.client(c).finished) {
     loop_.client(c).finished = true;
     ++finished_clients_;
@@ -125,6 +126,7 @@ void SimRun::restart_job() {
     timers_.push({start_s, -1 - int(c), TimerKind::kStart, int(c), s.incarnation});
   }
   if (sync_.enabled() || sync_.barriers()) sync_.reset();
+  if (collectives_) collectives_->reset();
   recovery_.record_restart(restart, now, workers_resumed_s);
   // Before the chief's start at the same time: its recovery slice ends as training resumes.
   timers_.push({restart.chief_ready_s, INT_MIN + 1, TimerKind::kResumed, -1});

@@ -71,6 +71,7 @@ enum class TimerKind {
   kDetect,    // the clients find out that the job failed
   kRestart,   // the launcher restarts every task
   kResumed,   // the chief finished restoring after a restart: training goes on
+  kDeferred,  // work the all-reduce asked for (index: its key in SimRun::deferred_)
 };
 struct Timer {
   double at_s;

@@ -30,6 +30,8 @@ SimSettings read_sim_settings(const nlohmann::json& settings) {
             "expected seconds in (0, 1e-3] (SimGrid's default is 1e-9), found " + value.dump());
       }
       out.tolerance_s = t;
+    } else if (key == "collective_fast_path" && value.is_boolean()) {
+      out.collective_fast_path = value.get<bool>();
     } else if (key == "internal_error_at_s" && value.is_number()) {
       out.internal_error_at_s = value.get<double>();
     } else {
@@ -42,8 +44,10 @@ SimSettings read_sim_settings(const nlohmann::json& settings) {
 }
 
 nlohmann::json sim_settings_provenance(const SimSettings& settings) {
-  return {{"network_engine", network_engine_name(settings.network_engine)},
-          {"tolerance_s", settings.tolerance_s}};
+  nlohmann::json j = {{"network_engine", network_engine_name(settings.network_engine)},
+                      {"tolerance_s", settings.tolerance_s}};
+  if (!settings.collective_fast_path) j["collective_fast_path"] = false;
+  return j;
 }
 
 void configure_sim_settings(const SimSettings& settings) {

@@ -25,6 +25,11 @@ struct SimSettings {
   // end together, up to this much early. Default SimGrid's own 1e-9 s.
   double tolerance_s = kDefaultToleranceS;
 
+  // All-reduce: a ring with nothing else on its links may be carried whole (sim_collectives.h);
+  // false carries every ring chunk by chunk (the differential test and benchmark; "settings"
+  // key collective_fast_path).
+  bool collective_fast_path = true;
+
   // For tests of how a bug reaches the user, not a flag: when >= 0, an invariant breaks on
   // purpose inside an actor at this simulated time (seconds).
   double internal_error_at_s = -1;

@@ -74,6 +74,10 @@ void SimRun::sync(int c, int op) {
   sync_.dispatch(c, op, clients_[size_t(c)].graph->ops[size_t(op)].kind);
 }
 
+void SimRun::collective(int c, int op) {
+  collectives_->ready(c, op, loop_.client(c).step);
+}
+
 void SimRun::send(int c, int op) {
   network_.send(c, op, clients_[size_t(c)].incarnation);
 }
@@ -94,6 +98,10 @@ void SimRun::copied(const PendingSend& send, int cpu, bool receiving, double sta
 
 void SimRun::delivered(const PendingSend& send, double start_s, int64_t message_id,
                        const std::string& bound) {
+  if (send.chunk >= 0) {
+    collectives_->delivered(send, start_s, message_id, bound);
+    return;
+  }
   ClientState& s = clients_[size_t(send.client)];
   recorder_.transfer(send.client, send.op, loop_.client(send.client).step, start_s,
                      sg4::Engine::get_clock(), message_id, bound);

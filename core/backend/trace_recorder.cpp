@@ -98,9 +98,9 @@ void TraceRecorder::collective(int graph, int op, int64_t step, const std::strin
   sink_.event(e);
 }
 
-void TraceRecorder::collective_transfer(int graph, int op, int to_graph, int64_t step,
-                                        double bytes, double start_s, double end_s,
-                                        int64_t message_id, const std::string& bound) {
+void TraceRecorder::collective_transfer(int graph, int op, int to_graph, int64_t step, double bytes,
+                                        double start_s, double end_s, int64_t message_id,
+                                        const std::string& bound) {
   const GraphNames& to = names_[size_t(to_graph)];
   TraceEvent e = op_event(EventKind::kTransfer, graph, op, step);
   e.producer = OpKind::kAllReduce;

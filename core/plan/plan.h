@@ -171,11 +171,11 @@ struct OptimizerRule {
 // alone), and the ranks all-reduce the buffers one after the other with `algorithm`. Values and
 // their sources: core/hardware/collective_transport.cpp, docs/allreduce.md.
 struct CollectiveSpec {
-  std::string preset = "horovod";           // the settings' origin ("horovod", "horovod_0.x")
-  std::string algorithm = "ring";           // "ring", "tree", "hierarchical"
-  double fusion_threshold_bytes = 128e6;    // HOROVOD_FUSION_THRESHOLD (0: no fusion)
-  double cycle_time_s = 1e-3;               // HOROVOD_CYCLE_TIME
-  std::string transport = "nccl_socket";    // "nccl_socket", "nccl_rdma", "mpi", "gloo"
+  std::string preset = "horovod";         // the settings' origin ("horovod", "horovod_0.x")
+  std::string algorithm = "ring";         // "ring", "tree", "hierarchical"
+  double fusion_threshold_bytes = 128e6;  // HOROVOD_FUSION_THRESHOLD (0: no fusion)
+  double cycle_time_s = 1e-3;             // HOROVOD_CYCLE_TIME
+  std::string transport = "nccl_socket";  // "nccl_socket", "nccl_rdma", "mpi", "gloo"
   // Latency each step of an algorithm pays before its bytes (s): between machines, and between
   // two ranks of one machine (NCCL's tuner, hwLat NET and PCI, Ring/Simple).
   double step_latency_s = 14e-6;

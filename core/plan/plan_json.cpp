@@ -410,14 +410,15 @@ SyncReplicas sync_replicas_from_json(const JsonCursor& c, const Plan& plan) {
 
 CollectiveSpec collective_from_json(const JsonCursor& c, const Plan& plan) {
   c.check_keys({"preset", "algorithm", "fusion_threshold_bytes", "cycle_time_s", "transport",
-                "step_latency_s", "local_step_latency_s", "launch_s", "streams_per_peer",
-                "elastic", "rendezvous_s", "ranks"});
+                "step_latency_s", "local_step_latency_s", "launch_s", "streams_per_peer", "elastic",
+                "rendezvous_s", "ranks"});
   CollectiveSpec cs;
   cs.preset = c.at("preset").as_string();
   cs.algorithm = c.at("algorithm").as_string();
   if (!is_collective_algorithm(cs.algorithm)) {
-    c.at("algorithm").fail("unknown all-reduce algorithm \"" + cs.algorithm.substr(0, 100) +
-                           "\"; valid: ring, tree, hierarchical");
+    c.at("algorithm")
+        .fail("unknown all-reduce algorithm \"" + cs.algorithm.substr(0, 100) +
+              "\"; valid: ring, tree, hierarchical");
   }
   cs.fusion_threshold_bytes = c.at("fusion_threshold_bytes").as_number_in(0, 1e15);
   cs.cycle_time_s = c.at("cycle_time_s").as_number_in(0, 3600);

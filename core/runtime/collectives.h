@@ -8,8 +8,10 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +33,10 @@ struct CollectiveStep {
   int recv_first = -1;
   int chunk_count = 1;
   bool reduce = false;
+  int peer_step = -1;  // a send: the index of the step of send_to's channel that receives it
+  // The phase it belongs to (its span's name in the trace): 0 the whole all-reduce; hierarchical
+  // 1 the reduce-scatter inside the machine, 2 the all-reduce across machines, 3 the all-gather.
+  uint8_t phase = 0;
 };
 
 // An algorithm's transfers for a buffer cut into `chunks` equal chunks (collective_chunk's
@@ -76,6 +82,18 @@ struct CollectiveResponse {
   double formed_s = 0;     // the cycle that formed it
 };
 
+// One chunk transfer: step `step` of rank `from`'s channel `channel` in collective `id`, received
+// by step `recv_step` of rank `to`'s channel.
+struct CollectiveChunk {
+  int64_t id = -1;
+  int from = -1;
+  int to = -1;
+  int channel = 0;
+  int step = 0;
+  int recv_step = 0;
+  double bytes = 0;
+};
+
 // What the collectives need of a backend. Calls come from the thread or actor that runs the
 // step loop, never recursively into Collectives except where said.
 class CollectiveHost {
@@ -84,18 +102,20 @@ class CollectiveHost {
   virtual double now_s() const = 0;
   // Calls `work` at the host's time at_s (>= now_s()).
   virtual void at(double at_s, std::function<void()> work) = 0;
-  // Step `step` of rank `from`'s channel `channel` in collective `r` sends `bytes` (its chunks,
-  // CollectiveStep::send_first...) to rank `to`: the host calls Collectives::sent(r.id, from,
-  // channel, step) when they have left and are delivered, and Collectives::arrived(r.id, to,
-  // channel, step) at the receiver.
-  virtual void send_chunk(const CollectiveResponse& r, int from, int to, int channel, int step,
-                          double bytes) = 0;
+  // Sends `chunk` (its chunks' values: CollectiveStep::send_first... of the sender's step): the
+  // host calls Collectives::sent(chunk) once its bytes have left, and Collectives::arrived(chunk)
+  // where the receiver runs once they are in (in either order).
+  virtual void send_chunk(const CollectiveResponse& r, const CollectiveChunk& chunk) = 0;
   // Rank `rank` finished receiving step `step` of channel `channel` of `r`: a backend that
   // keeps values adds or copies the chunks now (CollectiveStep::reduce), in program order.
   virtual void apply_chunk(const CollectiveResponse& /*r*/, int /*rank*/, int /*channel*/,
                            int /*step*/) {}
-  // Carries all of `r` at once instead of its steps (the simulator's fast ring where nothing
-  // else shares its links): true when it will call Collectives::whole_done(r.id) when done.
+  // Whether the host may carry all of `r` at once instead of its steps (the simulator's fast
+  // ring); asked when `r` starts. Then the ranks wait for one another (every rank here), and once
+  // the last has begun, carry_whole(r) says whether it does (nothing else shares the ring's
+  // links now): true, and the host calls Collectives::whole_done(r.id) when done; false, and
+  // the ranks run their steps.
+  virtual bool can_carry_whole(const CollectiveResponse& /*r*/) { return false; }
   virtual bool carry_whole(const CollectiveResponse& /*r*/) { return false; }
   // Rank `rank`'s part of `r` is done: its tensors' kAllReduce ops complete (a backend that
   // keeps values divides the sums by the ranks first: Horovod's average).
@@ -120,7 +140,11 @@ class Collectives {
 
   int rank_of_client(int c) const { return rank_of_client_[size_t(c)]; }
   int client_of_rank(int rank) const { return plan_.collective.ranks[size_t(rank)]; }
-  const CollectiveProgram& program() const { return program_; }
+  // The kAllReduce op of tensor `tensor` in rank `rank`'s graph.
+  int op_of_tensor(int rank, int tensor) const {
+    return ops_of_rank_[size_t(rank)][size_t(tensor)];
+  }
+  const CollectiveProgram& program() const { return *program_; }
   // Horovod's negotiation of one cycle (the simulator's model of it): the ranks' ready bits
   // reduced to the coordinator and its answer broadcast, ceil(log2 N) steps each way at the
   // transport's step latency (Horovod's response cache: an MPI/Gloo allreduce of a bit vector).
@@ -133,8 +157,8 @@ class Collectives {
   // A response the coordinator announced begins for the ranks here.
   void start(const CollectiveResponse& r);
   // Transfers' completions (CollectiveHost::send_chunk).
-  void sent(int64_t id, int rank, int channel, int step);
-  void arrived(int64_t id, int rank, int channel, int step);
+  void sent(const CollectiveChunk& chunk);
+  void arrived(const CollectiveChunk& chunk);
   // CollectiveHost::carry_whole's completion.
   void whole_done(int64_t id);
   // A job restart: every collective in progress is forgotten, the ranks start afresh.
@@ -147,61 +171,79 @@ class Collectives {
   // Why training stalls (the report's stall line): the collective waiting, the ranks it waits
   // for; empty when none waits.
   std::string waiting_for() const;
-  // Collectives begun so far (tests).
+  // Collectives begun so far, and of them carried whole (tests, the run's notes).
   int64_t formed() const { return next_id_; }
+  int64_t carried_whole() const { return carried_whole_; }
 
  private:
-  struct RankState {  // one rank's progress in one response
-    std::vector<int> step;                          // per channel: its step in progress
+  struct RankState {                                  // one local rank's progress in one collective
+    int position = -1;                                // its index in the response's ranks
+    std::vector<int> step;                            // per channel: its step in progress
     std::vector<std::vector<uint8_t>> sent, arrived;  // per channel and step
     int channels_left = 0;
     bool begun = false;
+    bool done = false;
     double begun_s = 0;
+    double phase_begun_s = 0;
+    uint8_t phase = 0;
   };
   struct Running {
     CollectiveResponse response;
-    std::map<int, RankState> ranks;  // the local ranks taking part
+    std::shared_ptr<const CollectiveProgram> program;  // over the response's ranks
+    std::map<int, RankState> ranks;                    // the local ranks taking part
     int local_left = 0;
+    int whole_begun = 0;
     bool whole = false;
   };
 
-  void tick();
   void schedule_tick();
+  void tick();
+  void submit(int rank, int64_t step, int tensor);
+  void check_complete(const std::pair<int64_t, int>& key);
   void begin_next(int rank);
   void begin_rank(Running& run, int rank);
-  void advance(Running& run, int rank, int channel);
-  void post_send(Running& run, int rank, int channel);
-  void rank_done(Running& run, int rank);
+  // The rank's channels start their steps (after the launch cost).
+  void launch_rank(Running& run, int rank);
+  void post_step(Running& run, int rank, int channel);
+  void try_finish_step(Running& run, int rank, int channel);
+  void rank_done(int64_t id, int rank);
+  void record_phase(const Running& run, int rank, const RankState& state, double end_s);
+  std::shared_ptr<const CollectiveProgram> program_for(const std::vector<int>& ranks);
   double step_latency_s(int from, int to) const;
+  std::string phase_name(uint8_t phase) const;
 
   const Plan& plan_;
   CollectiveHost& host_;
   TraceRecorder* recorder_;
-  CollectiveProgram program_;
+  std::shared_ptr<const CollectiveProgram> program_;  // over every rank
   std::vector<int> rank_of_client_;
   std::vector<int> machine_of_rank_;
   std::vector<bool> local_;
   std::vector<bool> alive_;
   bool coordinator_ = false;
   double negotiation_s_ = 0;
-  // Per tensor (graph order of the kAllReduce ops), its op in each rank's graph, and its bytes.
-  std::vector<std::vector<int>> op_of_tensor_;  // [rank][tensor]
+  // Per rank, its kAllReduce ops in graph order (tensor t is ops_of_rank_[r][t] in every rank's
+  // graph), each tensor's bytes, and per client its ops' tensors (-1: none).
+  std::vector<std::vector<int>> ops_of_rank_;
   std::vector<double> tensor_bytes_;
-  // Per client op -> tensor index.
-  std::vector<std::map<int, int>> tensor_of_op_;
-  // Ready times per local rank and tensor (the NEGOTIATE spans).
-  std::vector<std::vector<double>> ready_s_;
+  std::vector<std::vector<int>> tensor_of_op_;
+  std::vector<std::vector<double>> ready_s_;  // per rank and tensor: when it was submitted
   // The coordinator: per (step, tensor) the ranks that submitted it; tensors ready everywhere in
   // readiness order; whether a cycle is scheduled.
-  std::map<std::pair<int64_t, int>, int> submitted_;
+  std::map<std::pair<int64_t, int>, std::vector<bool>> submitted_;
   std::vector<std::pair<int64_t, int>> pending_;
   bool tick_scheduled_ = false;
   int64_t next_id_ = 0;
-  // Responses announced and not done here, in id order; per local rank the queue of its own.
+  // Collectives announced and not done here; per rank its queue of ids and the one in progress;
+  // chunks that arrived before their collective was announced here; ids below abandoned_below_
+  // were dropped by a death (their late transfers are ignored).
   std::map<int64_t, Running> running_;
-  std::vector<std::vector<int64_t>> queue_;  // per rank: ids in order
-  std::vector<int64_t> current_;             // per rank: the id in progress (-1: none)
-  uint64_t epoch_ = 0;                       // reset() invalidates timers of the earlier epoch
+  std::vector<std::deque<int64_t>> queue_;
+  std::vector<int64_t> current_;
+  std::map<int64_t, std::vector<CollectiveChunk>> early_;
+  int64_t abandoned_below_ = 0;
+  int64_t carried_whole_ = 0;
+  uint64_t epoch_ = 0;  // reset() and deaths invalidate the timers of the earlier epoch
 };
 
 }  // namespace replisim::core

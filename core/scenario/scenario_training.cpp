@@ -310,8 +310,9 @@ AllReduceSpec parse_allreduce(const JsonCursor& c) {
   if (c.has("algorithm")) {
     a.algorithm = c.at("algorithm").as_string();
     if (!is_collective_algorithm(a.algorithm)) {
-      c.at("algorithm").fail("unknown all-reduce algorithm \"" + a.algorithm.substr(0, 100) +
-                             "\"; valid: " + join_names(collective_algorithm_names()));
+      c.at("algorithm")
+          .fail("unknown all-reduce algorithm \"" + a.algorithm.substr(0, 100) +
+                "\"; valid: " + join_names(collective_algorithm_names()));
     }
   }
   if (c.has("fusion_threshold")) {
@@ -324,8 +325,9 @@ AllReduceSpec parse_allreduce(const JsonCursor& c) {
   if (c.has("transport")) {
     a.transport = c.at("transport").as_string();
     if (find_collective_transport(a.transport) == nullptr) {
-      c.at("transport").fail("unknown all-reduce transport \"" + a.transport.substr(0, 100) +
-                             "\"; valid: " + join_names(collective_transport_names()));
+      c.at("transport")
+          .fail("unknown all-reduce transport \"" + a.transport.substr(0, 100) +
+                "\"; valid: " + join_names(collective_transport_names()));
     }
   }
   if (c.has("step_latency")) {

@@ -8,6 +8,7 @@
 // averaged gradients, so the copies stay equal; rank 0 is the chief, whose increment counts the
 // job's global steps.
 #include <algorithm>
+#include <map>
 #include <string>
 
 #include "core/base/error.h"
@@ -97,7 +98,8 @@ ClientGraph rank_graph(const Scenario& scenario, Plan& plan, const ModelLayout& 
 
   ClientGraph graph;
   graph.role = role;
-  graph.samples_per_step = samples;
+  // One step applies the average of every rank's gradients: every rank's batch.
+  graph.samples_per_step = samples * int(t.replicas.size());
   graph.input_op = input_op;
   // Every rank increments its own global_step; the chief's counts the job's steps (they are equal).
   graph.global_step_op = chief ? increment_op : -1;
@@ -150,8 +152,9 @@ Plan compile_allreduce(const Scenario& given, const CompileOptions& options) {
     plan.notes.push_back("training.sync applies to between_graph only: all-reduce is synchronous");
   }
   if (t.workers.size() != t.replicas.size()) {
-    plan.notes.push_back("allreduce runs one rank per replica device (Horovod: one process per "
-                         "GPU); the scenario's multi-tower workers are not used");
+    plan.notes.push_back(
+        "allreduce runs one rank per replica device (Horovod: one process per "
+        "GPU); the scenario's multi-tower workers are not used");
   }
   const ModelLayout layout = layout_model(scenario, plan);
   plan.granularity = granularity_label(scenario, layout.groups.size());
@@ -163,6 +166,23 @@ Plan compile_allreduce(const Scenario& given, const CompileOptions& options) {
         add_role(plan, "worker" + std::to_string(r), RoleKind::kWorker, device, /*chief=*/r == 0);
     plan.clients.push_back(rank_graph(scenario, plan, layout, device, role, r == 0));
     plan.collective.ranks.push_back(int(r));
+  }
+  if (plan.collective.algorithm == "hierarchical") {
+    // Horovod's hierarchical all-reduce needs as many ranks on every machine.
+    std::map<int, int> per_machine;
+    for (const ClientGraph& g : plan.clients) {
+      ++per_machine[plan.platform.devices[size_t(plan.roles[size_t(g.role)].device)].machine];
+    }
+    for (const auto& [machine, count] : per_machine) {
+      if (count == per_machine.begin()->second) continue;
+      throw InputError(
+          scenario.file_of("/training/allreduce/algorithm"), "/training/allreduce/algorithm",
+          "hierarchical all-reduce needs the same number of ranks on every machine (Horovod's "
+          "homogeneity check): " +
+              plan.platform.machines[size_t(per_machine.begin()->first)].name + " has " +
+              std::to_string(per_machine.begin()->second) + ", " +
+              plan.platform.machines[size_t(machine)].name + " has " + std::to_string(count));
+    }
   }
   add_faults(scenario, plan);
   apply_compute_scale(plan, options);

@@ -19,7 +19,8 @@
 namespace replisim::core {
 
 // The version this replisim writes, and the oldest it reads.
-// Version 5: version 4's layout, with all-reduce events (EventKind::kCollective, OpKind::kAllReduce).
+// Version 5: version 4's layout, with all-reduce events (EventKind::kCollective,
+// OpKind::kAllReduce).
 inline constexpr uint32_t kTraceFormatVersion = 5;
 inline constexpr uint32_t kOldestTraceFormatVersion = 2;
 

@@ -186,7 +186,8 @@ void settings_from_json(const JsonCursor& c, TraceMeta& m) {
   if (c.has("seed")) m.seed = uint64_t(c.at("seed").as_int(0, INT64_MAX));
   if (c.has("plan_hash")) m.plan_hash = c.at("plan_hash").as_string();
   if (c.has("granularity")) m.granularity = c.at("granularity").as_string();
-  if (c.has("sync")) m.sync = one_of(c.at("sync"), {"async", "sync", "distributed_replicated", "allreduce"});
+  if (c.has("sync"))
+    m.sync = one_of(c.at("sync"), {"async", "sync", "distributed_replicated", "allreduce"});
   if (m.synchronous()) {
     const JsonCursor s = c.at("sync_replicas");
     m.sync_replicas.replicas_to_aggregate = int(s.at("replicas_to_aggregate").as_int(1, 1 << 30));
@@ -326,9 +327,9 @@ TraceMeta trace_meta_from_json(const nlohmann::json& json, const std::string& so
   const JsonCursor variables = c.at("variables");
   for (size_t i = 0; i < variables.size(); ++i) {
     const JsonCursor v = variables.at(i);
-    m.variables.push_back({v.at("name").as_string(), v.at("bytes").as_number_in(0, kMaxBytes),
-                           int(v.at("ps").as_int(m.ps.empty() ? -1 : 0,
-                                                 int64_t(m.ps.size()) - 1))});
+    m.variables.push_back(
+        {v.at("name").as_string(), v.at("bytes").as_number_in(0, kMaxBytes),
+         int(v.at("ps").as_int(m.ps.empty() ? -1 : 0, int64_t(m.ps.size()) - 1))});
   }
   if (c.has("graphs")) {
     m.graphs = graphs_from_json(c.at("graphs"), int(m.roles.size()), int(m.platform.devices.size()),
