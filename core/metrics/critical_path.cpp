@@ -105,7 +105,7 @@ class PathWalker {
         continue;
       }
       // An all-reduce's phases and chunks: followed from the op that waited on them
-      // (follow_collective), not times of the op they name.
+      // (follow_reductions, last_ready), not times of the op they name.
       if (collectives_.add(trace, e, i, g)) continue;
       // An update marks when its global step increment ran.
       if (e.kind == EventKind::kCompute || e.kind == EventKind::kTransfer ||
@@ -167,21 +167,21 @@ class PathWalker {
       const double op_end = std::max(std::min(times->end[size_t(cur)], t), start_s);
       add("other", t - op_end);
       t = op_end;
-      // An all-reduce: through its data phase to its slowest chunk's link, and through the
-      // negotiation to the last rank to report ready.
+      // An all-reduce: through its reduction to its slowest chunk's link (and the reductions it
+      // queued behind), then through the negotiation to the rank whose tensor was ready last.
       if (op.kind == OpKind::kAllReduce && !collective_followed) {
         const std::optional<path_detail::CollectiveFollow> f =
             collectives_.follow(trace_, g, k, times->end[size_t(cur)]);
         if (f) {
-          follow_collective(g, *f, start_s, t);
-          if (f->ready_graph >= 0 && f->ready_op >= 0 &&
-              size_t(f->ready_op) < meta_.graphs[size_t(f->ready_graph)].ops.size()) {
-            g = f->ready_graph;
-            times = &times_of(g, k);
-            cur = f->ready_op;
-          } else {
-            times = &times_of(g, k);
+          const path_detail::CollectiveFollow first = follow_reductions(g, k, *f, start_s, t);
+          const std::optional<Origin> ready = last_ready(g, k, first, t);
+          if (ready) {
+            add("all-reduce negotiation", t - std::max(ready->end_s, start_s));
+            t = std::max(std::min(ready->end_s, t), start_s);
+            g = ready->graph;
+            cur = ready->op;
           }
+          times = &times_of(g, k);
           collective_followed = true;
           continue;
         }
@@ -522,40 +522,71 @@ class PathWalker {
   }
 
   // The walk at `t` (the end of an op that waited on all-reduce `f`), back to the step's start
-  // `start_s` at the earliest: after the rank's data phase, "other"; the data phase, the link of
-  // the collective's slowest chunk ("<a><-><b> network", direction "allreduce"; bound: the
-  // chunk's, else its direction "a->b"), or "all-reduce on <device>" when no chunk moved (one
-  // rank); the negotiation from the last rank's ready report to the data phase, "all-reduce
-  // negotiation" (Horovod's cycle and the coordinator's round trip). `t` ends at that report.
-  void follow_collective(int g, const path_detail::CollectiveFollow& f, double start_s, double& t) {
-    const double data_end_s = std::clamp(f.data_end_s, start_s, t);
-    add("other", t - data_end_s);
-    t = data_end_s;
-    const double data_start_s = std::clamp(f.data_start_s, start_s, t);
-    if (f.slowest_chunk >= 0) {
-      const TraceEvent& c = trace_.events[size_t(f.slowest_chunk)];
-      const std::string& a = machine_of(c.device);
-      const std::string& b = machine_of(c.peer);
-      const std::string name =
-          a == b ? a + " local transfers" : std::min(a, b) + "<->" + std::max(a, b) + " network";
-      const double seconds = t - data_start_s;
-      add(name, seconds);
-      if (seconds > 1e-12) {
-        PathShare& share = (*out_)[name];
-        const std::string& own = graph_machine_[size_t(g)];
-        if (a != b && (a == own || b == own)) share.peer_machine = a == own ? b : a;
-        add_to(share.directions, "allreduce", seconds);
-        add_to(share.bounds, c.bound != kNoString ? trace_.str(c.bound) : a + "->" + b, seconds);
-      }
-    } else {
-      const TraceRole* role = meta_.find_role(meta_.graphs[size_t(g)].role);
-      add("all-reduce on " + (role == nullptr ? std::string("?") : role->device), t - data_start_s);
+  // `start_s` at the earliest: after the rank's reduction, "other"; the reduction, the link of the
+  // collective's slowest chunk ("<a><-><b> network", direction "allreduce"; bound: the chunk's,
+  // else its direction "a->b"), or "all-reduce on <device>" when no chunk moved (one rank); then,
+  // while the reduction began as the rank's previous one ended (queued behind it), that one too.
+  // `t` ends at the first reduction's start; returns that collective.
+  path_detail::CollectiveFollow follow_reductions(int g, int64_t k, path_detail::CollectiveFollow f,
+                                                  double start_s, double& t) {
+    for (size_t guard = 0; guard < 4096; ++guard) {
+      const double data_end_s = std::clamp(f.data_end_s, start_s, t);
+      add("other", t - data_end_s);
+      t = data_end_s;
+      const double data_start_s = std::clamp(f.data_start_s, start_s, t);
+      add_reduction(g, f, t - data_start_s);
+      t = data_start_s;
+      if (!f.queued || t <= start_s + kEpsilonS) break;
+      const std::optional<path_detail::CollectiveFollow> before =
+          collectives_.follow(trace_, g, k, f.data_start_s);
+      if (!before || before->data_end_s >= f.data_end_s) break;
+      f = *before;
     }
-    t = data_start_s;
-    if (f.ready_graph < 0) return;
-    const double ready_s = std::clamp(f.ready_s, start_s, t);
-    add("all-reduce negotiation", t - ready_s);
-    t = ready_s;
+    return f;
+  }
+
+  void add_reduction(int g, const path_detail::CollectiveFollow& f, double seconds) {
+    if (f.slowest_chunk < 0) {
+      const TraceRole* role = meta_.find_role(meta_.graphs[size_t(g)].role);
+      add("all-reduce on " + (role == nullptr ? std::string("?") : role->device), seconds);
+      return;
+    }
+    const TraceEvent& c = trace_.events[size_t(f.slowest_chunk)];
+    const std::string& a = machine_of(c.device);
+    const std::string& b = machine_of(c.peer);
+    const std::string name =
+        a == b ? a + " local transfers" : std::min(a, b) + "<->" + std::max(a, b) + " network";
+    add(name, seconds);
+    if (seconds <= 1e-12) return;
+    // No peer_machine: a ring's link is every rank's, so combine_paths keeps its name (a PS
+    // network share is renamed after the PS machine instead).
+    PathShare& share = (*out_)[name];
+    add_to(share.directions, "allreduce", seconds);
+    add_to(share.bounds, c.bound != kNoString ? trace_.str(c.bound) : a + "->" + b, seconds);
+  }
+
+  // The tensor of collective `f` (graph `g`'s kAllReduce ops from f.first_op to before
+  // f.next_first_op) whose last rank reported it ready last, at or before `t`: that rank's graph,
+  // the op, and when its inputs were in. Every rank's graph has the same ops (one per replica).
+  std::optional<Origin> last_ready(int g, int64_t k, const path_detail::CollectiveFollow& f,
+                                   double t) {
+    const std::vector<TraceOp>& ops = meta_.graphs[size_t(g)].ops;
+    if (f.first_op < 0 || size_t(f.first_op) >= ops.size()) return std::nullopt;
+    const size_t end = f.next_first_op > f.first_op ? size_t(f.next_first_op) : ops.size();
+    std::optional<Origin> last;
+    for (size_t r = 0; r < meta_.graphs.size(); ++r) {
+      const std::vector<TraceOp>& rank_ops = meta_.graphs[r].ops;
+      if (rank_ops.size() != ops.size()) continue;
+      const StepTimes& times = times_of(int(r), k);
+      for (size_t o = size_t(f.first_op); o < end; ++o) {
+        if (rank_ops[o].kind != OpKind::kAllReduce) continue;
+        const double ready_s = times.start[o];
+        if (ready_s <= t + kEpsilonS && (!last || ready_s > last->end_s)) {
+          last = Origin{ready_s, int(r), k, int(o)};
+        }
+      }
+    }
+    return last;
   }
 
   const Trace& trace_;

@@ -1,11 +1,15 @@
 #include "core/metrics/critical_path_collective.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace replisim::core::path_detail {
 namespace {
 
 constexpr double kSlackS = 1e-12;
+// A collective that began within this of the previous one's end was queued behind it (the
+// backends begin the next at the previous one's completion, in the same event).
+constexpr double kQueuedSlackS = 1e-9;
 
 }  // namespace
 
@@ -16,9 +20,6 @@ bool CollectiveIndex::add(const Trace& trace, const TraceEvent& e, size_t index,
   }
   if (e.kind != EventKind::kCollective) return false;
   if (negotiate_label_ == kNoString) negotiate_label_ = trace.find(kNegotiateAllReduce);
-  if (e.label != kNoString && e.label == negotiate_label_) {
-    negotiations_[e.message_id].emplace_back(index, graph);
-  }
   phases_[{graph, e.step}].push_back(index);
   return true;
 }
@@ -27,48 +28,67 @@ std::optional<CollectiveFollow> CollectiveIndex::follow(const Trace& trace, int 
                                                         double end_s) const {
   const auto found = phases_.find({graph, step});
   if (found == phases_.end()) return std::nullopt;
-  // Per collective of the step, the span of the rank's phases after its negotiation.
-  std::map<int64_t, std::pair<double, double>> data;  // message_id -> (start, end)
-  std::map<int64_t, int32_t> first_op;                // message_id -> its first tensor's op
+  // Per collective of the step, the span of the rank's reduction phases (after its negotiation).
+  struct Span {
+    double start_s = 0, end_s = 0;
+    int32_t first_op = -1;
+    bool negotiated = false;
+  };
+  std::map<int64_t, Span> spans;  // by message_id
   for (size_t i : found->second) {
     const TraceEvent& e = trace.events[i];
-    if (e.label != kNoString && e.label == negotiate_label_) continue;
-    auto [it, added] = data.emplace(e.message_id, std::make_pair(e.start_s, e.end_s));
-    if (!added) {
-      it->second.first = std::min(it->second.first, e.start_s);
-      it->second.second = std::max(it->second.second, e.end_s);
+    const bool negotiation = e.label != kNoString && e.label == negotiate_label_;
+    auto [it, added] = spans.try_emplace(e.message_id);
+    Span& span = it->second;
+    span.first_op = e.op_index;
+    if (negotiation) {
+      span.negotiated = true;
+      if (added) span.start_s = span.end_s = e.end_s;  // no reduction yet: its end
+      continue;
     }
-    first_op.emplace(e.message_id, e.op_index);
+    if (added || span.end_s == span.start_s) {
+      span.start_s = e.start_s;
+      span.end_s = e.end_s;
+    } else {
+      span.start_s = std::min(span.start_s, e.start_s);
+      span.end_s = std::max(span.end_s, e.end_s);
+    }
   }
   int64_t chosen = -1;
-  for (const auto& [id, span] : data) {
-    if (span.second > end_s + kSlackS) continue;
-    if (chosen < 0 || span.second > data.at(chosen).second) chosen = id;
+  for (const auto& [id, span] : spans) {
+    if (span.end_s > end_s + kSlackS) continue;
+    if (chosen < 0 || span.end_s > spans.at(chosen).end_s) chosen = id;
   }
   if (chosen < 0) return std::nullopt;
+  const Span& c = spans.at(chosen);
   CollectiveFollow f;
-  f.data_start_s = data.at(chosen).first;
-  f.data_end_s = data.at(chosen).second;
-  // The collective's chunks: those of its first tensor in this step, inside its data phase.
-  if (const auto chunks = chunks_.find({step, first_op.at(chosen)}); chunks != chunks_.end()) {
-    double longest_s = -1;
-    for (size_t i : chunks->second) {
-      const TraceEvent& c = trace.events[i];
-      if (c.start_s < f.data_start_s - kSlackS || c.end_s > f.data_end_s + kSlackS) continue;
-      if (c.end_s - c.start_s > longest_s) {
-        longest_s = c.end_s - c.start_s;
-        f.slowest_chunk = int(i);
-      }
+  f.data_start_s = c.start_s;
+  f.data_end_s = c.end_s;
+  f.first_op = c.first_op;
+  f.negotiated = c.negotiated;
+  // The rank's next collective of the step (the first to begin after this one) bounds the buffer;
+  // the one that ended as this one began held it.
+  double next_start_s = 0;
+  for (const auto& [id, span] : spans) {
+    if (id == chosen) continue;
+    if (span.start_s > c.start_s && (f.next_first_op < 0 || span.start_s < next_start_s)) {
+      f.next_first_op = span.first_op;
+      next_start_s = span.start_s;
+    }
+    if (std::abs(span.end_s - c.start_s) <= kQueuedSlackS && span.end_s > span.start_s) {
+      f.queued = true;
+      f.queued_behind_end_s = span.end_s;
     }
   }
-  if (const auto n = negotiations_.find(chosen); n != negotiations_.end()) {
-    for (const auto& [i, g] : n->second) {
+  // The collective's chunks: those of its first tensor in this step, inside its reduction.
+  if (const auto chunks = chunks_.find({step, c.first_op}); chunks != chunks_.end()) {
+    double longest_s = -1;
+    for (size_t i : chunks->second) {
       const TraceEvent& e = trace.events[i];
-      if (e.step != step || e.start_s > f.data_start_s + kSlackS) continue;
-      if (f.ready_graph < 0 || e.start_s > f.ready_s) {
-        f.ready_graph = g;
-        f.ready_op = e.op_index;
-        f.ready_s = e.start_s;
+      if (e.start_s < f.data_start_s - kSlackS || e.end_s > f.data_end_s + kSlackS) continue;
+      if (e.end_s - e.start_s > longest_s) {
+        longest_s = e.end_s - e.start_s;
+        f.slowest_chunk = int(i);
       }
     }
   }

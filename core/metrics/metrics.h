@@ -146,7 +146,8 @@ struct RunMetrics {
   // gradient (one slice or more) an accumulator dropped as stale in the window.
   bool synchronous = false;
   bool worker_clients = false;  // the clients are workers (core::clients_are_workers)
-  std::string sync_variant;     // "tf" or "strict"; "distributed_replicated" (not synchronous)
+  // "tf" or "strict"; "distributed_replicated" or "allreduce" (not synchronous: no token)
+  std::string sync_variant;
   int replicas_to_aggregate = 0;
   int total_num_replicas = 0;
   double computed_samples_per_s = 0;
