@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "core/base/error.h"
 #include "core/base/json_cursor.h"
 #include "core/metrics/critical_path.h"
 #include "core/strategy/strategy_names.h"
@@ -213,9 +214,10 @@ ClassroomEntry read_entry(const nlohmann::json& e, const std::string& where) {
   entry.claim = text_of(e, "claim", where);
   entry.look = text_of(e, "look", where);
   entry.strategy = text_of(e, "strategy", where);
-  if (entry.strategy != "both" && !core::is_strategy_name(entry.strategy)) {
-    throw std::runtime_error(where + ": strategy is both or one of " +
-                             core::join_names(core::strategy_names()));
+  try {
+    core::parse_strategy_list(entry.strategy, "strategy");
+  } catch (const core::InputError& e) {
+    throw std::runtime_error(where + ": " + e.message());
   }
   entry.interactive_steps = e.value("interactive_steps", 0);
   entry.interactive_granularity = e.value("interactive_granularity", 0);
