@@ -2,8 +2,10 @@
 // worker1 on machine b, the straggler): the collective wait, the critical path through the
 // negotiation to the last rank ready and through the reduction to its slowest chunk's link, the
 // chunks' bytes on the links, the phases, and the Chrome trace's Horovod names.
+#include <map>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -243,6 +245,106 @@ TEST_F(AllReduceMetricsTest, TheChromeTraceUsesHorovodsNames) {
     }
   }
   EXPECT_EQ(found, 1);
+}
+
+}  // namespace
+}  // namespace replisim::core
+
+namespace replisim::core {
+namespace {
+
+int op_named(const Plan& plan, OpKind kind, const std::string& layer) {
+  const std::vector<Op>& ops = plan.clients[0].ops;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].kind == kind && ops[i].name.find(layer) != std::string::npos) return int(i);
+  }
+  ADD_FAILURE() << "no " << op_kind_name(kind) << " op of " << layer;
+  return -1;
+}
+
+// Two layers, so two tensors and two collectives a step: C1 (dense2's gradient, backward's first)
+// reduces over [k + 0.42, k + 0.6] and C2 (dense1's), queued behind it, over [k + 0.6, k + 0.8].
+// worker1's backward of dense2 ends at k + 0.4, worker0's at k + 0.2. worker0's path: its last
+// apply, C2's reduction, C1's (C2 queued behind it), the negotiation back to dense2's gradient on
+// worker1 (ready last), and worker1's backward.
+TEST(AllReduceCriticalPath, AQueuedReductionLeadsToTheOneBeforeAndItsLastReadyTensor) {
+  nlohmann::json model = test::one_layer_model(1e6, "1 MFLOP");
+  model["layers"].push_back(model["layers"][0]);
+  model["layers"][0]["name"] = "dense1";
+  model["layers"][1]["name"] = "dense2";
+  const nlohmann::json doc = test::scenario_json(
+      {test::machine("a", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps"),
+       test::machine("b", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps")},
+      model, {{"replicas", {"a/gpu0", "b/gpu0"}}, {"steps", 3}, {"warmup_steps", 1}});
+  const Plan plan = compile_plan(test::parse(doc), "allreduce", {});
+  Trace trace;
+  trace.meta = trace_meta_from_plan(plan);
+  const uint32_t w[2] = {trace.intern("worker0"), trace.intern("worker1")};
+  const char* gpu[2] = {"a/gpu0", "b/gpu0"};
+  const int backward2 = op_named(plan, OpKind::kBackward, "dense2");
+  const int backward1 = op_named(plan, OpKind::kBackward, "dense1");
+  const int reduce2 = op_named(plan, OpKind::kAllReduce, "dense2");
+  const int reduce1 = op_named(plan, OpKind::kAllReduce, "dense1");
+  const int apply2 = op_named(plan, OpKind::kApply, "dense2");
+  const int apply1 = op_named(plan, OpKind::kApply, "dense1");
+  ASSERT_LT(reduce2, reduce1);  // graph order = backward's order
+  auto event = [&](EventKind kind, int r, int64_t k, double start, double end, int op) {
+    TraceEvent e;
+    e.kind = kind;
+    e.actor = e.client = w[r];
+    e.device = trace.intern(gpu[r]);
+    e.step = k;
+    e.start_s = k + start;
+    e.end_s = k + end;
+    e.op_index = op;
+    trace.events.push_back(e);
+    return &trace.events.back();
+  };
+  for (int k = 0; k < 3; ++k) {
+    const double dense2_end[2] = {0.2, 0.4};
+    for (int r = 0; r < 2; ++r) {
+      event(EventKind::kStep, r, k, 0, 1, -1);
+      event(EventKind::kCompute, r, k, 0, dense2_end[r], backward2);
+      event(EventKind::kCompute, r, k, dense2_end[r], dense2_end[r] + 0.05, backward1);
+      for (const auto& [name, start, end, op, id] :
+           {std::make_tuple("NEGOTIATE_ALLREDUCE", dense2_end[r], 0.42, reduce2, 2 * k),
+            std::make_tuple("NCCL_ALLREDUCE", 0.42, 0.6, reduce2, 2 * k),
+            std::make_tuple("NEGOTIATE_ALLREDUCE", dense2_end[r] + 0.05, 0.6, reduce1, 2 * k + 1),
+            std::make_tuple("NCCL_ALLREDUCE", 0.6, 0.8, reduce1, 2 * k + 1)}) {
+        TraceEvent* e = event(EventKind::kCollective, r, k, start, end, op);
+        e->op = OpKind::kAllReduce;
+        e->label = trace.intern(name);
+        e->message_id = id;
+      }
+      event(EventKind::kCompute, r, k, 0.6, 0.62, apply2);
+      event(EventKind::kCompute, r, k, 0.8, 0.85, apply1);
+    }
+    for (const auto& [from, start, end, op, bound] :
+         {std::make_tuple(0, 0.42, 0.6, reduce2, "a/nic/up"),
+          std::make_tuple(1, 0.6, 0.8, reduce1, "b/nic/up")}) {
+      TraceEvent* c = event(EventKind::kTransfer, from, k, start, end, op);
+      c->op = c->producer = OpKind::kAllReduce;
+      c->peer = trace.intern(gpu[1 - from]);
+      c->peer_actor = w[1 - from];
+      c->bytes = 1e6;
+      c->bound = trace.intern(bound);
+    }
+  }
+  const std::vector<CriticalPath> paths = critical_paths(trace, 1.0, 3.0);
+  ASSERT_EQ(paths.size(), 2u);
+  std::map<std::string, double> seconds;
+  for (const PathShare& s : paths[0].shares) seconds[s.name] = s.seconds / paths[0].steps;
+  EXPECT_NEAR(seconds["a<->b network"], 0.2 + 0.18, 1e-9);
+  EXPECT_NEAR(seconds["all-reduce negotiation"], 0.02, 1e-9);
+  EXPECT_NEAR(seconds["b/gpu0"], 0.4, 1e-9);   // worker1's backward of dense2
+  EXPECT_NEAR(seconds["a/gpu0"], 0.05, 1e-9);  // worker0's apply of dense1
+  EXPECT_NEAR(seconds["other"], 0.15, 1e-9);
+  for (const PathShare& s : paths[0].shares) {
+    if (s.name != "a<->b network") continue;
+    ASSERT_EQ(s.bounds.size(), 2u);
+    EXPECT_EQ(s.bounds[0].first, "b/nic/up");  // C2's 0.2 s before C1's 0.18 s
+    EXPECT_EQ(s.bounds[1].first, "a/nic/up");
+  }
 }
 
 }  // namespace
