@@ -34,12 +34,15 @@ inline const char* text_flag(int argc, char** argv, const char* name, const char
   return fallback;
 }
 
-// The simulator's settings from --network-engine simgrid|auto and --tolerance SECONDS
+// The simulator's settings from --network-engine simgrid|auto, --tolerance SECONDS and
+// --chunk-by-chunk
 // (sim/sim_settings.h), as core::RunOptions::settings.
 inline nlohmann::json sim_settings_flags(int argc, char** argv) {
   nlohmann::json settings = {{"network_engine", text_flag(argc, argv, "--network-engine", "auto")}};
   const char* tolerance = text_flag(argc, argv, "--tolerance", nullptr);
   if (tolerance != nullptr) settings["tolerance_s"] = std::atof(tolerance);
+  // --chunk-by-chunk: every all-reduce ring chunk by chunk (no fast ring; sim/sim_collectives.h).
+  if (has_flag(argc, argv, "--chunk-by-chunk")) settings["collective_fast_path"] = false;
   return settings;
 }
 

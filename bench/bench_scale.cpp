@@ -2,8 +2,11 @@
 // dedicated machines; prints the wall time of the simulation (its engine, the whole simulation
 // process with decoding its trace, the metrics after it, and end to end: both), the
 // peak memory of the simulation process, events, and the granularity that ran.
+// --strategy allreduce runs the same cluster with a ring all-reduce (no PS) after the PS run and
+// prints both wall times and their ratio (issue 39's target: at most 2.5).
 //
 //   build/bin/bench_scale [--workers 1024] [--steps 100] [--ps 8] [--granularity 1|0]
+//                         [--strategy between_graph|allreduce]
 //                         [--network-engine simgrid|auto] [--tolerance SECONDS] [--callgrind]
 //   (--granularity 0 = per layer; engine and tolerance: sim/sim_settings.h)
 //
@@ -14,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -41,6 +45,68 @@ void report_callgrind(int argc, char** argv) {
       "                       then metrics)\n",
       with_commas(child).c_str(), double(child) / double(events), events,
       with_commas(run.instructions.at(parent)).c_str());
+}
+
+// Compiles `s` with `strategy`, simulates it and prints the figures; returns the end-to-end wall
+// time (s) and sets *events.
+double measure(const replisim::core::Scenario& s, const std::string& strategy, int workers,
+               int steps, int ps, int argc, char** argv, size_t* events) {
+  double end_to_end_s = 0;
+  const replisim::core::Plan plan = replisim::core::compile_plan(s, strategy, {1});
+  std::printf(
+      "%d workers x %d steps of ResNet-50, %s, %d PS dedicated, granularity %s,"
+      " %zu ops per step graph\n",
+      workers, steps, strategy.c_str(), strategy == "allreduce" ? 0 : ps, plan.granularity.c_str(),
+      plan.clients.front().ops.size());
+  std::fflush(stdout);
+  replisim::sim::SimBackend backend;
+  replisim::core::RunOptions options;
+  options.settings = replisim::bench::sim_settings_flags(argc, argv);
+  replisim::bench::zero_counts();  // under callgrind: parent and child count from here
+  const auto started = std::chrono::steady_clock::now();
+  const replisim::core::Trace trace = replisim::core::run_to_trace(backend, plan, options);
+  std::printf("network engine %s, tolerance %g s\n",
+              trace.meta.provenance.at("network_engine").get<std::string>().c_str(),
+              trace.meta.provenance.at("tolerance_s").get<double>());
+  const auto traced = std::chrono::steady_clock::now();
+  const auto seconds = [](auto from, auto to) {
+    return std::chrono::duration<double>(to - from).count();
+  };
+  rusage usage{};
+  ::getrusage(RUSAGE_CHILDREN, &usage);
+  const double engine_s = backend.last_engine_wall_s();
+  std::printf(
+      "engine %.1f s, simulation %.1f s, peak memory of the simulation %.0f MB, %zu events"
+      " (%.0f per second of engine), simulated %.1f s\n",
+      engine_s, seconds(started, traced), double(usage.ru_maxrss) / 1024.0, trace.events.size(),
+      engine_s > 0 ? double(trace.events.size()) / engine_s : 0.0, trace.outcome.end_s);
+  std::fflush(stdout);
+  // The metrics need a measurement window: with a warm-up of one step, thousands of workers
+  // can leave none (the first finishes before the last has warmed up). The timing above stands.
+  try {
+    const replisim::core::RunMetrics m = replisim::core::compute_metrics(trace);
+    const auto measured = std::chrono::steady_clock::now();
+    std::printf("metrics %.1f s, end to end %.1f s, throughput %.0f samples/s, bottleneck %s\n",
+                seconds(traced, measured), seconds(started, measured), m.throughput_samples_per_s,
+                m.bottleneck.name.c_str());
+    end_to_end_s = seconds(started, measured);
+  } catch (const std::exception& e) {
+    std::printf("metrics not computed (%s); end to end without them %.1f s\n", e.what(),
+                seconds(started, traced));
+    end_to_end_s = seconds(started, traced);
+  }
+  const replisim::sim::SharingStats& sharing = backend.last_sharing_stats();
+  if (sharing.flows > 0) {
+    std::printf(
+        "exact sharing model: ended %lld of %lld flows; handed them to SimGrid %lld times, took "
+        "them back %lld times, chose every flow's group again %lld times\n",
+        (long long)sharing.model_flows, (long long)sharing.flows, (long long)sharing.hand_backs,
+        (long long)sharing.take_overs, (long long)sharing.reassignments);
+  } else {
+    std::printf("exact sharing model: not used (SimGrid's solver carried every flow)\n");
+  }
+  *events = trace.events.size();
+  return end_to_end_s;
 }
 
 int run(int argc, char** argv) {
@@ -77,57 +143,20 @@ int run(int argc, char** argv) {
             {"nic", {{"bandwidth", "100 Gbps"}, {"latency", "10 us"}}}}}}},
         {"granularity", granularity > 0 ? nlohmann::json(granularity) : nlohmann::json("layer")}}}};
   const replisim::core::Scenario s = replisim::core::parse_scenario(scenario, "bench");
-  const replisim::core::Plan plan = replisim::core::compile_plan(s, "between_graph", {1});
-  std::printf(
-      "%d workers x %d steps of ResNet-50, between_graph, %d PS dedicated, granularity %s,"
-      " %zu ops per step graph\n",
-      workers, steps, ps, plan.granularity.c_str(), plan.clients.front().ops.size());
-  std::fflush(stdout);
-  replisim::sim::SimBackend backend;
-  replisim::core::RunOptions options;
-  options.settings = replisim::bench::sim_settings_flags(argc, argv);
-  replisim::bench::zero_counts();  // under callgrind: parent and child count from here
-  const auto started = std::chrono::steady_clock::now();
-  const replisim::core::Trace trace = replisim::core::run_to_trace(backend, plan, options);
-  std::printf("network engine %s, tolerance %g s\n",
-              trace.meta.provenance.at("network_engine").get<std::string>().c_str(),
-              trace.meta.provenance.at("tolerance_s").get<double>());
-  const auto traced = std::chrono::steady_clock::now();
-  const auto seconds = [](auto from, auto to) {
-    return std::chrono::duration<double>(to - from).count();
-  };
-  rusage usage{};
-  ::getrusage(RUSAGE_CHILDREN, &usage);
-  const double engine_s = backend.last_engine_wall_s();
-  std::printf(
-      "engine %.1f s, simulation %.1f s, peak memory of the simulation %.0f MB, %zu events"
-      " (%.0f per second of engine), simulated %.1f s\n",
-      engine_s, seconds(started, traced), double(usage.ru_maxrss) / 1024.0, trace.events.size(),
-      engine_s > 0 ? double(trace.events.size()) / engine_s : 0.0, trace.outcome.end_s);
-  std::fflush(stdout);
-  // The metrics need a measurement window: with a warm-up of one step, thousands of workers
-  // can leave none (the first finishes before the last has warmed up). The timing above stands.
-  try {
-    const replisim::core::RunMetrics m = replisim::core::compute_metrics(trace);
-    const auto measured = std::chrono::steady_clock::now();
-    std::printf("metrics %.1f s, end to end %.1f s, throughput %.0f samples/s, bottleneck %s\n",
-                seconds(traced, measured), seconds(started, measured), m.throughput_samples_per_s,
-                m.bottleneck.name.c_str());
-  } catch (const std::exception& e) {
-    std::printf("metrics not computed (%s); end to end without them %.1f s\n", e.what(),
-                seconds(started, traced));
+  const char* strategy_flag = replisim::bench::text_flag(argc, argv, "--strategy", "between_graph");
+  const std::string strategy = strategy_flag;
+  if (strategy != "between_graph" && strategy != "allreduce") {
+    std::fprintf(stderr, "bench_scale: --strategy takes between_graph or allreduce\n");
+    return 2;
   }
-  const replisim::sim::SharingStats& sharing = backend.last_sharing_stats();
-  if (sharing.flows > 0) {
-    std::printf(
-        "exact sharing model: ended %lld of %lld flows; handed them to SimGrid %lld times, took "
-        "them back %lld times, chose every flow's group again %lld times\n",
-        (long long)sharing.model_flows, (long long)sharing.flows, (long long)sharing.hand_backs,
-        (long long)sharing.take_overs, (long long)sharing.reassignments);
-  } else {
-    std::printf("exact sharing model: not used (SimGrid's solver carried every flow)\n");
+  size_t events = 0;
+  const double ps_s = measure(s, "between_graph", workers, steps, ps, argc, argv, &events);
+  if (strategy == "allreduce") {
+    const double ring_s = measure(s, "allreduce", workers, steps, ps, argc, argv, &events);
+    std::printf("allreduce / between_graph wall time: %.1f s / %.1f s = %.2f (target <= 2.5)\n",
+                ring_s, ps_s, ps_s > 0 ? ring_s / ps_s : 0.0);
   }
-  if (inner_callgrind) replisim::bench::print_value("events", (long long)trace.events.size());
+  if (inner_callgrind) replisim::bench::print_value("events", (long long)events);
   return 0;
 }
 

@@ -95,6 +95,7 @@ int Network::add_connection(const Op& send, const Op& recv, int collective) {
       collective >= 0 ? between_machines && collective == 1
                       : between_machines || (t.between_processes && process_from != process_to);
   connection.between_machines = between_machines;
+  connection.rdma = collective == 0;
   for (const core::Hop& hop : p.transfer_route(send.device, recv.device)) {
     connection.links.push_back(hop.link);
     const core::PlatformLink& link = p.links[size_t(hop.link)];
@@ -175,7 +176,8 @@ void Network::set_latency_factor(double latency_factor) {
     // TCP's factors apply between machines only (sim_platform.h).
     double route_s = 0;  // core::Platform::transfer_route's links
     for (int link : c.links) route_s += plan_.platform.links[size_t(link)].latency_s;
-    c.latency_s = (c.between_machines ? latency_factor : 1.0) * route_s + c.loopback_latency_s;
+    c.latency_s =
+        (c.between_machines && !c.rdma ? latency_factor : 1.0) * route_s + c.loopback_latency_s;
   }
 }
 

@@ -138,6 +138,9 @@ class Network {
     sg4::Mailbox* mailbox = nullptr;
     double latency_s = 0;  // one-way latency of the route, charged once per burst
     bool between_machines = false;
+    // An all-reduce connection over RDMA (nccl_rdma): no kernel TCP, so none of the network
+    // model's TCP latency factor.
+    bool rdma = false;
     double loopback_latency_s = 0;  // between processes on one machine, the transport's
     // Between machines, the platform transport: link bytes per tensor byte (headers); between
     // processes, the ceiling of one stream (bytes/s; 0 = none).

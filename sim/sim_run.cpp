@@ -288,6 +288,12 @@ void SimRun::record_outcome() {
         "the simulation deadlocked at t=" + std::to_string(sg4::Engine::get_clock()) + " s with " +
         std::to_string(clients_.size() - size_t(finished_clients_)) + " client(s) unfinished");
   }
+  if (collectives_ && collectives_->formed() > 0) {
+    outcome_.notes.push_back(
+        "all-reduce: " + std::to_string(collectives_->formed()) + " collective(s), " +
+        std::to_string(collectives_->carried_whole()) +
+        " of them rings carried whole (nothing else on their links; docs/allreduce.md)");
+  }
   const double end_s = sg4::Engine::get_clock();
   core::note_faults_after_the_end(plan_, end_s, 0, outcome_.notes);
   outcome_.end_s = end_s;

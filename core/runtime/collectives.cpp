@@ -325,6 +325,7 @@ void Collectives::schedule_tick() {
     at = std::ceil(now / cycle) * cycle;
     if (at < now) at = now;
   }
+  at = std::max(at, rendezvous_until_s_);  // Elastic: nothing forms until the ring re-formed
   const uint64_t epoch = epoch_;
   host_.at(at, [this, epoch] {
     if (epoch == epoch_) tick();
@@ -601,6 +602,7 @@ void Collectives::reset() {
   for (auto& queue : queue_) queue.clear();
   std::fill(current_.begin(), current_.end(), -1);
   std::fill(alive_.begin(), alive_.end(), true);
+  rendezvous_until_s_ = 0;
 }
 
 double Collectives::rank_died(int rank) {
@@ -608,6 +610,7 @@ double Collectives::rank_died(int rank) {
   const double resume_s = now + plan_.collective.rendezvous_s;
   if (!alive_[size_t(rank)]) return resume_s;
   alive_[size_t(rank)] = false;
+  rendezvous_until_s_ = std::max(rendezvous_until_s_, resume_s);
   // Every collective under way stalls: the others wait out the rendezvous, then the coordinator
   // forms them again among the survivors (Horovod Elastic re-forms the communicator and the
   // ranks submit their tensors again).

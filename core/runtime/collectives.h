@@ -243,7 +243,8 @@ class Collectives {
   std::map<int64_t, std::vector<CollectiveChunk>> early_;
   int64_t abandoned_below_ = 0;
   int64_t carried_whole_ = 0;
-  uint64_t epoch_ = 0;  // reset() and deaths invalidate the timers of the earlier epoch
+  double rendezvous_until_s_ = 0;  // Elastic: no collective forms before the survivors re-form
+  uint64_t epoch_ = 0;             // reset() and deaths invalidate the timers of the earlier epoch
 };
 
 }  // namespace replisim::core

@@ -160,6 +160,15 @@ PlanEstimate estimate_plan(const Scenario& scenario, const std::string& strategy
   // sync graph: a take and an apply per slice.
   const double g = e.layer_groups, v = e.variable_slices;
   e.ops = e.towers * (2 * g + 8 * v + 1) + e.workers * (8 * v + 4) + 2 * v + 3;
+  if (strategy == "allreduce") {
+    // A rank per replica, no PS: per rank forward, backward, an all-reduce and an apply per
+    // group, the loss, the input and its transfer, the increment (placement does not apply).
+    e.towers = double(t.replicas.size());
+    e.workers = e.towers;
+    e.roles = e.towers;
+    e.variable_slices = g;
+    e.ops = e.towers * (4 * g + 5);
+  }
   e.bytes = e.ops * (between ? kPlanBytesPerOp : kInGraphPlanBytesPerOp) +
             e.devices * kPlanBytesPerDevice;
   return e;

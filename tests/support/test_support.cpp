@@ -56,6 +56,13 @@ core::Trace run_plan(const core::Plan& plan) {
   return core::run_to_trace(backend, plan);
 }
 
+core::Trace run_plan(const core::Plan& plan, const nlohmann::json& settings) {
+  sim::SimBackend backend;
+  core::RunOptions options;
+  options.settings = settings;
+  return core::run_to_trace(backend, plan, options);
+}
+
 core::Trace simulate_trace(const nlohmann::json& document, const std::string& strategy,
                            uint64_t seed) {
   const core::Plan plan = core::compile_plan(parse(document), strategy, {seed});

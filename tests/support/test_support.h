@@ -37,6 +37,8 @@ core::Scenario parse(const nlohmann::json& document);
 #if REPLISIM_WITH_SIM
 // Runs `plan` on the sim backend (in a child process) and returns its trace.
 core::Trace run_plan(const core::Plan& plan);
+// With the simulator's settings (sim/sim_settings.h: {"collective_fast_path": false}, ...).
+core::Trace run_plan(const core::Plan& plan, const nlohmann::json& settings);
 
 // Compiles with `strategy` and runs the sim backend (in a child process).
 core::Trace simulate_trace(const nlohmann::json& document, const std::string& strategy,
