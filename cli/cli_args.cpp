@@ -163,10 +163,8 @@ struct RawValues {
 
 void add_plan_knobs(CLI::App* sub, RawValues& raw, const char* default_strategy = "both") {
   sub->add_option("--strategy", raw.strategy,
-                  core::join_names(core::strategy_names()) +
-                      ", or both (every one of them; also \"all\") (default " + default_strategy +
-                      ")")
-      ->type_name("NAME");
+                  core::strategy_list_help() + " (default " + default_strategy + ")")
+      ->type_name("NAMES");
   sub->add_option("--seed", raw.seed, "seed of the start-up stagger and jitter draws (default 1)")
       ->type_name("N");
   sub->add_option("--steps", raw.steps, "steps to train instead of the scenario's training.steps")
@@ -382,7 +380,8 @@ void define(CLI::App& app, CliArgs& args, RawValues& raw) {
   CLI::App* plan = app.add_subcommand("plan", "print the compiled plan");
   plan->add_option("SCENARIO", args.scenario, "the scenario file")->required()->type_name("");
   add_plan_knobs(plan, raw);
-  plan->add_flag("--json", args.json_stdout, "print the plan data (an array for both)");
+  plan->add_flag("--json", args.json_stdout,
+                 "print the plan data (an array for several strategies)");
 
   CLI::App* report =
       app.add_subcommand("report", "print the report of saved native traces, without running");
@@ -509,12 +508,7 @@ std::vector<std::string> flag_names(const CLI::App& sub) {
 void check_values(CliArgs& args, const RawValues& raw) {
   if (!raw.strategy.empty()) {
     args.strategy = raw.strategy;
-    if (args.strategy == "all") args.strategy = "both";  // every registered strategy
-    if (args.strategy != "both" && core::find_strategy(args.strategy) == nullptr) {
-      throw InputError("", "--strategy",
-                       "unknown strategy \"" + args.strategy + "\"; valid: " +
-                           core::join_names(core::strategy_names()) + ", both (or all)");
-    }
+    core::parse_strategy_list(args.strategy);  // throws naming --strategy
   }
   if (raw.strategy.empty() && (args.command == "run" || args.command == "validate" ||
                                args.command == "sweep" || args.command == "whatif")) {
@@ -689,8 +683,7 @@ CliArgs parse_cli_args(int argc, const char* const* argv) {
 }
 
 std::vector<std::string> selected_strategies(const CliArgs& args) {
-  if (args.strategy == "both") return core::strategy_names();
-  return {args.strategy};
+  return core::parse_strategy_list(args.strategy);
 }
 
 }  // namespace replisim::cli

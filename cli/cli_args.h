@@ -18,7 +18,9 @@ struct CliArgs {
   std::string help_text;                 // help: what --help printed for the command asked about
   std::string scenario;                  // simulate, plan, run: path of the scenario file
   std::vector<std::string> trace_files;  // report: native trace files, in the order given
-  std::string strategy = "both";         // in_graph | between_graph | both (run: between_graph)
+  // --strategy as given: a name, a comma-separated list, both or all (core::parse_strategy_list);
+  // default both (run, validate, sweep, whatif: between_graph)
+  std::string strategy = "both";
   uint64_t seed = 1;
   std::vector<uint64_t> seed_list;  // simulate: --seeds (empty: one run with --seed)
   std::string json_path;            // simulate, report, run: --json FILE
@@ -89,7 +91,8 @@ std::vector<std::string> plan_budget_flags(const core::PlanBudget& budget);
 // help of the command it follows (or of replisim).
 CliArgs parse_cli_args(int argc, const char* const* argv);
 
-// The strategies a --strategy value selects ("both" = in_graph then between_graph).
+// The strategies --strategy selects, in run order (core::parse_strategy_list: "both" = in_graph
+// then between_graph, "all" = every registered one, or the comma-separated list as given).
 std::vector<std::string> selected_strategies(const CliArgs& args);
 
 // replisim's generated help (every command, one line each).

@@ -95,13 +95,16 @@ void check_planning_values(CliArgs& args, const PlanningRaw& raw) {
   if (!raw.shard.empty()) {
     std::tie(args.shard_index, args.shard_count) = core::parse_shard(raw.shard);
   }
-  if ((args.command == "sweep" || args.command == "whatif") && args.strategy == "both") {
-    std::string every;  // "in_graph,between_graph"
-    for (const std::string& s : core::strategy_names()) every += (every.empty() ? "" : ",") + s;
+  if ((args.command == "sweep" || args.command == "whatif") &&
+      core::parse_strategy_list(args.strategy).size() != 1) {
+    std::string listed;  // "in_graph,between_graph"
+    for (const std::string& s : core::parse_strategy_list(args.strategy)) {
+      listed += (listed.empty() ? "" : ",") + s;
+    }
     throw core::InputError("", "--strategy",
                            "a point runs one strategy: give one of " +
                                core::join_names(core::strategy_names()) +
-                               " (default between_graph), or --vary strategy=" + every);
+                               " (default between_graph), or --vary strategy=" + listed);
   }
   if (!raw.target.empty()) {
     char* end = nullptr;

@@ -35,6 +35,8 @@ Category transfer_category(const core::TraceEvent& e) {
     case OpKind::kAggregate:
     case OpKind::kAccumulate:
       return Category::kPush;
+    case OpKind::kAllReduce:
+      return Category::kCollectiveChunk;
     default:
       return Category::kOtherTransfer;
   }
@@ -60,6 +62,8 @@ Category category_of(const core::TraceEvent& e) {
       return Category::kCheckpoint;
     case EventKind::kRecovery:
       return Category::kRecovery;
+    case EventKind::kCollective:
+      return Category::kCollective;
   }
   return Category::kOtherOp;
 }
@@ -94,6 +98,10 @@ const char* category_name(Category category) {
       return "dropped gradient";
     case Category::kWait:
       return "waiting in a step";
+    case Category::kCollective:
+      return "all-reduce (Horovod phase)";
+    case Category::kCollectiveChunk:
+      return "all-reduce chunk";
   }
   return "?";
 }
@@ -130,6 +138,12 @@ QColor category_colour(Category category) {
       return QColor(0x55, 0x55, 0x55);
     case Category::kWait:
       return QColor(0x4A, 0x4F, 0x58);
+    // Teals, apart from the compute blues and the PS transfers' oranges and reds: the all-reduce
+    // replaces the pull and the push.
+    case Category::kCollective:
+      return QColor(0x17, 0xBE, 0xCF);
+    case Category::kCollectiveChunk:
+      return QColor(0x0B, 0x6E, 0x69);
   }
   return Qt::black;
 }

@@ -27,8 +27,13 @@ enum class Category : uint8_t {
   kUpdate,         // global_step incremented (instant)
   kDropped,        // a stale gradient dropped (instant)
   kWait,           // a computing role inside its step with nothing of its own running (derived)
+  // All-reduce: a rank's phase of a collective (kCollective: Horovod's NEGOTIATE_ALLREDUCE,
+  // NCCL_ALLREDUCE, ...; the slice's name says which), and a chunk between two ranks (a transfer
+  // of producer allreduce).
+  kCollective,
+  kCollectiveChunk,
 };
-inline constexpr int kCategoryCount = 14;
+inline constexpr int kCategoryCount = 16;
 
 // The category of `event`.
 Category category_of(const core::TraceEvent& event);

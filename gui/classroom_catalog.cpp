@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "core/base/error.h"
 #include "core/base/json_cursor.h"
 #include "core/metrics/critical_path.h"
 #include "core/strategy/strategy_names.h"
@@ -89,9 +90,10 @@ double use_of(const std::vector<core::ResourceUse>& uses, const std::string& nam
 
 // The part of a WaitBreakdown named `part` (compute, network, peers, client, ps, token, other).
 double wait_part(const core::WaitBreakdown& w, const std::string& part) {
-  const std::map<std::string, double> parts = {
-      {"compute", w.compute}, {"network", w.network}, {"peers", w.peers}, {"client", w.client},
-      {"ps", w.ps},           {"token", w.token},     {"other", w.other}};
+  const std::map<std::string, double> parts = {{"compute", w.compute},       {"network", w.network},
+                                               {"collective", w.collective}, {"peers", w.peers},
+                                               {"client", w.client},         {"ps", w.ps},
+                                               {"token", w.token},           {"other", w.other}};
   const auto it = parts.find(part);
   if (it == parts.end()) throw std::invalid_argument("no wait part " + part);
   return it->second;
@@ -212,9 +214,10 @@ ClassroomEntry read_entry(const nlohmann::json& e, const std::string& where) {
   entry.claim = text_of(e, "claim", where);
   entry.look = text_of(e, "look", where);
   entry.strategy = text_of(e, "strategy", where);
-  if (entry.strategy != "both" && !core::is_strategy_name(entry.strategy)) {
-    throw std::runtime_error(where + ": strategy is both or one of " +
-                             core::join_names(core::strategy_names()));
+  try {
+    core::parse_strategy_list(entry.strategy, "strategy");
+  } catch (const core::InputError& e) {
+    throw std::runtime_error(where + ": " + e.message());
   }
   entry.interactive_steps = e.value("interactive_steps", 0);
   entry.interactive_granularity = e.value("interactive_granularity", 0);

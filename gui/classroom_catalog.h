@@ -13,11 +13,12 @@
 namespace replisim::gui {
 
 struct ClassroomEntry {
-  std::string file;                 // relative to the scenarios folder: "seed/two_machines.json"
-  std::string title;                // a few words
-  std::string claim;                // one line: the seed's claim it shows
-  std::string look;                 // where on the timeline to look
-  std::string strategy;             // what the panel runs: "both", "in_graph" or "between_graph"
+  std::string file;   // relative to the scenarios folder: "seed/two_machines.json"
+  std::string title;  // a few words
+  std::string claim;  // one line: the seed's claim it shows
+  std::string look;   // where on the timeline to look
+  std::string
+      strategy;  // what the panel runs: a --strategy value ("both", "all", "in_graph,allreduce")
   int interactive_steps = 0;        // steps of an interactive run (0: the file's own)
   int interactive_granularity = 0;  // layer groups of an interactive run (0: the file's own)
   std::string steps_note;           // why those steps (e.g. they keep the fault's window)

@@ -65,6 +65,9 @@ void CompareView::set_models(std::shared_ptr<const TimelineModel> a,
                              std::shared_ptr<const TimelineModel> b) {
   before_.clear();
   after_.clear();
+  runs_.clear();
+  run_pairs_.clear();
+  pairs_->clear();
   pairs_->hide();
   runs_label_->show();
   a_->set_model(std::move(a));
@@ -81,6 +84,8 @@ void CompareView::set_before_after(const ModelList& before, const ModelList& aft
                                    const QString& change) {
   before_ = before;
   after_ = after;
+  runs_.clear();
+  run_pairs_.clear();
   table_->set_before_after(before, after);
   pairs_->clear();
   QStringList strategies;
@@ -97,9 +102,39 @@ int CompareView::pair_choices() const {
   return pairs_->count();
 }
 
+void CompareView::set_runs(const ModelList& runs) {
+  if (runs.size() < 2) return;
+  set_models(runs[0], runs[1]);
+  if (runs.size() == 2) return;
+  runs_ = runs;
+  pairs_->clear();
+  auto name = [](const std::shared_ptr<const TimelineModel>& run) {
+    const std::string& strategy = run->trace().meta.strategy;
+    return QString::fromStdString(strategy.empty() ? run->title() : strategy);
+  };
+  for (size_t i = 0; i < runs.size(); ++i) {
+    for (size_t j = i + 1; j < runs.size(); ++j) {
+      run_pairs_.emplace_back(i, j);
+      pairs_->addItem("A: " + name(runs[i]) + " · B: " + name(runs[j]));
+    }
+  }
+  pairs_->setCurrentIndex(0);
+  runs_label_->hide();  // the choice names the runs
+  pairs_->show();
+}
+
 void CompareView::show_pair(int choice) {
   if (choice < 0 || choice >= pairs_->count()) return;
   pairs_->setCurrentIndex(choice);
+  if (!run_pairs_.empty()) {
+    const auto [a, b] = run_pairs_[size_t(choice)];
+    a_->set_model(runs_[a]);
+    b_->set_model(runs_[b]);
+    table_->set_models(runs_[a].get(), runs_[b].get());
+    fit_all();
+    emit runs_switched();
+    return;
+  }
   const bool after_pair = choice == 0;
   const size_t strategy = size_t(std::max(0, choice - 1));
   a_->set_model(after_pair ? after_[0] : before_[strategy]);

@@ -7,6 +7,8 @@
 
 #include <QWidget>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "gui/time_axis.h"
 #include "gui/timeline_view.h"
@@ -44,7 +46,12 @@ class CompareView : public QWidget {
   // the new pair against each other (after[0] against after[1], as set_models left them) or one
   // strategy's before against its after. set_models drops the pairs.
   void set_before_after(const ModelList& before, const ModelList& after, const QString& change);
-  // 0: the new pair; 1 + i: strategy i's before (A) against its after (B).
+  // Three or more runs (--strategy all: the strategies side by side): the timelines show two at
+  // a time, A and B chosen above them among every pair (runs[0] against runs[1] first), and the
+  // table that pair's metrics. set_models and set_before_after drop them.
+  void set_runs(const ModelList& runs);
+  // Before/after pairs: 0, the new pair; 1 + i, strategy i's before (A) against its after (B).
+  // Runs of set_runs: the choice'th pair (i, j), i < j, in order.
   void show_pair(int choice);
   int pair_choices() const;
 
@@ -68,6 +75,8 @@ class CompareView : public QWidget {
   QComboBox* pairs_;  // shown with before/after pairs only
   ModelList before_;
   ModelList after_;
+  ModelList runs_;                                    // set_runs
+  std::vector<std::pair<size_t, size_t>> run_pairs_;  // set_runs: the choices (A, B)
   MetricsTable* table_;
 };
 

@@ -93,7 +93,8 @@ void add_options(QCommandLineParser& args) {
       {"panel", "Open SCENARIO in the scenario panel and run it.", "SCENARIO"},
       {"classroom", "Classroom mode; with a NAME (two_machines, ps_failure, ...) that scenario.",
        "NAME"},
-      {"strategy", "Scenario panel: both, in_graph or between_graph.", "S"},
+      {"strategy", "Scenario panel: both, all, or a strategy (in_graph, between_graph, allreduce).",
+       "S"},
       {"steps", "Scenario panel: steps of each interactive run.", "N"},
       {"knob",
        "Scenario panel: after the first run, change KNOB=VALUE (repeatable; replicas=N, "

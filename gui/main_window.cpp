@@ -119,7 +119,7 @@ void MainWindow::connect_files() {
   });
   connect(runner_, &ScenarioRunner::finished, this, [this](const QString& trace) {
     set_busy(false, "");
-    statusBar()->showMessage("simulated " + scenario_ + " (both strategies)", 8000);
+    statusBar()->showMessage("simulated " + scenario_, 8000);
     open_paths({trace}, scenario_wait_);
   });
   connect(runner_, &ScenarioRunner::failed, this, [this](const QString& line) {
@@ -240,12 +240,15 @@ void MainWindow::show_models(const ModelList& models) {
     active_ = timeline_;
     setWindowTitle(QString::fromStdString(models[0]->title()) + " — replisim timeline");
   } else {
-    compare_->set_models(models[0], models[1]);
+    compare_->set_runs(models);  // three or more: two at a time, chosen above the timelines
     compare_->axis()->clear_selection();
     stack_->setCurrentWidget(compare_);
     active_ = compare_->view_a();
-    setWindowTitle(QString::fromStdString(models[0]->title()) + " vs " +
-                   QString::fromStdString(models[1]->title()) + " — replisim timeline");
+    QString titles;
+    for (const auto& model : models) {
+      titles += (titles.isEmpty() ? "" : " vs ") + QString::fromStdString(model->title());
+    }
+    setWindowTitle(titles + " — replisim timeline");
   }
 }
 
@@ -278,7 +281,8 @@ void MainWindow::open_paths(const QStringList& paths, bool wait) {
   last_error_.clear();
   error_label_->clear();
   if (models.size() > 2)
-    statusBar()->showMessage("more than two runs: comparing the first two", 8000);
+    statusBar()->showMessage(
+        QString("%1 runs: two at a time, chosen above the timelines").arg(models.size()), 8000);
   show_models(models);
 }
 

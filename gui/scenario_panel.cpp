@@ -65,7 +65,8 @@ QFormLayout* ScenarioPanel::build_knob_rows() {
     return widget;
   };
   strategy_ = named(new QComboBox(this), "strategy", "Which strategy runs (--strategy)");
-  strategy_->addItem("both");  // every strategy of the registry
+  strategy_->addItem("both");  // in_graph and between_graph (core::parse_strategy_list)
+  strategy_->addItem("all");   // every strategy of the registry, side by side
   for (const std::string& name : core::strategy_names()) {
     strategy_->addItem(QString::fromStdString(name));
   }

@@ -59,6 +59,8 @@ void ScenarioPanel::set_interactive_granularity(int groups) {
 
 void ScenarioPanel::set_strategy(const QString& strategy) {
   loading_ = true;
+  // A list ("between_graph,allreduce", a classroom entry's) joins the choices once given.
+  if (strategy_->findText(strategy) < 0) strategy_->addItem(strategy);
   strategy_->setCurrentText(strategy);
   loading_ = false;
 }
@@ -120,9 +122,17 @@ void ScenarioPanel::on_finished(const QString& trace_path) {
   }
   if (models.empty()) return;
   QString what;
-  if (models.size() > 1) {
+  if (models.size() > 2) {  // all: the compare view offers each pair
     previous_.reset();
-    what = "A: in_graph · B: between_graph";
+    previous_pair_.clear();
+    before_pair_.clear();
+    for (const auto& model : models) {
+      what += (what.isEmpty() ? "" : " · ") + QString::fromStdString(model->trace().meta.strategy);
+    }
+  } else if (models.size() > 1) {
+    previous_.reset();
+    what = "A: " + QString::fromStdString(models[0]->trace().meta.strategy) +
+           " · B: " + QString::fromStdString(models[1]->trace().meta.strategy);
     // A knob changed since the last pair: that pair is kept as "before" beside this one.
     before_pair_.clear();
     if (previous_pair_.size() == models.size() && !run_change_.isEmpty()) {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/error.h"
+#include "core/strategy/strategy_names.h"
 #include "core/trace/trace_format.h"
 #include "core/trace/trace_sink.h"
 
@@ -210,10 +211,11 @@ class ChromeImport {
     const auto named = process_name_.find(pid);
     std::string name = named != process_name_.end() ? named->second : "pid " + std::to_string(pid);
     std::string strategy;
-    for (const char* prefix : {"in_graph ", "between_graph "}) {
+    for (const std::string& registered : core::strategy_names()) {
+      const std::string prefix = registered + " ";
       if (name.rfind(prefix, 0) == 0) {
-        strategy = std::string(prefix, std::strlen(prefix) - 1);
-        name = name.substr(std::strlen(prefix));
+        strategy = registered;
+        name = name.substr(prefix.size());
       }
     }
     const auto [it, added] = run_of_strategy_.emplace(strategy, runs_.size());
@@ -250,6 +252,12 @@ class ChromeImport {
       event.global_step_after = int64_t(number(args, "global_step", -1));
     } else if (cat == "recovery") {
       event.kind = core::EventKind::kRecovery;
+    } else if (cat == "collective") {  // an all-reduce phase, under Horovod's name
+      event.kind = core::EventKind::kCollective;
+      event.op = core::OpKind::kAllReduce;
+      event.device = trace.intern(text(args, "device"));
+      event.bytes = number(args, "bytes");
+      event.message_id = int64_t(number(args, "collective", -1));
     } else if (cat == "fault") {
       event.kind = core::EventKind::kFault;
       event.end_s = std::max(event.start_s, number(args, "until_s", event.start_s));

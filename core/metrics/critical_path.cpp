@@ -8,15 +8,19 @@
 #include <optional>
 #include <unordered_map>
 
+#include "core/metrics/critical_path_collective.h"
+
 namespace replisim::core {
 namespace {
 
 constexpr double kEpsilonS = 1e-12;
 constexpr double kNever = -std::numeric_limits<double>::infinity();
 
+// Ops that wait on other clients: their end is when the first op after them starts. An
+// all-reduce (kAllReduce) waits on every rank's tensor and on the collective's transfers.
 bool is_sync_wait(OpKind kind) {
   return kind == OpKind::kTokenDequeue || kind == OpKind::kTakeGradient ||
-         kind == OpKind::kTokenEnqueue || kind == OpKind::kBarrier;
+         kind == OpKind::kTokenEnqueue || kind == OpKind::kBarrier || kind == OpKind::kAllReduce;
 }
 
 // What a tensor is, from the kind of op that produced it (PathShare::directions).
@@ -40,6 +44,8 @@ const char* direction_of(const std::optional<OpKind>& producer) {
     case OpKind::kAccumulate:
     case OpKind::kBarrier:
       return "sync";
+    case OpKind::kAllReduce:
+      return "allreduce";
     default:
       return "other";
   }
@@ -98,6 +104,9 @@ class PathWalker {
       if (g < 0 || e.op_index < 0 || size_t(e.op_index) >= meta_.graphs[size_t(g)].ops.size()) {
         continue;
       }
+      // An all-reduce's phases and chunks: followed from the op that waited on them
+      // (follow_reductions, last_ready), not times of the op they name.
+      if (collectives_.add(trace, e, i, g)) continue;
       // An update marks when its global step increment ran.
       if (e.kind == EventKind::kCompute || e.kind == EventKind::kTransfer ||
           e.kind == EventKind::kUpdate) {
@@ -151,12 +160,33 @@ class PathWalker {
     double t = end_s;
     // Each pass moves back by an op or a jump; bounded so that a malformed trace cannot loop.
     size_t budget = 4 * (meta_.graphs[size_t(g)].ops.size() + 64);
+    bool collective_followed = false;  // the op the walk jumped to from an all-reduce
     while (t > start_s + kEpsilonS && budget-- > 0) {
       if (cur < 0) break;
       const TraceOp& op = meta_.graphs[size_t(g)].ops[size_t(cur)];
       const double op_end = std::max(std::min(times->end[size_t(cur)], t), start_s);
       add("other", t - op_end);
       t = op_end;
+      // An all-reduce: through its reduction to its slowest chunk's link (and the reductions it
+      // queued behind), then through the negotiation to the rank whose tensor was ready last.
+      if (op.kind == OpKind::kAllReduce && !collective_followed) {
+        const std::optional<path_detail::CollectiveFollow> f =
+            collectives_.follow(trace_, g, k, times->end[size_t(cur)]);
+        if (f) {
+          const path_detail::CollectiveFollow first = follow_reductions(g, k, *f, start_s, t);
+          const std::optional<Origin> ready = last_ready(g, k, first, t);
+          if (ready) {
+            add("all-reduce negotiation", t - std::max(ready->end_s, start_s));
+            t = std::max(std::min(ready->end_s, t), start_s);
+            g = ready->graph;
+            cur = ready->op;
+          }
+          times = &times_of(g, k);
+          collective_followed = true;
+          continue;
+        }
+      }
+      collective_followed = false;
       // A synchronous wait: follow it to what released it.
       if (is_sync_wait(op.kind) &&
           times->end[size_t(cur)] > times->start[size_t(cur)] + kEpsilonS) {
@@ -393,7 +423,10 @@ class PathWalker {
     }
     if (transfer < 0 || trace_.events[size_t(transfer)].kind != EventKind::kTransfer) {
       if (is_sync_wait(o.kind)) {
-        add(o.kind == OpKind::kBarrier ? "barrier wait" : "token queue", to_s - from_s);
+        add(o.kind == OpKind::kBarrier     ? "barrier wait"
+            : o.kind == OpKind::kAllReduce ? "all-reduce wait"
+                                           : "token queue",
+            to_s - from_s);
       } else if (times.event[size_t(op)] >= 0) {
         // Its own run, and before it its wait for the device, busy with other work.
         const TraceEvent& e = trace_.events[size_t(times.event[size_t(op)])];
@@ -488,6 +521,74 @@ class PathWalker {
     return device;
   }
 
+  // The walk at `t` (the end of an op that waited on all-reduce `f`), back to the step's start
+  // `start_s` at the earliest: after the rank's reduction, "other"; the reduction, the link of the
+  // collective's slowest chunk ("<a><-><b> network", direction "allreduce"; bound: the chunk's,
+  // else its direction "a->b"), or "all-reduce on <device>" when no chunk moved (one rank); then,
+  // while the reduction began as the rank's previous one ended (queued behind it), that one too.
+  // `t` ends at the first reduction's start; returns that collective.
+  path_detail::CollectiveFollow follow_reductions(int g, int64_t k, path_detail::CollectiveFollow f,
+                                                  double start_s, double& t) {
+    for (size_t guard = 0; guard < 4096; ++guard) {
+      const double data_end_s = std::clamp(f.data_end_s, start_s, t);
+      add("other", t - data_end_s);
+      t = data_end_s;
+      const double data_start_s = std::clamp(f.data_start_s, start_s, t);
+      add_reduction(g, f, t - data_start_s);
+      t = data_start_s;
+      if (!f.queued || t <= start_s + kEpsilonS) break;
+      const std::optional<path_detail::CollectiveFollow> before =
+          collectives_.follow(trace_, g, k, f.data_start_s);
+      if (!before || before->data_end_s >= f.data_end_s) break;
+      f = *before;
+    }
+    return f;
+  }
+
+  void add_reduction(int g, const path_detail::CollectiveFollow& f, double seconds) {
+    if (f.slowest_chunk < 0) {
+      const TraceRole* role = meta_.find_role(meta_.graphs[size_t(g)].role);
+      add("all-reduce on " + (role == nullptr ? std::string("?") : role->device), seconds);
+      return;
+    }
+    const TraceEvent& c = trace_.events[size_t(f.slowest_chunk)];
+    const std::string& a = machine_of(c.device);
+    const std::string& b = machine_of(c.peer);
+    const std::string name =
+        a == b ? a + " local transfers" : std::min(a, b) + "<->" + std::max(a, b) + " network";
+    add(name, seconds);
+    if (seconds <= 1e-12) return;
+    // No peer_machine: a ring's link is every rank's, so combine_paths keeps its name (a PS
+    // network share is renamed after the PS machine instead).
+    PathShare& share = (*out_)[name];
+    add_to(share.directions, "allreduce", seconds);
+    add_to(share.bounds, c.bound != kNoString ? trace_.str(c.bound) : a + "->" + b, seconds);
+  }
+
+  // The tensor of collective `f` (graph `g`'s kAllReduce ops from f.first_op to before
+  // f.next_first_op) whose last rank reported it ready last, at or before `t`: that rank's graph,
+  // the op, and when its inputs were in. Every rank's graph has the same ops (one per replica).
+  std::optional<Origin> last_ready(int g, int64_t k, const path_detail::CollectiveFollow& f,
+                                   double t) {
+    const std::vector<TraceOp>& ops = meta_.graphs[size_t(g)].ops;
+    if (f.first_op < 0 || size_t(f.first_op) >= ops.size()) return std::nullopt;
+    const size_t end = f.next_first_op > f.first_op ? size_t(f.next_first_op) : ops.size();
+    std::optional<Origin> last;
+    for (size_t r = 0; r < meta_.graphs.size(); ++r) {
+      const std::vector<TraceOp>& rank_ops = meta_.graphs[r].ops;
+      if (rank_ops.size() != ops.size()) continue;
+      const StepTimes& times = times_of(int(r), k);
+      for (size_t o = size_t(f.first_op); o < end; ++o) {
+        if (rank_ops[o].kind != OpKind::kAllReduce) continue;
+        const double ready_s = times.start[o];
+        if (ready_s <= t + kEpsilonS && (!last || ready_s > last->end_s)) {
+          last = Origin{ready_s, int(r), k, int(o)};
+        }
+      }
+    }
+    return last;
+  }
+
   const Trace& trace_;
   const TraceMeta& meta_;
   const bool one_client_;  // in-graph: one client (RoleKind::kClient) owns every tower
@@ -501,6 +602,7 @@ class PathWalker {
   std::unordered_map<Key, StepTimes, KeyHash> cache_;
   std::unordered_map<Key, std::pair<double, double>, KeyHash> step_spans_;  // step events
   int chief_graph_ = -1;
+  path_detail::CollectiveIndex collectives_;
   std::map<std::string, PathShare>* out_ = nullptr;
   std::string own_role_;                    // the client whose step is walked
   std::vector<std::string> graph_machine_;  // per graph: its role's machine
@@ -688,7 +790,10 @@ std::string path_share_kind(const PathShare& share) {
   const auto starts = [&share](const char* prefix) { return share.name.rfind(prefix, 0) == 0; };
   if (starts("input pipeline on ") || starts("client input on ")) return "input";
   if (starts("copies on ")) return "copies";
-  if (share.name == "token queue" || share.name == "barrier wait") return "sync";
+  if (share.name == "token queue" || share.name == "barrier wait" ||
+      share.name == "all-reduce negotiation" || share.name == "all-reduce wait") {
+    return "sync";
+  }
   if (share.name == "other") return "other";
   return "compute";
 }

@@ -315,7 +315,9 @@ RunMetrics run_facts(const MetricsInput& in, const Trace& trace) {
   r.scenario = in.meta.scenario;
   r.strategy = in.meta.strategy;
   r.worker_clients = clients_are_workers(in.meta);
-  if (in.meta.sync == kDistributedReplicated) r.sync_variant = kDistributedReplicated;
+  if (in.meta.sync == kDistributedReplicated || in.meta.sync == kAllReduceSync) {
+    r.sync_variant = in.meta.sync;
+  }
   r.backend = trace.meta.backend;
   r.events = trace.events.size();
   r.bytes_per_ps = in.bytes_per_ps;

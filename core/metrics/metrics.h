@@ -48,18 +48,23 @@ struct WaitBreakdown {
   std::string role_kind;  // "worker", "tower", "client"
   double compute = 0;     // its own ops running
   double network = 0;     // a transfer it sends or receives in flight
-  double peers = 0;       // other towers/workers of the same step computing
-  double client = 0;      // the in-graph client computing
-  double ps = 0;          // a parameter server applying
-  double token = 0;       // sync: its gradients in, waiting for a token (the global step)
-  double other = 0;       // nothing of the step active (start-up, jitter, software overhead)
+  // All-reduce: inside a phase of one of its own collectives (kCollective: negotiation, the
+  // reduction's chunks), its own compute idle: waiting on the collective, that is on the other
+  // ranks and the ring's links.
+  double collective = 0;
+  double peers = 0;   // other towers/workers of the same step computing
+  double client = 0;  // the in-graph client computing
+  double ps = 0;      // a parameter server applying
+  double token = 0;   // sync: its gradients in, waiting for a token (the global step)
+  double other = 0;   // nothing of the step active (start-up, jitter, software overhead)
 };
 
 // What held a role in a stretch of its step in which nothing of its own ran: the activity the
-// wait breakdown charges it to (WaitBreakdown's network, client, peers, ps, token, other).
-enum class WaitCause { kNetwork, kClient, kPeers, kParameterServer, kToken, kOther };
+// wait breakdown charges it to (WaitBreakdown's network, collective, client, peers, ps, token,
+// other).
+enum class WaitCause { kNetwork, kClient, kPeers, kParameterServer, kToken, kOther, kCollective };
 // "the network", "the client", "its peers", "a parameter server", "a token", "nothing of the
-// step (start-up, jitter, overheads)".
+// step (start-up, jitter, overheads)", "the collective (all-reduce)".
 const char* wait_cause_text(WaitCause cause);
 
 // One stretch of a computing role's step (worker, tower, in-graph client) in which it neither
@@ -141,7 +146,8 @@ struct RunMetrics {
   // gradient (one slice or more) an accumulator dropped as stale in the window.
   bool synchronous = false;
   bool worker_clients = false;  // the clients are workers (core::clients_are_workers)
-  std::string sync_variant;     // "tf" or "strict"; "distributed_replicated" (not synchronous)
+  // "tf" or "strict"; "distributed_replicated" or "allreduce" (not synchronous: no token)
+  std::string sync_variant;
   int replicas_to_aggregate = 0;
   int total_num_replicas = 0;
   double computed_samples_per_s = 0;

@@ -1,5 +1,6 @@
-// What each computing role's time in its measured steps went to: its own compute, the network,
-// the in-graph client, its peers, a parameter server, the sync token, or nothing of the step.
+// What each computing role's time in its measured steps went to: its own compute, an all-reduce
+// of its own, the network, the in-graph client, its peers, a parameter server, the sync token, or
+// nothing of the step.
 #include <algorithm>
 #include <map>
 #include <unordered_map>
@@ -9,11 +10,35 @@
 namespace replisim::core::metrics_detail {
 namespace {
 
-enum WaitCategory { kCompute, kNetwork, kClient, kPeers, kPs, kToken, kOther, kCategories };
+enum WaitCategory {
+  kCompute,
+  kNetwork,
+  kClient,
+  kPeers,
+  kPs,
+  kToken,
+  kOther,
+  kCollective,
+  kCategories
+};
 
 // What is active at a moment of a step, counted per kind (the sweep below keeps the counts).
-enum Activity { kOwnCompute, kOwnTransfer, kClientCompute, kPeerCompute, kPsCompute, kAnyTransfer };
-constexpr int kActivities = 6;
+enum Activity {
+  kOwnCompute,
+  kOwnTransfer,
+  kClientCompute,
+  kPeerCompute,
+  kPsCompute,
+  kAnyTransfer,
+  kOwnCollective
+};
+constexpr int kActivities = 7;
+
+// The events the breakdown reads: ops, transfers and all-reduce phases.
+bool counts_for_waits(const TraceEvent& e) {
+  return e.kind == EventKind::kCompute || e.kind == EventKind::kTransfer ||
+         e.kind == EventKind::kCollective;
+}
 
 // Where an event of a step starts (+1) or stops (-1) counting.
 struct Boundary {
@@ -34,7 +59,7 @@ void boundaries_of(const std::vector<const TraceEvent*>& group, const Span& span
                    std::vector<Boundary>& boundaries) {
   boundaries.clear();
   for (const TraceEvent* e : group) {
-    if (e->kind != EventKind::kCompute && e->kind != EventKind::kTransfer) continue;
+    if (!counts_for_waits(*e)) continue;
     const double start = std::max(e->start_s, span.start_s);
     const double end = std::min(e->end_s, span.end_s);
     if (end <= start) continue;
@@ -46,10 +71,15 @@ void boundaries_of(const std::vector<const TraceEvent*>& group, const Span& span
             [](const Boundary& a, const Boundary& b) { return a.time < b.time; });
 }
 
-// What a compute or transfer event counts as from `role`'s point of view: one or two activities
-// (into `out`); returns how many.
+// What a compute, transfer or collective event counts as from `role`'s point of view: up to two
+// activities (into `out`); returns how many. Another rank's phase of a collective counts nothing:
+// its chunks to and from this role are transfers of their own.
 int activities_of(const MetricsInput& in, const TraceEvent& e, uint32_t role, Activity out[2]) {
   int count = 0;
+  if (e.kind == EventKind::kCollective) {
+    if (e.actor == role) out[count++] = kOwnCollective;
+    return count;
+  }
   // A tensor's serialisation or deserialisation (TraceRecorder::copy) is the network stack's
   // time, not the op's.
   const bool copy =
@@ -97,6 +127,8 @@ WaitCause cause_of(WaitCategory category) {
       return WaitCause::kParameterServer;
     case kToken:
       return WaitCause::kToken;
+    case kCollective:
+      return WaitCause::kCollective;
     default:
       return WaitCause::kOther;
   }
@@ -108,7 +140,7 @@ WaitCause cause_of(WaitCategory category) {
 void accumulate_waits(const MetricsInput& in, const std::vector<Boundary>& boundaries,
                       double last_end_s, const Span& span, uint32_t role,
                       std::vector<double>& seconds, std::vector<WaitStretch>* stretches = nullptr) {
-  int active[kActivities] = {0, 0, 0, 0, 0, 0};
+  int active[kActivities] = {0, 0, 0, 0, 0, 0, 0};
   double t = span.start_s;
   auto charge = [&](double until) {
     if (until <= t) return;
@@ -118,6 +150,9 @@ void accumulate_waits(const MetricsInput& in, const std::vector<Boundary>& bound
     WaitCategory category = (in.synchronous && t >= last_end_s) || in.barriers ? kToken : kOther;
     if (active[kOwnCompute] > 0) {
       category = kCompute;
+    } else if (active[kOwnCollective] > 0) {
+      // Its own chunks in flight included: the collective's time is the wait on the others.
+      category = kCollective;
     } else if (active[kOwnTransfer] > 0) {
       category = kNetwork;
     } else if (active[kClientCompute] > 0) {
@@ -130,7 +165,9 @@ void accumulate_waits(const MetricsInput& in, const std::vector<Boundary>& bound
       category = kNetwork;
     }
     seconds[size_t(category)] += until - t;
-    if (stretches != nullptr && active[kOwnCompute] == 0 && active[kOwnTransfer] == 0) {
+    const bool own_work =
+        category == kCompute || (category == kNetwork && active[kOwnTransfer] > 0);
+    if (stretches != nullptr && !own_work) {
       const WaitCause cause = cause_of(category);
       if (!stretches->empty() && stretches->back().role == role &&
           stretches->back().cause == cause && stretches->back().end_s >= t) {
@@ -163,7 +200,7 @@ std::unordered_map<uint32_t, ClientEvents> events_by_client(const MetricsInput& 
                                                             const MeasuredTable& measured) {
   std::unordered_map<uint32_t, ClientEvents> clients;
   for (const TraceEvent& e : in.trace.events) {
-    if (e.kind != EventKind::kCompute && e.kind != EventKind::kTransfer) continue;
+    if (!counts_for_waits(e)) continue;
     ClientEvents& client = clients[e.client];
     const RoleKind* kind = in.kind_of(e.actor);
     std::vector<uint32_t>& roles = client.computing_roles;
@@ -188,6 +225,7 @@ WaitBreakdown breakdown(const MetricsInput& in, uint32_t role, const std::vector
   w.role_kind = role_kind_name(*in.kind_of(role));
   w.compute = seconds[kCompute] / total;
   w.network = seconds[kNetwork] / total;
+  w.collective = seconds[kCollective] / total;
   w.client = seconds[kClient] / total;
   w.peers = seconds[kPeers] / total;
   w.ps = seconds[kPs] / total;
@@ -315,6 +353,8 @@ const char* wait_cause_text(WaitCause cause) {
       return "a token";
     case WaitCause::kOther:
       return "nothing of the step (start-up, jitter, overheads)";
+    case WaitCause::kCollective:
+      return "the collective (all-reduce)";
   }
   return "nothing of the step (start-up, jitter, overheads)";
 }
@@ -335,6 +375,7 @@ std::vector<WaitBreakdown> average_waits_by_kind(const std::vector<WaitBreakdown
       if (w.role_kind != kind) continue;
       sum.compute += w.compute;
       sum.network += w.network;
+      sum.collective += w.collective;
       sum.client += w.client;
       sum.peers += w.peers;
       sum.ps += w.ps;
@@ -343,8 +384,8 @@ std::vector<WaitBreakdown> average_waits_by_kind(const std::vector<WaitBreakdown
       ++n;
     }
     if (n == 0) continue;
-    for (double* f :
-         {&sum.compute, &sum.network, &sum.client, &sum.peers, &sum.ps, &sum.token, &sum.other}) {
+    for (double* f : {&sum.compute, &sum.network, &sum.collective, &sum.client, &sum.peers, &sum.ps,
+                      &sum.token, &sum.other}) {
       *f /= n;
     }
     out.push_back(sum);

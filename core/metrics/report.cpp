@@ -29,9 +29,10 @@ std::string wait_text(const WaitBreakdown& w) {
     const char* name;
     double value;
   };
-  std::vector<Part> parts = {{"compute", w.compute}, {"network", w.network}, {"peers", w.peers},
-                             {"client", w.client},   {"ps", w.ps},           {"token", w.token},
-                             {"other", w.other}};
+  std::vector<Part> parts = {{"compute", w.compute}, {"collective", w.collective},
+                             {"network", w.network}, {"peers", w.peers},
+                             {"client", w.client},   {"ps", w.ps},
+                             {"token", w.token},     {"other", w.other}};
   std::string out;
   for (const Part& p : parts) {
     if (p.value < 0.005) continue;
@@ -211,12 +212,14 @@ void add_steady_rows(ReportTable& t) {
 
 void add_sync_rows(ReportTable& t) {
   if (!t.any([](const RunMetrics& r) {
-        return r.synchronous || r.stalled || r.sync_variant == kDistributedReplicated;
+        return r.synchronous || r.stalled || r.sync_variant == kDistributedReplicated ||
+               r.sync_variant == kAllReduceSync;
       })) {
     return;
   }
   t.row("sync mode", [](const RunMetrics& r) {
     if (r.sync_variant == kDistributedReplicated) return r.sync_variant + " (barriers)";
+    if (r.sync_variant == kAllReduceSync) return r.sync_variant + " (every rank, every step)";
     if (!r.synchronous) return std::string(r.worker_clients ? "async" : "-");
     return "sync " + r.sync_variant + ", R " + std::to_string(r.replicas_to_aggregate) + " of T " +
            std::to_string(r.total_num_replicas);
@@ -455,7 +458,7 @@ void add_training_events_json(const RunMetrics& r, nlohmann::json& run) {
                    {"total_num_replicas", r.total_num_replicas}};
     run["computed_samples_per_s"] = r.computed_samples_per_s;
     run["dropped_gradients"] = r.dropped_gradients;
-  } else if (r.sync_variant == kDistributedReplicated) {
+  } else if (r.sync_variant == kDistributedReplicated || r.sync_variant == kAllReduceSync) {
     run["sync"] = {{"variant", r.sync_variant}};
   }
   if (r.stalled) {
@@ -541,6 +544,7 @@ void add_per_role_json(const RunMetrics& r, nlohmann::json& run) {
                             {"role_kind", w.role_kind},
                             {"compute", w.compute},
                             {"network", w.network},
+                            {"collective", w.collective},
                             {"peers", w.peers},
                             {"client", w.client},
                             {"ps", w.ps},

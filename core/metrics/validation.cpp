@@ -211,9 +211,14 @@ std::optional<Phase> phase_of(const TraceEvent& e) {
     }
     return Phase::kOther;
   }
+  // A rank's phases of an all-reduce (negotiation, the reduction, the fusion buffer's copies):
+  // its gradients' exchange, as a PS worker's gradient transfers are.
+  if (e.kind == EventKind::kCollective) return Phase::kPush;
   if (e.kind == EventKind::kTransfer) {
     if (!e.producer) return Phase::kOther;
     switch (*e.producer) {
+      case OpKind::kAllReduce:  // a chunk: inside its ranks' collective spans, counted there
+        return std::nullopt;
       case OpKind::kReadVariable:
         return Phase::kPull;
       case OpKind::kBackward:

@@ -21,14 +21,16 @@ namespace replisim::core {
 // What part of a step an event's time is (docs/validation-real.md, "Phases"):
 //   compute: input, forward, backward, loss, the in-graph client's split and aggregate;
 //   pull: variable reads and the transfers of their values;
-//   push: the transfers of gradients;
+//   push: the transfers of gradients; all-reduce: a rank's phases of its collectives (kCollective;
+//         their chunk transfers count there, not again);
 //   apply: applies, accumulates, takes and the global step increment on the PS;
 //   token: sync token dequeues and enqueues and the transfers of tokens;
 //   other: any other transfer (the in-graph sub-batches, activations between towers, ...).
 enum class Phase { kCompute, kPull, kPush, kApply, kToken, kOther };
 inline constexpr int kPhaseCount = 6;
 const char* phase_name(Phase phase);
-// The phase of a compute or transfer event; nullopt for the other kinds (steps, updates, ...).
+// The phase of a compute, transfer or collective event; nullopt for the other kinds (steps,
+// updates, ...) and for an all-reduce's chunk transfers.
 std::optional<Phase> phase_of(const TraceEvent& event);
 
 // A value predicted (the mean over the predicted seeds, with their min..max) and measured (over

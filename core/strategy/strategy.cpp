@@ -44,7 +44,8 @@ const std::vector<Strategy>& strategies() {
          if (plan.sync != kAllReduceSync) {
            throw InputError(file, "/sync", "an allreduce plan's sync mode is \"allreduce\"");
          }
-       }},
+       },
+       /*rank_per_replica=*/true},
   };
   return kStrategies;
 }
@@ -63,6 +64,42 @@ bool is_strategy_name(const std::string& name) {
 std::vector<std::string> strategy_names() {
   std::vector<std::string> names;
   for (const Strategy& s : strategies()) names.push_back(s.name);
+  return names;
+}
+
+std::string strategy_list_help() {
+  return join_names(strategy_names()) +
+         ", a comma-separated list of them, both (in_graph and between_graph) or all";
+}
+
+std::vector<std::string> parse_strategy_list(const std::string& text, const std::string& flag) {
+  if (text == "both") return {"in_graph", "between_graph"};
+  if (text == "all") return strategy_names();
+  std::vector<std::string> names;
+  size_t begin = 0;
+  while (true) {
+    const size_t comma = text.find(',', begin);
+    const std::string name =
+        text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+    if (name.empty()) {
+      throw InputError("", flag,
+                       "an empty strategy name in \"" + text.substr(0, 200) +
+                           "\"; valid: " + strategy_list_help());
+    }
+    if (!is_strategy_name(name)) {
+      const std::string near = nearest_name(name, strategy_names());
+      throw InputError("", flag,
+                       "unknown strategy \"" + name.substr(0, 100) + "\"" +
+                           (near.empty() ? "" : " (did you mean " + near + "?)") +
+                           "; valid: " + strategy_list_help());
+    }
+    if (std::find(names.begin(), names.end(), name) != names.end()) {
+      throw InputError("", flag, "strategy \"" + name + "\" is given twice in \"" + text + "\"");
+    }
+    names.push_back(name);
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
   return names;
 }
 

@@ -77,6 +77,9 @@ struct Strategy {
   // The strategy's own plan rules beyond validate_plan's (check_plan_rules calls it): throws
   // InputError naming the file and JSON path. Null: none.
   std::function<void(const Plan&, const std::string& file)> check_plan;
+  // Every replica device is a client of its own and no parameter server runs (all-reduce ranks,
+  // Horovod's one process per GPU): a sweep row counts one worker per replica device and no PS.
+  bool rank_per_replica = false;
 };
 
 // "in_graph", "between_graph" and "allreduce", in that order.

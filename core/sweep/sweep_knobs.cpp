@@ -13,6 +13,7 @@
 #include "core/scenario/scenario.h"
 #include "core/strategy/strategy.h"
 #include "core/sweep/scenario_edit.h"
+#include "core/sweep/sweep_knobs_detail.h"
 
 namespace replisim::core {
 namespace {
@@ -383,8 +384,9 @@ std::vector<SweepKnob> make_knobs() {
                                         parse_count("batch_per_replica", v, 1, limits::kMaxBatch),
                                         ctx);
                    }});
-  knobs.push_back(
-      {"strategy", "in_graph or between_graph (the compiler; default between_graph)", {}});
+  knobs.push_back({"strategy",
+                   "in_graph, between_graph or allreduce (the compiler; default between_graph)",
+                   {}});
   knobs.push_back(
       {"sync",
        "async, sync (TF's SyncReplicasOptimizer, R = T = workers) or distributed_replicated "
@@ -410,6 +412,7 @@ std::vector<SweepKnob> make_knobs() {
          require_one_of("network_model", v, {"lv08", "ideal"});
          s["cluster"]["network_model"] = v;
        }});
+  sweep_detail::add_allreduce_knobs(knobs);
   return knobs;
 }
 

@@ -142,9 +142,13 @@ SweepPointFacts sweep_point_facts(const ResolvedPoint& point) {
         "unknown strategy \"" + point.strategy + "\"; valid: " + join_names(strategy_names()));
   }
   const Strategy& strategy = *found;
-  f.workers = strategy.one_client ? 1 : int(t.workers.size());
-  f.ps_tasks = int(t.ps.size());
-  for (const DeviceRef& d : t.ps) f.ps_machines.insert(d.machine);
+  f.workers = strategy.one_client         ? 1
+              : strategy.rank_per_replica ? int(t.replicas.size())
+                                          : int(t.workers.size());
+  if (!strategy.rank_per_replica) {  // all-reduce starts none of the scenario's PS tasks
+    f.ps_tasks = int(t.ps.size());
+    for (const DeviceRef& d : t.ps) f.ps_machines.insert(d.machine);
+  }
   if (strategy.one_client) f.client = t.client;
   f.replica_role_kind = strategy.replica_role_kind;
   return f;

@@ -114,6 +114,8 @@ SweepRow sweep_row_from_summary(const SweepPoint& point, const SweepPointFacts& 
     for (const char* k : {"peers", "client", "ps", "token", "other"}) {
       row.waiting_share += number_at(w, k);
     }
+    // All-reduce ranks waiting on their collectives (summaries from before it have none).
+    if (w.has("collective")) row.waiting_share += number_at(w, "collective");
   }
   if (run.has("warnings")) {
     const JsonCursor warnings = run.at("warnings");

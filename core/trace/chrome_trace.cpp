@@ -210,6 +210,15 @@ class RunWriter {
             .integer("global_step", e.global_step_after)
             .integer("step", e.step);
         break;
+      case EventKind::kCollective:
+        // A rank's phase of an all-reduce under Horovod's timeline name (the slice's name): the
+        // fused buffer's bytes and the collective's number, as Horovod's timeline gives them.
+        args.number("bytes", e.bytes)
+            .quoted("client", quoted(e.client))
+            .integer("collective", e.message_id)
+            .quoted("device", quoted(e.device))
+            .integer("step", e.step);
+        break;
       case EventKind::kRecovery:
         args.quoted("client", quoted(e.client))
             .integer("global_step_at_failure", e.global_step_after)

@@ -255,6 +255,36 @@ TEST(Cli, PlanPrintsTextAndJson) {
   EXPECT_NE(r.out.find("20 us per message (each 4 MB chunk)"), std::string::npos) << r.out;
 }
 
+// --strategy takes a comma-separated list in the order given and "all" for every strategy;
+// "both" keeps meaning in_graph and between_graph. A sweep's point runs one of them.
+TEST(Cli, StrategyListsSelectThePlansInTheirOrder) {
+  auto strategies_of = [](const std::string& value) {
+    const test::BinaryResult r =
+        run_replisim({"plan", seed_scenario(), "--strategy", value, "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::vector<std::string> names;
+    const nlohmann::json plans = nlohmann::json::parse(r.out);
+    for (const nlohmann::json& p : plans.is_array() ? plans : nlohmann::json::array({plans})) {
+      names.push_back(p["strategy"]);
+    }
+    return names;
+  };
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(strategies_of("allreduce,in_graph"), (Names{"allreduce", "in_graph"}));
+  EXPECT_EQ(strategies_of("both"), (Names{"in_graph", "between_graph"}));
+  EXPECT_EQ(strategies_of("all"), (Names{"in_graph", "between_graph", "allreduce"}));
+  test::BinaryResult r = run_replisim({"plan", seed_scenario(), "--strategy", "in_graph,mirrored"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--strategy: unknown strategy \"mirrored\""), std::string::npos) << r.err;
+  r = run_replisim({"whatif", seed_scenario(), "--strategy", "all"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("a point runs one strategy"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--vary strategy=in_graph,between_graph,allreduce"), std::string::npos)
+      << r.err;
+  r = run_replisim({"plan", "--help"});
+  EXPECT_NE(r.out.find("a comma-separated list of them"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace replisim
 

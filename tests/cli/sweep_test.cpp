@@ -540,3 +540,78 @@ TEST(SweepPlanning, PsScalingKneeFollowsTheClosedForm) {
 
 }  // namespace
 }  // namespace replisim
+
+namespace replisim {
+namespace {
+
+using nlohmann::json;
+
+// Two workers (w0, w1: one GPU each) and a dedicated PS at 1 Gbit/s.
+std::string two_worker_scenario(const TempDir& dir) {
+  json worker = test::machine("w", "100 GFLOPS", {"2 TFLOPS"}, "1 Gbps");
+  worker["count"] = 2;
+  const json doc = test::scenario_json({worker}, test::one_layer_model(4e6, "2 GFLOP"),
+                                       {{"replicas", "w*/gpu*"},
+                                        {"ps", {{"count", 1}, {"on", "dedicated"}}},
+                                        {"steps", 12},
+                                        {"warmup_steps", 3},
+                                        {"batch_per_replica", 16}},
+                                       "lv08", "40 Gbps");
+  return dir.write("two.json", doc.dump(1));
+}
+
+// A sweep over the three strategies: the all-reduce row counts one worker per replica device and
+// no PS task (compile_allreduce starts none), and its algorithm can be varied beside it.
+TEST(Sweep, TheStrategyAxisTakesAllReduceAndItsKnobs) {
+  TempDir dir;
+  const std::string s = two_worker_scenario(dir);
+  test::BinaryResult r =
+      test::run_replisim({"sweep", s, "--vary", "strategy=between_graph,allreduce", "--cache",
+                          dir.file("c"), "--progress", "none", "--json", dir.file("r.json")},
+                         300);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json rows = json::parse(test::read_file(dir.file("r.json")))["rows"];
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0]["strategy"], "between_graph");
+  EXPECT_EQ(rows[0]["ps_tasks"], 1);
+  EXPECT_EQ(rows[1]["strategy"], "allreduce");
+  EXPECT_EQ(rows[1]["workers"], 2);
+  EXPECT_EQ(rows[1]["ps_tasks"], 0);
+  EXPECT_GT(rows[1]["throughput_samples_per_s"].get<double>(), 0);
+  r = test::run_replisim(
+      {"sweep", s, "--strategy", "allreduce", "--vary", "algorithm=ring,tree", "--cache",
+       dir.file("c"), "--progress", "none", "--json", dir.file("a.json")},
+      300);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(test::read_file(dir.file("a.json")))["rows"].size(), 2u);
+  expect_one_line_error(test::run_replisim({"sweep", s, "--vary", "algorithm=tree", "--cache",
+                                            dir.file("c"), "--progress", "none"}),
+                        "applies to the allreduce strategy");
+}
+
+// whatif on an all-reduce point tries Horovod's knobs and each other strategy, not the PS's.
+TEST(Whatif, AnAllReducePointTriesHorovodsKnobs) {
+  TempDir dir;
+  const std::string s = two_worker_scenario(dir);
+  const test::BinaryResult r =
+      test::run_replisim({"whatif", s, "--strategy", "allreduce", "--cache", dir.file("cache"),
+                          "--jobs", "2", "--progress", "none", "--json", dir.file("w.json")},
+                         300);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json w = json::parse(test::read_file(dir.file("w.json")));
+  std::set<std::string> tried;
+  for (const json& c : w["changes"]) tried.insert(c["change"].get<std::string>());
+  for (const json& n : w["not_applicable"]) tried.insert(n["change"].get<std::string>());
+  for (const char* change :
+       {"tree algorithm", "hierarchical algorithm", "fusion buffer x2", "cycle time x0.2",
+        "NCCL streams x4", "in_graph strategy", "between_graph strategy", "NIC bandwidth x2"}) {
+    EXPECT_EQ(tried.count(change), 1u) << change << "\n" << r.out;
+  }
+  for (const char* change : {"one more PS", "ring algorithm", "partitioned placement",
+                             "sync with one backup worker", "allreduce strategy"}) {
+    EXPECT_EQ(tried.count(change), 0u) << change << "\n" << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace replisim

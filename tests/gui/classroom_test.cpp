@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/metrics/report.h"
+#include "core/strategy/strategy_names.h"
 #include "gui/categories.h"
 #include "gui/classroom_catalog.h"
 #include "gui/classroom_panel.h"
@@ -47,7 +48,8 @@ TEST(Classroom, TheListHasOneEntryPerBundledSeedAndClassroomScenarioEachWithItsT
   for (const ClassroomEntry& e : panel.entries()) {
     EXPECT_TRUE(listed.insert(e.file).second) << e.file << " listed twice";
     EXPECT_FALSE(e.title.empty() || e.claim.empty() || e.look.empty()) << e.file;
-    EXPECT_TRUE(e.captions.count(e.strategy == "both" ? "in_graph" : e.strategy)) << e.file;
+    for (const std::string& strategy : core::parse_strategy_list(e.strategy))
+      EXPECT_TRUE(e.captions.count(strategy)) << e.file << ": no caption for " << strategy;
   }
   EXPECT_EQ(listed, bundled);
   ASSERT_EQ(panel.list()->count(), int(panel.entries().size()));
@@ -225,7 +227,8 @@ TEST_P(ClassroomScenario, CaptionNamesTheReportsFirstBoundByAndTheLookRowsAreSho
 
 INSTANTIATE_TEST_SUITE_P(Catalog, ClassroomScenario,
                          ::testing::Values("two_machines", "heterogeneous", "ps_bottleneck",
-                                           "model_parallel", "sync_straggler", "ps_failure"),
+                                           "model_parallel", "sync_straggler", "ps_failure",
+                                           "ps_vs_allreduce"),
                          [](const ::testing::TestParamInfo<std::string>& name) {
                            return name.param;
                          });
@@ -233,7 +236,8 @@ INSTANTIATE_TEST_SUITE_P(Catalog, ClassroomScenario,
 // Every bundled catalog entry is covered by ClassroomScenario above.
 TEST(Classroom, EveryCatalogEntryHasItsCaptionTest) {
   const std::set<std::string> tested = {"two_machines",   "heterogeneous",  "ps_bottleneck",
-                                        "model_parallel", "sync_straggler", "ps_failure"};
+                                        "model_parallel", "sync_straggler", "ps_failure",
+                                        "ps_vs_allreduce"};
   for (const ClassroomEntry& e : load_classroom_catalog(kScenarios.toStdString()))
     EXPECT_TRUE(
         tested.count(QFileInfo(QString::fromStdString(e.file)).completeBaseName().toStdString()))

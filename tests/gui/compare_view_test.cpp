@@ -95,3 +95,44 @@ TEST(CompareView, EachRunCanBeShownOnItsOwnTimeAxis) {
 
 }  // namespace
 }  // namespace replisim::gui
+
+namespace replisim::gui {
+namespace {
+
+// Three runs (--strategy all): the timelines show two at a time, every pair offered above them in
+// order, the table that pair's metrics; set_models drops the choice.
+TEST(CompareView, ThreeRunsAreComparedTwoAtATimeByPair) {
+  CompareView compare;
+  compare.resize(1000, 800);
+  const ModelList runs = {test::tiny_model(), test::tiny_model(-0.5), test::tiny_model(-1.0)};
+  compare.set_runs(runs);
+  ASSERT_EQ(compare.pair_choices(), 3);  // (0, 1), (0, 2), (1, 2)
+  EXPECT_EQ(compare.view_a()->model(), runs[0]);
+  EXPECT_EQ(compare.view_b()->model(), runs[1]);
+  compare.show_pair(2);
+  EXPECT_EQ(compare.view_a()->model(), runs[1]);
+  EXPECT_EQ(compare.view_b()->model(), runs[2]);
+  compare.show_pair(1);
+  EXPECT_EQ(compare.view_a()->model(), runs[0]);
+  EXPECT_EQ(compare.view_b()->model(), runs[2]);
+  compare.set_models(runs[2], runs[0]);
+  EXPECT_EQ(compare.pair_choices(), 0);
+  EXPECT_EQ(compare.view_a()->model(), runs[2]);
+}
+
+// All-reduce events have colours of their own: a rank's collective phases and its chunks.
+TEST(CompareView, AllReduceEventsHaveTheirOwnCategories) {
+  core::TraceEvent phase;
+  phase.kind = core::EventKind::kCollective;
+  EXPECT_EQ(category_of(phase), Category::kCollective);
+  core::TraceEvent chunk;
+  chunk.kind = core::EventKind::kTransfer;
+  chunk.producer = core::OpKind::kAllReduce;
+  EXPECT_EQ(category_of(chunk), Category::kCollectiveChunk);
+  EXPECT_NE(category_colour(Category::kCollective), category_colour(Category::kPush));
+  EXPECT_NE(category_colour(Category::kCollectiveChunk), category_colour(Category::kOtherTransfer));
+  EXPECT_STREQ(category_name(Category::kCollective), "all-reduce (Horovod phase)");
+}
+
+}  // namespace
+}  // namespace replisim::gui

@@ -115,12 +115,36 @@ TEST(Scenarios, PsFailure) {
   EXPECT_GE(m.checkpoints_written, 4);
 }
 
+// The classroom's "PS vs all-reduce": on the same cluster the ring, spread over every worker's NIC,
+// beats one PS's NIC; the ring's step is at least its closed form's bytes time, 2(N-1)/N x S / B
+// (nccl-tests' PERFORMANCE.md), and its path names a ring link.
+TEST(Scenarios, PsVsAllReduce) {
+  const core::RunMetrics between = run("classroom/ps_vs_allreduce.json", "between_graph");
+  const core::RunMetrics ring = run("classroom/ps_vs_allreduce.json", "allreduce");
+  EXPECT_GT(ring.throughput_samples_per_s, 1.5 * between.throughput_samples_per_s);
+  EXPECT_TRUE(between.bottleneck.name == "ps/nic/up" || between.bottleneck.name == "ps/nic/down")
+      << between.bottleneck.name;
+  EXPECT_TRUE(ring.bytes_per_ps.empty());
+  const double gradient_bytes = 25.557e6 * 4;
+  EXPECT_GE(ring.step_time_s.mean, 2.0 * 3 / 4 * gradient_bytes / 1.25e9);
+  ASSERT_FALSE(ring.bound_by.shares.empty());
+  const core::PathShare& first = ring.bound_by.shares.front();
+  EXPECT_NE(first.name.find(" network"), std::string::npos) << first.name;
+  ASSERT_FALSE(first.directions.empty());
+  EXPECT_EQ(first.directions.front().first, "allreduce");
+  for (const core::WaitBreakdown& w : core::average_waits_by_kind(ring.waits)) {
+    if (w.role_kind == "worker") {
+      EXPECT_GT(w.collective, 0.5);
+    }
+  }
+}
+
 TEST(Scenarios, AllScenarioFilesParse) {
-  for (const char* file :
-       {"seed/two_machines.json", "classroom/heterogeneous.json", "classroom/ps_bottleneck.json",
-        "classroom/model_parallel.json", "classroom/sync_straggler.json",
-        "classroom/ps_failure.json", "planning/resnet50_16gpu_10gbe.json",
-        "published/resnet50_64gpu.json", "published/inception_v3_1gpu.json"}) {
+  for (const char* file : {"seed/two_machines.json", "classroom/heterogeneous.json",
+                           "classroom/ps_bottleneck.json", "classroom/model_parallel.json",
+                           "classroom/sync_straggler.json", "classroom/ps_failure.json",
+                           "classroom/ps_vs_allreduce.json", "planning/resnet50_16gpu_10gbe.json",
+                           "published/resnet50_64gpu.json", "published/inception_v3_1gpu.json"}) {
     EXPECT_NO_THROW(core::load_scenario(test::scenario_path(file))) << file;
   }
 }

@@ -230,6 +230,96 @@ TEST(SweepKnobs, ScenariosThatCannotVaryAKeySayWhatTheyNeed) {
       << placement;
 }
 
+json allreduce_point(const json& base,
+                     const std::vector<std::pair<std::string, std::string>>& knobs) {
+  return resolve_sweep_point(base, "s.json", SweepPoint{0, knobs}, "allreduce").document;
+}
+
+// The all-reduce knobs write training.allreduce (units as scenarios write them; a factor scales
+// the preset's value when the scenario gives none) and cluster.transport.connections_per_peer.
+TEST(SweepKnobs, AllReduceKnobsWriteTheirFields) {
+  json base = templated_scenario();
+  EXPECT_EQ(changed_paths(base, allreduce_point(base, {{"algorithm", "tree"}})),
+            (std::set<std::string>{"/training/allreduce"}));
+  EXPECT_EQ(allreduce_point(base, {{"algorithm", "hierarchical"}})["training"]["allreduce"],
+            (json{{"algorithm", "hierarchical"}}));
+  EXPECT_EQ(allreduce_point(
+                base, {{"fusion_threshold", "64 MB"}})["training"]["allreduce"]["fusion_threshold"],
+            "64000000 B");
+  EXPECT_EQ(allreduce_point(
+                base, {{"fusion_threshold", "0 B"}})["training"]["allreduce"]["fusion_threshold"],
+            "0 B");
+  // horovod's 128 MiB, halved; horovod_0.x's 5 ms, doubled.
+  EXPECT_EQ(allreduce_point(
+                base, {{"fusion_threshold", "x0.5"}})["training"]["allreduce"]["fusion_threshold"],
+            "67108864 B");
+  json old = base;
+  old["training"]["allreduce"] = {{"preset", "horovod_0.x"}};
+  EXPECT_EQ(allreduce_point(old, {{"cycle_time", "x2"}})["training"]["allreduce"],
+            (json{{"preset", "horovod_0.x"}, {"cycle_time", "0.01 s"}}));
+  old["training"]["allreduce"]["cycle_time"] = "3 ms";
+  EXPECT_EQ(allreduce_point(old, {{"cycle_time", "x2"}})["training"]["allreduce"]["cycle_time"],
+            "0.0060000000000000001 s");
+  EXPECT_EQ(allreduce_point(base, {{"cycle_time", "2 ms"}})["training"]["allreduce"]["cycle_time"],
+            "0.002 s");
+  EXPECT_EQ(changed_paths(base, allreduce_point(base, {{"nccl_streams", "16"}})),
+            (std::set<std::string>{"/cluster/transport"}));
+  EXPECT_EQ(allreduce_point(base, {{"nccl_streams", "16"}})["cluster"]["transport"],
+            (json{{"connections_per_peer", 16}}));
+  base["cluster"]["transport"] = {{"preset", "tcp"}, {"connections_per_peer", 4}};
+  EXPECT_EQ(allreduce_point(base, {{"nccl_streams", "x2"}})["cluster"]["transport"],
+            (json{{"preset", "tcp"}, {"connections_per_peer", 8}}));
+  // Each point is a scenario the parser takes, with the values the knobs wrote.
+  const ResolvedPoint p = resolve_sweep_point(
+      base, "s.json",
+      SweepPoint{0, {{"algorithm", "tree"}, {"fusion_threshold", "1 MB"}, {"cycle_time", "0 s"}}},
+      "allreduce");
+  EXPECT_EQ(p.scenario.training.allreduce.algorithm, "tree");
+  EXPECT_DOUBLE_EQ(p.scenario.training.allreduce.fusion_threshold_bytes, 1e6);
+  EXPECT_DOUBLE_EQ(p.scenario.training.allreduce.cycle_time_s, 0);
+}
+
+TEST(SweepKnobs, AllReduceKnobsRefuseOtherStrategiesAndBadValues) {
+  const json base = templated_scenario();
+  const std::string other = error_of([&] { point_document(base, {{"algorithm", "tree"}}); });
+  EXPECT_EQ(other.rfind("--vary algorithm: ", 0), 0u) << other;
+  EXPECT_NE(other.find("algorithm=tree applies to the allreduce strategy"), std::string::npos)
+      << other;
+  EXPECT_NE(other.find("this point is between_graph"), std::string::npos) << other;
+  EXPECT_NE(error_of([&] {
+              point_document(base, {{"strategy", "in_graph"}, {"cycle_time", "1 ms"}});
+            }).find("this point is in_graph"),
+            std::string::npos);
+  // Varied with strategy=allreduce, the knob applies.
+  EXPECT_EQ(point_document(base, {{"strategy", "allreduce"},
+                                  {"algorithm", "tree"}})["training"]["allreduce"]["algorithm"],
+            "tree");
+  EXPECT_NE(error_of([&] {
+              allreduce_point(base, {{"algorithm", "butterfly"}});
+            }).find("unknown value \"butterfly\"; valid: ring, tree, hierarchical"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              allreduce_point(base, {{"fusion_threshold", "64"}});
+            }).find("\"64\": "),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              allreduce_point(base, {{"cycle_time", "-1 ms"}});
+            }).find("must be 0 or more"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              allreduce_point(base, {{"nccl_streams", "65"}});
+            }).find("expected a count from 1 to 64 or a factor x2, got \"65\""),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              allreduce_point(base, {{"nccl_streams", "x128"}});
+            }).find("x128 of 1 is outside 1..64"),
+            std::string::npos);
+  // nccl_streams is the transport's, so it applies to every strategy's transfers.
+  EXPECT_EQ(
+      point_document(base, {{"nccl_streams", "2"}})["cluster"]["transport"]["connections_per_peer"],
+      2);
+}
+
 json summary(double throughput, const std::string& bottleneck, double headroom) {
   json run = {{"throughput_samples_per_s", throughput},
               {"step_time_s", {{"mean", 0.2}, {"p50", 0.19}, {"p95", 0.3}}},
