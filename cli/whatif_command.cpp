@@ -13,6 +13,7 @@
 #include "core/backend/backend.h"
 #include "core/base/error.h"
 #include "core/base/output_file.h"
+#include "core/hardware/collective_transport.h"
 #include "core/plan/kinds.h"
 #include "core/strategy/strategy.h"
 

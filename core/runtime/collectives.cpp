@@ -251,6 +251,7 @@ Collectives::Collectives(const Plan& plan, CollectiveHost& host, TraceRecorder* 
   ready_s_.assign(ranks, std::vector<double>(tensor_bytes_.size(), 0.0));
   queue_.resize(ranks);
   current_.assign(ranks, -1);
+  rank_free_s_.assign(ranks, 0.0);
   program_ = std::make_shared<const CollectiveProgram>(
       collective_program(spec.algorithm, machine_of_rank_, spec.streams_per_peer));
   const bool one_machine = std::all_of(machine_of_rank_.begin(), machine_of_rank_.end(),
@@ -446,14 +447,15 @@ void Collectives::begin_rank(Running& run, int rank) {
   const double now = host_.now_s();
   state.begun = true;
   if (recorder_ != nullptr) {
-    double first_ready = now;
-    for (int t : run.response.tensors) {
-      first_ready = std::min(first_ready, ready_s_[size_t(rank)][size_t(t)]);
-    }
+    // From when the buffer's last tensor was ready here (it could not form before), or the
+    // rank's previous collective ended if later, to now: one span after the other on the rank.
+    double from = 0;
+    for (int t : run.response.tensors) from = std::max(from, ready_s_[size_t(rank)][size_t(t)]);
+    from = std::min(std::max(from, rank_free_s_[size_t(rank)]), now);
     const int c = client_of_rank(rank);
     recorder_->collective(c, ops_of_rank_[size_t(rank)][size_t(run.response.tensors.front())],
-                          run.response.step, "NEGOTIATE_ALLREDUCE", first_ready, now,
-                          run.response.bytes, run.response.id);
+                          run.response.step, "NEGOTIATE_ALLREDUCE", from, now, run.response.bytes,
+                          run.response.id);
   }
   state.begun_s = state.phase_begun_s = now;
   const int64_t id = run.response.id;
@@ -595,6 +597,7 @@ void Collectives::rank_done(int64_t id, int rank) {
   const double now = host_.now_s();
   record_phase(run, rank, state, now);
   state.done = true;
+  rank_free_s_[size_t(rank)] = now;
   const CollectiveResponse response = run.response;
   if (--run.local_left == 0) running_.erase(found);
   host_.reduced(rank, response);

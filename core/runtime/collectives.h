@@ -157,6 +157,9 @@ class Collectives {
 
   // Client c's kAllReduce op `op` was dispatched in its step `step`: its tensor is ready.
   void ready(int c, int op, int64_t step);
+  // (The trace's NEGOTIATE_ALLREDUCE span of a rank and collective runs from when the buffer's
+  // last tensor was ready there, or the rank's previous collective ended if later, to the
+  // collective's start there: Horovod's timeline draws one per tensor from its submission.)
   // The coordinator's side of ready() (a real run: from the rank's process).
   void coordinator_ready(int rank, int64_t step, int tensor);
   // A response the coordinator announced begins for the ranks here.
@@ -246,6 +249,7 @@ class Collectives {
   std::map<int64_t, Running> running_;
   std::vector<std::deque<int64_t>> queue_;
   std::vector<int64_t> current_;
+  std::vector<double> rank_free_s_;  // per rank: when its last collective ended here
   std::map<int64_t, std::vector<CollectiveChunk>> early_;
   int64_t abandoned_below_ = 0;
   int64_t carried_whole_ = 0;
