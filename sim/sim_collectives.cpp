@@ -173,6 +173,14 @@ void SimCollectives::reduced(int rank, const core::CollectiveResponse& r) {
   for (int t : r.tensors) hooks_.complete(c, collectives_->op_of_tensor(rank, t));
 }
 
+int SimCollectives::counting_client() const {
+  const int ranks = int(plan_.collective.ranks.size());
+  for (int r = 0; r < ranks; ++r) {
+    if (collectives_->rank_alive(r)) return collectives_->client_of_rank(r);
+  }
+  return collectives_->client_of_rank(0);
+}
+
 void SimCollectives::client_died(int c) {
   if (!plan_.collective.elastic) return;  // the job fails (a kJob fault): restart resets it
   collectives_->rank_died(collectives_->rank_of_client(c));

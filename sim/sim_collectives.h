@@ -48,6 +48,9 @@ class SimCollectives : public core::CollectiveHost {
   std::string waiting_for() const { return collectives_->waiting_for(); }
   int64_t formed() const { return collectives_->formed(); }
   int64_t carried_whole() const { return collectives_->carried_whole(); }
+  int live_ranks() const { return collectives_->live_ranks(); }
+  // The client whose increments count the job's global steps: the lowest live rank's.
+  int counting_client() const;
 
   // core::CollectiveHost
   double now_s() const override { return hooks_.now_s(); }

@@ -114,11 +114,22 @@ void SimRun::complete_now(int c, int op_index) {
   ClientState& s = clients_[size_t(c)];
   if (s.dead) return;
   const double now = sg4::Engine::get_clock();
-  if (op_index == s.graph->global_step_op) {
+  // All-reduce: every rank increments its own global_step; the lowest live rank's counts the
+  // job's steps (rank 0's, or after an elastic job lost it, the next: Horovod Elastic's new
+  // rank 0).
+  const bool update =
+      collectives_ ? s.graph->ops[size_t(op_index)].kind == core::OpKind::kGlobalStepIncrement &&
+                         c == collectives_->counting_client()
+                   : op_index == s.graph->global_step_op;
+  if (update) {
     ++global_step_;
     last_update_s_ = now;
-    recorder_.update(c, op_index, loop_.client(c).step, now, s.global_step_read, global_step_);
-    if (steady_.update(now, recorder_.samples_per_step(c), global_step_)) {
+    // An elastic all-reduce job applies the live ranks' batches.
+    const int samples = collectives_ ? collectives_->live_ranks() * plan_.batch_per_replica
+                                     : recorder_.samples_per_step(c);
+    recorder_.update(c, op_index, loop_.client(c).step, now, s.global_step_read, global_step_,
+                     samples);
+    if (steady_.update(now, samples, global_step_)) {
       steps_limit_ = global_step_;  // synchronous: this update is the last
     }
   }

@@ -130,14 +130,14 @@ void TraceRecorder::step(int graph, int64_t step, double start_s, double end_s,
 }
 
 void TraceRecorder::update(int graph, int op, int64_t step, double at_s, int64_t global_step_read,
-                           int64_t global_step_after) {
+                           int64_t global_step_after, int samples) {
   const GraphNames& names = names_[size_t(graph)];
   TraceEvent e = op_event(EventKind::kUpdate, graph, op, step);
   e.actor = names.role;  // the update is the client's: its step's gradients were applied
   e.start_s = e.end_s = at_s;
   e.global_step_read = global_step_read;
   e.global_step_after = global_step_after;
-  e.samples = names.samples_per_step;
+  e.samples = samples >= 0 ? samples : names.samples_per_step;
   sink_.event(e);
   global_step(at_s, global_step_after);
 }

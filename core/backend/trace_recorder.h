@@ -51,8 +51,10 @@ class TraceRecorder {
   void step(int graph, int64_t step, double start_s, double end_s, int64_t global_step_read);
   // `op` (the graph's global step increment) made global_step `global_step_after` at `at_s`:
   // the update event, with the graph's samples per step, and the global_step counter.
+  // `samples` (>= 0) replaces the graph's samples per step: an elastic all-reduce job after a
+  // death applies the survivors' batches only.
   void update(int graph, int op, int64_t step, double at_s, int64_t global_step_read,
-              int64_t global_step_after);
+              int64_t global_step_after, int samples = -1);
   // Synchronous training: accumulate op `op` dropped a gradient computed at `local_step` because
   // its accumulator was at `accumulator_global_step`.
   void dropped(int graph, int op, int64_t step, double at_s, int64_t local_step,

@@ -154,10 +154,12 @@ void find_sync_window(RunMetrics& r, const MetricsInput& in) {
   r.window_end_s = end;
 }
 
-// The measured window: latest end of a last warm-up step to earliest end of a last step.
+// The measured window: latest end of a last warm-up step to earliest end of a last step (an
+// all-reduce job's: latest, since its ranks end each step together but for the ring's last
+// chunks, and the chief's update closing the last step must count).
 void find_window(RunMetrics& r, const MetricsInput& in, StepTable& steps) {
   const TraceMeta& meta = in.meta;
-  double window_start = 0, window_end = INFINITY;
+  double window_start = 0, window_end = INFINITY, latest_end = 0;
   std::string last_to_warm, first_to_finish;
   for (size_t i = 0; i < meta.clients.size(); ++i) {
     const std::string& client = meta.clients[i].role;
@@ -202,7 +204,9 @@ void find_window(RunMetrics& r, const MetricsInput& in, StepTable& steps) {
       window_end = spans.back().end_s;
       first_to_finish = client;
     }
+    latest_end = std::max(latest_end, spans.back().end_s);
   }
+  if (meta.sync == kAllReduceSync && !first_to_finish.empty()) window_end = latest_end;
   if (first_to_finish.empty()) {
     throw MeasurementError(in.source, "/faults",
                            "every client died before the end of the run: no window to measure");

@@ -488,6 +488,13 @@ void Collectives::begin_rank(Running& run, int rank) {
 void Collectives::launch_rank(Running& run, int rank) {
   RankState& s = run.ranks.at(rank);
   s.channels_left = int(s.step.size());
+  // The first phase is the first step's (hierarchical begins inside the machine).
+  for (const auto& steps : run.program->steps[size_t(s.position)]) {
+    if (!steps.empty()) {
+      s.phase = steps.front().phase;
+      break;
+    }
+  }
   const int channels = s.channels_left;
   const int64_t id = run.response.id;
   for (int h = 0; h < channels; ++h) {
@@ -616,12 +623,13 @@ void Collectives::reset() {
   std::fill(current_.begin(), current_.end(), -1);
   std::fill(alive_.begin(), alive_.end(), true);
   rendezvous_until_s_ = 0;
+  resubmit_.clear();
 }
 
 double Collectives::rank_died(int rank) {
   const double now = host_.now_s();
   const double resume_s = now + plan_.collective.rendezvous_s;
-  if (!alive_[size_t(rank)]) return resume_s;
+  if (!alive_[size_t(rank)]) return std::max(resume_s, rendezvous_until_s_);
   alive_[size_t(rank)] = false;
   rendezvous_until_s_ = std::max(rendezvous_until_s_, resume_s);
   // Every collective under way stalls: the others wait out the rendezvous, then the coordinator
@@ -636,19 +644,20 @@ double Collectives::rank_died(int rank) {
   early_.clear();
   for (auto& queue : queue_) queue.clear();
   std::fill(current_.begin(), current_.end(), -1);
-  if (!coordinator_) return resume_s;
+  if (!coordinator_) return rendezvous_until_s_;
   // What waited for the dead rank's submission may now be complete; what was formed is formed
-  // again among the survivors, in the same order.
-  std::vector<std::pair<int64_t, int>> resubmit = pending_;
+  // again among the survivors, in the same order. A death during another's rendezvous adds to
+  // what the (later) end of the rendezvous forms again.
+  for (const auto& key : pending_) resubmit_.push_back(key);
   pending_.clear();
-  std::set<int64_t> seen;
   for (const CollectiveResponse& r : abandoned) {
-    if (!seen.insert(r.id).second) continue;
-    for (int t : r.tensors) resubmit.emplace_back(r.step, t);
+    for (int t : r.tensors) resubmit_.emplace_back(r.step, t);
   }
   const uint64_t epoch = epoch_;
-  host_.at(resume_s, [this, epoch, resubmit] {
+  host_.at(rendezvous_until_s_, [this, epoch] {
     if (epoch != epoch_) return;
+    const std::vector<std::pair<int64_t, int>> resubmit = std::move(resubmit_);
+    resubmit_.clear();
     for (const auto& key : resubmit) {
       std::vector<bool>& by = submitted_[key];
       by.assign(alive_.size(), true);
@@ -658,7 +667,11 @@ double Collectives::rank_died(int rank) {
     for (const auto& [key, by] : submitted_) waiting.push_back(key);
     for (const auto& key : waiting) check_complete(key);
   });
-  return resume_s;
+  return rendezvous_until_s_;
+}
+
+int Collectives::live_ranks() const {
+  return int(std::count(alive_.begin(), alive_.end(), true));
 }
 
 std::string Collectives::waiting_for() const {

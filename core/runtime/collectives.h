@@ -176,6 +176,7 @@ class Collectives {
   // the time they go on.
   double rank_died(int rank);
   bool rank_alive(int rank) const { return alive_[size_t(rank)]; }
+  int live_ranks() const;
   // Why training stalls (the report's stall line): the collective waiting, the ranks it waits
   // for; empty when none waits.
   std::string waiting_for() const;
@@ -253,8 +254,11 @@ class Collectives {
   std::map<int64_t, std::vector<CollectiveChunk>> early_;
   int64_t abandoned_below_ = 0;
   int64_t carried_whole_ = 0;
-  double rendezvous_until_s_ = 0;  // Elastic: no collective forms before the survivors re-form
-  uint64_t epoch_ = 0;             // reset() and deaths invalidate the timers of the earlier epoch
+  double rendezvous_until_s_ = 0;
+  std::vector<std::pair<int64_t, int>>
+      resubmit_;  // formed again when the rendezvous ends  // Elastic: no collective forms before
+                  // the survivors re-form
+  uint64_t epoch_ = 0;  // reset() and deaths invalidate the timers of the earlier epoch
 };
 
 }  // namespace replisim::core

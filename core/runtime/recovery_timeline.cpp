@@ -18,6 +18,12 @@ int64_t RecoveryTimeline::resumed_step(const Plan& plan, const std::vector<int64
   if (plan.sync == kDistributedReplicated) {
     return *std::min_element(client_steps.begin(), client_steps.end());
   }
+  // All-reduce: every rank resumes with the chief at the checkpoint's step (they meet in every
+  // collective; one at another step would wait for a tensor nobody submits).
+  if (plan.sync == kAllReduceSync && !plan.collective.ranks.empty()) {
+    const size_t chief = size_t(plan.collective.ranks.front());
+    return chief < client_steps.size() ? client_steps[chief] : 0;
+  }
   return c < client_steps.size() ? client_steps[c] : 0;
 }
 

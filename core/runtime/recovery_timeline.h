@@ -36,7 +36,8 @@ class RecoveryTimeline {
   // The step client graph `c` resumes from, given each graph's completed steps in the restored
   // checkpoint (`client_steps`; empty: a fresh start). Workers meeting at
   // distributed_replicated's barriers resume together from the smallest: the checkpoint may have
-  // caught some just past a step's end and others not yet.
+  // caught some just past a step's end and others not yet. All-reduce ranks resume with the
+  // chief's step (every rank meets every collective).
   static int64_t resumed_step(const Plan& plan, const std::vector<int64_t>& client_steps, size_t c);
 
  private:

@@ -86,6 +86,11 @@ std::vector<std::string> parse_strategy_list(const std::string& text, const std:
                        "an empty strategy name in \"" + text.substr(0, 200) +
                            "\"; valid: " + strategy_list_help());
     }
+    if (name == "both" || name == "all") {
+      throw InputError("", flag,
+                       "\"" + name + "\" stands alone, not in a list (\"" + text.substr(0, 200) +
+                           "\"); valid: " + strategy_list_help());
+    }
     if (!is_strategy_name(name)) {
       const std::string near = nearest_name(name, strategy_names());
       throw InputError("", flag,
@@ -94,7 +99,9 @@ std::vector<std::string> parse_strategy_list(const std::string& text, const std:
                            "; valid: " + strategy_list_help());
     }
     if (std::find(names.begin(), names.end(), name) != names.end()) {
-      throw InputError("", flag, "strategy \"" + name + "\" is given twice in \"" + text + "\"");
+      throw InputError("", flag,
+                       "strategy \"" + name + "\" is given twice in \"" + text.substr(0, 200) +
+                           "\"; valid: " + strategy_list_help());
     }
     names.push_back(name);
     if (comma == std::string::npos) break;

@@ -141,7 +141,8 @@ Plan compile_allreduce(const Scenario& given, const CompileOptions& options) {
   const TrainingSpec& t = scenario.training;
   if (unused_ps > 0) {
     plan.notes.push_back("allreduce has no parameter server: the scenario's " +
-                         std::to_string(unused_ps) + " PS task(s) are not used");
+                         std::to_string(unused_ps) +
+                         " PS task(s) (given, or the default on the client's CPU) are not started");
   }
   if (!t.placement.empty()) {
     plan.notes.push_back(
@@ -150,6 +151,11 @@ Plan compile_allreduce(const Scenario& given, const CompileOptions& options) {
   }
   if (t.sync.synchronous || t.sync.distributed_replicated) {
     plan.notes.push_back("training.sync applies to between_graph only: all-reduce is synchronous");
+  }
+  if (!t.data_steps_per_worker.empty()) {
+    plan.notes.push_back(
+        "training.data_steps_per_worker applies to between_graph only: every allreduce rank runs "
+        "every step (a rank out of data would stall every collective)");
   }
   if (t.workers.size() != t.replicas.size()) {
     plan.notes.push_back(

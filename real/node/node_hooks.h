@@ -123,8 +123,12 @@ class Node::ValueHooks final : public VariableOps::Host {
   void saw_global_step(int64_t global_step) override {
     n_.global_step_seen_ = std::max(n_.global_step_seen_, global_step);
   }
-  void update_made(int g, double at_s, int64_t global_step) override {
-    n_.steady_stop_->update(at_s, n_.recorder_->samples_per_step(g), global_step);
+  void update_made(int g, double at_s, int64_t global_step, int samples) override {
+    n_.steady_stop_->update(at_s, samples, global_step);
+  }
+  int update_samples(int g) const override {
+    if (n_.collectives_) return n_.collectives_->live_ranks() * n_.plan_.batch_per_replica;
+    return n_.recorder_->samples_per_step(g);
   }
   bool client_dead(int g) const override { return n_.graph_dead_[size_t(g)]; }
 

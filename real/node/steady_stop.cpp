@@ -143,7 +143,10 @@ void SteadyStop::maybe_set_limits() {
   }
   const bool synchronous = setup_.plan->sync == "sync";
   if (synchronous) sync_limit_ = sync_limit;
-  const bool barriers = setup_.plan->sync == core::kDistributedReplicated;
+  // Workers that meet every step (barriers, or all-reduce rings) all stop after the same step:
+  // one that stopped earlier would leave the others waiting for it.
+  const bool barriers = setup_.plan->sync == core::kDistributedReplicated ||
+                        setup_.plan->sync == core::kAllReduceSync;
   for (const auto& [g, last] : replies_) {
     if (host_.client_dead(g)) continue;
     const int64_t limit = synchronous ? sync_limit : barriers ? furthest : last;

@@ -284,8 +284,10 @@ void VariableOps::increment_global_step(int g, int op_index) {
   // Every all-reduce rank increments its own copy; the chief's (its graph's global_step_op)
   // counts the job's global steps, as the simulator records them.
   if (!replica_ || op_index == p.graph->global_step_op) {
-    host_.recorder().update(g, op_index, p.step, at_s, p.global_step_read, store_->global_step);
-    host_.update_made(g, at_s, store_->global_step);
+    const int samples = host_.update_samples(g);
+    host_.recorder().update(g, op_index, p.step, at_s, p.global_step_read, store_->global_step,
+                            samples);
+    host_.update_made(g, at_s, store_->global_step, samples);
   }
   loop_.complete(g, op_index);
 }

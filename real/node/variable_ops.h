@@ -43,7 +43,10 @@ class VariableOps : public core::SyncHost {
     virtual int64_t global_step_seen() const = 0;
     virtual void saw_global_step(int64_t global_step) = 0;
     // An update of graph g made global_step `global_step` at `at_s` (training.steps "auto").
-    virtual void update_made(int g, double at_s, int64_t global_step) = 0;
+    virtual void update_made(int g, double at_s, int64_t global_step, int samples) = 0;
+    // The samples an update of graph g applies: its samples per step, or an elastic all-reduce
+    // job's live ranks' batches.
+    virtual int update_samples(int g) const = 0;
     virtual bool client_dead(int g) const = 0;
   };
 

@@ -927,9 +927,10 @@ class NodePartsValueHost : public VariableOps::Host {
   DeviceEngine& copier() override { throw std::logic_error("no copier in this test"); }
   int64_t global_step_seen() const override { return seen; }
   void saw_global_step(int64_t g) override { seen = std::max(seen, g); }
-  void update_made(int g, double at_s, int64_t global_step) override {
+  void update_made(int g, double at_s, int64_t global_step, int) override {
     updates.push_back({double(g), at_s, double(global_step)});
   }
+  int update_samples(int g) const override { return recorder_.samples_per_step(g); }
   bool client_dead(int) const override { return false; }
 
   int64_t seen = 0;

@@ -280,6 +280,43 @@ TEST(AllReduce, ElasticGoesOnWithTheOthersAfterTheRendezvous) {
   EXPECT_EQ(ranks_of.rbegin()->second.size(), 3u);
 }
 
+// Found by a breaker: the cases below stalled or miscounted before.
+TEST(AllReduce, ARestartFromACheckpointTrainsOnToTheEnd) {
+  nlohmann::json doc = four_ranks({});
+  doc["training"]["recovery"] = {
+      {"detect_timeout", "10 ms"}, {"restart_delay", "20 ms"}, {"recovery_wait", "10 ms"}};
+  doc["training"]["checkpoint"] = {{"every", "10 ms"}, {"disk_bandwidth", "10 GBps"}};
+  const core::Trace trace = test::simulate_trace(doc, "allreduce");
+  ASSERT_FALSE(trace.outcome.restarts.empty());
+  EXPECT_GT(trace.outcome.restarts.front().checkpoint_global_step, 0);
+  EXPECT_FALSE(trace.outcome.stall.has_value());
+  EXPECT_EQ(last_update_step(trace), 40);
+}
+
+TEST(AllReduce, ElasticSurvivesTwoDeathsAtOnceAndCountsTheSurvivorsBatches) {
+  nlohmann::json doc = four_ranks({{"elastic", true}, {"rendezvous", "50 ms"}});
+  doc["faults"] = {{{"kind", "role"}, {"role", "worker1"}, {"at", "30 ms"}},
+                   {{"kind", "role"}, {"role", "worker2"}, {"at", "30 ms"}},
+                   {{"kind", "role"}, {"role", "worker0"}, {"at", "60 ms"}}};
+  const core::Trace trace = test::simulate_trace(doc, "allreduce");
+  EXPECT_FALSE(trace.outcome.stall.has_value());
+  EXPECT_EQ(last_update_step(trace), 40);
+  // After the last death worker3 alone trains, its own batch per update; before, all four's.
+  const std::vector<const core::TraceEvent*> updates = test::events_of(trace, EventKind::kUpdate);
+  ASSERT_FALSE(updates.empty());
+  EXPECT_EQ(updates.front()->samples, 4 * 32);
+  EXPECT_EQ(updates.back()->samples, 32);
+  EXPECT_EQ(trace.str(updates.back()->actor), "worker3");
+}
+
+// Hierarchical ranks end a ring a chunk apart: the window still holds every update.
+TEST(AllReduce, HierarchicalThroughputIsTheRanksBatchesPerStep) {
+  const core::RunMetrics m = test::simulate(
+      ring_doc(4, 2e6, "ideal", {{"algorithm", "hierarchical"}}, "", 2), "allreduce");
+  EXPECT_NEAR(m.throughput_samples_per_s, 8 * 32 / m.step_time_s.mean,
+              0.005 * 8 * 32 / m.step_time_s.mean);
+}
+
 TEST(AllReduce, ElasticNeedsARendezvousTime) {
   EXPECT_THROW(test::parse(four_ranks({{"elastic", true}})), core::InputError);
 }
