@@ -393,8 +393,18 @@ std::shared_ptr<const CollectiveProgram> Collectives::shared_program_for(
 }
 
 void Collectives::start(const CollectiveResponse& r) {
-  if (r.id < abandoned_below_) return;
+  if (abandoned(r.id)) return;
   next_id_ = std::max(next_id_, r.id + 1);
+  for (int rank : r.ranks) {
+    if (alive_[size_t(rank)]) continue;
+    // Formed before the coordinator knew of a death this process knows of: it would stall.
+    abandoned_ids_.insert(r.id);
+    if (coordinator_) {
+      for (int t : r.tensors) resubmit_.emplace_back(r.step, t);
+      schedule_reform();
+    }
+    return;
+  }
   Running run;
   run.response = r;
   run.program = shared_program_for(r.ranks);
@@ -537,7 +547,7 @@ void Collectives::post_step(Running& run, int rank, int channel) {
 }
 
 void Collectives::sent(const CollectiveChunk& chunk) {
-  if (chunk.id < abandoned_below_) return;
+  if (abandoned(chunk.id)) return;
   auto found = running_.find(chunk.id);
   if (found == running_.end()) return;
   auto rank = found->second.ranks.find(chunk.from);
@@ -549,7 +559,7 @@ void Collectives::sent(const CollectiveChunk& chunk) {
 }
 
 void Collectives::arrived(const CollectiveChunk& chunk) {
-  if (chunk.id < abandoned_below_) return;
+  if (abandoned(chunk.id)) return;
   auto found = running_.find(chunk.id);
   if (found == running_.end()) {
     early_[chunk.id].push_back(chunk);
@@ -617,6 +627,7 @@ void Collectives::reset() {
   pending_.clear();
   tick_scheduled_ = false;
   abandoned_below_ = next_id_;
+  abandoned_ids_.clear();
   running_.clear();
   early_.clear();
   for (auto& queue : queue_) queue.clear();
@@ -632,30 +643,51 @@ double Collectives::rank_died(int rank) {
   if (!alive_[size_t(rank)]) return std::max(resume_s, rendezvous_until_s_);
   alive_[size_t(rank)] = false;
   rendezvous_until_s_ = std::max(rendezvous_until_s_, resume_s);
-  // Every collective under way stalls: the others wait out the rendezvous, then the coordinator
-  // forms them again among the survivors (Horovod Elastic re-forms the communicator and the
-  // ranks submit their tensors again).
-  std::vector<CollectiveResponse> abandoned;
-  for (auto& [id, run] : running_) abandoned.push_back(run.response);
-  ++epoch_;
-  tick_scheduled_ = false;
-  abandoned_below_ = next_id_;
-  running_.clear();
-  early_.clear();
-  for (auto& queue : queue_) queue.clear();
-  std::fill(current_.begin(), current_.end(), -1);
+  // Every collective the dead rank is in stalls: the others wait out the rendezvous, then the
+  // coordinator forms them again among the survivors (Horovod Elastic re-forms the communicator
+  // and the ranks submit their tensors again). A collective formed without it (a process that
+  // learns of the death after the coordinator re-formed) goes on.
+  std::vector<int64_t> stalled;
+  for (const auto& [id, run] : running_) {
+    const std::vector<int>& in = run.response.ranks;
+    if (std::find(in.begin(), in.end(), rank) != in.end()) stalled.push_back(id);
+  }
+  for (int64_t id : stalled) abandon(id);
   if (!coordinator_) return rendezvous_until_s_;
-  // What waited for the dead rank's submission may now be complete; what was formed is formed
-  // again among the survivors, in the same order. A death during another's rendezvous adds to
-  // what the (later) end of the rendezvous forms again.
+  // What waited for the dead rank's submission may now be complete: it forms after the
+  // rendezvous too, as the stalled ones (abandon) do. A death during another's rendezvous adds
+  // to what the (later) end of the rendezvous forms again.
   for (const auto& key : pending_) resubmit_.push_back(key);
   pending_.clear();
-  for (const CollectiveResponse& r : abandoned) {
+  schedule_reform();
+  return rendezvous_until_s_;
+}
+
+void Collectives::abandon(int64_t id) {
+  auto found = running_.find(id);
+  if (found == running_.end()) return;
+  const CollectiveResponse r = found->second.response;
+  std::vector<int> local;
+  for (const auto& [rank, state] : found->second.ranks) local.push_back(rank);
+  running_.erase(found);
+  abandoned_ids_.insert(id);
+  early_.erase(id);
+  if (coordinator_) {
     for (int t : r.tensors) resubmit_.emplace_back(r.step, t);
+    schedule_reform();
   }
+  // Its ranks go on to their next collective (one formed without the dead rank).
+  for (int rank : local) {
+    if (current_[size_t(rank)] == id) begin_next(rank);
+  }
+}
+
+void Collectives::schedule_reform() {
   const uint64_t epoch = epoch_;
   host_.at(rendezvous_until_s_, [this, epoch] {
-    if (epoch != epoch_) return;
+    // A later death moved the rendezvous's end: its own timer forms them.
+    if (epoch != epoch_ || host_.now_s() < rendezvous_until_s_) return;
+    if (resubmit_.empty()) return;
     const std::vector<std::pair<int64_t, int>> resubmit = std::move(resubmit_);
     resubmit_.clear();
     for (const auto& key : resubmit) {
@@ -667,7 +699,6 @@ double Collectives::rank_died(int rank) {
     for (const auto& [key, by] : submitted_) waiting.push_back(key);
     for (const auto& key : waiting) check_complete(key);
   });
-  return rendezvous_until_s_;
 }
 
 int Collectives::live_ranks() const {

@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -206,6 +207,11 @@ class Collectives {
   };
 
   void schedule_tick();
+  // Drops collective `id` (a rank in it died): its local ranks go on to their next one, and the
+  // coordinator forms its tensors again after the rendezvous (schedule_reform).
+  void abandon(int64_t id);
+  void schedule_reform();
+  bool abandoned(int64_t id) const { return id < abandoned_below_ || abandoned_ids_.count(id) > 0; }
   void tick();
   void submit(int rank, int64_t step, int tensor);
   void check_complete(const std::pair<int64_t, int>& key);
@@ -245,20 +251,21 @@ class Collectives {
   bool tick_scheduled_ = false;
   int64_t next_id_ = 0;
   // Collectives announced and not done here; per rank its queue of ids and the one in progress;
-  // chunks that arrived before their collective was announced here; ids below abandoned_below_
-  // were dropped by a death (their late transfers are ignored).
+  // chunks that arrived before their collective was announced here; abandoned ones (abandoned())
+  // ignore their late transfers.
   std::map<int64_t, Running> running_;
   std::vector<std::deque<int64_t>> queue_;
   std::vector<int64_t> current_;
   std::vector<double> rank_free_s_;  // per rank: when its last collective ended here
   std::map<int64_t, std::vector<CollectiveChunk>> early_;
-  int64_t abandoned_below_ = 0;
+  int64_t abandoned_below_ = 0;      // reset() dropped every id below
+  std::set<int64_t> abandoned_ids_;  // a death dropped these
   int64_t carried_whole_ = 0;
   double rendezvous_until_s_ = 0;
   std::vector<std::pair<int64_t, int>>
       resubmit_;  // formed again when the rendezvous ends  // Elastic: no collective forms before
                   // the survivors re-form
-  uint64_t epoch_ = 0;  // reset() and deaths invalidate the timers of the earlier epoch
+  uint64_t epoch_ = 0;  // reset() invalidates the timers of the earlier epoch
 };
 
 }  // namespace replisim::core
