@@ -252,6 +252,7 @@ Collectives::Collectives(const Plan& plan, CollectiveHost& host, TraceRecorder* 
   queue_.resize(ranks);
   current_.assign(ranks, -1);
   rank_free_s_.assign(ranks, 0.0);
+  reduced_.assign(ranks, {-1, {}});
   program_ = std::make_shared<const CollectiveProgram>(
       collective_program(spec.algorithm, machine_of_rank_, spec.streams_per_peer));
   const bool one_machine = std::all_of(machine_of_rank_.begin(), machine_of_rank_.end(),
@@ -615,9 +616,22 @@ void Collectives::rank_done(int64_t id, int rank) {
   record_phase(run, rank, state, now);
   state.done = true;
   rank_free_s_[size_t(rank)] = now;
-  const CollectiveResponse response = run.response;
+  CollectiveResponse response = run.response;
   if (--run.local_left == 0) running_.erase(found);
-  host_.reduced(rank, response);
+  // A tensor this rank already has reduced in this step (it finished a collective that a death
+  // then made the others form again) is not reduced twice.
+  auto& [step, done] = reduced_[size_t(rank)];
+  if (step != response.step) {
+    step = response.step;
+    done.assign(tensor_bytes_.size(), false);
+  }
+  std::vector<int> fresh;
+  for (int t : response.tensors) {
+    if (!done[size_t(t)]) fresh.push_back(t);
+    done[size_t(t)] = true;
+  }
+  response.tensors = std::move(fresh);
+  if (!response.tensors.empty()) host_.reduced(rank, response);
   if (current_[size_t(rank)] == id) begin_next(rank);
 }
 
@@ -628,6 +642,7 @@ void Collectives::reset() {
   tick_scheduled_ = false;
   abandoned_below_ = next_id_;
   abandoned_ids_.clear();
+  for (auto& r : reduced_) r = {-1, {}};
   running_.clear();
   early_.clear();
   for (auto& queue : queue_) queue.clear();

@@ -257,6 +257,8 @@ class Collectives {
   std::vector<std::deque<int64_t>> queue_;
   std::vector<int64_t> current_;
   std::vector<double> rank_free_s_;  // per rank: when its last collective ended here
+  // Per rank: the step of its last reduction here and the tensors reduced in that step.
+  std::vector<std::pair<int64_t, std::vector<bool>>> reduced_;
   std::map<int64_t, std::vector<CollectiveChunk>> early_;
   int64_t abandoned_below_ = 0;      // reset() dropped every id below
   std::set<int64_t> abandoned_ids_;  // a death dropped these
