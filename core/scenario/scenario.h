@@ -185,7 +185,8 @@ struct AllReduceSpec {
   std::string transport = "nccl_socket";
   double step_latency_s = -1;  // -1: the transport's
   bool elastic = false;
-  double rendezvous_s = -1;  // elastic: required (no default; docs/allreduce.md says how to measure)
+  double rendezvous_s =
+      -1;  // elastic: required (no default; docs/allreduce.md says how to measure)
 };
 
 struct TrainingSpec {
@@ -203,7 +204,7 @@ struct TrainingSpec {
   // partitioned placement: variables above this size are cut into one partition per PS.
   // Default 256 KiB, the min_slice_size default of TF's min_max_variable_partitioner.
   double partition_min_bytes = 256 * 1024;
-  SyncSpec sync;  // between_graph only
+  SyncSpec sync;            // between_graph only
   AllReduceSpec allreduce;  // allreduce only
   Costs costs;
   Jitter jitter;
