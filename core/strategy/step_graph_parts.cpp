@@ -1,6 +1,7 @@
 #include "core/strategy/step_graph_parts.h"
 
 #include "core/base/error.h"
+#include "core/strategy/strategy.h"
 
 namespace replisim::core::strategy_detail {
 namespace {
@@ -126,6 +127,17 @@ ModelLayout layout_model(const Scenario& scenario, const Plan& plan,
 GroupPlacement on_one_device(const ModelLayout& layout, int device, int role) {
   return {std::vector<int>(layout.groups.size(), device),
           std::vector<int>(layout.groups.size(), role)};
+}
+
+int add_input_op(StepGraphBuilder& builder, const Scenario& scenario, const Plan& plan, int cpu,
+                 int role, int samples) {
+  Op input;
+  input.name = "input";
+  input.kind = OpKind::kInput;
+  input.device = cpu;
+  input.role = role;
+  input.compute_flop = input_flop(scenario, plan.platform, cpu, samples);
+  return builder.add(std::move(input), {});
 }
 
 std::vector<std::vector<int>> add_reads(StepGraphBuilder& builder, const Plan& plan,

@@ -36,6 +36,11 @@ struct GroupPlacement {
 };
 GroupPlacement on_one_device(const ModelLayout& layout, int device, int role);
 
+// The input pipeline's op for `samples` on CPU device `cpu`, owned by `role` (input_flop's
+// cost): a step graph's first op. Returns its index.
+int add_input_op(StepGraphBuilder& builder, const Scenario& scenario, const Plan& plan, int cpu,
+                 int role, int samples);
+
 // One read op per slice on its PS device: reads[g][s].
 std::vector<std::vector<int>> add_reads(StepGraphBuilder& builder, const Plan& plan,
                                         const ModelLayout& layout);

@@ -40,13 +40,7 @@ ClientGraph rank_graph(const Scenario& scenario, Plan& plan, const ModelLayout& 
   const int samples = t.batch_per_replica;
   const int cpu = plan.platform.cpu_of_machine(plan.platform.devices[size_t(device)].machine);
   StepGraphBuilder builder(plan);
-  Op input;
-  input.name = "input";
-  input.kind = OpKind::kInput;
-  input.device = cpu;
-  input.role = role;
-  input.compute_flop = input_flop(scenario, plan.platform, cpu, samples);
-  const int input_op = builder.add(std::move(input), {});
+  const int input_op = add_input_op(builder, scenario, plan, cpu, role, samples);
   const GroupPlacement where = on_one_device(layout, device, role);
   const std::vector<std::vector<int>> no_reads(layout.groups.size());
   const std::vector<int> forward =

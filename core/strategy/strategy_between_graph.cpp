@@ -37,13 +37,7 @@ ClientGraph worker_graph(const Scenario& scenario, Plan& plan, const ModelLayout
   const int device = devices.front();
   const int cpu = plan.platform.cpu_of_machine(plan.platform.devices[size_t(device)].machine);
   StepGraphBuilder builder(plan);
-  Op input;
-  input.name = "input";
-  input.kind = OpKind::kInput;
-  input.device = cpu;
-  input.role = role;
-  input.compute_flop = input_flop(scenario, plan.platform, cpu, samples);
-  int batch_op = builder.add(std::move(input), {});
+  int batch_op = add_input_op(builder, scenario, plan, cpu, role, samples);
   const int input_op = batch_op;
   if (devices.size() > 1) {
     Op split;
