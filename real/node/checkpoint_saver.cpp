@@ -148,8 +148,11 @@ void CheckpointSaver::shard_saved(const nlohmann::json& saved) {
   if (!file.empty()) shard_files_.push_back(file);
   shard_bytes_ += saved.at("bytes").get<double>();
   const int64_t global_step = saved.at("global_step").get<int64_t>();
-  if (global_step >= 0) saved_global_step_ = global_step;
-  if (saved.contains("client_steps") && !saved.at("client_steps").empty()) {
+  // An all-reduce job's index carries rank 0's step and counts (every rank restores rank 0's
+  // copy, restorer.cpp); each rank holds a global_step of its own and may be a step apart.
+  const bool counts = setup_.rank < 0 || file == saving_ + ".rank0";
+  if (global_step >= 0 && counts) saved_global_step_ = global_step;
+  if (counts && saved.contains("client_steps") && !saved.at("client_steps").empty()) {
     saved_client_steps_ = saved.at("client_steps").get<std::vector<int64_t>>();
   }
   if (--pending_saves_ > 0) return;

@@ -218,9 +218,13 @@ void Restorer::on_restore(uint32_t peer, const FrameHeader& h, const uint8_t* pa
   if (name.empty() || name.size() > 200 || name.find('/') != std::string::npos || name[0] == '.') {
     throw FrameError("restore of \"" + name.substr(0, 200) + "\"");
   }
-  const std::string path = setup_.checkpoint_dir + "/" + name +
-                           (setup_.rank >= 0 ? ".rank" + std::to_string(setup_.rank)
-                                             : ".ps" + std::to_string(setup_.ps_shard));
+  // An all-reduce rank loads rank 0's copy, whichever rank it is: Horovod restores on rank 0 and
+  // broadcasts its variables to every rank (BroadcastGlobalVariablesHook(0), Horovod's
+  // "Usage" docs), so the ranks resume bitwise equal even where their own copies were saved a
+  // step apart.
+  const std::string path =
+      setup_.checkpoint_dir + "/" + name +
+      (setup_.rank >= 0 ? std::string(".rank0") : ".ps" + std::to_string(setup_.ps_shard));
   if (payload == nullptr) steps = step_counts(request.at("client_steps"));
   struct Read {
     int64_t global_step = 0;

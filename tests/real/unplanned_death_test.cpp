@@ -215,8 +215,9 @@ TEST(UnplannedDeath, AKilledParameterServerWithRecoveryRestartsTheJob) {
 }
 
 // An all-reduce rank killed with training.recovery (Horovod before Elastic: the job restarts from
-// the last checkpoint): every rank restores its own copy, every client trains to its last step,
-// and the ranks end with bitwise the same variables.
+// the last checkpoint): every rank restores rank 0's copy (Horovod's broadcast from rank 0),
+// every client trains to its last step, and the ranks end with bitwise the same variables and
+// global_step.
 TEST(UnplannedDeath, AKilledAllReduceRankWithRecoveryRestartsFromEveryRanksCopy) {
   nlohmann::json doc = scenario(
       3, {{"steps", 150},
