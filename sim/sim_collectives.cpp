@@ -181,9 +181,9 @@ int SimCollectives::counting_client() const {
   return collectives_->client_of_rank(0);
 }
 
-void SimCollectives::client_died(int c) {
-  if (!plan_.collective.elastic) return;  // the job fails (a kJob fault): restart resets it
-  collectives_->rank_died(collectives_->rank_of_client(c));
+double SimCollectives::client_died(int c) {
+  if (!plan_.collective.elastic) return -1;  // the job fails (a kJob fault): restart resets it
+  return collectives_->rank_died(collectives_->rank_of_client(c));
 }
 
 }  // namespace replisim::sim::detail

@@ -42,9 +42,10 @@ class SimCollectives : public core::CollectiveHost {
   // A chunk the network delivered (PendingSend::chunk >= 0).
   void delivered(const PendingSend& send, double start_s, int64_t message_id,
                  const std::string& bound);
-  // A job restart; an elastic job's client died.
+  // A job restart; an elastic job's client died: returns when the survivors resume (the
+  // rendezvous's end; core::Collectives::rank_died), -1 when the job is not elastic (it fails).
   void reset() { collectives_->reset(); }
-  void client_died(int c);
+  double client_died(int c);
   std::string waiting_for() const { return collectives_->waiting_for(); }
   int64_t formed() const { return collectives_->formed(); }
   int64_t carried_whole() const { return collectives_->carried_whole(); }

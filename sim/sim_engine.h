@@ -115,6 +115,9 @@ class SimRun : public core::SyncHost, public core::StepHost, public NetworkHost 
   void fail_job(int fault);
   void detect_job_failure();
   void restart_job();
+  // Elastic all-reduce: a rank died, and the survivors go back to the lowest live rank's last
+  // commit (its steps done), training again from there at resume_s (the rendezvous's end).
+  void roll_back_survivors(double resume_s);
   void note_lost_before_back(int c);
   std::vector<int> client_steps() const;
 

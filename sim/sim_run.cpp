@@ -214,8 +214,12 @@ void SimRun::serve(const Timer& timer) {
     case TimerKind::kStart:
     case TimerKind::kStep:
     case TimerKind::kFinish:
+    case TimerKind::kRollback:
       if (clients_[size_t(timer.index)].incarnation != timer.incarnation) return;
-      if (timer.kind == TimerKind::kStart) {
+      if (timer.kind == TimerKind::kRollback) {
+        clients_[size_t(timer.index)].awaiting_restart = false;
+        loop_.resume_steps(timer.index);
+      } else if (timer.kind == TimerKind::kStart) {
         if (!clients_[size_t(timer.index)].dead)
           clients_[size_t(timer.index)].awaiting_restart = false;
         loop_.start_client(timer.index);

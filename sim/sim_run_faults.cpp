@@ -62,12 +62,39 @@ void SimRun::kill_client(int c) {
   if (s.dead) return;
   s.dead = true;
   if (size_t(c) < plan_.clients.size()) steady_.client_died(c);
-  if (collectives_) collectives_->client_died(c);
+  const double resume_s = collectives_ ? collectives_->client_died(c) : -1;
   if (!loop_.client(c).finished) {
     loop_.client(c).finished = true;
     ++finished_clients_;
   }
+  if (resume_s >= 0) roll_back_survivors(resume_s);
   driver_wake_->notify_all();
+}
+
+// Horovod Elastic: every survivor's step in progress failed (its work is lost: the new
+// incarnation drops what is still under way), each restores its last commit, and at the
+// rendezvous's end state.sync() gives every survivor rank 0's (here the lowest live rank's): its
+// steps done, its global_step. A survivor that was a step ahead trains that step again; one a
+// step behind takes the root's and skips it. A second death during the rendezvous moves the
+// resumption (the earlier timers belong to an older incarnation).
+void SimRun::roll_back_survivors(double resume_s) {
+  const int root = collectives_->counting_client();
+  if (clients_[size_t(root)].dead) return;  // no survivor
+  const int step = loop_.client(root).step;
+  if (global_step_ != step) {
+    global_step_ = step;
+    recorder_.global_step(sg4::Engine::get_clock(), global_step_);
+  }
+  for (size_t c = 0; c < clients_.size(); ++c) {
+    ClientState& s = clients_[c];
+    if (s.dead) continue;
+    ++s.incarnation;
+    if (loop_.client(int(c)).finished) --finished_clients_;
+    loop_.resume(int(c), step, global_step_);
+    s.awaiting_restart = true;
+    s.restart_start_s = resume_s;
+    timers_.push({resume_s, -1 - int(c), TimerKind::kRollback, int(c), s.incarnation});
+  }
 }
 
 void SimRun::fail_job(int fault) {

@@ -72,6 +72,7 @@ enum class TimerKind {
   kRestart,   // the launcher restarts every task
   kResumed,   // the chief finished restoring after a restart: training goes on
   kDeferred,  // work the all-reduce asked for (index: its key in SimRun::deferred_)
+  kRollback,  // an elastic all-reduce survivor trains again after the rendezvous (same session)
 };
 struct Timer {
   double at_s;

@@ -167,6 +167,17 @@ void ClientLoop::resume(int c, int step, int64_t next_local_step) {
   s.finished = false;
 }
 
+void ClientLoop::resume_steps(int c) {
+  if (host_.client_gone(c)) return;
+  if (!more_steps(c)) {
+    mark_finished(c);
+    return;
+  }
+  if (host_.hold_step(c)) return;
+  maybe_produce(c);
+  start_step(c);
+}
+
 void StepHost::collective(int /*c*/, int op) {
   throw InternalError("an all-reduce op (#" + std::to_string(op) +
                       ") reached a backend that runs no collective");

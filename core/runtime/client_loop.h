@@ -139,6 +139,10 @@ class ClientLoop {
   // After a job restart: the client goes on from step `step` (its input pipeline from there),
   // a synchronous worker with the token `next_local_step`.
   void resume(int c, int step, int64_t next_local_step);
+  // After an elastic all-reduce rollback (resume first): the client trains again from its step
+  // in the same session (no session checkpoint, unlike start_client), or finishes when none is
+  // left.
+  void resume_steps(int c);
 
   // Runs a ready op by its kind through the host.
   void dispatch(int c, int op);

@@ -398,12 +398,9 @@ void Collectives::start(const CollectiveResponse& r) {
   next_id_ = std::max(next_id_, r.id + 1);
   for (int rank : r.ranks) {
     if (alive_[size_t(rank)]) continue;
-    // Formed before the coordinator knew of a death this process knows of: it would stall.
+    // Formed before the coordinator knew of a death this process knows of: it would stall, and
+    // the survivors' rollback forms its tensors again.
     abandoned_ids_.insert(r.id);
-    if (coordinator_) {
-      for (int t : r.tensors) resubmit_.emplace_back(r.step, t);
-      schedule_reform();
-    }
     return;
   }
   Running run;
@@ -636,84 +633,35 @@ void Collectives::rank_done(int64_t id, int rank) {
 }
 
 void Collectives::reset() {
+  roll_back(next_id_);
+  std::fill(alive_.begin(), alive_.end(), true);
+  rendezvous_until_s_ = 0;
+}
+
+void Collectives::roll_back(int64_t first_id) {
   ++epoch_;
   submitted_.clear();
   pending_.clear();
   tick_scheduled_ = false;
-  abandoned_below_ = next_id_;
+  abandoned_below_ = std::max(abandoned_below_, first_id);
+  next_id_ = std::max(next_id_, first_id);
   abandoned_ids_.clear();
   for (auto& r : reduced_) r = {-1, {}};
   running_.clear();
-  early_.clear();
+  // Chunks of collectives formed after the rollback may have come first (a real run's other
+  // processes): they stay.
+  early_.erase(early_.begin(), early_.lower_bound(abandoned_below_));
   for (auto& queue : queue_) queue.clear();
   std::fill(current_.begin(), current_.end(), -1);
-  std::fill(alive_.begin(), alive_.end(), true);
-  rendezvous_until_s_ = 0;
-  resubmit_.clear();
 }
 
 double Collectives::rank_died(int rank) {
-  const double now = host_.now_s();
-  const double resume_s = now + plan_.collective.rendezvous_s;
-  if (!alive_[size_t(rank)]) return std::max(resume_s, rendezvous_until_s_);
+  if (!alive_[size_t(rank)]) return rendezvous_until_s_;
   alive_[size_t(rank)] = false;
-  rendezvous_until_s_ = std::max(rendezvous_until_s_, resume_s);
-  // Every collective the dead rank is in stalls: the others wait out the rendezvous, then the
-  // coordinator forms them again among the survivors (Horovod Elastic re-forms the communicator
-  // and the ranks submit their tensors again). A collective formed without it (a process that
-  // learns of the death after the coordinator re-formed) goes on.
-  std::vector<int64_t> stalled;
-  for (const auto& [id, run] : running_) {
-    const std::vector<int>& in = run.response.ranks;
-    if (std::find(in.begin(), in.end(), rank) != in.end()) stalled.push_back(id);
-  }
-  for (int64_t id : stalled) abandon(id);
-  if (!coordinator_) return rendezvous_until_s_;
-  // What waited for the dead rank's submission may now be complete: it forms after the
-  // rendezvous too, as the stalled ones (abandon) do. A death during another's rendezvous adds
-  // to what the (later) end of the rendezvous forms again.
-  for (const auto& key : pending_) resubmit_.push_back(key);
-  pending_.clear();
-  schedule_reform();
+  rendezvous_until_s_ =
+      std::max(rendezvous_until_s_, host_.now_s() + plan_.collective.rendezvous_s);
+  roll_back(next_id_);
   return rendezvous_until_s_;
-}
-
-void Collectives::abandon(int64_t id) {
-  auto found = running_.find(id);
-  if (found == running_.end()) return;
-  const CollectiveResponse r = found->second.response;
-  std::vector<int> local;
-  for (const auto& [rank, state] : found->second.ranks) local.push_back(rank);
-  running_.erase(found);
-  abandoned_ids_.insert(id);
-  early_.erase(id);
-  if (coordinator_) {
-    for (int t : r.tensors) resubmit_.emplace_back(r.step, t);
-    schedule_reform();
-  }
-  // Its ranks go on to their next collective (one formed without the dead rank).
-  for (int rank : local) {
-    if (current_[size_t(rank)] == id) begin_next(rank);
-  }
-}
-
-void Collectives::schedule_reform() {
-  const uint64_t epoch = epoch_;
-  host_.at(rendezvous_until_s_, [this, epoch] {
-    // A later death moved the rendezvous's end: its own timer forms them.
-    if (epoch != epoch_ || host_.now_s() < rendezvous_until_s_) return;
-    if (resubmit_.empty()) return;
-    const std::vector<std::pair<int64_t, int>> resubmit = std::move(resubmit_);
-    resubmit_.clear();
-    for (const auto& key : resubmit) {
-      std::vector<bool>& by = submitted_[key];
-      by.assign(alive_.size(), true);
-      check_complete(key);
-    }
-    std::vector<std::pair<int64_t, int>> waiting;
-    for (const auto& [key, by] : submitted_) waiting.push_back(key);
-    for (const auto& key : waiting) check_complete(key);
-  });
 }
 
 int Collectives::live_ranks() const {

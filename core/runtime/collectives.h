@@ -172,10 +172,21 @@ class Collectives {
   void whole_done(int64_t id);
   // A job restart: every collective in progress is forgotten, the ranks start afresh.
   void reset();
-  // Elastic: rank `rank` died; the collectives it was in stall until the others have re-formed
-  // the ring (CollectiveSpec::rendezvous_s), then the survivors' ranks go on without it. Returns
-  // the time they go on.
+  // Elastic (Horovod Elastic, whose state is committed after every step: its
+  // CommitStateCallback's batches_per_commit defaults to 1): rank `rank` died. Every surviving
+  // rank's step in progress fails with it (Horovod raises HorovodInternalError in the rank's
+  // next collective), so everything under way here is dropped (roll_back) and nothing forms
+  // before the rendezvous ends, CollectiveSpec::rendezvous_s from now (or a later death's). The
+  // host then rolls every survivor back to the lowest live rank's last commit (Horovod's
+  // state.sync() broadcasts rank 0's) and resumes them. Returns the rendezvous's end; a rank
+  // known dead changes nothing.
   double rank_died(int rank);
+  // A rollback here (a death, or a real run's survivor told of one by the coordinator): every
+  // collective under way and every submission is forgotten, and ids below `first_id` are
+  // ignored from now on (their late chunks and announcements); the dead stay dead.
+  void roll_back(int64_t first_id);
+  // The id the next collective formed here gets (a rollback's first_id).
+  int64_t next_id() const { return next_id_; }
   bool rank_alive(int rank) const { return alive_[size_t(rank)]; }
   int live_ranks() const;
   // Why training stalls (the report's stall line): the collective waiting, the ranks it waits
@@ -207,10 +218,6 @@ class Collectives {
   };
 
   void schedule_tick();
-  // Drops collective `id` (a rank in it died): its local ranks go on to their next one, and the
-  // coordinator forms its tensors again after the rendezvous (schedule_reform).
-  void abandon(int64_t id);
-  void schedule_reform();
   bool abandoned(int64_t id) const { return id < abandoned_below_ || abandoned_ids_.count(id) > 0; }
   void tick();
   void submit(int rank, int64_t step, int tensor);
@@ -260,14 +267,11 @@ class Collectives {
   // Per rank: the step of its last reduction here and the tensors reduced in that step.
   std::vector<std::pair<int64_t, std::vector<bool>>> reduced_;
   std::map<int64_t, std::vector<CollectiveChunk>> early_;
-  int64_t abandoned_below_ = 0;      // reset() dropped every id below
-  std::set<int64_t> abandoned_ids_;  // a death dropped these
+  int64_t abandoned_below_ = 0;      // a rollback dropped every id below
+  std::set<int64_t> abandoned_ids_;  // formed with a rank known dead here
   int64_t carried_whole_ = 0;
-  double rendezvous_until_s_ = 0;
-  std::vector<std::pair<int64_t, int>>
-      resubmit_;  // formed again when the rendezvous ends  // Elastic: no collective forms before
-                  // the survivors re-form
-  uint64_t epoch_ = 0;  // reset() invalidates the timers of the earlier epoch
+  double rendezvous_until_s_ = 0;  // elastic: no collective forms before
+  uint64_t epoch_ = 0;             // a rollback invalidates the timers of the earlier epoch
 };
 
 }  // namespace replisim::core

@@ -57,6 +57,10 @@ std::string name(FrameType type) {
       return "collective response";
     case uint16_t(kCollectiveChunk):
       return "collective chunk";
+    case uint16_t(kElasticSync):
+      return "elastic sync";
+    case uint16_t(kElasticSynced):
+      return "elastic synced";
     default:
       return "channel " + std::to_string(uint16_t(type));
   }

@@ -40,6 +40,12 @@ inline constexpr FrameType kStopLimit = FrameType(31);  // the coordinator's lim
 inline constexpr FrameType kCollectiveReady = FrameType(32);
 inline constexpr FrameType kCollectiveResponse = FrameType(33);
 inline constexpr FrameType kCollectiveChunk = FrameType(34);
+// Elastic all-reduce: after a rank's death and the rendezvous, rank 0's task gives every
+// survivor's task its last commit (Horovod Elastic's state.sync(); chunked; step = the sync's
+// round; payload: an 8-byte JSON length, the JSON, then the state's float32 values), and each
+// answers once it took it (from then on its readiness frames are of the new attempt).
+inline constexpr FrameType kElasticSync = FrameType(35);
+inline constexpr FrameType kElasticSynced = FrameType(36);
 
 // A frame type's name as a node's errors say it: a channel's ("stop reply"), or the transport
 // frame's ("tensor"); "channel N" for a number no part owns.

@@ -5,6 +5,8 @@
 #include <iterator>
 #include <stdexcept>
 
+#include <nlohmann/json.hpp>
+
 #include "core/base/error.h"
 #include "real/node/payload.h"
 #include "real/transport/frame.h"
@@ -83,6 +85,17 @@ void CollectiveOps::own_frames(FrameRouter& router) {
         if (!host_.stopping()) on_chunk(peer, h, payload);
       },
       /*chunked=*/true);
+  router.own(
+      channel::kElasticSync,
+      [this](uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
+        if (!host_.stopping()) on_sync(peer, h, payload);
+      },
+      /*chunked=*/true);
+  router.own(channel::kElasticSynced, [this](uint32_t peer, const FrameHeader& h, const uint8_t*) {
+    if (host_.stopping()) return;
+    channel::require(h, setup_.self == coordinator_task_, "to a task that is not rank 0's");
+    unsynced_.erase(peer);
+  });
 }
 
 void CollectiveOps::open(core::TraceRecorder& recorder) {
@@ -96,29 +109,251 @@ void CollectiveOps::open(core::TraceRecorder& recorder) {
 
 void CollectiveOps::ready(int g, int op) {
   if (!collectives_) throw std::logic_error("an all-reduce op on a task without collectives");
+  // Rank 0's first commit (elastic): its state as its first step began, taken at the step's first
+  // all-reduce (no apply of the step can come before it). The others follow each step's end.
+  if (!commit_.taken) step_done(g, parts_[size_t(g)].step);
   collectives_->ready(g, op, parts_[size_t(g)].step);
+}
+
+void CollectiveOps::step_done(int g, int64_t steps_done) {
+  if (!plan_.collective.elastic || g != plan_.collective.ranks.front() ||
+      host_.store() == nullptr) {
+    return;
+  }
+  ParameterStore& store = *host_.store();
+  commit_ = {true, steps_done, store.global_step,
+             store.snapshot(host_.plan_hash(), store.global_step)};
 }
 
 void CollectiveOps::task_died(uint32_t task) {
   if (!collectives_) return;
   bool died = false;
+  double resume_s = 0;
   for (size_t r = 0; r < task_of_rank_.size(); ++r) {
     if (task_of_rank_[r] == task && collectives_->rank_alive(int(r))) {
-      collectives_->rank_died(int(r));
+      resume_s = std::max(resume_s, collectives_->rank_died(int(r)));
       died = true;
     }
   }
-  if (!died) return;
-  // Every collective under way was abandoned (the coordinator forms them again among the
-  // survivors, under new ids): their buffers and chunks go; late chunks of them are ignored.
-  abandoned_below_ = max_id_seen_ + 1;
-  buffers_.clear();
-  received_.clear();
-  responses_.clear();
-  local_left_.clear();
+  if (!died) return;  // known dead already (a sync named it)
   for (auto it = incoming_.begin(); it != incoming_.end();) {  // the dead task's, half received
     it = std::get<0>(it->first) == task ? incoming_.erase(it) : std::next(it);
   }
+  roll_back_local();
+  if (coordinator_task_ != setup_.self) {
+    // Until rank 0's task sends the commit, what the coordinator formed before it knew of the
+    // death is stale: its responses are dropped here (chunks wait: they may be of the new
+    // attempt, sent by a survivor synced first).
+    awaiting_sync_ = true;
+    return;
+  }
+  // Nothing formed here from now until the sync is of the failed attempt.
+  forget_below(collectives_->next_id());
+  unsynced_.clear();
+  for (size_t r = 0; r < task_of_rank_.size(); ++r) {
+    if (collectives_->rank_alive(int(r)) && task_of_rank_[r] != setup_.self) {
+      unsynced_.insert(task_of_rank_[r]);
+    }
+  }
+  const uint64_t round = ++sync_round_;
+  at(resume_s, [this, round] {
+    if (round == sync_round_) send_sync();
+  });
+}
+
+// Every local rank's step in progress fails (Horovod raises HorovodInternalError in it); work
+// posted for it is dropped.
+void CollectiveOps::roll_back_local() {
+  ++epoch_;
+  for (size_t r = 0; r < task_of_rank_.size(); ++r) {
+    if (task_of_rank_[r] == setup_.self && collectives_->rank_alive(int(r))) {
+      host_.roll_back_client(plan_.collective.ranks[r]);
+    }
+  }
+}
+
+// Collectives below `first_id` are of a failed attempt: their buffers, chunks and late frames go.
+void CollectiveOps::forget_below(int64_t first_id) {
+  collectives_->roll_back(first_id);
+  abandoned_below_ = std::max(abandoned_below_, first_id);
+  next_id_ = std::max(next_id_, first_id);
+  for (auto it = buffers_.begin(); it != buffers_.end();) {
+    it = it->first.first < first_id ? buffers_.erase(it) : std::next(it);
+  }
+  for (auto it = received_.begin(); it != received_.end();) {
+    it = std::get<0>(it->first) < first_id ? received_.erase(it) : std::next(it);
+  }
+  for (auto it = responses_.begin(); it != responses_.end();) {
+    it = it->first < first_id ? responses_.erase(it) : std::next(it);
+  }
+  for (auto it = local_left_.begin(); it != local_left_.end();) {
+    it = it->first < first_id ? local_left_.erase(it) : std::next(it);
+  }
+}
+
+// Rank 0's task at the rendezvous's end: it restores its commit (the state when its step in
+// progress began) and sends it to every survivor's task (Horovod's state.sync(), a broadcast from
+// rank 0), then trains again from the commit's step.
+void CollectiveOps::send_sync() {
+  const int root = plan_.collective.ranks.front();
+  ParameterStore* store = host_.store();
+  if (!commit_.taken && store != nullptr) {  // died before rank 0's first all-reduce: as it is
+    commit_ = {true, loop_.client(root).step, store->global_step,
+               store->snapshot(host_.plan_hash(), store->global_step)};
+  }
+  const int64_t first_id = collectives_->next_id();
+  forget_below(first_id);
+  if (store != nullptr) {
+    store->restore(commit_.state);
+    store->global_step = commit_.global_step;
+  }
+  nlohmann::json head = {{"first_id", first_id},
+                         {"steps", commit_.steps},
+                         {"global_step", commit_.global_step},
+                         {"dead", nlohmann::json::array()},
+                         {"tensors", nlohmann::json::array()}};
+  for (size_t r = 0; r < task_of_rank_.size(); ++r) {
+    if (!collectives_->rank_alive(int(r))) head["dead"].push_back(r);
+  }
+  size_t floats = 0;
+  for (const CheckpointTensor& t : commit_.state.tensors) {
+    head["tensors"].push_back({{"name", t.name},
+                               {"variable", t.variable},
+                               {"slot", t.slot},
+                               {"applies", t.applies},
+                               {"floats", t.values.size()}});
+    floats += t.values.size();
+  }
+  const std::string text = head.dump();
+  auto message = std::make_shared<Bytes>(8 + text.size() + 4 * floats);
+  const std::string length = pack_i64({int64_t(text.size())});
+  std::memcpy(message->data(), length.data(), 8);
+  std::memcpy(message->data() + 8, text.data(), text.size());
+  size_t at = 8 + text.size();
+  for (const CheckpointTensor& t : commit_.state.tensors) {
+    if (t.values.empty()) continue;
+    std::memcpy(message->data() + at, t.values.data(), 4 * t.values.size());
+    at += 4 * t.values.size();
+  }
+  const size_t bytes = message->size();
+  const size_t frames = (bytes + kDefaultChunkBytes - 1) / kDefaultChunkBytes;
+  for (uint32_t task : unsynced_) {
+    const int slot = host_.next_slot(task);
+    for (size_t i = 0; i < frames; ++i) {
+      FrameHeader h;
+      h.type = channel::kElasticSync;
+      h.step = int64_t(sync_round_);
+      h.chunk = uint32_t(i);
+      h.chunks = uint32_t(frames);
+      h.time_s = host_.now_s();
+      const size_t offset = i * kDefaultChunkBytes;
+      host_.send_chunk(task, h, message->data() + offset,
+                       std::min<size_t>(kDefaultChunkBytes, bytes - offset), message, {}, slot);
+    }
+  }
+  for (size_t r = 0; r < task_of_rank_.size(); ++r) {
+    if (task_of_rank_[r] == setup_.self && collectives_->rank_alive(int(r))) {
+      host_.resume_client(plan_.collective.ranks[r], int(commit_.steps), commit_.global_step);
+    }
+  }
+}
+
+void CollectiveOps::on_sync(uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
+  channel::require(h, peer == coordinator_task_ && setup_.self != coordinator_task_,
+                   "not from rank 0's task");
+  const auto key = std::make_pair(peer, h.step);
+  std::shared_ptr<Bytes>& in = sync_in_[key];
+  if (h.chunk == 0) {
+    in = std::make_shared<Bytes>();
+  } else if (!in) {
+    sync_in_.erase(key);
+    throw FrameError("an elastic sync without its first chunk");
+  }
+  in->insert(in->end(), payload, payload + h.length);
+  if (h.chunk + 1 < h.chunks) return;
+  const std::shared_ptr<Bytes> message = std::move(in);
+  sync_in_.erase(key);
+  take_sync(*message);
+}
+
+// A survivor's task takes rank 0's commit: the deaths it names (some perhaps not seen here yet),
+// the rollback, the values, then its ranks train again from the commit's step.
+void CollectiveOps::take_sync(const Bytes& message) {
+  nlohmann::json head;
+  std::vector<CheckpointTensor> tensors;
+  const uint8_t* values = nullptr;
+  try {
+    if (message.size() < 8) throw std::runtime_error("shorter than its length");
+    const int64_t length = unpack_i64(message.data(), 8, 0);
+    if (length < 0 || uint64_t(length) > message.size() - 8) {
+      throw std::runtime_error("a JSON length past its end");
+    }
+    head = nlohmann::json::parse(message.data() + 8, message.data() + 8 + length);
+    size_t floats = 0;
+    for (const nlohmann::json& t : head.at("tensors")) {
+      CheckpointTensor tensor;
+      tensor.name = t.at("name").get<std::string>();
+      tensor.variable = t.at("variable").get<int32_t>();
+      tensor.slot = t.at("slot").get<uint32_t>();
+      tensor.applies = t.at("applies").get<int64_t>();
+      tensor.values.resize(t.at("floats").get<size_t>());
+      floats += tensor.values.size();
+      tensors.push_back(std::move(tensor));
+    }
+    if (message.size() - 8 - size_t(length) != 4 * floats) {
+      throw std::runtime_error("values of another size than its tensors'");
+    }
+    values = message.data() + 8 + length;
+    for (const nlohmann::json& r : head.at("dead")) {
+      if (r.get<size_t>() >= task_of_rank_.size()) throw std::runtime_error("a dead rank unknown");
+    }
+    if (head.at("first_id").get<int64_t>() < 0 || head.at("steps").get<int64_t>() < 0 ||
+        head.at("steps").get<int64_t>() > plan_.steps) {
+      throw std::runtime_error("a first id or steps out of range");
+    }
+  } catch (const std::exception& e) {
+    throw FrameError(std::string("an elastic sync that is not rank 0's commit: ") + e.what());
+  }
+  for (const nlohmann::json& r : head.at("dead")) {
+    const int rank = r.get<int>();
+    if (collectives_->rank_alive(rank)) collectives_->rank_died(rank);
+  }
+  roll_back_local();
+  forget_below(head.at("first_id").get<int64_t>());
+  awaiting_sync_ = false;
+  const int64_t steps = head.at("steps").get<int64_t>();
+  const int64_t global_step = head.at("global_step").get<int64_t>();
+  if (ParameterStore* store = host_.store()) {
+    CheckpointShard state;
+    state.plan_hash = host_.plan_hash();
+    state.global_step = global_step;
+    size_t at = 0;
+    for (CheckpointTensor& t : tensors) {
+      if (!t.values.empty()) std::memcpy(t.values.data(), values + at, 4 * t.values.size());
+      at += 4 * t.values.size();
+      state.tensors.push_back(std::move(t));
+    }
+    try {
+      store->restore(state);
+    } catch (const std::exception& e) {
+      throw FrameError(std::string("an elastic sync of another model: ") + e.what());
+    }
+    store->global_step = global_step;
+  }
+  // Before any readiness of the new attempt (one connection keeps the order).
+  host_.send_frame(coordinator_task_, channel::kElasticSynced, int64_t(steps), 0, {});
+  for (size_t r = 0; r < task_of_rank_.size(); ++r) {
+    if (task_of_rank_[r] == setup_.self && collectives_->rank_alive(int(r))) {
+      host_.resume_client(plan_.collective.ranks[r], int(steps), global_step);
+    }
+  }
+}
+
+void CollectiveOps::post_in_attempt(std::function<void()> work) {
+  host_.post([this, epoch = epoch_, work = std::move(work), alive = std::weak_ptr<bool>(alive_)] {
+    if (alive.expired() || host_.stopping() || epoch != epoch_) return;
+    work();
+  });
 }
 
 std::string CollectiveOps::waiting_for() const {
@@ -136,10 +371,8 @@ void CollectiveOps::at(double at_s, std::function<void()> work) {
 
 void CollectiveOps::tell_coordinator(int rank, int64_t step, int tensor) {
   if (coordinator_task_ == setup_.self) {
-    host_.post([this, rank, step, tensor, alive = std::weak_ptr<bool>(alive_)] {
-      if (alive.expired() || host_.stopping()) return;
-      collectives_->coordinator_ready(rank, step, tensor);
-    });
+    post_in_attempt(
+        [this, rank, step, tensor] { collectives_->coordinator_ready(rank, step, tensor); });
     return;
   }
   host_.send_frame(coordinator_task_, channel::kCollectiveReady, step,
@@ -155,6 +388,7 @@ void CollectiveOps::on_ready(uint32_t peer, const FrameHeader& h) {
   const int g = plan_.collective.ranks[size_t(rank)];
   channel::require(h, tensor < allreduce_ops_[size_t(g)].size() && h.step >= 0,
                    "naming no all-reduce tensor of the rank's step");
+  if (unsynced_.count(peer) > 0) return;  // of the attempt a death failed (elastic)
   collectives_->coordinator_ready(int(rank), h.step, int(tensor));
 }
 
@@ -167,10 +401,7 @@ void CollectiveOps::announce(const CollectiveResponse& r) {
   for (int rank : r.ranks) tasks.insert(task_of_rank(rank));
   for (uint32_t t : tasks) {
     if (t == setup_.self) {
-      host_.post([this, r, alive = std::weak_ptr<bool>(alive_)] {
-        if (alive.expired() || host_.stopping()) return;
-        start(r);
-      });
+      post_in_attempt([this, r] { start(r); });
     } else {
       host_.send_frame(t, channel::kCollectiveResponse, r.step, uint64_t(r.id), payload);
     }
@@ -179,6 +410,7 @@ void CollectiveOps::announce(const CollectiveResponse& r) {
 
 void CollectiveOps::on_response(uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
   channel::require(h, peer == coordinator_task_, "not from rank 0's task");
+  if (awaiting_sync_) return;  // formed before the coordinator knew of a death known here
   CollectiveResponse r;
   r.id = int64_t(h.tensor);
   r.step = h.step;
@@ -287,8 +519,7 @@ void CollectiveOps::send_chunk(const CollectiveResponse& r, const core::Collecti
   const double start_s = host_.now_s();
   const uint32_t peer = task_of_rank(chunk.to);
   if (peer == setup_.self) {  // both ranks here: no bytes cross the network
-    host_.post([this, chunk, data, start_s, alive = std::weak_ptr<bool>(alive_)] {
-      if (alive.expired() || host_.stopping()) return;
+    post_in_attempt([this, chunk, data, start_s] {
       collectives_->sent(chunk);
       chunk_in(chunk, {data, chunk.from, start_s, host_.now_s()});
     });
@@ -409,8 +640,7 @@ void CollectiveOps::reduced(int rank, const CollectiveResponse& r) {
     responses_.erase(r.id);
   }
   // Completed after Collectives returns (the loop may dispatch the next step's all-reduce).
-  host_.post([this, g, step = r.step, done = std::move(done), alive = std::weak_ptr<bool>(alive_)] {
-    if (alive.expired() || host_.stopping()) return;
+  post_in_attempt([this, g, step = r.step, done = std::move(done)] {
     Part& p = parts_[size_t(g)];
     if (!p.active || p.step != step) return;
     for (const auto& [op, mean] : done) p.out[size_t(op)] = mean;

@@ -61,6 +61,13 @@ class CollectiveOps final : public core::CollectiveHost {
     virtual void send_chunk(uint32_t peer, const FrameHeader& header, const uint8_t* data,
                             size_t size, std::shared_ptr<const void> keep,
                             std::function<void()> written, int slot) = 0;
+    // Elastic: graph g's step in progress failed (StepRunner::roll_back), and later trains again
+    // from step `step` with global_step `global_step` (StepRunner::resume_after_rollback).
+    virtual void roll_back_client(int g) = 0;
+    virtual void resume_client(int g, int step, int64_t global_step) = 0;
+    // This task's copy of the variables (an all-reduce rank's), or null.
+    virtual ParameterStore* store() = 0;
+    virtual const std::string& plan_hash() const = 0;
   };
 
   struct Setup {
@@ -77,7 +84,14 @@ class CollectiveOps final : public core::CollectiveHost {
 
   // Graph g's kAllReduce op `op` is ready (the client loop's dispatch).
   void ready(int g, int op);
-  // Task `task` died and the plan is elastic: its ranks leave the collectives.
+  // Graph g's client ended a step, `steps_done` steps done: an elastic job's rank 0 commits its
+  // state (Horovod's CommitStateCallback, every batch by default: batches_per_commit = 1).
+  void step_done(int g, int64_t steps_done);
+  // Task `task` died and the plan is elastic: its ranks leave the collectives, and Horovod
+  // Elastic's recovery begins (docs/allreduce.md, "Deaths"): every local rank's step in progress
+  // fails; rank 0's task waits out the rendezvous, restores its last commit (its state when its
+  // step in progress began: Horovod commits after every batch) and sends it to every survivor's
+  // task, which takes it; all train again from the commit's step.
   void task_died(uint32_t task);
   // The collective waiting, and for which ranks ("" when none waits).
   std::string waiting_for() const;
@@ -110,6 +124,14 @@ class CollectiveOps final : public core::CollectiveHost {
   };
 
   void on_ready(uint32_t peer, const FrameHeader& header);
+  // Elastic recovery (task_died).
+  void roll_back_local();
+  void forget_below(int64_t first_id);
+  void send_sync();
+  void on_sync(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
+  void take_sync(const Bytes& message);
+  // `work` on the node's thread soon, unless a rollback comes first.
+  void post_in_attempt(std::function<void()> work);
   void on_response(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
   void on_chunk(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
   void start(const core::CollectiveResponse& r);
@@ -146,6 +168,19 @@ class CollectiveOps final : public core::CollectiveHost {
   // Chunk frames arriving in pieces: (peer, id, tag) -> bytes so far.
   std::map<std::tuple<uint32_t, int64_t, uint64_t>, Received> incoming_;
   int64_t next_message_ = 0;  // the trace's message ids of the chunks received here
+  // Elastic. Rank 0's commit (its task): the state when its step `steps` began.
+  struct Commit {
+    bool taken = false;
+    int64_t steps = 0;
+    int64_t global_step = 0;
+    CheckpointShard state;
+  };
+  Commit commit_;
+  uint64_t epoch_ = 0;           // local rollbacks so far (posted work of an earlier is dropped)
+  uint64_t sync_round_ = 0;      // rank 0's task: its deaths so far (the latest one's sync goes)
+  std::set<uint32_t> unsynced_;  // rank 0's task: survivors whose readiness is stale until synced
+  bool awaiting_sync_ = false;   // a survivor's task: rolled back, waiting for the commit
+  std::map<std::pair<uint32_t, int64_t>, std::shared_ptr<Bytes>> sync_in_;  // arriving syncs
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for the mesh's callbacks
 };
 

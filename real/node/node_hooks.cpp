@@ -34,6 +34,7 @@ void Node::StepHooks::collective(int g, int op) {
 
 // The coordinator hears of each step's end: progress lines, training.steps "auto".
 void Node::StepHooks::step_counted(int g, int steps_done, double start_s, double end_s) {
+  if (n_.collectives_) n_.collectives_->step_done(g, steps_done);
   if (n_.coordinator()) {
     n_.job_->client_progress(g, steps_done, n_.global_step_seen_, start_s, end_s);
   } else if (n_.job_->progress() || n_.steady_stop_->reports_steps()) {

@@ -255,6 +255,13 @@ class Node::CollectiveHooks final : public CollectiveOps::Host {
     n_.quiescence_->sent(peer, header.type);
     n_.mesh_->send(peer, header, data, size, std::move(keep), std::move(written), slot);
   }
+  void roll_back_client(int g) override { n_.steps_->roll_back(g); }
+  void resume_client(int g, int step, int64_t global_step) override {
+    n_.global_step_seen_ = global_step;
+    n_.steps_->resume_after_rollback(g, step, global_step);
+  }
+  ParameterStore* store() override { return n_.vars_->store(); }
+  const std::string& plan_hash() const override { return n_.plan_hash_; }
 
  private:
   Node& n_;

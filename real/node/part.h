@@ -45,6 +45,9 @@ struct Part {
   // The step in progress here.
   int64_t step = -1;
   bool active = false;
+  // Elastic all-reduce rollbacks of this graph's client so far: work begun before one (a
+  // compute, a timer) is dropped when it ends, even where the step number comes round again.
+  uint64_t attempt = 0;
   int64_t local_step = 0;         // from the client's RUN (sync: the token it holds)
   int64_t global_step_read = -1;  // where global_step lives: its value when the step began here
   std::vector<BufferPtr> out;     // per op: its output this step

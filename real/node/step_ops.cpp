@@ -34,9 +34,10 @@ void StepRunner::compute(int g, int op_index) {
   for (int v : p.gradients_of[size_t(op_index)]) {
     fills.emplace_back(v, float_count(plan_.variables[size_t(v)].bytes));
   }
+  const uint64_t attempt = p.attempt;
   ++work_pending_;
   DeviceEngine* device = &engine(op.device);
-  device->submit([this, device, g, op_index, step, flop, threads, fills] {
+  device->submit([this, device, g, op_index, step, attempt, flop, threads, fills] {
     const double start_s = now_s();
     const double done = device->execute(flop, threads);
     const double end_s = now_s();
@@ -46,14 +47,16 @@ void StepRunner::compute(int g, int op_index) {
       fill_gradient(reinterpret_cast<float*>(buffer->data()), n, g, step, v, op_index);
       gradients.emplace_back(v, std::move(buffer));
     }
-    host_.post([this, g, op_index, step, start_s, end_s, done, gradients = std::move(gradients)] {
-      --work_pending_;
-      Part& part = parts_[size_t(g)];
-      if (host_.stopping() || !part.active || part.step != step) return;
-      host_.recorder().compute(g, op_index, step, start_s, end_s, done);
-      part.gradients[size_t(op_index)] = gradients;
-      loop_->complete(g, op_index);
-    });
+    host_.post(
+        [this, g, op_index, step, attempt, start_s, end_s, done, gradients = std::move(gradients)] {
+          --work_pending_;
+          Part& part = parts_[size_t(g)];
+          if (host_.stopping() || !part.active || part.step != step || part.attempt != attempt)
+            return;
+          host_.recorder().compute(g, op_index, step, start_s, end_s, done);
+          part.gradients[size_t(op_index)] = gradients;
+          loop_->complete(g, op_index);
+        });
   });
 }
 
@@ -64,12 +67,13 @@ void StepRunner::send(int g, int op) {
 void StepRunner::run_for_step(DeviceEngine& engine, int g, int64_t step, std::function<void()> work,
                               std::function<void()> done) {
   ++work_pending_;
-  engine.submit([this, g, step, work = std::move(work), done = std::move(done)]() mutable {
+  const uint64_t attempt = parts_[size_t(g)].attempt;
+  engine.submit([this, g, step, attempt, work = std::move(work), done = std::move(done)]() mutable {
     work();
-    host_.post([this, g, step, done = std::move(done)] {
+    host_.post([this, g, step, attempt, done = std::move(done)] {
       --work_pending_;
       const Part& part = parts_[size_t(g)];
-      if (host_.stopping() || !part.active || part.step != step) return;
+      if (host_.stopping() || !part.active || part.step != step || part.attempt != attempt) return;
       done();
     });
   });

@@ -110,6 +110,22 @@ void StepRunner::abandon(int g) {
   p.early.clear();
 }
 
+void StepRunner::roll_back(int g) {
+  Part& p = parts_[size_t(g)];
+  ++p.attempt;
+  p.active = false;
+  std::fill(p.out.begin(), p.out.end(), nullptr);
+  for (auto& gradients : p.gradients) gradients.clear();
+  std::fill(p.tensor_in.begin(), p.tensor_in.end(), 0);
+  p.early.clear();
+}
+
+void StepRunner::resume_after_rollback(int g, int step, int64_t global_step) {
+  if (loop_->client(g).finished) return;
+  loop_->resume(g, step, global_step);
+  loop_->resume_steps(g);
+}
+
 // StepHost: the loop's hooks on this task's clock and sockets.
 void StepRunner::begin_step(int g) {
   Part& p = parts_[size_t(g)];
@@ -206,12 +222,18 @@ bool StepRunner::is_chief(int g) const {
   return g < int(plan_.clients.size()) && plan_.roles[size_t(graphs_[size_t(g)]->role)].chief;
 }
 
+// The loop's continuations below are dropped when a rollback came between (Part::attempt).
 bool StepRunner::session_checkpoint(int g, bool, std::function<void(double)> then) {
-  return host_.session_checkpoint(g, std::move(then));
+  return host_.session_checkpoint(
+      g, [this, g, attempt = parts_[size_t(g)].attempt, then = std::move(then)](double ready_s) {
+        if (parts_[size_t(g)].attempt == attempt) then(ready_s);
+      });
 }
 
 void StepRunner::chief_duties(int g, double, std::function<void(double)> then) {
-  host_.chief_duties(g, [then = std::move(then)] { then(0); });
+  host_.chief_duties(g, [this, g, attempt = parts_[size_t(g)].attempt, then = std::move(then)] {
+    if (parts_[size_t(g)].attempt == attempt) then(0);
+  });
 }
 
 void StepRunner::start_step_at(int g, double at_s) {
@@ -219,7 +241,9 @@ void StepRunner::start_step_at(int g, double at_s) {
     loop_->start_step(g);
     return;
   }
-  host_.at_run_time(at_s, true, [this, g] { loop_->start_step(g); });
+  host_.at_run_time(at_s, true, [this, g, attempt = parts_[size_t(g)].attempt] {
+    if (parts_[size_t(g)].attempt == attempt) loop_->start_step(g);
+  });
 }
 
 void StepRunner::finish_at(int g, double at_s) {
@@ -227,7 +251,9 @@ void StepRunner::finish_at(int g, double at_s) {
     loop_->mark_finished(g);
     return;
   }
-  host_.at_run_time(at_s, true, [this, g] { loop_->mark_finished(g); });
+  host_.at_run_time(at_s, true, [this, g, attempt = parts_[size_t(g)].attempt] {
+    if (parts_[size_t(g)].attempt == attempt) loop_->mark_finished(g);
+  });
 }
 
 // The input pipeline's batch on the input op's device.
@@ -237,13 +263,15 @@ void StepRunner::produce(int g, int64_t batch) {
   const int threads = setup_.threads;
   ++work_pending_;
   DeviceEngine* device = &engine(input.device);
-  device->submit([this, device, g, batch, flop, threads] {
+  const uint64_t attempt = parts_[size_t(g)].attempt;
+  device->submit([this, device, g, batch, flop, threads, attempt] {
     const double start_s = now_s();
     const double done = device->execute(flop, threads);
     const double end_s = now_s();
-    host_.post([this, g, batch, start_s, end_s, done] {
+    host_.post([this, g, batch, start_s, end_s, done, attempt] {
       --work_pending_;
       host_.recorder().compute(g, parts_[size_t(g)].graph->input_op, batch, start_s, end_s, done);
+      if (parts_[size_t(g)].attempt != attempt) return;  // a rollback restarted the pipeline
       loop_->batch_produced(g);
     });
   });

@@ -107,6 +107,12 @@ class StepRunner : public core::StepHost {
   // Graph g's client died: its step in progress is dropped, as the simulation drops a dead
   // client's queued ops.
   void abandon(int g);
+  // Elastic all-reduce (Horovod Elastic): graph g's step in progress failed with a rank's death;
+  // nothing begun in it completes any more (Part::attempt), and nothing starts until
+  // resume_after_rollback, which trains from step `step` with global_step `global_step` (the
+  // root's commit; no new session: no session checkpoint).
+  void roll_back(int g);
+  void resume_after_rollback(int g, int step, int64_t global_step);
 
   // core::StepHost
   double now_s() const override { return host_.now_s(); }

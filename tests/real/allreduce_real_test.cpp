@@ -276,27 +276,41 @@ TEST(AllReduceReal, ADeadRankFailsTheJobNamingIt) {
   }
 }
 
-// Horovod Elastic: the survivors re-form the ring without the dead rank after the rendezvous and
-// finish every step, averaging over two ranks from then on.
+// Horovod Elastic: the survivors' steps in progress fail with the death; after the rendezvous
+// rank 0's task sends its last commit and every survivor trains on from it, averaging over two
+// ranks from then on, to the last step.
 TEST(AllReduceReal, AnElasticJobGoesOnWithTheSurvivors) {
+  const double death_s = 0.4, rendezvous_s = 0.3;
   const core::Plan plan = timed_allreduce_plan(
       3, 150, {{"algorithm", "ring"}, {"elastic", true}, {"rendezvous", "0.3 s"}},
       {{{"kind", "role"}, {"role", "worker1"}, {"at", "0.4 s"}}});
   const RealRun run = run_real(plan);
   EXPECT_FALSE(run.trace.outcome.job_failure.has_value());
-  EXPECT_EQ(count(run.trace, EventKind::kStep, "worker0"), plan.steps);
-  EXPECT_EQ(count(run.trace, EventKind::kStep, "worker2"), plan.steps);
   EXPECT_LT(count(run.trace, EventKind::kStep, "worker1"), plan.steps);
-  // No collective forms before the survivors have re-formed the ring: the step in progress at the
-  // death (or the first after it) waits out the 0.3 s rendezvous (less the moment between the
-  // detection and the step's start).
+  // Rank 0 trains its step in progress again: every step once. The other survivor goes to rank
+  // 0's step (a step again, or one fewer).
+  EXPECT_EQ(count(run.trace, EventKind::kStep, "worker0"), plan.steps);
+  EXPECT_NEAR(double(count(run.trace, EventKind::kStep, "worker2")), double(plan.steps), 1.0);
+  // No step waits through the rendezvous (one may end just after the death, before the survivors
+  // see it: its collectives were done); the first that starts after it does so once the
+  // rendezvous is over, at the same step on both survivors, the one rank 0 was in.
+  std::vector<int64_t> first_after;
   for (const std::string client : {"worker0", "worker2"}) {
-    double longest_s = 0;
+    int64_t first = -1, last = -1;
     for (const core::TraceEvent* e : test::events_of(run.trace, EventKind::kStep, client)) {
-      longest_s = std::max(longest_s, e->end_s - e->start_s);
+      EXPECT_FALSE(e->start_s < death_s && e->end_s > death_s + rendezvous_s / 3)
+          << client << "'s step " << e->step << " waited through the rendezvous";
+      if (e->start_s > death_s && first < 0) {
+        first = e->step;
+        EXPECT_GE(e->start_s, death_s + rendezvous_s - 0.01) << client;
+      }
+      last = std::max(last, e->step);
     }
-    EXPECT_GE(longest_s, 0.27) << client;
+    EXPECT_EQ(last, plan.steps - 1) << client;
+    first_after.push_back(first);
   }
+  EXPECT_GT(first_after[0], 0);
+  EXPECT_EQ(first_after[0], first_after[1]);
   // The survivors' copies stay equal.
   ASSERT_EQ(run.final.shards.size(), 2u);
   const CheckpointShard& a = run.final.shards[0];

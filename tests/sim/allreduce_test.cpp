@@ -280,6 +280,32 @@ TEST(AllReduce, ElasticGoesOnWithTheOthersAfterTheRendezvous) {
   EXPECT_EQ(ranks_of.rbegin()->second.size(), 3u);
 }
 
+// Horovod Elastic's rollback: every survivor's step in progress at the death fails (no step
+// event spans the death), and at the rendezvous's end every survivor trains again from the same
+// step, the root's (worker0's) steps done: its last commit, which state.sync() gives them all.
+TEST(AllReduce, ElasticSurvivorsGoBackToTheRootsLastCommit) {
+  const double death_s = 0.03, rendezvous_s = 2;
+  const core::Trace trace =
+      test::simulate_trace(four_ranks({{"elastic", true}, {"rendezvous", "2 s"}}), "allreduce");
+  int64_t root_steps = 0;
+  for (const core::TraceEvent* e : test::events_of(trace, EventKind::kStep, "worker0")) {
+    if (e->end_s <= death_s) ++root_steps;
+  }
+  ASSERT_GT(root_steps, 0);
+  for (const std::string client : {"worker0", "worker1", "worker2"}) {
+    int64_t first_after = -1;
+    for (const core::TraceEvent* e : test::events_of(trace, EventKind::kStep, client)) {
+      EXPECT_FALSE(e->start_s < death_s && e->end_s > death_s)
+          << client << "'s step " << e->step << " spans the death";
+      if (e->start_s > death_s && first_after < 0) {
+        first_after = e->step;
+        EXPECT_GE(e->start_s, death_s + rendezvous_s - 1e-9) << client;
+      }
+    }
+    EXPECT_EQ(first_after, root_steps) << client;
+  }
+}
+
 // Found by a breaker: the cases below stalled or miscounted before.
 TEST(AllReduce, ARestartFromACheckpointTrainsOnToTheEnd) {
   nlohmann::json doc = four_ranks({});
