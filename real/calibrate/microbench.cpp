@@ -18,16 +18,17 @@
 #include <unistd.h>
 
 #include "core/backend/backend.h"
+#include "core/values/optimizer.h"
 #include "real/backend/launcher.h"
 #include "real/compute/cpu_engine.h"
 #include "real/compute/gpu.h"
 #include "real/isolate/netns.h"
-#include "real/state/optimizer.h"
 
 namespace replisim::real::calibrate {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using core::apply_gradient_descent;
 
 double elapsed_s(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();

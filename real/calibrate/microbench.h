@@ -19,7 +19,7 @@ namespace replisim::real::calibrate {
 std::vector<double> sgemm_flop_per_s(int busy_cores, double seconds, int windows,
                                      const std::function<bool()>& cancelled = {});
 
-// Seconds per parameter of ApplyGradientDescent (real/state/optimizer.h) over a 128 MiB variable
+// Seconds per parameter of ApplyGradientDescent (core/values/optimizer.h) over a 128 MiB variable
 // and gradient (out of cache, as a PS's variables are).
 double sgd_apply_s_per_param(double seconds, const std::function<bool()>& cancelled = {});
 

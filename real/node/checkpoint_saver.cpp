@@ -9,6 +9,12 @@
 
 namespace replisim::real::detail {
 
+using core::CheckpointIndex;
+using core::CheckpointShard;
+using core::ParameterStore;
+using core::write_checkpoint_index;
+using core::write_checkpoint_shard;
+
 void CheckpointSaver::own_frames(FrameRouter& router) {
   router.own(channel::kSave, [this](uint32_t peer, const FrameHeader& h, const uint8_t* p) {
     if (host_.stopping()) return;

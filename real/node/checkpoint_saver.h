@@ -15,9 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/plan/plan.h"
+#include "core/values/checkpoint.h"
+#include "core/values/parameter_store.h"
 #include "real/node/frame_router.h"
-#include "real/state/checkpoint.h"
-#include "real/state/parameter_store.h"
 
 namespace replisim::real::detail {
 
@@ -51,7 +51,7 @@ class CheckpointSaver {
     const core::Plan* plan = nullptr;
     std::string dir;
     std::string plan_hash;
-    ParameterStore* store = nullptr;
+    core::ParameterStore* store = nullptr;
     int ps_shard = -1;
     uint32_t self = 0;
     std::vector<uint32_t> ps_tasks;
@@ -73,7 +73,7 @@ class CheckpointSaver {
   std::string next_name() { return "model.ckpt-" + std::to_string(next_number_++); }
   // After a restart: the run's checkpoints so far by number (the oldest go as max_to_keep says)
   // and the number the next one takes (after every one begun, complete or not).
-  void continue_run(const std::vector<CheckpointIndex>& earlier, int next_number);
+  void continue_run(const std::vector<core::CheckpointIndex>& earlier, int next_number);
 
  private:
   void on_save(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
@@ -81,7 +81,7 @@ class CheckpointSaver {
   // This task's shard of `name`; done({file, bytes, global_step, client_steps}) once written.
   void write_shard(const std::string& name, std::function<void(const nlohmann::json&)> done);
   void shard_saved(const nlohmann::json& saved);
-  void forget_old_checkpoints(const CheckpointIndex& saved);
+  void forget_old_checkpoints(const core::CheckpointIndex& saved);
 
   Host& host_;
   Setup setup_;
@@ -95,7 +95,7 @@ class CheckpointSaver {
   int64_t saved_global_step_ = 0;
   std::function<void(double, int64_t)> saved_then_;  // (bytes, global_step)
   // The checkpoints written, oldest first, and the numbering.
-  std::deque<CheckpointIndex> kept_;
+  std::deque<core::CheckpointIndex> kept_;
   int next_number_ = 0;
   double last_save_s_ = 0;
 };

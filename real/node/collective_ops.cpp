@@ -13,7 +13,9 @@
 
 namespace replisim::real::detail {
 
+using core::Bytes;
 using core::CollectiveResponse;
+using core::float_count;
 using core::Op;
 using core::OpKind;
 

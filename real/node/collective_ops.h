@@ -118,7 +118,7 @@ class CollectiveOps final : public core::CollectiveHost {
   };
   using ChunkKey = std::tuple<int64_t, int, int, int>;  // (id, to rank, channel, recv step)
   struct Received {
-    std::shared_ptr<Bytes> data;
+    std::shared_ptr<core::Bytes> data;
     int from = -1;
     double start_s = 0, end_s = 0;  // its first bytes' send, its last bytes' arrival (run clock)
   };

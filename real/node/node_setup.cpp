@@ -15,8 +15,8 @@
 #include "core/base/json_cursor.h"
 #include "core/base/version.h"
 #include "core/trace/trace_format.h"
+#include "core/values/gradient_flow.h"
 #include "real/node/node_hooks.h"
-#include "real/state/gradient_flow.h"
 
 namespace replisim::real {
 namespace detail {
@@ -27,6 +27,7 @@ namespace {
 constexpr double kTraceFlushS = 0.25;
 }  // namespace
 
+using core::gradient_flow;
 using core::Op;
 using core::OpKind;
 

@@ -11,13 +11,13 @@
 
 #include "core/plan/plan.h"
 #include "core/runtime/step_state.h"
+#include "core/values/parameter_store.h"  // core::Bytes
 #include "real/node/channels.h"
-#include "real/state/parameter_store.h"  // Bytes
 #include "real/transport/frame.h"
 
 namespace replisim::real::detail {
 
-using BufferPtr = std::shared_ptr<const Bytes>;
+using BufferPtr = std::shared_ptr<const core::Bytes>;
 
 // Something for a step that came before the step began here.
 struct Early {
@@ -82,7 +82,7 @@ const Part& part_of_frame(const std::vector<Part>& parts, uint32_t peer, const F
 
 // A tensor arriving in chunks from one peer.
 struct Incoming {
-  std::shared_ptr<Bytes> buffer;
+  std::shared_ptr<core::Bytes> buffer;
   size_t filled = 0;
   double start_s = 0;  // when its first chunk's header arrived here (run clock)
 };

@@ -14,6 +14,12 @@
 
 namespace replisim::real::detail {
 
+using core::CheckpointIndex;
+using core::CheckpointShard;
+using core::ParameterStore;
+using core::read_checkpoint_index;
+using core::read_checkpoint_shard;
+
 Resume read_resume_file(const std::string& path) {
   const nlohmann::json j = core::read_json_file(path);
   const core::JsonCursor c(j, path);

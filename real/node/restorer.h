@@ -25,11 +25,11 @@
 #include "core/plan/plan.h"
 #include "core/runtime/client_loop.h"
 #include "core/trace/trace_meta.h"
+#include "core/values/checkpoint.h"
+#include "core/values/parameter_store.h"
 #include "real/node/checkpoint_saver.h"
 #include "real/node/frame_router.h"
 #include "real/node/part.h"
-#include "real/state/checkpoint.h"
-#include "real/state/parameter_store.h"
 
 namespace replisim::real::detail {
 
@@ -87,7 +87,7 @@ class Restorer {
     Resume resume;
     std::string checkpoint_dir;  // "" when none was given: nothing to restore
     std::string plan_hash;
-    ParameterStore* store = nullptr;  // this task's shard (null on a task without one)
+    core::ParameterStore* store = nullptr;  // this task's shard (null on a task without one)
     int ps_shard = -1;
     uint32_t self = 0;
     uint32_t chief = 0;
@@ -121,8 +121,8 @@ class Restorer {
  private:
   // The last checkpoint whose index was written by the time the job's role died (none: nullopt),
   // and every checkpoint of the run so far by number (`earlier`, when asked).
-  std::optional<CheckpointIndex> checkpoint_to_restore(
-      std::map<int, CheckpointIndex>* earlier) const;
+  std::optional<core::CheckpointIndex> checkpoint_to_restore(
+      std::map<int, core::CheckpointIndex>* earlier) const;
   void restore_model();
   void on_restore(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
   void on_restored();

@@ -18,6 +18,8 @@
 
 namespace replisim::real {
 
+using core::float_count;
+
 namespace {
 
 // What a node needs of a plan beyond check_plan_rules: role names once each, one chief.

@@ -32,6 +32,7 @@
 #include "core/runtime/step_state.h"
 #include "core/runtime/sync_queues.h"
 #include "core/trace/trace_format.h"
+#include "core/values/parameter_store.h"
 #include "real/cluster.h"
 #include "real/compute/cpu_engine.h"
 #include "real/node/checkpoint_saver.h"
@@ -49,7 +50,6 @@
 #include "real/node/tensor_transfers.h"
 #include "real/node/trace_gather.h"
 #include "real/node/variable_ops.h"
-#include "real/state/parameter_store.h"
 #include "real/transport/mesh.h"
 
 namespace replisim::real::detail {

@@ -5,10 +5,13 @@
 #include <cmath>
 #include <cstring>
 
-#include "real/state/gradient_fill.h"
+#include "core/values/gradient_fill.h"
 
 namespace replisim::real::detail {
 
+using core::Bytes;
+using core::fill_gradient;
+using core::float_count;
 using core::Op;
 using core::OpKind;
 

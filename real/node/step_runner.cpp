@@ -4,13 +4,16 @@
 #include <set>
 #include <stdexcept>
 
+#include "core/base/json_cursor.h"  // join_names
+#include "core/values/gradient_flow.h"
 #include "real/compute/gpu.h"
 #include "real/node/payload.h"
 #include "real/node/tensor_transfers.h"
-#include "real/state/gradient_flow.h"
 
 namespace replisim::real::detail {
 
+using core::gradient_flow;
+using core::GradientFlow;
 using core::Op;
 using core::OpKind;
 

@@ -6,6 +6,8 @@
 
 namespace replisim::real::detail {
 
+using core::Bytes;
+using core::float_count;
 using core::Op;
 using core::OpKind;
 

@@ -55,7 +55,7 @@ class TensorTransfers {
   StepRunner& runner_;
   const core::Plan& plan_;
   uint32_t self_;
-  std::shared_ptr<Bytes> zeros_;
+  std::shared_ptr<core::Bytes> zeros_;
   // Tensors arriving: (peer, graph, step, send op) -> buffer.
   std::map<std::tuple<uint32_t, int, int64_t, int>, Incoming> incoming_;
   int64_t next_message_ = 0;

@@ -8,8 +8,11 @@
 
 namespace replisim::real::detail {
 
+using core::Bytes;
+using core::float_count;
 using core::Op;
 using core::OpKind;
+using core::ParameterStore;
 
 namespace {
 

@@ -19,9 +19,9 @@
 #include "core/runtime/client_loop.h"
 #include "core/runtime/sync_queues.h"
 #include "core/trace/trace_meta.h"
+#include "core/values/parameter_store.h"
 #include "real/compute/cpu_engine.h"
 #include "real/node/part.h"
-#include "real/state/parameter_store.h"
 
 namespace replisim::real::detail {
 
@@ -66,7 +66,7 @@ class VariableOps : public core::SyncHost {
   bool values(int g, int op);
   void sync(int g, int op);
 
-  ParameterStore* store() { return store_.get(); }
+  core::ParameterStore* store() { return store_.get(); }
   int ps_shard() const { return ps_shard_; }
   // global_step when this task holds it, else -1; global_step as this task knows it (what it holds,
   // else Host::global_step_seen).
@@ -105,7 +105,7 @@ class VariableOps : public core::SyncHost {
   std::vector<Part>& parts_;
   int ps_shard_ = -1;
   bool replica_ = false;  // an all-reduce rank's own copy
-  std::unique_ptr<ParameterStore> store_;
+  std::unique_ptr<core::ParameterStore> store_;
   std::optional<core::SyncQueues> sync_;
   std::vector<std::vector<float>> accumulator_;  // per variable: the fresh gradients' sum
   std::vector<int> accumulated_;                 // per variable: how many

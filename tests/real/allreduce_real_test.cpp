@@ -13,16 +13,21 @@
 #include "core/backend/backend.h"
 #include "core/runtime/collectives.h"
 #include "core/strategy/strategy.h"
+#include "core/values/checkpoint.h"
+#include "core/values/gradient_fill.h"
 #include "real/node/collective_ops.h"
 #include "real/node/node.h"
-#include "real/state/checkpoint.h"
-#include "real/state/gradient_fill.h"
 #include "tests/real/real_support.h"
 
 namespace replisim::real {
 namespace {
 
 using namespace testing;
+using core::Checkpoint;
+using core::CheckpointShard;
+using core::CheckpointTensor;
+using core::fill_gradient;
+using core::float_count;
 
 // `ranks` workers on one machine each, all-reduce with `algorithm`, each tensor its own
 // collective (fusion off: the test knows each buffer's layout).

@@ -19,6 +19,10 @@
 namespace replisim::real::detail {
 namespace {
 
+using core::CheckpointIndex;
+using core::ParameterStore;
+using core::read_checkpoint_index;
+
 class FakeSaverHost : public CheckpointSaver::Host {
  public:
   double now_s() const override { return now; }

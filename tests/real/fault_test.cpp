@@ -22,6 +22,10 @@ namespace replisim::real {
 namespace {
 
 using namespace testing;
+using core::Checkpoint;
+using core::CheckpointIndex;
+using core::read_checkpoint;
+using core::read_checkpoint_index;
 namespace fs = std::filesystem;
 
 // few_ms_model(): a run of `steps` lasts past the faults' times.

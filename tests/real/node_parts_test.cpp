@@ -32,6 +32,11 @@
 namespace replisim::real::detail {
 namespace {
 
+using core::Bytes;
+using core::CheckpointIndex;
+using core::ParameterStore;
+using core::write_checkpoint_index;
+
 // --- the scripted node under every part ------------------------------------------------------
 
 struct NodePartsSent {

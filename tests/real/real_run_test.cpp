@@ -15,12 +15,12 @@
 #include "core/backend/backend.h"
 #include "core/metrics/metrics.h"
 #include "core/strategy/strategy.h"
+#include "core/values/checkpoint.h"
+#include "core/values/gradient_fill.h"
+#include "core/values/gradient_flow.h"
+#include "core/values/parameter_store.h"
 #include "real/backend/launcher.h"
 #include "real/backend/real_backend.h"
-#include "real/state/checkpoint.h"
-#include "real/state/gradient_fill.h"
-#include "real/state/gradient_flow.h"
-#include "real/state/parameter_store.h"
 #include "tests/real/real_support.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/test_support.h"
@@ -28,8 +28,11 @@
 namespace replisim::real {
 namespace {
 
+using core::Checkpoint;
 using core::EventKind;
+using core::float_count;
 using core::OpKind;
+using core::read_checkpoint;
 
 using namespace testing;
 

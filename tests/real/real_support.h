@@ -13,11 +13,11 @@
 
 #include "core/backend/backend.h"
 #include "core/strategy/strategy.h"
+#include "core/values/checkpoint.h"
+#include "core/values/gradient_fill.h"
+#include "core/values/gradient_flow.h"
+#include "core/values/parameter_store.h"
 #include "real/backend/real_backend.h"
-#include "real/state/checkpoint.h"
-#include "real/state/gradient_fill.h"
-#include "real/state/gradient_flow.h"
-#include "real/state/parameter_store.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/test_support.h"
 
@@ -74,7 +74,7 @@ inline nlohmann::json scenario(int workers, nlohmann::json training) {
 
 struct RealRun {
   core::Trace trace;
-  Checkpoint final;
+  core::Checkpoint final;
 };
 
 inline RealRun run_real(const core::Plan& plan,
@@ -85,7 +85,7 @@ inline RealRun run_real(const core::Plan& plan,
   options.settings = {
       {"node_binary", REPLISIM_BINARY}, {"checkpoint_dir", dir.path()}, {"connect_timeout_s", 20}};
   RealRun run{core::run_to_trace(backend, plan, options), {}};
-  run.final = read_checkpoint(dir.path(), "final");
+  run.final = core::read_checkpoint(dir.path(), "final");
   if (look) look(dir.path());
   return run;
 }
@@ -95,8 +95,9 @@ inline RealRun run_real(const core::Plan& plan,
 class Expected {
  public:
   explicit Expected(const core::Plan& plan) : plan_(plan), graphs_(core::step_graphs(plan)) {
-    for (const core::ClientGraph* g : graphs_) flows_.push_back(gradient_flow(*g));
-    for (const core::Variable& v : plan.variables) values_.emplace_back(float_count(v.bytes), 0.0f);
+    for (const core::ClientGraph* g : graphs_) flows_.push_back(core::gradient_flow(*g));
+    for (const core::Variable& v : plan.variables)
+      values_.emplace_back(core::float_count(v.bytes), 0.0f);
     updated_.assign(plan.variables.size(), false);
     for (const core::ClientGraph* g : graphs_) {
       for (const core::Op& op : g->ops) {
@@ -107,10 +108,10 @@ class Expected {
     }
   }
   // Starts from a checkpoint's values instead of zero (what a restart restores).
-  void start_from(const Checkpoint& checkpoint) {
+  void start_from(const core::Checkpoint& checkpoint) {
     for (size_t v = 0; v < values_.size(); ++v) {
       if (!updated_[v]) continue;
-      const CheckpointTensor* t = checkpoint.find(int(v));
+      const core::CheckpointTensor* t = checkpoint.find(int(v));
       ASSERT_NE(t, nullptr) << plan_.variables[v].name;
       ASSERT_EQ(t->values.size(), values_[v].size());
       values_[v] = t->values;
@@ -124,10 +125,10 @@ class Expected {
   std::vector<float> gradient(int c, int64_t s, int k, int v) const {
     const core::ClientGraph& g = *graphs_[size_t(c)];
     const core::Op& op = g.ops[size_t(k)];
-    const size_t n = float_count(plan_.variables[size_t(v)].bytes);
+    const size_t n = core::float_count(plan_.variables[size_t(v)].bytes);
     std::vector<float> out(n, 0.0f);
     if (op.kind == OpKind::kBackward) {
-      fill_gradient(out.data(), n, c, s, v, k);
+      core::fill_gradient(out.data(), n, c, s, v, k);
       return out;
     }
     int count = 0;
@@ -144,7 +145,7 @@ class Expected {
   }
 
   bool carries(int c, int op, int v) const {
-    const GradientFlow& f = flows_[size_t(c)];
+    const core::GradientFlow& f = flows_[size_t(c)];
     const auto& p = f.produces[size_t(op)];
     return f.variable[size_t(op)] == v || std::find(p.begin(), p.end(), v) != p.end();
   }
@@ -172,10 +173,10 @@ class Expected {
     return -1;
   }
 
-  void expect_equal(const Checkpoint& final) const {
+  void expect_equal(const core::Checkpoint& final) const {
     for (size_t v = 0; v < values_.size(); ++v) {
       if (!updated_[v]) continue;
-      const CheckpointTensor* t = final.find(int(v));
+      const core::CheckpointTensor* t = final.find(int(v));
       ASSERT_NE(t, nullptr) << plan_.variables[v].name;
       ASSERT_EQ(t->values.size(), values_[v].size()) << plan_.variables[v].name;
       size_t differ = 0;
@@ -190,7 +191,7 @@ class Expected {
 
   const core::Plan& plan_;
   std::vector<const core::ClientGraph*> graphs_;
-  std::vector<GradientFlow> flows_;
+  std::vector<core::GradientFlow> flows_;
   std::vector<std::vector<float>> values_;
   std::vector<bool> updated_;
 };

@@ -26,6 +26,8 @@ namespace replisim::real {
 namespace {
 
 using namespace testing;
+using core::Checkpoint;
+using core::read_checkpoint;
 namespace fs = std::filesystem;
 
 // The process among `parent`'s children whose command line runs `role` ("--role worker1"), or -1.

@@ -1,4 +1,4 @@
-#include "real/state/checkpoint.h"
+#include "core/values/checkpoint.h"
 
 #include <cerrno>
 #include <cstring>
@@ -14,27 +14,23 @@
 #include "core/base/error.h"
 #include "core/base/hash.h"
 #include "core/base/json_cursor.h"
+#include "core/base/unnamed_file.h"  // directory_of
 
-namespace replisim::real {
+namespace replisim::core {
 namespace {
 
-constexpr char kMagic[4] = {'R', 'S', 'C', 'K'};
-constexpr uint32_t kVersion = 1;
+constexpr char kShardMagic[4] = {'R', 'S', 'C', 'K'};
+constexpr uint32_t kCheckpointVersion = 1;
 // Limits a reader checks before it allocates.
-constexpr uint32_t kMaxTensors = uint32_t(1) << 20;
-constexpr uint32_t kMaxName = uint32_t(1) << 16;
+constexpr uint32_t kShardMaxTensors = uint32_t(1) << 20;
+constexpr uint32_t kShardMaxName = uint32_t(1) << 16;
 
 void put(std::string& out, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) out += char(uint8_t(v >> (8 * i)));
 }
 
-std::string directory_of(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-}
-
 [[noreturn]] void output_error(const std::string& path) {
-  throw core::OutputError(path, std::strerror(errno));
+  throw OutputError(path, std::strerror(errno));
 }
 
 // Reads little-endian fields from a buffer, failing with one line naming the file.
@@ -62,7 +58,7 @@ class Reader {
   }
   size_t at() const { return at_; }
   [[noreturn]] void fail(const std::string& why) const {
-    throw core::InputError(path_, "", "not a whole replisim checkpoint shard: " + why);
+    throw InputError(path_, "", "not a whole replisim checkpoint shard: " + why);
   }
 
  private:
@@ -75,8 +71,8 @@ class Reader {
 };
 
 std::string encode(const CheckpointShard& shard) {
-  std::string out(kMagic, 4);
-  put(out, kVersion, 4);
+  std::string out(kShardMagic, 4);
+  put(out, kCheckpointVersion, 4);
   std::string hash = shard.plan_hash;
   hash.resize(16, ' ');
   out += hash;
@@ -92,13 +88,13 @@ std::string encode(const CheckpointShard& shard) {
     put(out, t.values.size(), 8);
     out.append(reinterpret_cast<const char*>(t.values.data()), t.values.size() * 4);
   }
-  put(out, core::fnv1a(core::kFnv1aBasis, out.data(), out.size()), 8);
+  put(out, fnv1a(kFnv1aBasis, out.data(), out.size()), 8);
   return out;
 }
 
 std::string read_whole(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw core::InputError(path, "", "cannot read: " + std::string(std::strerror(errno)));
+  if (!in) throw InputError(path, "", "cannot read: " + std::string(std::strerror(errno)));
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
@@ -156,14 +152,14 @@ void write_checkpoint_shard(const std::string& path, const CheckpointShard& shar
 CheckpointShard read_checkpoint_shard(const std::string& path) {
   const std::string data = read_whole(path);
   Reader r(data, path);
-  if (r.text(4) != std::string(kMagic, 4)) r.fail("bad magic");
+  if (r.text(4) != std::string(kShardMagic, 4)) r.fail("bad magic");
   const uint32_t version = uint32_t(r.get(4));
-  if (version != kVersion) r.fail("version " + std::to_string(version));
+  if (version != kCheckpointVersion) r.fail("version " + std::to_string(version));
   if (data.size() < 8) r.fail("too short");
   uint64_t stored = 0;
   for (int i = 0; i < 8; ++i)
     stored |= uint64_t(uint8_t(data[data.size() - 8 + size_t(i)])) << (8 * i);
-  if (core::fnv1a(core::kFnv1aBasis, data.data(), data.size() - 8) != stored) {
+  if (fnv1a(kFnv1aBasis, data.data(), data.size() - 8) != stored) {
     r.fail("checksum mismatch");
   }
   CheckpointShard shard;
@@ -171,11 +167,11 @@ CheckpointShard read_checkpoint_shard(const std::string& path) {
   shard.ps = uint32_t(r.get(4));
   shard.global_step = int64_t(r.get(8));
   const uint32_t count = uint32_t(r.get(4));
-  if (count > kMaxTensors) r.fail(std::to_string(count) + " tensors");
+  if (count > kShardMaxTensors) r.fail(std::to_string(count) + " tensors");
   for (uint32_t i = 0; i < count; ++i) {
     CheckpointTensor t;
     const uint32_t name = uint32_t(r.get(4));
-    if (name > kMaxName) r.fail("a name of " + std::to_string(name) + " bytes");
+    if (name > kShardMaxName) r.fail("a name of " + std::to_string(name) + " bytes");
     t.name = r.text(name);
     t.variable = int32_t(uint32_t(r.get(4)));
     t.slot = uint32_t(r.get(4));
@@ -189,7 +185,7 @@ CheckpointShard read_checkpoint_shard(const std::string& path) {
 
 void write_checkpoint_index(const std::string& dir, const CheckpointIndex& index) {
   const nlohmann::json j = {{"format", "replisim-checkpoint"},
-                            {"version", kVersion},
+                            {"version", kCheckpointVersion},
                             {"name", index.name},
                             {"plan_hash", index.plan_hash},
                             {"global_step", index.global_step},
@@ -198,22 +194,24 @@ void write_checkpoint_index(const std::string& dir, const CheckpointIndex& index
                             {"start_s", index.start_s},
                             {"written_s", index.written_s},
                             {"client_steps", index.client_steps}};
-  write_file_durably(dir + "/" + index.name + ".index", core::dump_json(j, 1) + "\n");
+  write_file_durably(dir + "/" + index.name + ".index", dump_json(j, 1) + "\n");
 }
 
 CheckpointIndex read_checkpoint_index(const std::string& path) {
-  const nlohmann::json j = core::read_json_file(path);
-  const core::JsonCursor root(j, path);
+  const nlohmann::json j = read_json_file(path);
+  const JsonCursor root(j, path);
   root.expect_object();
   if (!root.has("format") || root.at("format").as_string() != "replisim-checkpoint") {
     root.fail("not a replisim checkpoint index");
   }
-  if (root.at("version").as_int(0, 1000) != kVersion) root.at("version").fail("unknown version");
+  if (root.at("version").as_int(0, 1000) != kCheckpointVersion) {
+    root.at("version").fail("unknown version");
+  }
   CheckpointIndex index;
   index.name = root.at("name").as_string();
   index.plan_hash = root.at("plan_hash").as_string();
   index.global_step = root.at("global_step").as_int(-1, int64_t(1) << 53);
-  const core::JsonCursor shards = root.at("shards");
+  const JsonCursor shards = root.at("shards");
   shards.expect_array();
   for (size_t i = 0; i < shards.size(); ++i) {
     const std::string name = shards.at(i).as_string();
@@ -226,7 +224,7 @@ CheckpointIndex read_checkpoint_index(const std::string& path) {
   if (root.has("start_s")) index.start_s = root.at("start_s").as_number_in(-1, 1e9);
   if (root.has("written_s")) index.written_s = root.at("written_s").as_number_in(-1, 1e9);
   if (root.has("client_steps")) {
-    const core::JsonCursor steps = root.at("client_steps");
+    const JsonCursor steps = root.at("client_steps");
     steps.expect_array();
     if (steps.size() > 1u << 20) steps.fail("more than 2^20 clients");
     for (size_t i = 0; i < steps.size(); ++i) {
@@ -252,7 +250,7 @@ Checkpoint read_checkpoint(const std::string& dir, const std::string& name) {
   for (const std::string& file : c.index.shards) {
     c.shards.push_back(read_checkpoint_shard(dir + "/" + file));
     if (c.shards.back().plan_hash != c.index.plan_hash) {
-      throw core::InputError(
+      throw InputError(
           dir + "/" + file, "",
           "shard of plan " + c.shards.back().plan_hash + ", the index's is " + c.index.plan_hash);
     }
@@ -260,4 +258,4 @@ Checkpoint read_checkpoint(const std::string& dir, const std::string& name) {
   return c;
 }
 
-}  // namespace replisim::real
+}  // namespace replisim::core

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "core/plan/plan.h"
-#include "real/state/checkpoint.h"
+#include "core/values/checkpoint.h"
 
-namespace replisim::real {
+namespace replisim::core {
 
 using Bytes = std::vector<uint8_t>;
 
@@ -25,7 +25,7 @@ inline size_t float_count(double bytes) {
 class ParameterStore {
  public:
   // The variables of shard `ps` (Plan::ps_roles index) of `plan` (which must outlive it).
-  ParameterStore(const core::Plan& plan, int ps);
+  ParameterStore(const Plan& plan, int ps);
 
   bool holds(int variable) const;
   // global_step (Plan::variables[0]) is an int64 here, not a buffer.
@@ -58,11 +58,11 @@ class ParameterStore {
   const State* find(int variable) const;
   State* find(int variable) { return const_cast<State*>(std::as_const(*this).find(variable)); }
 
-  const core::Plan& plan_;
+  const Plan& plan_;
   int ps_;
   bool holds_global_step_ = false;
   std::vector<int> index_of_;  // per plan variable: its State, or -1
   std::vector<std::unique_ptr<State>> states_;
 };
 
-}  // namespace replisim::real
+}  // namespace replisim::core

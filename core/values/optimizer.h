@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace replisim::real {
+namespace replisim::core {
 
 // var -= lr * grad.
 void apply_gradient_descent(float* var, const float* grad, size_t n, float lr);
@@ -20,4 +20,4 @@ void apply_momentum(float* var, float* accum, const float* grad, size_t n, float
 void apply_adam(float* var, float* m, float* v, const float* grad, size_t n, float lr, float beta1,
                 float beta2, float epsilon, float beta1_power, float beta2_power);
 
-}  // namespace replisim::real
+}  // namespace replisim::core

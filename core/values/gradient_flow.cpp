@@ -1,13 +1,10 @@
-#include "real/state/gradient_flow.h"
+#include "core/values/gradient_flow.h"
 
 #include <algorithm>
 
-namespace replisim::real {
+namespace replisim::core {
 
-using core::Op;
-using core::OpKind;
-
-GradientFlow gradient_flow(const core::ClientGraph& g) {
+GradientFlow gradient_flow(const ClientGraph& g) {
   const size_t n = g.ops.size();
   std::vector<std::vector<int>> consumers(n);
   for (size_t k = 0; k < n; ++k) {
@@ -46,4 +43,4 @@ GradientFlow gradient_flow(const core::ClientGraph& g) {
   return flow;
 }
 
-}  // namespace replisim::real
+}  // namespace replisim::core

@@ -1,23 +1,18 @@
-// The real backend's state: checkpoint shards and indexes (round trip, damage refused), the
-// optimizers' update rules (TensorFlow's training_ops formulas), the parameter store, and the
-// cluster spec with its map of roles onto tasks.
-#include <cmath>
+// The values of a run (core/values): checkpoint shards and indexes (round trip, damage refused),
+// the optimizers' update rules (TensorFlow's training_ops formulas) and the parameter store.
 #include <fstream>
-
-#include <sys/stat.h>
 
 #include <gtest/gtest.h>
 
 #include "core/base/error.h"
 #include "core/strategy/strategy.h"
-#include "real/cluster.h"
-#include "real/state/checkpoint.h"
-#include "real/state/optimizer.h"
-#include "real/state/parameter_store.h"
+#include "core/values/checkpoint.h"
+#include "core/values/optimizer.h"
+#include "core/values/parameter_store.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/test_support.h"
 
-namespace replisim::real {
+namespace replisim::core {
 namespace {
 
 CheckpointShard sample_shard() {
@@ -57,7 +52,7 @@ TEST(Checkpoint, ADamagedOrCutShardIsRefusedNamingTheFile) {
     try {
       read_checkpoint_shard(path);
       ADD_FAILURE() << "read a damaged shard of " << bad.size() << " bytes";
-    } catch (const core::InputError& e) {
+    } catch (const InputError& e) {
       EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
     }
   }
@@ -81,8 +76,8 @@ TEST(Checkpoint, TheIndexNamesItsShardsAndACheckpointReadsWhole) {
   CheckpointShard other = sample_shard();
   other.plan_hash = "fedcba9876543210";
   write_checkpoint_shard(dir.file("final.ps1"), other);
-  EXPECT_THROW(read_checkpoint(dir.path(), "final"), core::InputError);
-  EXPECT_THROW(read_checkpoint(dir.path(), "missing"), core::InputError);
+  EXPECT_THROW(read_checkpoint(dir.path(), "final"), InputError);
+  EXPECT_THROW(read_checkpoint(dir.path(), "missing"), InputError);
 }
 
 TEST(Optimizer, MomentumAndAdamFollowTensorFlowsUpdates) {
@@ -114,8 +109,8 @@ nlohmann::json tiny_scenario(const nlohmann::json& training) {
 }
 
 TEST(ParameterStore, ItHoldsItsShardAndSnapshotsValuesAndSlots) {
-  const core::Plan plan = core::compile_plan(
-      test::parse(tiny_scenario({{"optimizer", "momentum"}})), "between_graph", {1});
+  const Plan plan =
+      compile_plan(test::parse(tiny_scenario({{"optimizer", "momentum"}})), "between_graph", {1});
   for (size_t ps = 0; ps < plan.ps_roles.size(); ++ps) {
     ParameterStore store(plan, int(ps));
     size_t held = 0, trained = 0;
@@ -145,8 +140,8 @@ TEST(ParameterStore, ItHoldsItsShardAndSnapshotsValuesAndSlots) {
 // A restart's parameter server loads the shard it saved: values, optimizer slots and applies
 // (adam's beta powers too), bit for bit; a shard that does not fit the plan is refused.
 TEST(ParameterStore, ARestoredShardIsTheSavedOne) {
-  const core::Plan plan =
-      core::compile_plan(test::parse(tiny_scenario({{"optimizer", "adam"}})), "between_graph", {1});
+  const Plan plan =
+      compile_plan(test::parse(tiny_scenario({{"optimizer", "adam"}})), "between_graph", {1});
   for (size_t ps = 0; ps < plan.ps_roles.size(); ++ps) {
     ParameterStore trained(plan, int(ps)), fresh(plan, int(ps));
     for (size_t v = 1; v < plan.variables.size(); ++v) {
@@ -173,99 +168,5 @@ TEST(ParameterStore, ARestoredShardIsTheSavedOne) {
   }
 }
 
-TEST(Cluster, ASpecReadsInTaskOrderAndRefusesBadAddresses) {
-  const nlohmann::json good = {
-      {"cluster", {{"worker", {"127.0.0.1:2001", "127.0.0.1:2002"}}, {"ps", {"[::1]:2000"}}}},
-      {"token", "0123456789abcdef0123456789abcdef"}};
-  const ClusterSpec spec = parse_cluster_spec(good, "c.json");
-  ASSERT_EQ(spec.tasks.size(), 3u);
-  EXPECT_EQ(spec.tasks[0].name(), "ps0");
-  EXPECT_EQ(spec.tasks[0].host, "::1");
-  EXPECT_EQ(spec.tasks[2].address(), "127.0.0.1:2002");
-  EXPECT_EQ(parse_cluster_spec(cluster_spec_to_json(spec, true), "c.json").tasks[0].port, 2000);
-  const std::vector<std::pair<nlohmann::json, std::string>> bad = {
-      {{{"cluster", {{"ps", {"host"}}}}, {"token", "0123456789abcdef0123456789abcdef"}},
-       "/cluster/ps/0"},
-      {{{"cluster", {{"ps", {"h:70000"}}}}, {"token", "0123456789abcdef0123456789abcdef"}},
-       "/cluster/ps/0"},
-      {{{"cluster", {{"ps", {"h:1", "h:1"}}}}, {"token", "0123456789abcdef0123456789abcdef"}},
-       "/cluster/ps/1"},
-      {{{"cluster", {{"chief", {"h:1"}}}}, {"token", "0123456789abcdef0123456789abcdef"}}, "chief"},
-      {{{"cluster", {{"ps", {"h:1"}}}}, {"token", "short"}}, "/token"},
-  };
-  for (const auto& [json, where] : bad) {
-    try {
-      parse_cluster_spec(json, "c.json");
-      ADD_FAILURE() << json.dump();
-    } catch (const core::InputError& e) {
-      EXPECT_NE(std::string(e.what()).find(where), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find("c.json"), std::string::npos) << e.what();
-    }
-  }
-}
-
-// Issue 37: a token must carry at least 128 bits, and a spec file holding it must be readable by
-// its owner only.
-TEST(Cluster, AWeakTokenOrAReadableTokenFileIsRefused) {
-  EXPECT_GE(token_bits("0123456789abcdef0123456789abcdef"), 128);  // 32 hex digits
-  EXPECT_LT(token_bits("0123456789abcdef0123"), 128);              // 80 bits of hex
-  EXPECT_EQ(token_bits(std::string(64, 'a')), 0);                  // a placeholder
-  EXPECT_GE(token_bits("kY3nQ8vR2mZ5xW1cT7bL9p"), 128);            // 22 base64 characters
-  for (const char* weak : {"0123456789abcdef", "passwordpassword", "abababababababababababab"}) {
-    try {
-      parse_cluster_spec({{"cluster", {{"ps", {"h:1"}}}}, {"token", weak}}, "c.json");
-      ADD_FAILURE() << weak;
-    } catch (const core::InputError& e) {
-      EXPECT_EQ(e.json_path(), "/token");
-      EXPECT_NE(e.message().find("at least 128 bits"), std::string::npos) << e.what();
-    }
-  }
-  test::TempDir dir;
-  const nlohmann::json spec = {{"cluster", {{"ps", {"127.0.0.1:2000"}}}},
-                               {"token", "0123456789abcdef0123456789abcdef"}};
-  const std::string open_file = dir.write("open.json", spec.dump());
-  ::chmod(open_file.c_str(), 0644);
-  try {
-    read_cluster_file(open_file);
-    ADD_FAILURE() << "a readable token file was accepted";
-  } catch (const core::InputError& e) {
-    EXPECT_NE(e.message().find("chmod 600 " + open_file), std::string::npos) << e.what();
-  }
-  // Writable by others (a review: 0622 passed) is refused as well.
-  ::chmod(open_file.c_str(), 0622);
-  EXPECT_THROW(read_cluster_file(open_file), core::InputError);
-  EXPECT_EQ(read_cluster_file(dir.write_private("private.json", spec.dump())).tasks.size(), 1u);
-  // Without a token in it (the token from the environment) the file may be readable.
-  ::setenv(kClusterTokenVariable, "0123456789abcdef0123456789abcdef", 1);
-  const std::string no_token = dir.write("no-token.json", R"({"cluster": {"ps": ["h:1"]}})");
-  ::chmod(no_token.c_str(), 0644);
-  EXPECT_EQ(read_cluster_file(no_token).tasks.size(), 1u);
-  ::unsetenv(kClusterTokenVariable);
-}
-
-TEST(Cluster, RolesMapOntoTasksAndAMissingOrIdleTaskIsNamed) {
-  const core::Plan plan = core::compile_plan(test::parse(tiny_scenario({})), "between_graph", {1});
-  ClusterSpec spec;
-  spec.tasks = tasks_of_plan(plan);
-  ASSERT_EQ(spec.tasks.size(), 4u);  // ps0 ps1 worker0 worker1
-  const TaskMap map = map_roles(plan, spec, "c.json");
-  EXPECT_EQ(spec.tasks[size_t(map.chief_task)].name(), "worker0");
-  // Job control runs where global_step lives: a fault cannot take it without failing the job.
-  EXPECT_EQ(spec.tasks[size_t(map.coordinator_task)].name(),
-            "ps" + std::to_string(plan.variables.front().ps));
-  for (size_t t = 0; t < spec.tasks.size(); ++t) EXPECT_FALSE(map.roles_of_task[t].empty());
-  ClusterSpec fewer = spec;
-  fewer.tasks.pop_back();
-  try {
-    map_roles(plan, fewer, "c.json");
-    ADD_FAILURE();
-  } catch (const core::InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("/cluster/worker"), std::string::npos) << e.what();
-  }
-  ClusterSpec more = spec;
-  more.tasks.push_back({"worker", 2, "h", 9});
-  EXPECT_THROW(map_roles(plan, more, "c.json"), core::InputError);
-}
-
 }  // namespace
-}  // namespace replisim::real
+}  // namespace replisim::core

@@ -1,8 +1,8 @@
-#include "real/state/optimizer.h"
+#include "core/values/optimizer.h"
 
 #include <cmath>
 
-namespace replisim::real {
+namespace replisim::core {
 
 void apply_gradient_descent(float* var, const float* grad, size_t n, float lr) {
   for (size_t i = 0; i < n; ++i) var[i] -= grad[i] * lr;
@@ -26,4 +26,4 @@ void apply_adam(float* var, float* m, float* v, const float* grad, size_t n, flo
   }
 }
 
-}  // namespace replisim::real
+}  // namespace replisim::core

@@ -1,15 +1,15 @@
-#include "real/state/parameter_store.h"
+#include "core/values/parameter_store.h"
 
 #include <cstring>
 #include <utility>
 
-#include "real/state/optimizer.h"
+#include "core/values/optimizer.h"
 
-namespace replisim::real {
+namespace replisim::core {
 
-ParameterStore::ParameterStore(const core::Plan& plan, int ps)
+ParameterStore::ParameterStore(const Plan& plan, int ps)
     : plan_(plan), ps_(ps), index_of_(plan.variables.size(), -1) {
-  const core::OptimizerRule& rule = plan.optimizer;
+  const OptimizerRule& rule = plan.optimizer;
   for (size_t v = 0; v < plan.variables.size(); ++v) {
     if (plan.variables[v].ps != ps) continue;
     if (v == 0) {
@@ -55,7 +55,7 @@ std::shared_ptr<Bytes> ParameterStore::read(int variable) const {
 void ParameterStore::apply(int variable, const float* gradient, size_t n) {
   State* s = find(variable);
   if (s == nullptr) return;
-  const core::OptimizerRule& rule = plan_.optimizer;
+  const OptimizerRule& rule = plan_.optimizer;
   std::lock_guard<std::mutex> lock(s->mutex);
   n = std::min(n, s->value.size());
   const float lr = float(rule.learning_rate);
@@ -132,4 +132,4 @@ double ParameterStore::bytes() const {
   return total;
 }
 
-}  // namespace replisim::real
+}  // namespace replisim::core

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace replisim::real {
+namespace replisim::core {
 
 // One tensor of a shard: a variable's value (slot 0) or an optimizer slot (TF's names:
 // "<var>/Momentum"; "<var>/Adam" and "<var>/Adam_1" for m and v; "<var>/beta_powers" holds adam's
@@ -46,9 +46,9 @@ struct CheckpointIndex {
 };
 
 // Writes `shard` to `path` (temporary name, fsync, rename, fsync of the directory). Throws
-// core::OutputError naming the path.
+// OutputError naming the path.
 void write_checkpoint_shard(const std::string& path, const CheckpointShard& shard);
-// Throws core::InputError(path, "", ...) for a missing, truncated or corrupt file (bad magic,
+// Throws InputError(path, "", ...) for a missing, truncated or corrupt file (bad magic,
 // version, lengths, checksum).
 CheckpointShard read_checkpoint_shard(const std::string& path);
 
@@ -67,7 +67,7 @@ struct Checkpoint {
 Checkpoint read_checkpoint(const std::string& dir, const std::string& name);
 
 // Writes `bytes` of `data` to `path` through a temporary name, fsync and rename (and an fsync of
-// the directory). Throws core::OutputError naming the path.
+// the directory). Throws OutputError naming the path.
 void write_file_durably(const std::string& path, const std::string& data);
 
-}  // namespace replisim::real
+}  // namespace replisim::core

@@ -6,7 +6,7 @@
 
 #include "core/plan/plan.h"
 
-namespace replisim::real {
+namespace replisim::core {
 
 struct GradientFlow {
   // Per op: the variable (Plan::variables index) whose gradient its output is: an apply's or
@@ -18,6 +18,6 @@ struct GradientFlow {
   std::vector<std::vector<int>> produces;
 };
 
-GradientFlow gradient_flow(const core::ClientGraph& graph);
+GradientFlow gradient_flow(const ClientGraph& graph);
 
-}  // namespace replisim::real
+}  // namespace replisim::core

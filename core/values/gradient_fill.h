@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace replisim::real {
+namespace replisim::core {
 
 // The gradient of variable `variable` (Plan::variables index) that backward op `op` of step
 // graph `graph` produces at step `step`, element `i`: (1 + (7 graph + 3 step + 5 variable +
@@ -24,4 +24,4 @@ inline void fill_gradient(float* out, size_t n, int64_t graph, int64_t step, int
   for (size_t i = 0; i < n; ++i) out[i] = gradient_value(graph, step, variable, op, i);
 }
 
-}  // namespace replisim::real
+}  // namespace replisim::core
