@@ -14,10 +14,13 @@
 namespace replisim::real::detail {
 
 using core::Bytes;
+using core::CheckpointShard;
+using core::CheckpointTensor;
 using core::CollectiveResponse;
 using core::float_count;
 using core::Op;
 using core::OpKind;
+using core::ParameterStore;
 
 namespace {
 

@@ -66,7 +66,7 @@ class CollectiveOps final : public core::CollectiveHost {
     virtual void roll_back_client(int g) = 0;
     virtual void resume_client(int g, int step, int64_t global_step) = 0;
     // This task's copy of the variables (an all-reduce rank's), or null.
-    virtual ParameterStore* store() = 0;
+    virtual core::ParameterStore* store() = 0;
     virtual const std::string& plan_hash() const = 0;
   };
 
@@ -129,7 +129,7 @@ class CollectiveOps final : public core::CollectiveHost {
   void forget_below(int64_t first_id);
   void send_sync();
   void on_sync(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
-  void take_sync(const Bytes& message);
+  void take_sync(const core::Bytes& message);
   // `work` on the node's thread soon, unless a rollback comes first.
   void post_in_attempt(std::function<void()> work);
   void on_response(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
@@ -173,14 +173,14 @@ class CollectiveOps final : public core::CollectiveHost {
     bool taken = false;
     int64_t steps = 0;
     int64_t global_step = 0;
-    CheckpointShard state;
+    core::CheckpointShard state;
   };
   Commit commit_;
   uint64_t epoch_ = 0;           // local rollbacks so far (posted work of an earlier is dropped)
   uint64_t sync_round_ = 0;      // rank 0's task: its deaths so far (the latest one's sync goes)
   std::set<uint32_t> unsynced_;  // rank 0's task: survivors whose readiness is stale until synced
   bool awaiting_sync_ = false;   // a survivor's task: rolled back, waiting for the commit
-  std::map<std::pair<uint32_t, int64_t>, std::shared_ptr<Bytes>> sync_in_;  // arriving syncs
+  std::map<std::pair<uint32_t, int64_t>, std::shared_ptr<core::Bytes>> sync_in_;  // arriving syncs
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for the mesh's callbacks
 };
 

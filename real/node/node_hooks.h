@@ -260,7 +260,7 @@ class Node::CollectiveHooks final : public CollectiveOps::Host {
     n_.global_step_seen_ = global_step;
     n_.steps_->resume_after_rollback(g, step, global_step);
   }
-  ParameterStore* store() override { return n_.vars_->store(); }
+  core::ParameterStore* store() override { return n_.vars_->store(); }
   const std::string& plan_hash() const override { return n_.plan_hash_; }
 
  private:
