@@ -5,6 +5,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -237,6 +238,27 @@ TEST(ObjectiveModelFashionMnist, SequentialSoftmaxRegressionReachesThePublishedA
       steps, batch, schedule.describe().c_str(), result.accuracy, result.loss,
       seconds(start, loaded), seconds(loaded, end));
   EXPECT_GE(result.accuracy, 0.82);
+}
+
+// A subset keeps the first samples of each set: the same rows as the full set's.
+TEST(ObjectiveModelFashionMnist, ASubsetIsTheFirstSamplesOfEachSet) {
+  struct stat info {};
+  if (stat((std::string(kFashionMnistDir) + "/t10k-images-idx3-ubyte.gz").c_str(), &info) != 0) {
+    GTEST_SKIP() << "Fashion-MNIST is not installed in " << kFashionMnistDir
+                 << " (scripts/setup installs Debian's dataset-fashion-mnist)";
+  }
+  const TrainTestSets subset = load_fashion_mnist(kFashionMnistDir, 300);
+  ASSERT_EQ(subset.train.samples(), 300u);
+  ASSERT_EQ(subset.test.samples(), 300u);
+  const DataSet test = read_idx_images_and_labels(
+      std::string(kFashionMnistDir) + "/t10k-images-idx3-ubyte.gz",
+      std::string(kFashionMnistDir) + "/t10k-labels-idx1-ubyte.gz", kFashionMnistClasses);
+  ASSERT_EQ(test.samples(), 10000u);
+  EXPECT_TRUE(std::equal(subset.test.x.begin(), subset.test.x.end(), test.x.begin()));
+  EXPECT_TRUE(
+      std::equal(subset.test.labels.begin(), subset.test.labels.end(), test.labels.begin()));
+  EXPECT_EQ(*std::max_element(test.x.begin(), test.x.end()), 1.0f);  // 255 / 255
+  EXPECT_EQ(*std::min_element(test.x.begin(), test.x.end()), 0.0f);
 }
 
 TEST(ObjectiveModelSchedule, StepDecayFollowsTfsStaircaseAndStalenessDivides) {
