@@ -3,10 +3,10 @@
 # (the device tool's nvidia-h200): builds replisim without the simulator (REPLISIM_WITH_SIM=OFF)
 # and with the CUDA engine, using that machine's own nvcc, cuBLAS, compiler and CMake and the
 # dependencies packed beside the script (the header-only libraries, OpenBLAS and what it needs,
-# OpenSSL's libcrypto and headers, GoogleTest's sources); runs the CUDA engine's tests and a small
-# real run of the seed scenario on the GPU; prints bench_gpu's figures (the engine's FLOP/s on
-# the plan's GEMM shapes next to a bare cuBLAS loop and cuBLAS at 8192^3, its copies next to a
-# bare cudaMemcpy). About 3 minutes on 16 cores.
+# zlib, OpenSSL's libcrypto and headers, GoogleTest's sources); runs the CUDA engine's tests and
+# a small real run of the seed scenario on the GPU; prints bench_gpu's figures (the engine's
+# FLOP/s on the plan's GEMM shapes next to a bare cuBLAS loop and cuBLAS at 8192^3, its copies
+# next to a bare cudaMemcpy). About 3 minutes on 16 cores.
 #
 #   real/gpu-check.sh --pack   here (scripts/setup's packages installed): writes
 #                              .gpu-deps/deps.tar.xz (git ignores .gpu-deps; the device tool
@@ -26,9 +26,11 @@ if [ "${1:-}" = "--pack" ]; then
   cp -r /usr/include/nlohmann /usr/include/CLI /usr/include/asio /usr/include/asio.hpp \
     "$stage/include/"
   cp /usr/include/x86_64-linux-gnu/openblas-pthread/*.h "$stage/include/openblas/"
+  cp /usr/include/zlib.h /usr/include/zconf.h "$stage/include/"
   cp /usr/include/openssl/*.h /usr/include/x86_64-linux-gnu/openssl/*.h "$stage/include/openssl/"
   cp -L /usr/lib/x86_64-linux-gnu/libopenblas.so.0 /usr/lib/x86_64-linux-gnu/libcrypto.so.3 \
-    /lib/x86_64-linux-gnu/libgfortran.so.5 /lib/x86_64-linux-gnu/libquadmath.so.0 "$stage/lib/"
+    /lib/x86_64-linux-gnu/libgfortran.so.5 /lib/x86_64-linux-gnu/libquadmath.so.0 \
+    /lib/x86_64-linux-gnu/libz.so.1 "$stage/lib/"
   ln -s libcrypto.so.3 "$stage/lib/libcrypto.so"
   cp -r /usr/src/googletest "$stage/googletest"
   mkdir -p .gpu-deps

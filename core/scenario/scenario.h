@@ -16,6 +16,7 @@
 #include "core/hardware/platform.h"
 #include "core/hardware/transport.h"
 #include "core/model/model.h"
+#include "core/model/objective_model.h"
 
 namespace replisim::core {
 
@@ -189,6 +190,48 @@ struct AllReduceSpec {
       -1;  // elastic: required (no default; docs/allreduce.md says how to measure)
 };
 
+// training.objective (issue 40): the data and the proxy model whose SGD arithmetic the run
+// computes, with its learning rate, evaluation interval and target (docs/scenario-format.md has
+// each field's default and source). Parsing reads no data: the sets are loaded when a run starts.
+struct ObjectiveDataSpec {
+  enum class Set { kSynthetic, kFashionMnist };
+  Set set = Set::kSynthetic;
+  SyntheticSetSpec synthetic;  // kSynthetic: every field given
+  // kFashionMnist: the folder of the four IDX files (a relative one is taken from the scenario
+  // file's folder) and the first `subset` samples of each set (0: all).
+  std::string dir = kFashionMnistDir;
+  int subset = 0;
+
+  int features() const;
+  int classes() const;
+  // Training samples the set holds (the subset's, when one is given).
+  int train_samples() const;
+};
+enum class ObjectiveTarget { kAccuracy, kLoss };
+// Whose costs drive the clock: the objective's own FLOP and bytes ("objective"), or the
+// scenario's model ("scenario"), the proxy's arithmetic then showing what that schedule of
+// updates does to a model that converges in seconds.
+enum class ObjectiveTiming { kObjective, kScenario };
+const char* objective_timing_name(ObjectiveTiming timing);
+struct ObjectiveSpec {
+  bool enabled = false;  // the key is present
+  ObjectiveDataSpec data;
+  std::vector<int> hidden_widths;  // "model": empty for "softmax", the MLP's hidden layers else
+  double learning_rate = 0;
+  LearningRateSchedule schedule;
+  bool staleness_aware = false;  // lr / staleness (Zhang et al. 2016)
+  int batch = 0;                 // samples per worker step (default: batch_per_replica)
+  int evaluate_every_steps = 0;  // global steps between evaluations on the test set
+  ObjectiveTarget target = ObjectiveTarget::kAccuracy;
+  double target_value = 0;  // accuracy in (0, 1], or loss > 0 (nats)
+  ObjectiveTiming timing = ObjectiveTiming::kObjective;
+  uint64_t seed = 0;      // initialisation, shards and batch orders
+  std::string json_path;  // "/training/objective", for errors found when the data is loaded
+
+  // The model over the data's features and classes.
+  ObjectiveModel model() const;
+};
+
 struct TrainingSpec {
   int batch_per_replica = 0;
   int steps = 0;  // "auto": steady_state.max_steps
@@ -219,6 +262,7 @@ struct TrainingSpec {
   CheckpointSpec checkpoint;
   SummarySpec summaries;
   RecoverySpec recovery;
+  ObjectiveSpec objective;  // not enabled: no objective (rates only)
 };
 
 // A fault (top-level "faults"): what goes wrong, where and when.

@@ -35,6 +35,9 @@ void parse_where(const JsonCursor& c, ClusterSpec& cluster, const Model& model, 
 // "training". May add dedicated PS machines to `cluster`.
 TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Model& model);
 
+// "training.objective", once the rest of "training" is parsed (`t`: the workers, the batch).
+ObjectiveSpec parse_objective(const JsonCursor& c, const TrainingSpec& t);
+
 // "faults": a list of {"kind": "role" | "machine" | "slowdown", ...} (docs/scenario-format.md).
 std::vector<FaultSpec> parse_faults(const JsonCursor& c, const ClusterSpec& cluster,
                                     const TrainingSpec& training);

@@ -369,7 +369,8 @@ TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Mod
                 "variables_on",
                 "checkpoint",
                 "summaries",
-                "recovery"});
+                "recovery",
+                "objective"});
   TrainingSpec t;
   t.batch_per_replica = int(c.at("batch_per_replica").as_int(1, limits::kMaxBatch));
   t.warmup_steps = c.has("warmup_steps") ? int(c.at("warmup_steps").as_int(0, limits::kMaxSteps))
@@ -407,6 +408,7 @@ TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Mod
   t.costs = parse_costs(c.has("costs") ? &costs_cursor : nullptr, model, t.optimizer);
   const JsonCursor jitter_cursor = c.has("jitter") ? c.at("jitter") : c;
   t.jitter = parse_jitter(c.has("jitter") ? &jitter_cursor : nullptr);
+  if (c.has("objective")) t.objective = parse_objective(c.at("objective"), t);
   return t;
 }
 

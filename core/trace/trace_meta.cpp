@@ -156,7 +156,7 @@ std::vector<TraceClient> clients_from_json(const JsonCursor& c) {
   return out;
 }
 
-std::vector<TraceMemory> memory_from_json(const JsonCursor& c) {
+std::vector<TraceMemory> trace_memory_from_json(const JsonCursor& c) {
   std::vector<TraceMemory> out;
   for (size_t i = 0; i < c.size(); ++i) {
     const JsonCursor m = c.at(i);
@@ -323,7 +323,7 @@ TraceMeta trace_meta_from_json(const nlohmann::json& json, const std::string& so
   m.ps = strings_from_json(c.at("ps"));
   check_names(c, m);
   if (c.has("notes")) m.notes = strings_from_json(c.at("notes"));
-  if (c.has("memory")) m.memory = memory_from_json(c.at("memory"));
+  if (c.has("memory")) m.memory = trace_memory_from_json(c.at("memory"));
   const JsonCursor variables = c.at("variables");
   for (size_t i = 0; i < variables.size(); ++i) {
     const JsonCursor v = variables.at(i);
