@@ -233,6 +233,11 @@ Plan compile_plan(const Scenario& scenario, const std::string& strategy,
   }
   require_within_budget(estimate_plan(scenario, strategy), options.budget);
   Plan plan = s->compile(scenario, options);
+  if (scenario.training.objective.enabled) {
+    plan.notes.push_back(
+        "training.objective is read and checked, but this version does not compute it yet: the "
+        "run measures rates only (no loss, accuracy or time to target)");
+  }
   charge_send_overheads(plan, scenario.training.costs.per_message_overhead_s);
   check_plan_rules(plan, "<compiled plan>");
   return plan;

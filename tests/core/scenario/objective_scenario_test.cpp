@@ -4,6 +4,7 @@
 
 #include "core/base/error.h"
 #include "core/scenario/scenario.h"
+#include "core/strategy/strategy.h"
 #include "tests/support/test_support.h"
 
 namespace replisim::core {
@@ -50,6 +51,23 @@ TEST(ScenarioObjective, AbsentMeansNoObjective) {
   nlohmann::json doc = scenario_with_objective({});
   doc["training"].erase("objective");
   EXPECT_FALSE(parse_scenario(doc, "s.json").training.objective.enabled);
+}
+
+// Until runs compute it, a plan of a scenario with an objective says that they do not (a key
+// that silently changed nothing would mislead); without one, no such note.
+TEST(ScenarioObjective, APlanSaysTheObjectiveIsNotComputedYet) {
+  const auto note_of = [](const nlohmann::json& doc) {
+    for (const std::string& n :
+         compile_plan(parse_scenario(doc, "s.json"), "between_graph", {}).notes) {
+      if (n.find("training.objective") != std::string::npos) return n;
+    }
+    return std::string();
+  };
+  EXPECT_NE(note_of(scenario_with_objective(synthetic_objective())).find("rates only"),
+            std::string::npos);
+  nlohmann::json without = scenario_with_objective({});
+  without["training"].erase("objective");
+  EXPECT_EQ(note_of(without), "");
 }
 
 TEST(ScenarioObjective, ASyntheticSoftmaxObjectiveWithItsDefaults) {
