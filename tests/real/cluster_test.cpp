@@ -14,19 +14,6 @@
 namespace replisim::real {
 namespace {
 
-nlohmann::json tiny_scenario(const nlohmann::json& training) {
-  nlohmann::json t = {{"replicas", {"w0/gpu0", "w1/gpu0"}},
-                      {"ps", {"ps/cpu", "w0/cpu"}},
-                      {"client", "ps"},
-                      {"steps", 4},
-                      {"warmup_steps", 1}};
-  if (!training.is_null()) t.update(training);
-  return test::scenario_json({test::machine("ps", "100 GFLOPS", {}, "10 Gbps"),
-                              test::machine("w0", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps"),
-                              test::machine("w1", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps")},
-                             test::one_layer_model(4000, "1 MFLOP"), t);
-}
-
 TEST(Cluster, ASpecReadsInTaskOrderAndRefusesBadAddresses) {
   const nlohmann::json good = {
       {"cluster", {{"worker", {"127.0.0.1:2001", "127.0.0.1:2002"}}, {"ps", {"[::1]:2000"}}}},
@@ -98,7 +85,8 @@ TEST(Cluster, AWeakTokenOrAReadableTokenFileIsRefused) {
 }
 
 TEST(Cluster, RolesMapOntoTasksAndAMissingOrIdleTaskIsNamed) {
-  const core::Plan plan = core::compile_plan(test::parse(tiny_scenario({})), "between_graph", {1});
+  const core::Plan plan =
+      core::compile_plan(test::parse(test::two_ps_scenario({})), "between_graph", {1});
   ClusterSpec spec;
   spec.tasks = tasks_of_plan(plan);
   ASSERT_EQ(spec.tasks.size(), 4u);  // ps0 ps1 worker0 worker1

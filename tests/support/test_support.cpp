@@ -46,6 +46,19 @@ nlohmann::json scenario_json(const std::vector<nlohmann::json>& machines,
           {"training", t}};
 }
 
+nlohmann::json two_ps_scenario(const nlohmann::json& training) {
+  nlohmann::json t = {{"replicas", {"w0/gpu0", "w1/gpu0"}},
+                      {"ps", {"ps/cpu", "w0/cpu"}},
+                      {"client", "ps"},
+                      {"steps", 4},
+                      {"warmup_steps", 1}};
+  if (!training.is_null()) t.update(training);
+  return scenario_json({machine("ps", "100 GFLOPS", {}, "10 Gbps"),
+                        machine("w0", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps"),
+                        machine("w1", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps")},
+                       one_layer_model(4000, "1 MFLOP"), t);
+}
+
 core::Scenario parse(const nlohmann::json& document) {
   return core::parse_scenario(document, "test.json");
 }

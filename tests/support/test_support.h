@@ -30,6 +30,10 @@ nlohmann::json scenario_json(const std::vector<nlohmann::json>& machines,
                              const std::string& network_model = "ideal",
                              const std::string& switch_bandwidth = "1 TBps");
 
+// Two workers (w0, w1: a 1 TFLOPS GPU each) and two PS shards (ps/cpu, w0/cpu), the client on ps,
+// 4 steps of a one-layer model of 4,000 params; `training` (may be null) merged over that.
+nlohmann::json two_ps_scenario(const nlohmann::json& training);
+
 core::Scenario parse(const nlohmann::json& document);
 
 // The simulator's part of the test support: built with REPLISIM_WITH_SIM only (a test that compares

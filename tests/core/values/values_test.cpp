@@ -95,22 +95,9 @@ TEST(Optimizer, MomentumAndAdamFollowTensorFlowsUpdates) {
   EXPECT_EQ(y, 2.0f - 0.015625f);
 }
 
-nlohmann::json tiny_scenario(const nlohmann::json& training) {
-  nlohmann::json t = {{"replicas", {"w0/gpu0", "w1/gpu0"}},
-                      {"ps", {"ps/cpu", "w0/cpu"}},
-                      {"client", "ps"},
-                      {"steps", 4},
-                      {"warmup_steps", 1}};
-  if (!training.is_null()) t.update(training);
-  return test::scenario_json({test::machine("ps", "100 GFLOPS", {}, "10 Gbps"),
-                              test::machine("w0", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps"),
-                              test::machine("w1", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps")},
-                             test::one_layer_model(4000, "1 MFLOP"), t);
-}
-
 TEST(ParameterStore, ItHoldsItsShardAndSnapshotsValuesAndSlots) {
-  const Plan plan =
-      compile_plan(test::parse(tiny_scenario({{"optimizer", "momentum"}})), "between_graph", {1});
+  const Plan plan = compile_plan(test::parse(test::two_ps_scenario({{"optimizer", "momentum"}})),
+                                 "between_graph", {1});
   for (size_t ps = 0; ps < plan.ps_roles.size(); ++ps) {
     ParameterStore store(plan, int(ps));
     size_t held = 0, trained = 0;
@@ -140,8 +127,8 @@ TEST(ParameterStore, ItHoldsItsShardAndSnapshotsValuesAndSlots) {
 // A restart's parameter server loads the shard it saved: values, optimizer slots and applies
 // (adam's beta powers too), bit for bit; a shard that does not fit the plan is refused.
 TEST(ParameterStore, ARestoredShardIsTheSavedOne) {
-  const Plan plan =
-      compile_plan(test::parse(tiny_scenario({{"optimizer", "adam"}})), "between_graph", {1});
+  const Plan plan = compile_plan(test::parse(test::two_ps_scenario({{"optimizer", "adam"}})),
+                                 "between_graph", {1});
   for (size_t ps = 0; ps < plan.ps_roles.size(); ++ps) {
     ParameterStore trained(plan, int(ps)), fresh(plan, int(ps));
     for (size_t v = 1; v < plan.variables.size(); ++v) {
