@@ -47,17 +47,22 @@ struct AppliedUpdate {
   int client = 0;
   int64_t step = 0;
   int variable = 0;
-  int64_t staleness = 0;     // global_step at the apply - global_step the worker read
+  // global_step at the apply - global_step the worker read. The trace's staleness of the update
+  // (docs/metrics.md) takes global_step at its increment instead, so it is larger when other
+  // workers' increments land between this apply and its own increment.
+  int64_t staleness = 0;
   double learning_rate = 0;  // the rate used (schedule, then staleness-aware scaling)
 };
 
 class ValueEngine {
  public:
   // `plan` (outliving the engine) must have an enabled objective. Makes or reads the data
-  // (seeded), builds the model and its initial parameters (seeded by objective.seed), cuts the
-  // training set into one shard per client (shard_indices seeded by the objective's seed) and
-  // gives client c a BatchIterator seeded by splitmix64(seed ^ c-mix). Throws InputError for data
-  // that cannot be read (naming the folder) or a model too large.
+  // (seeded), builds the model and its initial parameters (initial_parameters(objective.seed)),
+  // cuts the training set into one shard per client (shard_indices(samples, clients, c,
+  // shard_seed(seed))) and gives client c a BatchIterator over its shard seeded by
+  // batch_seed(seed, c) (both SplitMix64 mixes of the seed with a tag, and c). Throws InputError
+  // for data that cannot be read (naming the file), a model too large, or more clients than
+  // training samples.
   explicit ValueEngine(const Plan& plan);
   ValueEngine(const ValueEngine&) = delete;  // the batch iterators point into data_
   ValueEngine& operator=(const ValueEngine&) = delete;
