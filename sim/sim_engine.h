@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <queue>
 #include <unordered_map>
@@ -22,6 +23,7 @@
 #include "core/runtime/client_loop.h"
 #include "core/runtime/steady_state.h"
 #include "core/runtime/sync_queues.h"
+#include "core/values/value_engine.h"
 #include "sim/sim_collectives.h"
 #include "sim/sim_faults.h"
 #include "sim/sim_network.h"
@@ -121,6 +123,12 @@ class SimRun : public core::SyncHost, public core::StepHost, public NetworkHost 
   void note_lost_before_back(int c);
   std::vector<int> client_steps() const;
 
+  // The training objective (sim_values.cpp): the value engine's meaning of op `op` of client c
+  // at its completion, before global_step moves; an evaluation it returns is recorded by
+  // record_evaluation once the update is.
+  std::optional<core::ValueEvaluation> compute_values(int c, int op);
+  void record_evaluation(const core::ValueEvaluation& evaluation, double at_s);
+
   const core::Plan& plan_;
   Progress progress_;
   SimSettings settings_;
@@ -148,6 +156,8 @@ class SimRun : public core::SyncHost, public core::StepHost, public NetworkHost 
   int64_t steps_limit_ = 0;
   sg4::Host* service_host_ = nullptr;  // runs the driver; no links, never fails
   int64_t global_step_ = 0;
+  // The objective's values (core::objective_computed_by_simulator); null: rates only.
+  std::unique_ptr<core::ValueEngine> values_;
   double last_update_s_ = 0;  // when global_step last moved
   int finished_clients_ = 0;
   // Step starts, faults and restarts waiting for their time, served by the driver actor.

@@ -54,6 +54,10 @@ SimRun::SimRun(const core::Plan& plan, core::TraceSink& sink, Progress progress,
       steady_(plan),
       steps_limit_(plan.steps) {
   for (const core::ClientGraph* graph : graphs_) clients_.emplace_back(*graph);
+  if (core::objective_computed_by_simulator(plan)) {
+    values_ = std::make_unique<core::ValueEngine>(plan);
+    record_evaluation(values_->evaluate_now(0), 0.0);
+  }
   if (plan.sync == core::kAllReduceSync) {
     SimCollectives::Hooks hooks;
     hooks.now_s = [] { return sg4::Engine::get_clock(); };

@@ -98,6 +98,10 @@ TraceMeta trace_meta_from_plan(const Plan& plan) {
   for (int role : plan.ps_roles) meta.ps.push_back(plan.roles[size_t(role)].name);
   meta.granularity = plan.granularity;
   meta.notes = plan.notes;
+  if (objective_computed_by_simulator(plan)) {
+    meta.objective_target = plan.objective.target;
+    meta.objective_target_value = plan.objective.target_value;
+  }
   for (const MemoryCheck& m : memory_checks(plan)) {
     meta.memory.push_back({m.device, m.need.total_bytes(), m.capacity_bytes, m.need.weights_bytes,
                            m.need.gradients_bytes, m.need.optimizer_bytes,

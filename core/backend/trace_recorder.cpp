@@ -228,4 +228,8 @@ void TraceRecorder::global_step(double at_s, int64_t value) {
   sink_.counter({global_step_name_, at_s, double(value)});
 }
 
+void TraceRecorder::counter(const std::string& name, double at_s, double value) {
+  sink_.counter({intern(name), at_s, value});
+}
+
 }  // namespace replisim::core

@@ -76,6 +76,9 @@ class TraceRecorder {
                 double end_s, int64_t restored_global_step, int64_t global_step_at_failure);
   // The global_step counter alone (a restart sets it back).
   void global_step(double at_s, int64_t value);
+  // A sample of the counter called `name` ("loss", "accuracy": the training objective's
+  // evaluations, core/values/value_engine.h): `value` from `at_s` on.
+  void counter(const std::string& name, double at_s, double value);
 
   // The samples one step of the graph trains on (its update events carry them).
   int samples_per_step(int graph) const { return names_[size_t(graph)].samples_per_step; }

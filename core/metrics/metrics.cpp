@@ -327,6 +327,7 @@ RunMetrics run_facts(const MetricsInput& in, const Trace& trace) {
   r.bytes_per_ps = in.bytes_per_ps;
   r.simulated_time_s = trace.outcome.end_s;
   r.steady_state = trace.outcome.steady_state;
+  r.objective = objective_metrics(trace);
   return r;
 }
 

@@ -129,6 +129,28 @@ struct RecoveryRecord {
   double lost_work_s = 0;
 };
 
+// The training objective's curve (training.objective; the trace's "loss" and "accuracy" counters,
+// one sample of each per evaluation on the test set, recorded after the global_step counter of
+// the update that triggered it; TraceMeta::objective_target names the target).
+struct ObjectiveMetrics {
+  std::string target;  // "accuracy" (reached at >= target_value) or "loss" (at <= target_value)
+  double target_value = 0;
+  int evaluations = 0;  // 0: the run recorded none (a backend that does not compute it)
+  // The last evaluation: its values, simulated time (s) and global step.
+  double final_loss = 0;      // mean cross-entropy (nats)
+  double final_accuracy = 0;  // fraction of the test set
+  double final_s = 0;
+  int64_t final_global_step = 0;
+  // The first evaluation that reached the target: its time (s of the run's clock, from the
+  // run's start) and the global step it evaluated; -1 when none did.
+  double time_to_target_s = -1;
+  int64_t global_steps_to_target = -1;
+  bool reached() const { return time_to_target_s >= 0; }
+};
+
+// The objective's figures from the trace's counters; nullopt when its metadata names no target.
+std::optional<ObjectiveMetrics> objective_metrics(const Trace& trace);
+
 struct RunMetrics {
   std::string scenario;
   std::string strategy;
@@ -175,6 +197,8 @@ struct RunMetrics {
   double chief_writing_s = 0;
   double staleness_mean = 0;
   double staleness_max = 0;
+  // training.objective's loss, accuracy and time to target over the whole run (not windowed).
+  std::optional<ObjectiveMetrics> objective;
   std::vector<ResourceUse> devices;  // by utilisation, highest first
   std::vector<ResourceUse> links;    // per direction, highest first
   ResourceUse bottleneck;            // the highest of devices and links

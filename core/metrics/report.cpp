@@ -335,6 +335,32 @@ void add_step_rows(ReportTable& t) {
   });
 }
 
+// training.objective, when any run computed it: the target, when it was first reached (simulated
+// time and global step), and the last evaluation.
+void add_objective_rows(ReportTable& t) {
+  if (!t.any([](const RunMetrics& r) { return r.objective.has_value(); })) return;
+  t.row("objective target", [](const RunMetrics& r) {
+    if (!r.objective) return std::string("-");
+    return "test " + r.objective->target + (r.objective->target == "accuracy" ? " >= " : " <= ") +
+           fixed(r.objective->target_value, 4);
+  });
+  t.row("time to target (s)", [](const RunMetrics& r) {
+    if (!r.objective || r.objective->evaluations == 0) return std::string("-");
+    return r.objective->reached() ? fixed(r.objective->time_to_target_s, 3)
+                                  : std::string("not reached");
+  });
+  t.row("global steps to target", [](const RunMetrics& r) {
+    if (!r.objective || !r.objective->reached()) return std::string("-");
+    return std::to_string(r.objective->global_steps_to_target);
+  });
+  t.row("final accuracy / loss (global step)", [](const RunMetrics& r) {
+    if (!r.objective || r.objective->evaluations == 0) return std::string("no evaluation");
+    return fixed(r.objective->final_accuracy * 100.0, 1) + "% / " +
+           fixed(r.objective->final_loss, 4) + " (" +
+           std::to_string(r.objective->final_global_step) + ")";
+  });
+}
+
 void add_resource_rows(ReportTable& t) {
   t.row("bottleneck (busiest resource)", [](const RunMetrics& r) {
     return r.bottleneck.name + " " + percent(r.bottleneck.utilization);
@@ -431,6 +457,7 @@ std::string format_report(const std::vector<RunMetrics>& runs, const std::string
   add_sync_rows(table);
   add_fault_rows(table);
   add_step_rows(table);
+  add_objective_rows(table);
   add_resource_rows(table);
   add_wait_rows(table);
   add_run_rows(table);
@@ -562,6 +589,19 @@ nlohmann::json run_json(const RunMetrics& r) {
   run["update_interval_s"] = r.update_interval_s;
   run["updates_in_window"] = r.updates_in_window;
   run["staleness"] = {{"mean", r.staleness_mean}, {"max", r.staleness_max}};
+  if (r.objective) {
+    const ObjectiveMetrics& o = *r.objective;
+    // -1: not reached (time_to_target_s, global_steps_to_target).
+    run["objective"] = {{"target", o.target},
+                        {"target_value", o.target_value},
+                        {"evaluations", o.evaluations},
+                        {"time_to_target_s", o.time_to_target_s},
+                        {"global_steps_to_target", o.global_steps_to_target},
+                        {"final_accuracy", o.final_accuracy},
+                        {"final_loss", o.final_loss},
+                        {"final_s", o.final_s},
+                        {"final_global_step", o.final_global_step}};
+  }
   run["bottleneck"] = {{"resource", r.bottleneck.name}, {"utilization", r.bottleneck.utilization}};
   run["bytes_per_ps"] = r.bytes_per_ps;
   run["simulated_time_s"] = r.simulated_time_s;

@@ -132,6 +132,10 @@ bool clients_are_workers(const Plan& plan) {
          plan.roles[size_t(plan.clients.front().role)].kind == RoleKind::kWorker;
 }
 
+bool objective_computed_by_simulator(const Plan& plan) {
+  return plan.objective.enabled && clients_are_workers(plan) && plan.sync == "async";
+}
+
 const char* plan_fault_kind_name(PlanFaultKind kind) {
   switch (kind) {
     case PlanFaultKind::kRole:

@@ -12,6 +12,7 @@
 
 #include "core/hardware/platform.h"
 #include "core/plan/kinds.h"
+#include "core/plan/plan_objective.h"
 
 namespace replisim::core {
 
@@ -207,6 +208,8 @@ struct Plan {
   CheckpointPolicy checkpoints;
   RecoveryPolicy recovery;
   OptimizerRule optimizer;
+  // training.objective: the SGD arithmetic a backend computes (not enabled: rates only).
+  PlanObjective objective;
   int steps = 0;  // steady_state: at most this many (training.max_steps)
   int warmup_steps = 0;
   // training.steps "auto": stop once the throughput's 95% interval is within +-tolerance
@@ -245,6 +248,10 @@ PlanFault death_of_roles(const Plan& plan, const std::vector<int>& roles, double
 // Whether the plan's clients are workers (between-graph), whose training has a sync mode; an
 // in-graph client (RoleKind::kClient) is synchronous by construction.
 bool clients_are_workers(const Plan& plan);
+// Whether the simulator computes the plan's objective (Plan::objective; sim/sim_values.cpp): a
+// between-graph asynchronous plan with one. Sync, distributed_replicated, all-reduce and in-graph
+// plans do not yet (their plan notes say so).
+bool objective_computed_by_simulator(const Plan& plan);
 
 // The operating-system processes of the job: TF 1.x runs one server per task, and a tensor
 // between two tasks goes through gRPC even on one machine (Transport::between_processes).

@@ -196,6 +196,8 @@ void options_to_json(const Plan& plan, nlohmann::json& j) {
                      {"restart_delay_s", plan.recovery.restart_delay_s},
                      {"recovery_wait_s", plan.recovery.recovery_wait_s}};
   }
+  // Written only when enabled, so plans without an objective read and hash as before.
+  if (plan.objective.enabled) j["objective"] = plan_objective_to_json(plan.objective);
   if (plan.sync == kAllReduceSync) {
     const CollectiveSpec& cs = plan.collective;
     j["collective"] = {{"preset", cs.preset},
@@ -517,6 +519,7 @@ void options_from_json(const JsonCursor& c, Plan& plan) {
   if (c.has("checkpoints")) plan.checkpoints = checkpoints_from_json(c.at("checkpoints"));
   if (c.has("recovery")) plan.recovery = recovery_from_json(c.at("recovery"));
   if (c.has("optimizer")) plan.optimizer = optimizer_from_json(c.at("optimizer"));
+  if (c.has("objective")) plan.objective = plan_objective_from_json(c.at("objective"));
   if (plan.sync == "sync") {
     plan.sync_replicas = sync_replicas_from_json(c.at("sync_replicas"), plan);
   } else if (c.has("sync_replicas")) {
@@ -559,7 +562,8 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& file) {
                 "faults",
                 "checkpoints",
                 "recovery",
-                "optimizer"});
+                "optimizer",
+                "objective"});
   Plan plan;
   settings_from_json(c, plan);
   const JsonCursor notes = c.at("notes");

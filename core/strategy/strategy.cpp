@@ -224,6 +224,61 @@ void require_within_budget(const PlanEstimate& e, const PlanBudget& budget) {
                        "; --max-plan-memory raises it");
 }
 
+namespace {
+
+// The plan's copy of training.objective (plain data: core/plan/plan_objective.h).
+PlanObjective plan_objective(const ObjectiveSpec& spec) {
+  PlanObjective o;
+  o.enabled = true;
+  if (spec.data.set == ObjectiveDataSpec::Set::kSynthetic) {
+    o.set = "synthetic";
+    o.train_samples = spec.data.synthetic.train_samples;
+    o.test_samples = spec.data.synthetic.test_samples;
+    o.features = spec.data.synthetic.features;
+    o.classes = spec.data.synthetic.classes;
+    o.data_seed = spec.data.synthetic.seed;
+  } else {
+    o.set = "fashion_mnist";
+    o.dir = spec.data.dir;
+    o.subset = spec.data.subset;
+  }
+  o.hidden_widths = spec.hidden_widths;
+  o.learning_rate = spec.learning_rate;
+  if (spec.schedule.kind == LearningRateSchedule::Kind::kStepDecay) {
+    o.schedule = "step_decay";
+    o.decay_steps = spec.schedule.decay_steps;
+    o.decay_rate = spec.schedule.decay_rate;
+  }
+  o.staleness_aware = spec.staleness_aware;
+  o.batch = spec.batch;
+  o.evaluate_every_steps = spec.evaluate_every_steps;
+  o.target = spec.target == ObjectiveTarget::kAccuracy ? "accuracy" : "loss";
+  o.target_value = spec.target_value;
+  o.timing = objective_timing_name(spec.timing);
+  o.seed = spec.seed;
+  return o;
+}
+
+// What a run of the plan does with its objective: the simulator computes it for between-graph
+// asynchronous plans only (sim/sim_values.cpp); other plans keep the rates-only note.
+std::string objective_note(const Plan& plan) {
+  if (objective_computed_by_simulator(plan)) {
+    return "training.objective: the simulation computes the proxy's SGD arithmetic (each "
+           "gradient at the values its worker read, each apply in simulated order) and records "
+           "loss and accuracy on the test set every " +
+           std::to_string(plan.objective.evaluate_every_steps) +
+           " global steps; the clock is the scenario model's costs whatever its timing says "
+           "(timing \"objective\" is not applied yet); real runs do not compute it yet" +
+           (plan.recovery.enabled ? ", and a restart does not roll the values back" : "");
+  }
+  return "training.objective is read and checked, but this version computes it only for "
+         "between-graph asynchronous plans (in the simulator), not for this " +
+         (clients_are_workers(plan) ? plan.strategy + " " + plan.sync : plan.strategy) +
+         " plan: the run measures rates only (no loss, accuracy or time to target)";
+}
+
+}  // namespace
+
 Plan compile_plan(const Scenario& scenario, const std::string& strategy,
                   const CompileOptions& options, const std::string& flag) {
   const Strategy* s = find_strategy(strategy);
@@ -234,9 +289,8 @@ Plan compile_plan(const Scenario& scenario, const std::string& strategy,
   require_within_budget(estimate_plan(scenario, strategy), options.budget);
   Plan plan = s->compile(scenario, options);
   if (scenario.training.objective.enabled) {
-    plan.notes.push_back(
-        "training.objective is read and checked, but this version does not compute it yet: the "
-        "run measures rates only (no loss, accuracy or time to target)");
+    plan.objective = plan_objective(scenario.training.objective);
+    plan.notes.push_back(objective_note(plan));
   }
   charge_send_overheads(plan, scenario.training.costs.per_message_overhead_s);
   check_plan_rules(plan, "<compiled plan>");

@@ -301,6 +301,9 @@ nlohmann::json trace_meta_to_json(const TraceMeta& m) {
     j["variables"].push_back({{"name", v.name}, {"bytes", v.bytes}, {"ps", v.ps}});
   }
   if (!m.graphs.empty()) j["graphs"] = graphs_to_json(m.graphs);
+  if (!m.objective_target.empty()) {
+    j["objective_target"] = {{"kind", m.objective_target}, {"value", m.objective_target_value}};
+  }
   j["backend"] = m.backend;
   j["provenance"] = m.provenance;
   return j;
@@ -323,6 +326,12 @@ TraceMeta trace_meta_from_json(const nlohmann::json& json, const std::string& so
   m.ps = strings_from_json(c.at("ps"));
   check_names(c, m);
   if (c.has("notes")) m.notes = strings_from_json(c.at("notes"));
+  if (c.has("objective_target")) {
+    const JsonCursor t = c.at("objective_target");
+    t.check_keys({"kind", "value"});
+    m.objective_target = one_of(t.at("kind"), {"accuracy", "loss"});
+    m.objective_target_value = t.at("value").as_number_in(0, 1e6);
+  }
   if (c.has("memory")) m.memory = trace_memory_from_json(c.at("memory"));
   const JsonCursor variables = c.at("variables");
   for (size_t i = 0; i < variables.size(); ++i) {

@@ -101,6 +101,11 @@ struct TraceMeta {
   // written before 2026-12-03, and for plans of more than kMaxTraceGraphOps ops (their JSON
   // would pass the metadata's size limit): their reports have no "bound by" row.
   std::vector<TraceGraph> graphs;
+  // training.objective's target, when the run computed the objective (loss and accuracy
+  // counters; metrics.h ObjectiveMetrics): "accuracy" (reached at >= value) or "loss" (<= value);
+  // "" when it computed none. Not written when "".
+  std::string objective_target;
+  double objective_target_value = 0;
   std::string backend;                                   // the registered name ("sim")
   nlohmann::json provenance = nlohmann::json::object();  // versions, scenario, command line, ...
 

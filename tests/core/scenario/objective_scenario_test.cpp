@@ -53,9 +53,10 @@ TEST(ScenarioObjective, AbsentMeansNoObjective) {
   EXPECT_FALSE(parse_scenario(doc, "s.json").training.objective.enabled);
 }
 
-// Until runs compute it, a plan of a scenario with an objective says that they do not (a key
-// that silently changed nothing would mislead); without one, no such note.
-TEST(ScenarioObjective, APlanSaysTheObjectiveIsNotComputedYet) {
+// A plan of a scenario with an objective says what its runs do with it (a key that silently
+// changed nothing would mislead): a between-graph asynchronous plan's simulation computes it
+// (ValueEnginePlan tests the others' "rates only"); without one, no such note.
+TEST(ScenarioObjective, APlanSaysWhetherTheObjectiveIsComputed) {
   const auto note_of = [](const nlohmann::json& doc) {
     for (const std::string& n :
          compile_plan(parse_scenario(doc, "s.json"), "between_graph", {}).notes) {
@@ -63,7 +64,7 @@ TEST(ScenarioObjective, APlanSaysTheObjectiveIsNotComputedYet) {
     }
     return std::string();
   };
-  EXPECT_NE(note_of(scenario_with_objective(synthetic_objective())).find("rates only"),
+  EXPECT_NE(note_of(scenario_with_objective(synthetic_objective())).find("simulation computes"),
             std::string::npos);
   nlohmann::json without = scenario_with_objective({});
   without["training"].erase("objective");
