@@ -130,7 +130,7 @@ std::optional<ValueEvaluation> ValueEngine::op_completed(int c, int op_index, in
       for (size_t i = s.offset; i < s.offset + s.size; ++i) {
         values_[i] -= scaled * client.gradient[i];
       }
-      applied_.push_back({c, step, op.variable, staleness, rate});
+      if (record_applies_) applied_.push_back({c, step, op.variable, staleness, rate});
       return std::nullopt;
     }
     case OpKind::kGlobalStepIncrement:

@@ -86,6 +86,9 @@ class ValueEngine {
   const std::vector<ValueSlice>& slices() const { return slices_; }
   const ObjectiveModel& model() const { return model_; }
   const TrainTestSets& data() const { return data_; }
+  // The applies so far, once record_applies(true) asked for them (off by default: a run of 1,024
+  // workers would keep millions).
+  void record_applies(bool on) { record_applies_ = on; }
   const std::vector<AppliedUpdate>& applied() const { return applied_; }
   // Gradients client c has computed so far (one per step that reached its backward pass).
   int64_t gradients_computed(int c) const { return clients_[size_t(c)].gradients; }
@@ -111,6 +114,7 @@ class ValueEngine {
   std::vector<ValueSlice> slices_;
   std::vector<Client> clients_;
   std::vector<AppliedUpdate> applied_;
+  bool record_applies_ = false;
 };
 
 }  // namespace replisim::core

@@ -133,6 +133,7 @@ std::vector<int> ops_of(const Plan& plan, int c, OpKind kind) {
 TEST(ValueEngineAsync, EachGradientIsTakenAtTheValuesItsWorkerRead) {
   const Plan plan = engine_plan(3);
   ValueEngine engine(plan);
+  engine.record_applies(true);
   const std::vector<float> initial = engine.values();
   for (int c = 0; c < 3; ++c) {
     for (int op : ops_of(plan, c, OpKind::kReadVariable)) engine.op_completed(c, op, 0, 0, 0);
