@@ -94,7 +94,10 @@ void CollectiveOps::own_frames(FrameRouter& router) {
   router.own(channel::kElasticSynced, [this](uint32_t peer, const FrameHeader& h, const uint8_t*) {
     if (host_.stopping()) return;
     channel::require(h, setup_.self == coordinator_task_, "to a task that is not rank 0's");
-    unsynced_.erase(peer);
+    channel::require(h, h.step > 0 && uint64_t(h.step) <= sync_round_, "answering no sync sent");
+    // An answer to an earlier round's sync (a death came after it was sent) leaves the peer
+    // waiting for the latest round's.
+    if (uint64_t(h.step) == sync_round_) unsynced_.erase(peer);
   });
 }
 
@@ -261,6 +264,7 @@ void CollectiveOps::send_sync() {
 void CollectiveOps::on_sync(uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
   channel::require(h, peer == coordinator_task_ && setup_.self != coordinator_task_,
                    "not from rank 0's task");
+  channel::require(h, h.step > 0, "of no round");
   const auto key = std::make_pair(peer, h.step);
   std::shared_ptr<Bytes>& in = sync_in_[key];
   if (h.chunk == 0) {
@@ -273,12 +277,12 @@ void CollectiveOps::on_sync(uint32_t peer, const FrameHeader& h, const uint8_t* 
   if (h.chunk + 1 < h.chunks) return;
   const std::shared_ptr<Bytes> message = std::move(in);
   sync_in_.erase(key);
-  take_sync(*message);
+  take_sync(*message, h.step);
 }
 
 // A survivor's task takes rank 0's commit: the deaths it names (some perhaps not seen here yet),
 // the rollback, the values, then its ranks train again from the commit's step.
-void CollectiveOps::take_sync(const Bytes& message) {
+void CollectiveOps::take_sync(const Bytes& message, int64_t round) {
   nlohmann::json head;
   std::vector<CheckpointTensor> tensors;
   const uint8_t* values = nullptr;
@@ -340,8 +344,9 @@ void CollectiveOps::take_sync(const Bytes& message) {
     }
     store->global_step = global_step;
   }
-  // Before any readiness of the new attempt (one connection keeps the order).
-  host_.send_frame(coordinator_task_, channel::kElasticSynced, int64_t(steps), 0, {});
+  // Before any readiness of the new attempt (one connection keeps the order); the round says
+  // which sync it took.
+  host_.send_frame(coordinator_task_, channel::kElasticSynced, round, 0, {});
   for (size_t r = 0; r < task_of_rank_.size(); ++r) {
     if (task_of_rank_[r] == setup_.self && collectives_->rank_alive(int(r))) {
       host_.resume_client(plan_.collective.ranks[r], int(steps), global_step);

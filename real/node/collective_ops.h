@@ -129,7 +129,7 @@ class CollectiveOps final : public core::CollectiveHost {
   void forget_below(int64_t first_id);
   void send_sync();
   void on_sync(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
-  void take_sync(const Bytes& message);
+  void take_sync(const Bytes& message, int64_t round);
   // `work` on the node's thread soon, unless a rollback comes first.
   void post_in_attempt(std::function<void()> work);
   void on_response(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
