@@ -65,6 +65,10 @@ class CollectiveOps final : public core::CollectiveHost {
     // from step `step` with global_step `global_step` (StepRunner::resume_after_rollback).
     virtual void roll_back_client(int g) = 0;
     virtual void resume_client(int g, int step, int64_t global_step) = 0;
+    // Runs `then` once no compute, copy or apply begun here is under way: at once when none is
+    // (StepRunner::after_work). A rollback's restore waits for it, or an apply of the failed
+    // attempt could land on the restored state.
+    virtual void after_step_work(std::function<void()> then) = 0;
     // This task's copy of the variables (an all-reduce rank's), or null.
     virtual ParameterStore* store() = 0;
     virtual const std::string& plan_hash() const = 0;

@@ -1122,6 +1122,7 @@ class NodePartsCollectiveHost : public CollectiveOps::Host {
   }
   void roll_back_client(int g) override { rolled_back.push_back(g); }
   void resume_client(int g, int step, int64_t) override { resumed.emplace_back(g, step); }
+  void after_step_work(std::function<void()> then) override { then(); }
   ParameterStore* store() override { return nullptr; }
   const std::string& plan_hash() const override { return hash; }
 
