@@ -43,7 +43,8 @@ inline constexpr FrameType kCollectiveChunk = FrameType(34);
 // Elastic all-reduce: after a rank's death and the rendezvous, rank 0's task gives every
 // survivor's task its last commit (Horovod Elastic's state.sync(); chunked; step = the sync's
 // round; payload: an 8-byte JSON length, the JSON, then the state's float32 values), and each
-// answers once it took it (from then on its readiness frames are of the new attempt).
+// answers once it took it, step = that sync's round (from then on its readiness frames are of the
+// new attempt; rank 0's task counts only an answer to its latest round).
 inline constexpr FrameType kElasticSync = FrameType(35);
 inline constexpr FrameType kElasticSynced = FrameType(36);
 

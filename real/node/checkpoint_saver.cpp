@@ -66,13 +66,20 @@ void CheckpointSaver::save(const std::string& name,
     shard_saved({{"file", ""}, {"bytes", 0}, {"global_step", -1}});
     return;
   }
+  asked_.clear();
   for (uint32_t t : tasks) {
     if (t == setup_.self) {
       write_shard(name, [this](const nlohmann::json& saved) { shard_saved(saved); });
     } else {
+      asked_.insert(t);
       host_.send_frame(t, channel::kSave, name);
     }
   }
+}
+
+void CheckpointSaver::task_died(uint32_t task) {
+  if (!saved_then_ || asked_.erase(task) == 0) return;
+  shard_saved({{"file", ""}, {"bytes", 0}, {"global_step", -1}});  // no shard of it
 }
 
 void CheckpointSaver::on_save(uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
@@ -123,7 +130,7 @@ void CheckpointSaver::write_shard(const std::string& name,
       });
 }
 
-void CheckpointSaver::on_saved(uint32_t, const FrameHeader& h, const uint8_t* payload) {
+void CheckpointSaver::on_saved(uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
   nlohmann::json saved;
   try {
     saved = nlohmann::json::parse(payload, payload + h.length);
@@ -146,6 +153,7 @@ void CheckpointSaver::on_saved(uint32_t, const FrameHeader& h, const uint8_t* pa
     throw FrameError(std::string("a saved frame that is not {file, bytes, global_step}: ") +
                      e.what());
   }
+  asked_.erase(peer);
   shard_saved(saved);
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,9 @@ class CheckpointSaver {
   // After a restart: the run's checkpoints so far by number (the oldest go as max_to_keep says)
   // and the number the next one takes (after every one begun, complete or not).
   void continue_run(const std::vector<core::CheckpointIndex>& earlier, int next_number);
+  // Task `task` died: the save in flight no longer waits for its shard (an elastic all-reduce
+  // job goes on without the rank; its index lists the shards written).
+  void task_died(uint32_t task);
 
  private:
   void on_save(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
@@ -87,6 +91,7 @@ class CheckpointSaver {
   Setup setup_;
   // The save in flight.
   int pending_saves_ = 0;
+  std::set<uint32_t> asked_;  // the other tasks whose saved frame the save waits for
   std::string saving_;
   double saving_start_s_ = 0;
   std::vector<int64_t> saved_client_steps_;

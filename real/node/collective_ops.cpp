@@ -99,7 +99,10 @@ void CollectiveOps::own_frames(FrameRouter& router) {
   router.own(channel::kElasticSynced, [this](uint32_t peer, const FrameHeader& h, const uint8_t*) {
     if (host_.stopping()) return;
     channel::require(h, setup_.self == coordinator_task_, "to a task that is not rank 0's");
-    unsynced_.erase(peer);
+    channel::require(h, h.step > 0 && uint64_t(h.step) <= sync_round_, "answering no sync sent");
+    // An answer to an earlier round's sync (a death came after it was sent) leaves the peer
+    // waiting for the latest round's.
+    if (uint64_t(h.step) == sync_round_) unsynced_.erase(peer);
   });
 }
 
@@ -162,7 +165,12 @@ void CollectiveOps::task_died(uint32_t task) {
   }
   const uint64_t round = ++sync_round_;
   at(resume_s, [this, round] {
-    if (round == sync_round_) send_sync();
+    if (round != sync_round_) return;
+    // The restore waits for the failed attempt's applies here (rendezvous 0: some may run).
+    host_.after_step_work([this, round, alive = std::weak_ptr<bool>(alive_)] {
+      if (alive.expired() || host_.stopping() || round != sync_round_) return;
+      send_sync();
+    });
   });
 }
 
@@ -266,6 +274,7 @@ void CollectiveOps::send_sync() {
 void CollectiveOps::on_sync(uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
   channel::require(h, peer == coordinator_task_ && setup_.self != coordinator_task_,
                    "not from rank 0's task");
+  channel::require(h, h.step > 0, "of no round");
   const auto key = std::make_pair(peer, h.step);
   std::shared_ptr<Bytes>& in = sync_in_[key];
   if (h.chunk == 0) {
@@ -278,12 +287,12 @@ void CollectiveOps::on_sync(uint32_t peer, const FrameHeader& h, const uint8_t* 
   if (h.chunk + 1 < h.chunks) return;
   const std::shared_ptr<Bytes> message = std::move(in);
   sync_in_.erase(key);
-  take_sync(*message);
+  take_sync(*message, h.step);
 }
 
 // A survivor's task takes rank 0's commit: the deaths it names (some perhaps not seen here yet),
 // the rollback, the values, then its ranks train again from the commit's step.
-void CollectiveOps::take_sync(const Bytes& message) {
+void CollectiveOps::take_sync(const Bytes& message, int64_t round) {
   nlohmann::json head;
   std::vector<CheckpointTensor> tensors;
   const uint8_t* values = nullptr;
@@ -328,30 +337,44 @@ void CollectiveOps::take_sync(const Bytes& message) {
   awaiting_sync_ = false;
   const int64_t steps = head.at("steps").get<int64_t>();
   const int64_t global_step = head.at("global_step").get<int64_t>();
-  if (ParameterStore* store = host_.store()) {
-    CheckpointShard state;
-    state.plan_hash = host_.plan_hash();
-    state.global_step = global_step;
+  auto state = std::make_shared<CheckpointShard>();
+  ParameterStore* store = host_.store();
+  if (store != nullptr) {
+    state->plan_hash = host_.plan_hash();
+    state->global_step = global_step;
     size_t at = 0;
     for (CheckpointTensor& t : tensors) {
       if (!t.values.empty()) std::memcpy(t.values.data(), values + at, 4 * t.values.size());
       at += 4 * t.values.size();
-      state.tensors.push_back(std::move(t));
+      state->tensors.push_back(std::move(t));
     }
     try {
-      store->restore(state);
+      store->restore(*state);
     } catch (const std::exception& e) {
       throw FrameError(std::string("an elastic sync of another model: ") + e.what());
     }
     store->global_step = global_step;
   }
-  // Before any readiness of the new attempt (one connection keeps the order).
-  host_.send_frame(coordinator_task_, channel::kElasticSynced, int64_t(steps), 0, {});
-  for (size_t r = 0; r < task_of_rank_.size(); ++r) {
-    if (task_of_rank_[r] == setup_.self && collectives_->rank_alive(int(r))) {
-      host_.resume_client(plan_.collective.ranks[r], int(steps), global_step);
+  // The ranks resume once the failed attempt's applies here are over; one that ended after the
+  // restore above is undone by a second.
+  auto at_once = std::make_shared<bool>(true);
+  host_.after_step_work([this, epoch = epoch_, round, steps, global_step, state, store, at_once,
+                         alive = std::weak_ptr<bool>(alive_)] {
+    if (alive.expired() || host_.stopping() || epoch != epoch_) return;  // rolled back again
+    if (store != nullptr && !*at_once) {
+      store->restore(*state);
+      store->global_step = global_step;
     }
-  }
+    // Before any readiness of the new attempt (one connection keeps the order); the round says
+    // which sync it took.
+    host_.send_frame(coordinator_task_, channel::kElasticSynced, round, 0, {});
+    for (size_t r = 0; r < task_of_rank_.size(); ++r) {
+      if (task_of_rank_[r] == setup_.self && collectives_->rank_alive(int(r))) {
+        host_.resume_client(plan_.collective.ranks[r], int(steps), global_step);
+      }
+    }
+  });
+  *at_once = false;
 }
 
 void CollectiveOps::post_in_attempt(std::function<void()> work) {

@@ -65,6 +65,10 @@ class CollectiveOps final : public core::CollectiveHost {
     // from step `step` with global_step `global_step` (StepRunner::resume_after_rollback).
     virtual void roll_back_client(int g) = 0;
     virtual void resume_client(int g, int step, int64_t global_step) = 0;
+    // Runs `then` once no compute, copy or apply begun here is under way: at once when none is
+    // (StepRunner::after_work). A rollback's restore waits for it, or an apply of the failed
+    // attempt could land on the restored state.
+    virtual void after_step_work(std::function<void()> then) = 0;
     // This task's copy of the variables (an all-reduce rank's), or null.
     virtual core::ParameterStore* store() = 0;
     virtual const std::string& plan_hash() const = 0;
@@ -129,7 +133,7 @@ class CollectiveOps final : public core::CollectiveHost {
   void forget_below(int64_t first_id);
   void send_sync();
   void on_sync(uint32_t peer, const FrameHeader& header, const uint8_t* payload);
-  void take_sync(const core::Bytes& message);
+  void take_sync(const core::Bytes& message, int64_t round);
   // `work` on the node's thread soon, unless a rollback comes first.
   void post_in_attempt(std::function<void()> work);
   void on_response(uint32_t peer, const FrameHeader& header, const uint8_t* payload);

@@ -272,6 +272,9 @@ void Node::lose_graphs_of(uint32_t peer) {
     }
   }
   steps_->transfers().drop_from(peer);
+  // Elastic all-reduce: a save in flight (the final one, a checkpoint) no longer waits for the
+  // dead rank's shard; the job goes on (a job that fails restores from an earlier, whole one).
+  if (saver_ && plan_.collective.elastic) saver_->task_died(peer);
   // Elastic all-reduce: the survivors re-form the ring without its ranks (Horovod Elastic).
   if (collectives_) collectives_->task_died(peer);
   // A restarted chief that dies before it restored the model: no worker will find one ready

@@ -260,6 +260,9 @@ class Node::CollectiveHooks final : public CollectiveOps::Host {
     n_.global_step_seen_ = global_step;
     n_.steps_->resume_after_rollback(g, step, global_step);
   }
+  void after_step_work(std::function<void()> then) override {
+    n_.steps_->after_work(std::move(then));
+  }
   core::ParameterStore* store() override { return n_.vars_->store(); }
   const std::string& plan_hash() const override { return n_.plan_hash_; }
 

@@ -52,7 +52,7 @@ void StepRunner::compute(int g, int op_index) {
     }
     host_.post(
         [this, g, op_index, step, attempt, start_s, end_s, done, gradients = std::move(gradients)] {
-          --work_pending_;
+          work_ended();
           Part& part = parts_[size_t(g)];
           if (host_.stopping() || !part.active || part.step != step || part.attempt != attempt)
             return;
@@ -74,7 +74,7 @@ void StepRunner::run_for_step(DeviceEngine& engine, int g, int64_t step, std::fu
   engine.submit([this, g, step, attempt, work = std::move(work), done = std::move(done)]() mutable {
     work();
     host_.post([this, g, step, attempt, done = std::move(done)] {
-      --work_pending_;
+      work_ended();
       const Part& part = parts_[size_t(g)];
       if (host_.stopping() || !part.active || part.step != step || part.attempt != attempt) return;
       done();

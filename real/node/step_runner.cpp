@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 #include <stdexcept>
+#include <utility>
 
 #include "core/base/json_cursor.h"  // join_names
 #include "core/values/gradient_flow.h"
@@ -121,6 +122,20 @@ void StepRunner::roll_back(int g) {
   for (auto& gradients : p.gradients) gradients.clear();
   std::fill(p.tensor_in.begin(), p.tensor_in.end(), 0);
   p.early.clear();
+}
+
+void StepRunner::after_work(std::function<void()> then) {
+  if (work_pending_ == 0) {
+    then();
+    return;
+  }
+  after_work_.push_back(std::move(then));
+}
+
+void StepRunner::work_ended() {
+  if (--work_pending_ > 0 || after_work_.empty()) return;
+  // After the completion that called this has run (it may still touch its part).
+  for (std::function<void()>& then : std::exchange(after_work_, {})) host_.post(std::move(then));
 }
 
 void StepRunner::resume_after_rollback(int g, int step, int64_t global_step) {
@@ -272,7 +287,7 @@ void StepRunner::produce(int g, int64_t batch) {
     const double done = device->execute(flop, threads);
     const double end_s = now_s();
     host_.post([this, g, batch, start_s, end_s, done, attempt] {
-      --work_pending_;
+      work_ended();
       host_.recorder().compute(g, parts_[size_t(g)].graph->input_op, batch, start_s, end_s, done);
       if (parts_[size_t(g)].attempt != attempt) return;  // a rollback restarted the pipeline
       loop_->batch_produced(g);

@@ -98,6 +98,10 @@ class StepRunner : public core::StepHost {
   DeviceEngine& copier() { return *copier_; }
   // Completions under way on the engines (quiescence waits for them).
   int work_pending() const { return work_pending_; }
+  // Runs `then` once nothing begun on the engines is under way (a compute, copy or apply whose
+  // write to the store could still come): at once when nothing is, else on the node's thread
+  // after the last completion.
+  void after_work(std::function<void()> then);
   // Runs `work` on `engine`, then `done` on the node's thread unless the node stops or graph g's
   // step `step` ended meanwhile (counted as work under way).
   void run_for_step(DeviceEngine& engine, int g, int64_t step, std::function<void()> work,
@@ -160,6 +164,9 @@ class StepRunner : public core::StepHost {
   std::unique_ptr<DeviceEngine> copier_;
   std::unique_ptr<TensorTransfers> transfers_;
   int work_pending_ = 0;
+  std::vector<std::function<void()>> after_work_;  // waiting for work_pending_ to reach 0
+
+  void work_ended();
 };
 
 }  // namespace replisim::real::detail

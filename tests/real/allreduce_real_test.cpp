@@ -123,6 +123,44 @@ std::vector<std::vector<float>> expected_variables(const core::Plan& plan,
   return values;
 }
 
+// As expected_variables (ring, gradient descent), where steps from `from_step` on are reduced
+// among `survivors` only (rank indices, in ring order): an elastic job's rollback.
+std::vector<std::vector<float>> expected_variables_after_death(const core::Plan& plan,
+                                                               int64_t from_step,
+                                                               const std::vector<int>& survivors) {
+  std::vector<std::vector<float>> values;
+  for (const core::Variable& v : plan.variables) values.emplace_back(float_count(v.bytes), 0.0f);
+  const core::ClientGraph& graph = plan.clients[0];
+  const float lr = float(plan.optimizer.learning_rate);
+  for (int64_t s = 0; s < plan.steps; ++s) {
+    std::vector<int> ranks = survivors;
+    if (s < from_step) {
+      ranks.clear();
+      for (int r = 0; r < int(plan.collective.ranks.size()); ++r) ranks.push_back(r);
+    }
+    const int n = int(ranks.size());
+    const int chunks = core::collective_program("ring", std::vector<int>(size_t(n), 0),
+                                                plan.collective.streams_per_peer)
+                           .chunks;
+    for (size_t k = 0; k < graph.ops.size(); ++k) {
+      const core::Op& apply = graph.ops[k];
+      if (apply.kind != OpKind::kApply) continue;
+      const core::Op& reduce = graph.ops[size_t(apply.inputs.at(0))];
+      const int backward = reduce.inputs.at(0);
+      const int v = apply.variable;
+      const size_t elements = float_count(reduce.bytes);
+      std::vector<std::vector<float>> g(size_t(n), std::vector<float>(elements, 0.0f));
+      for (int i = 0; i < n; ++i) {
+        fill_gradient(g[size_t(i)].data(), float_count(plan.variables[size_t(v)].bytes),
+                      plan.collective.ranks[size_t(ranks[size_t(i)])], s, v, backward);
+      }
+      std::vector<float>& var = values[size_t(v)];
+      for (size_t i = 0; i < var.size(); ++i) var[i] -= lr * (ring_sum(g, i, chunks) / float(n));
+    }
+  }
+  return values;
+}
+
 // Every rank's copy ("final.rank<r>") equals the expected values, bit for bit.
 void expect_every_rank_holds(const core::Plan& plan, const Checkpoint& final,
                              const std::vector<std::vector<float>>& expected) {
@@ -327,6 +365,90 @@ TEST(AllReduceReal, AnElasticJobGoesOnWithTheSurvivors) {
                           4 * a.tensors[t].values.size()),
               0)
         << "variable " << a.tensors[t].variable;
+  }
+}
+
+// An elastic run's end: no failure, every survivor trained to its last step, and the survivors'
+// final copies (final.rank<r>, the dead write none) hold bitwise the same values (variables and
+// optimizer slots) and global_step == steps.
+void expect_elastic_survivors_agree(const core::Plan& plan, const RealRun& run,
+                                    const std::vector<std::string>& survivors) {
+  ASSERT_FALSE(run.trace.outcome.job_failure.has_value()) << run.trace.outcome.job_failure->cause;
+  for (const std::string& client : survivors) {
+    int64_t last = -1;
+    for (const core::TraceEvent* e : test::events_of(run.trace, EventKind::kStep, client)) {
+      last = std::max(last, e->step);
+    }
+    EXPECT_EQ(last, plan.steps - 1) << client;
+  }
+  ASSERT_EQ(run.final.shards.size(), survivors.size());
+  const CheckpointShard& a = run.final.shards[0];
+  for (size_t r = 0; r < run.final.shards.size(); ++r) {
+    const CheckpointShard& b = run.final.shards[r];
+    EXPECT_EQ(b.global_step, plan.steps) << run.final.index.shards[r];
+    ASSERT_EQ(a.tensors.size(), b.tensors.size());
+    for (size_t t = 0; t < a.tensors.size(); ++t) {
+      ASSERT_EQ(a.tensors[t].values.size(), b.tensors[t].values.size());
+      EXPECT_EQ(std::memcmp(a.tensors[t].values.data(), b.tensors[t].values.data(),
+                            4 * a.tensors[t].values.size()),
+                0)
+          << run.final.index.shards[r] << ", " << a.tensors[t].name;
+    }
+  }
+}
+
+nlohmann::json role_dies(const std::string& role, const std::string& at) {
+  return {{"kind", "role"}, {"role", role}, {"at", at}};
+}
+
+// Found by a breaker: with no rendezvous time, rank 0's sync came while an apply of the failed
+// step was still queued on a survivor's device (behind layer a's long backward), and it landed on
+// the restored commit: every survivor ended with layer b a step's update off (equal copies, wrong
+// values). Each restore now waits for its task's computes and applies under way. The survivors'
+// values are the ring sums of three ranks up to the step the rollback went back to, of two from
+// there.
+TEST(AllReduceReal, AnElasticRollbackIsNotUndoneByTheFailedStepsQueuedApply) {
+  const double death_s = 0.5;
+  nlohmann::json doc = scenario(3, {{"steps", 30},
+                                    {"allreduce",
+                                     {{"algorithm", "ring"},
+                                      {"fusion_threshold", "0 B"},
+                                      {"elastic", true},
+                                      {"rendezvous", "0 s"}}}});
+  doc["model"] = {{"layers",
+                   {{{"name", "a"},
+                     {"params", 1000},
+                     {"forward_flops_per_sample", "250 MFLOP"},
+                     {"activation_bytes_per_sample", "1 kB"}},
+                    {{"name", "b"},
+                     {"params", 200000},
+                     {"forward_flops_per_sample", "1 MFLOP"},
+                     {"activation_bytes_per_sample", "1 kB"}}}}};
+  doc["faults"] = nlohmann::json::array({role_dies("worker1", "0.5 s")});
+  const core::Plan plan = allreduce_plan(doc);
+  const RealRun run = run_real(plan);
+  expect_elastic_survivors_agree(plan, run, {"worker0", "worker2"});
+  // Rank 0's failed step has no step event: its first after the death is the commit's.
+  int64_t from_step = -1;
+  for (const core::TraceEvent* e : test::events_of(run.trace, EventKind::kStep, "worker0")) {
+    if (e->start_s > death_s) {
+      from_step = e->step;
+      break;
+    }
+  }
+  ASSERT_GE(from_step, 0);
+  const std::vector<std::vector<float>> want =
+      expected_variables_after_death(plan, from_step, {0, 2});
+  for (size_t r = 0; r < run.final.shards.size(); ++r) {
+    for (const CheckpointTensor& t : run.final.shards[r].tensors) {
+      if (t.slot != 0 || t.variable <= 0) continue;
+      const std::vector<float>& w = want[size_t(t.variable)];
+      ASSERT_EQ(t.values.size(), w.size());
+      size_t differ = 0;
+      for (size_t i = 0; i < w.size(); ++i) differ += std::memcmp(&t.values[i], &w[i], 4) != 0;
+      EXPECT_EQ(differ, 0u) << run.final.index.shards[r] << ", " << t.name << ", back to step "
+                            << from_step;
+    }
   }
 }
 

@@ -1,10 +1,10 @@
 // The real node's parts that own their frames (real/node/: SteadyStop, JobControl, Restorer,
-// VariableOps, TensorTransfers and StepRunner's RUN and DONE), each over a scripted Host, with the
-// step graphs' parts of a real plan (StepRunner over a scripted node). A peer's frame that is out
-// of order, from the wrong task, for a graph out of range or not what the protocol says is the
-// peer's error, named in one line (FrameError); the good paths: the stop limits each sync mode
-// gets, the job's start once every task is ready and its end once every client finished, a
-// restore's report heard whole.
+// VariableOps, TensorTransfers, StepRunner's RUN and DONE, and CollectiveOps's elastic sync),
+// each over a scripted Host, with the step graphs' parts of a real plan (StepRunner over a
+// scripted node). A peer's frame that is out of order, from the wrong task, for a graph out of
+// range or not what the protocol says is the peer's error, named in one line (FrameError); the
+// good paths: the stop limits each sync mode gets, the job's start once every task is ready and
+// its end once every client finished, a restore's report heard whole, an elastic sync's rounds.
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -20,6 +20,7 @@
 #include "core/trace/trace_sink.h"
 #include "real/cluster.h"
 #include "real/node/checkpoint_saver.h"
+#include "real/node/collective_ops.h"
 #include "real/node/job_control.h"
 #include "real/node/payload.h"
 #include "real/node/restorer.h"
@@ -1099,6 +1100,169 @@ TEST(StepRunner, ARunOrDoneThatTheStepDoesNotExpectIsThePeersError) {
               node_parts_route(worker_router, 0, channel::kDone, 0, 0, pack_i64({-1, -1}));
             }),
             "done for step 0 of graph 0, which is not waiting for it");  // no step active
+}
+
+// --- CollectiveOps: elastic all-reduce's sync ---------------------------------------------------
+
+// CollectiveOps's host: records frames (a chunk's bytes too), rollbacks and resumptions; timers
+// and posted work wait until the test runs them.
+class NodePartsCollectiveHost : public CollectiveOps::Host {
+ public:
+  double now_s() const override { return 1.0; }
+  bool stopping() const override { return false; }
+  void post(std::function<void()> work) override { posted.push_back(std::move(work)); }
+  void at_run_time(double, std::function<void()> work) override {
+    timers.push_back(std::move(work));
+  }
+  void send_frame(uint32_t peer, FrameType type, int64_t step, uint64_t tensor,
+                  const std::string& payload) override {
+    sent.push_back({peer, type, step, tensor, payload, 0});
+  }
+  int next_slot(uint32_t) override { return 0; }
+  void send_chunk(uint32_t peer, const FrameHeader& h, const uint8_t* data, size_t size,
+                  std::shared_ptr<const void>, std::function<void()>, int) override {
+    sent.push_back({peer, h.type, h.step, h.tensor,
+                    std::string(reinterpret_cast<const char*>(data), size), h.time_s});
+    chunk_of.push_back({h.chunk, h.chunks});
+  }
+  void roll_back_client(int g) override { rolled_back.push_back(g); }
+  void resume_client(int g, int step, int64_t) override { resumed.emplace_back(g, step); }
+  void after_step_work(std::function<void()> then) override { then(); }
+  ParameterStore* store() override { return nullptr; }
+  const std::string& plan_hash() const override { return hash; }
+
+  // Routes every frame of `type` sent so far to `peer` through `router`, as from `from`; clears
+  // what was sent.
+  void deliver(FrameRouter& router, uint32_t from, uint32_t peer, FrameType type) {
+    const std::vector<NodePartsSent> frames = std::move(sent);
+    const std::vector<std::pair<uint32_t, uint32_t>> chunks = std::move(chunk_of);
+    sent.clear();
+    chunk_of.clear();
+    size_t c = 0;
+    for (const NodePartsSent& f : frames) {
+      const bool chunked = f.type == channel::kElasticSync;
+      const auto [chunk, of] = chunked ? chunks[c++] : std::pair<uint32_t, uint32_t>{0, 1};
+      if (f.peer != peer || f.type != type) continue;
+      node_parts_route(router, from, f.type, f.step, f.tensor, f.payload, 0, chunk, of);
+    }
+  }
+  size_t count(uint32_t peer, FrameType type) const {
+    size_t n = 0;
+    for (const NodePartsSent& f : sent) n += f.peer == peer && f.type == type;
+    return n;
+  }
+
+  std::string hash = "plan";
+  std::vector<NodePartsSent> sent;
+  std::vector<std::pair<uint32_t, uint32_t>> chunk_of;  // per chunk frame sent: chunk, chunks
+  std::vector<std::function<void()>> posted, timers;
+  std::vector<int> rolled_back;
+  std::vector<std::pair<int, int>> resumed;
+};
+
+// One task of an elastic all-reduce plan of `ranks` ranks with its CollectiveOps.
+struct NodePartsCollectiveTask {
+  NodePartsCollectiveTask(const core::Plan& plan, uint32_t self)
+      : task(plan, self), ops(host, {&task.plan, &task.map, self}, task.loop(), task.parts()) {
+    ops.own_frames(router);
+    ops.open(*task.recorder);
+  }
+  NodePartsTask task;
+  NodePartsCollectiveHost host;
+  CollectiveOps ops;
+  FrameRouter router;
+};
+
+core::Plan node_parts_elastic_plan(int ranks) {
+  return node_parts_plan(
+      {{"allreduce", {{"algorithm", "ring"}, {"elastic", true}, {"rendezvous", "0.3 s"}}}}, ranks,
+      "allreduce");
+}
+
+// A second death right after rank 0's task sent the first death's sync: a survivor's answer to
+// that first sync, arriving after the second death, does not count as its answer to the second
+// (it would get no second sync and wait for it for ever).
+TEST(ElasticSync, AnAnswerToAnEarlierSyncIsNotTheAnswerToTheLatest) {
+  const core::Plan plan = node_parts_elastic_plan(4);
+  NodePartsCollectiveTask probe(plan, 0);  // for the tasks of the ranks
+  const uint32_t root_task = probe.ops.task_of_rank(0);
+  NodePartsCollectiveTask root_here(plan, root_task);
+  NodePartsCollectiveTask survivor(plan, probe.ops.task_of_rank(3));
+  const uint32_t survivor_task = survivor.task.self;
+  root_here.ops.task_died(root_here.ops.task_of_rank(1));
+  ASSERT_EQ(root_here.host.timers.size(), 1u);
+  root_here.host.timers[0]();  // the rendezvous's end: the first sync goes
+  EXPECT_GT(root_here.host.count(survivor_task, channel::kElasticSync), 0u);
+  // Rank 2 dies before the survivor's answer comes back.
+  root_here.ops.task_died(root_here.ops.task_of_rank(2));
+  ASSERT_EQ(root_here.host.timers.size(), 2u);
+  root_here.host.deliver(survivor.router, root_task, survivor_task, channel::kElasticSync);
+  ASSERT_EQ(survivor.host.resumed.size(), 1u);  // it took the first sync
+  survivor.host.deliver(root_here.router, survivor_task, root_task, channel::kElasticSynced);
+  root_here.host.timers[1]();  // the second rendezvous's end
+  EXPECT_GT(root_here.host.count(survivor_task, channel::kElasticSync), 0u)
+      << "the survivor gets no sync after the second death";
+}
+
+// A sync that is not rank 0's commit is the peer's error, named in one line.
+TEST(ElasticSync, AMalformedSyncIsThePeersError) {
+  const core::Plan plan = node_parts_elastic_plan(3);
+  NodePartsCollectiveTask probe(plan, 0);
+  const uint32_t root_task = probe.ops.task_of_rank(0);
+  NodePartsCollectiveTask survivor(plan, probe.ops.task_of_rank(2));
+  const uint32_t other_task = probe.ops.task_of_rank(1);
+  auto sync = [&](uint32_t from, const std::string& payload, uint32_t chunk = 0,
+                  uint32_t chunks = 1) {
+    return node_parts_refusal([&] {
+      node_parts_route(survivor.router, from, channel::kElasticSync, 1, 0, payload, 0, chunk,
+                       chunks);
+    });
+  };
+  auto message = [](const std::string& json, const std::string& values = {}) {
+    return pack_i64({int64_t(json.size())}) + json + values;
+  };
+  EXPECT_EQ(sync(other_task, message("{}")), "elastic sync frame not from rank 0's task");
+  EXPECT_EQ(sync(root_task, "abc"),
+            "an elastic sync that is not rank 0's commit: shorter than its length");
+  EXPECT_EQ(sync(root_task, pack_i64({1000}) + "{}"),
+            "an elastic sync that is not rank 0's commit: a JSON length past its end");
+  EXPECT_EQ(sync(root_task, message("{\"first_id\":"))
+                .find("an elastic sync that is not rank 0's commit: "),
+            0u);
+  EXPECT_EQ(sync(root_task, message("{}")).find("an elastic sync that is not rank 0's commit: "),
+            0u);
+  const std::string tensors =
+      "\"tensors\":[{\"name\":\"v\",\"variable\":1,\"slot\":0,\"applies\":0,\"floats\":2}]";
+  EXPECT_EQ(sync(root_task, message("{\"first_id\":0,\"steps\":0,\"global_step\":0,\"dead\":[1]," +
+                                    tensors + "}")),
+            "an elastic sync that is not rank 0's commit: values of another size than its "
+            "tensors'");
+  EXPECT_EQ(sync(root_task, message("{\"first_id\":0,\"steps\":0,\"global_step\":0,\"dead\":[7]," +
+                                        tensors + "}",
+                                    std::string(8, '\0'))),
+            "an elastic sync that is not rank 0's commit: a dead rank unknown");
+  EXPECT_EQ(sync(root_task, message("{\"first_id\":0,\"steps\":99999,\"global_step\":0,"
+                                    "\"dead\":[1]," +
+                                        tensors + "}",
+                                    std::string(8, '\0'))),
+            "an elastic sync that is not rank 0's commit: a first id or steps out of range");
+  EXPECT_EQ(sync(root_task, "xy", 1, 2), "an elastic sync without its first chunk");
+  EXPECT_EQ(node_parts_refusal([&] {
+              node_parts_route(survivor.router, root_task, channel::kElasticSync, 0, 0,
+                               message("{}"));
+            }),
+            "elastic sync frame of no round");
+  EXPECT_TRUE(survivor.host.resumed.empty());
+  // The answer goes to rank 0's task only.
+  EXPECT_EQ(node_parts_refusal([&] {
+              node_parts_route(survivor.router, root_task, channel::kElasticSynced, 1, 0);
+            }),
+            "elastic synced frame to a task that is not rank 0's");
+  // Rank 0's task takes an answer to a round it sent only.
+  NodePartsCollectiveTask root(plan, root_task);
+  EXPECT_EQ(node_parts_refusal(
+                [&] { node_parts_route(root.router, other_task, channel::kElasticSynced, 1, 0); }),
+            "elastic synced frame answering no sync sent");
 }
 
 }  // namespace
