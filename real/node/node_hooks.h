@@ -123,7 +123,7 @@ class Node::ValueHooks final : public VariableOps::Host {
   void saw_global_step(int64_t global_step) override {
     n_.global_step_seen_ = std::max(n_.global_step_seen_, global_step);
   }
-  void update_made(int g, double at_s, int64_t global_step, int samples) override {
+  void update_made(int /*g*/, double at_s, int64_t global_step, int samples) override {
     n_.steady_stop_->update(at_s, samples, global_step);
   }
   int update_samples(int g) const override {
