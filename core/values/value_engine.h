@@ -16,6 +16,7 @@
 #include "core/model/data_set.h"
 #include "core/model/objective_model.h"
 #include "core/plan/plan.h"
+#include "core/values/objective_setup.h"
 
 namespace replisim::core {
 
@@ -35,12 +36,6 @@ struct ValueSlice {
 // One slice per plan variable. Every variable's bytes must be >= 0; B == 0 gives empty slices.
 std::vector<ValueSlice> proportional_slices(const std::vector<Variable>& variables,
                                             size_t parameters);
-
-// One evaluation of the parameter servers' values on the test set.
-struct ValueEvaluation {
-  int64_t global_step = 0;
-  ObjectiveEvaluation result;  // loss (mean cross-entropy, nats) and accuracy (fraction)
-};
 
 // One apply the engine ran: what a test checks the staleness and the snapshot against.
 struct AppliedUpdate {
