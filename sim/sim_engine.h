@@ -124,9 +124,10 @@ class SimRun : public core::SyncHost, public core::StepHost, public NetworkHost 
   std::vector<int> client_steps() const;
 
   // The training objective (sim_values.cpp): the value engine's meaning of op `op` of client c
-  // at its completion, before global_step moves; an evaluation it returns is recorded by
-  // record_evaluation once the update is.
-  std::optional<core::ValueEvaluation> compute_values(int c, int op);
+  // at its completion, before global_step moves; values_updated after an update (recorded
+  // first) records the evaluation that falls on the new global_step.
+  void compute_values(int c, int op);
+  void values_updated(double at_s);
   void record_evaluation(const core::ValueEvaluation& evaluation, double at_s);
 
   const core::Plan& plan_;

@@ -62,6 +62,7 @@ void SimRun::kill_client(int c) {
   if (s.dead) return;
   s.dead = true;
   if (size_t(c) < plan_.clients.size()) steady_.client_died(c);
+  if (values_ && collectives_) values_->rank_gone(c);
   const double resume_s = collectives_ ? collectives_->client_died(c) : -1;
   if (!loop_.client(c).finished) {
     loop_.client(c).finished = true;
@@ -81,6 +82,7 @@ void SimRun::roll_back_survivors(double resume_s) {
   const int root = collectives_->counting_client();
   if (clients_[size_t(root)].dead) return;  // no survivor
   const int step = loop_.client(root).step;
+  if (values_) values_->roll_back(step);
   if (global_step_ != step) {
     global_step_ = step;
     recorder_.global_step(sg4::Engine::get_clock(), global_step_);

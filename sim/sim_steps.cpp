@@ -114,7 +114,7 @@ void SimRun::complete_now(int c, int op_index) {
   ClientState& s = clients_[size_t(c)];
   if (s.dead) return;
   const double now = sg4::Engine::get_clock();
-  const std::optional<core::ValueEvaluation> evaluation = compute_values(c, op_index);
+  compute_values(c, op_index);
   // All-reduce: every rank increments its own global_step; the lowest live rank's counts the
   // job's steps (rank 0's, or after an elastic job lost it, the next: Horovod Elastic's new
   // rank 0).
@@ -133,8 +133,8 @@ void SimRun::complete_now(int c, int op_index) {
     if (steady_.update(now, samples, global_step_)) {
       steps_limit_ = global_step_;  // synchronous: this update is the last
     }
+    values_updated(now);
   }
-  if (evaluation) record_evaluation(*evaluation, now);
   if (s.graph->ops[size_t(op_index)].kind == OpKind::kAccumulate) {
     sync_.accumulate(c, op_index, loop_.client(c).step, now);
   }

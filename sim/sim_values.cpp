@@ -6,12 +6,24 @@
 
 namespace replisim::sim::detail {
 
-std::optional<core::ValueEvaluation> SimRun::compute_values(int c, int op) {
-  if (!values_) return std::nullopt;
-  // Between-graph asynchronous plans only (core::objective_computed_by_simulator): one graph per
-  // worker, numbered as Plan::clients.
-  return values_->op_completed(c, op, loop_.client(c).step, global_step_,
-                               clients_[size_t(c)].global_step_read);
+void SimRun::compute_values(int c, int op) {
+  if (!values_) return;
+  core::OpMoment at;
+  at.step = loop_.client(c).step;
+  at.global_step = global_step_;
+  at.global_step_read = clients_[size_t(c)].global_step_read;
+  // Whether the accumulator counts it is decided before it does (SyncQueues::accumulate).
+  if (clients_[size_t(c)].graph->ops[size_t(op)].kind == core::OpKind::kAccumulate) {
+    at.fresh = sync_.fresh(c, op);
+  }
+  values_->op_completed(c, op, at);
+}
+
+void SimRun::values_updated(double at_s) {
+  if (!values_) return;
+  if (const std::optional<core::ValueEvaluation> e = values_->updated(global_step_)) {
+    record_evaluation(*e, at_s);
+  }
 }
 
 void SimRun::record_evaluation(const core::ValueEvaluation& evaluation, double at_s) {

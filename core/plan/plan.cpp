@@ -133,7 +133,7 @@ bool clients_are_workers(const Plan& plan) {
 }
 
 bool objective_computed_by_simulator(const Plan& plan) {
-  return plan.objective.enabled && clients_are_workers(plan) && plan.sync == "async";
+  return plan.objective.enabled;
 }
 
 const char* plan_fault_kind_name(PlanFaultKind kind) {

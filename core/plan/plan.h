@@ -248,9 +248,8 @@ PlanFault death_of_roles(const Plan& plan, const std::vector<int>& roles, double
 // Whether the plan's clients are workers (between-graph), whose training has a sync mode; an
 // in-graph client (RoleKind::kClient) is synchronous by construction.
 bool clients_are_workers(const Plan& plan);
-// Whether the simulator computes the plan's objective (Plan::objective; sim/sim_values.cpp): a
-// between-graph asynchronous plan with one. Sync, distributed_replicated, all-reduce and in-graph
-// plans do not yet (their plan notes say so).
+// Whether the simulator computes the plan's objective (Plan::objective; sim/sim_values.cpp): any
+// plan with one (core/values/value_engine.h gives every strategy's ops their meaning).
 bool objective_computed_by_simulator(const Plan& plan);
 
 // The operating-system processes of the job: TF 1.x runs one server per task, and a tensor

@@ -259,22 +259,15 @@ PlanObjective plan_objective(const ObjectiveSpec& spec) {
   return o;
 }
 
-// What a run of the plan does with its objective: the simulator computes it for between-graph
-// asynchronous plans only (sim/sim_values.cpp); other plans keep the rates-only note.
+// What a run of the plan does with its objective (sim/sim_values.cpp computes it for every plan).
 std::string objective_note(const Plan& plan) {
-  if (objective_computed_by_simulator(plan)) {
-    return "training.objective: the simulation computes the proxy's SGD arithmetic (each "
-           "gradient at the values its worker read, each apply in simulated order) and records "
-           "loss and accuracy on the test set every " +
-           std::to_string(plan.objective.evaluate_every_steps) +
-           " global steps; the clock is the scenario model's costs whatever its timing says "
-           "(timing \"objective\" is not applied yet); real runs do not compute it yet" +
-           (plan.recovery.enabled ? ", and a restart does not roll the values back" : "");
-  }
-  return "training.objective is read and checked, but this version computes it only for "
-         "between-graph asynchronous plans (in the simulator), not for this " +
-         (clients_are_workers(plan) ? plan.strategy + " " + plan.sync : plan.strategy) +
-         " plan: the run measures rates only (no loss, accuracy or time to target)";
+  return "training.objective: the simulation computes the proxy's SGD arithmetic (each "
+         "gradient at the values its worker read, each apply in simulated order) and records "
+         "loss and accuracy on the test set every " +
+         std::to_string(plan.objective.evaluate_every_steps) +
+         " global steps; the clock is the scenario model's costs whatever its timing says "
+         "(timing \"objective\" is not applied yet); real runs do not compute it yet" +
+         (plan.recovery.enabled ? ", and a restart does not roll the values back" : "");
 }
 
 }  // namespace

@@ -1,50 +1,13 @@
-// The value engine (value_engine.h): the objective's data, model and values, and the meaning of
-// each op kind at its completion.
+// The value engine (value_engine.h): the meaning of each op kind at its completion.
 #include "core/values/value_engine.h"
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "core/base/error.h"
-#include "core/base/random.h"
 
 namespace replisim::core {
-namespace {
-
-constexpr uint64_t kShardTag = 0x7368617264730000ULL;  // "shards"
-constexpr uint64_t kBatchTag = 0x6261746368657300ULL;  // "batches"
-
-TrainTestSets load_objective_data(const PlanObjective& o) {
-  if (o.set == "synthetic") {
-    SyntheticSetSpec spec;
-    spec.train_samples = o.train_samples;
-    spec.test_samples = o.test_samples;
-    spec.features = o.features;
-    spec.classes = o.classes;
-    spec.seed = o.data_seed;
-    return make_teacher_student_set(spec);
-  }
-  return load_fashion_mnist(o.dir, size_t(o.subset));
-}
-
-ObjectiveModel objective_model(const PlanObjective& o, const TrainTestSets& data) {
-  if (o.hidden_widths.empty()) {
-    return ObjectiveModel::softmax_regression(data.train.features, data.train.classes);
-  }
-  return ObjectiveModel::mlp(data.train.features, o.hidden_widths, data.train.classes);
-}
-
-LearningRateSchedule objective_schedule(const PlanObjective& o) {
-  LearningRateSchedule schedule;
-  if (o.schedule == "step_decay") {
-    schedule.kind = LearningRateSchedule::Kind::kStepDecay;
-    schedule.decay_steps = o.decay_steps;
-    schedule.decay_rate = o.decay_rate;
-  }
-  return schedule;
-}
-
-}  // namespace
 
 std::vector<ValueSlice> proportional_slices(const std::vector<Variable>& variables,
                                             size_t parameters) {
@@ -66,85 +29,226 @@ std::vector<ValueSlice> proportional_slices(const std::vector<Variable>& variabl
   return slices;
 }
 
-uint64_t ValueEngine::shard_seed(uint64_t seed) {
-  return splitmix64(seed ^ kShardTag);
-}
-
-uint64_t ValueEngine::batch_seed(uint64_t seed, int c) {
-  return splitmix64(splitmix64(seed ^ kBatchTag) ^ uint64_t(c));
+std::vector<std::vector<int>> slice_members(const Plan& plan) {
+  std::vector<bool> named(plan.variables.size(), false);
+  for (const ClientGraph* graph : step_graphs(plan)) {
+    for (const Op& op : graph->ops) {
+      if (op.variable > 0 && size_t(op.variable) < named.size()) named[size_t(op.variable)] = true;
+    }
+  }
+  std::vector<std::vector<int>> members(plan.variables.size());
+  std::map<int, int> last_named_of_ps;  // ps -> the named variable nearest below
+  for (size_t w = 1; w < plan.variables.size(); ++w) {
+    const int ps = plan.variables[w].ps;
+    if (named[w]) last_named_of_ps[ps] = int(w);
+    const auto found = last_named_of_ps.find(ps);
+    if (found != last_named_of_ps.end()) members[size_t(found->second)].push_back(int(w));
+  }
+  return members;
 }
 
 ValueEngine::ValueEngine(const Plan& plan)
     : plan_(plan),
-      data_(load_objective_data(plan.objective)),
-      model_(objective_model(plan.objective, data_)),
-      schedule_(objective_schedule(plan.objective)) {
+      setup_(plan.objective, std::max<int>(1, int(plan.clients.size()))),
+      all_reduce_(plan.sync == kAllReduceSync) {
   const PlanObjective& o = plan.objective;
   REPLISIM_ASSERT(o.enabled, "a value engine for a plan without an objective");
-  const int workers = int(plan.clients.size());
-  if (size_t(workers) > data_.train.samples()) {
-    throw InputError("", "/training/objective/data",
-                     std::to_string(workers) + " workers but only " +
-                         std::to_string(data_.train.samples()) +
-                         " training samples: each worker needs a shard of one sample or more");
+  values_ = setup_.initial_values();
+  slices_ = proportional_slices(plan.variables, setup_.model().parameter_count());
+  members_ = slice_members(plan);
+  accumulators_.resize(plan.variables.size());
+  applied_step_.assign(plan.variables.size(), -1);
+  const std::vector<const ClientGraph*> graphs = step_graphs(plan);
+  if (all_reduce_ && !graphs.empty()) {
+    for (const Op& op : graphs.front()->ops) applies_per_step_ += op.kind == OpKind::kApply;
+    committed_ = values_;
   }
-  values_ = model_.initial_parameters(o.seed);
-  slices_ = proportional_slices(plan.variables, model_.parameter_count());
-  clients_.resize(size_t(workers));
-  for (int c = 0; c < workers; ++c) {
-    Client& client = clients_[size_t(c)];
-    client.snapshot = values_;
-    client.batches.emplace(data_.train,
-                           shard_indices(data_.train.samples(), workers, c, shard_seed(o.seed)),
-                           o.batch, batch_seed(o.seed, c));
+  graphs_.resize(graphs.size());
+  for (size_t c = 0; c < graphs.size(); ++c) {
+    Graph& g = graphs_[c];
+    g.graph = graphs[c];
+    const std::vector<Op>& ops = g.graph->ops;
+    g.takes_values.assign(ops.size(), false);
+    for (size_t k = 0; k < ops.size(); ++k) {
+      if (ops[k].kind != OpKind::kReadVariable) continue;
+      g.takes_values[k] = std::none_of(ops[k].inputs.begin(), ops[k].inputs.end(), [&](int in) {
+        return ops[size_t(in)].kind == OpKind::kReadVariable;
+      });
+    }
+    if (c >= plan.clients.size()) continue;  // the chief's sync op reads no data
+    g.snapshot = values_;
+    // In-graph: samples_per_step is the sub-batch times the towers (one sub-batch each).
+    const bool in_graph = !clients_are_workers(plan);
+    g.sub_batches = in_graph && plan.batch_per_replica > 0 &&
+                            g.graph->samples_per_step % plan.batch_per_replica == 0
+                        ? std::max(1, g.graph->samples_per_step / plan.batch_per_replica)
+                        : 1;
+    g.samples = o.batch * g.sub_batches;
+    g.batches.emplace(setup_.batches(int(c), g.samples));
   }
 }
 
-std::optional<ValueEvaluation> ValueEngine::op_completed(int c, int op_index, int64_t step,
-                                                         int64_t global_step,
-                                                         int64_t global_step_read) {
-  const Op& op = plan_.clients[size_t(c)].ops[size_t(op_index)];
-  Client& client = clients_[size_t(c)];
+void ValueEngine::op_completed(int c, int op_index, const OpMoment& at) {
+  Graph& g = graphs_[size_t(c)];
+  const Op& op = g.graph->ops[size_t(op_index)];
   switch (op.kind) {
-    case OpKind::kReadVariable: {
-      const ValueSlice& s = slices_[size_t(op.variable)];
-      std::copy_n(values_.begin() + long(s.offset), s.size,
-                  client.snapshot.begin() + long(s.offset));
-      return std::nullopt;
-    }
+    case OpKind::kReadVariable:
+      if (g.takes_values[size_t(op_index)]) read(g, c, op, at);
+      return;
     case OpKind::kBackward:
-      if (client.gradient_step != step) {  // the step's first backward op
-        client.gradient =
-            model_.loss_and_gradient(client.snapshot, client.batches->next()).gradient;
-        client.gradient_step = step;
-        ++client.gradients;
+      if (g.gradient_step != at.step) backward(g, at);  // the step's first backward op
+      return;
+    case OpKind::kApply:
+      if (all_reduce_) {
+        all_reduce_apply(c, op, at);
+      } else {
+        apply(c, op, at);
       }
-      return std::nullopt;
-    case OpKind::kApply: {
-      REPLISIM_ASSERT(client.gradient_step == step, "an apply before its step's backward pass");
-      const int64_t staleness = std::max<int64_t>(global_step - global_step_read, 0);
-      double rate = schedule_.at(plan_.objective.learning_rate, global_step);
-      if (plan_.objective.staleness_aware) rate = staleness_aware_learning_rate(rate, staleness);
-      const float scaled = float(rate);  // as sgd_apply: params[i] -= float(lr) * g[i]
-      const ValueSlice& s = slices_[size_t(op.variable)];
-      for (size_t i = s.offset; i < s.offset + s.size; ++i) {
-        values_[i] -= scaled * client.gradient[i];
-      }
-      if (record_applies_) applied_.push_back({c, step, op.variable, staleness, rate});
-      return std::nullopt;
-    }
+      return;
+    case OpKind::kAccumulate:
+      if (at.fresh) accumulate(g, c, op);
+      return;
+    case OpKind::kTakeGradient:
+      take(op);
+      return;
     case OpKind::kGlobalStepIncrement:
-      if ((global_step + 1) % plan_.objective.evaluate_every_steps == 0) {
-        return evaluate_now(global_step + 1);
+      if (record_applies_) {
+        increments_.push_back(
+            {c, at.step, g.read_step == at.step ? g.read_global_step : -1, at.global_step});
       }
-      return std::nullopt;
+      return;
     default:
-      return std::nullopt;
+      return;
   }
+}
+
+void ValueEngine::read(Graph& g, int /*c*/, const Op& op, const OpMoment& at) {
+  for (int v : members_[size_t(op.variable)]) {
+    const ValueSlice& s = slices_[size_t(v)];
+    std::copy_n(values_.begin() + long(s.offset), s.size, g.snapshot.begin() + long(s.offset));
+  }
+  if (g.read_step != at.step) {
+    g.read_step = at.step;
+    g.read_global_step = at.global_step;
+  }
+}
+
+void ValueEngine::backward(Graph& g, const OpMoment& at) {
+  // All-reduce ranks hold the values themselves (each slice applied once per step, below).
+  const std::vector<float>& at_values = all_reduce_ ? values_ : g.snapshot;
+  g.gradient =
+      setup_.model().loss_and_gradient(at_values, g.batches->next(), g.sub_batches).gradient;
+  g.gradient_step = at.step;
+  ++g.gradients;
+}
+
+void ValueEngine::apply(int c, const Op& op, const OpMoment& at) {
+  const Graph& g = graphs_[size_t(c)];
+  if (g.batches) {  // a worker's own gradient (async, distributed_replicated, in-graph)
+    REPLISIM_ASSERT(g.gradient_step == at.step, "an apply before its step's backward pass");
+    const int64_t staleness = std::max<int64_t>(at.global_step - at.global_step_read, 0);
+    const double rate = setup_.learning_rate(at.global_step, staleness);
+    subtract(op.variable, g.gradient, /*packed=*/false, rate);
+    record(c, op, at, staleness, rate);
+    return;
+  }
+  // The chief's sync op: the average its take made. Sync gradients are never stale.
+  const Accumulator& a = accumulators_[size_t(op.variable)];
+  const double rate = setup_.learning_rate(at.global_step, 0);
+  if (!a.taken.empty()) subtract(op.variable, a.taken, /*packed=*/true, rate);
+  record(c, op, at, 0, rate, a.taken_from);
+}
+
+void ValueEngine::accumulate(Graph& g, int c, const Op& op) {
+  Accumulator& a = accumulators_[size_t(op.variable)];
+  a.kept.push_back(pack(op.variable, g.gradient));
+  a.from.push_back(c);
+}
+
+void ValueEngine::take(const Op& op) {
+  Accumulator& a = accumulators_[size_t(op.variable)];
+  a.taken.clear();
+  a.taken_from = std::move(a.from);
+  a.from.clear();
+  if (!a.kept.empty()) {
+    std::vector<const float*> parts;
+    for (const std::vector<float>& kept : a.kept) parts.push_back(kept.data());
+    a.taken.resize(a.kept.front().size());
+    if (!a.taken.empty()) average_gradients(parts, a.taken.size(), a.taken.data());
+  }
+  a.kept.clear();
+}
+
+void ValueEngine::all_reduce_apply(int c, const Op& op, const OpMoment& at) {
+  if (reduced_step_ != at.step) {  // the step's first apply: no rank has gone past the step
+    std::vector<const float*> parts;
+    for (const Graph& g : graphs_) {
+      if (g.live && g.gradient_step == at.step) parts.push_back(g.gradient.data());
+    }
+    REPLISIM_ASSERT(!parts.empty(), "an all-reduce apply with no rank's gradient");
+    reduced_.resize(values_.size());
+    average_gradients(parts, reduced_.size(), reduced_.data());
+    reduced_step_ = at.step;
+    applies_in_step_ = 0;
+  }
+  if (applied_step_[size_t(op.variable)] >= at.step) return;  // another rank applied it
+  applied_step_[size_t(op.variable)] = at.step;
+  const double rate = setup_.learning_rate(at.global_step, 0);
+  subtract(op.variable, reduced_, /*packed=*/false, rate);
+  record(c, op, at, 0, rate);
+  if (++applies_in_step_ == applies_per_step_ && plan_.collective.elastic) {
+    committed_ = values_;  // the step's commit (rank 0 commits after each step)
+    committed_step_ = at.step;
+  }
+}
+
+void ValueEngine::subtract(int v, const std::vector<float>& gradient, bool packed, double rate) {
+  const float scaled = float(rate);  // as sgd_apply: params[i] -= float(lr) * g[i]
+  size_t k = 0;
+  for (int w : members_[size_t(v)]) {
+    const ValueSlice& s = slices_[size_t(w)];
+    for (size_t i = s.offset; i < s.offset + s.size; ++i) {
+      values_[i] -= scaled * gradient[packed ? k++ : i];
+    }
+  }
+}
+
+std::vector<float> ValueEngine::pack(int v, const std::vector<float>& whole) const {
+  std::vector<float> out;
+  for (int w : members_[size_t(v)]) {
+    const ValueSlice& s = slices_[size_t(w)];
+    out.insert(out.end(), whole.begin() + long(s.offset), whole.begin() + long(s.offset + s.size));
+  }
+  return out;
+}
+
+void ValueEngine::record(int c, const Op& op, const OpMoment& at, int64_t staleness, double rate,
+                         std::vector<int> from) {
+  if (record_applies_) {
+    applied_.push_back({c, at.step, op.variable, staleness, rate, std::move(from)});
+  }
+}
+
+std::optional<ValueEvaluation> ValueEngine::updated(int64_t global_step) {
+  if (global_step % plan_.objective.evaluate_every_steps != 0) return std::nullopt;
+  return evaluate_now(global_step);
+}
+
+void ValueEngine::rank_gone(int c) {
+  graphs_[size_t(c)].live = false;
+}
+
+void ValueEngine::roll_back(int64_t steps_done) {
+  REPLISIM_ASSERT(committed_step_ == steps_done - 1,
+                  "an elastic rollback to a step the values did not commit");
+  values_ = committed_;
+  reduced_step_ = -1;
+  for (int64_t& step : applied_step_) step = std::min(step, steps_done - 1);
+  for (Graph& g : graphs_) g.gradient_step = -1;
 }
 
 ValueEvaluation ValueEngine::evaluate_now(int64_t global_step) const {
-  return {global_step, model_.evaluate(values_, whole(data_.test))};
+  return setup_.evaluate(values_, global_step);
 }
 
 }  // namespace replisim::core

@@ -1,6 +1,6 @@
 // training.objective in the simulation (issue 40; sim/sim_values.cpp): one asynchronous worker
 // is plain sequential SGD, bitwise; four workers reach the target and the report, live or from
-// the saved trace, gives the time to it; a sync plan computes nothing.
+// the saved trace, gives the time to it.
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -136,21 +136,6 @@ TEST(SimObjective, FourAsyncWorkersReachTheTargetAndTheReportSaysWhen) {
   EXPECT_EQ(again.objective->global_steps_to_target, o.global_steps_to_target);
   EXPECT_EQ(again.objective->final_accuracy, o.final_accuracy);
   EXPECT_EQ(format_report({again}, "objective"), report);
-}
-
-TEST(SimObjective, ASyncPlanWithAnObjectiveComputesNothing) {
-  const Trace trace =
-      test::simulate_trace(sim_objective_scenario(2, 12, 0.7, "sync"), "between_graph");
-  EXPECT_FALSE(counter_values(trace, "global_step").empty());
-  EXPECT_TRUE(counter_values(trace, "loss").empty());  // ("loss" also names the loss op)
-  EXPECT_TRUE(counter_values(trace, "accuracy").empty());
-  EXPECT_FALSE(compute_metrics(trace).objective.has_value());
-  bool noted = false;
-  for (const std::string& n : trace.meta.notes) {
-    noted |= n.find("training.objective") != std::string::npos &&
-             n.find("rates only") != std::string::npos;
-  }
-  EXPECT_TRUE(noted);
 }
 
 }  // namespace
