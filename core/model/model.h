@@ -16,6 +16,9 @@ struct Layer {
   double params = 0;                       // trainable parameters (a count)
   double forward_flop_per_sample = 0;      // FLOP; one multiply-add counts as 2 FLOP
   double activation_bytes_per_sample = 0;  // bytes of this layer's output for one sample
+  // FLOP of its backward pass; 0: kBackwardToForwardFlopRatio x forward (every preset). Set by a
+  // model whose backward is counted exactly (the objective's, ObjectiveModel::cost_model).
+  double backward_flop_per_sample = 0;
 };
 
 struct Model {

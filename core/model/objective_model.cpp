@@ -240,6 +240,27 @@ double ObjectiveModel::backward_flop_per_sample() const {
   return flop;
 }
 
+Model ObjectiveModel::cost_model() const {
+  Model m;
+  m.name = "objective " + name();
+  m.input_bytes_per_sample = 4.0 * widths_.front();
+  const size_t last = widths_.size() - 1;
+  for (size_t l = 1; l <= last; ++l) {
+    const double in = widths_[l - 1], out = widths_[l];
+    Layer layer;
+    layer.name = l == last ? "logits" : "dense" + std::to_string(l - 1);
+    layer.params = in * out + out;
+    // As forward_flop_per_sample and backward_flop_per_sample, layer by layer.
+    layer.forward_flop_per_sample =
+        2.0 * in * out + out + (l < last ? out : 0.0) + (l == last ? kLossFlopPerClass * out : 0.0);
+    layer.backward_flop_per_sample =
+        2.0 * in * out + out + (l > 1 ? 2.0 * in * out + in : 0.0) + (l == last ? out : 0.0);
+    layer.activation_bytes_per_sample = 4.0 * out;
+    m.layers.push_back(std::move(layer));
+  }
+  return m;
+}
+
 void average_gradients(const std::vector<const float*>& gradients, size_t size, float* out) {
   REPLISIM_ASSERT(!gradients.empty(), "an average of no gradients");
   std::copy_n(gradients.front(), size, out);

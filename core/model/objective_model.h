@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/model/data_set.h"
+#include "core/model/model.h"
 
 namespace replisim::core {
 
@@ -82,6 +83,11 @@ class ObjectiveModel {
   // and not counted here: one division per parameter (the mean).
   double forward_flop_per_sample() const;
   double backward_flop_per_sample() const;
+  // The model as replisim's cost model sees it (training.objective's timing "objective"): one
+  // Layer per dense layer ("dense0", ..., "logits"), fp32, each with its parameters, its share
+  // of the FLOP above (the softmax cross-entropy and its gradient on the logits layer) and its
+  // output's bytes; the layers' sums are forward_flop_per_sample and backward_flop_per_sample.
+  Model cost_model() const;
 
   static constexpr size_t kEvaluationChunk = 1024;
 

@@ -33,6 +33,16 @@ std::vector<LayerGroup> group_layers(const Model& model, int groups,
     running += layer.forward_flop_per_sample;
   }
   for (LayerGroup& g : out) {
+    bool counted = false;
+    double backward = 0;
+    for (int l : g.layers) {
+      const Layer& layer = model.layers[size_t(l)];
+      counted |= layer.backward_flop_per_sample > 0;
+      backward += layer.backward_flop_per_sample > 0
+                      ? layer.backward_flop_per_sample
+                      : kBackwardToForwardFlopRatio * layer.forward_flop_per_sample;
+    }
+    if (counted) g.backward_flop_per_sample = backward;
     g.name = model.layers[size_t(g.layers.front())].name;
     if (g.layers.size() > 1) g.name += ".." + model.layers[size_t(g.layers.back())].name;
   }

@@ -14,6 +14,9 @@ struct LayerGroup {
   std::string name;         // the layer's name, or "first..last" for several layers
   std::vector<int> layers;  // contiguous indices into Model::layers
   double forward_flop_per_sample = 0;
+  // Its layers' backward FLOP when one of them counts it (Layer::backward_flop_per_sample; the
+  // others kBackwardToForwardFlopRatio x forward); 0: the ratio x forward_flop_per_sample.
+  double backward_flop_per_sample = 0;
   double activation_bytes_per_sample = 0;         // output of the group's last layer
   double stored_activation_bytes_per_sample = 0;  // outputs of all its layers (kept for backward)
   double params = 0;

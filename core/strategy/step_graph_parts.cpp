@@ -84,6 +84,11 @@ int add_group_op(StepGraphBuilder& builder, const ModelLayout& layout,
   return builder.add(std::move(op), inputs);
 }
 
+double backward_flop_per_sample(const LayerGroup& g) {
+  return g.backward_flop_per_sample > 0 ? g.backward_flop_per_sample
+                                        : kBackwardToForwardFlopRatio * g.forward_flop_per_sample;
+}
+
 }  // namespace
 
 ModelLayout layout_model(const Scenario& scenario, const Plan& plan,
@@ -198,9 +203,8 @@ std::vector<int> add_backward_chain(StepGraphBuilder& builder, const Model& /*mo
   std::vector<int> backward(n, -1);
   Edge upstream = loss_gradient;
   for (size_t g = n; g-- > 0;) {
-    backward[g] = add_group_op(
-        builder, layout, reads, where, g, OpKind::kBackward,
-        kBackwardToForwardFlopRatio * layout.groups[g].forward_flop_per_sample * samples, upstream);
+    backward[g] = add_group_op(builder, layout, reads, where, g, OpKind::kBackward,
+                               backward_flop_per_sample(layout.groups[g]) * samples, upstream);
     // The gradient with respect to this group's input has the shape of the group below's output.
     const double below = g > 0 ? layout.groups[g - 1].activation_bytes_per_sample * samples : 0.0;
     upstream = {backward[g], below};

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "core/base/error.h"
 #include "core/base/json_cursor.h"
@@ -260,14 +261,30 @@ PlanObjective plan_objective(const ObjectiveSpec& spec) {
 }
 
 // What a run of the plan does with its objective (sim/sim_values.cpp computes it for every plan).
-std::string objective_note(const Plan& plan) {
+std::string objective_note(const Plan& plan, const Scenario& scenario) {
+  const ObjectiveSpec& o = scenario.training.objective;
+  const std::string clock =
+      o.timing == ObjectiveTiming::kObjective
+          ? "the clock is the proxy's own costs (timing \"objective\": the model is \"" +
+                scenario.model.name + "\", " + std::to_string(o.batch) +
+                " samples per worker step, in place of the scenario's model)"
+          : "the clock is the scenario model's costs (timing \"scenario\": the proxy shows what "
+            "this schedule of updates does to a model that converges in seconds)";
   return "training.objective: the simulation computes the proxy's SGD arithmetic (each "
          "gradient at the values its worker read, each apply in simulated order) and records "
          "loss and accuracy on the test set every " +
-         std::to_string(plan.objective.evaluate_every_steps) +
-         " global steps; the clock is the scenario model's costs whatever its timing says "
-         "(timing \"objective\" is not applied yet); real runs do not compute it yet" +
-         (plan.recovery.enabled ? ", and a restart does not roll the values back" : "");
+         std::to_string(plan.objective.evaluate_every_steps) + " global steps; " + clock +
+         "; real runs do not compute it yet" +
+         (plan.recovery.enabled ? "; a restart does not roll the values back" : "");
+}
+
+// Timing "objective": the scenario with the proxy in place of its model, and the proxy's batch.
+Scenario with_objective_costs(const Scenario& scenario) {
+  Scenario costed = scenario;
+  const ObjectiveSpec& o = scenario.training.objective;
+  costed.model = o.model().cost_model();
+  costed.training.batch_per_replica = o.batch;
+  return costed;
 }
 
 }  // namespace
@@ -279,13 +296,17 @@ Plan compile_plan(const Scenario& scenario, const std::string& strategy,
     throw InputError(
         "", flag, "unknown strategy \"" + strategy + "\"; valid: " + join_names(strategy_names()));
   }
-  require_within_budget(estimate_plan(scenario, strategy), options.budget);
-  Plan plan = s->compile(scenario, options);
-  if (scenario.training.objective.enabled) {
-    plan.objective = plan_objective(scenario.training.objective);
-    plan.notes.push_back(objective_note(plan));
+  const ObjectiveSpec& o = scenario.training.objective;
+  std::optional<Scenario> costed;
+  if (o.enabled && o.timing == ObjectiveTiming::kObjective) costed = with_objective_costs(scenario);
+  const Scenario& timed = costed ? *costed : scenario;
+  require_within_budget(estimate_plan(timed, strategy), options.budget);
+  Plan plan = s->compile(timed, options);
+  if (o.enabled) {
+    plan.objective = plan_objective(o);
+    plan.notes.push_back(objective_note(plan, timed));
   }
-  charge_send_overheads(plan, scenario.training.costs.per_message_overhead_s);
+  charge_send_overheads(plan, timed.training.costs.per_message_overhead_s);
   check_plan_rules(plan, "<compiled plan>");
   return plan;
 }

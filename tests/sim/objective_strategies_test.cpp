@@ -262,5 +262,36 @@ TEST(SimObjectiveStrategies, AnElasticAllReduceJobGoesBackToTheCommittedValues) 
   EXPECT_LT(dead_rank_steps, 14);
 }
 
+// Timing "objective": the plan's forward and backward ops cost the proxy's own FLOP (its one
+// dense layer, per sample times the batch), the scenario's ResNet-50 is gone from the clock, and
+// the values are the same as under timing "scenario" (the clock does not change one async
+// worker's arithmetic).
+TEST(SimObjectiveStrategies, TimingObjectiveRunsOnTheProxysOwnCosts) {
+  nlohmann::json doc = strategies_scenario({"10 TFLOPS"}, "async", 9);
+  const Plan by_scenario = compile_plan(test::parse(doc), "between_graph", {});
+  doc["training"]["objective"]["timing"] = "objective";
+  const Plan by_objective = compile_plan(test::parse(doc), "between_graph", {});
+  const ObjectiveModel model = ObjectiveModel::softmax_regression(kData.features, kData.classes);
+  double forward = 0, backward = 0;
+  for (const Op& op : by_objective.clients[0].ops) {
+    forward += op.kind == OpKind::kForward ? op.compute_flop : 0;
+    backward += op.kind == OpKind::kBackward ? op.compute_flop : 0;
+  }
+  EXPECT_DOUBLE_EQ(forward, model.forward_flop_per_sample() * kBatch);
+  EXPECT_DOUBLE_EQ(backward, model.backward_flop_per_sample() * kBatch);
+  EXPECT_EQ(by_objective.variables.size(), 2u);  // global_step and the one dense layer
+  bool noted = false;
+  for (const std::string& n : by_objective.notes) {
+    noted |= n.find("the proxy's own costs") != std::string::npos &&
+             n.find("objective softmax") != std::string::npos;
+  }
+  EXPECT_TRUE(noted);
+  const Trace fast = test::run_plan(by_objective);
+  const Trace slow = test::run_plan(by_scenario);
+  EXPECT_LT(test::client_step_time(compute_metrics(fast), "worker0"),
+            0.1 * test::client_step_time(compute_metrics(slow), "worker0"));
+  EXPECT_EQ(counter_series(fast, "loss"), counter_series(slow, "loss"));
+}
+
 }  // namespace
 }  // namespace replisim::core
