@@ -267,7 +267,8 @@ std::string objective_note(const Plan& plan, const Scenario& scenario) {
       o.timing == ObjectiveTiming::kObjective
           ? "the clock is the proxy's own costs (timing \"objective\": the model is \"" +
                 scenario.model.name + "\", " + std::to_string(o.batch) +
-                " samples per worker step, in place of the scenario's model)"
+                " samples per worker step and a free input pipeline, in place of the scenario's "
+                "model)"
           : "the clock is the scenario model's costs (timing \"scenario\": the proxy shows what "
             "this schedule of updates does to a model that converges in seconds)";
   return "training.objective: the simulation computes the proxy's SGD arithmetic (each "
@@ -278,12 +279,15 @@ std::string objective_note(const Plan& plan, const Scenario& scenario) {
          (plan.recovery.enabled ? "; a restart does not roll the values back" : "");
 }
 
-// Timing "objective": the scenario with the proxy in place of its model, and the proxy's batch.
+// Timing "objective": the scenario with the proxy in place of its model, the proxy's batch, and
+// a free input pipeline (the proxy's data set is in memory: no images to decode).
 Scenario with_objective_costs(const Scenario& scenario) {
   Scenario costed = scenario;
   const ObjectiveSpec& o = scenario.training.objective;
   costed.model = o.model().cost_model();
   costed.training.batch_per_replica = o.batch;
+  costed.training.costs.input_samples_per_s = 0;
+  costed.training.costs.input_samples_per_s_per_core = 0;
   return costed;
 }
 
