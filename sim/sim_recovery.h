@@ -46,6 +46,8 @@ class JobRecovery {
   // The chief saves a checkpoint at `now` (`client_steps`: every graph's completed steps, the
   // chief's among them). Returns how long it pauses (0 while the job is down: the save fails).
   double write_checkpoint(double now, int64_t global_step, const std::vector<int>& client_steps);
+  // Checkpoints written so far (a save while the job was down writes none).
+  size_t checkpoints_written() const { return checkpoints_.size(); }
   // After a chief step: its checkpoint and summaries, if due. Returns the pause (s).
   double chief_duties(double now, int64_t global_step, const std::vector<int>& client_steps);
 

@@ -127,6 +127,7 @@ void SimRun::restart_job() {
   const double now = sg4::Engine::get_clock();
   const JobRecovery::Restart restart = recovery_.restart(now);
   global_step_ = restart.global_step;
+  if (values_) values_->restore(restart.global_step);
   recorder_.global_step(now, global_step_);
   steady_.restarted(restart.checkpoint_start_s, now);
   // The launcher brings the tasks up one by one, in the order and spacing of the first start

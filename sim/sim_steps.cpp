@@ -191,12 +191,18 @@ bool SimRun::session_checkpoint(int c, bool at_end, std::function<void(double)> 
   if (c != recovery_.chief_client() || plan_.checkpoints.every_s <= 0) return false;
   if (at_end && recovery_.job_down()) return false;
   const double now = sg4::Engine::get_clock();
-  then(now + recovery_.write_checkpoint(now, global_step_, client_steps()));
+  const size_t written = recovery_.checkpoints_written();
+  const double pause_s = recovery_.write_checkpoint(now, global_step_, client_steps());
+  if (values_ && recovery_.checkpoints_written() > written) values_->checkpoint(global_step_);
+  then(now + pause_s);
   return true;
 }
 
 void SimRun::chief_duties(int, double end_s, std::function<void(double)> then) {
-  then(recovery_.chief_duties(end_s, global_step_, client_steps()));
+  const size_t written = recovery_.checkpoints_written();
+  const double pause_s = recovery_.chief_duties(end_s, global_step_, client_steps());
+  if (values_ && recovery_.checkpoints_written() > written) values_->checkpoint(global_step_);
+  then(pause_s);
 }
 
 // Host-side noise between steps (session.run dispatch, the training loop): the next step starts

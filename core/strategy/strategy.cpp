@@ -275,8 +275,7 @@ std::string objective_note(const Plan& plan, const Scenario& scenario) {
          "gradient at the values its worker read, each apply in simulated order) and records "
          "loss and accuracy on the test set every " +
          std::to_string(plan.objective.evaluate_every_steps) + " global steps; " + clock +
-         "; real runs do not compute it yet" +
-         (plan.recovery.enabled ? "; a restart does not roll the values back" : "");
+         "; real runs do not compute it yet";
 }
 
 // Timing "objective": the scenario with the proxy in place of its model, the proxy's batch, and

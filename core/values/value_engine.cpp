@@ -238,6 +238,35 @@ void ValueEngine::rank_gone(int c) {
   graphs_[size_t(c)].live = false;
 }
 
+void ValueEngine::checkpoint(int64_t global_step) {
+  if (checkpoints_.size() == kKeptCheckpoints) checkpoints_.erase(checkpoints_.begin());
+  checkpoints_.emplace_back(global_step, values_);
+}
+
+void ValueEngine::restore(int64_t global_step) {
+  const auto found = std::find_if(checkpoints_.rbegin(), checkpoints_.rend(),
+                                  [global_step](const auto& c) { return c.first == global_step; });
+  if (found != checkpoints_.rend()) {
+    values_ = found->second;
+  } else if (global_step == 0) {
+    values_ = setup_.initial_values();
+  } else {
+    throw InternalError("a restart restored global step " + std::to_string(global_step) +
+                        ", which the value engine never saw checkpointed");
+  }
+  for (size_t c = 0; c < graphs_.size(); ++c) {
+    Graph& g = graphs_[c];
+    g.gradient_step = -1;
+    g.read_step = -1;
+    if (g.batches) g.batches.emplace(setup_.batches(int(c), g.samples));
+  }
+  for (Accumulator& a : accumulators_) a = Accumulator{};
+  std::fill(applied_step_.begin(), applied_step_.end(), int64_t(-1));
+  reduced_step_ = -1;
+  committed_ = values_;
+  committed_step_ = global_step - 1;
+}
+
 void ValueEngine::roll_back(int64_t steps_done) {
   REPLISIM_ASSERT(committed_step_ == steps_done - 1,
                   "an elastic rollback to a step the values did not commit");

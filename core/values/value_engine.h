@@ -104,6 +104,15 @@ class ValueEngine {
   std::optional<ValueEvaluation> updated(int64_t global_step);
   // All-reduce: rank c is gone (an elastic job goes on without it): later averages leave it out.
   void rank_gone(int c);
+  // The chief's checkpoint at `global_step` read the values (TF's Saver): a restart may restore
+  // them. The engine keeps the last kKeptCheckpoints.
+  void checkpoint(int64_t global_step);
+  // A restart restored the checkpoint of `global_step` (0 with none: the initial values): the
+  // values become its, every task starts afresh (no snapshot, gradient or accumulated gradient
+  // survives) and each worker's input pipeline starts its shard from the beginning, as a
+  // restarted TF 1.x process's does. Throws InternalError for a global step never checkpointed.
+  void restore(int64_t global_step);
+  static constexpr size_t kKeptCheckpoints = 16;
   // Elastic all-reduce: the survivors go back to the commit after `steps_done` steps (Horovod
   // Elastic's restore): the values become those after step steps_done - 1's applies, and the
   // steps from steps_done on are computed again.
@@ -182,6 +191,7 @@ class ValueEngine {
   int applies_in_step_ = 0;
   std::vector<float> committed_;  // all-reduce: the values after step committed_step_
   int64_t committed_step_ = -1;
+  std::vector<std::pair<int64_t, std::vector<float>>> checkpoints_;  // oldest first
   std::vector<AppliedUpdate> applied_;
   std::vector<IncrementRecord> increments_;
   bool record_applies_ = false;

@@ -293,5 +293,46 @@ TEST(SimObjectiveStrategies, TimingObjectiveRunsOnTheProxysOwnCosts) {
   EXPECT_EQ(counter_series(fast, "loss"), counter_series(slow, "loss"));
 }
 
+// A job failure and restart: the values go back to the restored checkpoint's, and the restarted
+// worker's input pipeline starts its shard afresh (a new TF 1.x process). One async worker, so
+// the whole curve is sequential SGD by hand: up to the failure, then again from the checkpoint.
+TEST(SimObjectiveStrategies, ARestartGoesBackToTheCheckpointsValues) {
+  nlohmann::json doc = strategies_scenario({"10 TFLOPS"}, "async", 40);
+  doc["training"]["checkpoint"] = {{"every", "1 s"}, {"disk_bandwidth", "2 GBps"}};
+  doc["training"]["recovery"] = {{"detect_timeout", "0.2 s"}, {"restart_delay", "0.2 s"}};
+  doc["faults"] = {{{"kind", "role"}, {"role", "ps0"}, {"at", "2.5 s"}}};
+  const Trace trace = test::simulate_trace(doc, "between_graph");
+  const std::vector<const TraceEvent*> recoveries = test::events_of(trace, EventKind::kRecovery);
+  ASSERT_EQ(recoveries.size(), 1u);
+  const int64_t restored = recoveries[0]->global_step_read;
+  int64_t before_failure = 0;
+  for (const TraceEvent* e : test::events_of(trace, EventKind::kUpdate)) {
+    if (e->end_s <= recoveries[0]->start_s) before_failure = e->global_step_after;
+  }
+  const int64_t last = updates_of(trace);
+  ASSERT_GT(restored, 0);
+  ASSERT_GT(before_failure, restored);  // work was lost: the values must go back
+  ASSERT_GT(last, before_failure);
+
+  const TrainTestSets data = make_teacher_student_set(kData);
+  const ObjectiveModel model = ObjectiveModel::softmax_regression(kData.features, kData.classes);
+  std::vector<float> params = model.initial_parameters(kSeed);
+  std::vector<float> at_checkpoint;
+  std::vector<ObjectiveEvaluation> expected{model.evaluate(params, whole(data.test))};
+  auto train = [&](int64_t from, int64_t to) {
+    BatchIterator batches = worker_batches(data, 1, 0, kBatch);
+    for (int64_t t = from; t < to; ++t) {
+      if (t == restored) at_checkpoint = params;
+      sgd_apply(params, model.loss_and_gradient(params, batches.next()).gradient, kRate);
+      if ((t + 1) % kEvery == 0) expected.push_back(model.evaluate(params, whole(data.test)));
+    }
+  };
+  train(0, before_failure);
+  ASSERT_FALSE(at_checkpoint.empty());
+  params = at_checkpoint;
+  train(restored, last);
+  expect_evaluations(trace, expected);
+}
+
 }  // namespace
 }  // namespace replisim::core
