@@ -151,6 +151,18 @@ struct ObjectiveMetrics {
 // The objective's figures from the trace's counters; nullopt when its metadata names no target.
 std::optional<ObjectiveMetrics> objective_metrics(const Trace& trace);
 
+// One evaluation of the objective: when (s of the run's clock), at which global step (the
+// global_step counter's last value before it), and its loss (nats) and accuracy (fraction).
+struct ObjectivePoint {
+  double time_s = 0;
+  int64_t global_step = 0;
+  double loss = 0;
+  double accuracy = 0;
+};
+// The trace's evaluations in recording order (a restart's evaluations repeat global steps: the
+// curve goes back with the values); empty when it recorded none.
+std::vector<ObjectivePoint> objective_curve(const Trace& trace);
+
 struct RunMetrics {
   std::string scenario;
   std::string strategy;

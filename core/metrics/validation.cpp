@@ -1,4 +1,5 @@
 #include "core/metrics/validation.h"
+#include "core/metrics/validation_detail.h"
 
 #include <algorithm>
 #include <cmath>
@@ -58,27 +59,6 @@ PhaseTimes phase_times(const Trace& trace, const WindowSteps& steps) {
     times.op_s[p][key] += d;
   }
   return times;
-}
-
-double mean_of(const std::vector<double>& v) {
-  double sum = 0;
-  for (double x : v) sum += x;
-  return v.empty() ? 0 : sum / double(v.size());
-}
-
-Compared compare(const std::string& name, const std::vector<double>& predicted,
-                 const std::vector<double>& measured) {
-  Compared c;
-  c.name = name;
-  c.predicted = mean_of(predicted);
-  c.predicted_min = *std::min_element(predicted.begin(), predicted.end());
-  c.predicted_max = *std::max_element(predicted.begin(), predicted.end());
-  c.measured_min = *std::min_element(measured.begin(), measured.end());
-  c.measured_max = *std::max_element(measured.begin(), measured.end());
-  double sum = 0;
-  for (double x : measured) sum += x;
-  c.measured_mean = sum / double(measured.size());
-  return c;
 }
 
 double max_of(const std::vector<double>& v) {
@@ -161,6 +141,34 @@ std::string with_baseline(double error, const std::optional<double>& before) {
 }
 
 }  // namespace
+
+namespace validation_detail {
+
+double mean_of(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0 : sum / double(v.size());
+}
+
+Compared compare(const std::string& name, const std::vector<double>& predicted,
+                 const std::vector<double>& measured) {
+  Compared c;
+  c.name = name;
+  c.predicted = mean_of(predicted);
+  c.predicted_min = *std::min_element(predicted.begin(), predicted.end());
+  c.predicted_max = *std::max_element(predicted.begin(), predicted.end());
+  c.measured_min = *std::min_element(measured.begin(), measured.end());
+  c.measured_max = *std::max_element(measured.begin(), measured.end());
+  double sum = 0;
+  for (double x : measured) sum += x;
+  c.measured_mean = sum / double(measured.size());
+  return c;
+}
+
+}  // namespace validation_detail
+
+using validation_detail::compare;
+using validation_detail::mean_of;
 
 const char* phase_name(Phase phase) {
   switch (phase) {
@@ -489,6 +497,25 @@ Validation validate_runs(const std::vector<const Trace*>& predicted_runs,
       v.outside.push_back(name + " " + signed_percent(e));
     }
   }
+  v.objective = compare_objective(predicted_runs, measured);
+  if (v.objective && v.objective->measured_evaluated > 0) {
+    const ObjectiveComparison& o = *v.objective;
+    if (!o.time_to_target_within) {
+      v.within_tolerance = false;
+      v.outside.push_back(o.measured_reached < v.repeats || o.predicted_reached < v.seeds
+                              ? "time to target reached by " + std::to_string(o.predicted_reached) +
+                                    " of " + std::to_string(v.seeds) + " predicted and " +
+                                    std::to_string(o.measured_reached) + " of " +
+                                    std::to_string(v.repeats) + " measured runs"
+                              : "time to target " +
+                                    signed_percent(o.time_to_target_s.relative_error()));
+    }
+    if (!o.curves_within) {
+      v.within_tolerance = false;
+      v.outside.push_back("accuracy over global steps " +
+                          number(100 * o.max_distance_by_global_step, 2) + " points apart");
+    }
+  }
   return v;
 }
 
@@ -545,6 +572,26 @@ nlohmann::json validation_to_json(const Validation& v) {
                             {"measured_steps", d.measured_steps},
                             {"ks_distance", d.ks_distance}});
   }
+  if (v.objective) {
+    const ObjectiveComparison& o = *v.objective;
+    j["objective"] = {{"target", o.target},
+                      {"predicted_reached", o.predicted_reached},
+                      {"measured_reached", o.measured_reached},
+                      {"measured_evaluated", o.measured_evaluated},
+                      {"final_accuracy", compared_json(o.final_accuracy)},
+                      {"joined_by_global_step", o.joined_by_global_step},
+                      {"max_distance_by_global_step", o.max_distance_by_global_step},
+                      {"mean_distance_by_global_step", o.mean_distance_by_global_step},
+                      {"joined_by_time", o.joined_by_time},
+                      {"max_distance_by_time", o.max_distance_by_time},
+                      {"mean_distance_by_time", o.mean_distance_by_time},
+                      {"time_to_target_within", o.time_to_target_within},
+                      {"curves_within", o.curves_within}};
+    if (!o.time_to_target_s.name.empty()) {
+      j["objective"]["time_to_target_s"] = compared_json(o.time_to_target_s);
+      j["objective"]["global_steps_to_target"] = compared_json(o.global_steps_to_target);
+    }
+  }
   return j;
 }
 
@@ -591,6 +638,50 @@ struct Table {
     return out;
   }
 };
+
+// training.objective's lines: the table of time to target and final accuracy, and the curves'
+// distances; empty without an objective.
+std::string objective_text(const Validation& v, bool markdown) {
+  if (!v.objective) return "";
+  const ObjectiveComparison& o = *v.objective;
+  const std::string head = "objective (" + o.target + ")";
+  if (o.measured_evaluated == 0) {
+    return (markdown ? "\n" : "") + head +
+           ": the measured runs recorded no evaluation (a real run that does not compute the "
+           "objective): the curves are not compared\n";
+  }
+  Table t{{head, "predicted", "measured mean (min..max)", "error"}, {}};
+  const auto add = [&t](const Compared& c, int decimals) {
+    if (c.name.empty()) return;
+    const bool seconds = c.name.find("(s)") != std::string::npos;  // shown in ms
+    const auto f = [decimals, seconds](double x) { return seconds ? ms(x) : number(x, decimals); };
+    std::string name = c.name;
+    if (seconds) name.replace(name.find("(s)"), 3, "(ms)");
+    t.rows.push_back(
+        {name, f(c.predicted),
+         f(c.measured_mean) + " (" + f(c.measured_min) + ".." + f(c.measured_max) + ")",
+         signed_percent(c.relative_error())});
+  };
+  add(o.time_to_target_s, 3);
+  add(o.global_steps_to_target, 0);
+  add(o.final_accuracy, 4);
+  std::string out = (markdown ? "\n" : "") + t.render(markdown);
+  const std::string reached = "reached by " + std::to_string(o.predicted_reached) + " of " +
+                              std::to_string(v.seeds) + " predicted and " +
+                              std::to_string(o.measured_reached) + " of " +
+                              std::to_string(v.repeats) + " measured runs";
+  const std::string indent = markdown ? "- " : "  ";
+  out += (markdown ? "\n" : "") + indent + "target " + reached + "\n";
+  out += indent + "accuracy over global steps: max " +
+         number(100 * o.max_distance_by_global_step, 2) + " points apart, mean " +
+         number(100 * o.mean_distance_by_global_step, 2) + " (" +
+         std::to_string(o.joined_by_global_step) +
+         " evaluations joined; near 0 when the updates land in the same order)\n";
+  out += indent + "accuracy over time: max " + number(100 * o.max_distance_by_time, 2) +
+         " points apart, mean " + number(100 * o.mean_distance_by_time, 2) +
+         " (the timing error)\n";
+  return out;
+}
 
 std::string format(const Validation& v, const nlohmann::json* baseline, bool markdown) {
   const bool spread = v.seeds > 1;
@@ -657,7 +748,7 @@ std::string format(const Validation& v, const nlohmann::json* baseline, bool mar
   if (markdown) {
     out += "### " + v.scenario + " (" + v.strategy + ", " + runs + ")\n\n";
     out += metrics.render(true) + "\n" + phases.render(true) + "\n" + durations.render(true) +
-           "\n" + clients.render(true);
+           "\n" + clients.render(true) + objective_text(v, true);
     if (!v.faults.empty()) {
       out += "\nFaults and restarts:\n\n";
       for (const std::string& f : v.faults) out += "- " + f + "\n";
@@ -684,6 +775,7 @@ std::string format(const Validation& v, const nlohmann::json* baseline, bool mar
       "step times per client (Kolmogorov-Smirnov distance: 0 the same distribution, 1 "
       "disjoint):\n" +
       clients.render(false);
+  if (v.objective) out += "\n" + objective_text(v, false);
   if (!v.faults.empty()) {
     out += "\nfaults and restarts:\n";
     for (const std::string& f : v.faults) out += "  " + f + "\n";

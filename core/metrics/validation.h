@@ -77,6 +77,37 @@ struct StepDistribution {
   double ks_distance = 0;
 };
 
+// training.objective's curves, predicted against measured (issue 40): the time and global steps
+// to the target and the final accuracy as metrics; and the accuracy curves' distance, in points
+// of accuracy (0.01 = 1 point). Over global steps: each measured evaluation against the predicted
+// one of the same global step (evaluations come every evaluate_every global steps in both): near
+// zero when the updates land in the same order. Over time: each measured evaluation against the
+// predicted curve at the same instant (its last evaluation at or before it): the timing error.
+struct ObjectiveComparison {
+  std::string target;  // "test accuracy >= 0.7500"
+  Compared time_to_target_s;
+  Compared global_steps_to_target;
+  Compared final_accuracy;
+  // Runs that reached the target: the predicted seeds', the measured repeats'.
+  int predicted_reached = 0, measured_reached = 0;
+  int measured_evaluated = 0;  // repeats that recorded evaluations (0: the curves are not compared)
+  size_t joined_by_global_step = 0;  // (measured evaluation, predicted one) pairs, all repeats
+  double max_distance_by_global_step = 0, mean_distance_by_global_step = 0;
+  size_t joined_by_time = 0;
+  double max_distance_by_time = 0, mean_distance_by_time = 0;
+  // The issue's targets: the predicted time to target within kTimeToTargetTolerance of the
+  // measured mean, or within the measured min..max where that is wider; the curves over global
+  // steps within kCurveTolerancePoints at every joined evaluation.
+  bool time_to_target_within = false;
+  bool curves_within = false;
+};
+inline constexpr double kTimeToTargetTolerance = 0.10;
+inline constexpr double kCurveTolerancePoints = 0.01;
+
+// The comparison of the runs' objective curves; nullopt when the predicted run has no objective.
+std::optional<ObjectiveComparison> compare_objective(const std::vector<const Trace*>& predicted,
+                                                     const std::vector<const Trace*>& measured);
+
 struct Validation {
   std::string scenario, strategy;
   int repeats = 0;
@@ -85,6 +116,8 @@ struct Validation {
                                   // bytes per PS (max)
   std::vector<PhaseComparison> phases;  // the six phases, in Phase order
   std::vector<StepDistribution> clients;
+  // training.objective's curves (when the plan has one); its targets join the verdict.
+  std::optional<ObjectiveComparison> objective;
   // The faults and restarts of the runs, predicted against measured, a line each ("worker1
   // dies: predicted at 4.000 s (lost 350 ms of work), measured at 4.003 s (lost 280 ms ..
   // 410 ms)"); and the runs' own warnings (too few measured steps, ...), each once, saying whose.
@@ -99,7 +132,7 @@ struct Validation {
   std::vector<std::string> host;
   double tolerance = 0;  // relative (0.08: 8%)
   // Within tolerance: throughput and step time p50 errors (the headline figures; the others are
-  // listed with their errors for a person to judge).
+  // listed with their errors for a person to judge), and with an objective, its two targets.
   bool within_tolerance = false;
   std::vector<std::string> outside;  // the headline metrics outside the tolerance
 };
