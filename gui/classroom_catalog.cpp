@@ -43,7 +43,13 @@ const std::map<std::string, bool>& placeholders() {
                                                     {"bound_by_pct", false},
                                                     {"bound_by_path", false},
                                                     {"waiting_most", true},
-                                                    {"waiting_most_pct", true}};
+                                                    {"waiting_most_pct", true},
+                                                    {"workers", false},
+                                                    {"staleness", false},
+                                                    {"target", false},
+                                                    {"time_to_target_ms", false},
+                                                    {"steps_to_target", false},
+                                                    {"final_accuracy", false}};
   return names;
 }
 
@@ -156,6 +162,20 @@ std::string recovery_figure(const core::RunMetrics& m, const std::string& name) 
   return fixed(r.fault_s, 1);
 }
 
+// training.objective's figures: {target} (its value), {time_to_target_ms}, {steps_to_target}
+// (global steps), {final_accuracy} (%).
+std::string objective_figure(const core::RunMetrics& m, const std::string& name) {
+  if (!m.objective || m.objective->evaluations == 0) {
+    throw std::invalid_argument("the run computed no objective");
+  }
+  const core::ObjectiveMetrics& o = *m.objective;
+  if (name == "target") return fixed(o.target_value, o.target == "accuracy" ? 2 : 3);
+  if (name == "final_accuracy") return fixed(100 * o.final_accuracy, 1);
+  if (!o.reached()) throw std::invalid_argument("the run did not reach its target");
+  if (name == "time_to_target_ms") return fixed(1e3 * o.time_to_target_s, 0);
+  return std::to_string(o.global_steps_to_target);
+}
+
 std::string figure(const core::RunMetrics& m, const std::string& name, const std::string& arg) {
   if (name == "throughput") return fixed(m.throughput_samples_per_s, 0);
   if (name == "step_ms") return fixed(m.step_time_s.mean * 1e3, 0);
@@ -170,6 +190,12 @@ std::string figure(const core::RunMetrics& m, const std::string& name, const std
     return fixed(100 * m.throughput_samples_per_s / m.computed_samples_per_s, 0);
   }
   if (name == "wait") return fixed(100 * wait_share(m, arg), 0);
+  if (name == "workers") return std::to_string(m.clients.size());
+  if (name == "staleness") return fixed(m.staleness_mean, 1);
+  if (name == "target" || name == "time_to_target_ms" || name == "steps_to_target" ||
+      name == "final_accuracy") {
+    return objective_figure(m, name);
+  }
   if (name == "bound_by") return bound_by(m).shares.front().name;
   if (name == "bound_by_pct") {
     const core::CriticalPath& path = bound_by(m);

@@ -45,7 +45,9 @@ std::vector<ClassroomEntry> load_classroom_catalog(const std::string& scenarios_
 // KIND with the largest PART share of its steps) and {waiting_most_pct:KIND.PART}; what bound the
 // run, from its critical path (RunMetrics::bound_by, the report's "bound by" row): {bound_by}
 // (its largest share's name, the row's first entry), {bound_by_pct} (% of the path) and
-// {bound_by_path} (the row's text: "pc2/gpu0 60%, pc1<->pc2 network 40%"). Throws
+// {bound_by_path} (the row's text: "pc2/gpu0 60%, pc1<->pc2 network 40%"); {workers} (the
+// clients), {staleness} (mean, global steps); training.objective's {target} (its value),
+// {time_to_target_ms}, {steps_to_target} (global steps) and {final_accuracy} (%). Throws
 // std::invalid_argument with one line for an unknown placeholder or a figure the run does not
 // have (a link it never used, a restart in a run without one, no critical path).
 std::string render_caption(const std::string& text, const core::RunMetrics& metrics);

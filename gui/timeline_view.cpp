@@ -63,7 +63,11 @@ int TimelineView::focus_groups(const std::vector<std::string>& actors) {
   if (!highlighted_.empty()) {  // the first group at the top, or the counters above it kept
     const int top = group_top_y(*highlighted_.begin());
     const int visible = viewport()->height() - kRulerHeightPx;
-    verticalScrollBar()->setValue(top + kHeaderHeightPx * lane_scale_ <= visible / 2 ? 0 : top);
+    // A run with training.objective's curve keeps it in sight: the curve is what it shows.
+    const bool curve = std::any_of(model_->counters().begin(), model_->counters().end(),
+                                   [](const CounterTrack& c) { return c.name == "accuracy"; });
+    verticalScrollBar()->setValue(
+        curve || top + kHeaderHeightPx * lane_scale_ <= visible / 2 ? 0 : top);
   }
   viewport()->update();
   return int(highlighted_.size());

@@ -49,7 +49,8 @@ class TimelineView : public QAbstractScrollArea {
   // Shows the row groups of `actors` (process names) unfolded and highlighted (their header and
   // labels on a yellow ground), folds every other group; an empty
   // list unfolds every group and highlights none. Scrolls so that the first of them is at the top
-  // (or, when it lies in the upper half of the view, to the top: the counters stay in sight).
+  // (or, when it lies in the upper half of the view or the run has training.objective's accuracy
+  // curve, to the top: the counters stay in sight).
   // Returns the groups found (names the run lacks are left out).
   int focus_groups(const std::vector<std::string>& actors);
   bool group_highlighted(int process) const { return highlighted_.count(process) > 0; }
