@@ -46,8 +46,7 @@ void ScalingWindow::show_results(const core::SweepResults& results) {
     tabs_->removeTab(0);
     delete page;
   }
-  for (SweepChartKind kind :
-       {SweepChartKind::kThroughput, SweepChartKind::kEfficiency, SweepChartKind::kBreakdown}) {
+  for (SweepChartKind kind : sweep_chart_kinds(results)) {
     auto* view = new QChartView(make_sweep_chart(results, kind));
     view->setRenderHint(QPainter::Antialiasing);
     tabs_->addTab(view, sweep_chart_name(kind));
