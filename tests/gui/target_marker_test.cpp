@@ -1,15 +1,18 @@
 // The time-to-target marker (training.objective): a line across the timeline where the target was
 // first reached, labelled; nothing without an objective, when it is not reached, or (animating)
-// before the animation's time comes to it. And the sweep chart of the time to target.
+// before the animation's time comes to it. And the sweep chart and scaling window's time to target.
 #include <gtest/gtest.h>
 #include <QApplication>
 #include <QChart>
 #include <QChartView>
 #include <QLineSeries>
 #include <QScatterSeries>
+#include <QTabWidget>
+#include <QTableWidget>
 
 #include "gui/categories.h"
 #include "gui/charts/scaling_chart.h"
+#include "gui/charts/scaling_window.h"
 #include "gui/time_axis.h"
 #include "gui/timeline_view.h"
 #include "gui_fixtures.h"
@@ -117,6 +120,18 @@ TEST(TimeToTargetChart, DrawsThePointsThatReachedTheTargetAndCountsTheOthers) {
   core::SweepResults plain = r;
   for (core::SweepRow& row : plain.rows) row.objective.reset();
   EXPECT_EQ(sweep_chart_kinds(plain).size(), 3u);
+}
+
+TEST(TimeToTargetChart, TheScalingWindowHasItsTabAndColumn) {
+  ScalingWindow window;
+  window.show_results(objective_sweep());
+  ASSERT_EQ(window.tabs()->count(), 4);
+  EXPECT_EQ(window.tabs()->tabText(3), "time-to-target");
+  QTableWidget* table = window.table();
+  const int last = table->columnCount() - 1;
+  EXPECT_EQ(table->horizontalHeaderItem(last)->text(), "to target (s)");
+  EXPECT_EQ(table->item(0, last)->text(), "3.000");
+  EXPECT_EQ(table->item(2, last)->text(), "not reached");
 }
 
 }  // namespace
