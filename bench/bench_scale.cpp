@@ -4,9 +4,12 @@
 // peak memory of the simulation process, events, and the granularity that ran.
 // --strategy allreduce runs the same cluster with a ring all-reduce (no PS) after the PS run and
 // prints both wall times and their ratio (issue 39's target: at most 2.5).
+// --objective softmax runs the same PS run again with a training.objective (bench_objective.h:
+// softmax regression on a synthetic set whose SGD the simulator computes as the ops complete) and
+// prints both wall times and their ratio (issue 40's target: at most 2).
 //
 //   build/bin/bench_scale [--workers 1024] [--steps 100] [--ps 8] [--granularity 1|0]
-//                         [--strategy between_graph|allreduce]
+//                         [--strategy between_graph|allreduce] [--objective softmax]
 //                         [--network-engine simgrid|auto] [--tolerance SECONDS] [--callgrind]
 //   (--granularity 0 = per layer; engine and tolerance: sim/sim_settings.h)
 //
@@ -17,18 +20,44 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include "bench/bench_flags.h"
+#include "bench/bench_objective.h"
 #include "bench/callgrind.h"
 #include "core/metrics/metrics.h"
+#include "core/plan/plan.h"
 #include "core/strategy/strategy.h"
 #include "sim/sim_backend.h"
 
 namespace {
+
+// --callgrind --objective softmax: the two simulation children (without the objective, forked
+// first, then with it: ascending process ids, barring a wrap of the id space) and their ratio.
+void report_objective_callgrind(const replisim::bench::CallgrindRun& run, long long parent,
+                                long long events) {
+  using replisim::bench::with_commas;
+  std::vector<uint64_t> children;  // by process id
+  for (const auto& [pid, instructions] : run.instructions) {
+    if (pid != parent) children.push_back(instructions);
+  }
+  if (children.size() != 2) {
+    throw std::runtime_error("--callgrind --objective: expected two simulation children, counted " +
+                             std::to_string(children.size()));
+  }
+  std::printf(
+      "instructions (callgrind) of the simulation child, %lld events each:\n"
+      "  without the objective %s\n"
+      "  with the objective    %s\n"
+      "  with / without        %.2f (target <= 2)\n",
+      events, with_commas(children[0]).c_str(), with_commas(children[1]).c_str(),
+      double(children[1]) / double(children[0]));
+}
 
 // --callgrind: this benchmark once under callgrind, then its instruction counts.
 void report_callgrind(int argc, char** argv) {
@@ -37,6 +66,10 @@ void report_callgrind(int argc, char** argv) {
       replisim::bench::run_under_callgrind(argc, argv, {"--workers", "64", "--steps", "10"});
   const long long parent = replisim::bench::value_of(run, "process parent");
   const long long events = replisim::bench::value_of(run, "events");
+  if (replisim::bench::has_flag(argc, argv, "--objective")) {
+    report_objective_callgrind(run, parent, events);
+    return;
+  }
   const uint64_t child = replisim::bench::instructions_of_unnamed(run, {parent});
   std::printf(
       "instructions (callgrind), each process counted from just before the run started:\n"
@@ -55,9 +88,10 @@ double measure(const replisim::core::Scenario& s, const std::string& strategy, i
   const replisim::core::Plan plan = replisim::core::compile_plan(s, strategy, {1});
   std::printf(
       "%d workers x %d steps of ResNet-50, %s, %d PS dedicated, granularity %s,"
-      " %zu ops per step graph\n",
+      " %zu ops per step graph%s\n",
       workers, steps, strategy.c_str(), strategy == "allreduce" ? 0 : ps, plan.granularity.c_str(),
-      plan.clients.front().ops.size());
+      plan.clients.front().ops.size(),
+      replisim::core::objective_computed_by_simulator(plan) ? ", objective computed" : "");
   std::fflush(stdout);
   replisim::sim::SimBackend backend;
   replisim::core::RunOptions options;
@@ -90,6 +124,12 @@ double measure(const replisim::core::Scenario& s, const std::string& strategy, i
                 seconds(traced, measured), seconds(started, measured), m.throughput_samples_per_s,
                 m.bottleneck.name.c_str());
     end_to_end_s = seconds(started, measured);
+    if (m.objective) {
+      std::printf(
+          "objective: %d evaluations, final test accuracy %.4f, loss %.4f at global step %lld\n",
+          m.objective->evaluations, m.objective->final_accuracy, m.objective->final_loss,
+          (long long)m.objective->final_global_step);
+    }
   } catch (const std::exception& e) {
     std::printf("metrics not computed (%s); end to end without them %.1f s\n", e.what(),
                 seconds(started, traced));
@@ -149,12 +189,26 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "bench_scale: --strategy takes between_graph or allreduce\n");
     return 2;
   }
+  const std::string objective = replisim::bench::text_flag(argc, argv, "--objective", "");
+  if (!objective.empty() && (objective != "softmax" || strategy != "between_graph")) {
+    std::fprintf(stderr, "bench_scale: --objective takes softmax, with between_graph\n");
+    return 2;
+  }
   size_t events = 0;
   const double ps_s = measure(s, "between_graph", workers, steps, ps, argc, argv, &events);
   if (strategy == "allreduce") {
     const double ring_s = measure(s, "allreduce", workers, steps, ps, argc, argv, &events);
     std::printf("allreduce / between_graph wall time: %.1f s / %.1f s = %.2f (target <= 2.5)\n",
                 ring_s, ps_s, ps_s > 0 ? ring_s / ps_s : 0.0);
+  }
+  if (!objective.empty()) {
+    nlohmann::json with = scenario;
+    with["training"]["objective"] = replisim::bench::softmax_objective();
+    const replisim::core::Scenario o = replisim::core::parse_scenario(with, "bench");
+    const double objective_s = measure(o, "between_graph", workers, steps, ps, argc, argv, &events);
+    std::printf(
+        "with / without the softmax objective, wall time: %.1f s / %.1f s = %.2f (target <= 2)\n",
+        objective_s, ps_s, ps_s > 0 ? objective_s / ps_s : 0.0);
   }
   if (inner_callgrind) replisim::bench::print_value("events", (long long)events);
   return 0;

@@ -654,7 +654,8 @@ CliArgs parse_cli_args(int argc, const char* const* argv) {
                            "--baseline",       "--seeds",
                            "--jobs",           "--shard",
                            "--cache",          "--vary",
-                           "--max-plan-ops",   "--max-plan-memory"}) {
+                           "--max-plan-ops",   "--max-plan-memory",
+                           "--network-engine", "--objective-target"}) {
     for (size_t i = 0; i < words.size(); ++i) {
       const bool empty = (words[i] == flag && i + 1 < words.size() && words[i + 1].empty()) ||
                          words[i] == std::string(flag) + "=";

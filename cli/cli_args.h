@@ -78,7 +78,9 @@ struct CliArgs {
   std::vector<std::string> result_files;  // merge: the shards; plot: the results
   std::string plot_out;                   // plot: --out PREFIX
   double plot_target_samples_per_s = 0;   // plot: --target (0: none)
-  std::string command_line;               // as typed, for provenance
+  std::string
+      objective_target;      // sweep, whatif: --objective-target KIND=VALUE ("": the scenario's)
+  std::string command_line;  // as typed, for provenance
 };
 
 // The flags that give `budget` to a child `replisim simulate` (a sweep's point, a seed), none

@@ -9,6 +9,7 @@
 #include "core/base/error.h"
 #include "core/base/json_cursor.h"
 #include "core/strategy/strategy.h"
+#include "core/sweep/sweep_objective.h"
 #include "core/sweep/sweep_points.h"
 
 namespace replisim::cli {
@@ -25,6 +26,10 @@ void add_run_knobs(CLI::App* sub, CliArgs& args, PlanningRaw& raw) {
   sub->add_option("--network-engine", args.network_engine,
                   "each point's simulate --network-engine: auto (default) or simgrid")
       ->type_name("ENGINE");
+  sub->add_option("--objective-target", args.objective_target,
+                  "every point's training.objective target instead of the scenario's: "
+                  "accuracy=FRACTION or loss=NATS")
+      ->type_name("KIND=VALUE");
 }
 
 }  // namespace
@@ -114,6 +119,10 @@ void check_planning_values(CliArgs& args, const PlanningRaw& raw) {
       throw core::InputError(
           "", "--target", "expected a throughput above 0 in samples/s, got \"" + raw.target + "\"");
     }
+  }
+  // Checked here so that a bad value names the flag before any point is resolved.
+  if (!args.objective_target.empty()) {
+    core::parse_objective_target(args.objective_target, "--objective-target");
   }
   if (args.command == "plot" && args.result_files.size() != 1) {
     throw core::InputError("", args.result_files.size() > 1 ? args.result_files[1] : "",

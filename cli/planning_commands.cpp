@@ -25,9 +25,15 @@ void print_rows(const core::SweepResults& r, std::ostream& out) {
   std::vector<std::string> header;
   for (const core::SweepAxis& a : r.axes) header.push_back(a.key);
   for (const char* h : {"devices", "samples/s", "step p50 (ms)", "efficiency",
-                        "bound by (critical path)", "busiest resource", "wall (s)"}) {
+                        "bound by (critical path)", "busiest resource"}) {
     header.push_back(h);
   }
+  const bool objective = std::any_of(r.rows.begin(), r.rows.end(),
+                                     [](const core::SweepRow& row) { return row.objective; });
+  if (objective) {
+    for (const char* h : {"to target (s)", "global steps", "final accuracy"}) header.push_back(h);
+  }
+  header.push_back("wall (s)");
   table.push_back(header);
   for (const core::SweepRow& row : r.rows) {
     std::vector<std::string> cells;
@@ -44,6 +50,9 @@ void print_rows(const core::SweepResults& r, std::ostream& out) {
                                            : "-");
     cells.push_back(bound_by_text(row));
     cells.push_back(bottleneck_text(row));
+    if (objective) {
+      for (std::string& cell : objective_cells(row.objective)) cells.push_back(std::move(cell));
+    }
     cells.push_back(fixed_decimals(row.wall_s, 2));
     table.push_back(cells);
   }
@@ -109,7 +118,8 @@ json sweep_provenance(const CliArgs& args, const LoadedScenario& loaded) {
 
 int run_sweep(const CliArgs& args, std::ostream& out) {
   const LoadedScenario loaded = load(args.scenario);
-  const core::ScenarioDocument document = core::load_scenario_document(args.scenario);
+  core::ScenarioDocument document = core::load_scenario_document(args.scenario);
+  apply_objective_target(args, document.json);
   core::SweepResults results;
   for (const std::string& text : args.vary) results.axes.push_back(core::parse_sweep_axis(text));
   core::check_sweep_axes(results.axes);
@@ -124,6 +134,7 @@ int run_sweep(const CliArgs& args, std::ostream& out) {
   results.steps = args.steps;
   results.shard_index = args.shard_index;
   results.shard_count = args.shard_count;
+  results.objective_target = args.objective_target;
   results.points_total = all.size();
   results.provenance = sweep_provenance(args, loaded);
   results.sweep_id = core::sweep_id(results);
@@ -150,7 +161,15 @@ int run_sweep(const CliArgs& args, std::ostream& out) {
   }
   out << ": " << counts.computed << " simulated, " << counts.cached << " from the cache, "
       << counts.failed << " failed; " << results.default_strategy << " unless varied, seed "
-      << results.seed << "\n\n";
+      << results.seed << "\n";
+  const auto with_objective = std::find_if(results.rows.begin(), results.rows.end(),
+                                           [](const core::SweepRow& row) { return row.objective; });
+  if (with_objective != results.rows.end()) {
+    out << "objective: " << objective_target_text(with_objective->objective)
+        << (args.objective_target.empty() ? " (the scenario's target)" : " (--objective-target)")
+        << "\n";
+  }
+  out << "\n";
   print_rows(results, out);
   files.set_cancel(interrupted);
   files.write_all();

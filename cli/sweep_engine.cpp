@@ -17,6 +17,7 @@
 #include "core/base/json_cursor.h"
 #include "core/base/output_file.h"
 #include "core/plan/plan.h"
+#include "core/sweep/sweep_objective.h"
 
 namespace replisim::cli {
 namespace {
@@ -85,6 +86,13 @@ SweepSettings sweep_settings(const CliArgs& args) {
   s.cache_dir = sweep_cache_dir(args.cache_dir);
   s.progress = parse_progress_mode(args.progress);
   return s;
+}
+
+void apply_objective_target(const CliArgs& args, json& document) {
+  if (args.objective_target.empty()) return;
+  const std::string flag = "--objective-target";
+  core::set_objective_target(document, core::parse_objective_target(args.objective_target, flag),
+                             args.scenario, flag);
 }
 
 PreparedPoint prepare_point(const LoadedScenario& base, const json& document,
@@ -271,6 +279,25 @@ std::string bound_by_text(const core::SweepRow& row) {
 std::string bottleneck_text(const core::SweepRow& row) {
   return row.bottleneck + " " + fixed_decimals(100 * row.bottleneck_utilization, 0) + "% (" +
          row.bottleneck_kind + ")";
+}
+
+std::vector<std::string> objective_cells(const std::optional<core::SweepObjective>& objective) {
+  if (!objective) return {"-", "-", "-"};
+  const core::SweepObjective& o = *objective;
+  const std::string accuracy =
+      o.evaluations > 0 ? fixed_decimals(100 * o.final_accuracy, 1) + "%" : std::string("-");
+  // No evaluation: a plan the simulator does not compute the objective for (yet).
+  if (!o.time_to_target_s)
+    return {o.evaluations > 0 ? "not reached" : "not computed", "-", accuracy};
+  return {fixed_decimals(*o.time_to_target_s, 3), std::to_string(*o.global_steps_to_target),
+          accuracy};
+}
+
+std::string objective_target_text(const std::optional<core::SweepObjective>& objective) {
+  if (!objective) return "";
+  char value[32];
+  std::snprintf(value, sizeof value, "%g", objective->target_value);
+  return "test " + objective->target + (objective->target == "accuracy" ? " >= " : " <= ") + value;
 }
 
 }  // namespace replisim::cli

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,11 @@ std::string sweep_cache_dir(const std::string& flag_value);
 // The settings of sweep's and whatif's flags. Throws core::InputError (--cache, --progress,
 // --network-engine).
 SweepSettings sweep_settings(const CliArgs& args);
+
+// --objective-target, when given: sets training.objective.target of `document` (the scenario's
+// merged JSON), so every point simulates with it and keys its cache with it. Throws
+// core::InputError for a bad value or a scenario without training.objective.
+void apply_objective_target(const CliArgs& args, nlohmann::json& document);
 
 // A point resolved and keyed: its scenario document (what the child simulates) and the facts its
 // row needs (not the parsed scenario, large at thousands of machines).
@@ -77,6 +83,12 @@ std::string fixed_decimals(double value, int decimals);
 // What bound the point, as simulate's "bound by (critical path)" row: "w0 network 51%, compute
 // 45%" ("-" when it measured no step).
 std::string bound_by_text(const core::SweepRow& row);
+// The objective's cells of a table: time to target (s), global steps to it, final accuracy (%);
+// "not reached" (or "not computed": no evaluation) and "-" where the target was not reached, "-"
+// for each without an objective.
+std::vector<std::string> objective_cells(const std::optional<core::SweepObjective>& objective);
+// The target as the report writes it: "test accuracy >= 0.8" ("" without an objective).
+std::string objective_target_text(const std::optional<core::SweepObjective>& objective);
 // The busiest resource: "ps0/nic/up 97% (ps nic)".
 std::string bottleneck_text(const core::SweepRow& row);
 

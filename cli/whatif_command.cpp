@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <ostream>
 
 #include "cli/commands.h"
@@ -70,9 +71,40 @@ std::string percent(double fraction) {
   return buffer;
 }
 
+// The variant's time to target against the base's (variant / base - 1), and its global steps to
+// target less the base's; unset when either lacks an objective or did not reach its target.
+std::optional<double> time_to_target_change(const core::SweepRow& base, const core::SweepRow& r) {
+  if (!base.objective || !r.objective || !base.objective->time_to_target_s ||
+      !r.objective->time_to_target_s || *base.objective->time_to_target_s <= 0) {
+    return std::nullopt;
+  }
+  return *r.objective->time_to_target_s / *base.objective->time_to_target_s - 1;
+}
+std::optional<int64_t> global_steps_change(const core::SweepRow& base, const core::SweepRow& r) {
+  if (!base.objective || !r.objective || !base.objective->global_steps_to_target ||
+      !r.objective->global_steps_to_target) {
+    return std::nullopt;
+  }
+  return *r.objective->global_steps_to_target - *base.objective->global_steps_to_target;
+}
+
+// The table's objective cells of a change: its time to target with the change ("0.912 (-21.3%)"),
+// its global steps to target with theirs ("36 (+4)"), or "not reached".
+std::vector<std::string> objective_change_cells(const core::SweepRow& base,
+                                                const core::SweepRow& r) {
+  std::vector<std::string> cells = objective_cells(r.objective);
+  if (!r.objective || !r.objective->time_to_target_s) return {cells[0], cells[1]};
+  const std::optional<double> time = time_to_target_change(base, r);
+  const std::optional<int64_t> steps = global_steps_change(base, r);
+  if (time) cells[0] += " (" + percent(*time) + ")";
+  if (steps) cells[1] += " (" + std::string(*steps >= 0 ? "+" : "") + std::to_string(*steps) + ")";
+  return {cells[0], cells[1]};
+}
+
 json row_json(const core::SweepRow& row) {
   if (!row.error.empty()) return {{"error", row.error}};
   return {
+      {"objective", core::sweep_objective_to_json(row.objective)},
       {"throughput_samples_per_s", row.throughput_samples_per_s},
       {"step_time_p50_s", row.step_time_p50_s},
       {"replica_devices", row.replica_devices},
@@ -84,11 +116,28 @@ json row_json(const core::SweepRow& row) {
         {"utilization", row.bottleneck_utilization}}}};
 }
 
+// "objective: test accuracy >= 0.8 reached at 1.730 s (global step 36)", or not reached.
+void print_base_objective(const core::SweepRow& base, const CliArgs& args, std::ostream& out) {
+  const core::SweepObjective& o = *base.objective;
+  out << "objective: " << objective_target_text(base.objective)
+      << (args.objective_target.empty() ? "" : " (--objective-target)");
+  if (o.time_to_target_s) {
+    out << " reached at " << fixed_decimals(*o.time_to_target_s, 3) << " s (global step "
+        << *o.global_steps_to_target << ")\n";
+  } else if (o.evaluations > 0) {
+    out << " not reached (final accuracy " << fixed_decimals(100 * o.final_accuracy, 1)
+        << "%): the changes' times to target have nothing to compare with\n";
+  } else {
+    out << ": not computed for this plan (docs/scenario-format.md, training.objective)\n";
+  }
+}
+
 }  // namespace
 
 int run_whatif(const CliArgs& args, std::ostream& out) {
   const LoadedScenario loaded = load(args.scenario);
-  const core::ScenarioDocument document = core::load_scenario_document(args.scenario);
+  core::ScenarioDocument document = core::load_scenario_document(args.scenario);
+  apply_objective_target(args, document.json);
   const SweepSettings settings = sweep_settings(args);
   core::OutputFiles files(args.force);
   files.protect(args.scenario, "the scenario");
@@ -116,11 +165,13 @@ int run_whatif(const CliArgs& args, std::ostream& out) {
       not_applicable.emplace_back(&c, why);
     }
   }
-  json report = {{"format", "replisim-whatif"},
-                 {"version", 1},
-                 {"scenario", loaded.scenario.name},
-                 {"strategy", args.strategy},
-                 {"provenance", provenance(args, loaded)}};
+  json report = {
+      {"format", "replisim-whatif"},
+      {"version", 1},
+      {"scenario", loaded.scenario.name},
+      {"strategy", args.strategy},
+      {"objective_target", args.objective_target.empty() ? json() : json(args.objective_target)},
+      {"provenance", provenance(args, loaded)}};
   if (!args.json_path.empty()) {
     files.add("--json", args.json_path,
               [&report](std::ostream& o) { o << report.dump(1) << "\n"; });
@@ -147,9 +198,13 @@ int run_whatif(const CliArgs& args, std::ostream& out) {
       << args.strategy << ", seed " << args.seed << "\n"
       << "as it is: " << fixed_decimals(base.throughput_samples_per_s, 1) << " samples/s on "
       << base.replica_devices << " replica device(s), bound by " << bound_by_text(base)
-      << " (busiest: " << bottleneck_text(base) << ")\n\n";
+      << " (busiest: " << bottleneck_text(base) << ")\n";
+  const bool objective = base.objective.has_value();
+  if (objective) print_base_objective(base, args, out);
+  out << "\n";
   std::vector<std::vector<std::string>> table = {
       {"change", "samples/s", "gain", "devices", "then bound by", "busiest resource"}};
+  if (objective) table.front().insert(table.front().end(), {"to target (s)", "global steps"});
   report["base"] = row_json(base);
   report["changes"] = json::array();
   for (size_t i : order) {
@@ -163,6 +218,15 @@ int run_whatif(const CliArgs& args, std::ostream& out) {
       table.push_back({applied[i]->name, fixed_decimals(r.throughput_samples_per_s, 1),
                        percent(gain(i)), std::to_string(r.replica_devices), bound_by_text(r),
                        bottleneck_text(r)});
+      if (objective) {
+        const std::optional<double> time = time_to_target_change(base, r);
+        const std::optional<int64_t> steps = global_steps_change(base, r);
+        entry["time_to_target_change"] = time ? json(*time) : json();
+        entry["global_steps_to_target_change"] = steps ? json(*steps) : json();
+        for (std::string& cell : objective_change_cells(base, r)) {
+          table.back().push_back(std::move(cell));
+        }
+      }
     } else {
       table.push_back({applied[i]->name, "failed: " + r.error});
     }

@@ -170,4 +170,8 @@ QColor selection_colour() {
   return QColor(0x30, 0x80, 0xFF, 0x38);
 }
 
+QColor objective_target_colour() {
+  return QColor(0xA0, 0x1C, 0x8C);  // a magenta apart from the categories' colours
+}
+
 }  // namespace replisim::gui

@@ -44,11 +44,12 @@ QColor category_colour(Category category);
 QBrush category_brush(Category category);
 
 // The colours of what is not an event.
-QColor background_colour();    // an idle lane
-QColor group_header_colour();  // the row naming an actor
-QColor highlight_colour();     // an actor's rows that a classroom text points at
-QColor fold_colour();          // spans folded into one block (narrower than kFoldWidthPx)
-QColor selection_colour();     // the selected time range (translucent)
+QColor background_colour();        // an idle lane
+QColor group_header_colour();      // the row naming an actor
+QColor highlight_colour();         // an actor's rows that a classroom text points at
+QColor fold_colour();              // spans folded into one block (narrower than kFoldWidthPx)
+QColor selection_colour();         // the selected time range (translucent)
+QColor objective_target_colour();  // the time-to-target marker (training.objective)
 
 // Spans narrower than this many pixels fold into one block with a count.
 inline constexpr double kFoldWidthPx = 2.0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <unordered_map>
 
@@ -56,6 +57,15 @@ TimelineModel::TimelineModel(core::Trace trace, std::string source)
   build_counters();
   build_links();
   build_waits();
+  objective_ = core::objective_metrics(*trace_);
+}
+
+std::string objective_marker_text(const core::ObjectiveMetrics& objective) {
+  char text[160];
+  std::snprintf(text, sizeof text, "target %s %g at %.4g s, global step %lld",
+                objective.target.c_str(), objective.target_value, objective.time_to_target_s,
+                (long long)objective.global_steps_to_target);
+  return text;
 }
 
 std::string TimelineModel::title() const {

@@ -77,6 +77,10 @@ struct RangeStatistic {
   double max_s = 0;    // longest whole duration
 };
 
+// The time-to-target marker's label: "target accuracy 0.75 at 1.73 s, global step 36" (or
+// "target loss 0.5 ..."); `objective` must have reached its target.
+std::string objective_marker_text(const core::ObjectiveMetrics& objective);
+
 class TimelineModel {
  public:
   // Takes the run; `source` names it in errors and titles (a path, "in_graph of x.rstrace").
@@ -102,6 +106,9 @@ class TimelineModel {
   std::string process_name(int process) const;
 
   const std::vector<CounterTrack>& counters() const { return counters_; }
+  // training.objective's figures from the trace's loss and accuracy counters (core's
+  // objective_metrics, over the whole run); nullopt when the trace names no objective target.
+  const std::optional<core::ObjectiveMetrics>& objective() const { return objective_; }
   // The busiest link directions (highest bytes / bandwidth first), at most kLinkTracks.
   const std::vector<LinkTrack>& links() const { return links_; }
   static constexpr int kLinkTracks = 4;
@@ -137,6 +144,7 @@ class TimelineModel {
   std::vector<LaneSlices> lanes_;
   std::vector<std::vector<int>> process_lanes_;
   std::vector<CounterTrack> counters_;
+  std::optional<core::ObjectiveMetrics> objective_;
   std::vector<LinkTrack> links_;
   std::vector<WaitLane> waits_;
   std::vector<int> wait_of_process_;  // process -> index into waits_ (-1: none)

@@ -1,6 +1,6 @@
 // What the timeline draws over the rows: a dead role's rows darkened from its death until its
-// restart, and, while classroom mode animates the run, the part after the animation's time blanked
-// with a line at that time.
+// restart, while classroom mode animates the run the part after the animation's time blanked with
+// a line at that time, and the time-to-target marker of training.objective.
 #include <QPainter>
 #include <cmath>
 
@@ -53,6 +53,46 @@ void TimelineView::paint_overlay(QPainter& p, const Geometry& g) const {
     p.setPen(QPen(QColor(0x00, 0x30, 0xA0), 2));
     p.drawLine(QPointF(x, canvas.top()), QPointF(x, canvas.bottom()));
   }
+  p.restore();
+  paint_target_marker(p, g);
+}
+
+void TimelineView::paint_target_marker(QPainter& p, const Geometry& g) const {
+  const std::optional<core::ObjectiveMetrics>& objective = model_->objective();
+  // Nothing without an objective, before it is reached, or (animating) before the animation's
+  // time has come to it.
+  if (!objective || !objective->reached() || objective->time_to_target_s > reveal_until_s_) return;
+  const double x = g.x(objective->time_to_target_s);
+  if (x < kLabelWidthPx || x > g.width) return;
+  const QRect canvas(kLabelWidthPx, kRulerHeightPx, std::max(0, g.width - kLabelWidthPx),
+                     std::max(0, g.height - kRulerHeightPx));
+  p.save();
+  p.setClipRect(canvas);
+  p.setPen(QPen(objective_target_colour(), 2));
+  p.drawLine(QPointF(x, canvas.top()), QPointF(x, canvas.bottom()));
+  const QString text = QString::fromStdString(objective_marker_text(*objective));
+  QFont bold = p.font();
+  bold.setBold(true);
+  p.setFont(bold);
+  const int width = p.fontMetrics().horizontalAdvance(text) + 8;
+  const int height = p.fontMetrics().height() + 2;
+  // The label in the "counters" section's row, right above the loss and accuracy tracks (clear of
+  // their notes and curves), or at the top of the rows when that row is scrolled off.
+  int label_y = canvas.top() + 2;
+  for (const Row& row : rows_) {
+    if (row.type != RowType::kSection || row.index != 0) continue;
+    const int y = g.screen_y(row.y);
+    if (y >= canvas.top() && y + row.height <= canvas.bottom()) {
+      label_y = y + std::max(0, (row.height - height) / 2);
+    }
+  }
+  // Right of the line, or left of it where the canvas ends first.
+  const double left = x + 4 + width <= g.width ? x + 4 : x - 4 - width;
+  const QRectF box(left, label_y, width, height);
+  p.fillRect(box, QColor(255, 255, 255, 230));
+  p.setPen(QPen(objective_target_colour(), 1));
+  p.drawRect(box);
+  p.drawText(box, Qt::AlignCenter, text);
   p.restore();
 }
 

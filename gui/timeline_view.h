@@ -174,6 +174,9 @@ class TimelineView : public QAbstractScrollArea {
   // Dead roles darkened and, while animating, the not-yet-happened part blanked
   // (timeline_overlay.cpp).
   void paint_overlay(QPainter& p, const Geometry& g) const;
+  // The time-to-target marker: a line across the rows where training.objective's target was
+  // first reached, labelled in the counters' section row (timeline_overlay.cpp).
+  void paint_target_marker(QPainter& p, const Geometry& g) const;
   int row_middle_of_lane(const Geometry& g, int lane) const;
 
   TimeAxis* axis_;

@@ -121,6 +121,7 @@ SweepRow sweep_row_from_summary(const SweepPoint& point, const SweepPointFacts& 
     const JsonCursor warnings = run.at("warnings");
     for (size_t i = 0; i < warnings.size(); ++i) row.warnings.push_back(warnings.at(i).as_string());
   }
+  row.objective = sweep_objective_from_summary(run);
   if (roles > 0) {
     row.compute_share /= roles;
     row.network_share /= roles;
@@ -132,8 +133,11 @@ SweepRow sweep_row_from_summary(const SweepPoint& point, const SweepPointFacts& 
 std::string sweep_id(const SweepResults& r) {
   json axes = json::array();
   for (const SweepAxis& a : r.axes) axes.push_back({a.key, a.values});
-  return fnv1a_hex(r.scenario_hash + "\n" + axes.dump() + "\n" + r.default_strategy + "\n" +
-                   std::to_string(r.seed) + "\n" + std::to_string(r.steps));
+  std::string text = r.scenario_hash + "\n" + axes.dump() + "\n" + r.default_strategy + "\n" +
+                     std::to_string(r.seed) + "\n" + std::to_string(r.steps);
+  // Only an overridden target adds to it: sweeps without one keep the ids they had.
+  if (!r.objective_target.empty()) text += "\nobjective_target " + r.objective_target;
+  return fnv1a_hex(text);
 }
 
 void compute_scaling_efficiency(std::vector<SweepRow>& rows) {
@@ -216,6 +220,7 @@ json sweep_results_to_json(const SweepResults& r) {
     j["step_breakdown"] = {{"compute", row.compute_share},
                            {"network", row.network_share},
                            {"waiting", row.waiting_share}};
+    j["objective"] = sweep_objective_to_json(row.objective);
     rows.push_back(j);
   }
   json shard =
@@ -232,6 +237,7 @@ json sweep_results_to_json(const SweepResults& r) {
           {"steps", r.steps},
           {"shard", shard},
           {"points_total", r.points_total},
+          {"objective_target", r.objective_target.empty() ? json() : json(r.objective_target)},
           {"provenance", r.provenance},
           {"rows", rows}};
 }
@@ -288,6 +294,7 @@ SweepRow row_from_json(const JsonCursor& j, int version) {
   row.compute_share = s.at("compute").as_number();
   row.network_share = s.at("network").as_number();
   row.waiting_share = s.at("waiting").as_number();
+  row.objective = sweep_objective_from_json(j);  // absent before 2026-12-07: none
   return row;
 }
 
@@ -325,6 +332,9 @@ SweepResults sweep_results_from_json(const json& document, const std::string& fi
     r.shard_index = int(root.at("shard").at("index").as_number_in(0, r.shard_count - 1));
   }
   r.points_total = size_t(root.at("points_total").as_number_in(0, double(kMaxSweepPoints)));
+  if (root.has("objective_target") && !root.at("objective_target").value().is_null()) {
+    r.objective_target = root.at("objective_target").as_string();
+  }
   r.provenance = root.at("provenance").value();
   const JsonCursor rows = root.at("rows");
   for (size_t i = 0; i < rows.size(); ++i)
@@ -373,7 +383,8 @@ void write_sweep_csv(const SweepResults& r, std::ostream& out) {
          "step_time_p50_s,step_time_p95_s,scaling_efficiency,bound_by,bound_by_kind,"
          "bound_by_fraction,bottleneck,bottleneck_kind,"
          "bottleneck_utilization,ps_bytes_max,ps_bytes_mean,gpu_memory_headroom_bytes,"
-         "compute_share,network_share,waiting_share,wall_s,warnings,error\n";
+         "compute_share,network_share,waiting_share,"
+      << kSweepObjectiveCsvHeader << ",wall_s,warnings,error\n";
   for (const SweepRow& row : r.rows) {
     out << row.index;
     for (const auto& kv : row.knobs) out << "," << csv_cell(kv.second);
@@ -389,9 +400,10 @@ void write_sweep_csv(const SweepResults& r, std::ostream& out) {
           << csv_number(row.bottleneck_utilization) << "," << csv_number(row.ps_bytes_max) << ","
           << csv_number(row.ps_bytes_mean) << "," << csv_optional(row.gpu_memory_headroom_bytes)
           << "," << csv_number(row.compute_share) << "," << csv_number(row.network_share) << ","
-          << csv_number(row.waiting_share);
+          << csv_number(row.waiting_share) << sweep_objective_csv_cells(row.objective);
     } else {
-      out << std::string(17, ',');  // the 17 figures' cells, empty
+      // The 17 figures' cells and the objective's, empty.
+      out << std::string(17 + kSweepObjectiveCsvColumns, ',');
     }
     std::string warnings;
     for (const std::string& w : row.warnings) warnings += (warnings.empty() ? "" : " | ") + w;

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/sweep/sweep_objective.h"
 #include "core/sweep/sweep_points.h"
 
 namespace replisim::core {
@@ -49,6 +50,9 @@ struct SweepRow {
   // Mean shares of a replica's step (between-graph workers, in-graph towers): computing, on the
   // network, waiting (for peers, the client, the PS, a token, or nothing active).
   double compute_share = 0, network_share = 0, waiting_share = 0;
+  // training.objective's time and global steps to the target and final accuracy; unset when the
+  // point's scenario has no objective (sweep_objective.h).
+  std::optional<SweepObjective> objective;
   double wall_s = 0;  // the point's simulation, wall-clock seconds (its first computation)
   std::vector<std::string>
       warnings;  // the simulation's caveats (an empty window, nothing saturated)
@@ -70,7 +74,9 @@ struct SweepResults {
   std::string default_strategy = "between_graph";
   uint64_t seed = 1;
   int steps = 0;         // --steps (0: the scenario's)
-  std::string sweep_id;  // FNV-1a of the scenario hash, axes, strategy, seed and steps
+  std::string sweep_id;  // FNV-1a of the scenario hash, axes, strategy, seed, steps (and target)
+  // --objective-target's value ("accuracy=0.8"; "": the scenario's own target).
+  std::string objective_target;
   int shard_index = 0;
   int shard_count = 1;
   size_t points_total = 0;  // of the whole sweep, every shard

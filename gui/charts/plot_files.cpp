@@ -85,8 +85,7 @@ std::vector<std::string> write_sweep_plots(const std::string& results_file,
   files.protect(results_file, "the results");
   std::vector<std::string> paths;
   std::vector<std::shared_ptr<Rendered>> images;
-  for (SweepChartKind kind :
-       {SweepChartKind::kThroughput, SweepChartKind::kEfficiency, SweepChartKind::kBreakdown}) {
+  for (SweepChartKind kind : sweep_chart_kinds(results)) {
     auto rendered =
         std::make_shared<Rendered>(render(make_sweep_chart(results, kind, target_samples_per_s)));
     const std::string base = prefix + "-" + sweep_chart_name(kind).toStdString();

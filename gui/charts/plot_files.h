@@ -7,8 +7,9 @@
 namespace replisim::gui {
 
 // Reads the sweep results in `results_file` (sweep --json or merge --json) and writes
-// PREFIX-throughput, PREFIX-efficiency and PREFIX-breakdown, each as .png (1400 x 850 px) and
-// .svg; returns the six paths. Creates a QApplication on Qt's offscreen platform when the process
+// PREFIX-throughput, PREFIX-efficiency and PREFIX-breakdown (and PREFIX-time-to-target when the
+// sweep's scenario has a training.objective), each as .png (1400 x 850 px) and .svg; returns the
+// paths. Creates a QApplication on Qt's offscreen platform when the process
 // has none (no display needed). All files are written, or none (core::OutputFiles): throws
 // core::InputError for a bad results file or an existing output without `force`,
 // core::OutputError when one cannot be written. `target_samples_per_s` > 0 draws that throughput

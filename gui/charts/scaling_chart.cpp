@@ -201,14 +201,44 @@ std::string bound_name(const core::SweepRow& row) {
 }
 
 double chart_value(const core::SweepRow& row, SweepChartKind kind) {
+  if (kind == SweepChartKind::kTimeToTarget) {
+    return row.objective ? row.objective->time_to_target_s.value_or(0) : 0;
+  }
   return kind == SweepChartKind::kThroughput ? row.throughput_samples_per_s
                                              : 100 * row.scaling_efficiency.value_or(0);
 }
 
-// Whether a row is drawn: no error, and for the efficiency chart an efficiency.
+// Whether a row is drawn: no error, for the efficiency chart an efficiency, and for the time to
+// target a target reached.
 bool charted(const core::SweepRow& row, SweepChartKind kind) {
-  return row.error.empty() &&
-         (kind == SweepChartKind::kThroughput || row.scaling_efficiency.has_value());
+  if (!row.error.empty()) return false;
+  if (kind == SweepChartKind::kEfficiency) return row.scaling_efficiency.has_value();
+  if (kind == SweepChartKind::kTimeToTarget) {
+    return row.objective && row.objective->time_to_target_s.has_value();
+  }
+  return true;
+}
+
+// The time-to-target chart's axis and title: "time to test accuracy >= 0.8", and how many points
+// did not reach it.
+void title_time_to_target(const core::SweepResults& r, QChart* chart, QValueAxis* y, double y_max) {
+  QString target = "the target";
+  int missed = 0;
+  for (const core::SweepRow& row : r.rows) {
+    if (!row.error.empty() || !row.objective) continue;
+    const core::SweepObjective& o = *row.objective;
+    target = QString("test %1 %2 %3")
+                 .arg(QString::fromStdString(o.target), o.target == "accuracy" ? ">=" : "<=")
+                 .arg(o.target_value);
+    if (!o.time_to_target_s) ++missed;
+  }
+  y->setRange(0, y_max * 1.12 + 1e-9);
+  y->applyNiceNumbers();
+  y->setLabelFormat("%.3g");
+  y->setTitleText("time to " + target + " (simulated s)");
+  QString title = QString::fromStdString(r.scenario_name) + ": time to " + target;
+  if (missed > 0) title += QString(" (%1 point(s) did not reach it: left out)").arg(missed);
+  chart->setTitle(title);
 }
 
 QChart* line_chart(const core::SweepResults& r, SweepChartKind kind, double target) {
@@ -285,7 +315,9 @@ QChart* line_chart(const core::SweepResults& r, SweepChartKind kind, double targ
     y_max = std::max(y_max, target);
   }
   const QString labelled = " (labels: what bound the step, where it or the slope changes)";
-  if (kind == SweepChartKind::kThroughput) {
+  if (kind == SweepChartKind::kTimeToTarget) {
+    title_time_to_target(r, chart, y, y_max);
+  } else if (kind == SweepChartKind::kThroughput) {
     y->setRange(0, y_max * 1.12 + 1e-9);
     y->setTitleText("throughput (samples/s)");
     chart->setTitle(QString::fromStdString(r.scenario_name) + ": throughput" + labelled);
@@ -298,7 +330,7 @@ QChart* line_chart(const core::SweepResults& r, SweepChartKind kind, double targ
                          : QString(": no scaling efficiency (the sweep does not vary replicas)")));
   }
   if (kind == SweepChartKind::kThroughput) y->applyNiceNumbers();
-  y->setLabelFormat("%.0f");
+  if (kind != SweepChartKind::kTimeToTarget) y->setLabelFormat("%.0f");
   add_bottleneck_labels(chart, labels);
   return chart;
 }
@@ -359,8 +391,22 @@ QString sweep_chart_name(SweepChartKind kind) {
       return "efficiency";
     case SweepChartKind::kBreakdown:
       return "breakdown";
+    case SweepChartKind::kTimeToTarget:
+      return "time-to-target";
   }
   return "chart";
+}
+
+bool sweep_has_objective(const core::SweepResults& results) {
+  return std::any_of(results.rows.begin(), results.rows.end(),
+                     [](const core::SweepRow& row) { return row.objective.has_value(); });
+}
+
+std::vector<SweepChartKind> sweep_chart_kinds(const core::SweepResults& results) {
+  std::vector<SweepChartKind> kinds = {SweepChartKind::kThroughput, SweepChartKind::kEfficiency,
+                                       SweepChartKind::kBreakdown};
+  if (sweep_has_objective(results)) kinds.push_back(SweepChartKind::kTimeToTarget);
+  return kinds;
 }
 
 SeriesStyle sweep_series_style(size_t index) {

@@ -17,10 +17,18 @@ QT_END_NAMESPACE
 
 namespace replisim::gui {
 
-enum class SweepChartKind { kThroughput, kEfficiency, kBreakdown };
+// kTimeToTarget: training.objective's time to target (simulated s) per point, for sweeps whose
+// scenario has an objective (sweep_has_objective).
+enum class SweepChartKind { kThroughput, kEfficiency, kBreakdown, kTimeToTarget };
 
-// The file-name part and title of each chart ("throughput", "efficiency", "breakdown").
+// The file-name part and title of each chart ("throughput", "efficiency", "breakdown",
+// "time-to-target").
 QString sweep_chart_name(SweepChartKind kind);
+
+// The charts a sweep's results make: throughput, efficiency, breakdown, and time to target when
+// a row has an objective.
+std::vector<SweepChartKind> sweep_chart_kinds(const core::SweepResults& results);
+bool sweep_has_objective(const core::SweepResults& results);
 
 // A new chart (owned by the caller, usually a QChartView) of `results`. The x axis is `replicas`
 // (labelled with the replica devices of each point) when the sweep varies it, else its first
@@ -30,7 +38,9 @@ QString sweep_chart_name(SweepChartKind kind);
 // curve_label_points picks (text items placed clear of each other and of the markers, again
 // whenever the plot area changes). The efficiency chart leaves out rows without an efficiency
 // (`replicas` not varied) and says so in its title when no row has one. A throughput
-// chart with `target_samples_per_s` > 0 also draws that target as a dashed line.
+// chart with `target_samples_per_s` > 0 also draws that target as a dashed line. The time-to-target
+// chart draws the rows that reached the objective's target (the others are left out, their count
+// in the title), labelled as the throughput chart is.
 QChart* make_sweep_chart(const core::SweepResults& results, SweepChartKind kind,
                          double target_samples_per_s = 0);
 

@@ -40,14 +40,25 @@ bool ScalingWindow::open(const QString& path, QString* error) {
   return true;
 }
 
+namespace {
+
+// The time to the objective's target (s), "not reached", or "-" without an objective or an
+// evaluation.
+QString time_to_target_cell(const std::optional<core::SweepObjective>& objective) {
+  if (!objective || objective->evaluations == 0) return "-";
+  if (!objective->time_to_target_s) return "not reached";
+  return QString::number(*objective->time_to_target_s, 'f', 3);
+}
+
+}  // namespace
+
 void ScalingWindow::show_results(const core::SweepResults& results) {
   while (tabs_->count() > 0) {
     QWidget* page = tabs_->widget(0);
     tabs_->removeTab(0);
     delete page;
   }
-  for (SweepChartKind kind :
-       {SweepChartKind::kThroughput, SweepChartKind::kEfficiency, SweepChartKind::kBreakdown}) {
+  for (SweepChartKind kind : sweep_chart_kinds(results)) {
     auto* view = new QChartView(make_sweep_chart(results, kind));
     view->setRenderHint(QPainter::Antialiasing);
     tabs_->addTab(view, sweep_chart_name(kind));
@@ -60,6 +71,8 @@ void ScalingWindow::show_results(const core::SweepResults& results) {
          << "efficiency"
          << "bound by (critical path)"
          << "busiest resource";
+  const bool objective = sweep_has_objective(results);
+  if (objective) header << "to target (s)";
   table_->clear();
   table_->setColumnCount(header.size());
   table_->setHorizontalHeaderLabels(header);
@@ -78,6 +91,7 @@ void ScalingWindow::show_results(const core::SweepResults& results) {
             << QString::fromStdString(row.bound_by.empty() ? "-" : row.bound_by)
             << QString::fromStdString(row.bottleneck + " (" + row.bottleneck_kind + ") ") +
                    QString::number(100 * row.bottleneck_utilization, 'f', 0) + "%";
+      if (objective) cells << time_to_target_cell(row.objective);
     } else {
       cells << "failed: " + QString::fromStdString(row.error);
     }

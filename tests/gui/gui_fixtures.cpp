@@ -95,6 +95,17 @@ core::Trace tiny_trace(double shift_s) {
   return trace;
 }
 
+core::Trace tiny_objective_trace(double target_accuracy) {
+  core::Trace trace = tiny_trace();
+  trace.meta.objective_target = "accuracy";
+  trace.meta.objective_target_value = target_accuracy;
+  const uint32_t step = trace.intern("global_step"), loss = trace.intern("loss");
+  const uint32_t accuracy = trace.intern("accuracy");
+  trace.counters = {{step, 0, 0},    {loss, 0, 1.2},    {accuracy, 0, 0.4},
+                    {step, 2.75, 1}, {loss, 2.75, 0.6}, {accuracy, 2.75, 0.8}};
+  return trace;
+}
+
 std::shared_ptr<const TimelineModel> tiny_model(double shift_s) {
   return std::make_shared<const TimelineModel>(tiny_trace(shift_s), "tiny");
 }

@@ -18,6 +18,11 @@ namespace replisim::gui::test {
 core::Trace tiny_trace(double shift_s = 0);
 std::shared_ptr<const TimelineModel> tiny_model(double shift_s = 0);
 
+// tiny_trace with a training objective (target: test accuracy >= `target_accuracy`): the
+// global_step, loss and accuracy counters of two evaluations, at 0 s (step 0, loss 1.2, accuracy
+// 0.4) and at 2.75 s (step 1, loss 0.6, accuracy 0.8).
+core::Trace tiny_objective_trace(double target_accuracy);
+
 // The lane of `model` named `label` ("compute pc1/gpu0") of actor `actor`; -1 when none.
 int lane_named(const TimelineModel& model, const std::string& actor, const std::string& label);
 

@@ -495,11 +495,11 @@ TEST(SweepResults, CsvAndJsonRoundTrip) {
             "step_time_mean_s,step_time_p50_s,step_time_p95_s,scaling_efficiency,bound_by,"
             "bound_by_kind,bound_by_fraction,bottleneck,bottleneck_kind,bottleneck_utilization,"
             "ps_bytes_max,ps_bytes_mean,"
-            "gpu_memory_headroom_bytes,compute_share,network_share,waiting_share,wall_s,warnings,"
-            "error");
+            "gpu_memory_headroom_bytes,compute_share,network_share,waiting_share,"
+            "time_to_target_s,global_steps_to_target,final_accuracy,wall_s,warnings,error");
   EXPECT_NE(text.find("\n0,1,between_graph,1,1,2,100,0.2,0.19,0.3,1,\"ps1 network 75%, compute "
                       "25%\",network,0.75,ps1/nic/up,ps nic,0.9,300,200,1000000000,0.6,0.3,0.1,"
-                      "1.5,,\n"),
+                      ",,,1.5,,\n"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find(",\"a \"\"quoted\"\", failure\"\n"), std::string::npos) << text;
