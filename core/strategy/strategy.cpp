@@ -136,7 +136,22 @@ void charge_send_overheads(Plan& plan, double per_message_overhead_s) {
 
 }  // namespace
 
-PlanEstimate estimate_plan(const Scenario& scenario, const std::string& strategy) {
+namespace {
+
+// Timing "objective": the scenario with the proxy in place of its model, the proxy's batch, and
+// a free input pipeline (the proxy's data set is in memory: no images to decode).
+Scenario with_objective_costs(const Scenario& scenario) {
+  Scenario costed = scenario;
+  const ObjectiveSpec& o = scenario.training.objective;
+  costed.model = o.model().cost_model();
+  costed.training.batch_per_replica = o.batch;
+  costed.training.costs.input_samples_per_s = 0;
+  costed.training.costs.input_samples_per_s_per_core = 0;
+  return costed;
+}
+
+// The estimate of the plan of `scenario` as given (its model and batch: the costed one).
+PlanEstimate estimate_costed_plan(const Scenario& scenario, const std::string& strategy) {
   PlanEstimate e;
   const TrainingSpec& t = scenario.training;
   for (const MachineSpec& m : scenario.cluster.machines) e.devices += 1 + double(m.gpus.size());
@@ -180,6 +195,16 @@ PlanEstimate estimate_plan(const Scenario& scenario, const std::string& strategy
   e.bytes = e.ops * (between ? kPlanBytesPerOp : kInGraphPlanBytesPerOp) +
             e.devices * kPlanBytesPerDevice;
   return e;
+}
+
+}  // namespace
+
+PlanEstimate estimate_plan(const Scenario& scenario, const std::string& strategy) {
+  const ObjectiveSpec& o = scenario.training.objective;
+  if (o.enabled && o.timing == ObjectiveTiming::kObjective) {
+    return estimate_costed_plan(with_objective_costs(scenario), strategy);
+  }
+  return estimate_costed_plan(scenario, strategy);
 }
 
 namespace {
@@ -278,18 +303,6 @@ std::string objective_note(const Plan& plan, const Scenario& scenario) {
          "; real runs do not compute it yet";
 }
 
-// Timing "objective": the scenario with the proxy in place of its model, the proxy's batch, and
-// a free input pipeline (the proxy's data set is in memory: no images to decode).
-Scenario with_objective_costs(const Scenario& scenario) {
-  Scenario costed = scenario;
-  const ObjectiveSpec& o = scenario.training.objective;
-  costed.model = o.model().cost_model();
-  costed.training.batch_per_replica = o.batch;
-  costed.training.costs.input_samples_per_s = 0;
-  costed.training.costs.input_samples_per_s_per_core = 0;
-  return costed;
-}
-
 }  // namespace
 
 Plan compile_plan(const Scenario& scenario, const std::string& strategy,
@@ -303,7 +316,7 @@ Plan compile_plan(const Scenario& scenario, const std::string& strategy,
   std::optional<Scenario> costed;
   if (o.enabled && o.timing == ObjectiveTiming::kObjective) costed = with_objective_costs(scenario);
   const Scenario& timed = costed ? *costed : scenario;
-  require_within_budget(estimate_plan(timed, strategy), options.budget);
+  require_within_budget(estimate_costed_plan(timed, strategy), options.budget);
   Plan plan = s->compile(timed, options);
   if (o.enabled) {
     plan.objective = plan_objective(o);
