@@ -259,6 +259,21 @@ PlanObjective plan_objective(const ObjectiveSpec& spec) {
   return o;
 }
 
+// What a real run of the plan does with its objective (real/node/objective_values.h).
+std::string real_objective_note(const Plan& plan) {
+  if (objective_evaluated_by_real_run(plan)) {
+    return "a real run computes it too, in its workers' and parameter server's processes, and "
+           "records the same counters";
+  }
+  if (objective_computed_by_real_run(plan)) {
+    return "a real run computes it in its workers' and parameter servers' processes but records "
+           "no loss or accuracy: with " +
+           std::to_string(plan.ps_roles.size()) +
+           " parameter servers no process holds every value (real runs evaluate with one)";
+  }
+  return "real runs compute it only for between-graph asynchronous plans";
+}
+
 // What a run of the plan does with its objective: the simulator computes it for between-graph
 // asynchronous plans only (sim/sim_values.cpp); other plans keep the rates-only note.
 std::string objective_note(const Plan& plan) {
@@ -268,8 +283,9 @@ std::string objective_note(const Plan& plan) {
            "loss and accuracy on the test set every " +
            std::to_string(plan.objective.evaluate_every_steps) +
            " global steps; the clock is the scenario model's costs whatever its timing says "
-           "(timing \"objective\" is not applied yet); real runs do not compute it yet" +
-           (plan.recovery.enabled ? ", and a restart does not roll the values back" : "");
+           "(timing \"objective\" is not applied yet); " +
+           real_objective_note(plan) +
+           (plan.recovery.enabled ? "; a restart does not roll the simulation's values back" : "");
   }
   return "training.objective is read and checked, but this version computes it only for "
          "between-graph asynchronous plans (in the simulator), not for this " +
