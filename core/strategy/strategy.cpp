@@ -288,7 +288,7 @@ std::string objective_note(const Plan& plan) {
            (plan.recovery.enabled ? "; a restart does not roll the simulation's values back" : "");
   }
   return "training.objective is read and checked, but this version computes it only for "
-         "between-graph asynchronous plans (in the simulator), not for this " +
+         "between-graph asynchronous plans (in the simulator and in real runs), not for this " +
          (clients_are_workers(plan) ? plan.strategy + " " + plan.sync : plan.strategy) +
          " plan: the run measures rates only (no loss, accuracy or time to target)";
 }

@@ -687,6 +687,10 @@ core::RunOutcome RealBackend::do_run(const core::Plan& plan, core::TraceSink& si
   return outcome;
 }
 
+bool RealBackend::records_objective(const core::Plan& plan) const {
+  return core::objective_evaluated_by_real_run(plan);
+}
+
 std::vector<std::string> RealBackend::keep_measurements() {
   std::vector<std::string> kept;
   for (launch::RunDir& dir : finished_) {

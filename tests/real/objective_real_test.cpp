@@ -15,6 +15,7 @@
 #include "core/model/objective_model.h"
 #include "core/strategy/strategy.h"
 #include "core/values/objective_setup.h"
+#include "core/values/value_engine.h"
 #include "tests/real/real_support.h"
 #include "tests/support/test_support.h"
 
@@ -169,6 +170,49 @@ TEST(RealObjective, TwoAsyncWorkersLearnAndTheReportGivesTheTimeToTarget) {
   const std::string report = core::format_report({m}, "objective");
   EXPECT_NE(report.find("time to target (s)"), std::string::npos) << report;
   EXPECT_EQ(report.find("not reached"), std::string::npos) << report;
+}
+
+// Two parameter servers (a on ps1, b and global_step on ps0): each applies the proxy's updates to
+// the floats it holds, but no process holds them all, so nothing is evaluated and the trace has
+// no target; the plan's note says so.
+TEST(RealObjective, SeveralParameterServersComputeWithoutEvaluating) {
+  const core::Plan plan =
+      core::compile_plan(test::parse(scenario(2, {{"sync", "async"},
+                                                  {"steps", 6},
+                                                  {"ps", {"ps/cpu", "w1/cpu"}},
+                                                  {"objective", synthetic_objective(0.9)}})),
+                         "between_graph", {1});
+  ASSERT_EQ(plan.ps_roles.size(), 2u);
+  ASSERT_NE(plan.variables[1].ps, plan.variables[2].ps);
+  ASSERT_TRUE(core::objective_computed_by_real_run(plan));
+  ASSERT_FALSE(core::objective_evaluated_by_real_run(plan));
+  const RealRun run = run_real(plan);
+  EXPECT_TRUE(evaluations(run.trace).empty());
+  EXPECT_TRUE(run.trace.meta.objective_target.empty());
+  EXPECT_FALSE(core::compute_metrics(run.trace).objective.has_value());
+  bool noted = false;
+  for (const std::string& n : run.trace.meta.notes) {
+    noted |= n.find("records no loss or accuracy") != std::string::npos;
+  }
+  EXPECT_TRUE(noted);
+  // Each variable's first floats moved from the proxy's initial values by its updates.
+  const core::ObjectiveSetup setup(plan.objective, 2);
+  const std::vector<float> initial = setup.initial_values();
+  const std::vector<core::ValueSlice> slices =
+      core::proportional_slices(plan.variables, initial.size());
+  for (int v : {1, 2}) {
+    const core::CheckpointTensor* t = run.final.find(v);
+    ASSERT_NE(t, nullptr);
+    const core::ValueSlice& s = slices[size_t(v)];
+    ASSERT_GT(s.size, 0u);
+    ASSERT_GE(t->values.size(), s.size);
+    size_t moved = 0;
+    for (size_t i = 0; i < s.size; ++i) {
+      EXPECT_TRUE(std::isfinite(t->values[i]));
+      moved += t->values[i] != initial[s.offset + i];
+    }
+    EXPECT_GT(moved, s.size / 2) << plan.variables[size_t(v)].name;
+  }
 }
 
 void expect_one_line_error(const core::Plan& plan, const std::string& says) {
