@@ -49,6 +49,10 @@ void Backend::run(const Plan& plan, TraceSink& sink, const RunOptions& options) 
   try {
     TraceMeta meta = trace_meta_from_plan(plan);
     meta.backend = about.name;
+    if (!records_objective(plan)) {
+      meta.objective_target.clear();
+      meta.objective_target_value = 0;
+    }
     meta.provenance = std::move(provenance);
     sink.begin(meta);
   } catch (...) {
@@ -60,6 +64,10 @@ void Backend::run(const Plan& plan, TraceSink& sink, const RunOptions& options) 
 }
 
 void Backend::start_run(const Plan&, const RunOptions&) {}
+
+bool Backend::records_objective(const Plan& plan) const {
+  return objective_computed_by_simulator(plan);
+}
 
 void Backend::abandon_run() noexcept {}
 

@@ -95,6 +95,10 @@ class Backend {
   // records it under "provenance" (the simulator's network engine and tolerance); called before
   // the run starts. Throws InputError for settings the backend refuses. Default: nothing.
   virtual nlohmann::json settings_provenance(const RunOptions& options) const;
+  // Whether this backend's run of `plan` records the training objective's evaluations (the
+  // trace's "loss" and "accuracy" counters): when not, the metadata names no objective target,
+  // so that a report gives no time to target. Default: objective_computed_by_simulator.
+  virtual bool records_objective(const Plan& plan) const;
 };
 
 // Runs `plan` on `backend` and returns its trace (what most callers want).

@@ -132,6 +132,18 @@ bool clients_are_workers(const Plan& plan) {
          plan.roles[size_t(plan.clients.front().role)].kind == RoleKind::kWorker;
 }
 
+bool objective_computed_by_real_run(const Plan& plan) {
+  return plan.objective.enabled && clients_are_workers(plan) && plan.sync == "async";
+}
+
+bool objective_evaluated_by_real_run(const Plan& plan) {
+  if (!objective_computed_by_real_run(plan) || plan.variables.empty()) return false;
+  for (const Variable& v : plan.variables) {
+    if (v.ps != plan.variables.front().ps) return false;
+  }
+  return true;
+}
+
 bool objective_computed_by_simulator(const Plan& plan) {
   return plan.objective.enabled;
 }

@@ -245,6 +245,13 @@ std::vector<const ClientGraph*> step_graphs(const Plan& plan);
 // elastic (CollectiveSpec::elastic). at_s and description are the fault's.
 PlanFault death_of_roles(const Plan& plan, const std::vector<int>& roles, double at_s,
                          std::string description, std::vector<int>* idle_ps = nullptr);
+// Whether a real run computes the plan's objective (real/node/objective_values.h): a between-graph
+// asynchronous plan with one, in its worker and PS processes. And whether it evaluates it too
+// (the trace's "loss" and "accuracy" counters): one parameter server holds every variable and
+// global_step, whose process evaluates the values at the updates.
+bool objective_computed_by_real_run(const Plan& plan);
+bool objective_evaluated_by_real_run(const Plan& plan);
+
 // Whether the plan's clients are workers (between-graph), whose training has a sync mode; an
 // in-graph client (RoleKind::kClient) is synchronous by construction.
 bool clients_are_workers(const Plan& plan);

@@ -285,6 +285,21 @@ PlanObjective plan_objective(const ObjectiveSpec& spec) {
   return o;
 }
 
+// What a real run of the plan does with its objective (real/node/objective_values.h).
+std::string real_objective_note(const Plan& plan) {
+  if (objective_evaluated_by_real_run(plan)) {
+    return "a real run computes it too, in its workers' and parameter server's processes, and "
+           "records the same counters";
+  }
+  if (objective_computed_by_real_run(plan)) {
+    return "a real run computes it in its workers' and parameter servers' processes but records "
+           "no loss or accuracy: with " +
+           std::to_string(plan.ps_roles.size()) +
+           " parameter servers no process holds every value (real runs evaluate with one)";
+  }
+  return "real runs compute it only for between-graph asynchronous plans";
+}
+
 // What a run of the plan does with its objective (sim/sim_values.cpp computes it for every plan).
 std::string objective_note(const Plan& plan, const Scenario& scenario) {
   const ObjectiveSpec& o = scenario.training.objective;
@@ -299,8 +314,8 @@ std::string objective_note(const Plan& plan, const Scenario& scenario) {
   return "training.objective: the simulation computes the proxy's SGD arithmetic (each "
          "gradient at the values its worker read, each apply in simulated order) and records "
          "loss and accuracy on the test set every " +
-         std::to_string(plan.objective.evaluate_every_steps) + " global steps; " + clock +
-         "; real runs do not compute it yet";
+         std::to_string(plan.objective.evaluate_every_steps) + " global steps; " + clock + "; " +
+         real_objective_note(plan);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "core/values/parameter_store.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -55,22 +56,56 @@ std::shared_ptr<Bytes> ParameterStore::read(int variable) const {
 void ParameterStore::apply(int variable, const float* gradient, size_t n) {
   State* s = find(variable);
   if (s == nullptr) return;
-  const OptimizerRule& rule = plan_.optimizer;
+  std::lock_guard<std::mutex> lock(s->mutex);
+  apply_locked(*s, gradient, 0, std::min(n, s->value.size()));
+}
+
+void ParameterStore::apply_objective(int variable, const float* gradient, size_t n, size_t front,
+                                     float front_rate) {
+  State* s = find(variable);
+  if (s == nullptr) return;
   std::lock_guard<std::mutex> lock(s->mutex);
   n = std::min(n, s->value.size());
+  front = std::min(front, n);
+  float* value = s->value.data();
+  // As sgd_apply (objective_model.cpp) and the simulator's value engine compute it.
+  for (size_t i = 0; i < front; ++i) value[i] -= front_rate * gradient[i];
+  apply_locked(*s, gradient, front, n);
+}
+
+void ParameterStore::apply_locked(State& s, const float* gradient, size_t from, size_t n) {
+  const OptimizerRule& rule = plan_.optimizer;
   const float lr = float(rule.learning_rate);
+  const size_t m = n > from ? n - from : 0;
   if (rule.name == "momentum") {
-    apply_momentum(s->value.data(), s->slot1.data(), gradient, n, lr, float(rule.momentum));
+    apply_momentum(s.value.data() + from, s.slot1.data() + from, gradient + from, m, lr,
+                   float(rule.momentum));
   } else if (rule.name == "adam") {
-    apply_adam(s->value.data(), s->slot1.data(), s->slot2.data(), gradient, n, lr,
-               float(rule.beta1), float(rule.beta2), float(rule.epsilon), s->beta1_power,
-               s->beta2_power);
-    s->beta1_power *= float(rule.beta1);
-    s->beta2_power *= float(rule.beta2);
+    apply_adam(s.value.data() + from, s.slot1.data() + from, s.slot2.data() + from, gradient + from,
+               m, lr, float(rule.beta1), float(rule.beta2), float(rule.epsilon), s.beta1_power,
+               s.beta2_power);
+    s.beta1_power *= float(rule.beta1);
+    s.beta2_power *= float(rule.beta2);
   } else {
-    apply_gradient_descent(s->value.data(), gradient, n, lr);
+    apply_gradient_descent(s.value.data() + from, gradient + from, m, lr);
   }
-  ++s->applies;
+  ++s.applies;
+}
+
+void ParameterStore::write_front(int variable, const float* values, size_t n) {
+  State* s = find(variable);
+  if (s == nullptr) return;
+  std::lock_guard<std::mutex> lock(s->mutex);
+  std::copy_n(values, std::min(n, s->value.size()), s->value.begin());
+}
+
+size_t ParameterStore::read_front(int variable, float* values, size_t n) const {
+  const State* s = find(variable);
+  if (s == nullptr) return 0;
+  std::lock_guard<std::mutex> lock(s->mutex);
+  n = std::min(n, s->value.size());
+  std::copy_n(s->value.begin(), n, values);
+  return n;
 }
 
 CheckpointShard ParameterStore::snapshot(const std::string& plan_hash,

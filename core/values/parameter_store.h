@@ -36,6 +36,16 @@ class ParameterStore {
   std::shared_ptr<Bytes> read(int variable) const;
   // One update with `gradient` (the first min(n, size) elements count). Thread-safe.
   void apply(int variable, const float* gradient, size_t n);
+  // The training objective's values (Plan::objective) ride in the first floats of a variable's
+  // buffer (real/node/objective_values.h). apply_objective: one update whose first `front`
+  // floats (at most min(n, size)) get plain SGD, value -= front_rate * gradient (the proxy's
+  // arithmetic, core/model/objective_model.h sgd_apply), and the rest the plan's optimizer, as
+  // apply(). write_front / read_front: the first min(n, size) floats set from / copied to
+  // `values`. Thread-safe.
+  void apply_objective(int variable, const float* gradient, size_t n, size_t front,
+                       float front_rate);
+  void write_front(int variable, const float* values, size_t n);
+  size_t read_front(int variable, float* values, size_t n) const;
   // Every variable and slot, for a checkpoint, with `global_step_value` when this shard holds
   // global_step (the caller reads it on the network thread). Thread-safe.
   CheckpointShard snapshot(const std::string& plan_hash, int64_t global_step_value) const;
@@ -56,6 +66,8 @@ class ParameterStore {
     mutable std::mutex mutex;
   };
   const State* find(int variable) const;
+  // The plan's optimizer over elements [from, n) of s (its mutex held); counts one apply.
+  void apply_locked(State& s, const float* gradient, size_t from, size_t n);
   State* find(int variable) { return const_cast<State*>(std::as_const(*this).find(variable)); }
 
   const Plan& plan_;

@@ -26,6 +26,7 @@
 #include "real/cluster.h"
 #include "real/isolate/shaped_links.h"
 #include "real/node/node.h"
+#include "real/node/objective_values.h"
 
 namespace replisim::real {
 namespace {
@@ -665,6 +666,12 @@ core::RunOutcome RealBackend::do_run(const core::Plan& plan, core::TraceSink& si
   } else {
     check_faults(plan, "");
   }
+  // The proxy's fit is the scenario's matter: named by its file when the caller said which.
+  const auto scenario_file = options.provenance.find("scenario_file");
+  detail::ObjectiveValues::check(
+      plan, scenario_file != options.provenance.end() && scenario_file->is_string()
+                ? scenario_file->get<std::string>()
+                : std::string());
   const bool writes = plan.checkpoints.every_s > 0 || plan.checkpoints.summary_every_steps > 0;
   if (writes && settings.checkpoint_dir.empty()) {
     throw InputError("", "--checkpoint-dir",
@@ -678,6 +685,10 @@ core::RunOutcome RealBackend::do_run(const core::Plan& plan, core::TraceSink& si
   if (launch.failed_restart()) outcome.job_failure = launch.failed_restart();
   outcome.notes.push_back(launch.cores_note());
   return outcome;
+}
+
+bool RealBackend::records_objective(const core::Plan& plan) const {
+  return core::objective_evaluated_by_real_run(plan);
 }
 
 std::vector<std::string> RealBackend::keep_measurements() {

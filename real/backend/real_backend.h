@@ -40,6 +40,8 @@ class RealBackend : public core::Backend {
   // core::RunCancelled (every node killed and reaped).
   core::RunOutcome do_run(const core::Plan& plan, core::TraceSink& sink,
                           const core::RunOptions& options) override;
+  // core::objective_evaluated_by_real_run: one parameter server holds every variable.
+  bool records_objective(const core::Plan& plan) const override;
 
  private:
   std::vector<launch::RunDir> finished_;  // the runs' directories, until the object goes

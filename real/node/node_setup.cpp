@@ -175,6 +175,7 @@ Node::Node(const NodeSetup& setup)
     restorer_->own_frames(router_);
   }
   open_trace();
+  open_objective(ps_shard);
   vars_->open_sync_queues(*recorder_);
   if (collectives_) collectives_->open(*recorder_);
   configure_blas();
@@ -239,6 +240,11 @@ void Node::open_trace() {
   writer_ = std::make_unique<core::NativeTraceWriter>(trace_file_->stream());
   core::TraceMeta meta = core::trace_meta_from_plan(plan_);
   meta.backend = "real";
+  // The time to target comes from the evaluations, which only some real runs record.
+  if (!core::objective_evaluated_by_real_run(plan_)) {
+    meta.objective_target.clear();
+    meta.objective_target_value = 0;
+  }
   meta.provenance = {{"task", spec_.tasks[self_].name()},
                      {"host", spec_.tasks[self_].host},
                      {"chief", chief()},
@@ -252,6 +258,20 @@ void Node::open_trace() {
     writer_->flush_now();
     flush_trace_every(kTraceFlushS);
   }
+}
+
+// The objective's arithmetic runs in the processes of the workers and PSes that compute it
+// (ObjectiveValues::computed), never in another (a coordinator alone reads no data).
+void Node::open_objective(int ps_shard) {
+  if (!ObjectiveValues::computed(plan_)) return;
+  std::vector<int> graphs;  // the worker graphs whose client runs here
+  for (const Part& p : steps_->parts()) {
+    if (p.owner && p.index < int(plan_.clients.size())) graphs.push_back(p.index);
+  }
+  if (graphs.empty() && !(ps_shard >= 0 && vars_->store())) return;
+  objective_ = std::make_unique<ObjectiveValues>(plan_, graphs);
+  steps_->set_objective(objective_.get());
+  vars_->set_objective(objective_.get(), ObjectiveValues::evaluated(plan_), !resume_);
 }
 
 std::string Node::describe() const {

@@ -14,6 +14,7 @@
 #include "core/base/output_file.h"
 #include "core/strategy/plan_rules.h"
 #include "core/trace/trace_format.h"
+#include "real/node/objective_values.h"
 #include "real/node/runtime.h"
 
 namespace replisim::real {
@@ -158,6 +159,7 @@ int run_node(const NodeOptions& options) {
   const core::Plan plan = read_plan_file(options.plan_path);
   const int role = role_of_node(plan, options);
   if (!options.shaped_links) check_faults(plan, options.plan_path);
+  detail::ObjectiveValues::check(plan, options.plan_path);
   if (!options.resume_path.empty()) {
     const detail::Resume resume = detail::read_resume_file(options.resume_path);
     // -1: a death from outside (read_resume_file requires its cause and actor).

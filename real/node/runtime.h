@@ -41,6 +41,7 @@
 #include "real/node/frame_router.h"
 #include "real/node/job_control.h"
 #include "real/node/node.h"
+#include "real/node/objective_values.h"
 #include "real/node/part.h"
 #include "real/node/payload.h"
 #include "real/node/quiescence.h"
@@ -83,6 +84,7 @@ class Node : public Mesh::Handler {
   // Set-up (node_setup.cpp).
   std::vector<uint32_t> peers() const;
   void open_trace();
+  void open_objective(int ps_shard);
   void flush_trace_every(double period_s);  // launched nodes: what a kill -9 leaves readable
   void watch_cancel();
   std::string describe() const;  // "worker1 (task worker1 on 127.0.0.1) at step 3"
@@ -154,6 +156,9 @@ class Node : public Mesh::Handler {
   std::unique_ptr<Hooks> hooks_;
   asio::io_context io_;
   std::unique_ptr<Mesh> mesh_;
+  // The training objective's data, model and values where this task computes them (a worker's,
+  // a PS's: objective_values.h); declared before the parts that use it.
+  std::unique_ptr<ObjectiveValues> objective_;
   // The step parts: the graphs' parts, the client loops, the engines (step_runner.h).
   std::optional<StepRunner> steps_;
   // The ops on values and this task's parameter-server state (variable_ops.h).

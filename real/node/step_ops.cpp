@@ -1,3 +1,4 @@
+#include "real/node/objective_values.h"
 #include "real/node/step_runner.h"
 #include "real/node/tensor_transfers.h"
 
@@ -26,32 +27,47 @@ DeviceEngine& StepRunner::engine(int device) {
 }
 
 // Runs `work` on `device`'s engine, then, on the network thread, records the op's compute (when
-// it has flop) and completes it — unless the job stopped or the step moved on meanwhile.
+// it has flop) and completes it — unless the job stopped or the step moved on meanwhile. A
+// backward op fills its gradients with core::fill_gradient's pattern; with a training objective,
+// a worker's first backward op of a step computes the proxy's gradient (on this thread) and
+// every backward op puts it in the first floats of its gradients (ObjectiveValues::fill_tensor).
 void StepRunner::compute(int g, int op_index) {
   Part& p = parts_[size_t(g)];
   const Op& op = p.graph->ops[size_t(op_index)];
   const int64_t step = p.step;
   const double flop = op.compute_flop;
   const int threads = setup_.threads;
+  std::shared_ptr<const std::vector<float>> proxy;
+  if (objective_ && op.kind == OpKind::kBackward && p.owner && g < int(plan_.clients.size())) {
+    proxy = objective_->step_gradient(p);
+  }
   std::vector<std::pair<int, size_t>> fills;  // (variable, floats) of a backward op
   for (int v : p.gradients_of[size_t(op_index)]) {
-    fills.emplace_back(v, float_count(plan_.variables[size_t(v)].bytes));
+    fills.emplace_back(v, proxy ? objective_->layout().tensor_floats(v)
+                                : float_count(plan_.variables[size_t(v)].bytes));
   }
   const uint64_t attempt = p.attempt;
   ++work_pending_;
   DeviceEngine* device = &engine(op.device);
-  device->submit([this, device, g, op_index, step, attempt, flop, threads, fills] {
-    const double start_s = now_s();
-    const double done = device->execute(flop, threads);
-    const double end_s = now_s();
-    std::vector<std::pair<int, BufferPtr>> gradients;
-    for (const auto& [v, n] : fills) {
-      auto buffer = std::make_shared<Bytes>(4 * n);
-      fill_gradient(reinterpret_cast<float*>(buffer->data()), n, g, step, v, op_index);
-      gradients.emplace_back(v, std::move(buffer));
-    }
-    host_.post(
-        [this, g, op_index, step, attempt, start_s, end_s, done, gradients = std::move(gradients)] {
+  const ObjectiveValues* objective = objective_;
+  device->submit(
+      [this, device, g, op_index, step, attempt, flop, threads, fills, proxy, objective] {
+        const double start_s = now_s();
+        const double done = device->execute(flop, threads);
+        const double end_s = now_s();
+        std::vector<std::pair<int, BufferPtr>> gradients;
+        for (const auto& [v, n] : fills) {
+          auto buffer = std::make_shared<Bytes>(4 * n);
+          float* out = reinterpret_cast<float*>(buffer->data());
+          if (proxy) {
+            objective->fill_tensor(out, *proxy, v, g, step, op_index);
+          } else {
+            fill_gradient(out, n, g, step, v, op_index);
+          }
+          gradients.emplace_back(v, std::move(buffer));
+        }
+        host_.post([this, g, op_index, step, attempt, start_s, end_s, done,
+                    gradients = std::move(gradients)] {
           work_ended();
           Part& part = parts_[size_t(g)];
           if (host_.stopping() || !part.active || part.step != step || part.attempt != attempt)
@@ -60,7 +76,7 @@ void StepRunner::compute(int g, int op_index) {
           part.gradients[size_t(op_index)] = gradients;
           loop_->complete(g, op_index);
         });
-  });
+      });
 }
 
 void StepRunner::send(int g, int op) {

@@ -29,6 +29,7 @@
 
 namespace replisim::real::detail {
 
+class ObjectiveValues;
 class TensorTransfers;
 
 class StepRunner : public core::StepHost {
@@ -106,6 +107,9 @@ class StepRunner : public core::StepHost {
   // step `step` ended meanwhile (counted as work under way).
   void run_for_step(DeviceEngine& engine, int g, int64_t step, std::function<void()> work,
                     std::function<void()> done);
+  // The training objective (objective_values.h; null: none): a worker's backward ops put the
+  // proxy's gradient in the first floats of their gradients. Not owned; outlives the runner.
+  void set_objective(ObjectiveValues* objective) { objective_ = objective; }
   // The tensors in and out (tensor_transfers.h).
   TensorTransfers& transfers() { return *transfers_; }
   // Graph g's client died: its step in progress is dropped, as the simulation drops a dead
@@ -163,6 +167,7 @@ class StepRunner : public core::StepHost {
   std::map<int, std::unique_ptr<DeviceEngine>> engines_;
   std::unique_ptr<DeviceEngine> copier_;
   std::unique_ptr<TensorTransfers> transfers_;
+  ObjectiveValues* objective_ = nullptr;
   int work_pending_ = 0;
   std::vector<std::function<void()>> after_work_;  // waiting for work_pending_ to reach 0
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "real/node/objective_values.h"
 #include "real/node/payload.h"
 #include "real/transport/frame.h"
 
@@ -40,6 +41,27 @@ VariableOps::VariableOps(Host& host, const core::Plan& plan, core::ClientLoop& l
       tokens_(parts.size(), 0),
       client_steps_(plan.clients.size(), 0) {
   if (ps_shard_ >= 0 || replica) store_ = std::make_unique<ParameterStore>(plan_, ps_shard_);
+}
+
+void VariableOps::set_objective(ObjectiveValues* objective, bool evaluates, bool initial) {
+  objective_ = objective;
+  evaluates_ = evaluates && store_ && store_->holds_global_step();
+  if (!objective_ || !store_ || replica_) return;
+  objective_->initialise(*store_);
+  // The initial values at the run's t = 0, as the simulation records them.
+  if (evaluates_ && initial) record_evaluation(0.0);
+}
+
+size_t VariableOps::gradient_floats(int v) const {
+  if (v < 0) return 0;
+  return objective_ ? objective_->layout().tensor_floats(v)
+                    : float_count(plan_.variables[size_t(v)].bytes);
+}
+
+void VariableOps::record_evaluation(double at_s) {
+  const core::ValueEvaluation e = objective_->evaluate(*store_, store_->global_step);
+  host_.recorder().counter("loss", at_s, e.result.loss);
+  host_.recorder().counter("accuracy", at_s, e.result.accuracy);
 }
 
 void VariableOps::open_sync_queues(core::TraceRecorder& recorder) {
@@ -113,7 +135,9 @@ void VariableOps::read(int g, int op_index) {
   auto value = std::make_shared<BufferPtr>();
   host_.run_for_step(
       host_.copier(), g, p.step,
-      [store = store_.get(), v = op.variable, value] { *value = store->read(v); },
+      [store = store_.get(), v = op.variable, value, objective = objective_] {
+        *value = objective ? objective->read_tensor(*store, v) : store->read(v);
+      },
       [this, g, op_index, value] {
         parts_[size_t(g)].out[size_t(op_index)] = *value;
         loop_.complete(g, op_index);
@@ -126,7 +150,7 @@ void VariableOps::aggregate(int g, int op_index) {
   Part& p = parts_[size_t(g)];
   const Op& op = p.graph->ops[size_t(op_index)];
   const int v = p.gradient_variable[size_t(op_index)];
-  const size_t n = v >= 0 ? float_count(plan_.variables[size_t(v)].bytes) : 0;
+  const size_t n = gradient_floats(v);
   std::vector<BufferPtr> inputs;
   for (int in : op.inputs) {
     if (BufferPtr b = value_for(p, in, v)) inputs.push_back(std::move(b));
@@ -175,15 +199,25 @@ void VariableOps::apply(int g, int op_index) {
   for (int in : op.inputs) {
     if ((gradient = value_for(p, in, op.variable))) break;
   }
-  const size_t n = float_count(plan_.variables[size_t(op.variable)].bytes);
+  const size_t n = gradient_floats(op.variable);
   if (!gradient) gradient = std::make_shared<Bytes>(4 * n);
   auto times = std::make_shared<std::pair<double, double>>();
   const int64_t step = p.step;
+  // The objective's rate: the schedule's at global_step now, staleness-aware from the global
+  // step this task saw the worker's step begin with (Part::global_step_read; -1 on a PS without
+  // global_step, which knows neither: staleness 0 and global_step as it last heard of it).
+  const float rate =
+      objective_ ? float(objective_->learning_rate(global_step(), p.global_step_read)) : 0.0f;
   host_.run_for_step(
       host_.engine(op.device), g, step,
-      [this, store = store_.get(), v = op.variable, n, gradient, times] {
+      [this, store = store_.get(), v = op.variable, n, gradient, times, rate,
+       objective = objective_] {
         times->first = host_.now_s();
-        store->apply(v, floats_of(gradient), floats_in(gradient, n));
+        if (objective) {
+          objective->apply(*store, v, floats_of(gradient), floats_in(gradient, n), rate);
+        } else {
+          store->apply(v, floats_of(gradient), floats_in(gradient, n));
+        }
         times->second = host_.now_s();
       },
       [this, g, op_index, step, flop = op.compute_flop, times] {
@@ -291,6 +325,9 @@ void VariableOps::increment_global_step(int g, int op_index) {
     host_.recorder().update(g, op_index, p.step, at_s, p.global_step_read, store_->global_step,
                             samples);
     host_.update_made(g, at_s, store_->global_step, samples);
+    if (evaluates_ && store_->global_step % plan_.objective.evaluate_every_steps == 0) {
+      record_evaluation(at_s);
+    }
   }
   loop_.complete(g, op_index);
 }

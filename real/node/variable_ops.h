@@ -25,6 +25,8 @@
 
 namespace replisim::real::detail {
 
+class ObjectiveValues;
+
 class VariableOps : public core::SyncHost {
  public:
   // What it needs of its node. Calls come from the node's thread.
@@ -66,6 +68,14 @@ class VariableOps : public core::SyncHost {
   bool values(int g, int op);
   void sync(int g, int op);
 
+  // The training objective (objective_values.h; not owned, outlives this): a PS's variables
+  // start from the proxy's initial values, its reads send a key's members end to end, its
+  // applies update the proxy's floats by the objective's learning rule. `evaluates`: this task
+  // holds every variable and global_step (ObjectiveValues::evaluated): it evaluates the values
+  // every evaluate_every_steps global steps, and at once when `initial` (the first
+  // incarnation), and records the "loss" and "accuracy" counters.
+  void set_objective(ObjectiveValues* objective, bool evaluates, bool initial);
+
   core::ParameterStore* store() { return store_.get(); }
   int ps_shard() const { return ps_shard_; }
   // global_step when this task holds it, else -1; global_step as this task knows it (what it holds,
@@ -98,6 +108,9 @@ class VariableOps : public core::SyncHost {
   void accumulate(int g, int op);
   void local_step_from_token(int g, int op);
   void increment_global_step(int g, int op);
+  void record_evaluation(double at_s);
+  // The floats of variable v's gradient tensor (a key's members end to end with an objective).
+  size_t gradient_floats(int v) const;
 
   Host& host_;
   const core::Plan& plan_;
@@ -114,6 +127,8 @@ class VariableOps : public core::SyncHost {
   // of an async or in-graph step, a synchronous worker's token dequeue): checkpoints record them.
   std::vector<int64_t> client_steps_;
   double last_update_s_ = 0;
+  ObjectiveValues* objective_ = nullptr;
+  bool evaluates_ = false;
 };
 
 }  // namespace replisim::real::detail
