@@ -182,16 +182,16 @@ TEST(Scenarios, ValidationScenariosUseTheCalibration) {
   EXPECT_TRUE(sync.synchronous);
   const core::RunMetrics in_graph = run("validation/in_graph_two_towers.json", "in_graph");
   EXPECT_GT(in_graph.throughput_samples_per_s, 0);
-  // training.objective's scenario: the proxy reaches 60% test accuracy a few evaluations in, at
-  // a global step where an evaluation falls (scripts/validate-real compares it with real runs).
+  // training.objective's scenario: the proxy reaches 72% test accuracy after about 60 global
+  // steps, where an evaluation falls (scripts/validate-real compares it with real runs).
   const core::RunMetrics learns =
       run("validation/two_async_workers_objective.json", "between_graph");
   ASSERT_TRUE(learns.objective.has_value());
   ASSERT_TRUE(learns.objective->reached());
-  EXPECT_GE(learns.objective->global_steps_to_target, 8);
-  EXPECT_LE(learns.objective->global_steps_to_target, 40);
+  EXPECT_GE(learns.objective->global_steps_to_target, 40);
+  EXPECT_LE(learns.objective->global_steps_to_target, 80);
   EXPECT_EQ(learns.objective->global_steps_to_target % 4, 0);
-  EXPECT_GT(learns.objective->final_accuracy, 0.65);
+  EXPECT_GT(learns.objective->final_accuracy, 0.74);
 }
 
 }  // namespace
