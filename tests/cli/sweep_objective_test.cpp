@@ -26,20 +26,7 @@ std::string objective_scenario(const TempDir& dir, bool with_objective = true) {
                    {"warmup_steps", 3},
                    {"batch_per_replica", 16}};
   if (with_objective) {
-    training["objective"] = {{"data",
-                              {{"set", "synthetic"},
-                               {"samples", 2048},
-                               {"test_samples", 512},
-                               {"features", 16},
-                               {"classes", 4},
-                               {"seed", 1}}},
-                             {"model", "softmax"},
-                             {"learning_rate", 0.5},
-                             {"batch", 16},
-                             {"evaluate_every", 4},
-                             {"target", {{"accuracy", 0.7}}},
-                             {"timing", "scenario"},
-                             {"seed", 4}};
+    training["objective"] = test::synthetic_objective(0.7, "scenario", 4);
   }
   const json doc = test::scenario_json({worker}, test::one_layer_model(4e6, "2 GFLOP"), training,
                                        "lv08", "40 Gbps");

@@ -25,22 +25,8 @@ nlohmann::json sim_objective_scenario(int workers, int steps, double target_accu
         test::machine("w" + std::to_string(w), "400 GFLOPS", {"10 TFLOPS"}, "10 Gbps"));
     replicas.push_back("w" + std::to_string(w) + "/gpu0");
   }
-  const nlohmann::json objective = {
-      {"data",
-       {{"set", "synthetic"},
-        {"samples", 2048},
-        {"test_samples", 512},
-        {"features", 16},
-        {"classes", 4},
-        {"seed", 1}}},
-      {"model", "softmax"},
-      {"learning_rate", 0.5},
-      {"schedule", {{"step_decay", {{"decay_steps", 10}, {"decay_rate", 0.5}}}}},
-      {"batch", 16},
-      {"evaluate_every", 4},
-      {"target", {{"accuracy", target_accuracy}}},
-      {"timing", "scenario"},
-      {"seed", kObjectiveSeed}};
+  nlohmann::json objective = test::synthetic_objective(target_accuracy, "scenario", kObjectiveSeed);
+  objective["schedule"] = {{"step_decay", {{"decay_steps", 10}, {"decay_rate", 0.5}}}};
   return test::scenario_json(machines, {{"preset", "resnet50"}},
                              {{"replicas", replicas},
                               {"ps", {"w0/cpu"}},

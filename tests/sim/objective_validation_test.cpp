@@ -17,20 +17,7 @@ nlohmann::json validated_scenario() {
         test::machine("w" + std::to_string(w), "400 GFLOPS", {"10 TFLOPS"}, "10 Gbps"));
     replicas.push_back("w" + std::to_string(w) + "/gpu0");
   }
-  const nlohmann::json objective = {{"data",
-                                     {{"set", "synthetic"},
-                                      {"samples", 2048},
-                                      {"test_samples", 512},
-                                      {"features", 16},
-                                      {"classes", 4},
-                                      {"seed", 1}}},
-                                    {"model", "softmax"},
-                                    {"learning_rate", 0.5},
-                                    {"batch", 16},
-                                    {"evaluate_every", 4},
-                                    {"target", {{"accuracy", 0.7}}},
-                                    {"timing", "objective"},
-                                    {"seed", 3}};
+  const nlohmann::json objective = test::synthetic_objective(0.7, "objective", 3);
   return test::scenario_json(machines, {{"preset", "resnet50"}},
                              {{"replicas", replicas},
                               {"ps", {"ps/cpu"}},

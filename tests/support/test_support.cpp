@@ -22,6 +22,24 @@ nlohmann::json machine(const std::string& name, const std::string& cpu_speed,
   return m;
 }
 
+nlohmann::json synthetic_objective(double target_accuracy, const std::string& timing,
+                                   uint64_t seed) {
+  return {{"data",
+           {{"set", "synthetic"},
+            {"samples", 2048},
+            {"test_samples", 512},
+            {"features", 16},
+            {"classes", 4},
+            {"seed", 1}}},
+          {"model", "softmax"},
+          {"learning_rate", 0.5},
+          {"batch", 16},
+          {"evaluate_every", 4},
+          {"target", {{"accuracy", target_accuracy}}},
+          {"timing", timing},
+          {"seed", seed}};
+}
+
 nlohmann::json one_layer_model(double params, const std::string& forward_flop,
                                const std::string& activation_bytes) {
   return {{"layers",

@@ -20,6 +20,13 @@ nlohmann::json machine(const std::string& name, const std::string& cpu_speed,
                        const std::string& nic_latency = "10 us");
 
 // A one-layer model: P params, F forward FLOP per sample, activation bytes per sample.
+// A training.objective of softmax regression on the synthetic teacher-student set of 2,048
+// training and 512 test samples, 16 features, 4 classes (data seed 1): learning rate 0.5, batch
+// 16, evaluated every 4 global steps, target test accuracy `target_accuracy`, timing `timing`,
+// seed `seed`. Callers add or change keys (schedule, staleness_aware, ...).
+nlohmann::json synthetic_objective(double target_accuracy, const std::string& timing,
+                                   uint64_t seed);
+
 nlohmann::json one_layer_model(double params, const std::string& forward_flop,
                                const std::string& activation_bytes = "4 kB");
 
