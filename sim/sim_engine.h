@@ -159,7 +159,8 @@ class SimRun : public core::SyncHost, public core::StepHost, public NetworkHost 
   int64_t global_step_ = 0;
   // The objective's values (core::objective_computed_by_simulator); null: rates only.
   std::unique_ptr<core::ValueEngine> values_;
-  double last_update_s_ = 0;  // when global_step last moved
+  bool objective_diverged_ = false;  // an evaluation was not finite: none is recorded after it
+  double last_update_s_ = 0;         // when global_step last moved
   int finished_clients_ = 0;
   // Step starts, faults and restarts waiting for their time, served by the driver actor.
   std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;

@@ -62,8 +62,8 @@ void SimRun::kill_client(int c) {
   if (s.dead) return;
   s.dead = true;
   if (size_t(c) < plan_.clients.size()) steady_.client_died(c);
-  if (values_ && collectives_) values_->rank_gone(c);
   const double resume_s = collectives_ ? collectives_->client_died(c) : -1;
+  if (values_ && resume_s >= 0) values_->rank_gone(c);  // elastic: the job goes on without it
   if (!loop_.client(c).finished) {
     loop_.client(c).finished = true;
     ++finished_clients_;

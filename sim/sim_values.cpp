@@ -27,6 +27,12 @@ void SimRun::values_updated(double at_s) {
 }
 
 void SimRun::record_evaluation(const core::ValueEvaluation& evaluation, double at_s) {
+  if (objective_diverged_) return;
+  if (!evaluation.finite()) {
+    objective_diverged_ = true;
+    outcome_.notes.push_back(core::diverged_note(evaluation.global_step));
+    return;
+  }
   recorder_.counter("loss", at_s, evaluation.result.loss);
   recorder_.counter("accuracy", at_s, evaluation.result.accuracy);
 }

@@ -96,8 +96,9 @@ struct ObjectiveComparison {
   size_t joined_by_time = 0;
   double max_distance_by_time = 0, mean_distance_by_time = 0;
   // The targets: the predicted time to target within kTimeToTargetTolerance of the
-  // measured mean, or within the measured min..max where that is wider; the curves over global
-  // steps within kCurveTolerancePoints at every joined evaluation.
+  // measured mean, or within the measured min..max where that is wider (met too when no run of
+  // either side reached the target: nothing to compare); the curves over global steps within
+  // kCurveTolerancePoints at every joined evaluation.
   bool time_to_target_within = false;
   bool curves_within = false;
 };

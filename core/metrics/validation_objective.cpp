@@ -62,6 +62,8 @@ std::optional<ObjectiveComparison> compare_objective(const std::vector<const Tra
   const auto ttt = [](const ObjectiveMetrics& m) { return m.time_to_target_s; };
   const auto steps = [](const ObjectiveMetrics& m) { return double(m.global_steps_to_target); };
   const std::vector<double> p_ttt = of_reached(pm, ttt), m_ttt = of_reached(mm, ttt);
+  // Neither side reached the target: they agree, and there is no time to compare.
+  o.time_to_target_within = o.predicted_reached == 0 && o.measured_reached == 0;
   if (!p_ttt.empty() && !m_ttt.empty()) {
     o.time_to_target_s = compare("time to target (s)", p_ttt, m_ttt);
     o.global_steps_to_target =

@@ -60,8 +60,10 @@ void check_synthetic_spec(const SyntheticSetSpec& spec) {
     throw InputError("", "",
                      "a synthetic data set of (" + std::to_string(spec.train_samples) + " + " +
                          std::to_string(spec.test_samples) + ") samples x " +
-                         std::to_string(spec.features) + " features is larger than " +
-                         std::to_string(int64_t(kMaxDataSetFloats)) + " floats");
+                         std::to_string(spec.features) + " features and a teacher of " +
+                         std::to_string(spec.features) + " x " + std::to_string(spec.classes) +
+                         " weights is larger than " + std::to_string(int64_t(kMaxDataSetFloats)) +
+                         " floats");
   }
 }
 

@@ -57,10 +57,13 @@ ObjectiveDataSpec parse_objective_data(const JsonCursor& c, int workers) {
     s.features = int(c.at("features").as_int(1, kMaxObjectiveFeatures));
     s.classes = int(c.at("classes").as_int(2, kMaxObjectiveClasses));
     s.seed = uint64_t(c.at("seed").as_int(0, kMaxSeed));
-    const double floats = (double(s.train_samples) + s.test_samples) * s.features;
+    // The samples and the teacher's weights (features x classes), as make_teacher_student_set.
+    const double floats =
+        (double(s.train_samples) + s.test_samples) * s.features + double(s.features) * s.classes;
     if (floats > kMaxDataSetFloats) {
-      c.fail("(samples + test_samples) x features is " + std::to_string(int64_t(floats)) +
-             " floats, more than " + std::to_string(int64_t(kMaxDataSetFloats)) + " (1 GiB)");
+      c.fail("(samples + test_samples) x features + the teacher's features x classes is " +
+             std::to_string(int64_t(floats)) + " floats, more than " +
+             std::to_string(int64_t(kMaxDataSetFloats)) + " (1 GiB)");
     }
   } else if (set == "fashion_mnist") {
     data.set = ObjectiveDataSpec::Set::kFashionMnist;

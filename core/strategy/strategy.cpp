@@ -140,7 +140,14 @@ namespace {
 
 // Timing "objective": the scenario with the proxy in place of its model, the proxy's batch, and
 // a free input pipeline (the proxy's data set is in memory: no images to decode).
+// Throws InputError for a model-parallel placement, whose rules name the scenario model's layers.
 Scenario with_objective_costs(const Scenario& scenario) {
+  if (!scenario.training.placement.empty()) {
+    throw InputError(scenario.file, "/training/objective/timing",
+                     "timing \"objective\" puts the proxy's dense layers in place of the model, "
+                     "which training.placement's rules (written for the scenario's layers) do not "
+                     "name: use timing \"scenario\" with a placement");
+  }
   Scenario costed = scenario;
   const ObjectiveSpec& o = scenario.training.objective;
   costed.model = o.model().cost_model();

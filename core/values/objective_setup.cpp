@@ -1,6 +1,7 @@
 // The objective's shared set-up (objective_setup.h).
 #include "core/values/objective_setup.h"
 
+#include <cmath>
 #include <string>
 
 #include "core/base/error.h"
@@ -43,6 +44,24 @@ LearningRateSchedule objective_schedule(const PlanObjective& o) {
 }
 
 }  // namespace
+
+bool ValueEvaluation::finite() const {
+  return std::isfinite(result.loss) && std::isfinite(result.accuracy);
+}
+
+std::string diverged_note(int64_t global_step) {
+  return "training.objective diverged: at global step " + std::to_string(global_step) +
+         " the test loss is no longer a finite number (the learning rate is too high for the "
+         "proxy); no evaluation is recorded from there on";
+}
+
+ObjectiveModel objective_model_of(const PlanObjective& o) {
+  const bool synthetic = o.set == "synthetic";
+  const int features = synthetic ? o.features : kFashionMnistFeatures;
+  const int classes = synthetic ? o.classes : kFashionMnistClasses;
+  return o.hidden_widths.empty() ? ObjectiveModel::softmax_regression(features, classes)
+                                 : ObjectiveModel::mlp(features, o.hidden_widths, classes);
+}
 
 ObjectiveSetup::ObjectiveSetup(const PlanObjective& objective, int shards)
     : objective_(objective),

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/model/data_set.h"
@@ -17,7 +18,18 @@ namespace replisim::core {
 struct ValueEvaluation {
   int64_t global_step = 0;
   ObjectiveEvaluation result;  // loss (mean cross-entropy, nats) and accuracy (fraction)
+  // Whether both are finite numbers: a diverged proxy (a learning rate too high for it) gives an
+  // infinite or NaN loss, which a trace counter cannot hold. Backends record no evaluation from
+  // the first that is not, and say so (diverged_note).
+  bool finite() const;
 };
+// The run's note for a proxy that diverged at `global_step`.
+std::string diverged_note(int64_t global_step);
+
+// The proxy model's shape from the plan alone, without reading the data: the synthetic set's
+// features and classes, or Fashion-MNIST's (28 x 28, 10). What a process that checks a plan, or
+// holds values but no data, needs.
+ObjectiveModel objective_model_of(const PlanObjective& objective);
 
 class ObjectiveSetup {
  public:

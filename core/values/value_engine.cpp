@@ -258,6 +258,7 @@ void ValueEngine::restore(int64_t global_step) {
     Graph& g = graphs_[c];
     g.gradient_step = -1;
     g.read_step = -1;
+    g.live = true;  // the launcher brought every task back
     if (g.batches) g.batches.emplace(setup_.batches(int(c), g.samples));
   }
   for (Accumulator& a : accumulators_) a = Accumulator{};

@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "core/base/error.h"
-#include "core/model/data_set.h"
 #include "core/values/gradient_fill.h"
 
 namespace replisim::real::detail {
@@ -18,16 +17,6 @@ namespace {
 
 bool on_ps(const core::Plan& plan, const Op& op) {
   return op.role >= 0 && plan.roles[size_t(op.role)].kind == core::RoleKind::kParameterServer;
-}
-
-// The proxy model's shape from the plan alone (no data read): the features and classes of the
-// synthetic set, or Fashion-MNIST's.
-core::ObjectiveModel proxy_model(const core::PlanObjective& o) {
-  const bool synthetic = o.set == "synthetic";
-  const int features = synthetic ? o.features : core::kFashionMnistFeatures;
-  const int classes = synthetic ? o.classes : core::kFashionMnistClasses;
-  return o.hidden_widths.empty() ? core::ObjectiveModel::softmax_regression(features, classes)
-                                 : core::ObjectiveModel::mlp(features, o.hidden_widths, classes);
 }
 
 }  // namespace
@@ -67,7 +56,7 @@ bool ObjectiveValues::evaluated(const core::Plan& plan) {
 
 void ObjectiveValues::check(const core::Plan& plan, const std::string& file) {
   if (!computed(plan)) return;
-  const size_t parameters = proxy_model(plan.objective).parameter_count();
+  const size_t parameters = core::objective_model_of(plan.objective).parameter_count();
   const std::vector<core::ValueSlice> slices =
       core::proportional_slices(plan.variables, parameters);
   size_t floats = 0;

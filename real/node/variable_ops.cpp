@@ -1,6 +1,7 @@
 #include "real/node/variable_ops.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <stdexcept>
 
 #include "real/node/objective_values.h"
@@ -59,7 +60,13 @@ size_t VariableOps::gradient_floats(int v) const {
 }
 
 void VariableOps::record_evaluation(double at_s) {
+  if (diverged_) return;
   const core::ValueEvaluation e = objective_->evaluate(*store_, store_->global_step);
+  if (!e.finite()) {  // a trace counter cannot hold it; the report shows the last finite one
+    diverged_ = true;
+    std::fprintf(stderr, "%s\n", core::diverged_note(e.global_step).c_str());
+    return;
+  }
   host_.recorder().counter("loss", at_s, e.result.loss);
   host_.recorder().counter("accuracy", at_s, e.result.accuracy);
 }

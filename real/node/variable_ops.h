@@ -129,6 +129,7 @@ class VariableOps : public core::SyncHost {
   double last_update_s_ = 0;
   ObjectiveValues* objective_ = nullptr;
   bool evaluates_ = false;
+  bool diverged_ = false;  // an evaluation was not finite: none is recorded after it
 };
 
 }  // namespace replisim::real::detail

@@ -240,8 +240,8 @@ INSTANTIATE_TEST_SUITE_P(Catalog, ClassroomScenario,
 
 // Every bundled catalog entry is covered by ClassroomScenario above.
 TEST(Classroom, EveryCatalogEntryHasItsCaptionTest) {
-  const std::set<std::string> tested = {"two_machines",   "heterogeneous",  "ps_bottleneck",
-                                        "model_parallel", "sync_straggler", "ps_failure",
+  const std::set<std::string> tested = {"two_machines",    "heterogeneous",  "ps_bottleneck",
+                                        "model_parallel",  "sync_straggler", "ps_failure",
                                         "ps_vs_allreduce", "more_workers"};
   for (const ClassroomEntry& e : load_classroom_catalog(kScenarios.toStdString()))
     EXPECT_TRUE(

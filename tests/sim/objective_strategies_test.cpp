@@ -3,6 +3,7 @@
 // with the N batches together (bitwise); async replayed by hand from the trace's update events
 // (each gradient at the values of the global step its update says it read, bitwise); and
 // distributed_replicated learns.
+#include <cmath>
 #include <map>
 
 #include <gtest/gtest.h>
@@ -332,6 +333,53 @@ TEST(SimObjectiveStrategies, ARestartGoesBackToTheCheckpointsValues) {
   params = at_checkpoint;
   train(restored, last);
   expect_evaluations(trace, expected);
+}
+
+// A proxy that diverges (an MLP at learning rate 10): the run ends as planned, its evaluations
+// stop at the first whose loss is not finite, and a note says so.
+TEST(SimObjectiveStrategies, ADivergingProxyEndsTheCurveWithANote) {
+  nlohmann::json doc = strategies_scenario({"10 TFLOPS", "10 TFLOPS"}, "async", 30);
+  doc["training"]["objective"]["model"] = {{"mlp", {64, 64}}};
+  doc["training"]["objective"]["learning_rate"] = 1e4;
+  const Trace trace = test::simulate_trace(doc, "between_graph");
+  EXPECT_EQ(updates_of(trace), 60);
+  for (double loss : counter_series(trace, "loss")) EXPECT_TRUE(std::isfinite(loss));
+  EXPECT_LT(counter_series(trace, "loss").size(), size_t(1 + 60 / kEvery));
+  bool noted = false;
+  for (const std::string& n : trace.meta.notes) noted |= n.find("diverged") != std::string::npos;
+  for (const std::string& n : trace.outcome.notes) noted |= n.find("diverged") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
+// All-reduce with training.recovery: a rank's death fails the job, the restart brings every rank
+// back, and the values (restored from the checkpoint) train on with every rank's gradient.
+TEST(SimObjectiveStrategies, AnAllReduceRestartTrainsOnWithEveryRank) {
+  nlohmann::json doc = strategies_scenario({"10 TFLOPS", "10 TFLOPS"}, nullptr, 30);
+  doc["training"]["checkpoint"] = {{"every", "0.5 s"}, {"disk_bandwidth", "2 GBps"}};
+  doc["training"]["recovery"] = {{"detect_timeout", "0.2 s"}, {"restart_delay", "0.2 s"}};
+  doc["faults"] = {{{"kind", "role"}, {"role", "worker1"}, {"at", "1 s"}}};
+  const Trace trace = test::simulate_trace(doc, "allreduce");
+  EXPECT_EQ(test::events_of(trace, EventKind::kRecovery).size(), 1u);
+  EXPECT_EQ(updates_of(trace), 30);
+  const std::vector<double> loss = counter_series(trace, "loss");
+  ASSERT_GE(loss.size(), 4u);
+  EXPECT_LT(loss.back(), loss.front());
+}
+
+// A model-parallel placement names the scenario's layers: timing "objective" (the proxy's layers)
+// cannot keep it, and says so in one line naming the key.
+TEST(SimObjectiveStrategies, TimingObjectiveWithAPlacementIsOneLine) {
+  nlohmann::json doc = strategies_scenario({"10 TFLOPS", "10 TFLOPS"}, nullptr, 5);
+  doc["training"]["placement"] = {{{"layers", "*"}, {"device", "w0/gpu0"}}};
+  doc["training"]["objective"]["timing"] = "objective";
+  try {
+    compile_plan(test::parse(doc), "in_graph", {});
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("/training/objective/timing"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("training.placement"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

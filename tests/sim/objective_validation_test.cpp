@@ -78,6 +78,12 @@ TEST(ObjectiveValidation, ASlowerOrLowerMeasuredCurveIsOutside) {
   EXPECT_NE(format_validation(v).find("accuracy over global steps 2.00 points apart"),
             std::string::npos)
       << format_validation(v);
+  // Neither side reached the target: they agree, nothing to compare, not outside.
+  Trace never = moved(trace, 1.0, -1.0);
+  v = validate_runs({&never}, {&never}, 0.08);
+  EXPECT_EQ(v.objective->predicted_reached, 0);
+  EXPECT_TRUE(v.objective->time_to_target_within);
+  EXPECT_TRUE(v.within_tolerance) << format_validation(v);
   // A measured run with no evaluation (a backend that does not compute it): not compared.
   Trace none = trace;
   none.counters.clear();
