@@ -228,7 +228,8 @@ TEST(RealFaults, ASlowdownWindowSlowsItsDevicesCompute) {
     const bool outside = e.end_s < 0.2 || e.start_s >= 0.6;
     if (inside || outside) (inside ? in : out).push_back((e.end_s - e.start_s) / e.flop);
   }
-  ASSERT_GT(in.size(), 10u);
+  // Enough computes for a median: a sanitizer build on a slow host fits 9 in the 0.4 s window.
+  ASSERT_GT(in.size(), 5u);
   ASSERT_GT(out.size(), 10u);
   std::sort(in.begin(), in.end());
   std::sort(out.begin(), out.end());
