@@ -425,7 +425,7 @@ TEST(RunCommand, InsecureFramesRunAndAreNoted) {
 TEST(RunCommand, ABundledScenarioRunsScaledDownAndReportsLikeASimulation) {
   TempDir dir;
   const BinaryResult r =
-      run_replisim({"run", seed_scenario(), "--steps", "24", "--scale-compute", "0.0005",
+      run_replisim({"run", seed_scenario(), "--steps", "14", "--scale-compute", "0.0005",
                     "--progress", "none", "--json", dir.file("run.json"), "--trace-out",
                     dir.file("run.trace"), "--checkpoint-dir", dir.file("ck")},
                    300);
