@@ -1,6 +1,8 @@
 #include "core/plan/plan.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 namespace replisim::core {
 
@@ -132,16 +134,58 @@ bool clients_are_workers(const Plan& plan) {
          plan.roles[size_t(plan.clients.front().role)].kind == RoleKind::kWorker;
 }
 
+namespace {
+
+// The variable a parameter server's read sends into op `k` of `ops` (a kRecv whose send carries
+// the read, or the read itself), or -1.
+int ps_read_into(const Plan& plan, const std::vector<Op>& ops, const Op& op) {
+  const Op* read = &op;
+  if (op.kind == OpKind::kRecv && op.peer >= 0 && size_t(op.peer) < ops.size()) {
+    const Op& send = ops[size_t(op.peer)];
+    if (send.inputs.empty()) return -1;
+    read = &ops[size_t(send.inputs.front())];
+  }
+  if (read->kind != OpKind::kReadVariable || read->role < 0) return -1;
+  if (plan.roles[size_t(read->role)].kind != RoleKind::kParameterServer) return -1;
+  return read->variable;
+}
+
+// In-graph: whether every role that runs a backward op of the client's graph receives every
+// variable the graph reads from its parameter servers (data parallelism: each tower's process
+// computes the proxy's gradient from the values it received). A model split across roles leaves
+// a tower's process without the other parts' values.
+bool towers_read_every_variable(const Plan& plan) {
+  for (const ClientGraph& graph : plan.clients) {
+    std::set<int> all;
+    std::map<int, std::set<int>> by_role;
+    std::set<int> backward_roles;
+    for (const Op& op : graph.ops) {
+      if (op.kind == OpKind::kBackward) backward_roles.insert(op.role);
+      const int v = ps_read_into(plan, graph.ops, op);
+      if (v > 0) {
+        all.insert(v);
+        by_role[op.role].insert(v);
+      }
+    }
+    for (int role : backward_roles) {
+      if (by_role[role] != all) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 bool objective_computed_by_real_run(const Plan& plan) {
-  return plan.objective.enabled && clients_are_workers(plan) && plan.sync == "async";
+  if (!plan.objective.enabled) return false;
+  // Between-graph (async, sync, distributed_replicated) and all-reduce: each worker computes its
+  // gradient at the values it read or holds.
+  if (clients_are_workers(plan) || plan.sync == kAllReduceSync) return true;
+  return towers_read_every_variable(plan);
 }
 
 bool objective_evaluated_by_real_run(const Plan& plan) {
-  if (!objective_computed_by_real_run(plan) || plan.variables.empty()) return false;
-  for (const Variable& v : plan.variables) {
-    if (v.ps != plan.variables.front().ps) return false;
-  }
-  return true;
+  return objective_computed_by_real_run(plan) && !plan.variables.empty();
 }
 
 bool objective_computed_by_simulator(const Plan& plan) {

@@ -245,10 +245,13 @@ std::vector<const ClientGraph*> step_graphs(const Plan& plan);
 // elastic (CollectiveSpec::elastic). at_s and description are the fault's.
 PlanFault death_of_roles(const Plan& plan, const std::vector<int>& roles, double at_s,
                          std::string description, std::vector<int>* idle_ps = nullptr);
-// Whether a real run computes the plan's objective (real/node/objective_values.h): a between-graph
-// asynchronous plan with one, in its worker and PS processes. And whether it evaluates it too
-// (the trace's "loss" and "accuracy" counters): one parameter server holds every variable and
-// global_step, whose process evaluates the values at the updates.
+// Whether a real run computes the plan's objective (real/node/objective_values.h), in its worker,
+// PS and all-reduce rank processes: every between-graph plan (async, sync, distributed_replicated)
+// and all-reduce plan with one, and an in-graph plan whose towers each receive every variable
+// (data parallelism; not a model split across processes). And whether it evaluates it too (the
+// trace's "loss" and "accuracy" counters): the process that holds global_step (a parameter
+// server's, the chief rank's) evaluates the values at the updates, with the other parameter
+// servers' slices when there are several (real/node/objective_gather.h): whenever it computes.
 bool objective_computed_by_real_run(const Plan& plan);
 bool objective_evaluated_by_real_run(const Plan& plan);
 

@@ -295,16 +295,19 @@ PlanObjective plan_objective(const ObjectiveSpec& spec) {
 // What a real run of the plan does with its objective (real/node/objective_values.h).
 std::string real_objective_note(const Plan& plan) {
   if (objective_evaluated_by_real_run(plan)) {
+    if (plan.sync == kAllReduceSync) {
+      return "a real run computes it too, in its ranks' processes, and records the same counters";
+    }
+    if (plan.ps_roles.size() > 1) {
+      return "a real run computes it too, in its workers' and parameter servers' processes, and "
+             "records the same counters: the parameter server holding global_step evaluates "
+             "with the others' values as they are a round trip after the update";
+    }
     return "a real run computes it too, in its workers' and parameter server's processes, and "
            "records the same counters";
   }
-  if (objective_computed_by_real_run(plan)) {
-    return "a real run computes it in its workers' and parameter servers' processes but records "
-           "no loss or accuracy: with " +
-           std::to_string(plan.ps_roles.size()) +
-           " parameter servers no process holds every value (real runs evaluate with one)";
-  }
-  return "real runs compute it only for between-graph asynchronous plans";
+  return "real runs do not compute it for a model split across processes (each tower's process "
+         "would lack the other parts' values)";
 }
 
 // What a run of the plan does with its objective (sim/sim_values.cpp computes it for every plan).

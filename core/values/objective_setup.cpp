@@ -1,6 +1,7 @@
 // The objective's shared set-up (objective_setup.h).
 #include "core/values/objective_setup.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -61,6 +62,14 @@ ObjectiveModel objective_model_of(const PlanObjective& o) {
   const int classes = synthetic ? o.classes : kFashionMnistClasses;
   return o.hidden_widths.empty() ? ObjectiveModel::softmax_regression(features, classes)
                                  : ObjectiveModel::mlp(features, o.hidden_widths, classes);
+}
+
+int objective_sub_batches(const Plan& plan, const ClientGraph& graph) {
+  if (clients_are_workers(plan) || plan.batch_per_replica <= 0 ||
+      graph.samples_per_step % plan.batch_per_replica != 0) {
+    return 1;
+  }
+  return std::max(1, graph.samples_per_step / plan.batch_per_replica);
 }
 
 ObjectiveSetup::ObjectiveSetup(const PlanObjective& objective, int shards)

@@ -10,6 +10,7 @@
 
 #include "core/model/data_set.h"
 #include "core/model/objective_model.h"
+#include "core/plan/plan.h"
 #include "core/plan/plan_objective.h"
 
 namespace replisim::core {
@@ -30,6 +31,11 @@ std::string diverged_note(int64_t global_step);
 // features and classes, or Fashion-MNIST's (28 x 28, 10). What a process that checks a plan, or
 // holds values but no data, needs.
 ObjectiveModel objective_model_of(const PlanObjective& objective);
+
+// The sub-batches of one gradient of `graph` (a client graph of `plan`): an in-graph client's
+// towers (samples_per_step / batch_per_replica: one sub-batch each, objective.batch samples per
+// tower; loss_and_gradient averages them), 1 for any other graph.
+int objective_sub_batches(const Plan& plan, const ClientGraph& graph);
 
 class ObjectiveSetup {
  public:

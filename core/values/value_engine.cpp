@@ -77,12 +77,7 @@ ValueEngine::ValueEngine(const Plan& plan)
     }
     if (c >= plan.clients.size()) continue;  // the chief's sync op reads no data
     g.snapshot = values_;
-    // In-graph: samples_per_step is the sub-batch times the towers (one sub-batch each).
-    const bool in_graph = !clients_are_workers(plan);
-    g.sub_batches = in_graph && plan.batch_per_replica > 0 &&
-                            g.graph->samples_per_step % plan.batch_per_replica == 0
-                        ? std::max(1, g.graph->samples_per_step / plan.batch_per_replica)
-                        : 1;
+    g.sub_batches = objective_sub_batches(plan, *g.graph);
     g.samples = o.batch * g.sub_batches;
     g.batches.emplace(setup_.batches(int(c), g.samples));
   }

@@ -40,7 +40,7 @@ class RealBackend : public core::Backend {
   // core::RunCancelled (every node killed and reaped).
   core::RunOutcome do_run(const core::Plan& plan, core::TraceSink& sink,
                           const core::RunOptions& options) override;
-  // core::objective_evaluated_by_real_run: one parameter server holds every variable.
+  // core::objective_evaluated_by_real_run: every plan whose objective a real run computes.
   bool records_objective(const core::Plan& plan) const override;
 
  private:

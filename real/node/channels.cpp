@@ -61,6 +61,10 @@ std::string name(FrameType type) {
       return "elastic sync";
     case uint16_t(kElasticSynced):
       return "elastic synced";
+    case uint16_t(kValuesAsk):
+      return "values ask";
+    case uint16_t(kValues):
+      return "values";
     default:
       return "channel " + std::to_string(uint16_t(type));
   }

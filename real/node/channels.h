@@ -47,6 +47,12 @@ inline constexpr FrameType kCollectiveChunk = FrameType(34);
 // new attempt; rank 0's task counts only an answer to its latest round).
 inline constexpr FrameType kElasticSync = FrameType(35);
 inline constexpr FrameType kElasticSynced = FrameType(36);
+// The training objective's evaluations with several parameter servers (objective_gather.h): the
+// task that holds global_step asks each other one for its variables' slices of the proxy (step =
+// the global step evaluated; no payload), and the answer (step = the same; payload: the float32
+// values of its variables' slices, in variable order).
+inline constexpr FrameType kValuesAsk = FrameType(37);
+inline constexpr FrameType kValues = FrameType(38);
 
 // A frame type's name as a node's errors say it: a channel's ("stop reply"), or the transport
 // frame's ("tensor"); "channel N" for a number no part owns.

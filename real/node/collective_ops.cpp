@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/error.h"
+#include "real/node/objective_values.h"
 #include "real/node/payload.h"
 #include "real/transport/frame.h"
 
@@ -654,8 +655,10 @@ void CollectiveOps::reduced(int rank, const CollectiveResponse& r) {
   for (size_t i = 0; i < r.tensors.size(); ++i) {
     const int op = allreduce_ops_[size_t(g)][size_t(r.tensors[i])];
     const Op& o = graph.ops[size_t(op)];
-    const size_t n =
-        std::min(float_count(plan_.variables[size_t(o.variable)].bytes), float_count(o.bytes));
+    const size_t variable_floats = objective_
+                                       ? objective_->layout().tensor_floats(o.variable)
+                                       : float_count(plan_.variables[size_t(o.variable)].bytes);
+    const size_t n = std::min(variable_floats, float_count(o.bytes));
     auto mean = std::make_shared<Bytes>(4 * n);
     float* out = reinterpret_cast<float*>(mean->data());
     const float* sum = b.values.data() + b.offset[i];

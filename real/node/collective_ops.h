@@ -35,6 +35,8 @@
 
 namespace replisim::real::detail {
 
+class ObjectiveValues;
+
 // The tensor field of a chunk frame (core::CollectiveChunk but its id and bytes): ranks below
 // 2^16, channels below 2^6, steps below 2^13. Throws std::logic_error beyond them.
 uint64_t collective_chunk_tag(const core::CollectiveChunk& chunk);
@@ -85,6 +87,9 @@ class CollectiveOps final : public core::CollectiveHost {
   // Builds the task's Collectives once the trace records (before any step). Throws
   // core::InputError as core::Collectives does (a hierarchical plan of uneven machines).
   void open(core::TraceRecorder& recorder);
+  // The training objective (objective_values.h; null: none): a reduced tensor carries its slice
+  // group's floats (ObjectiveLayout::tensor_floats) instead of its variable's. Not owned.
+  void set_objective(const ObjectiveValues* objective) { objective_ = objective; }
 
   // Graph g's kAllReduce op `op` is ready (the client loop's dispatch).
   void ready(int g, int op);
@@ -154,6 +159,7 @@ class CollectiveOps final : public core::CollectiveHost {
   Host& host_;
   Setup setup_;
   const core::Plan& plan_;
+  const ObjectiveValues* objective_ = nullptr;
   core::ClientLoop& loop_;
   std::vector<Part>& parts_;
   std::optional<core::Collectives> collectives_;

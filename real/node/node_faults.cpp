@@ -277,6 +277,7 @@ void Node::lose_graphs_of(uint32_t peer) {
   if (saver_ && plan_.collective.elastic) saver_->task_died(peer);
   // Elastic all-reduce: the survivors re-form the ring without its ranks (Horovod Elastic).
   if (collectives_) collectives_->task_died(peer);
+  if (objective_gather_) objective_gather_->task_died(peer);
   // A restarted chief that dies before it restored the model: no worker will find one ready
   // (TF's wait_for_session would wait until its max_wait_secs); their clients end here.
   if (coordinator() && job_->started() && restorer_ && !restorer_->model_ready() &&

@@ -79,6 +79,15 @@ double Node::JobHooks::start_clock(double origin_s) {
 // stops.
 void Node::JobHooks::job_ended(double end_s) {
   n_.end_s_ = end_s;
+  // The last evaluations first: their answers are on the way (objective_gather.h).
+  if (n_.objective_gather_) {
+    n_.objective_gather_->when_idle([this] { save_final_and_stop(); });
+    return;
+  }
+  save_final_and_stop();
+}
+
+void Node::JobHooks::save_final_and_stop() {
   if (!n_.options_.checkpoint_dir.empty() &&
       (!n_.plan_.ps_roles.empty() || n_.plan_.sync == core::kAllReduceSync)) {
     n_.saver_->save("final", [&n = n_](double, double, int64_t) { n.stop(); });

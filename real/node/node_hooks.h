@@ -131,6 +131,9 @@ class Node::ValueHooks final : public VariableOps::Host {
     return n_.recorder_->samples_per_step(g);
   }
   bool client_dead(int g) const override { return n_.graph_dead_[size_t(g)]; }
+  void evaluation_due(int64_t global_step, double at_s) override {
+    if (n_.objective_gather_) n_.objective_gather_->evaluate(global_step, at_s);
+  }
 
  private:
   Node& n_;
@@ -232,6 +235,8 @@ class Node::JobHooks final : public JobControl::Host {
   void job_ended(double end_s) override;
 
  private:
+  // The final save of the variables (when the run keeps checkpoints), then the stop.
+  void save_final_and_stop();
   Node& n_;
 };
 
@@ -271,6 +276,21 @@ class Node::CollectiveHooks final : public CollectiveOps::Host {
 };
 
 // Every part's adapter, built with the node (before its parts).
+class Node::ObjectiveHooks final : public ObjectiveGather::Host {
+ public:
+  explicit ObjectiveHooks(Node& n) : n_(n) {}
+  core::TraceRecorder& recorder() override { return *n_.recorder_; }
+  void send_frame(uint32_t peer, FrameType type, int64_t step,
+                  const std::string& payload) override {
+    n_.send_frame(peer, type, step, 0, payload);
+  }
+  bool live(uint32_t task) const override { return n_.live(task); }
+  bool stopping() const override { return n_.stopping_; }
+
+ private:
+  Node& n_;
+};
+
 struct Node::Hooks {
   explicit Hooks(Node& n)
       : clock(n),
@@ -282,7 +302,8 @@ struct Node::Hooks {
         waves(n),
         steps(n),
         job(n),
-        collectives(n) {}
+        collectives(n),
+        objective(n) {}
   ClockHooks clock;
   GatherHooks gather;
   SaverHooks saver;
@@ -293,6 +314,7 @@ struct Node::Hooks {
   StepHooks steps;
   JobHooks job;
   CollectiveHooks collectives;
+  ObjectiveHooks objective;
 };
 
 }  // namespace replisim::real::detail

@@ -175,7 +175,7 @@ Node::Node(const NodeSetup& setup)
     restorer_->own_frames(router_);
   }
   open_trace();
-  open_objective(ps_shard);
+  open_objective();
   vars_->open_sync_queues(*recorder_);
   if (collectives_) collectives_->open(*recorder_);
   configure_blas();
@@ -262,16 +262,39 @@ void Node::open_trace() {
 
 // The objective's arithmetic runs in the processes of the workers and PSes that compute it
 // (ObjectiveValues::computed), never in another (a coordinator alone reads no data).
-void Node::open_objective(int ps_shard) {
+void Node::open_objective() {
   if (!ObjectiveValues::computed(plan_)) return;
-  std::vector<int> graphs;  // the worker graphs whose client runs here
+  std::vector<int> graphs;  // the client graphs whose gradients are computed here
   for (const Part& p : steps_->parts()) {
-    if (p.owner && p.index < int(plan_.clients.size())) graphs.push_back(p.index);
+    if (p.index < int(plan_.clients.size()) && StepRunner::computes_objective(plan_, p)) {
+      graphs.push_back(p.index);
+    }
   }
-  if (graphs.empty() && !(ps_shard >= 0 && vars_->store())) return;
+  if (graphs.empty() && !vars_->store()) return;
   objective_ = std::make_unique<ObjectiveValues>(plan_, graphs);
+  // An all-reduce rank computes at its own copy's values.
+  if (collectives_) objective_->compute_at(vars_->store());
   steps_->set_objective(objective_.get());
-  vars_->set_objective(objective_.get(), ObjectiveValues::evaluated(plan_), !resume_);
+  vars_->set_objective(objective_.get(), ObjectiveValues::evaluated(plan_));
+  if (collectives_) collectives_->set_objective(objective_.get());
+  if (!ObjectiveValues::evaluated(plan_)) return;
+  // The evaluator (the task that holds global_step) and the parameter servers that answer it.
+  ObjectiveGather::Setup gather{
+      &plan_, objective_.get(), vars_->store(), self_, uint32_t(map_.coordinator_task), {}};
+  gather.holder_of.assign(plan_.variables.size(), -1);
+  for (size_t v = 1; v < plan_.variables.size(); ++v) {
+    if (objective_->layout().slice(int(v)).size == 0) continue;
+    const int ps = plan_.variables[v].ps;
+    gather.holder_of[v] = ps >= 0 ? map_.task_of_role[size_t(plan_.ps_roles[size_t(ps)])]
+                                  : int(gather.evaluator);  // all-reduce: the chief rank's copy
+  }
+  const bool holds = std::find(gather.holder_of.begin(), gather.holder_of.end(), int(self_)) !=
+                     gather.holder_of.end();
+  if (!vars_->evaluates() && !holds) return;
+  objective_gather_.emplace(hooks_->objective, std::move(gather));
+  objective_gather_->own_frames(router_);
+  // The initial values at the run's t = 0, as the simulation records them (not a restart's).
+  if (vars_->evaluates() && !resume_) objective_gather_->evaluate_initial();
 }
 
 std::string Node::describe() const {

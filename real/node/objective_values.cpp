@@ -83,8 +83,9 @@ ObjectiveValues::ObjectiveValues(const core::Plan& plan, const std::vector<int>&
   const std::vector<float> initial = setup_->initial_values();
   for (int c : graphs) {
     Worker& w = workers_[size_t(c)];
+    w.sub_batches = core::objective_sub_batches(plan, plan.clients[size_t(c)]);
     w.snapshot = initial;
-    w.batches.emplace(setup_->batches(c, plan.objective.batch));
+    w.batches.emplace(setup_->batches(c, plan.objective.batch * w.sub_batches));
   }
 }
 
@@ -160,12 +161,25 @@ void ObjectiveValues::take_reads(const Part& p, Worker& w) const {
   }
 }
 
+void ObjectiveValues::keep_reads(const Part& p) {
+  if (size_t(p.index) >= workers_.size()) return;
+  Worker& w = workers_[size_t(p.index)];
+  if (w.batches && !replica_) take_reads(p, w);
+}
+
 std::shared_ptr<const std::vector<float>> ObjectiveValues::step_gradient(const Part& p) {
   Worker& w = workers_[size_t(p.index)];
   if (w.gradient_step != p.step || !w.gradient) {
-    take_reads(p, w);
+    if (replica_) {
+      for (size_t v = 1; v < plan_.variables.size(); ++v) {
+        const core::ValueSlice& s = layout_.slice(int(v));
+        if (s.size > 0) replica_->read_front(int(v), w.snapshot.data() + s.offset, s.size);
+      }
+    } else {
+      take_reads(p, w);
+    }
     w.gradient = std::make_shared<const std::vector<float>>(
-        setup_->model().loss_and_gradient(w.snapshot, w.batches->next()).gradient);
+        setup_->model().loss_and_gradient(w.snapshot, w.batches->next(), w.sub_batches).gradient);
     w.gradient_step = p.step;
   }
   return w.gradient;

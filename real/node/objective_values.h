@@ -53,8 +53,8 @@ class ObjectiveLayout {
 class ObjectiveValues {
  public:
   // Whether a real run computes the plan's objective, and evaluates it
-  // (core::objective_computed_by_real_run, objective_evaluated_by_real_run): with several
-  // parameter servers no process holds all the values.
+  // (core::objective_computed_by_real_run, objective_evaluated_by_real_run; the evaluations:
+  // objective_gather.h).
   static bool computed(const core::Plan& plan);
   static bool evaluated(const core::Plan& plan);
   // Checks, without reading the data, that each variable's buffer holds its slice of the proxy
@@ -63,8 +63,13 @@ class ObjectiveValues {
   static void check(const core::Plan& plan, const std::string& file);
 
   // Makes or reads the data and builds the model (core::ObjectiveSetup, one shard per worker);
-  // `graphs`: the worker graphs (Plan::clients indexes) whose client runs in this process, each
-  // given its batches. Throws core::InputError for data that cannot be read.
+  // `graphs`: the client graphs (Plan::clients indexes) whose gradients this process computes,
+  // each given its batches (objective.batch samples, times the towers of an in-graph client:
+  // core::objective_sub_batches). An in-graph client's graph is computed in every process that
+  // runs one of its towers' backward ops, each at the values its own reads brought and on the
+  // same batches: every tower's process computes the towers' average, as the simulator does, so
+  // the aggregation's average of these equal gradients is that average again. Throws
+  // core::InputError for data that cannot be read.
   ObjectiveValues(const core::Plan& plan, const std::vector<int>& graphs);
   ObjectiveValues(const ObjectiveValues&) = delete;
   ObjectiveValues& operator=(const ObjectiveValues&) = delete;
@@ -72,8 +77,12 @@ class ObjectiveValues {
   const ObjectiveLayout& layout() const { return layout_; }
   const core::ObjectiveSetup& setup() const { return *setup_; }
 
-  // A PS: its variables' first floats from ObjectiveSetup::initial_values().
+  // A PS, or an all-reduce rank's copy: its variables' first floats from
+  // ObjectiveSetup::initial_values().
   void initialise(core::ParameterStore& store) const;
+  // An all-reduce rank: its gradients are computed at the values of `store` (the rank's own copy,
+  // which outlives this object), read at the step's first backward op; there are no reads.
+  void compute_at(const core::ParameterStore* store) { replica_ = store; }
   // A PS's read of `key`: its members' buffers end to end (thread-safe).
   std::shared_ptr<core::Bytes> read_tensor(const core::ParameterStore& store, int key) const;
   // The learning rate of an apply at `global_step` of a gradient read at `global_step_read`
@@ -88,9 +97,13 @@ class ObjectiveValues {
 
   // A worker: the proxy's gradient of graph g's step in progress, computed at its first call in
   // the step (its first backward op), at the snapshot that step's reads brought (the values of
-  // variables no read brought stay those of the last read), on the worker's next batch. Network
-  // thread only.
+  // variables no read brought stay those of the last read; an all-reduce rank's: its copy's
+  // values, compute_at), on the worker's next batch. Network thread only.
   std::shared_ptr<const std::vector<float>> step_gradient(const Part& p);
+  // Graph g's step ends here: the values its reads brought since the backward pass (a
+  // distributed_replicated worker refreshes its copies after the applies) stay the snapshot for
+  // the next step's gradient. Network thread only; nothing for a graph not computed here.
+  void keep_reads(const Part& p);
   // Key `key`'s gradient tensor of backward op `op` of graph g at `step` into out[0,
   // tensor_floats(key)): core::fill_gradient's pattern with each member's slice of `gradient`
   // in its first floats (thread-safe).
@@ -99,6 +112,7 @@ class ObjectiveValues {
 
  private:
   struct Worker {
+    int sub_batches = 1;
     std::vector<float> snapshot;
     std::shared_ptr<const std::vector<float>> gradient;
     int64_t gradient_step = -1;
@@ -110,6 +124,7 @@ class ObjectiveValues {
   std::unique_ptr<core::ObjectiveSetup> setup_;
   ObjectiveLayout layout_;
   std::vector<Worker> workers_;  // per plan client (only this process's have batches)
+  const core::ParameterStore* replica_ = nullptr;
 };
 
 }  // namespace replisim::real::detail

@@ -38,6 +38,8 @@ bool Quiescence::counted(FrameType type) {
     case uint16_t(channel::kStopAsk):
     case uint16_t(channel::kStopReply):
     case uint16_t(channel::kStopLimit):
+    case uint16_t(channel::kValuesAsk):
+    case uint16_t(channel::kValues):
       return true;
     default:
       return false;

@@ -41,6 +41,7 @@
 #include "real/node/frame_router.h"
 #include "real/node/job_control.h"
 #include "real/node/node.h"
+#include "real/node/objective_gather.h"
 #include "real/node/objective_values.h"
 #include "real/node/part.h"
 #include "real/node/payload.h"
@@ -84,7 +85,7 @@ class Node : public Mesh::Handler {
   // Set-up (node_setup.cpp).
   std::vector<uint32_t> peers() const;
   void open_trace();
-  void open_objective(int ps_shard);
+  void open_objective();
   void flush_trace_every(double period_s);  // launched nodes: what a kill -9 leaves readable
   void watch_cancel();
   std::string describe() const;  // "worker1 (task worker1 on 127.0.0.1) at step 3"
@@ -118,6 +119,7 @@ class Node : public Mesh::Handler {
   class StepHooks;
   class JobHooks;
   class CollectiveHooks;
+  class ObjectiveHooks;
   struct Hooks;
   void background(std::function<void()> work, std::function<void()> done);
   bool live(uint32_t task) const { return !task_dead_[task]; }
@@ -165,6 +167,9 @@ class Node : public Mesh::Handler {
   std::optional<VariableOps> vars_;
   // All-reduce plans: this task's ranks of the collectives (collective_ops.h).
   std::optional<CollectiveOps> collectives_;
+  // The objective's evaluations, on the task that holds global_step and the parameter servers
+  // that answer it (objective_gather.h).
+  std::optional<ObjectiveGather> objective_gather_;
   // Clocks.
   double origin_local_s_ = 0;  // the run's t = 0 on this machine's clock
   // The job's control: start, progress, the clients' ends (job_control.h); global_step as this

@@ -31,6 +31,16 @@ DeviceEngine& StepRunner::engine(int device) {
 // backward op fills its gradients with core::fill_gradient's pattern; with a training objective,
 // a worker's first backward op of a step computes the proxy's gradient (on this thread) and
 // every backward op puts it in the first floats of its gradients (ObjectiveValues::fill_tensor).
+bool StepRunner::computes_objective(const core::Plan& plan, const Part& p) {
+  if (p.owner) return true;
+  if (clients_are_workers(plan)) return false;
+  // An in-graph tower's process (objective_values.h).
+  for (size_t k = 0; k < p.graph->ops.size(); ++k) {
+    if (p.mine[k] && p.graph->ops[k].kind == OpKind::kBackward) return true;
+  }
+  return false;
+}
+
 void StepRunner::compute(int g, int op_index) {
   Part& p = parts_[size_t(g)];
   const Op& op = p.graph->ops[size_t(op_index)];
@@ -38,7 +48,8 @@ void StepRunner::compute(int g, int op_index) {
   const double flop = op.compute_flop;
   const int threads = setup_.threads;
   std::shared_ptr<const std::vector<float>> proxy;
-  if (objective_ && op.kind == OpKind::kBackward && p.owner && g < int(plan_.clients.size())) {
+  if (objective_ && op.kind == OpKind::kBackward && g < int(plan_.clients.size()) &&
+      computes_objective(plan_, p)) {
     proxy = objective_->step_gradient(p);
   }
   std::vector<std::pair<int, size_t>> fills;  // (variable, floats) of a backward op

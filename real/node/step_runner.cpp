@@ -8,6 +8,7 @@
 #include "core/base/json_cursor.h"  // join_names
 #include "core/values/gradient_flow.h"
 #include "real/compute/gpu.h"
+#include "real/node/objective_values.h"
 #include "real/node/payload.h"
 #include "real/node/tensor_transfers.h"
 
@@ -208,6 +209,7 @@ void StepRunner::part_done(Part& p) {
   const int64_t now = host_.global_step_here();
   host_.send_frame(p.owner_task, channel::kDone, p.step, uint64_t(p.index),
                    pack_i64({p.global_step_read, now}));
+  if (objective_) objective_->keep_reads(p);  // reads after the backward pass (an in-graph tower)
   std::fill(p.out.begin(), p.out.end(), nullptr);
   for (auto& g : p.gradients) g.clear();
 }
@@ -219,6 +221,9 @@ void StepRunner::maybe_finish_step(Part& p) {
 // Every part of the owner's step is done: the step is over.
 void StepRunner::finish_step(Part& p) {
   p.active = false;
+  // Reads after the backward pass (distributed_replicated's copies, refreshed at the step's end)
+  // are the next step's values.
+  if (objective_) objective_->keep_reads(p);
   std::fill(p.out.begin(), p.out.end(), nullptr);
   for (auto& g : p.gradients) g.clear();
   if (p.global_step_read >= 0) p.read_seen = p.global_step_read;

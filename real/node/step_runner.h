@@ -110,6 +110,9 @@ class StepRunner : public core::StepHost {
   // The training objective (objective_values.h; null: none): a worker's backward ops put the
   // proxy's gradient in the first floats of their gradients. Not owned; outlives the runner.
   void set_objective(ObjectiveValues* objective) { objective_ = objective; }
+  // Whether this task computes the objective's gradients of part `p`'s graph: the task runs its
+  // client (a worker, an all-reduce rank), or one of an in-graph client's towers.
+  static bool computes_objective(const core::Plan& plan, const Part& p);
   // The tensors in and out (tensor_transfers.h).
   TensorTransfers& transfers() { return *transfers_; }
   // Graph g's client died: its step in progress is dropped, as the simulation drops a dead

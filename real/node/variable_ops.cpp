@@ -44,31 +44,22 @@ VariableOps::VariableOps(Host& host, const core::Plan& plan, core::ClientLoop& l
   if (ps_shard_ >= 0 || replica) store_ = std::make_unique<ParameterStore>(plan_, ps_shard_);
 }
 
-void VariableOps::set_objective(ObjectiveValues* objective, bool evaluates, bool initial) {
+void VariableOps::set_objective(ObjectiveValues* objective, bool evaluates) {
   objective_ = objective;
   evaluates_ = evaluates && store_ && store_->holds_global_step();
-  if (!objective_ || !store_ || replica_) return;
+  if (replica_) {  // an all-reduce rank: only the chief's task, which counts the global steps
+    evaluates_ = evaluates_ && std::any_of(parts_.begin(), parts_.end(), [](const Part& p) {
+                   return p.owner && p.graph->global_step_op >= 0;
+                 });
+  }
+  if (!objective_ || !store_) return;
   objective_->initialise(*store_);
-  // The initial values at the run's t = 0, as the simulation records them.
-  if (evaluates_ && initial) record_evaluation(0.0);
 }
 
 size_t VariableOps::gradient_floats(int v) const {
   if (v < 0) return 0;
   return objective_ ? objective_->layout().tensor_floats(v)
                     : float_count(plan_.variables[size_t(v)].bytes);
-}
-
-void VariableOps::record_evaluation(double at_s) {
-  if (diverged_) return;
-  const core::ValueEvaluation e = objective_->evaluate(*store_, store_->global_step);
-  if (!e.finite()) {  // a trace counter cannot hold it; the report shows the last finite one
-    diverged_ = true;
-    std::fprintf(stderr, "%s\n", core::diverged_note(e.global_step).c_str());
-    return;
-  }
-  host_.recorder().counter("loss", at_s, e.result.loss);
-  host_.recorder().counter("accuracy", at_s, e.result.accuracy);
 }
 
 void VariableOps::open_sync_queues(core::TraceRecorder& recorder) {
@@ -212,9 +203,14 @@ void VariableOps::apply(int g, int op_index) {
   const int64_t step = p.step;
   // The objective's rate: the schedule's at global_step now, staleness-aware from the global
   // step this task saw the worker's step begin with (Part::global_step_read; -1 on a PS without
-  // global_step, which knows neither: staleness 0 and global_step as it last heard of it).
+  // global_step, which knows neither: staleness 0 and global_step as it last heard of it). The
+  // chief's sync op and an all-reduce rank apply an average of fresh gradients: staleness 0, as
+  // the simulator's value engine has it.
+  const bool own_gradient = !replica_ && g < int(plan_.clients.size());
   const float rate =
-      objective_ ? float(objective_->learning_rate(global_step(), p.global_step_read)) : 0.0f;
+      objective_
+          ? float(objective_->learning_rate(global_step(), own_gradient ? p.global_step_read : -1))
+          : 0.0f;
   host_.run_for_step(
       host_.engine(op.device), g, step,
       [this, store = store_.get(), v = op.variable, n, gradient, times, rate,
@@ -248,7 +244,7 @@ void VariableOps::accumulate(int g, int op_index) {
     for (int in : op.inputs) {
       if ((gradient = value_for(p, in, v))) break;
     }
-    const size_t n = float_count(plan_.variables[size_t(v)].bytes);
+    const size_t n = gradient_floats(v);
     std::vector<float>& sum = accumulator_[size_t(v)];
     if (sum.size() != n) sum.assign(n, 0.0f);
     const size_t m = floats_in(gradient, n);
@@ -274,7 +270,7 @@ void VariableOps::sync_complete(int c, int op_index) {
     // take_grad: the mean of the gradients accumulated since the last take; the accumulator
     // starts again from zero.
     const int v = op.variable;
-    const size_t n = float_count(plan_.variables[size_t(v)].bytes);
+    const size_t n = gradient_floats(v);
     auto mean = std::make_shared<Bytes>(4 * n);
     float* out = reinterpret_cast<float*>(mean->data());
     std::vector<float>& sum = accumulator_[size_t(v)];
@@ -333,7 +329,7 @@ void VariableOps::increment_global_step(int g, int op_index) {
                             samples);
     host_.update_made(g, at_s, store_->global_step, samples);
     if (evaluates_ && store_->global_step % plan_.objective.evaluate_every_steps == 0) {
-      record_evaluation(at_s);
+      host_.evaluation_due(store_->global_step, at_s);
     }
   }
   loop_.complete(g, op_index);

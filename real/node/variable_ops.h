@@ -50,6 +50,9 @@ class VariableOps : public core::SyncHost {
     // job's live ranks' batches.
     virtual int update_samples(int g) const = 0;
     virtual bool client_dead(int g) const = 0;
+    // The objective's values are due an evaluation: the update that made global_step
+    // `global_step` at `at_s` (objective_gather.h).
+    virtual void evaluation_due(int64_t global_step, double at_s) = 0;
   };
 
   // `ps_shard`: the index into Plan::ps_roles of the parameter server this task runs (-1: none).
@@ -70,11 +73,12 @@ class VariableOps : public core::SyncHost {
 
   // The training objective (objective_values.h; not owned, outlives this): a PS's variables
   // start from the proxy's initial values, its reads send a key's members end to end, its
-  // applies update the proxy's floats by the objective's learning rule. `evaluates`: this task
-  // holds every variable and global_step (ObjectiveValues::evaluated): it evaluates the values
-  // every evaluate_every_steps global steps, and at once when `initial` (the first
-  // incarnation), and records the "loss" and "accuracy" counters.
-  void set_objective(ObjectiveValues* objective, bool evaluates, bool initial);
+  // applies update the proxy's floats by the objective's learning rule. `evaluates`: the run
+  // evaluates the objective (ObjectiveValues::evaluated); this task does when it holds
+  // global_step (an all-reduce plan's: the chief rank's task), every evaluate_every_steps global
+  // steps (Host::evaluation_due).
+  void set_objective(ObjectiveValues* objective, bool evaluates);
+  bool evaluates() const { return evaluates_; }
 
   core::ParameterStore* store() { return store_.get(); }
   int ps_shard() const { return ps_shard_; }
@@ -108,7 +112,6 @@ class VariableOps : public core::SyncHost {
   void accumulate(int g, int op);
   void local_step_from_token(int g, int op);
   void increment_global_step(int g, int op);
-  void record_evaluation(double at_s);
   // The floats of variable v's gradient tensor (a key's members end to end with an objective).
   size_t gradient_floats(int v) const;
 
@@ -129,7 +132,6 @@ class VariableOps : public core::SyncHost {
   double last_update_s_ = 0;
   ObjectiveValues* objective_ = nullptr;
   bool evaluates_ = false;
-  bool diverged_ = false;  // an evaluation was not finite: none is recorded after it
 };
 
 }  // namespace replisim::real::detail

@@ -8,6 +8,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,8 @@
 #include "real/node/checkpoint_saver.h"
 #include "real/node/collective_ops.h"
 #include "real/node/job_control.h"
+#include "real/node/objective_gather.h"
+#include "real/node/objective_values.h"
 #include "real/node/payload.h"
 #include "real/node/restorer.h"
 #include "real/node/steady_stop.h"
@@ -938,6 +941,7 @@ class NodePartsValueHost : public VariableOps::Host {
   }
   int update_samples(int g) const override { return recorder_.samples_per_step(g); }
   bool client_dead(int) const override { return false; }
+  void evaluation_due(int64_t, double) override {}
 
   int64_t seen = 0;
   std::vector<std::vector<double>> updates;
@@ -1263,6 +1267,126 @@ TEST(ElasticSync, AMalformedSyncIsThePeersError) {
   EXPECT_EQ(node_parts_refusal(
                 [&] { node_parts_route(root.router, other_task, channel::kElasticSynced, 1, 0); }),
             "elastic synced frame answering no sync sent");
+}
+
+// The objective's evaluations over two parameter servers (objective_gather.h): the task holding
+// global_step asks the other for its slices, evaluates once it answered, records the counters at
+// the update's instant, and the job's end waits for the answer; a values frame that breaks the
+// protocol is one line naming it.
+class NodePartsGatherHost final : public ObjectiveGather::Host {
+ public:
+  explicit NodePartsGatherHost(core::TraceRecorder& recorder) : recorder_(recorder) {}
+  core::TraceRecorder& recorder() override { return recorder_; }
+  void send_frame(uint32_t peer, FrameType type, int64_t step,
+                  const std::string& payload) override {
+    sent.push_back({peer, type, step, 0, payload, 0});
+  }
+  bool live(uint32_t task) const override { return dead.count(task) == 0; }
+  bool stopping() const override { return false; }
+  std::vector<NodePartsSent> sent;
+  std::set<uint32_t> dead;
+
+ private:
+  core::TraceRecorder& recorder_;
+};
+
+TEST(NodeParts, TheEvaluatorGathersTheOtherParameterServersSlices) {
+  nlohmann::json objective = {{"data",
+                               {{"set", "synthetic"},
+                                {"samples", 256},
+                                {"test_samples", 64},
+                                {"features", 16},
+                                {"classes", 4},
+                                {"seed", 3}}},
+                              {"model", "softmax"},
+                              {"learning_rate", 0.5},
+                              {"batch", 8},
+                              {"evaluate_every", 4},
+                              {"target", {{"accuracy", 0.9}}},
+                              {"timing", "scenario"},
+                              {"seed", 7}};
+  NodePartsTask task(
+      node_parts_plan({{"sync", "async"}, {"ps", {"ps/cpu", "w1/cpu"}}, {"objective", objective}}),
+      0);
+  const core::Plan& plan = task.plan;
+  ASSERT_EQ(plan.ps_roles.size(), 2u);
+  ObjectiveValues values(plan, {});
+  ParameterStore ps0(plan, 0), ps1(plan, 1);
+  values.initialise(ps0);
+  values.initialise(ps1);
+  const uint32_t evaluator = uint32_t(task.map.coordinator_task);
+  const uint32_t other = uint32_t(task.map.task_of_role[size_t(plan.ps_roles[1])]);
+  ASSERT_NE(evaluator, other);
+  std::vector<int> holder_of(plan.variables.size(), -1);
+  for (size_t v = 1; v < plan.variables.size(); ++v) {
+    holder_of[v] = plan.variables[v].ps == 0 ? int(evaluator) : int(other);
+  }
+  const ParameterStore& own = plan.variables[0].ps == 0 ? ps0 : ps1;
+  const ParameterStore& theirs = plan.variables[0].ps == 0 ? ps1 : ps0;
+  NodePartsGatherHost eval_host(*task.recorder), other_host(*task.recorder);
+  ObjectiveGather gather(eval_host, {&plan, &values, &own, evaluator, evaluator, holder_of});
+  ObjectiveGather answer(other_host, {&plan, &values, &theirs, other, evaluator, holder_of});
+  FrameRouter eval_router, other_router;
+  gather.own_frames(eval_router);
+  answer.own_frames(other_router);
+
+  gather.evaluate(4, 0.25);
+  ASSERT_EQ(eval_host.sent.size(), 1u);
+  EXPECT_EQ(eval_host.sent[0].peer, other);
+  EXPECT_EQ(eval_host.sent[0].type, channel::kValuesAsk);
+  bool idle = false;
+  gather.when_idle([&] { idle = true; });
+  EXPECT_FALSE(idle);  // the answer is on its way
+  ASSERT_TRUE(node_parts_route(other_router, evaluator, channel::kValuesAsk, 4, 0));
+  ASSERT_EQ(other_host.sent.size(), 1u);
+  const NodePartsSent& reply = other_host.sent[0];
+  EXPECT_EQ(reply.type, channel::kValues);
+  // A values frame of another length, for a step nobody asked, or from a task that holds
+  // nothing: each one line.
+  EXPECT_NE(node_parts_refusal([&] {
+              node_parts_route(eval_router, other, channel::kValues, 4, 0, reply.payload + "x");
+            }).find("values frame of another length"),
+            std::string::npos);
+  EXPECT_NE(node_parts_refusal([&] {
+              node_parts_route(eval_router, other, channel::kValues, 8, 0, reply.payload);
+            }).find("values frame for an evaluation that did not ask it"),
+            std::string::npos);
+  EXPECT_NE(node_parts_refusal([&] {
+              node_parts_route(eval_router, evaluator + other + 1, channel::kValues, 4, 0,
+                               reply.payload);
+            }).find("values frame not from a parameter server"),
+            std::string::npos);
+  EXPECT_NE(node_parts_refusal([&] {
+              node_parts_route(other_router, other + 7, channel::kValuesAsk, 4, 0);
+            }).find("values ask frame not from the task that holds global_step"),
+            std::string::npos);
+  EXPECT_FALSE(idle);
+  ASSERT_TRUE(node_parts_route(eval_router, other, channel::kValues, 4, 0, reply.payload));
+  EXPECT_TRUE(idle);
+  // The evaluation of the initial values (both stores hold them), at the update's instant.
+  const core::ValueEvaluation expected =
+      values.setup().evaluate(values.setup().initial_values(), 4);
+  const core::Trace& trace = task.builder.traces().back();
+  const uint32_t loss_name = trace.find("loss");
+  int loss = 0;
+  for (const core::CounterSample& c : trace.counters) {
+    if (c.name == loss_name) {
+      ++loss;
+      EXPECT_EQ(c.time_s, 0.25);
+      EXPECT_EQ(c.value, expected.result.loss);
+    }
+  }
+  EXPECT_EQ(loss, 1);
+  // A holder's death drops what waits for it; later evaluations are not made.
+  gather.evaluate(8, 0.5);
+  gather.task_died(other);
+  eval_host.dead.insert(other);
+  bool idle_again = false;
+  gather.when_idle([&] { idle_again = true; });
+  EXPECT_TRUE(idle_again);
+  const size_t asks = eval_host.sent.size();
+  gather.evaluate(12, 0.75);
+  EXPECT_EQ(eval_host.sent.size(), asks);
 }
 
 }  // namespace

@@ -1,8 +1,11 @@
-// training.objective in real runs (issue 40; real/node/objective_values.h): the worker and PS
-// processes compute the proxy's SGD arithmetic. One async worker gives the simulator's curve bit
-// for bit (both are plain sequential SGD); two workers learn, evaluate at the global steps due
-// and the report gives the time to target; an objective a real run cannot carry is one line.
+// training.objective in real runs (issue 40; real/node/objective_values.h): the worker, PS and
+// all-reduce rank processes compute the proxy's SGD arithmetic, for every strategy. One async
+// worker gives the simulator's curve bit for bit (both are plain sequential SGD), as do one sync
+// worker, two in-graph towers and two all-reduce ranks; two workers learn, evaluate at the global
+// steps due and the report gives the time to target; with two parameter servers the one holding
+// global_step evaluates with the other's values; an objective a real run cannot carry is one line.
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -173,33 +176,39 @@ TEST(RealObjective, TwoAsyncWorkersLearnAndTheReportGivesTheTimeToTarget) {
 }
 
 // Two parameter servers (a on ps1, b and global_step on ps0): each applies the proxy's updates to
-// the floats it holds, but no process holds them all, so nothing is evaluated and the trace has
-// no target; the plan's note says so.
-TEST(RealObjective, SeveralParameterServersComputeWithoutEvaluating) {
+// the floats it holds; ps0's process evaluates with ps1's slices, which it asks for at each
+// evaluation. The last evaluation comes after every apply (the job's end waits for its answer):
+// it is the evaluation of the values the run ended with.
+TEST(RealObjective, SeveralParameterServersEvaluateWithEachOnesValues) {
   const core::Plan plan =
       core::compile_plan(test::parse(scenario(2, {{"sync", "async"},
-                                                  {"steps", 6},
+                                                  {"steps", 12},
                                                   {"ps", {"ps/cpu", "w1/cpu"}},
-                                                  {"objective", synthetic_objective(0.9)}})),
+                                                  {"objective", synthetic_objective(0.6)}})),
                          "between_graph", {1});
   ASSERT_EQ(plan.ps_roles.size(), 2u);
   ASSERT_NE(plan.variables[1].ps, plan.variables[2].ps);
-  ASSERT_TRUE(core::objective_computed_by_real_run(plan));
-  ASSERT_FALSE(core::objective_evaluated_by_real_run(plan));
+  ASSERT_TRUE(core::objective_evaluated_by_real_run(plan));
   const RealRun run = run_real(plan);
-  EXPECT_TRUE(evaluations(run.trace).empty());
-  EXPECT_TRUE(run.trace.meta.objective_target.empty());
-  EXPECT_FALSE(core::compute_metrics(run.trace).objective.has_value());
+  const std::vector<Evaluation> measured = evaluations(run.trace);
+  ASSERT_EQ(measured.size(), 1u + 2 * 12 / 4);
+  for (size_t i = 0; i < measured.size(); ++i) {
+    EXPECT_EQ(measured[i].global_step, int64_t(4 * i)) << "evaluation " << i;
+  }
+  EXPECT_LT(measured.back().loss, 0.8 * measured.front().loss);
+  EXPECT_FALSE(run.trace.meta.objective_target.empty());
+  ASSERT_TRUE(core::compute_metrics(run.trace).objective.has_value());
   bool noted = false;
   for (const std::string& n : run.trace.meta.notes) {
-    noted |= n.find("records no loss or accuracy") != std::string::npos;
+    noted |= n.find("a round trip after the update") != std::string::npos;
   }
   EXPECT_TRUE(noted);
-  // Each variable's first floats moved from the proxy's initial values by its updates.
+  // The values the run ended with, from each variable's first floats.
   const core::ObjectiveSetup setup(plan.objective, 2);
   const std::vector<float> initial = setup.initial_values();
   const std::vector<core::ValueSlice> slices =
       core::proportional_slices(plan.variables, initial.size());
+  std::vector<float> final_values = initial;
   for (int v : {1, 2}) {
     const core::CheckpointTensor* t = run.final.find(v);
     ASSERT_NE(t, nullptr);
@@ -208,11 +217,115 @@ TEST(RealObjective, SeveralParameterServersComputeWithoutEvaluating) {
     ASSERT_GE(t->values.size(), s.size);
     size_t moved = 0;
     for (size_t i = 0; i < s.size; ++i) {
-      EXPECT_TRUE(std::isfinite(t->values[i]));
+      final_values[s.offset + i] = t->values[i];
       moved += t->values[i] != initial[s.offset + i];
     }
     EXPECT_GT(moved, s.size / 2) << plan.variables[size_t(v)].name;
   }
+  const core::ValueEvaluation last = setup.evaluate(final_values, 24);
+  EXPECT_EQ(measured.back().loss, last.result.loss);  // bitwise
+  EXPECT_EQ(measured.back().accuracy, last.result.accuracy);
+}
+
+// The real run's curve against the simulator's: the same global steps, bitwise the same loss and
+// accuracy (each gradient from the same batch at the same values, each average of the same
+// gradients: a sum of two floats does not depend on their order).
+void expect_the_simulators_curve(const core::Plan& plan, const RealRun& real) {
+  const std::vector<Evaluation> measured = evaluations(real.trace);
+  const std::vector<Evaluation> simulated = evaluations(test::run_plan(plan));
+  ASSERT_EQ(measured.size(), simulated.size());
+  ASSERT_GE(measured.size(), 3u);
+  for (size_t i = 0; i < measured.size(); ++i) {
+    EXPECT_EQ(measured[i].global_step, simulated[i].global_step) << "evaluation " << i;
+    EXPECT_EQ(measured[i].loss, simulated[i].loss) << "evaluation " << i;
+    EXPECT_EQ(measured[i].accuracy, simulated[i].accuracy) << "evaluation " << i;
+  }
+  EXPECT_LT(measured.back().loss, 0.9 * measured.front().loss);  // it learned
+  bool noted = false;
+  for (const std::string& n : real.trace.meta.notes) {
+    noted |= n.find("a real run computes it too") != std::string::npos;
+  }
+  EXPECT_TRUE(noted);
+}
+
+// Synchronous training (SyncReplicasOptimizer): the PS's accumulators keep each fresh gradient,
+// the chief's take averages them and its apply updates. One worker gives the simulator's curve
+// bit for bit — not sequential SGD: the token queue's initial token lets the worker's second step
+// run at the initial values, and that gradient arrives stale and is dropped, in both. Two workers
+// learn: which gradients arrive stale depends on the run's timing, so only the shape is checked.
+TEST(RealObjective, SyncWorkersComputeTheSimulatorsCurve) {
+  const core::Plan one = core::compile_plan(
+      test::parse(
+          scenario(1, {{"sync", "sync"}, {"steps", 12}, {"objective", synthetic_objective(0.99)}})),
+      "between_graph", {1});
+  ASSERT_TRUE(core::objective_evaluated_by_real_run(one));
+  expect_the_simulators_curve(one, run_real(one));
+  const core::Plan two = core::compile_plan(
+      test::parse(
+          scenario(2, {{"sync", "sync"}, {"steps", 12}, {"objective", synthetic_objective(0.99)}})),
+      "between_graph", {1});
+  const std::vector<Evaluation> measured = evaluations(run_real(two).trace);
+  ASSERT_EQ(measured.size(), 1u + 12 / 4);
+  for (size_t i = 0; i < measured.size(); ++i) {
+    EXPECT_EQ(measured[i].global_step, int64_t(4 * i)) << "evaluation " << i;
+  }
+  EXPECT_LT(measured.back().loss, 0.8 * measured.front().loss);
+}
+
+// distributed_replicated: each worker's copies come from the PS at the end of each step (after
+// the applies) and its own gradient is applied there; one worker is sequential SGD.
+TEST(RealObjective, DistributedReplicatedComputesSequentialSgdWithOneWorker) {
+  const core::Plan plan =
+      core::compile_plan(test::parse(scenario(1, {{"sync", "distributed_replicated"},
+                                                  {"steps", 12},
+                                                  {"objective", synthetic_objective(0.99)}})),
+                         "between_graph", {1});
+  ASSERT_TRUE(core::objective_evaluated_by_real_run(plan));
+  const RealRun real = run_real(plan);
+  expect_bitwise(evaluations(real.trace), sequential_sgd(plan, 12), 4);
+}
+
+// In-graph over two towers on two machines: each tower's process computes the towers' average
+// at the values it received, the aggregation averages those, and the client's apply updates the
+// PS: the simulator's curve, whose one gradient per step cuts objective.batch x 2 samples in two.
+TEST(RealObjective, InGraphTowersComputeTheSimulatorsCurve) {
+  const core::Plan plan = core::compile_plan(
+      test::parse(scenario(2, {{"steps", 12}, {"objective", synthetic_objective(0.99)}})),
+      "in_graph", {1});
+  ASSERT_EQ(core::objective_sub_batches(plan, plan.clients.front()), 2);
+  ASSERT_TRUE(core::objective_evaluated_by_real_run(plan));
+  expect_the_simulators_curve(plan, run_real(plan));
+}
+
+// All-reduce over two ranks: each computes at its own copy, the ring averages the gradients and
+// each rank applies the average to its copy; the chief's copy is evaluated.
+TEST(RealObjective, AllReduceRanksComputeTheSimulatorsCurve) {
+  const core::Plan plan =
+      core::compile_plan(test::parse(scenario(2, {{"steps", 12},
+                                                  {"allreduce", {{"algorithm", "ring"}}},
+                                                  {"objective", synthetic_objective(0.99)}})),
+                         "allreduce", {1});
+  ASSERT_TRUE(core::objective_evaluated_by_real_run(plan));
+  expect_the_simulators_curve(plan, run_real(plan));
+}
+
+// A model split across processes (in-graph model parallelism): a tower's process would lack the
+// other part's values, so the real run computes nothing and the plan says so.
+TEST(RealObjective, AModelSplitAcrossProcessesIsNotComputed) {
+  nlohmann::json doc = scenario(2, {{"steps", 4}, {"objective", synthetic_objective(0.9)}});
+  doc["training"]["placement"] = {{{"layers", "a"}, {"device", "w0/gpu0"}},
+                                  {{"layers", "b"}, {"device", "w1/gpu0"}}};
+  const core::Plan plan = core::compile_plan(test::parse(doc), "in_graph", {1});
+  EXPECT_FALSE(core::objective_computed_by_real_run(plan));
+  bool noted = false;
+  for (const std::string& n : plan.notes) {
+    noted |= n.find("do not compute it for a model split across processes") != std::string::npos;
+  }
+  EXPECT_TRUE(noted);
+  const core::Plan data_parallel = core::compile_plan(
+      test::parse(scenario(2, {{"steps", 4}, {"objective", synthetic_objective(0.9)}})), "in_graph",
+      {1});
+  EXPECT_TRUE(core::objective_computed_by_real_run(data_parallel));
 }
 
 void expect_one_line_error(const core::Plan& plan, const std::string& says) {
