@@ -80,6 +80,13 @@ void ObjectiveGather::on_ask(uint32_t peer, const FrameHeader& h) {
 }
 
 void ObjectiveGather::on_values(uint32_t peer, const FrameHeader& h, const uint8_t* payload) {
+  // The answer to an evaluation dropped while it was on the way (a holder died, the values
+  // diverged): nothing waits for it.
+  const auto late = dropped_.find(h.step);
+  if (late != dropped_.end() && late->second.erase(peer) > 0) {
+    if (late->second.empty()) dropped_.erase(late);
+    return;
+  }
   const auto found = pending_.find(h.step);
   channel::require(h, found != pending_.end() && found->second.waiting.count(peer) > 0,
                    "for an evaluation that did not ask it");
@@ -103,8 +110,15 @@ void ObjectiveGather::on_values(uint32_t peer, const FrameHeader& h, const uint8
 
 void ObjectiveGather::task_died(uint32_t task) {
   // An evaluation without a holder's values is no evaluation of the job's values.
-  if (holders_.count(task) > 0) pending_.clear();
+  if (holders_.count(task) > 0) drop_pending();
   settle();
+}
+
+void ObjectiveGather::drop_pending() {
+  for (auto& [step, p] : pending_) {
+    if (!p.waiting.empty()) dropped_[step].insert(p.waiting.begin(), p.waiting.end());
+  }
+  pending_.clear();
 }
 
 void ObjectiveGather::when_idle(std::function<void()> then) {
@@ -130,7 +144,7 @@ void ObjectiveGather::record(int64_t global_step, double at_s, const std::vector
   const core::ValueEvaluation e = setup_.objective->setup().evaluate(values, global_step);
   if (!e.finite()) {  // a trace counter cannot hold it; the report shows the last finite one
     diverged_ = true;
-    pending_.clear();
+    drop_pending();
     std::fprintf(stderr, "%s\n", core::diverged_note(e.global_step).c_str());
     return;
   }

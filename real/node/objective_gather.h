@@ -75,11 +75,15 @@ class ObjectiveGather {
   void read_own(std::vector<float>& values) const;
   void record(int64_t global_step, double at_s, const std::vector<float>& values);
   void settle();
+  // Drops the evaluations that wait for answers; their answers, when they come, are ignored.
+  void drop_pending();
 
   Host& host_;
   Setup setup_;
   std::set<uint32_t> holders_;  // the other tasks that hold slices
   std::map<int64_t, Pending> pending_;
+  // Per dropped evaluation (its global step), the holders whose answers are still on the way.
+  std::map<int64_t, std::set<uint32_t>> dropped_;
   std::vector<std::function<void()>> when_idle_;
   bool diverged_ = false;
 };

@@ -5,7 +5,9 @@
 // range or not what the protocol says is the peer's error, named in one line (FrameError); the
 // good paths: the stop limits each sync mode gets, the job's start once every task is ready and
 // its end once every client finished, a restore's report heard whole, an elastic sync's rounds.
+#include <cstring>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -1377,16 +1379,52 @@ TEST(NodeParts, TheEvaluatorGathersTheOtherParameterServersSlices) {
     }
   }
   EXPECT_EQ(loss, 1);
-  // A holder's death drops what waits for it; later evaluations are not made.
+  // A holder's death drops what waits for it; later evaluations are not made. Its answer, sent
+  // before it died, may still come: nothing waits for it (once).
+  const std::string at_4 = reply.payload;  // (`reply` is gone with the next frame sent)
   gather.evaluate(8, 0.5);
+  ASSERT_TRUE(node_parts_route(other_router, evaluator, channel::kValuesAsk, 8, 0));
+  const std::string late = other_host.sent.back().payload;
   gather.task_died(other);
   eval_host.dead.insert(other);
   bool idle_again = false;
   gather.when_idle([&] { idle_again = true; });
   EXPECT_TRUE(idle_again);
+  EXPECT_EQ(node_parts_refusal(
+                [&] { node_parts_route(eval_router, other, channel::kValues, 8, 0, late); }),
+            "(accepted)");
+  EXPECT_NE(node_parts_refusal([&] {
+              node_parts_route(eval_router, other, channel::kValues, 8, 0, late);
+            }).find("values frame for an evaluation that did not ask it"),
+            std::string::npos);
   const size_t asks = eval_host.sent.size();
   gather.evaluate(12, 0.75);
   EXPECT_EQ(eval_host.sent.size(), asks);
+
+  // Values that diverge end the curve and drop the evaluations waiting after them; their answers,
+  // on the way, are ignored.
+  NodePartsGatherHost fresh_host(*task.recorder);
+  ObjectiveGather fresh(fresh_host, {&plan, &values, &own, evaluator, evaluator, holder_of});
+  FrameRouter fresh_router;
+  fresh.own_frames(fresh_router);
+  fresh.evaluate(16, 1.0);
+  fresh.evaluate(20, 1.25);
+  ASSERT_EQ(fresh_host.sent.size(), 2u);
+  std::string diverged = at_4;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (size_t at = 0; at + 4 <= diverged.size(); at += 4) std::memcpy(&diverged[at], &nan, 4);
+  EXPECT_EQ(node_parts_refusal(
+                [&] { node_parts_route(fresh_router, other, channel::kValues, 16, 0, diverged); }),
+            "(accepted)");
+  EXPECT_EQ(node_parts_refusal(
+                [&] { node_parts_route(fresh_router, other, channel::kValues, 20, 0, at_4); }),
+            "(accepted)");
+  bool fresh_idle = false;
+  fresh.when_idle([&] { fresh_idle = true; });
+  EXPECT_TRUE(fresh_idle);
+  int losses = 0;
+  for (const core::CounterSample& c : trace.counters) losses += c.name == loss_name ? 1 : 0;
+  EXPECT_EQ(losses, 1);  // neither the diverged evaluation nor the dropped one
 }
 
 }  // namespace
