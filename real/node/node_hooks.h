@@ -286,6 +286,7 @@ class Node::ObjectiveHooks final : public ObjectiveGather::Host {
   }
   bool live(uint32_t task) const override { return n_.live(task); }
   bool stopping() const override { return n_.stopping_; }
+  void note(const std::string& line) override { n_.outcome_.notes.push_back(line); }
 
  private:
   Node& n_;

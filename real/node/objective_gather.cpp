@@ -1,7 +1,6 @@
 // The objective's evaluations in a real run (objective_gather.h).
 #include "real/node/objective_gather.h"
 
-#include <cstdio>
 #include <cstring>
 
 #include "real/node/channels.h"
@@ -145,7 +144,7 @@ void ObjectiveGather::record(int64_t global_step, double at_s, const std::vector
   if (!e.finite()) {  // a trace counter cannot hold it; the report shows the last finite one
     diverged_ = true;
     drop_pending();
-    std::fprintf(stderr, "%s\n", core::diverged_note(e.global_step).c_str());
+    host_.note(core::diverged_note(e.global_step));
     return;
   }
   host_.recorder().counter("loss", at_s, e.result.loss);

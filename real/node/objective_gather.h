@@ -37,6 +37,8 @@ class ObjectiveGather {
                             const std::string& payload) = 0;
     virtual bool live(uint32_t task) const = 0;
     virtual bool stopping() const = 0;
+    // A line for the run's notes (the trace's outcome; the report prints it).
+    virtual void note(const std::string& line) = 0;
   };
   struct Setup {
     const core::Plan* plan = nullptr;

@@ -1285,8 +1285,10 @@ class NodePartsGatherHost final : public ObjectiveGather::Host {
   }
   bool live(uint32_t task) const override { return dead.count(task) == 0; }
   bool stopping() const override { return false; }
+  void note(const std::string& line) override { notes.push_back(line); }
   std::vector<NodePartsSent> sent;
   std::set<uint32_t> dead;
+  std::vector<std::string> notes;
 
  private:
   core::TraceRecorder& recorder_;
@@ -1419,6 +1421,8 @@ TEST(NodeParts, TheEvaluatorGathersTheOtherParameterServersSlices) {
   EXPECT_EQ(node_parts_refusal(
                 [&] { node_parts_route(fresh_router, other, channel::kValues, 20, 0, at_4); }),
             "(accepted)");
+  ASSERT_EQ(fresh_host.notes.size(), 1u);  // the report's note, as the simulation's
+  EXPECT_EQ(fresh_host.notes[0], core::diverged_note(16));
   bool fresh_idle = false;
   fresh.when_idle([&] { fresh_idle = true; });
   EXPECT_TRUE(fresh_idle);
