@@ -53,7 +53,9 @@ core::PlanRequest plan_request(const CliArgs& args, bool real) {
 
 std::vector<core::Plan> compile_plans(const LoadedScenario& loaded, const CliArgs& args,
                                       bool real) {
-  return core::prepare_plans(loaded, plan_request(args, real));
+  core::PlanRequest request = plan_request(args, real);
+  request.runs = false;  // `plan` reads no data
+  return core::prepare_plans(loaded, request);
 }
 
 std::string version_text() {

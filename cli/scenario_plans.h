@@ -28,7 +28,8 @@ nlohmann::json provenance(const CliArgs& args, const LoadedScenario& loaded);
 // processes) what a real run refuses, with --isolate's shaped links.
 core::PlanRequest plan_request(const CliArgs& args, bool real);
 
-// core::prepare_plans(loaded, plan_request(args, real)). Throws core::InputError.
+// core::prepare_plans(loaded, plan_request(args, real)), without the objective data check (the
+// plans of `plan`, or compiled again for a hash or another seed). Throws core::InputError.
 std::vector<core::Plan> compile_plans(const LoadedScenario& loaded, const CliArgs& args,
                                       bool real = false);
 

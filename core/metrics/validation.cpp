@@ -502,18 +502,21 @@ Validation validate_runs(const std::vector<const Trace*>& predicted_runs,
     const ObjectiveComparison& o = *v.objective;
     if (!o.time_to_target_within) {
       v.within_tolerance = false;
-      v.outside.push_back(o.measured_reached < v.repeats || o.predicted_reached < v.seeds
-                              ? "time to target reached by " + std::to_string(o.predicted_reached) +
-                                    " of " + std::to_string(v.seeds) + " predicted and " +
-                                    std::to_string(o.measured_reached) + " of " +
-                                    std::to_string(v.repeats) + " measured runs"
-                              : "time to target " +
-                                    signed_percent(o.time_to_target_s.relative_error()));
+      v.outside.push_back(
+          o.measured_reached < v.repeats || o.predicted_reached < v.seeds
+              ? "time to target reached by " + std::to_string(o.predicted_reached) + " of " +
+                    std::to_string(v.seeds) + " predicted and " +
+                    std::to_string(o.measured_reached) + " of " + std::to_string(v.repeats) +
+                    " measured runs"
+              : "time to target " + signed_percent(o.time_to_target_s.relative_error()) +
+                    " (its bound: within " + number(100 * kTimeToTargetTolerance, 0) +
+                    "% or the measured range)");
     }
     if (!o.curves_within) {
       v.within_tolerance = false;
-      v.outside.push_back("accuracy over global steps " +
-                          number(100 * o.max_distance_by_global_step, 2) + " points apart");
+      v.outside.push_back(
+          "accuracy over global steps " + number(100 * o.max_distance_by_global_step, 2) +
+          " points apart (its bound: " + number(100 * kCurveTolerancePoints, 0) + " point)");
     }
   }
   return v;

@@ -78,6 +78,9 @@ inline constexpr int kFashionMnistClasses = 10;
 // wrong magic number, a truncated file, dimensions other than Fashion-MNIST's, or image and label
 // files whose counts disagree.
 TrainTestSets load_fashion_mnist(const std::string& dir = kFashionMnistDir, size_t subset = 0);
+// The four files load_fashion_mnist reads from `dir`: the training images and labels, then the
+// test set's ("<dir>/train-images-idx3-ubyte.gz", ...).
+std::vector<std::string> fashion_mnist_files(const std::string& dir);
 
 // One IDX pair (LeCun's MNIST format, gzip-compressed or not: zlib reads both): an idx3 image
 // file of unsigned bytes (magic 0x00000803, then count, rows, columns, big-endian) and an idx1

@@ -165,11 +165,21 @@ DataSet read_idx_images_and_labels(const std::string& images_file, const std::st
   return data;
 }
 
+std::vector<std::string> fashion_mnist_files(const std::string& dir) {
+  std::vector<std::string> files;
+  for (const char* prefix : {"train", "t10k"}) {
+    files.push_back(dir + "/" + prefix + "-images-idx3-ubyte.gz");
+    files.push_back(dir + "/" + prefix + "-labels-idx1-ubyte.gz");
+  }
+  return files;
+}
+
 TrainTestSets load_fashion_mnist(const std::string& dir, size_t subset) {
+  const std::vector<std::string> files = fashion_mnist_files(dir);
   const auto load = [&](const std::string& prefix, int expected_samples) {
-    const std::string images = dir + "/" + prefix + "-images-idx3-ubyte.gz";
-    DataSet data = read_idx_images_and_labels(images, dir + "/" + prefix + "-labels-idx1-ubyte.gz",
-                                              kFashionMnistClasses, subset);
+    const size_t at = prefix == "train" ? 0 : 2;
+    const std::string& images = files[at];
+    DataSet data = read_idx_images_and_labels(images, files[at + 1], kFashionMnistClasses, subset);
     if (data.features != kFashionMnistFeatures) {
       throw InputError(images, "",
                        "images of " + std::to_string(data.features) +

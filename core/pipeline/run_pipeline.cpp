@@ -1,11 +1,15 @@
 #include "core/pipeline/run_pipeline.h"
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 
 #include "core/base/error.h"
 #include "core/base/hash.h"
 #include "core/base/json_cursor.h"
 #include "core/base/units.h"
+#include "core/model/data_set.h"
 
 namespace replisim::core {
 
@@ -30,6 +34,7 @@ std::vector<Plan> prepare_plans(const LoadedScenario& loaded, const PlanRequest&
   for (const std::string& strategy : request.strategies) {
     plans.push_back(compile_plan(scenario, strategy, request.compile));
   }
+  if (request.runs) require_objective_data(scenario);
   if (request.real) refuse_what_real_runs_cannot_do(loaded, request.shaped_links, plans);
   if (request.require_memory) {
     for (const Plan& plan : plans) require_memory_fits(loaded.scenario, plan);
@@ -58,6 +63,20 @@ void refuse_what_real_runs_cannot_do(const LoadedScenario& loaded, bool shaped_l
                      "a real run on loopback cannot degrade or cut a link: run it with "
                      "--isolate netns (shaped links), simulate it, or leave the link fault "
                      "out");
+  }
+}
+
+void require_objective_data(const Scenario& scenario) {
+  const ObjectiveSpec& o = scenario.training.objective;
+  if (!o.enabled || o.data.set != ObjectiveDataSpec::Set::kFashionMnist) return;
+  for (const std::string& file : fashion_mnist_files(o.data.dir)) {
+    std::ifstream in(file, std::ios::binary);
+    if (in) continue;
+    const std::string path = "/training/objective/data";
+    throw InputError(scenario.file_of(path), path,
+                     file + ": cannot open (" + std::strerror(errno) +
+                         "): install Debian's dataset-fashion-mnist (scripts/setup does) or give "
+                         "data.dir the folder of the four IDX files");
   }
 }
 

@@ -41,10 +41,14 @@ struct PlanRequest {
   // The plans run for real: refused where a real run cannot do them (run_checks below).
   bool real = false;
   bool shaped_links = false;  // real runs on shaped network namespaces (--isolate netns)
+  // The plans are for runs (simulate, run, validate): their objective's data must be there
+  // (require_objective_data). False for `plan`, which reads no data.
+  bool runs = true;
 };
 
-// The scenario compiled for each strategy, then checked. Throws InputError naming the file and
-// JSON path (or the flag).
+// The scenario compiled for each strategy, then checked (when request.runs, the objective's data
+// files open: require_objective_data). Throws InputError naming the file and JSON path (or the
+// flag).
 std::vector<Plan> prepare_plans(const LoadedScenario& loaded, const PlanRequest& request);
 
 // What a real run of `plans` refuses, as InputError naming the file and path: training.steps
@@ -55,6 +59,11 @@ void refuse_what_real_runs_cannot_do(const LoadedScenario& loaded, bool shaped_l
 
 // A GPU that cannot hold its share of `plan`: InputError at its "memory" field.
 void require_memory_fits(const Scenario& scenario, const Plan& plan);
+// training.objective's Fashion-MNIST files can be opened (prepare_plans checks it before any run,
+// so that a missing data set is the scenario's one line, not a node's failure after the start):
+// InputError at /training/objective/data naming the first file that cannot, and why. Checks
+// only that each file opens (a truncated or corrupt one is found when a run reads it).
+void require_objective_data(const Scenario& scenario);
 
 // run_to_trace, but an InputError the backend raises at a plan's "/faults/<i>" without a file is
 // raised again at the scenario fault it came from, naming its file and path.

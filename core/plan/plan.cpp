@@ -152,7 +152,8 @@ int ps_read_into(const Plan& plan, const std::vector<Op>& ops, const Op& op) {
 
 // In-graph: whether every role that runs a backward op of the client's graph receives every
 // variable the graph reads from its parameter servers (data parallelism: each tower's process
-// computes the proxy's gradient from the values it received). A model split across roles leaves
+// computes the proxy's gradient from the values it received) — through a recv, or a read its op
+// takes directly (a parameter server on the tower's machine). A model split across roles leaves
 // a tower's process without the other parts' values.
 bool towers_read_every_variable(const Plan& plan) {
   for (const ClientGraph& graph : plan.clients) {
@@ -165,6 +166,12 @@ bool towers_read_every_variable(const Plan& plan) {
       if (v > 0) {
         all.insert(v);
         by_role[op.role].insert(v);
+      }
+      for (int in : op.inputs) {
+        const Op& input = graph.ops[size_t(in)];
+        if (input.kind != OpKind::kReadVariable) continue;
+        const int direct = ps_read_into(plan, graph.ops, input);
+        if (direct > 0) by_role[op.role].insert(direct);
       }
     }
     for (int role : backward_roles) {

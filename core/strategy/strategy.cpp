@@ -154,6 +154,9 @@ Scenario with_objective_costs(const Scenario& scenario) {
   costed.training.batch_per_replica = o.batch;
   costed.training.costs.input_samples_per_s = 0;
   costed.training.costs.input_samples_per_s_per_core = 0;
+  // The proxy's logits layer carries its softmax cross-entropy (ObjectiveModel::cost_model): the
+  // loss op costs nothing more (the scenario model's default counted its own classes).
+  costed.training.costs.loss_flop_per_sample = 0;
   return costed;
 }
 
@@ -293,21 +296,35 @@ PlanObjective plan_objective(const ObjectiveSpec& spec) {
 }
 
 // What a real run of the plan does with its objective (real/node/objective_values.h).
-std::string real_objective_note(const Plan& plan) {
-  if (objective_evaluated_by_real_run(plan)) {
-    if (plan.sync == kAllReduceSync) {
-      return "a real run computes it too, in its ranks' processes, and records the same counters";
-    }
-    if (plan.ps_roles.size() > 1) {
-      return "a real run computes it too, in its workers' and parameter servers' processes, and "
-             "records the same counters: the parameter server holding global_step evaluates "
-             "with the others' values as they are a round trip after the update";
-    }
-    return "a real run computes it too, in its workers' and parameter server's processes, and "
-           "records the same counters";
+std::string real_objective_note(const Plan& plan, const ObjectiveSpec& objective) {
+  if (!objective_evaluated_by_real_run(plan)) {
+    return "real runs do not compute it for a model split across processes (each tower's "
+           "process would lack the other parts' values)";
   }
-  return "real runs do not compute it for a model split across processes (each tower's process "
-         "would lack the other parts' values)";
+  // A real run carries the proxy's values in the variables' first floats
+  // (real/node/objective_values.h ObjectiveValues::check refuses the run when they do not fit).
+  double floats = 0;
+  for (size_t v = 1; v < plan.variables.size(); ++v) floats += plan.variables[v].bytes / 4;
+  const double parameters = double(objective.model().parameter_count());
+  if (parameters > floats) {
+    return "a real run refuses it: the proxy's " + std::to_string(int64_t(parameters)) +
+           " parameters do not fit in the model's " + std::to_string(int64_t(floats)) +
+           " float32 values, which carry them";
+  }
+  const std::string processes = plan.sync == kAllReduceSync ? "ranks'"
+                                : clients_are_workers(plan)
+                                    ? (plan.ps_roles.size() > 1 ? "workers' and parameter servers'"
+                                                                : "workers' and parameter server's")
+                                    : (plan.ps_roles.size() > 1 ? "towers' and parameter servers'"
+                                                                : "towers' and parameter server's");
+  std::string note = "a real run computes it too, in its " + processes +
+                     " processes, and records the same counters";
+  if (plan.ps_roles.size() > 1) {
+    note +=
+        ": the parameter server holding global_step evaluates with the others' values as "
+        "they are a round trip after the update";
+  }
+  return note;
 }
 
 // What a run of the plan does with its objective (sim/sim_values.cpp computes it for every plan).
@@ -321,11 +338,11 @@ std::string objective_note(const Plan& plan, const Scenario& scenario) {
                 "model)"
           : "the clock is the scenario model's costs (timing \"scenario\": the proxy shows what "
             "this schedule of updates does to a model that converges in seconds)";
-  return "training.objective: the simulation computes the proxy's SGD arithmetic (each "
-         "gradient at the values its worker read, each apply in simulated order) and records "
-         "loss and accuracy on the test set every " +
+  return "training.objective: a simulation computes the proxy's SGD arithmetic as the run goes "
+         "(each gradient at the values its worker read, each apply in the run's order) and "
+         "records loss and accuracy on the test set every " +
          std::to_string(plan.objective.evaluate_every_steps) + " global steps; " + clock + "; " +
-         real_objective_note(plan);
+         real_objective_note(plan, o);
 }
 
 }  // namespace

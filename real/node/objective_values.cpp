@@ -134,12 +134,13 @@ core::ValueEvaluation ObjectiveValues::evaluate(const core::ParameterStore& stor
   return setup_->evaluate(values, global_step);
 }
 
-// The values this step's reads brought: each recv of a PS read's tensor (or a PS read run
-// here), its key's members' first floats.
+// The values this step's reads brought: each recv of a PS read's tensor, or a PS read run here
+// or handed here directly by another task of this machine (StepRunner::handed_value), its key's
+// members' first floats.
 void ObjectiveValues::take_reads(const Part& p, Worker& w) const {
   const std::vector<Op>& ops = p.graph->ops;
   for (size_t k = 0; k < ops.size(); ++k) {
-    if (!p.mine[k] || !p.out[k]) continue;
+    if (!p.out[k] || (!p.mine[k] && ops[k].kind != OpKind::kReadVariable)) continue;
     int key = -1;
     if (ops[k].kind == OpKind::kRecv && ops[k].peer >= 0) {
       const Op& send = ops[size_t(ops[k].peer)];

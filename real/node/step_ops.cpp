@@ -31,6 +31,22 @@ DeviceEngine& StepRunner::engine(int device) {
 // backward op fills its gradients with core::fill_gradient's pattern; with a training objective,
 // a worker's first backward op of a step computes the proxy's gradient (on this thread) and
 // every backward op puts it in the first floats of its gradients (ObjectiveValues::fill_tensor).
+size_t StepRunner::gradient_floats(int v) const {
+  if (v < 0) return 0;
+  return objective_ ? objective_->layout().tensor_floats(v)
+                    : float_count(plan_.variables[size_t(v)].bytes);
+}
+
+std::pair<size_t, BufferPtr> StepRunner::handed_value(const Part& p, int op) const {
+  const Op& o = p.graph->ops[size_t(op)];
+  if (objective_ && o.kind == OpKind::kReadVariable && o.role >= 0 &&
+      plan_.roles[size_t(o.role)].kind == core::RoleKind::kParameterServer) {
+    return {objective_->layout().tensor_floats(o.variable), p.out[size_t(op)]};
+  }
+  const int v = p.gradient_variable[size_t(op)];
+  return {gradient_floats(v), v >= 0 ? value_for(p, op, v) : nullptr};
+}
+
 bool StepRunner::computes_objective(const core::Plan& plan, const Part& p) {
   if (p.owner) return true;
   if (clients_are_workers(plan)) return false;

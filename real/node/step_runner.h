@@ -113,6 +113,16 @@ class StepRunner : public core::StepHost {
   // Whether this task computes the objective's gradients of part `p`'s graph: the task runs its
   // client (a worker, an all-reduce rank), or one of an in-graph client's towers.
   static bool computes_objective(const core::Plan& plan, const Part& p);
+  // The floats of variable v's gradient tensor as this task's ops hand it on: the variable's
+  // own, or with a training objective its slice group's (ObjectiveLayout::tensor_floats: a slice
+  // op's tensor carries its members end to end); 0 for v < 0.
+  size_t gradient_floats(int v) const;
+  // What op `op` of part `p` hands the tasks whose ops take its output directly (no send): the
+  // gradient of its one variable (gradient_floats), or, with a training objective, a parameter
+  // server read's tensor (its slice group's buffers: a tower on the PS's machine in another
+  // process computes the proxy's gradient at them). The floats and the value (null: none, or not
+  // carried: the other tasks get a notice only).
+  std::pair<size_t, BufferPtr> handed_value(const Part& p, int op) const;
   // The tensors in and out (tensor_transfers.h).
   TensorTransfers& transfers() { return *transfers_; }
   // Graph g's client died: its step in progress is dropped, as the simulation drops a dead

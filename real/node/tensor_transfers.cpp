@@ -14,11 +14,10 @@ using core::OpKind;
 namespace {
 
 // The bytes a tensor from (graph, op) has: a send's, or the gradient an op hands over directly.
-size_t expected_bytes(const core::Plan& plan, const Part& p, int op) {
+size_t expected_bytes(const StepRunner& runner, const Part& p, int op) {
   const Op& o = p.graph->ops[size_t(op)];
   if (o.kind == OpKind::kSend) return size_t(std::llround(o.bytes));
-  const int v = p.gradient_variable[size_t(op)];
-  return v >= 0 ? 4 * float_count(plan.variables[size_t(v)].bytes) : 0;
+  return 4 * runner.handed_value(p, op).first;
 }
 
 // Checks that `peer` may send this task (graph, op)'s tensor: a send whose recv runs here, or
@@ -142,9 +141,8 @@ void TensorTransfers::send_chunks(uint32_t to, const Part& p, int op_index, Buff
 void TensorTransfers::notify_remote(Part& p, int op_index) {
   const std::vector<uint32_t>& to = p.notify[size_t(op_index)];
   if (to.empty()) return;
-  const int v = p.gradient_variable[size_t(op_index)];
-  BufferPtr value = v >= 0 ? value_for(p, op_index, v) : nullptr;
-  const size_t bytes = v >= 0 ? 4 * float_count(plan_.variables[size_t(v)].bytes) : 0;
+  const auto [floats, value] = runner_.handed_value(p, op_index);
+  const size_t bytes = 4 * floats;
   const bool with_data = value && value->size() == bytes && bytes > 0;
   for (uint32_t t : to) {
     if (!with_data) {
@@ -195,7 +193,7 @@ uint8_t* TensorTransfers::tensor_destination(uint32_t peer, const FrameHeader& h
   const int op = checked_op(p, peer, self_, h.tensor);
   Incoming& in = incoming_[{peer, p.index, h.step, op}];
   if (h.chunk == 0) {
-    in.buffer = std::make_shared<Bytes>(expected_bytes(plan_, p, op));
+    in.buffer = std::make_shared<Bytes>(expected_bytes(runner_, p, op));
     in.filled = 0;
     // The transfer's start: when its first bytes reach this task (the sender queued it at
     // h.time_s, maybe behind other tensors on the connection and in its socket's buffer), as a
@@ -215,7 +213,7 @@ void TensorTransfers::on_tensor(uint32_t peer, const FrameHeader& h) {
   const int op = checked_op(p, peer, self_, h.tensor);
   const auto key = std::make_tuple(peer, p.index, h.step, op);
   if (h.length == 0 && h.chunk == 0) {
-    incoming_[key] = {std::make_shared<Bytes>(expected_bytes(plan_, p, op)), 0, h.time_s};
+    incoming_[key] = {std::make_shared<Bytes>(expected_bytes(runner_, p, op)), 0, h.time_s};
   }
   auto found = incoming_.find(key);
   if (found == incoming_.end()) throw FrameError("a tensor chunk without its first");

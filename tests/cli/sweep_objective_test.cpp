@@ -114,6 +114,26 @@ TEST(SweepObjective, TheFlagsBadInputIsOneLine) {
   }
 }
 
+// Fashion-MNIST where it is not: simulate, run and validate refuse the scenario before any run, in
+// one line naming the scenario file, the JSON path and the data file; `plan` reads no data.
+TEST(RunObjective, AMissingDataSetIsTheScenariosOneLine) {
+  TempDir dir;
+  json doc = json::parse(test::read_file(objective_scenario(dir)));
+  doc["training"]["objective"]["data"] = {
+      {"set", "fashion_mnist"}, {"dir", dir.file("no-data")}, {"subset", 100}};
+  const std::string scenario = dir.write("fashion.json", doc.dump(1));
+  for (const char* command : {"simulate", "run", "validate"}) {
+    const test::BinaryResult r = test::run_replisim({command, scenario, "--progress", "none"});
+    EXPECT_EQ(r.exit_code, 2) << command << ": " << r.err;
+    EXPECT_NE(r.err.find(scenario + ": /training/objective/data: " + dir.file("no-data") +
+                         "/train-images-idx3-ubyte.gz: cannot open"),
+              std::string::npos)
+        << command << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << command << ": " << r.err;
+  }
+  EXPECT_EQ(test::run_replisim({"plan", scenario}).exit_code, 0);
+}
+
 TEST(WhatifObjective, EachChangeSaysHowTheTimeAndStepsToTargetMove) {
   TempDir dir;
   const std::string s = objective_scenario(dir);

@@ -288,13 +288,24 @@ TEST(RealObjective, DistributedReplicatedComputesSequentialSgdWithOneWorker) {
 // In-graph over two towers on two machines: each tower's process computes the towers' average
 // at the values it received, the aggregation averages those, and the client's apply updates the
 // PS: the simulator's curve, whose one gradient per step cuts objective.batch x 2 samples in two.
+// Also at granularity 1 (one slice of both variables: the client's aggregate hands the PS process
+// on its machine the slice group's floats), and with the variables on a tower's GPU (the PS
+// process hands that tower's process its reads directly, with their values).
 TEST(RealObjective, InGraphTowersComputeTheSimulatorsCurve) {
-  const core::Plan plan = core::compile_plan(
-      test::parse(scenario(2, {{"steps", 12}, {"objective", synthetic_objective(0.99)}})),
-      "in_graph", {1});
-  ASSERT_EQ(core::objective_sub_batches(plan, plan.clients.front()), 2);
-  ASSERT_TRUE(core::objective_evaluated_by_real_run(plan));
-  expect_the_simulators_curve(plan, run_real(plan));
+  const nlohmann::json layouts[] = {nlohmann::json::object(),
+                                    {{"granularity", 1}},
+                                    {{"variables_on", "w0/gpu0"}, {"client", "w0"}}};
+  for (const nlohmann::json& layout : layouts) {
+    SCOPED_TRACE(layout.dump());
+    nlohmann::json training = {{"steps", 12}, {"objective", synthetic_objective(0.99)}};
+    training.update(layout);
+    nlohmann::json doc = scenario(2, training);
+    if (layout.contains("variables_on")) doc["training"].erase("ps");
+    const core::Plan plan = core::compile_plan(test::parse(doc), "in_graph", {1});
+    ASSERT_EQ(core::objective_sub_batches(plan, plan.clients.front()), 2);
+    ASSERT_TRUE(core::objective_evaluated_by_real_run(plan));
+    expect_the_simulators_curve(plan, run_real(plan));
+  }
 }
 
 // All-reduce over two ranks: each computes at its own copy, the ring averages the gradients and

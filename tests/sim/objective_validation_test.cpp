@@ -75,7 +75,8 @@ TEST(ObjectiveValidation, ASlowerOrLowerMeasuredCurveIsOutside) {
   v = validate_runs({&trace}, {&lower}, 0.08);
   EXPECT_FALSE(v.objective->curves_within);
   EXPECT_NEAR(v.objective->max_distance_by_global_step, 0.02, 1e-9);
-  EXPECT_NE(format_validation(v).find("accuracy over global steps 2.00 points apart"),
+  EXPECT_NE(format_validation(v).find(
+                "accuracy over global steps 2.00 points apart (its bound: 1 point)"),
             std::string::npos)
       << format_validation(v);
   // Neither side reached the target: they agree, nothing to compare, not outside.

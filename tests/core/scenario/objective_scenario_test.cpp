@@ -64,7 +64,7 @@ TEST(ScenarioObjective, APlanSaysWhetherTheObjectiveIsComputed) {
     }
     return std::string();
   };
-  EXPECT_NE(note_of(scenario_with_objective(synthetic_objective())).find("simulation computes"),
+  EXPECT_NE(note_of(scenario_with_objective(synthetic_objective())).find("a simulation computes"),
             std::string::npos);
   nlohmann::json without = scenario_with_objective({});
   without["training"].erase("objective");
