@@ -9,9 +9,14 @@
 // prints both wall times and their ratio (issue 40's target: at most 2).
 //
 //   build/bin/bench_scale [--workers 1024] [--steps 100] [--ps 8] [--granularity 1|0]
+//                         [--topology star|racks] [--setup-growth]
 //                         [--strategy between_graph|allreduce] [--objective softmax]
 //                         [--network-engine simgrid|auto] [--tolerance SECONDS] [--callgrind]
 //   (--granularity 0 = per layer; engine and tolerance: sim/sim_settings.h)
+//
+// --topology racks puts the machines in racks of 32 with uplinks 3:1 and the PSes spread over the
+// racks (issue 41). --setup-growth prints the set-up (SimGrid's engine, the platform, the actors:
+// everything before the engine runs) per machine at 1,024, 4,096 and 16,384 workers, 2 steps each.
 //
 // --callgrind runs it (64 x 10 unless sized) under Valgrind's callgrind and prints the
 // instructions of the simulation and per event: a measure the neighbours' load does not move
@@ -83,9 +88,13 @@ void report_callgrind(int argc, char** argv) {
 // Compiles `s` with `strategy`, simulates it and prints the figures; returns the end-to-end wall
 // time (s) and sets *events.
 double measure(const replisim::core::Scenario& s, const std::string& strategy, int workers,
-               int steps, int ps, int argc, char** argv, size_t* events) {
+               int steps, int ps, int argc, char** argv, size_t* events,
+               double* setup_wall_s_out = nullptr) {
   double end_to_end_s = 0;
-  const replisim::core::Plan plan = replisim::core::compile_plan(s, strategy, {1});
+  replisim::core::CompileOptions compile;
+  compile.budget.max_ops = 1e9;  // the benchmark measures, whatever the size
+  compile.budget.max_bytes = 64.0 * (1ull << 30);
+  const replisim::core::Plan plan = replisim::core::compile_plan(s, strategy, compile);
   std::printf(
       "%d workers x %d steps of ResNet-50, %s, %d PS dedicated, granularity %s,"
       " %zu ops per step graph%s\n",
@@ -109,11 +118,14 @@ double measure(const replisim::core::Scenario& s, const std::string& strategy, i
   rusage usage{};
   ::getrusage(RUSAGE_CHILDREN, &usage);
   const double engine_s = backend.last_engine_wall_s();
+  const double setup_s = backend.last_setup_wall_s();
   std::printf(
-      "engine %.1f s, simulation %.1f s, peak memory of the simulation %.0f MB, %zu events"
-      " (%.0f per second of engine), simulated %.1f s\n",
-      engine_s, seconds(started, traced), double(usage.ru_maxrss) / 1024.0, trace.events.size(),
+      "set-up %.2f s (%.1f us per machine), engine %.1f s, simulation %.1f s, peak memory of the "
+      "simulation %.0f MB, %zu events (%.0f per second of engine), simulated %.1f s\n",
+      setup_s, 1e6 * setup_s / double(plan.platform.machines.size()), engine_s,
+      seconds(started, traced), double(usage.ru_maxrss) / 1024.0, trace.events.size(),
       engine_s > 0 ? double(trace.events.size()) / engine_s : 0.0, trace.outcome.end_s);
+  if (setup_wall_s_out != nullptr) *setup_wall_s_out = setup_s;
   std::fflush(stdout);
   // The metrics need a measurement window: with a warm-up of one step, thousands of workers
   // can leave none (the first finishes before the last has warmed up). The timing above stands.
@@ -159,8 +171,13 @@ int run(int argc, char** argv) {
   const int steps = replisim::bench::int_flag(argc, argv, "--steps", 100);
   const int ps = replisim::bench::int_flag(argc, argv, "--ps", 8);
   const int granularity = replisim::bench::int_flag(argc, argv, "--granularity", 1);
+  const std::string topology = replisim::bench::text_flag(argc, argv, "--topology", "star");
+  if (topology != "star" && topology != "racks") {
+    std::fprintf(stderr, "bench_scale: --topology takes star or racks\n");
+    return 2;
+  }
   // V100-class GPUs (15 TFLOPS) on 25 GbE; PS machines with 100 GbE.
-  const nlohmann::json scenario = {
+  nlohmann::json scenario = {
       {"name", "bench-scale"},
       {"cluster",
        {{"machines",
@@ -182,6 +199,31 @@ int run(int argc, char** argv) {
            {{"cpu", {{"speed", "2 TFLOPS"}}},
             {"nic", {{"bandwidth", "100 Gbps"}, {"latency", "10 us"}}}}}}},
         {"granularity", granularity > 0 ? nlohmann::json(granularity) : nlohmann::json("layer")}}}};
+  if (topology == "racks") {
+    // 32 machines per rack (a 48-port top-of-rack switch's usual load), uplinks 3:1; the PSes
+    // spread over the racks.
+    scenario["cluster"]["topology"] = {
+        {"kind", "racks"}, {"machines_per_rack", 32}, {"oversubscription", 3}};
+    scenario["training"]["ps"]["spread"] = "racks";
+  }
+  std::printf("topology: %s\n", topology == "racks" ? "racks of 32, uplinks 3:1" : "one switch");
+  if (replisim::bench::has_flag(argc, argv, "--setup-growth")) {
+    // The set-up (engine, platform, actors) per machine at three sizes, 2 steps each.
+    for (int n : {1024, 4096, 16384}) {
+      nlohmann::json sized = scenario;
+      sized["cluster"]["machines"][0]["count"] = n;
+      sized["training"]["steps"] = 2;
+      sized["training"]["warmup_steps"] = 1;
+      double setup_s = 0;
+      size_t events = 0;
+      measure(replisim::core::parse_scenario(sized, "bench"), "between_graph", n, 2, ps, argc, argv,
+              &events, &setup_s);
+      std::printf("SET-UP %d machines: %.2f s, %.1f us per worker machine\n\n", n, setup_s,
+                  1e6 * setup_s / n);
+      std::fflush(stdout);
+    }
+    return 0;
+  }
   const replisim::core::Scenario s = replisim::core::parse_scenario(scenario, "bench");
   const char* strategy_flag = replisim::bench::text_flag(argc, argv, "--strategy", "between_graph");
   const std::string strategy = strategy_flag;

@@ -1,4 +1,5 @@
 // whatif: the scenario's own point against one change at a time (NIC x2, switch x2, one more PS,
+// with racks uplinks x2 and the PS template spread over racks,
 // GPUs x2, replicas x2, another placement, sync with a backup; for all-reduce, Horovod's
 // algorithm, fusion buffer, cycle time and NCCL streams instead of the PS's; each other strategy),
 // each simulated as a sweep point (cached, --jobs at once), sorted by throughput gain.
@@ -37,6 +38,16 @@ std::vector<Change> changes_for(const std::string& strategy, const nlohmann::jso
   std::vector<Change> changes = {{"NIC bandwidth x2", {{"nic_bandwidth", "x2"}}},
                                  {"switch bandwidth x2", {{"switch_bandwidth", "x2"}}}};
   if (!ranks) changes.push_back({"one more PS", {{"ps", "+1"}}});
+  // Racks (cluster.topology): their uplinks, and a PS template spread over them.
+  const nlohmann::json topology =
+      scenario.value("/cluster/topology"_json_pointer, nlohmann::json());
+  if (topology.is_object() && topology.value("kind", "") == "racks") {
+    changes.push_back({"uplinks x2", {{"uplink_bandwidth", "x2"}}});
+    const nlohmann::json ps = scenario.value("/training/ps"_json_pointer, nlohmann::json());
+    if (!ranks && ps.is_object() && ps.value("spread", "") != "racks") {
+      changes.push_back({"PS spread over racks", {{"ps_spread", "racks"}}});
+    }
+  }
   changes.push_back({"GPU speed x2", {{"gpu_speed", "x2"}}});
   changes.push_back({"replicas x2", {{"replicas", "x2"}}});
   if (ranks) {

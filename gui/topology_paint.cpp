@@ -51,11 +51,24 @@ double link_width_px(const core::Platform& p, double bandwidth_bytes_per_s) {
   return 3 + 11 * std::log(bandwidth_bytes_per_s / least) / std::log(most / least);
 }
 
-// Where machine `m`'s NIC link meets the switch box: spread along its bottom edge.
-QPointF switch_anchor(const TopologyGeometry& g, size_t m) {
-  const size_t n = g.machine_boxes.size();
-  const double x = g.switch_box.left() + g.switch_box.width() * double(m + 1) / double(n + 1);
-  return {x, g.switch_box.bottom()};
+// Where machine `m`'s NIC link meets the switch box (with racks, its rack's box): below the
+// machine's centre, kept inside the box.
+QPointF switch_anchor(const core::Platform& p, const TopologyGeometry& g, size_t m) {
+  const int rack = p.machines[m].rack;
+  const QRectF& box = rack >= 0 ? g.rack_boxes[size_t(rack)] : g.switch_box;
+  if (rack < 0) {
+    const size_t n = g.machine_boxes.size();
+    return {box.left() + box.width() * double(m + 1) / double(n + 1), box.bottom()};
+  }
+  const double x = std::clamp(g.machine_boxes[m].center().x(), box.left() + 6, box.right() - 6);
+  return {x, box.bottom()};
+}
+
+// Where rack `r`'s uplink meets the core box: spread along its bottom edge.
+QPointF core_anchor(const TopologyGeometry& g, size_t r) {
+  const size_t n = g.rack_boxes.size();
+  return {g.switch_box.left() + g.switch_box.width() * double(r + 1) / double(n + 1),
+          g.switch_box.bottom()};
 }
 
 QPointF nic_anchor(const QRectF& machine_box) {
@@ -102,7 +115,7 @@ void paint_network(QPainter& painter, const TopologyModel& model, const Topology
     const int link = model.machines()[m].nic_link;
     if (link < 0) continue;
     const double u = state.link_utilisation(p, link);
-    const QPointF a = nic_anchor(g.machine_boxes[m]), b = switch_anchor(g, m);
+    const QPointF a = nic_anchor(g.machine_boxes[m]), b = switch_anchor(p, g, m);
     painter.setPen(QPen(utilisation_color(u),
                         link_width_px(p, p.links[size_t(link)].bandwidth_bytes_per_s),
                         Qt::SolidLine, Qt::RoundCap));
@@ -119,13 +132,38 @@ void paint_network(QPainter& painter, const TopologyModel& model, const Topology
                  directions, use_percent(state.link_utilisation(p, link))},
                 over.width()));
   }
-  const double switch_use = p.switch_link >= 0 ? state.link_utilisation(p, p.switch_link) : 0;
-  painter.setPen(QPen(utilisation_color(switch_use), 3));
-  painter.setBrush(QColor(245, 245, 245));
-  painter.drawRoundedRect(g.switch_box, 6, 6);
-  painter.setPen(Qt::black);
-  painter.setFont(fonts.small);
-  painter.drawText(g.switch_box, Qt::AlignCenter, "switch " + use_percent(switch_use));
+  // Racks: each uplink (its rack's switch to the core) with both directions, then the switches.
+  for (size_t r = 0; r < g.rack_boxes.size(); ++r) {
+    const int uplink = p.racks[r].uplink;
+    const QPointF a(g.rack_boxes[r].center().x(), g.rack_boxes[r].top()), b = core_anchor(g, r);
+    painter.setPen(QPen(utilisation_color(state.link_utilisation(p, uplink)),
+                        link_width_px(p, p.links[size_t(uplink)].bandwidth_bytes_per_s),
+                        Qt::SolidLine, Qt::RoundCap));
+    painter.drawLine(a, b);
+    painter.setFont(fonts.small);
+    painter.setPen(Qt::black);
+    const QRectF beside(std::min(a.x(), b.x()) - 90, (a.y() + b.y()) / 2 - 9,
+                        std::abs(a.x() - b.x()) + 180, 17);
+    painter.drawText(beside, Qt::AlignCenter,
+                     "uplink " + bandwidth_text(p.links[size_t(uplink)].bandwidth_bytes_per_s) +
+                         "  " + directions_text(state, uplink));
+  }
+  const auto draw_switch = [&](const QRectF& box, int link, const QString& name) {
+    const double use = link >= 0 ? state.link_utilisation(p, link) : 0;
+    painter.setPen(QPen(utilisation_color(use), 3));
+    painter.setBrush(QColor(245, 245, 245));
+    painter.drawRoundedRect(box, 6, 6);
+    painter.setPen(Qt::black);
+    painter.setFont(fonts.small);
+    painter.drawText(
+        box, Qt::AlignCenter,
+        fitting(painter, {name + " " + use_percent(use), use_percent(use)}, box.width() - 4));
+  };
+  for (size_t r = 0; r < g.rack_boxes.size(); ++r) {
+    draw_switch(g.rack_boxes[r], p.racks[r].tor_link,
+                QString::fromStdString(p.racks[r].name) + " switch");
+  }
+  draw_switch(g.switch_box, p.switch_link, p.racks.empty() ? "switch" : "core switch");
 }
 
 // Each GPU's PCIe link to its host CPU, coloured by its use, with both directions' figures.
@@ -268,16 +306,29 @@ TopologyGeometry layout_topology(const TopologyModel& model, const QRectF& panel
   g.panel = panel;
   const QRectF area = panel.adjusted(8, kTitleHeightPx + 4, -8, -kLegendHeightPx - 4);
   g.switch_box = QRectF(area.center().x() - 70, area.top(), 140, 30);
+  const core::Platform& p = model.platform();
   const size_t n = std::max<size_t>(1, model.machines().size());
   const double gap = 14;
   const double width = std::min(300.0, (area.width() - gap * double(n - 1)) / double(n));
   const double left = area.center().x() - (width * double(n) + gap * double(n - 1)) / 2;
-  const double top = g.switch_box.bottom() + std::clamp(area.height() * 0.22, 50.0, 110.0);
+  // With racks a band of top-of-rack switches between the core and the machines, which are
+  // drawn rack by rack (a dedicated PS machine joins its rack's group).
+  const double band = std::clamp(area.height() * 0.22, 50.0, 110.0);
+  const double rack_top = g.switch_box.bottom() + band;
+  const double top = p.racks.empty() ? rack_top : rack_top + 30 + band * 0.6;
   const double height = std::min(area.bottom() - top, 260.0);
-  g.device_boxes.assign(model.platform().devices.size(), QRectF());
-  for (size_t m = 0; m < model.machines().size(); ++m) {
-    const QRectF box(left + double(m) * (width + gap), top, width, height);
-    g.machine_boxes.push_back(box);
+  std::vector<size_t> order(model.machines().size());
+  for (size_t m = 0; m < order.size(); ++m) order[m] = m;
+  if (!p.racks.empty() && p.machines.size() == order.size()) {
+    std::stable_sort(order.begin(), order.end(),
+                     [&p](size_t a, size_t b) { return p.machines[a].rack < p.machines[b].rack; });
+  }
+  g.machine_boxes.assign(model.machines().size(), QRectF());
+  g.device_boxes.assign(p.devices.size(), QRectF());
+  for (size_t slot = 0; slot < order.size(); ++slot) {
+    const size_t m = order[slot];
+    const QRectF box(left + double(slot) * (width + gap), top, width, height);
+    g.machine_boxes[m] = box;
     const TopologyMachine& machine = model.machines()[m];
     std::vector<const TopologyDevice*> gpus;
     const TopologyDevice* cpu = nullptr;
@@ -304,6 +355,15 @@ TopologyGeometry layout_topology(const TopologyModel& model, const QRectF& panel
       g.device_boxes[size_t(gpus[i]->device)] =
           QRectF(inner.left() + double(i) * (gpu_width + gpu_gap), gpu_top, gpu_width, gpu_height);
     }
+  }
+  // Each rack's switch spans its machines' boxes.
+  g.rack_boxes.assign(p.racks.size(), QRectF());
+  for (size_t m = 0; m < g.machine_boxes.size() && m < p.machines.size(); ++m) {
+    const int rack = p.machines[m].rack;
+    if (rack < 0) continue;
+    const QRectF span(g.machine_boxes[m].left(), rack_top, g.machine_boxes[m].width(), 30);
+    QRectF& box = g.rack_boxes[size_t(rack)];
+    box = box.isNull() ? span : box.united(span);
   }
   return g;
 }
@@ -334,9 +394,22 @@ std::vector<QPointF> TopologyGeometry::route_points(const core::Platform& p, int
     down.pop_back();
     down.pop_back();  // the CPU's centre, where `out` ends
   } else {
-    out.push_back(switch_anchor(*this, size_t(s.machine)));
-    out.push_back(switch_box.center());
-    out.push_back(switch_anchor(*this, size_t(d.machine)));
+    const int from = p.machines[size_t(s.machine)].rack, to = p.machines[size_t(d.machine)].rack;
+    out.push_back(switch_anchor(p, *this, size_t(s.machine)));
+    if (from < 0) {
+      out.push_back(switch_box.center());
+    } else {
+      out.push_back(rack_boxes[size_t(from)].center());
+      if (from != to) {
+        out.push_back({rack_boxes[size_t(from)].center().x(), rack_boxes[size_t(from)].top()});
+        out.push_back(core_anchor(*this, size_t(from)));
+        out.push_back(switch_box.center());
+        out.push_back(core_anchor(*this, size_t(to)));
+        out.push_back({rack_boxes[size_t(to)].center().x(), rack_boxes[size_t(to)].top()});
+        out.push_back(rack_boxes[size_t(to)].center());
+      }
+    }
+    out.push_back(switch_anchor(p, *this, size_t(d.machine)));
   }
   out.insert(out.end(), down.rbegin(), down.rend());
   return out;

@@ -27,15 +27,18 @@ namespace replisim::gui {
 // Where one run's cluster is drawn inside its panel, in pixels.
 struct TopologyGeometry {
   QRectF panel;
-  QRectF switch_box;
+  QRectF switch_box;                  // the switch; with racks, the core switch
+  std::vector<QRectF> rack_boxes;     // per Platform::racks: its top-of-rack switch
   std::vector<QRectF> machine_boxes;  // per TopologyModel::machines()
   std::vector<QRectF> device_boxes;   // per Platform::devices (empty rect: not drawn)
   // A transfer's route as a polyline: the source device, its host CPU when it is a GPU, the
-  // machine's NIC, the switch, and back down on the destination's side.
+  // machine's NIC, the switch (with racks: its top-of-rack switch, and between racks its uplink,
+  // the core and the other rack's uplink and switch), and back down on the destination's side.
   std::vector<QPointF> route_points(const core::Platform& platform, int src, int dst) const;
 };
 
-// Lays `model`'s cluster out in `panel`: the switch on top, the machines in a row below it.
+// Lays `model`'s cluster out in `panel`: the switch on top, the machines in a row below it; with
+// racks, the core on top, a band of top-of-rack switches, each over its machines, then the row.
 TopologyGeometry layout_topology(const TopologyModel& model, const QRectF& panel);
 
 // The point `fraction` (0..1) of the way along `polyline`, by length.

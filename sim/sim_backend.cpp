@@ -92,7 +92,7 @@ detail::ChildChannel* reporting_channel = nullptr;
       // The outcome goes out before SimGrid's engine is torn down, and the child ends there:
       // the teardown (every actor's stack, every host) only costs time here.
       run_plan_in_this_process(plan, channel, progress, settings, [&](const SimResult& result) {
-        channel.outcome(result.outcome, result.engine_wall_s, result.sharing);
+        channel.outcome(result.outcome, result.engine_wall_s, result.setup_wall_s, result.sharing);
         ::close(fd);
         ::_exit(0);
       });
@@ -268,6 +268,7 @@ core::RunOutcome SimBackend::do_run(const core::Plan& plan, core::TraceSink& sin
     throw core::BackendError(std::string("bad outcome from the simulation: ") + e.what());
   }
   last_engine_wall_s_ = channel.engine_wall_s();
+  last_setup_wall_s_ = channel.setup_wall_s();
   last_sharing_ = channel.sharing_stats();
   last_total_wall_s_ =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

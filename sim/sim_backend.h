@@ -26,6 +26,8 @@ class SimBackend : public core::Backend {
   // Wall-clock seconds the last run spent in SimGrid's engine, and in all (process start,
   // platform, engine, trace transport and decoding). For benchmarks.
   double last_engine_wall_s() const { return last_engine_wall_s_; }
+  // The child's set-up before its engine ran (SimResult::setup_wall_s).
+  double last_setup_wall_s() const { return last_setup_wall_s_; }
   double last_total_wall_s() const { return last_total_wall_s_; }
   // What the exact sharing model did in the last run (docs/model.md).
   const SharingStats& last_sharing_stats() const { return last_sharing_; }
@@ -51,6 +53,7 @@ class SimBackend : public core::Backend {
   int child_fd_ = -1;  // the read end of its pipe
   std::chrono::steady_clock::time_point child_started_;
   double last_engine_wall_s_ = 0;
+  double last_setup_wall_s_ = 0;
   double last_total_wall_s_ = 0;
   SharingStats last_sharing_;
 };

@@ -17,8 +17,9 @@ constexpr size_t kRecordFrameBytes = size_t(64) << 10;
 // Frames larger than this are corrupt (an outcome's JSON is at most the trace format's limit).
 constexpr uint32_t kMaxFrameBytes = core::kMaxTraceMetaBytes + 64;
 constexpr int kPollMs = 100;
-// A 'Z' frame: the engine's wall time (f64), the five SharingStats counts (u64), then the JSON.
-constexpr size_t kOutcomeHeaderBytes = 8 + 5 * 8;
+// A 'Z' frame: the engine's and the set-up's wall times (f64), the five SharingStats counts
+// (u64), then the JSON.
+constexpr size_t kOutcomeHeaderBytes = 8 + 8 + 5 * 8;
 
 void put_le(std::string& out, uint64_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) out.push_back(char(uint8_t(value >> (8 * i))));
@@ -69,10 +70,11 @@ void ChildChannel::progress(const core::RunProgress& progress) {
 }
 
 void ChildChannel::outcome(const core::RunOutcome& outcome, double engine_wall_s,
-                           const SharingStats& sharing) {
+                           double setup_wall_s, const SharingStats& sharing) {
   flush_records();
   std::string payload;
   put_f64(payload, engine_wall_s);
+  put_f64(payload, setup_wall_s);
   for (int64_t n : {sharing.flows, sharing.model_flows, sharing.hand_backs, sharing.take_overs,
                     sharing.reassignments}) {
     put_le(payload, uint64_t(n), 8);
@@ -180,10 +182,11 @@ bool ParentChannel::next_frame() {
       case 'Z': {
         if (size < kOutcomeHeaderBytes) break;
         engine_wall_s_ = load_f64(payload.data());
+        setup_wall_s_ = load_f64(payload.data() + 8);
         int64_t* figures[] = {&sharing_.flows, &sharing_.model_flows, &sharing_.hand_backs,
                               &sharing_.take_overs, &sharing_.reassignments};
         for (size_t k = 0; k < 5; ++k)
-          *figures[k] = int64_t(load_le(payload.data() + 8 + 8 * k, 8));
+          *figures[k] = int64_t(load_le(payload.data() + 16 + 8 * k, 8));
         final_ = payload.substr(kOutcomeHeaderBytes);
         end_ = End::kOutcome;
         return false;

@@ -36,7 +36,8 @@ class ChildChannel : public core::TraceSink {
   void end(const core::RunOutcome&) override {}
 
   void progress(const core::RunProgress& progress);
-  void outcome(const core::RunOutcome& outcome, double engine_wall_s, const SharingStats& sharing);
+  void outcome(const core::RunOutcome& outcome, double engine_wall_s, double setup_wall_s,
+               const SharingStats& sharing);
   void input_error(const std::string& file, const std::string& path, const std::string& message);
   void failure(const std::string& message);
   void internal_error(const std::string& message);
@@ -74,6 +75,7 @@ class ParentChannel : public std::streambuf {
   // and what the exact sharing model did.
   const std::string& final_payload() const { return final_; }
   double engine_wall_s() const { return engine_wall_s_; }
+  double setup_wall_s() const { return setup_wall_s_; }
   const SharingStats& sharing_stats() const { return sharing_; }
 
  protected:
@@ -91,6 +93,7 @@ class ParentChannel : public std::streambuf {
   End end_ = End::kOpen;
   std::string final_;
   double engine_wall_s_ = 0;
+  double setup_wall_s_ = 0;
   SharingStats sharing_;
 };
 

@@ -46,6 +46,7 @@ class SimRun : public core::SyncHost, public core::StepHost, public NetworkHost 
   // `finished` (when set) is called with the outcome while the engine still exists.
   core::RunOutcome run(const std::function<void(const core::RunOutcome&)>& finished = {});
   double engine_wall_s() const { return engine_wall_s_; }
+  double setup_wall_s() const { return setup_wall_s_; }
   SharingStats sharing_stats() const;
 
   static constexpr std::chrono::milliseconds kProgressEvery{200};
@@ -168,6 +169,7 @@ class SimRun : public core::SyncHost, public core::StepHost, public NetworkHost 
   sg4::ConditionVariablePtr driver_wake_;
   std::vector<sg4::Host*> endpoint_hosts_;  // per Network::process_endpoints()
   double engine_wall_s_ = 0;
+  double setup_wall_s_ = 0;
   std::chrono::steady_clock::time_point next_progress_;
 };
 

@@ -71,10 +71,10 @@ void LinkFaults::change(int fault, bool start, Network& network) {
       factor *= other.factor;
     }
   }
-  const bool is_switch = f.link == plan_.platform.switch_link;
+  // A switch (shared) is one SimGrid link (sim_platform.cpp's create_switch), a split link two.
   const std::vector<std::string> names =
-      is_switch ? std::vector<std::string>{"cluster/" + link.name}
-                : std::vector<std::string>{link.name + "_UP", link.name + "_DOWN"};
+      !link.split_duplex ? std::vector<std::string>{"cluster/" + link.name}
+                         : std::vector<std::string>{link.name + "_UP", link.name + "_DOWN"};
   const bool present = sg4::Link::by_name_or_null(names.front()) != nullptr;
   // The factor in force until now, read back from the link.
   const double lowered_factor =

@@ -1,5 +1,7 @@
 #include "sim/sim_platform.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include <simgrid/kernel/resource/NetworkModelIntf.hpp>
@@ -33,40 +35,125 @@ double network_latency_factor() {
 
 void keep_tcp_factors_off_machine_links(sg4::NetZone* root) {
   // The configured factor (LV08: 0.97; CM02: 1), read before the callback replaces it. SimGrid
-  // calls the callback for every communication; both ends of a copy inside a machine are hosts
-  // of that machine's zone, and every route between machines crosses a NIC.
+  // calls the callback for every communication; build_sim_platform() tags each host with its
+  // machine (Host::set_data), and every route between machines crosses a NIC.
   const double between_machines = simgrid::config::get_value<double>("network/bandwidth-factor");
   root->get_network_model()->set_bw_factor_cb(
       [between_machines](double, const sg4::Host* src, const sg4::Host* dst,
                          const std::vector<sg4::Link*>&, const std::unordered_set<sg4::NetZone*>&) {
-        return src->get_englobing_zone() == dst->get_englobing_zone() ? 1.0 : between_machines;
+        return src->get_data<void>() == dst->get_data<void>() ? 1.0 : between_machines;
       });
 }
 
 bool switch_can_bind(const core::Platform& platform) {
-  double nic_total = 0;
-  for (const core::PlatformMachine& m : platform.machines) {
-    nic_total += platform.links[size_t(m.nic_link)].bandwidth_bytes_per_s;
-  }
-  return platform.links[size_t(platform.switch_link)].bandwidth_bytes_per_s < 2 * nic_total;
+  return platform.switch_can_bind(platform.switch_link);
 }
+
+namespace {
+
+// A shared link (a switch) in `zone`, named "cluster/<name>" (sim_faults.cpp finds it so).
+const sg4::Link* create_switch(sg4::NetZone* zone, const core::PlatformLink& link) {
+  return zone->create_link("cluster/" + link.name, link.bandwidth_bytes_per_s)->seal();
+}
+
+using Direction = sg4::LinkInRoute::Direction;
+
+// `route` walked the other way: reversed, each split-duplex link in its other direction.
+std::vector<sg4::LinkInRoute> reversed(const std::vector<sg4::LinkInRoute>& route) {
+  std::vector<sg4::LinkInRoute> out;
+  for (auto it = route.rbegin(); it != route.rend(); ++it) {
+    const Direction d = it->get_direction();
+    out.emplace_back(it->get_link(), d == Direction::UP     ? Direction::DOWN
+                                     : d == Direction::DOWN ? Direction::UP
+                                                            : d);
+  }
+  return out;
+}
+
+// The zone a machine's hosts and NIC join: the root with one switch; with racks the machine's
+// rack's zone (created on first use, with its route to the root: its uplink up, then the core
+// switch when it can bind), and the switch a NIC route ends at (null: none).
+struct RackZones {
+  std::vector<sg4::NetZone*> zones;
+  std::vector<const sg4::Link*> switches;  // per rack: its top-of-rack switch, or null
+
+  sg4::NetZone* zone_of(const core::Platform& platform, int rack, sg4::NetZone* root,
+                        const sg4::Link* core, bool keep_switches) {
+    if (zones.empty()) {
+      zones.assign(platform.racks.size(), nullptr);
+      switches.assign(platform.racks.size(), nullptr);
+    }
+    sg4::NetZone*& zone = zones[size_t(rack)];
+    if (zone != nullptr) return zone;
+    const core::PlatformRack& r = platform.racks[size_t(rack)];
+    zone = sg4::create_star_zone("rack:" + r.name);
+    zone->set_parent(root);
+    const sg4::Link* tor = create_switch(zone, platform.links[size_t(r.tor_link)]);
+    if (keep_switches || platform.switch_can_bind(r.tor_link)) switches[size_t(rack)] = tor;
+    // The gateway has no route of its own in the rack's zone (a star zone gives it an empty one):
+    // a host's route to it is the host's own, up to the top-of-rack switch.
+    auto* gateway = zone->create_router(r.name + "/gateway");
+    const core::PlatformLink& up = platform.links[size_t(r.uplink)];
+    sg4::SplitDuplexLink* uplink =
+        root->create_split_duplex_link(up.name, up.bandwidth_bytes_per_s);
+    uplink->seal();
+    std::vector<sg4::LinkInRoute> route = {{uplink, Direction::UP}};
+    if (core != nullptr) route.emplace_back(core);
+    root->add_route(zone->get_netpoint(), nullptr, gateway, nullptr, route, true);
+    return zone;
+  }
+};
+
+// One host of a machine and its route out to the host bus, where the CPU and the NIC are: a
+// CPU's is empty, a GPU's its PCIe link up, a process endpoint's its RPC link (and its GPU's PCIe
+// link up).
+struct MachineHost {
+  sg4::Host* host = nullptr;
+  std::vector<sg4::LinkInRoute> inside;
+};
+
+// Routes between the hosts of one machine, as bypass routes of the zone they are in: a's way out
+// to the host bus, then b's way in, each link once (what a star zone of the machine alone gives;
+// the zone's own star routes all cross the NIC).
+void add_routes_inside(sg4::NetZone* zone, const std::vector<MachineHost>& members) {
+  for (const MachineHost& a : members) {
+    for (const MachineHost& b : members) {
+      if (a.host == b.host) continue;
+      std::vector<sg4::LinkInRoute> route = a.inside;
+      for (const sg4::LinkInRoute& link : reversed(b.inside)) {
+        const bool seen = std::any_of(route.begin(), route.end(), [&](const sg4::LinkInRoute& l) {
+          return l.get_link() == link.get_link() && l.get_direction() == link.get_direction();
+        });
+        if (!seen) route.push_back(link);
+      }
+      REPLISIM_ASSERT(!route.empty(), "two hosts of a machine without a link between them");
+      zone->add_bypass_route(a.host->get_netpoint(), b.host->get_netpoint(), nullptr, nullptr,
+                             route);
+    }
+  }
+}
+
+}  // namespace
 
 SimPlatform build_sim_platform(const core::Platform& platform, const std::vector<bool>& used,
                                bool keep_switch, const std::vector<ProcessEndpoint>& endpoints,
                                size_t process_count) {
   auto* root = sg4::create_star_zone("cluster");
-  // A switch at least twice as fast as all NICs together can never be the bottleneck (every
-  // flow also crosses a NIC, and LV08's reverse traffic adds 5%): it then stays out of the
-  // routes, which changes no result but keeps it from tying every flow of the cluster into one
-  // sharing problem, re-solved at each event.
-  const bool shared_switch = keep_switch || switch_can_bind(platform);
-  const core::PlatformLink& sw = platform.links[size_t(platform.switch_link)];
-  const sg4::Link* switch_link =
-      root->create_link("cluster/" + sw.name, sw.bandwidth_bytes_per_s)->seal();
+  // A switch that cannot bind (core::Platform::switch_can_bind) stays out of the routes, which
+  // changes no result but keeps it from tying every flow of the cluster into one sharing
+  // problem, re-solved at each event. `keep_switch` keeps every switch (a fault changes one).
+  const sg4::Link* switch_link = create_switch(root, platform.links[size_t(platform.switch_link)]);
+  if (!keep_switch && !switch_can_bind(platform)) switch_link = nullptr;
+  RackZones racks;
   std::vector<sg4::Host*> hosts(platform.devices.size(), nullptr);
   std::vector<sg4::Host*> endpoint_hosts(endpoints.size(), nullptr);
   std::vector<sg4::SplitDuplexLink*> pcie_of_device(platform.devices.size(), nullptr);
   std::vector<sg4::Link*> rpc_of_process(process_count, nullptr);
+  std::vector<std::vector<size_t>> endpoints_of_machine(platform.machines.size());
+  for (size_t e = 0; e < endpoints.size(); ++e) {
+    endpoints_of_machine[size_t(platform.devices[size_t(endpoints[e].device)].machine)].push_back(
+        e);
+  }
   // LV08's reverse traffic makes each flow also use 5% of its rate on the links of its reverse
   // route, and a process's RPC link is in both (one link for both directions): its bandwidth is
   // raised by that 5% so that the streams get the ceiling itself (SimGrid 3.32's LV08 charges
@@ -75,12 +162,23 @@ SimPlatform build_sim_platform(const core::Platform& platform, const std::vector
   const bool crosstraffic = simgrid::config::get_value<bool>("network/crosstraffic");
   const double rpc_link_bytes_per_s =
       platform.transport.process_rpc_ceiling_bytes_per_s * (crosstraffic ? 1.05 : 1.0);
-  for (const core::PlatformMachine& machine : platform.machines) {
+  for (size_t m = 0; m < platform.machines.size(); ++m) {
+    const core::PlatformMachine& machine = platform.machines[m];
     bool machine_used = false;
     for (int d : machine.devices) machine_used |= used[size_t(d)];
     if (!machine_used) continue;
-    auto* zone = sg4::create_star_zone("machine:" + machine.name);
-    zone->set_parent(root);
+    // The zone of the machine's hosts and NIC (no zone per machine: SimGrid 3.32 finds a host
+    // by name by walking every zone, so that a zone per machine made set-up quadratic), and the
+    // switch its NIC route ends at.
+    sg4::NetZone* zone = root;
+    const sg4::Link* nic_switch = switch_link;
+    if (machine.rack >= 0) {
+      zone = racks.zone_of(platform, machine.rack, root, switch_link, keep_switch);
+      nic_switch = racks.switches[size_t(machine.rack)];
+    }
+    // Which machine a host is on, for keep_tcp_factors_off_machine_links(): its index + 1.
+    void* const machine_tag = reinterpret_cast<void*>(uintptr_t(m) + 1);
+    std::vector<MachineHost> members;
     // Two processes on one device talk over loopback (core::Transport::between_processes):
     // SimGrid needs a route from a host to itself, core::Platform::transfer_route's. On a CPU a
     // fat pipe that never binds (the loopback's stream ceiling is each communication's rate
@@ -96,34 +194,29 @@ SimPlatform build_sim_platform(const core::Platform& platform, const std::vector
       sg4::Host* host = zone->create_host(device.name, device.speed_flop_per_s)
                             ->set_core_count(device.cores)
                             ->seal();
+      host->set_data(machine_tag);
       hosts[size_t(d)] = host;
-      if (loopback != nullptr && device.pcie_link < 0) {
-        zone->add_route(host->get_netpoint(), host->get_netpoint(), nullptr, nullptr,
-                        {sg4::LinkInRoute(loopback)}, false);
-      }
       if (device.pcie_link < 0) {
         // The CPU sits on the host bus: no link between it and the NIC or the GPUs' PCIe.
-        zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr, {}, true);
+        if (loopback != nullptr) {
+          zone->add_route(host->get_netpoint(), host->get_netpoint(), nullptr, nullptr,
+                          {sg4::LinkInRoute(loopback)}, false);
+        }
+        members.push_back({host, {}});
         continue;
       }
       const core::PlatformLink& pcie = platform.links[size_t(device.pcie_link)];
       sg4::SplitDuplexLink* link =
           zone->create_split_duplex_link(pcie.name, pcie.bandwidth_bytes_per_s);
       link->seal();
-      zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
-                      {{link, sg4::LinkInRoute::Direction::UP}}, true);
       pcie_of_device[size_t(d)] = link;
-      if (loopback != nullptr) {
-        zone->add_route(
-            host->get_netpoint(), host->get_netpoint(), nullptr, nullptr,
-            {{link, sg4::LinkInRoute::Direction::UP}, {link, sg4::LinkInRoute::Direction::DOWN}},
-            false);
-      }
+      // A GPU to itself: its PCIe link up and down (through host memory).
+      zone->add_route(host->get_netpoint(), host->get_netpoint(), nullptr, nullptr,
+                      {{link, Direction::UP}, {link, Direction::DOWN}}, false);
+      members.push_back({host, {{link, Direction::UP}}});
     }
-    for (size_t e = 0; e < endpoints.size(); ++e) {
+    for (size_t e : endpoints_of_machine[m]) {
       const ProcessEndpoint& endpoint = endpoints[e];
-      const core::PlatformDevice& device = platform.devices[size_t(endpoint.device)];
-      if (&platform.machines[size_t(device.machine)] != &machine) continue;
       // Named by index: machine and role names may hold any character.
       sg4::Link*& rpc = rpc_of_process[size_t(endpoint.process)];
       if (rpc == nullptr) {
@@ -131,23 +224,28 @@ SimPlatform build_sim_platform(const core::Platform& platform, const std::vector
                                 rpc_link_bytes_per_s)
                   ->seal();
       }
-      std::vector<sg4::LinkInRoute> route = {sg4::LinkInRoute(rpc)};
+      std::vector<sg4::LinkInRoute> inside = {sg4::LinkInRoute(rpc)};
       if (pcie_of_device[size_t(endpoint.device)] != nullptr) {
-        route.emplace_back(pcie_of_device[size_t(endpoint.device)],
-                           sg4::LinkInRoute::Direction::UP);
+        inside.emplace_back(pcie_of_device[size_t(endpoint.device)], Direction::UP);
       }
       endpoint_hosts[e] = zone->create_host("replisim:endpoint." + std::to_string(e), 1e9)->seal();
-      zone->add_route(endpoint_hosts[e]->get_netpoint(), nullptr, nullptr, nullptr, route, true);
+      endpoint_hosts[e]->set_data(machine_tag);
+      members.push_back({endpoint_hosts[e], inside});
     }
-    auto* gateway = zone->create_router(machine.name + "/gateway");
-    zone->seal();
     const core::PlatformLink& nic = platform.links[size_t(machine.nic_link)];
     sg4::SplitDuplexLink* nic_link =
-        root->create_split_duplex_link(nic.name, nic.bandwidth_bytes_per_s);
+        zone->create_split_duplex_link(nic.name, nic.bandwidth_bytes_per_s);
     nic_link->seal();
-    std::vector<sg4::LinkInRoute> route = {{nic_link, sg4::LinkInRoute::Direction::UP}};
-    if (shared_switch) route.emplace_back(switch_link);
-    root->add_route(zone->get_netpoint(), nullptr, gateway, nullptr, route, true);
+    for (const MachineHost& member : members) {
+      std::vector<sg4::LinkInRoute> route = member.inside;
+      route.emplace_back(nic_link, Direction::UP);
+      if (nic_switch != nullptr) route.emplace_back(nic_switch);
+      zone->add_route(member.host->get_netpoint(), nullptr, nullptr, nullptr, route, true);
+    }
+    add_routes_inside(zone, members);
+  }
+  for (sg4::NetZone* rack : racks.zones) {
+    if (rack != nullptr) rack->seal();
   }
   sg4::Host* service = root->create_host("replisim:service", 1e9)->seal();
   root->seal();

@@ -1,6 +1,12 @@
-// Builds the SimGrid platform of a plan: one star zone per machine (CPU on the host bus, each
-// GPU behind its split-duplex PCIe link, a gateway router), under a root star zone that holds
-// every machine's split-duplex NIC and the shared switch link (simgrid-notes.md section 9).
+// Builds the SimGrid platform of a plan: a root star zone that holds every machine's hosts (the
+// CPU on the host bus, each GPU behind its split-duplex PCIe link), their split-duplex NICs and
+// the shared switch link. A host's star route is its way out to the host bus, its NIC up and the
+// switch; routes between two hosts of one machine are bypass routes that leave the NIC out. With
+// racks (core::Platform::racks) the machines are in a star zone per rack that holds their NICs
+// and the top-of-rack switch, and the root holds the racks' split-duplex uplinks and the core
+// switch: SimGrid's hierarchical routing then gives core::Platform::route's links. (No zone per
+// machine, as until issue 41: SimGrid 3.32 finds a host by name by walking every zone, which made
+// the set-up quadratic in machines.)
 #pragma once
 
 #include <vector>
@@ -16,10 +22,10 @@ namespace replisim::sim {
 void configure_network_model(core::NetworkModel model);
 
 // Where a process's streams start and end on one of its devices when the transport bounds what
-// a process moves (Transport::process_rpc_ceiling_bytes_per_s): a host of its own in the
-// device's machine zone whose route is the device's PCIe link (a GPU) and the process's RPC
-// link, one shared link of the ceiling's bandwidth that all of the process's streams cross, in
-// both directions. It only sends and receives; copies run on the process's CPU.
+// a process moves (Transport::process_rpc_ceiling_bytes_per_s): a host of its own on the
+// device's machine whose way out is the process's RPC link and the device's PCIe link (a GPU), one
+// shared link of the ceiling's bandwidth that all of the process's streams cross, in both
+// directions. It only sends and receives; copies run on the process's CPU.
 struct ProcessEndpoint {
   int process = -1;  // index into core::Processes
   int device = -1;   // plan device
@@ -33,8 +39,8 @@ struct SimPlatform {
   simgrid::s4u::Host* service_host = nullptr;
 };
 
-// Whether the switch can ever limit a flow: false when its bandwidth is at least twice the
-// NICs' total (it then takes no part in the SimGrid routes).
+// Whether the switch (with racks, the core switch) can ever limit a flow
+// (core::Platform::switch_can_bind): when not, it takes no part in the SimGrid routes.
 bool switch_can_bind(const core::Platform& platform);
 
 // Creates and seals the platform.
@@ -43,7 +49,7 @@ bool switch_can_bind(const core::Platform& platform);
 // gRPC connection streams tensors back to back.
 // Machines none of whose devices are in `used` (one flag per plan device) are left out: idle
 // machines of a large template cost SimGrid time and memory for nothing. Their hosts are null.
-// `keep_switch`: the switch stays in the routes even when it cannot bind (a fault changes it).
+// `keep_switch`: every switch stays in the routes even when it cannot bind (a fault changes one).
 // `endpoints` (of `process_count` processes, core::Processes) get their hosts and RPC links.
 SimPlatform build_sim_platform(const core::Platform& platform, const std::vector<bool>& used,
                                bool keep_switch = false,
@@ -55,7 +61,9 @@ SimPlatform build_sim_platform(const core::Platform& platform, const std::vector
 // bandwidth-factor callback on the network model that replaces SimGrid's configured factor. (The
 // latency factor is the backend's own charge, network_latency_factor(); LV08's reverse-traffic
 // term is global in SimGrid 3.32 and stays: 5% of a copy's rate on its PCIe link's other
-// direction, felt only by a copy the other way at the same time.) Call after sealing `root`.
+// direction, felt only by a copy the other way at the same time.) Hosts are told apart by their
+// data (Host::set_data): build_sim_platform() gives each of a machine's hosts the same tag.
+// Call after sealing `root`.
 void keep_tcp_factors_off_machine_links(simgrid::s4u::NetZone* root);
 
 // Multiplier the configured network model applies to latencies (LV08: 13.01, read from

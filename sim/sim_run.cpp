@@ -108,7 +108,8 @@ void SimRun::build_platform() {
   bool degraded_links = false, switch_fault = false;
   for (const core::PlanFault& f : plan_.faults) {
     degraded_links |= f.kind == core::PlanFaultKind::kLink && f.factor > 0;
-    switch_fault |= f.kind == core::PlanFaultKind::kLink && f.link == plan_.platform.switch_link;
+    switch_fault |=
+        f.kind == core::PlanFaultKind::kLink && !plan_.platform.links[size_t(f.link)].split_duplex;
   }
   const bool no_crosstraffic =
       degraded_links && plan_.platform.network_model == core::NetworkModel::kLv08;
@@ -309,6 +310,7 @@ void SimRun::record_outcome() {
 }
 
 core::RunOutcome SimRun::run(const std::function<void(const core::RunOutcome&)>& finished) {
+  const auto setup_started = std::chrono::steady_clock::now();
   sg4::Engine engine("replisim");
   xbt_log_control_set("xbt_cfg.thres:warning");
   build_platform();
@@ -321,6 +323,7 @@ core::RunOutcome SimRun::run(const std::function<void(const core::RunOutcome&)>&
   links_.start();
   create_actors();
   const auto start = std::chrono::steady_clock::now();
+  setup_wall_s_ = std::chrono::duration<double>(start - setup_started).count();
   next_progress_ = start + kProgressEvery;
   engine.run();
   engine_wall_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -340,6 +343,7 @@ SimResult run_plan_in_this_process(const core::Plan& plan, core::TraceSink& sink
   auto collect = [&run, &result](const core::RunOutcome& outcome) {
     result.outcome = outcome;
     result.engine_wall_s = run.engine_wall_s();
+    result.setup_wall_s = run.setup_wall_s();
     result.sharing = run.sharing_stats();
   };
   run.run([&](const core::RunOutcome& outcome) {

@@ -14,7 +14,9 @@ namespace replisim::sim {
 struct SimResult {
   core::RunOutcome outcome;
   double engine_wall_s = 0;  // wall-clock seconds SimGrid's engine ran
-  SharingStats sharing;      // what the exact sharing model did
+  // Wall-clock seconds before it ran: the engine made, the platform built, the actors created.
+  double setup_wall_s = 0;
+  SharingStats sharing;  // what the exact sharing model did
 };
 
 // Runs `plan` (valid) to completion, emitting its strings, events and counters into `sink`

@@ -25,9 +25,23 @@ std::vector<Hop> Platform::route(int src, int dst) const {
   const PlatformDevice& d = devices[size_t(dst)];
   if (s.pcie_link >= 0) hops.push_back({s.pcie_link, LinkDirection::kUp});
   if (s.machine != d.machine) {
-    hops.push_back({machines[size_t(s.machine)].nic_link, LinkDirection::kUp});
-    hops.push_back({switch_link, LinkDirection::kShared});
-    hops.push_back({machines[size_t(d.machine)].nic_link, LinkDirection::kDown});
+    const PlatformMachine& from = machines[size_t(s.machine)];
+    const PlatformMachine& to = machines[size_t(d.machine)];
+    hops.push_back({from.nic_link, LinkDirection::kUp});
+    if (from.rack < 0) {
+      hops.push_back({switch_link, LinkDirection::kShared});
+    } else {
+      const PlatformRack& from_rack = racks[size_t(from.rack)];
+      hops.push_back({from_rack.tor_link, LinkDirection::kShared});
+      if (from.rack != to.rack) {
+        const PlatformRack& to_rack = racks[size_t(to.rack)];
+        hops.push_back({from_rack.uplink, LinkDirection::kUp});
+        hops.push_back({switch_link, LinkDirection::kShared});
+        hops.push_back({to_rack.uplink, LinkDirection::kDown});
+        hops.push_back({to_rack.tor_link, LinkDirection::kShared});
+      }
+    }
+    hops.push_back({to.nic_link, LinkDirection::kDown});
   }
   if (d.pcie_link >= 0) hops.push_back({d.pcie_link, LinkDirection::kDown});
   return hops;
@@ -52,6 +66,32 @@ double Platform::route_bandwidth_bytes_per_s(int src, int dst) const {
     bandwidth = std::min(bandwidth, links[size_t(hop.link)].bandwidth_bytes_per_s);
   }
   return bandwidth;
+}
+
+bool Platform::switch_can_bind(int link) const {
+  double feeding_bytes_per_s = 0;
+  const auto add = [&](int l) { feeding_bytes_per_s += links[size_t(l)].bandwidth_bytes_per_s; };
+  if (link == switch_link) {
+    if (racks.empty()) {
+      for (const PlatformMachine& m : machines) add(m.nic_link);
+    } else {
+      for (const PlatformRack& r : racks) add(r.uplink);
+    }
+  } else {
+    for (size_t r = 0; r < racks.size(); ++r) {
+      if (racks[r].tor_link != link) continue;
+      add(racks[r].uplink);
+      for (const PlatformMachine& m : machines) {
+        if (m.rack == int(r)) add(m.nic_link);
+      }
+    }
+  }
+  return links[size_t(link)].bandwidth_bytes_per_s < 2 * feeding_bytes_per_s;
+}
+
+std::string Platform::rack_name_of(int machine) const {
+  const int rack = machines[size_t(machine)].rack;
+  return rack < 0 ? std::string() : racks[size_t(rack)].name;
 }
 
 int Platform::channel_of(const Hop& hop) const {
@@ -86,6 +126,11 @@ nlohmann::json platform_to_json(const Platform& platform) {
   }
   for (const PlatformMachine& m : platform.machines) {
     j["machines"].push_back({{"name", m.name}, {"nic_link", m.nic_link}, {"devices", m.devices}});
+    // Only with racks: a trace of one switch reads as before racks existed.
+    if (m.rack >= 0) j["machines"].back()["rack"] = m.rack;
+  }
+  for (const PlatformRack& r : platform.racks) {
+    j["racks"].push_back({{"name", r.name}, {"tor_link", r.tor_link}, {"uplink", r.uplink}});
   }
   for (const PlatformDevice& d : platform.devices) {
     j["devices"].push_back({{"name", d.name},
@@ -102,7 +147,8 @@ nlohmann::json platform_to_json(const Platform& platform) {
 Platform platform_from_json(const nlohmann::json& j, const std::string& file,
                             const std::string& path) {
   const JsonCursor c(j, file, path);
-  c.check_keys({"network_model", "switch_link", "links", "machines", "devices", "transport"});
+  c.check_keys(
+      {"network_model", "switch_link", "links", "machines", "devices", "transport", "racks"});
   Platform p;
   // Optional: traces written before transports existed ran with the ideal one.
   if (c.has("transport")) p.transport = transport_from_json(c.at("transport"));
@@ -121,6 +167,20 @@ Platform platform_from_json(const nlohmann::json& j, const std::string& file,
   }
   const int64_t link_count = int64_t(p.links.size());
   p.switch_link = int(c.at("switch_link").as_int(0, link_count - 1));
+  if (p.links[size_t(p.switch_link)].split_duplex) c.at("switch_link").fail("not a shared link");
+  // Optional: traces written before racks existed had one switch.
+  if (c.has("racks")) {
+    const JsonCursor racks = c.at("racks");
+    for (size_t i = 0; i < racks.size(); ++i) {
+      const JsonCursor r = racks.at(i);
+      r.check_keys({"name", "tor_link", "uplink"});
+      PlatformRack rack{r.at("name").as_string(), int(r.at("tor_link").as_int(0, link_count - 1)),
+                        int(r.at("uplink").as_int(0, link_count - 1))};
+      if (p.links[size_t(rack.tor_link)].split_duplex) r.at("tor_link").fail("not a shared link");
+      if (!p.links[size_t(rack.uplink)].split_duplex) r.at("uplink").fail("not a split link");
+      p.racks.push_back(std::move(rack));
+    }
+  }
   const JsonCursor devices = c.at("devices");
   const JsonCursor machines = c.at("machines");
   const int64_t machine_count = int64_t(machines.size());
@@ -144,10 +204,15 @@ Platform platform_from_json(const nlohmann::json& j, const std::string& file,
   }
   for (size_t i = 0; i < machines.size(); ++i) {
     const JsonCursor m = machines.at(i);
-    m.check_keys({"name", "nic_link", "devices"});
+    m.check_keys({"name", "nic_link", "devices", "rack"});
     PlatformMachine machine;
     machine.name = m.at("name").as_string();
     machine.nic_link = int(m.at("nic_link").as_int(0, link_count - 1));
+    if (!p.racks.empty()) {
+      machine.rack = int(m.at("rack").as_int(0, int64_t(p.racks.size()) - 1));
+    } else if (m.has("rack")) {
+      m.at("rack").fail("the platform has no racks");
+    }
     const JsonCursor list = m.at("devices");
     for (size_t k = 0; k < list.size(); ++k) {
       const int device = int(list.at(k).as_int(0, int64_t(p.devices.size()) - 1));

@@ -1,5 +1,6 @@
 // The simulated hardware as plain data: machines, devices (CPU, GPUs), links (NICs, PCIe, the
-// switch) and the route between any two devices. Shared by the plan, both backends and metrics.
+// switch, racks' top-of-rack switches and uplinks) and the route between any two devices. Shared
+// by the plan, both backends and metrics.
 #pragma once
 
 #include <string>
@@ -22,10 +23,13 @@ struct PlatformDevice {
   double memory_bytes = 0;  // GPUs: capacity when given in the scenario; 0 = unknown
 };
 
-// A link. Split-duplex links (NICs, PCIe) have independent "up" and "down" directions of
-// `bandwidth_bytes_per_s` each; the switch is one shared link for every flow crossing it.
+// A link. Split-duplex links (NICs, PCIe, rack uplinks) have independent "up" and "down"
+// directions of `bandwidth_bytes_per_s` each; a switch (the cluster's, a rack's top-of-rack one)
+// is one shared link for every flow crossing it.
 struct PlatformLink {
-  std::string name;  // "<machine>/nic", "<machine>/pcie/gpu<i>", "switch"
+  // "<machine>/nic", "<machine>/pcie/gpu<i>", "switch" (one switch), "core" (racks' core
+  // switch), "<rack>/tor", "<rack>/uplink"
+  std::string name;
   double bandwidth_bytes_per_s = 0;
   double latency_s = 0;
   bool split_duplex = true;
@@ -35,6 +39,16 @@ struct PlatformMachine {
   std::string name;
   int nic_link = -1;
   std::vector<int> devices;  // the CPU first, then GPUs in index order
+  int rack = -1;             // index into Platform::racks; -1 when the cluster has one switch
+};
+
+// A rack (scenario cluster.topology "racks"): its machines' NICs meet at a top-of-rack switch,
+// one shared link; its uplink, split duplex ("up" toward the core), joins the core switch
+// (Platform::switch_link). The two-tier leaf-spine layout of a data centre with one core switch.
+struct PlatformRack {
+  std::string name;  // "rack<i>"
+  int tor_link = -1;
+  int uplink = -1;
 };
 
 enum class LinkDirection { kUp, kDown, kShared };
@@ -50,7 +64,10 @@ struct Platform {
   std::vector<PlatformMachine> machines;
   std::vector<PlatformDevice> devices;
   std::vector<PlatformLink> links;
+  // The one switch every flow between machines crosses; with racks, the core switch that flows
+  // between racks cross.
   int switch_link = -1;
+  std::vector<PlatformRack> racks;  // empty: one switch (a star)
   NetworkModel network_model = NetworkModel::kLv08;
   Transport transport;  // between machines
 
@@ -61,7 +78,9 @@ struct Platform {
 
   // Links crossed from `src` to `dst` (device indices, src != dst): the source's PCIe up (GPU),
   // then, between machines, the source NIC up, the switch and the destination NIC down, then the
-  // destination's PCIe down (GPU). Same device: empty.
+  // destination's PCIe down (GPU). With racks the switch is the rack's top-of-rack switch within
+  // a rack; between racks the source's top-of-rack switch, its uplink up, the core switch, the
+  // destination rack's uplink down and its top-of-rack switch. Same device: empty.
   std::vector<Hop> route(int src, int dst) const;
   // The links a tensor from `src` to `dst` crosses: route(src, dst), and on one GPU (two
   // processes there, Transport::between_processes) its PCIe link up and down, through host
@@ -70,6 +89,16 @@ struct Platform {
   // Sum of hop latencies and minimum hop bandwidth of route(src, dst) (the closed forms' L and B).
   double route_latency_s(int src, int dst) const;
   double route_bandwidth_bytes_per_s(int src, int dst) const;
+
+  // Whether shared link `link` (a switch) can ever limit a flow: false when its bandwidth is at
+  // least twice the total of the split-duplex links that feed it (the NICs, or with racks a
+  // rack's NICs and uplink, the core's uplinks): every flow crossing it comes in through one of
+  // them, and twice leaves room for LV08's 5% reverse traffic. The SimGrid backend then leaves
+  // it out of the routes (a non-blocking switch changes no result, and would tie every flow of
+  // the cluster into one sharing problem).
+  bool switch_can_bind(int link) const;
+  // The rack of machine `machine`'s name, or "" with one switch.
+  std::string rack_name_of(int machine) const;
 
   // Directed link resources ("channels") used by utilisation metrics: split-duplex link i has
   // channels 2i (up) and 2i+1 (down); a shared link has channel 2i only.

@@ -56,6 +56,22 @@ void refuse_what_real_runs_cannot_do(const LoadedScenario& loaded, bool shaped_l
                        "--steps N, or simulate it");
     }
   }
+  // A shaped network (real/isolate/netns.h) shapes NICs and racks' uplinks; its switches are
+  // bridges, never the bottleneck.
+  for (const Plan& plan : plans) {
+    const Platform& p = plan.platform;
+    if (!shaped_links || p.racks.empty()) break;
+    std::vector<int> switches = {p.switch_link};
+    for (const PlatformRack& r : p.racks) switches.push_back(r.tor_link);
+    for (int link : switches) {
+      if (!p.switch_can_bind(link)) continue;
+      throw InputError(loaded.scenario.file_of("/cluster/topology"), "/cluster/topology",
+                       "\"" + p.links[size_t(link)].name +
+                           "\" can limit flows, and a shaped network's switches are bridges it "
+                           "does not shape (it shapes NICs and uplinks): leave the top-of-rack "
+                           "and core bandwidths out (non-blocking), or simulate it");
+    }
+  }
   if (shaped_links) return;
   for (const FaultSpec& fault : loaded.scenario.faults) {
     if (fault.kind != FaultKind::kLink) continue;

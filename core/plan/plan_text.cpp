@@ -1,6 +1,7 @@
 #include "core/plan/plan_text.h"
 
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <ostream>
 #include <sstream>
@@ -180,6 +181,42 @@ void write_client_graph(std::ostream& out, const Plan& plan, const ClientGraph& 
   }
 }
 
+// With racks: the core switch, and per rack its machines, top-of-rack switch and uplink with its
+// oversubscription (the rack's NIC total over the uplink). One switch: nothing (the platform
+// line says it all).
+void write_topology(std::ostream& out, const Platform& p) {
+  if (p.racks.empty()) return;
+  const auto bandwidth = [&p](int link) {
+    return format_quantity(p.links[size_t(link)].bandwidth_bytes_per_s, Dimension::kBandwidth);
+  };
+  out << "topology: " << p.racks.size() << " rack(s), core switch " << bandwidth(p.switch_link)
+      << (p.switch_can_bind(p.switch_link) ? "" : " (non-blocking)") << "\n";
+  for (size_t r = 0; r < p.racks.size(); ++r) {
+    const PlatformRack& rack = p.racks[r];
+    std::vector<std::string> names;
+    double nic_total = 0;
+    for (const PlatformMachine& m : p.machines) {
+      if (m.rack != int(r)) continue;
+      names.push_back(m.name);
+      nic_total += p.links[size_t(m.nic_link)].bandwidth_bytes_per_s;
+    }
+    std::string list;
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names.size() > 4 && i == 2) {
+        list += ", ..., " + names.back();
+        break;
+      }
+      list += (i == 0 ? "" : ", ") + names[i];
+    }
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, "%.3g:1",
+                  nic_total / p.links[size_t(rack.uplink)].bandwidth_bytes_per_s);
+    out << "  " << rack.name << ": " << names.size() << " machine(s) (" << list << "), top-of-rack "
+        << bandwidth(rack.tor_link) << (p.switch_can_bind(rack.tor_link) ? "" : " (non-blocking)")
+        << ", uplink " << bandwidth(rack.uplink) << " (" << ratio << " oversubscribed)\n";
+  }
+}
+
 }  // namespace
 
 std::string format_plan(const Plan& plan) {
@@ -191,6 +228,7 @@ std::string format_plan(const Plan& plan) {
   out << "platform: " << p.machines.size() << " machine(s), " << p.devices.size() << " device(s), "
       << p.links.size() << " link(s), network model " << network_model_name(p.network_model)
       << "\n";
+  write_topology(out, p);
   write_transport(out, p.transport);
   write_training_policies(out, plan);
   write_faults(out, plan);

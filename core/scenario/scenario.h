@@ -41,6 +41,31 @@ struct MachineSpec {
   std::vector<GpuSpec> gpus;
   LinkSpec nic;   // full duplex: each direction has this bandwidth
   LinkSpec pcie;  // one per GPU, between the GPU and the host (CPU and NIC)
+  int rack = -1;  // cluster.topology "racks": its rack's index (ClusterSpec::topology); else -1
+};
+
+// cluster.topology (docs/scenario-format.md, "Topology"): how the machines' NICs are joined.
+// kStar: one switch (the default). kRacks: `machines_per_rack` machines in order per rack behind
+// a top-of-rack switch, each rack's uplink to a core switch (cluster.switch). The uplink is given
+// (`uplink`), or derived from the oversubscription ratio r: uplink = the rack's NIC total / r,
+// the usual meaning of "3:1 oversubscribed" (a rack's hosts can send r times what its uplink
+// carries; e.g. Al-Fares et al., "A Scalable, Commodity Data Center Network Architecture",
+// SIGCOMM 2008, section 2.1).
+// The oversubscription ratios a scenario may give: below 1 an uplink is faster than its rack's
+// NICs together (allowed, so that "uplinks x2" of a 1:1 rack is a point); beyond 1,000 it is a
+// fault rather than a design (data-centre designs quote 1:1 to 20:1, Al-Fares et al. 2008).
+inline constexpr double kMinOversubscription = 0.01;
+inline constexpr double kMaxOversubscription = 1000;
+
+struct TopologySpec {
+  enum class Kind { kStar, kRacks };
+  Kind kind = Kind::kStar;
+  int machines_per_rack = 0;
+  double oversubscription = 0;  // > 0: the uplink is derived from it
+  LinkSpec uplink;              // when oversubscription is 0
+  LinkSpec tor;                 // a rack's top-of-rack switch
+  bool tor_is_default = true;   // not given: non-blocking (never binds)
+  int rack_count = 0;           // racks of the scenario's machines (dedicated PSes join them)
 };
 
 // Default PCIe link of a GPU: PCIe 3.0 x16 is 15.75 GB/s per direction in theory (8 GT/s per
@@ -55,6 +80,7 @@ struct ClusterSpec {
   bool switch_is_default = true;  // not given: non-blocking, grows with every machine added
   NetworkModel network_model = NetworkModel::kLv08;
   Transport transport;  // cluster.transport (default: the "ideal" preset)
+  TopologySpec topology;
 
   // By name, through an index kept by add_machine (parsing); a linear scan when the machines were
   // filled in directly.
@@ -276,9 +302,12 @@ enum class FaultKind {
 };
 struct FaultSpec {
   FaultKind kind = FaultKind::kRole;
-  std::string role;         // kRole: "worker<i>", "ps<k>", "client", "tower<i>"
-  int worker = -1;          // kRole: index into TrainingSpec::workers ("worker<i>")
-  std::string machine;      // kMachine, kLink (its NIC; "" with kLink: the switch)
+  std::string role;     // kRole: "worker<i>", "ps<k>", "client", "tower<i>"
+  int worker = -1;      // kRole: index into TrainingSpec::workers ("worker<i>")
+  std::string machine;  // kMachine, kLink (its NIC; "" with kLink: another link)
+  // kLink: the link's platform name (core::PlatformLink::name): "<machine>/nic", "switch" (with
+  // racks the core switch), "core", "rack<i>/uplink", "rack<i>/tor".
+  std::string link;
   DeviceRef device;         // kSlowdown
   double at_s = 0;          // kRole, kMachine
   double from_s = 0;        // kSlowdown, kLink

@@ -223,28 +223,60 @@ void add_machine(ClusterSpec& cluster, MachineSpec machine, const JsonCursor& wh
   }
 }
 
-ClusterSpec parse_cluster(const JsonCursor& c) {
-  c.check_keys({"machines", "machine_defaults", "switch", "network_model", "transport"});
-  ClusterSpec cluster;
-  // Default switch: non-blocking (all NICs at full duplex together), 1 us; each field may be
-  // given alone.
-  cluster.switch_link.latency_s = kDefaultSwitchLatencyS;
-  cluster.switch_is_default = true;
-  if (c.has("switch")) {
-    const JsonCursor sw = c.at("switch");
-    sw.check_keys({"bandwidth", "latency"});
-    if (sw.has("bandwidth")) {
-      cluster.switch_link.bandwidth_bytes_per_s =
-          sw.at("bandwidth")
-              .as_quantity_in(Dimension::kBandwidth, limits::kMinBandwidthBytesPerS,
-                              limits::kMaxBandwidthBytesPerS);
-      cluster.switch_is_default = false;
-    }
-    if (sw.has("latency")) {
-      cluster.switch_link.latency_s =
-          sw.at("latency").as_quantity_in(Dimension::kTime, 0, limits::kMaxLatencyS);
-    }
+// A switch `key` of `c` ({"bandwidth", "latency"}, each optional): its bandwidth stays as it is
+// (the caller's non-blocking default, *is_default true) unless given; latency 1 us unless given.
+void parse_switch(const JsonCursor& c, const char* key, LinkSpec* link, bool* is_default) {
+  link->latency_s = kDefaultSwitchLatencyS;
+  *is_default = true;
+  if (!c.has(key)) return;
+  const JsonCursor sw = c.at(key);
+  sw.check_keys({"bandwidth", "latency"});
+  if (sw.has("bandwidth")) {
+    link->bandwidth_bytes_per_s =
+        sw.at("bandwidth")
+            .as_quantity_in(Dimension::kBandwidth, limits::kMinBandwidthBytesPerS,
+                            limits::kMaxBandwidthBytesPerS);
+    *is_default = false;
   }
+  if (sw.has("latency")) {
+    link->latency_s = sw.at("latency").as_quantity_in(Dimension::kTime, 0, limits::kMaxLatencyS);
+  }
+}
+
+// cluster.topology: {"kind": "star"} or {"kind": "racks", "machines_per_rack": N,
+// "oversubscription": r | "uplink": link, "tor": {"bandwidth", "latency"}}.
+TopologySpec parse_topology(const JsonCursor& c) {
+  TopologySpec t;
+  const std::string kind = c.at("kind").as_string();
+  if (kind == "star") {
+    c.check_keys({"kind"});
+    return t;
+  }
+  if (kind != "racks") c.at("kind").fail("unknown topology \"" + kind + "\"; valid: star, racks");
+  c.check_keys({"kind", "machines_per_rack", "oversubscription", "uplink", "tor"});
+  t.kind = TopologySpec::Kind::kRacks;
+  t.machines_per_rack = int(c.at("machines_per_rack").as_int(1, kMaxMachineCount));
+  if (c.has("oversubscription") == c.has("uplink")) {
+    c.fail("give either \"oversubscription\" (a ratio such as 3) or \"uplink\" (a link), not " +
+           std::string(c.has("uplink") ? "both" : "neither"));
+  }
+  if (c.has("oversubscription")) {
+    t.oversubscription =
+        c.at("oversubscription").as_number_in(kMinOversubscription, kMaxOversubscription);
+    t.uplink.latency_s = 0;
+  } else {
+    const LinkSpec no_latency{0, 0};  // bandwidth required, latency 0 unless given
+    t.uplink = parse_link(c.at("uplink"), &no_latency);
+  }
+  parse_switch(c, "tor", &t.tor, &t.tor_is_default);
+  return t;
+}
+
+ClusterSpec parse_cluster(const JsonCursor& c) {
+  c.check_keys(
+      {"machines", "machine_defaults", "switch", "network_model", "transport", "topology"});
+  ClusterSpec cluster;
+  parse_switch(c, "switch", &cluster.switch_link, &cluster.switch_is_default);
   const JsonCursor machines = c.at("machines");
   if (machines.size() == 0) machines.fail("at least one machine is needed");
   std::optional<JsonCursor> defaults;
@@ -292,6 +324,14 @@ ClusterSpec parse_cluster(const JsonCursor& c) {
     }
   }
   if (c.has("transport")) cluster.transport = parse_transport(c.at("transport"));
+  if (c.has("topology")) cluster.topology = parse_topology(c.at("topology"));
+  if (cluster.topology.kind == TopologySpec::Kind::kRacks) {
+    const int per_rack = cluster.topology.machines_per_rack;
+    for (size_t i = 0; i < cluster.machines.size(); ++i) {
+      cluster.machines[i].rack = int(i) / per_rack;
+    }
+    cluster.topology.rack_count = (int(cluster.machines.size()) + per_rack - 1) / per_rack;
+  }
   return cluster;
 }
 

@@ -159,26 +159,70 @@ void parse_replicas(const JsonCursor& c, const ClusterSpec& cluster, TrainingSpe
   if (t.replicas.empty()) c.fail("at least one replica is needed");
 }
 
-// {"count": N, "on": "dedicated" | "workers", "name", "machine"}.
+// The replicas' machines, in order, once each.
+std::vector<std::string> replica_machines(const std::vector<DeviceRef>& replicas) {
+  std::vector<std::string> machines;
+  std::unordered_set<std::string> seen;
+  for (const DeviceRef& r : replicas) {
+    if (seen.insert(r.machine).second) machines.push_back(r.machine);
+  }
+  return machines;
+}
+
+// Where PS i of a template with "spread" goes among the replicas' `machines` (cluster.topology
+// "racks"): "one_rack", the machines of the first replica's rack in turn; "racks", one rack after
+// another (the racks in order of their first replica), each rack's machines in turn.
+std::string spread_ps_machine(const std::string& spread, int i,
+                              const std::vector<std::string>& machines,
+                              const ClusterSpec& cluster) {
+  std::vector<std::vector<std::string>> by_rack;  // in order of first appearance
+  std::vector<int> rack_of_entry;
+  for (const std::string& name : machines) {
+    const int rack = cluster.find_machine(name)->rack;
+    size_t k =
+        size_t(std::find(rack_of_entry.begin(), rack_of_entry.end(), rack) - rack_of_entry.begin());
+    if (k == rack_of_entry.size()) {
+      rack_of_entry.push_back(rack);
+      by_rack.emplace_back();
+    }
+    by_rack[k].push_back(name);
+  }
+  if (spread == "one_rack") return by_rack.front()[size_t(i) % by_rack.front().size()];
+  const std::vector<std::string>& rack = by_rack[size_t(i) % by_rack.size()];
+  return rack[(size_t(i) / by_rack.size()) % rack.size()];
+}
+
+// {"count": N, "on": "dedicated" | "workers", "name", "machine", "spread"}. "spread" (racks
+// only): "one_rack" or "racks" (spread_ps_machine; dedicated machine i joins the first replica's
+// rack, or rack i mod the racks). Without it PSes on workers take the replicas' machines in
+// order, and dedicated ones join the first replica's rack.
 std::vector<DeviceRef> parse_ps_template(const JsonCursor& c, ClusterSpec& cluster,
                                          const std::vector<DeviceRef>& replicas) {
-  c.check_keys({"count", "on", "name", "machine"});
+  c.check_keys({"count", "on", "name", "machine", "spread"});
   const int count = int(c.at("count").as_int(1, kMaxPsCount));
   const std::string on = c.at("on").as_string();
+  const bool racks = cluster.topology.kind == TopologySpec::Kind::kRacks;
+  std::string spread;
+  if (c.has("spread")) {
+    spread = c.at("spread").as_string();
+    if (spread != "racks" && spread != "one_rack") {
+      c.at("spread").fail("expected \"racks\" or \"one_rack\", got \"" + spread + "\"");
+    }
+    if (!racks) {
+      c.at("spread").fail("spreads PSes over racks; the cluster has none (cluster.topology)");
+    }
+  }
   std::vector<DeviceRef> ps;
   if (on == "workers") {
     if (c.has("name") || c.has("machine")) {
       c.fail(
           "\"name\" and \"machine\" describe dedicated PS machines; not with \"on\": \"workers\"");
     }
-    std::vector<std::string> machines;  // the replicas' machines, in order, once each
-    for (const DeviceRef& r : replicas) {
-      if (std::find(machines.begin(), machines.end(), r.machine) == machines.end()) {
-        machines.push_back(r.machine);
-      }
-    }
+    const std::vector<std::string> machines = replica_machines(replicas);
     for (int i = 0; i < count; ++i) {
-      ps.push_back({machines[size_t(i) % machines.size()], DeviceKind::kCpu, 0});
+      const std::string machine = spread.empty() ? machines[size_t(i) % machines.size()]
+                                                 : spread_ps_machine(spread, i, machines, cluster);
+      ps.push_back({machine, DeviceKind::kCpu, 0});
     }
     return ps;
   }
@@ -194,8 +238,10 @@ std::vector<DeviceRef> parse_ps_template(const JsonCursor& c, ClusterSpec& clust
   }
   const std::string prefix = c.has("name") ? c.at("name").as_string() : "ps";
   if (!valid_name(prefix)) (c.has("name") ? c.at("name") : c).fail("invalid machine name prefix");
+  const int first_rack = cluster.find_machine(replicas.front().machine)->rack;
   for (int i = 0; i < count; ++i) {
     spec.name = prefix + std::to_string(i);
+    if (racks) spec.rack = spread == "racks" ? i % cluster.topology.rack_count : first_rack;
     add_machine(cluster, spec, c.has("name") ? c.at("name") : c);
     ps.push_back({spec.name, DeviceKind::kCpu, 0});
   }

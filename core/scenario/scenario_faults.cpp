@@ -76,18 +76,33 @@ FaultSpec parse_link_fault(const JsonCursor& c, const ClusterSpec& cluster) {
   FaultSpec f;
   f.kind = FaultKind::kLink;
   const std::string link = c.at("link").as_string();
+  f.link = link;
   const std::string suffix = "/nic";
   if (link == "switch") {
     parse_window(c, f);
     return f;
   }
+  const int racks = cluster.topology.rack_count;
+  if (racks > 0) {
+    bool rack_link = link == "core";
+    for (int r = 0; r < racks && !rack_link; ++r) {
+      const std::string rack = "rack" + std::to_string(r);
+      rack_link = link == rack + "/uplink" || link == rack + "/tor";
+    }
+    if (rack_link) {
+      parse_window(c, f);
+      return f;
+    }
+  }
   if (link.size() <= suffix.size() ||
       link.compare(link.size() - suffix.size(), suffix.size(), suffix) != 0 ||
       cluster.find_machine(link.substr(0, link.size() - suffix.size())) == nullptr) {
-    c.at("link").fail(
-        "expected a machine's NIC, \"<machine>/nic\", or \"switch\" (faults of PCIe links "
-        "are not supported), got \"" +
-        link + "\"");
+    c.at("link").fail(std::string("expected a machine's NIC, \"<machine>/nic\", or \"switch\"") +
+                      (racks > 0
+                           ? ", \"core\", \"rack<i>/uplink\" or \"rack<i>/tor\" (racks 0 to " +
+                                 std::to_string(racks - 1) + ")"
+                           : "") +
+                      " (faults of PCIe links are not supported), got \"" + link + "\"");
   }
   f.machine = link.substr(0, link.size() - suffix.size());
   parse_window(c, f);

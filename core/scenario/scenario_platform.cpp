@@ -1,8 +1,50 @@
 // build_platform: the input format's cluster turned into the platform that plans, traces and
 // backends share (core/hardware/platform.h), which knows nothing of scenarios.
+#include <algorithm>
+
+#include "core/base/error.h"
 #include "core/scenario/scenario.h"
 
 namespace replisim::core {
+namespace {
+
+// The racks of cluster.topology "racks" (TopologySpec): a top-of-rack switch and an uplink per
+// rack, after every machine's links; the switch becomes the core switch.
+void add_racks(const ClusterSpec& cluster, Platform& p) {
+  const TopologySpec& topology = cluster.topology;
+  int rack_count = 0;
+  for (const PlatformMachine& m : p.machines) {
+    REPLISIM_ASSERT(m.rack >= 0, "a machine without a rack in a racks topology");
+    rack_count = std::max(rack_count, m.rack + 1);
+  }
+  std::vector<double> nic_total(size_t(rack_count), 0.0);
+  for (const PlatformMachine& m : p.machines) {
+    nic_total[size_t(m.rack)] += p.links[size_t(m.nic_link)].bandwidth_bytes_per_s;
+  }
+  double uplink_total = 0;
+  for (int r = 0; r < rack_count; ++r) {
+    PlatformRack rack;
+    rack.name = "rack" + std::to_string(r);
+    const double uplink_bytes_per_s = topology.oversubscription > 0
+                                          ? nic_total[size_t(r)] / topology.oversubscription
+                                          : topology.uplink.bandwidth_bytes_per_s;
+    uplink_total += uplink_bytes_per_s;
+    // Default: non-blocking, every port at full duplex (as the one switch's default).
+    const double tor_bytes_per_s = topology.tor_is_default
+                                       ? 2 * (nic_total[size_t(r)] + uplink_bytes_per_s)
+                                       : topology.tor.bandwidth_bytes_per_s;
+    rack.tor_link = int(p.links.size());
+    p.links.push_back({rack.name + "/tor", tor_bytes_per_s, topology.tor.latency_s, false});
+    rack.uplink = int(p.links.size());
+    p.links.push_back({rack.name + "/uplink", uplink_bytes_per_s, topology.uplink.latency_s, true});
+    p.racks.push_back(std::move(rack));
+  }
+  PlatformLink& core = p.links[size_t(p.switch_link)];
+  core.name = "core";
+  if (cluster.switch_is_default) core.bandwidth_bytes_per_s = 2 * uplink_total;
+}
+
+}  // namespace
 
 Platform build_platform(const ClusterSpec& cluster) {
   Platform p;
@@ -29,8 +71,10 @@ Platform build_platform(const ClusterSpec& cluster) {
       p.devices.push_back({m.name + "/" + gpu_name, machine_index, DeviceKind::kGpu,
                            m.gpus[g].speed_flop_per_s, 1, pcie, m.gpus[g].memory_bytes});
     }
+    machine.rack = m.rack;
     p.machines.push_back(std::move(machine));
   }
+  if (cluster.topology.kind == TopologySpec::Kind::kRacks) add_racks(cluster, p);
   return p;
 }
 

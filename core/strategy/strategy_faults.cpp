@@ -88,16 +88,20 @@ void add_faults(const Scenario& scenario, Plan& plan) {
     }
     if (spec.kind == FaultKind::kLink) {
       f.kind = PlanFaultKind::kLink;
-      f.link = plan.platform.switch_link;
+      // By name ("switch" is the switch, the core with racks); a NIC by its machine.
+      f.link = spec.link == "switch" ? plan.platform.switch_link : -1;
+      for (size_t l = 0; l < plan.platform.links.size() && f.link < 0; ++l) {
+        if (plan.platform.links[l].name == spec.link) f.link = int(l);
+      }
       for (const PlatformMachine& m : plan.platform.machines) {
-        if (m.name == spec.machine) f.link = m.nic_link;
+        if (!spec.machine.empty() && m.name == spec.machine) f.link = m.nic_link;
       }
       REPLISIM_ASSERT(f.link >= 0, "validated fault link not found");
       f.from_s = spec.from_s;
       f.until_s = spec.until_s;
       f.open_ended = spec.open_ended;
       f.factor = spec.factor;
-      const std::string link = spec.machine.empty() ? "switch" : spec.machine + "/nic";
+      const std::string& link = spec.link;
       f.description = spec.factor == 0
                           ? link + " cut"
                           : link + " at " + dump_json(nlohmann::json(spec.factor)) + "x";

@@ -203,6 +203,98 @@ void apply_switch_bandwidth(json& s, const std::string& value, const KnobContext
                  Dimension::kBandwidth, ctx);
 }
 
+// cluster.topology of a racks scenario; throws naming the knob when the cluster has one switch.
+json& racks_topology(json& s, const std::string& key, const KnobContext& ctx) {
+  json* topology = member(s["cluster"], "topology");
+  if (topology == nullptr || !topology->is_object() || topology->value("kind", "") != "racks") {
+    throw InputError(ctx.file, "/cluster/topology",
+                     key +
+                         " varies racks, and this cluster has one switch: give "
+                         "/cluster/topology {\"kind\": \"racks\", \"machines_per_rack\": N, "
+                         "\"oversubscription\": r}");
+  }
+  return *topology;
+}
+
+// A ratio or a factor of the scenario's own ("x2").
+double parse_ratio(const std::string& key, const std::string& value, double current) {
+  double factor = 0;
+  double ratio = 0;
+  if (parse_sweep_factor(flag_of(key), value, &factor)) {
+    ratio = current * factor;
+  } else {
+    char* end = nullptr;
+    ratio = std::strtod(value.c_str(), &end);
+    if (value.empty() || *end != '\0') {
+      throw InputError("", flag_of(key),
+                       "expected a ratio such as 3 or a factor x2, got \"" + value + "\"");
+    }
+  }
+  if (!(ratio >= kMinOversubscription && ratio <= kMaxOversubscription)) {
+    throw InputError("", flag_of(key),
+                     value + " makes an oversubscription of " + dump_json(json(ratio)) +
+                         ", outside " + dump_json(json(kMinOversubscription)) + ".." +
+                         dump_json(json(kMaxOversubscription)));
+  }
+  return ratio;
+}
+
+// The oversubscription ratio r (uplink = a rack's NIC total / r); it replaces a given uplink.
+void apply_oversubscription(json& s, const std::string& value, const KnobContext& ctx) {
+  json& topology = racks_topology(s, "oversubscription", ctx);
+  const json* current = member(topology, "oversubscription");
+  if (current == nullptr && value.rfind('x', 0) == 0) {
+    throw InputError(ctx.file, "/cluster/topology/oversubscription",
+                     "oversubscription=" + value +
+                         " multiplies the ratio, but the scenario gives an uplink instead; vary "
+                         "it as a ratio (3) or vary uplink_bandwidth");
+  }
+  const double ratio =
+      parse_ratio("oversubscription", value,
+                  current != nullptr && current->is_number() ? current->get<double>() : 1.0);
+  topology.erase("uplink");
+  topology["oversubscription"] = ratio;
+}
+
+// Every rack's uplink: a bandwidth, or a factor (with an oversubscription ratio, the ratio
+// divided by it).
+void apply_uplink_bandwidth(json& s, const std::string& value, const KnobContext& ctx) {
+  json& topology = racks_topology(s, "uplink_bandwidth", ctx);
+  double factor = 0;
+  json* ratio = member(topology, "oversubscription");
+  if (ratio != nullptr && parse_sweep_factor(flag_of("uplink_bandwidth"), value, &factor)) {
+    const double now = ratio->is_number() ? ratio->get<double>() : 1.0;
+    *ratio = parse_ratio("uplink_bandwidth", "x" + dump_json(json(1 / factor)), now);
+    return;
+  }
+  if (ratio != nullptr) {
+    topology.erase("oversubscription");
+    topology["uplink"] = json::object();
+  }
+  set_quantities("uplink_bandwidth",
+                 {{&topology["uplink"], "bandwidth", "/cluster/topology/uplink/bandwidth"}}, value,
+                 Dimension::kBandwidth, ctx);
+}
+
+void apply_machines_per_rack(json& s, const std::string& value, const KnobContext& ctx) {
+  json& topology = racks_topology(s, "machines_per_rack", ctx);
+  json& count = topology["machines_per_rack"];
+  count = relative_count("machines_per_rack", value,
+                         count.is_number_integer() ? count.get<int>() : 1, 1, 100000);
+}
+
+void apply_ps_spread(json& s, const std::string& value, const KnobContext& ctx) {
+  require_one_of("ps_spread", value, {"racks", "one_rack"});
+  racks_topology(s, "ps_spread", ctx);
+  json* ps = member(training(s, ctx), "ps");
+  if (ps == nullptr || !ps->is_object()) {
+    throw InputError(ctx.file, "/training/ps",
+                     "ps_spread places the PS template's tasks; here /training/ps is " +
+                         std::string(ps == nullptr ? "left out (the client's CPU)" : "a list"));
+  }
+  (*ps)["spread"] = value;
+}
+
 // The machine part of each replica entry ("w*" of "w*/gpu*"); throws when an entry is a fixed
 // device (no template to resize).
 std::vector<std::string> replica_machine_patterns(const json& replicas, const KnobContext& ctx) {
@@ -376,6 +468,18 @@ std::vector<SweepKnob> make_knobs() {
                    apply_nic_bandwidth});
   knobs.push_back({"switch_bandwidth", "the switch's bandwidth: \"100 Gbps\" or a factor x2",
                    apply_switch_bandwidth});
+  knobs.push_back({"oversubscription",
+                   "racks: every uplink's oversubscription ratio (uplink = the rack's NICs / r): "
+                   "1,3,4 or a factor x2",
+                   apply_oversubscription});
+  knobs.push_back({"uplink_bandwidth",
+                   "racks: every uplink's bandwidth: \"40 Gbps\" or a factor x2 (of a ratio: "
+                   "the ratio / 2)",
+                   apply_uplink_bandwidth});
+  knobs.push_back(
+      {"machines_per_rack", "racks: machines per rack: 4,8,16, x2 or +1", apply_machines_per_rack});
+  knobs.push_back(
+      {"ps_spread", "racks: the PS template's tasks over racks or in one rack", apply_ps_spread});
   knobs.push_back(
       {"gpu_speed", "every GPU's speed: \"15 TFLOPS\" or a factor x2", apply_gpu_speed});
   knobs.push_back({"batch_per_replica", "training.batch_per_replica",

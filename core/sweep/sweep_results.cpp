@@ -23,9 +23,12 @@ constexpr int kFormatVersion = 2;
 // The kind of resource a bottleneck is, in the words of a capacity planner.
 std::string resource_kind(const std::string& resource, const std::set<std::string>& ps_machines,
                           const std::string& client_machine) {
-  if (resource == "switch") return "switch";
+  // With racks (core::Platform::racks): the core switch, "<rack>/tor" and "<rack>/uplink/up".
+  if (resource == "switch" || resource == "core") return "switch";
   const std::string machine = resource.substr(0, resource.find('/'));
   const std::string rest = resource.substr(std::min(resource.size(), machine.size() + 1));
+  if (rest == "tor") return "switch";
+  if (rest.rfind("uplink/", 0) == 0) return "uplink";
   if (rest.rfind("gpu", 0) == 0) return "gpu";
   if (rest == "cpu") return "cpu";
   if (rest.rfind("pcie", 0) == 0) return "pcie";

@@ -172,8 +172,8 @@ uint64_t tbf_burst_bytes(double rate_bytes_per_s) {
   return uint64_t(std::clamp(one_ms, double(kMinTbfBurstBytes), double(kMaxTbfBurstBytes)));
 }
 
-ShapedNetwork::ShapedNetwork(const std::vector<NicShape>& nics)
-    : run_(run_id_of_this_process()), nics_(nics), factor_(nics.size(), 1.0) {
+ShapedNetwork::ShapedNetwork(const std::vector<NicShape>& nics, const std::vector<RackShape>& racks)
+    : run_(run_id_of_this_process()), nics_(nics), racks_(racks), factor_(nics.size(), 1.0) {
   remove_leftovers();
   try {
     make();
@@ -196,6 +196,10 @@ std::string ShapedNetwork::namespace_name(size_t machine) const {
   return run_ + "-m" + std::to_string(machine);
 }
 
+std::string ShapedNetwork::port_namespace(size_t machine) const {
+  return nics_[machine].rack < 0 ? switch_namespace() : rack_namespace(size_t(nics_[machine].rack));
+}
+
 void ShapedNetwork::make() {
   if (nics_.size() > 250 * 250) throw core::BackendError("shaped network: too many machines");
   const std::string sw = switch_namespace();
@@ -203,18 +207,45 @@ void ShapedNetwork::make() {
   switch_made_ = true;
   ip_or_throw({"ip", "-n", sw, "link", "add", "br0", "type", "bridge"});
   ip_or_throw({"ip", "-n", sw, "link", "set", "br0", "up"});
+  // Racks: a bridge each, joined to the switch's bridge by its shaped uplink.
+  for (size_t r = 0; r < racks_.size(); ++r) {
+    if (!(racks_[r].up_bytes_per_s > 0) || !(racks_[r].down_bytes_per_s > 0)) {
+      throw core::BackendError("shaped network: rack " + racks_[r].rack +
+                               " has no uplink bandwidth");
+    }
+    const std::string rack = rack_namespace(r);
+    const std::string core_port = "r" + std::to_string(r);
+    ip_or_throw({"ip", "netns", "add", rack});
+    racks_made_ = r + 1;
+    ip_or_throw({"ip", "-n", rack, "link", "add", "br0", "type", "bridge"});
+    ip_or_throw({"ip", "-n", rack, "link", "set", "br0", "up"});
+    ip_or_throw({"ip", "-n", sw, "link", "add", core_port, "type", "veth", "peer", "name", "core",
+                 "netns", rack});
+    ip_or_throw({"ip", "-n", sw, "link", "set", core_port, "master", "br0", "up"});
+    ip_or_throw({"ip", "-n", rack, "link", "set", "core", "master", "br0", "up"});
+    ip_or_throw({"tc", "-n", rack, "qdisc", "add", "dev", "core", "root", "tbf", "rate",
+                 rate_text(racks_[r].up_bytes_per_s), "burst",
+                 std::to_string(tbf_burst_bytes(racks_[r].up_bytes_per_s)), "latency", "100ms"});
+    ip_or_throw({"tc", "-n", sw, "qdisc", "add", "dev", core_port, "root", "tbf", "rate",
+                 rate_text(racks_[r].down_bytes_per_s), "burst",
+                 std::to_string(tbf_burst_bytes(racks_[r].down_bytes_per_s)), "latency", "100ms"});
+  }
   for (size_t i = 0; i < nics_.size(); ++i) {
     if (!(nics_[i].up_bytes_per_s > 0) || !(nics_[i].down_bytes_per_s > 0)) {
       throw core::BackendError("shaped network: machine " + nics_[i].machine +
                                " has no NIC bandwidth");
     }
+    if (nics_[i].rack >= int(racks_.size())) {
+      throw core::BackendError("shaped network: machine " + nics_[i].machine + " in no rack");
+    }
     const std::string ns = namespace_name(i);
     const std::string port = "m" + std::to_string(i);
+    const std::string bridge = port_namespace(i);
     ip_or_throw({"ip", "netns", "add", ns});
     machines_made_ = i + 1;
-    ip_or_throw(
-        {"ip", "-n", sw, "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", ns});
-    ip_or_throw({"ip", "-n", sw, "link", "set", port, "master", "br0", "up"});
+    ip_or_throw({"ip", "-n", bridge, "link", "add", port, "type", "veth", "peer", "name", "eth0",
+                 "netns", ns});
+    ip_or_throw({"ip", "-n", bridge, "link", "set", port, "master", "br0", "up"});
     ip_or_throw({"ip", "-n", ns, "addr", "add", address(i) + "/16", "dev", "eth0"});
     ip_or_throw({"ip", "-n", ns, "link", "set", "eth0", "up"});
     ip_or_throw({"ip", "-n", ns, "link", "set", "lo", "up"});
@@ -227,7 +258,7 @@ void ShapedNetwork::make() {
   }
 }
 
-// tbf on machine i's eth0 (its upload) and on the switch's end of its veth (its download).
+// tbf on machine i's eth0 (its upload) and on the bridge's end of its veth (its download).
 void ShapedNetwork::shape(size_t i, const char* verb, double factor) {
   const std::string up = rate_text(nics_[i].up_bytes_per_s * factor);
   const std::string down = rate_text(nics_[i].down_bytes_per_s * factor);
@@ -236,8 +267,8 @@ void ShapedNetwork::shape(size_t i, const char* verb, double factor) {
   ip_or_throw({"tc", "-n", namespace_name(i), "qdisc", verb, "dev", "eth0", "root", "tbf", "rate",
                up, "burst", std::to_string(tbf_burst_bytes(nics_[i].up_bytes_per_s)), "latency",
                "100ms"});
-  ip_or_throw({"tc", "-n", switch_namespace(), "qdisc", verb, "dev", "m" + std::to_string(i),
-               "root", "tbf", "rate", down, "burst",
+  ip_or_throw({"tc", "-n", port_namespace(i), "qdisc", verb, "dev", "m" + std::to_string(i), "root",
+               "tbf", "rate", down, "burst",
                std::to_string(tbf_burst_bytes(nics_[i].down_bytes_per_s)), "latency", "100ms"});
 }
 
@@ -297,6 +328,10 @@ void ShapedNetwork::remove() noexcept {
     run_tool({"ip", "netns", "delete", namespace_name(i)}, nullptr);
   }
   machines_made_ = 0;
+  for (size_t r = 0; r < racks_made_; ++r) {
+    run_tool({"ip", "netns", "delete", rack_namespace(r)}, nullptr);
+  }
+  racks_made_ = 0;
   if (switch_made_) run_tool({"ip", "netns", "delete", switch_namespace()}, nullptr);
   switch_made_ = false;
 }

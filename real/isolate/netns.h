@@ -11,6 +11,12 @@
 //                 (its egress qdisc shapes machine i's download)
 //   <run>-m<i>    machine i: "lo" and "eth0" at kSubnet.<i / 250>.<i % 250 + 1>/16 (its egress
 //                 qdisc shapes machine i's upload)
+// With racks (RackShape), a machine of rack r plugs into the rack's namespace instead:
+//   <run>-r<r>    rack r: bridge "br0" with its machines' veth ends "m<i>" (each egress qdisc
+//                 shapes machine i's download) and "core", the rack's end of its uplink (its
+//                 egress qdisc shapes the uplink up); the switch namespace holds the uplink's
+//                 other end "r<r>" (its egress qdisc shapes the uplink down). Bridges are not
+//                 shaped: the top-of-rack and core switches are non-blocking.
 // Nothing is made in the launcher's own namespace; removing the namespaces removes everything.
 //
 // Everything here runs iproute2's `ip` and `tc` and needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN).
@@ -34,6 +40,14 @@ void check_can_isolate();
 // One machine's NIC, per direction, in bytes per second (> 0).
 struct NicShape {
   std::string machine;  // for messages
+  double up_bytes_per_s = 0;
+  double down_bytes_per_s = 0;
+  int rack = -1;  // index into the racks (RackShape); -1: on the switch
+};
+
+// A rack's uplink, per direction ("up": toward the core), in bytes per second (> 0).
+struct RackShape {
+  std::string rack;  // for messages
   double up_bytes_per_s = 0;
   double down_bytes_per_s = 0;
 };
@@ -62,7 +76,8 @@ class ShapedNetwork {
  public:
   // Removes the leftovers of dead runs first. Throws core::BackendError naming the `ip`/`tc`
   // command that failed and its message (what was made so far is removed first).
-  explicit ShapedNetwork(const std::vector<NicShape>& nics);
+  explicit ShapedNetwork(const std::vector<NicShape>& nics,
+                         const std::vector<RackShape>& racks = {});
   ~ShapedNetwork();
   ShapedNetwork(const ShapedNetwork&) = delete;
   ShapedNetwork& operator=(const ShapedNetwork&) = delete;
@@ -73,6 +88,7 @@ class ShapedNetwork {
   std::string address(size_t machine) const;
   std::string namespace_name(size_t machine) const;
   std::string switch_namespace() const { return run_ + "-sw"; }
+  std::string rack_namespace(size_t rack) const { return run_ + "-r" + std::to_string(rack); }
   // A descriptor of machine i's namespace (close-on-exec; owned here), for setns(2) in a child.
   int namespace_fd(size_t machine) const { return ns_fds_[machine]; }
   // A listening TCP socket at machine i's address and a free port, made inside its namespace
@@ -88,8 +104,13 @@ class ShapedNetwork {
   void remove() noexcept;
   void shape(size_t machine, const char* verb, double factor);
 
+  // The namespace holding machine i's bridge port (the switch's or its rack's).
+  std::string port_namespace(size_t machine) const;
+
   std::string run_;
   std::vector<NicShape> nics_;
+  std::vector<RackShape> racks_;
+  size_t racks_made_ = 0;
   std::vector<int> ns_fds_;
   std::vector<double> factor_;
   bool switch_made_ = false;

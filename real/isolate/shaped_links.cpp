@@ -14,9 +14,19 @@ std::vector<NicShape> nics_of(const core::Plan& plan) {
   for (const core::PlatformMachine& m : plan.platform.machines) {
     const double bandwidth =
         m.nic_link >= 0 ? plan.platform.links[size_t(m.nic_link)].bandwidth_bytes_per_s : 0;
-    nics.push_back({m.name, bandwidth, bandwidth});
+    nics.push_back({m.name, bandwidth, bandwidth, m.rack});
   }
   return nics;
+}
+
+// Each rack's uplink (core::Platform::racks), the same bandwidth each way.
+std::vector<RackShape> racks_of(const core::Plan& plan) {
+  std::vector<RackShape> racks;
+  for (const core::PlatformRack& r : plan.platform.racks) {
+    const double bandwidth = plan.platform.links[size_t(r.uplink)].bandwidth_bytes_per_s;
+    racks.push_back({r.name, bandwidth, bandwidth});
+  }
+  return racks;
 }
 
 // The machine whose NIC is `link`, or -1.
@@ -42,8 +52,9 @@ void check_link_faults(const core::Plan& plan, const std::string& file) {
     if (machine_of_nic(plan, fault.link) < 0) {
       throw core::InputError(file, "/faults/" + std::to_string(f),
                              "\"" + fault.description +
-                                 "\": a shaped network shapes each machine's NIC, not the "
-                                 "switch: put the fault on a machine's NIC (\"<machine>/nic\")");
+                                 "\": a shaped network plays faults on machines' NICs only, not "
+                                 "on a switch or an uplink: put the fault on a machine's NIC "
+                                 "(\"<machine>/nic\")");
     }
     if (fault.factor <= 0) {
       cuts.push_back({fault.from_s, fault.until_s, f});
@@ -72,7 +83,8 @@ void check_link_faults(const core::Plan& plan, const std::string& file) {
   }
 }
 
-ShapedLinks::ShapedLinks(const core::Plan& plan) : net(nics_of(plan)), plan_(plan) {}
+ShapedLinks::ShapedLinks(const core::Plan& plan)
+    : net(nics_of(plan), racks_of(plan)), plan_(plan) {}
 
 void ShapedLinks::play(double now_s) {
   std::vector<double> factor(plan_.platform.machines.size(), 1.0);

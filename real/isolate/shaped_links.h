@@ -1,6 +1,7 @@
-// A plan's machines on a shaped network (netns.h), and the plan's link faults played on it: a
-// degraded window changes both tc rates of that machine's NIC for its window, a cut sets its veth
-// down and up again (docs/validation-real.md, "Shaped local networks").
+// A plan's machines on a shaped network (netns.h), racks and their uplinks included, and the
+// plan's link faults played on it: a degraded window changes both tc rates of that machine's NIC
+// for its window, a cut sets its veth down and up again (docs/validation-real.md, "Shaped local
+// networks").
 #pragma once
 
 #include <vector>
@@ -18,8 +19,8 @@ void check_link_faults(const core::Plan& plan, const std::string& file);
 
 class ShapedLinks {
  public:
-  // Every machine of the plan's platform, its NIC's bandwidth per direction. Throws as
-  // ShapedNetwork does, and InputError as check_link_faults.
+  // Every machine of the plan's platform, its NIC's bandwidth per direction, in its rack behind
+  // the rack's uplink. Throws as ShapedNetwork does.
   explicit ShapedLinks(const core::Plan& plan);
   ShapedNetwork net;
   // Puts each NIC at the product of the factors of the link windows in force at run time `now_s`

@@ -141,6 +141,54 @@ TEST(TopologyView, DotsFollowTheRoutesOfTheTensorsInFlight) {
   EXPECT_NE(image.pixelColor(dot), QColor(Qt::white));
 }
 
+// Racks (issue 41): pc1 in rack0, pc2 in rack1. Each rack's switch spans its machines, below the
+// core; a tensor between them climbs through its rack's switch, the uplink and the core.
+TEST(TopologyView, RacksStandBetweenTheCoreAndTheirMachines) {
+  core::Trace trace = two_transfers();
+  core::Platform& p = trace.meta.platform;
+  p.links[size_t(p.switch_link)].name = "core";
+  for (int r = 0; r < 2; ++r) {
+    const std::string name = "rack" + std::to_string(r);
+    core::PlatformRack rack{name, int(p.links.size()), int(p.links.size()) + 1};
+    p.links.push_back({name + "/tor", 1e12, 0, false});
+    p.links.push_back({name + "/uplink", 1e9, 0, true});
+    p.racks.push_back(rack);
+    p.machines[size_t(r)].rack = r;
+  }
+  const auto model = std::make_shared<const TimelineModel>(std::move(trace), "racks");
+  TopologyView view;
+  view.set_models({model});
+  const QRectF area(0, 0, 900, 500);
+  const TopologyModel& topology = view.topology(0);
+  const TopologyGeometry g = layout_topology(topology, view.panel_rect(0, area));
+  ASSERT_EQ(g.rack_boxes.size(), 2u);
+  for (size_t r = 0; r < 2; ++r) {
+    EXPECT_LT(g.switch_box.bottom(), g.rack_boxes[r].top());
+    EXPECT_LT(g.rack_boxes[r].bottom(), g.machine_boxes[r].top());
+    EXPECT_DOUBLE_EQ(g.rack_boxes[r].left(), g.machine_boxes[r].left());
+    EXPECT_DOUBLE_EQ(g.rack_boxes[r].right(), g.machine_boxes[r].right());
+  }
+  const core::Platform& platform = topology.platform();
+  const std::vector<QPointF> route =
+      g.route_points(platform, platform.find_device("pc1/gpu0"), platform.find_device("pc2/cpu"));
+  const auto at = [&route](const QPointF& point) {
+    return std::find(route.begin(), route.end(), point) - route.begin();
+  };
+  const auto rack0 = at(g.rack_boxes[0].center()), core = at(g.switch_box.center()),
+             rack1 = at(g.rack_boxes[1].center());
+  EXPECT_LT(rack0, core);
+  EXPECT_LT(core, rack1);
+  EXPECT_LT(rack1, ptrdiff_t(route.size()));
+  QImage image(900, 500, QImage::Format_ARGB32);
+  image.fill(Qt::white);
+  {
+    QPainter painter(&image);
+    view.paint(painter, area);
+  }
+  EXPECT_NE(image.pixelColor(g.rack_boxes[1].topLeft().toPoint() + QPoint(20, 1)),
+            QColor(Qt::white));
+}
+
 // Play moves the playhead on a timer (the tiny trace's median transfer, 1 s, crosses in half a
 // second at normal speed: 2 s of run per second) and stops at the run's end.
 TEST(TopologyView, PlayMovesThePlayheadAndStopsAtTheEnd) {

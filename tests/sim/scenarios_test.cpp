@@ -82,6 +82,15 @@ TEST(Scenarios, PlanningResNet50On16Gpus) {
   EXPECT_EQ(between.clients.size(), 16u);
 }
 
+TEST(Scenarios, PlanningRacksWithOversubscribedUplinks) {
+  const core::RunMetrics m = run("planning/racks_3to1.json", "between_graph");
+  // Racks 1 to 3 reach the PSes (rack 0) through uplinks of 8 x 25 Gbit/s / 3: they are the
+  // busiest resources, and rack 0's workers (w0..w7) step faster than the others.
+  EXPECT_NE(m.bottleneck.name.find("/uplink/"), std::string::npos) << m.bottleneck.name;
+  EXPECT_GT(m.bottleneck.utilization, 0.6);
+  EXPECT_LT(test::client_step_time(m, "worker0"), 0.85 * test::client_step_time(m, "worker8"));
+}
+
 TEST(Scenarios, SyncStraggler) {
   const core::RunMetrics m = run("classroom/sync_straggler.json", "between_graph");
   ASSERT_TRUE(m.synchronous);
@@ -140,11 +149,12 @@ TEST(Scenarios, PsVsAllReduce) {
 }
 
 TEST(Scenarios, AllScenarioFilesParse) {
-  for (const char* file : {"seed/two_machines.json", "classroom/heterogeneous.json",
-                           "classroom/ps_bottleneck.json", "classroom/model_parallel.json",
-                           "classroom/sync_straggler.json", "classroom/ps_failure.json",
-                           "classroom/ps_vs_allreduce.json", "planning/resnet50_16gpu_10gbe.json",
-                           "published/resnet50_64gpu.json", "published/inception_v3_1gpu.json"}) {
+  for (const char* file :
+       {"seed/two_machines.json", "classroom/heterogeneous.json", "classroom/ps_bottleneck.json",
+        "classroom/model_parallel.json", "classroom/sync_straggler.json",
+        "classroom/ps_failure.json", "classroom/ps_vs_allreduce.json",
+        "planning/resnet50_16gpu_10gbe.json", "planning/racks_3to1.json",
+        "published/resnet50_64gpu.json", "published/inception_v3_1gpu.json"}) {
     EXPECT_NO_THROW(core::load_scenario(test::scenario_path(file))) << file;
   }
 }

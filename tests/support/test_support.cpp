@@ -81,6 +81,17 @@ core::Scenario parse(const nlohmann::json& document) {
   return core::parse_scenario(document, "test.json");
 }
 
+void expect_scenario_error(const nlohmann::json& document, const std::string& path,
+                           const std::string& needle) {
+  try {
+    core::parse_scenario(document, "test.json");
+    ADD_FAILURE() << "expected an error at " << path;
+  } catch (const core::InputError& e) {
+    EXPECT_EQ(e.json_path(), path) << e.what();
+    EXPECT_NE(e.message().find(needle), std::string::npos) << e.what();
+  }
+}
+
 #if REPLISIM_WITH_SIM
 core::Trace run_plan(const core::Plan& plan) {
   sim::SimBackend backend;

@@ -42,6 +42,10 @@ nlohmann::json scenario_json(const std::vector<nlohmann::json>& machines,
 nlohmann::json two_ps_scenario(const nlohmann::json& training);
 
 core::Scenario parse(const nlohmann::json& document);
+// Expects parsing `document` to fail at JSON path `path` with a message containing `needle` (a
+// GoogleTest failure otherwise).
+void expect_scenario_error(const nlohmann::json& document, const std::string& path,
+                           const std::string& needle);
 
 // The simulator's part of the test support: built with REPLISIM_WITH_SIM only (a test that compares
 // with the simulation leaves that comparison out of a build without it).

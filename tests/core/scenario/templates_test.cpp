@@ -18,16 +18,6 @@ nlohmann::json templated(const nlohmann::json& replicas, const nlohmann::json& p
                              {{"replicas", replicas}, {"ps", ps}, {"client", "c"}});
 }
 
-void expect_error(const nlohmann::json& doc, const std::string& path, const std::string& needle) {
-  try {
-    parse_scenario(doc, "s.json");
-    ADD_FAILURE() << "expected an error at " << path;
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.json_path(), path) << e.what();
-    EXPECT_NE(e.message().find(needle), std::string::npos) << e.what();
-  }
-}
-
 TEST(Glob, Matches) {
   EXPECT_TRUE(glob_match("w*/gpu*", "w12/gpu1"));
   EXPECT_TRUE(glob_match("conv*", "conv2_1/3x3"));
@@ -55,16 +45,16 @@ TEST(Templates, MachineCountAndDevicePatterns) {
 }
 
 TEST(Templates, PatternErrorsNameThePattern) {
-  expect_error(templated({"w*/gpu0", "x*/gpu*"}, {"c/cpu"}), "/training/replicas/1",
-               "pattern \"x*/gpu*\" matched no device");
-  expect_error(templated({"w*/gpu0", "w3/gpu0"}, {"c/cpu"}), "/training/replicas/1",
-               "duplicate replica \"w3/gpu0\"");
+  test::expect_scenario_error(templated({"w*/gpu0", "x*/gpu*"}, {"c/cpu"}), "/training/replicas/1",
+                              "pattern \"x*/gpu*\" matched no device");
+  test::expect_scenario_error(templated({"w*/gpu0", "w3/gpu0"}, {"c/cpu"}), "/training/replicas/1",
+                              "duplicate replica \"w3/gpu0\"");
   nlohmann::json doc = templated("w*/gpu*", {"c/cpu"});
   doc["cluster"]["machines"][0]["count"] = 0;
-  expect_error(doc, "/cluster/machines/0/count", "integer");
+  test::expect_scenario_error(doc, "/cluster/machines/0/count", "integer");
   doc = templated("w*/gpu*", {"c/cpu"});
   doc["cluster"]["machines"][1]["name"] = "w5";  // collides with an expanded name
-  expect_error(doc, "/cluster/machines/1/name", "duplicate machine name \"w5\"");
+  test::expect_scenario_error(doc, "/cluster/machines/1/name", "duplicate machine name \"w5\"");
 }
 
 TEST(Templates, MultiTowerWorkers) {
@@ -84,15 +74,15 @@ TEST(Templates, MultiTowerWorkers) {
   doc["training"]["data_steps_per_worker"] = {10, 20};
   EXPECT_EQ(parse_scenario(doc, "s.json").training.data_steps_per_worker.size(), 2u);
   doc["training"]["data_steps_per_worker"] = {10, 20, 30};
-  expect_error(doc, "/training/data_steps_per_worker", "one entry per worker (2)");
-  expect_error(templated({{{"towers", "w0/gpu*"}, {"per", "gpu"}}}, {"c/cpu"}),
-               "/training/replicas/0/per", "\"machine\"");
-  expect_error(templated({{{"towers", "w0/gpu*"}}, "w0/gpu1"}, {"c/cpu"}), "/training/replicas/1",
-               "duplicate replica \"w0/gpu1\"");
-  expect_error(templated({{{"towers", "x*/gpu*"}}}, {"c/cpu"}), "/training/replicas/0/towers",
-               "matched no device");
-  expect_error(templated({{{"tower", "w0/gpu*"}}}, {"c/cpu"}), "/training/replicas/0/tower",
-               "unknown field");
+  test::expect_scenario_error(doc, "/training/data_steps_per_worker", "one entry per worker (2)");
+  test::expect_scenario_error(templated({{{"towers", "w0/gpu*"}, {"per", "gpu"}}}, {"c/cpu"}),
+                              "/training/replicas/0/per", "\"machine\"");
+  test::expect_scenario_error(templated({{{"towers", "w0/gpu*"}}, "w0/gpu1"}, {"c/cpu"}),
+                              "/training/replicas/1", "duplicate replica \"w0/gpu1\"");
+  test::expect_scenario_error(templated({{{"towers", "x*/gpu*"}}}, {"c/cpu"}),
+                              "/training/replicas/0/towers", "matched no device");
+  test::expect_scenario_error(templated({{{"tower", "w0/gpu*"}}}, {"c/cpu"}),
+                              "/training/replicas/0/tower", "unknown field");
 }
 
 TEST(Templates, DedicatedParameterServers) {
@@ -116,10 +106,11 @@ TEST(Templates, DedicatedParameterServers) {
                               {"nic", {{"bandwidth", "100 Gbps"}, {"latency", "5 us"}}}}}}),
       "s.json");
   EXPECT_DOUBLE_EQ(g.cluster.find_machine("param1")->nic.bandwidth_bytes_per_s, 12.5e9);
-  expect_error(templated("w*/gpu*", {{"count", 2}, {"on", "dedicated"}, {"name", "w"}}),
-               "/training/ps/name", "duplicate machine name \"w0\"");
-  expect_error(templated("w*/gpu*", {{"count", 2}, {"on", "cloud"}}), "/training/ps/on",
-               "dedicated");
+  test::expect_scenario_error(
+      templated("w*/gpu*", {{"count", 2}, {"on", "dedicated"}, {"name", "w"}}), "/training/ps/name",
+      "duplicate machine name \"w0\"");
+  test::expect_scenario_error(templated("w*/gpu*", {{"count", 2}, {"on", "cloud"}}),
+                              "/training/ps/on", "dedicated");
 }
 
 TEST(Templates, ParameterServersOnWorkers) {
@@ -231,9 +222,9 @@ TEST(Templates, IdenticalGpusShorthand) {
   EXPECT_DOUBLE_EQ(w->gpus[7].speed_flop_per_s, 15e12);
   EXPECT_DOUBLE_EQ(w->gpus[7].memory_bytes, 16.0 * (1 << 30));
   doc["cluster"]["machines"][0]["gpus"] = {{"count", 8}, {"speeds", "15 TFLOPS"}};
-  expect_error(doc, "/cluster/machines/0/gpus/speeds", "speed");
+  test::expect_scenario_error(doc, "/cluster/machines/0/gpus/speeds", "speed");
   doc["cluster"]["machines"][0]["gpus"] = {{"count", -1}, {"speed", "15 TFLOPS"}};
-  expect_error(doc, "/cluster/machines/0/gpus/count", "");
+  test::expect_scenario_error(doc, "/cluster/machines/0/gpus/count", "");
 }
 
 TEST(Includes, RepeatedIncludesAreBounded) {
