@@ -186,8 +186,16 @@ void write_client_graph(std::ostream& out, const Plan& plan, const ClientGraph& 
 // line says it all).
 void write_topology(std::ostream& out, const Platform& p) {
   if (p.racks.empty()) return;
+  // In bits per second, as NICs and switches are sold and scenarios give them.
   const auto bandwidth = [&p](int link) {
-    return format_quantity(p.links[size_t(link)].bandwidth_bytes_per_s, Dimension::kBandwidth);
+    const double bits_per_s = 8 * p.links[size_t(link)].bandwidth_bytes_per_s;
+    char text[48];
+    if (bits_per_s >= 1e9) {
+      std::snprintf(text, sizeof text, "%.4g Gbit/s", bits_per_s / 1e9);
+    } else {
+      std::snprintf(text, sizeof text, "%.4g Mbit/s", bits_per_s / 1e6);
+    }
+    return std::string(text);
   };
   out << "topology: " << p.racks.size() << " rack(s), core switch " << bandwidth(p.switch_link)
       << (p.switch_can_bind(p.switch_link) ? "" : " (non-blocking)") << "\n";
