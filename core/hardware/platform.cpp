@@ -144,6 +144,32 @@ nlohmann::json platform_to_json(const Platform& platform) {
   return j;
 }
 
+namespace {
+
+// A platform read from a file (a trace's): each rack's top-of-rack switch and uplink are links of
+// their own, as build_platform makes them, not the core switch, a machine's NIC, a GPU's PCIe link
+// or another rack's; else routes and the busiest resources would mix two parts into one.
+void check_platform_rack_links(const JsonCursor& c, const Platform& p) {
+  std::vector<std::string> part(p.links.size());
+  part[size_t(p.switch_link)] = "the switch";
+  for (const PlatformMachine& m : p.machines) part[size_t(m.nic_link)] = m.name + "'s NIC";
+  for (const PlatformDevice& d : p.devices) {
+    if (d.pcie_link >= 0) part[size_t(d.pcie_link)] = d.name + "'s PCIe link";
+  }
+  for (size_t r = 0; r < p.racks.size(); ++r) {
+    for (const char* key : {"tor_link", "uplink"}) {
+      const int link = std::string(key) == "tor_link" ? p.racks[r].tor_link : p.racks[r].uplink;
+      if (!part[size_t(link)].empty()) {
+        c.at("racks").at(r).at(key).fail("link " + std::to_string(link) + " is already " +
+                                         part[size_t(link)]);
+      }
+      part[size_t(link)] = p.racks[r].name + "'s " + key;
+    }
+  }
+}
+
+}  // namespace
+
 Platform platform_from_json(const nlohmann::json& j, const std::string& file,
                             const std::string& path) {
   const JsonCursor c(j, file, path);
@@ -227,6 +253,7 @@ Platform platform_from_json(const nlohmann::json& j, const std::string& file,
     }
     p.machines.push_back(std::move(machine));
   }
+  check_platform_rack_links(c, p);
   return p;
 }
 

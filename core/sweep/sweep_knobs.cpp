@@ -216,27 +216,34 @@ json& racks_topology(json& s, const std::string& key, const KnobContext& ctx) {
   return *topology;
 }
 
+// `ratio` checked against the oversubscription range; `how` says where it came from (the value
+// given, or the factor applied to the scenario's ratio) in the error.
+double checked_ratio(const std::string& key, double ratio, const std::string& how) {
+  if (!(ratio >= kMinOversubscription && ratio <= kMaxOversubscription)) {
+    throw InputError(
+        "", flag_of(key),
+        how + " makes an oversubscription of " +
+            (std::isfinite(ratio) ? dump_json(json(ratio)) : std::string("no number")) +
+            ", outside " + dump_json(json(kMinOversubscription)) + ".." +
+            dump_json(json(kMaxOversubscription)));
+  }
+  return ratio;
+}
+
 // A ratio or a factor of the scenario's own ("x2").
 double parse_ratio(const std::string& key, const std::string& value, double current) {
   double factor = 0;
-  double ratio = 0;
   if (parse_sweep_factor(flag_of(key), value, &factor)) {
-    ratio = current * factor;
-  } else {
-    char* end = nullptr;
-    ratio = std::strtod(value.c_str(), &end);
-    if (value.empty() || *end != '\0') {
-      throw InputError("", flag_of(key),
-                       "expected a ratio such as 3 or a factor x2, got \"" + value + "\"");
-    }
+    return checked_ratio(key, current * factor,
+                         value + " of the scenario's ratio " + dump_json(json(current)));
   }
-  if (!(ratio >= kMinOversubscription && ratio <= kMaxOversubscription)) {
+  char* end = nullptr;
+  const double ratio = std::strtod(value.c_str(), &end);
+  if (value.empty() || *end != '\0' || !std::isfinite(ratio)) {
     throw InputError("", flag_of(key),
-                     value + " makes an oversubscription of " + dump_json(json(ratio)) +
-                         ", outside " + dump_json(json(kMinOversubscription)) + ".." +
-                         dump_json(json(kMaxOversubscription)));
+                     "expected a ratio such as 3 or a factor x2, got \"" + value + "\"");
   }
-  return ratio;
+  return checked_ratio(key, ratio, value);
 }
 
 // The oversubscription ratio r (uplink = a rack's NIC total / r); it replaces a given uplink.
@@ -263,8 +270,11 @@ void apply_uplink_bandwidth(json& s, const std::string& value, const KnobContext
   double factor = 0;
   json* ratio = member(topology, "oversubscription");
   if (ratio != nullptr && parse_sweep_factor(flag_of("uplink_bandwidth"), value, &factor)) {
+    // Uplinks `factor` times as fast: the ratio divided by it.
     const double now = ratio->is_number() ? ratio->get<double>() : 1.0;
-    *ratio = parse_ratio("uplink_bandwidth", "x" + dump_json(json(1 / factor)), now);
+    *ratio = checked_ratio("uplink_bandwidth", now / factor,
+                           value + " (uplinks " + value + " as fast: the scenario's ratio " +
+                               dump_json(json(now)) + " / " + dump_json(json(factor)) + ")");
     return;
   }
   if (ratio != nullptr) {

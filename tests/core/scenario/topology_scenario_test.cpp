@@ -110,6 +110,28 @@ TEST(Topology, ThePlatformsJsonKeepsTheRacks) {
   } catch (const InputError& e) {
     EXPECT_EQ(e.json_path(), "/platform/racks/0/uplink");
   }
+  // A rack's links are its own: not the core, a NIC or another rack's.
+  const auto error_path = [](const nlohmann::json& platform) {
+    try {
+      platform_from_json(platform, "t", "/platform");
+    } catch (const InputError& e) {
+      return e.json_path() + ": " + e.what();
+    }
+    return std::string("(no error)");
+  };
+  bad = platform_to_json(p);
+  bad["racks"][0]["tor_link"] = p.switch_link;
+  EXPECT_NE(error_path(bad).find("/platform/racks/0/tor_link: "), std::string::npos);
+  EXPECT_NE(error_path(bad).find("is already the switch"), std::string::npos) << error_path(bad);
+  bad = platform_to_json(p);
+  bad["racks"][1]["uplink"] = p.machines[0].nic_link;
+  EXPECT_NE(error_path(bad).find("/platform/racks/1/uplink: "), std::string::npos);
+  EXPECT_NE(error_path(bad).find("is already m0's NIC"), std::string::npos) << error_path(bad);
+  bad = platform_to_json(p);
+  bad["racks"][2]["tor_link"] = p.racks[0].tor_link;
+  EXPECT_NE(error_path(bad).find("/platform/racks/2/tor_link: "), std::string::npos);
+  EXPECT_NE(error_path(bad).find("is already rack0's tor_link"), std::string::npos)
+      << error_path(bad);
 }
 
 TEST(Topology, ParameterServersSpreadOverRacksOrInOne) {

@@ -235,6 +235,28 @@ json allreduce_point(const json& base,
   return resolve_sweep_point(base, "s.json", SweepPoint{0, knobs}, "allreduce").document;
 }
 
+// Racks: a factor of the uplinks divides the scenario's oversubscription ratio, and a ratio out of
+// range names the ratio the point would make from the value typed (not an inverse factor).
+TEST(SweepKnobs, RackKnobsNameTheRatioAPointWouldMake) {
+  json racks = templated_scenario();
+  racks["cluster"]["topology"] = {
+      {"kind", "racks"}, {"machines_per_rack", 2}, {"oversubscription", 0.02}};
+  const auto ratio = [&](const std::string& key, const std::string& value) {
+    return point_document(racks, {{key, value}})["cluster"]["topology"]["oversubscription"]
+        .get<double>();
+  };
+  EXPECT_DOUBLE_EQ(ratio("uplink_bandwidth", "x2"), 0.01);
+  EXPECT_DOUBLE_EQ(ratio("oversubscription", "x3"), 0.06);
+  const std::string faster = error_of([&] { ratio("uplink_bandwidth", "x4"); });
+  EXPECT_NE(faster.find("uplink_bandwidth=x4: x4 (uplinks x4 as fast: the scenario's ratio 0.02 / "
+                        "4.0) makes an oversubscription of 0.005, outside 0.01..1000.0"),
+            std::string::npos)
+      << faster;
+  const std::string nan = error_of([&] { ratio("oversubscription", "nan"); });
+  EXPECT_NE(nan.find("expected a ratio such as 3 or a factor x2, got \"nan\""), std::string::npos)
+      << nan;
+}
+
 // The all-reduce knobs write training.allreduce (units as scenarios write them; a factor scales
 // the preset's value when the scenario gives none) and cluster.transport.connections_per_peer.
 TEST(SweepKnobs, AllReduceKnobsWriteTheirFields) {
