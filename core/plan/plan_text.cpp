@@ -199,7 +199,13 @@ void write_topology(std::ostream& out, const Platform& p) {
   };
   out << "topology: " << p.racks.size() << " rack(s), core switch " << bandwidth(p.switch_link)
       << (p.switch_can_bind(p.switch_link) ? "" : " (non-blocking)") << "\n";
+  // At most kRacksListed racks, the first ones (a cluster of thousands would flood the text).
+  constexpr size_t kRacksListed = 16;
   for (size_t r = 0; r < p.racks.size(); ++r) {
+    if (r == kRacksListed) {
+      out << "  ... and " << p.racks.size() - kRacksListed << " more rack(s)\n";
+      break;
+    }
     const PlatformRack& rack = p.racks[r];
     std::vector<std::string> names;
     double nic_total = 0;

@@ -101,7 +101,8 @@ void add_faults(const Scenario& scenario, Plan& plan) {
       f.until_s = spec.until_s;
       f.open_ended = spec.open_ended;
       f.factor = spec.factor;
-      const std::string& link = spec.link;
+      // Its platform name: "switch" with racks is the core.
+      const std::string& link = plan.platform.links[size_t(f.link)].name;
       f.description = spec.factor == 0
                           ? link + " cut"
                           : link + " at " + dump_json(nlohmann::json(spec.factor)) + "x";

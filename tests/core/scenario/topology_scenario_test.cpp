@@ -200,6 +200,7 @@ TEST(Topology, AFaultOnAnUplinkIsThatLinksFault) {
   EXPECT_EQ(plan.faults[0].link, plan.platform.racks[1].uplink);
   EXPECT_EQ(plan.faults[0].description, "rack1/uplink at 0.5x");
   EXPECT_EQ(plan.faults[1].link, plan.platform.switch_link);
+  EXPECT_EQ(plan.faults[1].description, "core at 0.5x");  // "switch" with racks is the core
 }
 
 }  // namespace
