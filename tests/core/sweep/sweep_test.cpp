@@ -257,6 +257,33 @@ TEST(SweepKnobs, RackKnobsNameTheRatioAPointWouldMake) {
       << nan;
 }
 
+// The racks' knobs write cluster.topology and training.ps.spread: a ratio replaces a given
+// uplink and a bandwidth a ratio; a one-switch scenario is refused at /cluster/topology.
+TEST(SweepKnobs, RackKnobsWriteTheTopology) {
+  json racks = templated_scenario();
+  racks["cluster"]["topology"] = {
+      {"kind", "racks"}, {"machines_per_rack", 2}, {"uplink", {{"bandwidth", "5 Gbps"}}}};
+  const auto topology = [&](const std::string& key, const std::string& value) {
+    return point_document(racks, {{key, value}})["cluster"]["topology"];
+  };
+  EXPECT_EQ(topology("oversubscription", "3"),
+            (json{{"kind", "racks"}, {"machines_per_rack", 2}, {"oversubscription", 3.0}}));
+  EXPECT_EQ(topology("uplink_bandwidth", "x2")["uplink"]["bandwidth"], "1250000000 Bps");
+  EXPECT_EQ(topology("machines_per_rack", "+1")["machines_per_rack"], 3);
+  EXPECT_EQ(topology("machines_per_rack", "x2")["machines_per_rack"], 4);
+  racks["cluster"]["topology"] = {
+      {"kind", "racks"}, {"machines_per_rack", 2}, {"oversubscription", 3}};
+  EXPECT_EQ(
+      topology("uplink_bandwidth", "40 Gbps"),
+      (json{{"kind", "racks"}, {"machines_per_rack", 2}, {"uplink", {{"bandwidth", "40 Gbps"}}}}));
+  EXPECT_EQ(point_document(racks, {{"ps_spread", "racks"}})["training"]["ps"]["spread"], "racks");
+  const std::string star = error_of([&] {
+    point_document(templated_scenario(), {{"ps_spread", "racks"}});
+  });
+  EXPECT_NE(star.find("/cluster/topology"), std::string::npos) << star;
+  EXPECT_NE(star.find("one switch"), std::string::npos) << star;
+}
+
 // The all-reduce knobs write training.allreduce (units as scenarios write them; a factor scales
 // the preset's value when the scenario gives none) and cluster.transport.connections_per_peer.
 TEST(SweepKnobs, AllReduceKnobsWriteTheirFields) {
