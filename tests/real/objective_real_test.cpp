@@ -5,6 +5,7 @@
 // steps due and the report gives the time to target; with two parameter servers the one holding
 // global_step evaluates with the other's values; an objective a real run cannot carry is one line.
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -365,7 +366,17 @@ TEST(RealObjective, AnObjectiveARealRunCannotComputeIsOneLine) {
   const core::Plan plan = core::compile_plan(
       test::parse(test::scenario_json(cluster_of(1), few_ms_model(), training, "lv08", "100 Gbps")),
       "between_graph", {1});
+  // A failed run keeps its logs in its directory under TMPDIR (docs/real-runs.md): ours, removed.
+  test::TempDir runs;
+  const char* before = std::getenv("TMPDIR");
+  const std::string tmpdir = before != nullptr ? before : "";
+  ::setenv("TMPDIR", runs.path().c_str(), 1);
   expect_one_line_error(plan, "nonexistent-replisim-data");
+  if (before != nullptr) {
+    ::setenv("TMPDIR", tmpdir.c_str(), 1);
+  } else {
+    ::unsetenv("TMPDIR");
+  }
 }
 
 }  // namespace
