@@ -209,7 +209,7 @@ TEST(Netns, AnOversubscribedUplinksPredictionValidatesWithinEightPercent) {
   const std::string json = dir.path() + "/v.json";
   const test::BinaryResult r = test::run_replisim(
       {"validate", test::scenario_path("validation/racks_3to1.json"), "--isolate", "netns",
-       "--repeat", "1", "--seeds", "1", "--progress", "none", "--json", json},
+       "--repeat", "1", "--seeds", "1", "--steps", "16", "--progress", "none", "--json", json},
       300);
   std::cout << r.out;
   ASSERT_EQ(r.exit_code, 0) << r.err;
