@@ -3,6 +3,7 @@
 // template that may add dedicated machines), where an in-graph client keeps its variables, and
 // model-parallel placement rules.
 #include <algorithm>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "core/base/error.h"
@@ -169,24 +170,26 @@ std::vector<std::string> replica_machines(const std::vector<DeviceRef>& replicas
   return machines;
 }
 
-// Where PS i of a template with "spread" goes among the replicas' `machines` (cluster.topology
-// "racks"): "one_rack", the machines of the first replica's rack in turn; "racks", one rack after
-// another (the racks in order of their first replica), each rack's machines in turn.
-std::string spread_ps_machine(const std::string& spread, int i,
-                              const std::vector<std::string>& machines,
-                              const ClusterSpec& cluster) {
-  std::vector<std::vector<std::string>> by_rack;  // in order of first appearance
-  std::vector<int> rack_of_entry;
+// The replicas' `machines` grouped by rack, the racks in order of their first replica (cluster
+// topology "racks"): where a template's "spread" puts its PSes.
+std::vector<std::vector<std::string>> machines_by_rack(const std::vector<std::string>& machines,
+                                                       const ClusterSpec& cluster) {
+  std::vector<std::vector<std::string>> by_rack;
+  std::unordered_map<int, size_t> entry_of_rack;
   for (const std::string& name : machines) {
-    const int rack = cluster.find_machine(name)->rack;
-    size_t k =
-        size_t(std::find(rack_of_entry.begin(), rack_of_entry.end(), rack) - rack_of_entry.begin());
-    if (k == rack_of_entry.size()) {
-      rack_of_entry.push_back(rack);
-      by_rack.emplace_back();
-    }
-    by_rack[k].push_back(name);
+    const auto [it, added] =
+        entry_of_rack.emplace(cluster.find_machine(name)->rack, by_rack.size());
+    if (added) by_rack.emplace_back();
+    by_rack[it->second].push_back(name);
   }
+  return by_rack;
+}
+
+// Where PS i of a template with "spread" goes (`by_rack`: machines_by_rack): "one_rack", the
+// machines of the first replica's rack in turn; "racks", one rack after another, each rack's
+// machines in turn.
+const std::string& spread_ps_machine(const std::string& spread, int i,
+                                     const std::vector<std::vector<std::string>>& by_rack) {
   if (spread == "one_rack") return by_rack.front()[size_t(i) % by_rack.front().size()];
   const std::vector<std::string>& rack = by_rack[size_t(i) % by_rack.size()];
   return rack[(size_t(i) / by_rack.size()) % rack.size()];
@@ -219,9 +222,12 @@ std::vector<DeviceRef> parse_ps_template(const JsonCursor& c, ClusterSpec& clust
           "\"name\" and \"machine\" describe dedicated PS machines; not with \"on\": \"workers\"");
     }
     const std::vector<std::string> machines = replica_machines(replicas);
+    const std::vector<std::vector<std::string>> by_rack =
+        spread.empty() ? std::vector<std::vector<std::string>>{}
+                       : machines_by_rack(machines, cluster);
     for (int i = 0; i < count; ++i) {
-      const std::string machine = spread.empty() ? machines[size_t(i) % machines.size()]
-                                                 : spread_ps_machine(spread, i, machines, cluster);
+      const std::string& machine = spread.empty() ? machines[size_t(i) % machines.size()]
+                                                  : spread_ps_machine(spread, i, by_rack);
       ps.push_back({machine, DeviceKind::kCpu, 0});
     }
     return ps;
