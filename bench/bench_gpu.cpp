@@ -1,7 +1,8 @@
 // The real backend's CUDA engine against bare CUDA, in the same run: the FLOP/s the engine reaches
-// on a plan's GEMM shapes (every GPU op of the plan, as a device engine runs it) next to a bare
-// cuBLAS SGEMM loop over the same shapes (its own handle, stream and matrices; target: the engine
-// at 90% or more, i.e. its own overhead under 10%), next to cuBLAS at 8192^3 (what the GPU can do
+// on a plan's GEMM shapes (every GPU op of a step, as a device engine runs it, and the plan's three
+// largest products alone) next to a bare cuBLAS SGEMM loop over the same products (its own handle,
+// stream and matrices, each product whole where the engine cuts tiles; target: the engine at 90%
+// or more, i.e. its own overhead under 10%), next to cuBLAS at 8192^3 (what the GPU can do
 // in float32), and the engine's host <-> device copies next to a bare cudaMemcpy between pinned
 // and device memory. Without a usable GPU it says why and exits 0. Usage:
 //   bench_gpu [--scenario FILE] [--strategy between_graph|in_graph] [--repeat N]
@@ -12,8 +13,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <map>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/bench_flags.h"
@@ -44,17 +46,23 @@ void check(cublasStatus_t s, const char* what) {
   }
 }
 
-// A bare cuBLAS loop: its own handle, stream and three max_n x max_n matrices.
+// A bare cuBLAS loop: its own handle and stream, and matrices as large as the largest of `runs`
+// needs (whole products, not tiles).
 class Bare {
  public:
-  explicit Bare(int max_n) : max_n_(max_n) {
+  explicit Bare(const std::vector<real::GemmRun>& runs) {
+    size_t a = 1, b = 1, c = 1;
+    for (const real::GemmRun& r : runs) {
+      a = std::max(a, size_t(r.m * r.k));
+      b = std::max(b, size_t(r.k * r.n));
+      c = std::max(c, size_t(r.m * r.n));
+    }
     check(cudaStreamCreate(&stream_), "cudaStreamCreate");
     check(cublasCreate(&handle_), "cublasCreate");
     check(cublasSetStream(handle_, stream_), "cublasSetStream");
-    const size_t bytes = size_t(max_n) * max_n * sizeof(float);
-    for (float** m : {&a_, &b_, &c_}) {
-      check(cudaMalloc(m, bytes), "cudaMalloc");
-      check(cudaMemset(*m, 0, bytes), "cudaMemset");
+    for (auto [m, size] : {std::pair{&a_, a}, std::pair{&b_, b}, std::pair{&c_, c}}) {
+      check(cudaMalloc(m, size * sizeof(float)), "cudaMalloc");
+      check(cudaMemset(*m, 0, size * sizeof(float)), "cudaMemset");
     }
   }
   ~Bare() {
@@ -62,13 +70,14 @@ class Bare {
     for (float* m : {a_, b_, c_}) cudaFree(m);
     cudaStreamDestroy(stream_);
   }
-  // The shapes one op runs, then a wait: as the engine does per op.
-  void run(const std::vector<real::GemmShape>& shapes) {
+  // The products one op runs (row-major C = A B as column-major C^T = B^T A^T), then a wait: as
+  // the engine does per op.
+  void run(const std::vector<real::GemmRun>& runs) {
     const float alpha = 1, beta = 0;
-    for (const real::GemmShape& s : shapes) {
-      for (int64_t i = 0; i < s.count; ++i) {
-        check(cublasSgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, s.n, s.n, s.n, &alpha, a_, s.n, b_,
-                          s.n, &beta, c_, s.n),
+    for (const real::GemmRun& r : runs) {
+      for (int64_t i = 0; i < r.count; ++i) {
+        check(cublasSgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, int(r.n), int(r.m), int(r.k), &alpha,
+                          b_, int(r.n), a_, int(r.k), &beta, c_, int(r.n)),
               "cublasSgemm");
       }
     }
@@ -76,26 +85,55 @@ class Bare {
   }
 
  private:
-  int max_n_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t handle_ = nullptr;
   float *a_ = nullptr, *b_ = nullptr, *c_ = nullptr;
 };
 
-// The FLOP of every GPU op of the plan (one entry per op, per step).
-std::vector<double> gpu_op_flops(const std::string& scenario, const std::string& strategy) {
-  const core::Plan plan =
-      core::compile_plan(core::load_scenario(scenario), strategy, core::CompileOptions{1});
-  std::vector<double> flops;
+// Every GPU op of the plan's steps: its FLOP and its layers' per-sample GEMMs (empty: none).
+struct GpuOp {
+  double flop = 0;
+  std::vector<real::SampleGemm> per_sample;  // empty: none
+};
+
+std::vector<GpuOp> gpu_ops(const core::Plan& plan) {
+  std::vector<GpuOp> ops;
   for (const core::ClientGraph* g : core::step_graphs(plan)) {
     for (const core::Op& op : g->ops) {
       if (op.compute_flop > 0 &&
           plan.platform.devices[size_t(op.device)].kind == core::DeviceKind::kGpu) {
-        flops.push_back(op.compute_flop);
+        GpuOp& gpu_op = ops.emplace_back(GpuOp{op.compute_flop, {}});
+        if (op.gemms < 0) continue;
+        for (const core::PlanGemm& g : plan.gemm_lists[size_t(op.gemms)]) {
+          gpu_op.per_sample.push_back({g.m, g.n, g.k, g.batch_dim});
+        }
       }
     }
   }
-  return flops;
+  return ops;
+}
+
+// The products an op runs, as the engine computes them (gemm_shapes.h).
+std::vector<real::GemmRun> runs_of(const GpuOp& op) {
+  return op.per_sample.empty() ? real::gpu_gemm_shapes(op.flop)
+                               : real::stretch_gemms(op.per_sample, op.flop);
+}
+
+// Median seconds of `repeat` alternating runs of `ours` and `theirs`.
+std::pair<double, double> alternate(int repeat, const std::function<void()>& ours,
+                                    const std::function<void()>& theirs) {
+  std::vector<double> a, b;
+  for (int r = 0; r < repeat; ++r) {
+    Clock::time_point t = Clock::now();
+    ours();
+    a.push_back(seconds_since(t));
+    t = Clock::now();
+    theirs();
+    b.push_back(seconds_since(t));
+  }
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  return {a[a.size() / 2], b[b.size() / 2]};
 }
 
 }  // namespace
@@ -112,50 +150,68 @@ int main(int argc, char** argv) {
     std::printf("bench_gpu: no GPU to measure: %s\n", why.c_str());
     return 0;
   }
-  const std::vector<double> flops = gpu_op_flops(scenario, strategy);
+  const core::Plan plan =
+      core::compile_plan(core::load_scenario(scenario), strategy, core::CompileOptions{1});
+  const std::vector<GpuOp> ops = gpu_ops(plan);
   double total = 0;
-  for (double f : flops) total += f;
-  std::printf("plan: %s (%s): %zu GPU ops a step, %.1f GFLOP\n", scenario.c_str(), strategy.c_str(),
-              flops.size(), total / 1e9);
-  std::map<int, int> sizes;
-  for (double f : flops) {
-    for (const real::GemmShape& s : real::gpu_gemm_shapes(f)) sizes[s.n] += int(s.count);
+  std::vector<real::GemmRun> all;
+  for (const GpuOp& op : ops) {
+    total += op.flop;
+    for (const real::GemmRun& r : runs_of(op)) all.push_back(r);
   }
-  std::printf("GEMM shapes (n: count a step):");
-  for (const auto& [n, count] : sizes) std::printf(" %d:%d", n, count);
-  std::printf("\n");
-
+  std::printf("plan: %s (%s): %zu GPU ops a step, %.1f GFLOP, %zu GEMMs\n", scenario.c_str(),
+              strategy.c_str(), ops.size(), total / 1e9, all.size());
+  if (ops.empty()) return 0;
   real::DeviceEngine engine("gpu0", 1, real::open_gpu(0, &why));
   if (engine.gpu() == nullptr) {
     std::printf("bench_gpu: the engine cannot open the GPU: %s\n", why.c_str());
     return 1;
   }
   std::printf("device: %s\n", engine.gpu()->description().c_str());
-  Bare bare(8192);
+  Bare bare(all);
   // Warm-up: one pass of each.
-  for (double f : flops) engine.execute(f, 1);
-  for (double f : flops) bare.run(real::gpu_gemm_shapes(f));
-  std::vector<double> engine_s, bare_s;
-  for (int r = 0; r < repeat; ++r) {  // alternating
-    Clock::time_point t = Clock::now();
-    for (double f : flops) engine.execute(f, 1);
-    engine_s.push_back(seconds_since(t));
-    t = Clock::now();
-    for (double f : flops) bare.run(real::gpu_gemm_shapes(f));
-    bare_s.push_back(seconds_since(t));
-  }
-  std::sort(engine_s.begin(), engine_s.end());
-  std::sort(bare_s.begin(), bare_s.end());
-  const double e = engine_s[engine_s.size() / 2], b = bare_s[bare_s.size() / 2];
+  for (const GpuOp& op : ops) engine.execute(op.flop, &op.per_sample, 1);
+  for (const GpuOp& op : ops) bare.run(runs_of(op));
+  const auto [e, b] = alternate(
+      repeat,
+      [&] {
+        for (const GpuOp& op : ops) engine.execute(op.flop, &op.per_sample, 1);
+      },
+      [&] {
+        for (const GpuOp& op : ops) bare.run(runs_of(op));
+      });
   std::printf(
-      "plan's shapes: engine %.1f TFLOP/s, bare cuBLAS %.1f TFLOP/s, ratio %.3f "
+      "a step's GPU ops: engine %.1f TFLOP/s, bare cuBLAS %.1f TFLOP/s, ratio %.3f "
       "(target >= 0.90)\n",
       total / e / 1e12, total / b / 1e12, b / e);
+  // The plan's three largest products, each alone (the engine in its tiles, timed by its events;
+  // bare cuBLAS whole).
+  std::sort(all.begin(), all.end(), [](const real::GemmRun& x, const real::GemmRun& y) {
+    return x.flop() / double(x.count) > y.flop() / double(y.count);
+  });
+  std::vector<real::GemmRun> largest;
+  for (const real::GemmRun& r : all) {
+    const bool seen = std::any_of(largest.begin(), largest.end(), [&](const real::GemmRun& l) {
+      return l.m == r.m && l.n == r.n && l.k == r.k;
+    });
+    if (!seen && largest.size() < 3) largest.push_back({r.m, r.n, r.k, 1});
+  }
+  for (const real::GemmRun& r : largest) {
+    const std::vector<real::GemmRun> one = {r};
+    const auto [ours, theirs] = alternate(
+        repeat + 2, [&] { engine.gpu()->execute(one, 1); }, [&] { bare.run(one); });
+    std::printf(
+        "GEMM %lld x %lld x %lld: engine %.1f TFLOP/s, bare cuBLAS %.1f TFLOP/s, ratio %.3f "
+        "(target >= 0.90)\n",
+        (long long)r.m, (long long)r.n, (long long)r.k, r.flop() / ours / 1e12,
+        r.flop() / theirs / 1e12, theirs / ours);
+  }
   // What the GPU does at 8192^3 in float32.
-  const std::vector<real::GemmShape> big = {{8192, 10}};
-  bare.run(big);
+  const std::vector<real::GemmRun> big = {{8192, 8192, 8192, 10}};
+  Bare big_bare(big);
+  big_bare.run(big);
   Clock::time_point t = Clock::now();
-  bare.run(big);
+  big_bare.run(big);
   std::printf("cuBLAS SGEMM 8192^3: %.1f TFLOP/s\n", big[0].flop() / seconds_since(t) / 1e12);
 
   // Copies: the engine's (through its pinned staging buffer) against a bare cudaMemcpy.

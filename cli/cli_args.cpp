@@ -343,6 +343,12 @@ void define(CLI::App& app, CliArgs& args, RawValues& raw) {
       ->add_option("--baseline", args.baseline_path,
                    "an earlier validate --json: show how each error moved")
       ->type_name("FILE");
+  validate
+      ->add_option("--measured", args.measured_path,
+                   "compare with the real runs of this native trace (run --trace-out, made here "
+                   "or on another machine) instead of running the plan; the scenario and flags "
+                   "must give the plan it ran")
+      ->type_name("TRACE");
   validate->add_option("--json", args.json_path, "write the comparison (JSON)")->type_name("FILE");
   validate->add_option("--markdown", args.markdown_path, "write the comparison as Markdown tables")
       ->type_name("FILE");
@@ -642,6 +648,19 @@ CliArgs parse_cli_args(int argc, const char* const* argv) {
   args.command = app.get_subcommands().front()->get_name();
   check_values(args, raw);
   if (args.command == "node") args.trace_out_path.clear();
+  // Runs already made: the flags of making them do not apply.
+  if (!args.measured_path.empty()) {
+    for (const char* flag :
+         {"--repeat", "--isolate", "--threads", "--connect-timeout", "--insecure-frames"}) {
+      for (const std::string& w : words) {
+        if (w == flag || w.rfind(std::string(flag) + "=", 0) == 0) {
+          throw InputError("", flag,
+                           "makes real runs; --measured compares with runs already made "
+                           "(give it to run, which made them)");
+        }
+      }
+    }
+  }
   // A flag given with an empty value ("--threads ''") is refused, not taken as absent.
   for (const char* flag : {"--threads",        "--connect-timeout",
                            "--listen-fd",      "--progress-fd",
@@ -669,6 +688,7 @@ CliArgs parse_cli_args(int argc, const char* const* argv) {
            {"--run-trace-out", args.run_trace_out},
            {"--csv", args.csv_path},
            {"--baseline", args.baseline_path},
+           {"--measured", args.measured_path},
            {"--markdown", args.markdown_path},
            {"--out", args.command == "plot" ? args.plot_out : args.calibration_out},
            {"--cache", args.cache_dir}}) {

@@ -52,6 +52,9 @@ struct CliArgs {
   int seeds = 5;              // --seeds N: predictions of each plan, seeds --seed.. --seed+N-1
   double tolerance = 0.08;    // --tolerance F: the verdict's bound on |relative error|
   std::string baseline_path;  // --baseline FILE: an earlier validate --json
+  // --measured FILE: validate against the real runs of a native trace made before (run
+  // --trace-out, on this machine or another) instead of running them.
+  std::string measured_path;
   std::string markdown_path;  // --markdown FILE: the comparison as Markdown tables
   // calibrate
   std::string calibration_out;   // --out FILE (default calibration.json)

@@ -1,7 +1,9 @@
-// replisim validate: the simulation and `--repeat` real runs of the same plan, compared per metric
-// and per phase (core/metrics/validation.h; docs/validation-real.md).
+// replisim validate: the simulation and `--repeat` real runs of the same plan (or, with --measured,
+// the real runs of a trace made before), compared per metric and per phase
+// (core/metrics/validation.h; docs/validation-real.md).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +26,7 @@
 #include "core/base/temp_dir.h"
 #include "core/metrics/validation.h"
 #include "core/trace/chrome_trace.h"
+#include "core/trace/trace_format.h"
 
 namespace replisim::cli {
 namespace {
@@ -107,22 +110,74 @@ std::string one_decimal(double x) {
 // The validation's lines about the host (core::Validation::host): how the real runs' tasks shared
 // the cores (the real backend's "cores: " note), the host's load during the runs, and a compute
 // phase off while the transfers match, with the load that may explain it.
-void describe_host(core::Validation& v, const core::Trace& measured, const HostLoad& host) {
+// `host`: null for runs made before (--measured `measured_path`), whose host load is not known.
+void describe_host(core::Validation& v, const core::Trace& measured, const HostLoad* host,
+                   const std::string& measured_path) {
   for (const std::string& note : measured.notes()) {
     if (note.rfind("cores: ", 0) == 0)
       v.host.push_back("cores of the real runs: " + note.substr(7));
   }
-  v.host.push_back("over the real runs: " + host_load_text(host));
+  v.host.push_back(host ? "over the real runs: " + host_load_text(*host)
+                        : "the real runs of " + measured_path +
+                              " were made before (--measured): "
+                              "their host's load is not known");
   const std::string mismatch = core::compute_mismatch(v);
   if (mismatch.empty()) return;
   std::string line = mismatch + " while the transfers matched";
-  if (host.readable) {
-    line += "; the host's load average was " + one_decimal(host.load_average_after) +
-            " during the runs (other processes used " + one_decimal(host.other_cores) + " of " +
-            std::to_string(host.cores) + " cores, steal " + one_decimal(100 * host.steal_fraction) +
-            "%)";
+  if (host && host->readable) {
+    line += "; the host's load average was " + one_decimal(host->load_average_after) +
+            " during the runs (other processes used " + one_decimal(host->other_cores) + " of " +
+            std::to_string(host->cores) + " cores, steal " +
+            one_decimal(100 * host->steal_fraction) + "%)";
   }
   v.host.push_back(line);
+}
+
+// --measured: the real runs of a trace made before (run --trace-out), each of a plan in `plans`
+// (the same hash). Throws InputError naming the file: a simulation's runs, or a plan these flags
+// do not give (the trace's own read errors name it too).
+std::vector<core::Trace> measured_runs(const std::string& path,
+                                       const std::vector<core::Plan>& plans) {
+  std::vector<core::Trace> runs = core::read_trace_file(path);
+  if (runs.empty()) throw core::InputError(path, "", "holds no run to compare with");
+  std::string ours;
+  for (const core::Plan& p : plans) {
+    ours += (ours.empty() ? "" : ", ") + p.strategy + " " + core::plan_hash(p);
+  }
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const core::TraceMeta& m = runs[i].meta;
+    const std::string which = "run " + std::to_string(i + 1) + " of " + std::to_string(runs.size());
+    if (m.backend != "real") {
+      throw core::InputError(path, "",
+                             which + " was made by the \"" + m.backend +
+                                 "\" backend: --measured takes real runs (replisim run "
+                                 "--trace-out)");
+    }
+    if (m.provenance.contains("task") && m.provenance["task"].is_string()) {
+      throw core::InputError(path, "",
+                             which + " is task " + m.provenance["task"].get<std::string>() +
+                                 "'s part of a real run: give the run's trace (run --trace-out, "
+                                 "node --run-trace-out, or report --merge of every node's part)");
+    }
+    const bool ours_too = std::any_of(plans.begin(), plans.end(), [&m](const core::Plan& p) {
+      return core::plan_hash(p) == m.plan_hash;
+    });
+    if (!ours_too) {
+      throw core::InputError(path, "",
+                             which + " ran plan " + m.plan_hash + " (" + m.strategy +
+                                 "); this scenario with these flags gives " + ours +
+                                 ": give validate the scenario and the flags the run had "
+                                 "(--strategy, --steps, --scale-compute, --seed)");
+    }
+  }
+  return runs;
+}
+
+// The network the runs of `measured` were made on, as run recorded it.
+std::string measured_network(const std::vector<core::Trace>& measured) {
+  const nlohmann::json& p = measured.front().meta.provenance;
+  return p.contains("network") && p["network"].is_string() ? p["network"].get<std::string>()
+                                                           : "an unrecorded network";
 }
 
 }  // namespace
@@ -139,8 +194,16 @@ int run_validate(const CliArgs& args, std::ostream& out) {
   }
   const core::PlanRequest request = plan_request(args, /*real=*/true);
   const std::vector<core::Plan> plans = core::prepare_plans(loaded, request);
+  std::vector<core::Trace> given;  // --measured
+  if (!args.measured_path.empty()) {
+    outputs.protect(args.measured_path, "--measured");
+    given = measured_runs(args.measured_path, plans);
+  }
+  const bool measured_before = !given.empty();
   // A baseline made on the other kind of network measured other links.
-  const std::string network = args.isolate.empty() ? "loopback" : "netns, tc-shaped NICs";
+  const std::string network = measured_before        ? measured_network(given)
+                              : args.isolate.empty() ? "loopback"
+                                                     : "netns, tc-shaped NICs";
   if (baseline.is_object() && baseline.contains("network") && baseline["network"].is_string() &&
       baseline["network"] != network) {
     throw core::InputError(args.baseline_path, "/network",
@@ -152,7 +215,7 @@ int run_validate(const CliArgs& args, std::ostream& out) {
     baseline_of(baseline, args.baseline_path, loaded.scenario.name, plan.strategy);
   }
   // Before any simulation: a shaped network this machine cannot make is bad input now.
-  if (!args.isolate.empty() && calibration_probes().check_isolation) {
+  if (!measured_before && !args.isolate.empty() && calibration_probes().check_isolation) {
     calibration_probes().check_isolation();
   }
   const std::unique_ptr<core::Backend> sim = core::create_backend("sim");
@@ -169,18 +232,22 @@ int run_validate(const CliArgs& args, std::ostream& out) {
   };
   std::vector<Result> results;
   if (!args.json_path.empty()) {
-    outputs.add("--json", args.json_path, [&results, &prov, &network](std::ostream& file) {
-      nlohmann::json j = {{"format", kValidationFormat},
-                          {"version", kValidationVersion},
-                          {"network", network},
-                          {"provenance", prov},
-                          {"validations", nlohmann::json::array()}};
-      for (const Result& r : results) {
-        j["validations"].push_back(core::validation_to_json(r.validation));
-        j["validations"].back()["host_load"] = host_load_to_json(r.host);
-      }
-      file << core::dump_json(j, 2) << "\n";
-    });
+    outputs.add("--json", args.json_path,
+                [&results, &prov, &network, measured_before](std::ostream& file) {
+                  nlohmann::json j = {{"format", kValidationFormat},
+                                      {"version", kValidationVersion},
+                                      {"network", network},
+                                      {"provenance", prov},
+                                      {"validations", nlohmann::json::array()}};
+                  for (const Result& r : results) {
+                    j["validations"].push_back(core::validation_to_json(r.validation));
+                    j["validations"].back()["host_load"] =
+                        measured_before
+                            ? nlohmann::json("not known: the runs were made before (--measured)")
+                            : host_load_to_json(r.host);
+                  }
+                  file << core::dump_json(j, 2) << "\n";
+                });
   }
   if (!args.markdown_path.empty()) {
     outputs.add("--markdown", args.markdown_path, [&results](std::ostream& file) {
@@ -219,11 +286,21 @@ int run_validate(const CliArgs& args, std::ostream& out) {
     other.seed = args.seed + uint64_t(k);
     seed_plans.push_back(compile_plans(loaded, other, /*real=*/true));
   }
-  const size_t runs = plans.size() * size_t(args.seeds + args.repeat);
+  const size_t runs = plans.size() * size_t(args.seeds + (!measured_before ? args.repeat : 0));
   size_t run = 0;
   for (size_t i = 0; i < plans.size(); ++i) {
     const core::Plan& plan = plans[i];
+    const std::string hash = core::plan_hash(plan);
     Result result;
+    for (core::Trace& t : given) {
+      if (t.meta.plan_hash == hash) result.measured.push_back(std::move(t));
+    }
+    if (measured_before && result.measured.empty()) {
+      throw core::InputError(args.measured_path, "",
+                             "has no run of the " + plan.strategy +
+                                 " plan --strategy asks for: give --strategy the strategies it "
+                                 "ran");
+    }
     options.settings = nlohmann::json::object();
     for (int k = 0; k < args.seeds; ++k) {
       const core::Plan& seeded = k == 0 ? plan : seed_plans[size_t(k - 1)][i];
@@ -236,7 +313,7 @@ int run_validate(const CliArgs& args, std::ostream& out) {
     core::RunOptions real_options = options;
     real_options.provenance["network"] = network;
     const HostSnapshot host_before = host_snapshot();
-    for (int r = 0; r < args.repeat; ++r) {
+    for (int r = 0; r < (!measured_before ? args.repeat : 0); ++r) {
       nlohmann::json settings = {{"threads", args.threads},
                                  {"connect_timeout_s", args.connect_timeout_s}};
       if (!args.isolate.empty()) settings["isolate"] = args.isolate;
@@ -254,13 +331,16 @@ int run_validate(const CliArgs& args, std::ostream& out) {
     std::vector<const core::Trace*> measured, predicted;
     for (const core::Trace& t : result.measured) measured.push_back(&t);
     for (const core::Trace& t : result.predicted) predicted.push_back(&t);
-    result.host = host_load_between(host_before, host_snapshot());
+    if (!measured_before) result.host = host_load_between(host_before, host_snapshot());
     try {
       result.validation = core::validate_runs(predicted, measured, args.tolerance, args.scenario);
     } catch (const core::MeasurementError& e) {
+      // The predictions were measured above: what fails here is the runs made before.
+      if (measured_before) throw core::InputError(args.measured_path, "", e.what());
       throw core::measurement_input_error(e, loaded, request);
     }
-    describe_host(result.validation, result.measured.front(), result.host);
+    describe_host(result.validation, result.measured.front(),
+                  !measured_before ? &result.host : nullptr, args.measured_path);
     result.baseline = baseline_of(baseline, args.baseline_path, result.validation.scenario,
                                   result.validation.strategy);
     results.push_back(std::move(result));
@@ -275,8 +355,10 @@ int run_validate(const CliArgs& args, std::ostream& out) {
     mismatch = "warning: the scenario's calibration was measured on " +
                calibration["network"].get<std::string>() + ", these runs are on " + network +
                ": its link figures do not describe them" +
-               (args.isolate.empty() ? std::string(" (validate with --isolate netns)")
-                                     : std::string(" (run calibrate --isolate netns)")) +
+               (measured_before        ? std::string(" (make the runs with run --isolate netns, or "
+                                                            "calibrate on their network)")
+                : args.isolate.empty() ? std::string(" (validate with --isolate netns)")
+                                       : std::string(" (run calibrate --isolate netns)")) +
                "\n";
   }
   text << "replisim validate: scenario \"" << loaded.scenario.name << "\" (" << args.scenario

@@ -3,10 +3,13 @@
 # (the device tool's nvidia-h200): builds replisim without the simulator (REPLISIM_WITH_SIM=OFF)
 # and with the CUDA engine, using that machine's own nvcc, cuBLAS, compiler and CMake and the
 # dependencies packed beside the script (the header-only libraries, OpenBLAS and what it needs,
-# zlib, OpenSSL's libcrypto and headers, GoogleTest's sources); runs the CUDA engine's tests and
-# a small real run of the seed scenario on the GPU; prints bench_gpu's figures (the engine's
-# FLOP/s on the plan's GEMM shapes next to a bare cuBLAS loop and cuBLAS at 8192^3, its copies
-# next to a bare cudaMemcpy). About 3 minutes on 16 cores.
+# zlib, OpenSSL's libcrypto and headers, GoogleTest's sources); runs the CUDA engine's tests,
+# prints bench_gpu's figures (the engine's FLOP/s on the plan's GEMM shapes, a step's and its three
+# largest products', next to a bare cuBLAS loop and cuBLAS at 8192^3, its copies next to a bare
+# cudaMemcpy), then calibrates that machine and really runs a worker with a tower per GPU (two at
+# most) and a PS there, leaving the calibration, the scenario and the run's trace in one folder
+# ($GPU_CHECK_OUT, default gpu-check-out/) for `replisim validate SCENARIO --measured TRACE` on a
+# machine with the simulator. About 4 minutes on 16 cores.
 #
 #   real/gpu-check.sh --pack   here (scripts/setup's packages installed): writes
 #                              .gpu-deps/deps.tar.xz (git ignores .gpu-deps; the device tool
@@ -59,9 +62,22 @@ cmake --build build-gpu -j"$jobs" --target replisim real_tests bench_gpu > build
   { tail -40 build-gpu/build.log; exit 1; }
 echo "== the CUDA engine's tests"
 build-gpu/bin/real_tests --gtest_filter='GemmShapes.*:GpuEngine.*:RealRun.AsyncWorkers*'
-echo "== a small real run of the seed scenario (its GPU ops on the GPU)"
-build-gpu/bin/replisim run scenarios/seed/two_machines.json --steps 20 --scale-compute 0.05 \
-  --progress none
 echo "== bench_gpu"
 build-gpu/bin/bench_gpu --scenario scenarios/seed/two_machines.json --repeat 5
-echo "gpu-check: done in $(($(date +%s) - start)) s"
+# The calibration and a measured run in one folder ($GPU_CHECK_OUT, default gpu-check-out/), for
+# `replisim validate SCENARIO --measured TRACE` on a machine with the simulator.
+out=${GPU_CHECK_OUT:-gpu-check-out}
+mkdir -p "$out"
+echo "== calibrate (this machine: its cores, its first GPU, loopback) into $out/calibration.json"
+# --accept-unstable: the file is written whatever the host's load (it records its stability).
+build-gpu/bin/replisim calibrate --out "$out/calibration.json" --force --accept-unstable \
+  --progress none
+gpus=$(nvidia-smi -L 2> /dev/null | grep -c '^GPU' || true)
+scenario=one_tower
+[ "${gpus:-0}" -ge 2 ] && scenario=two_towers
+cp "real/gpu-check/$scenario.json" "$out/$scenario.json"
+echo "== a real run of a worker ($scenario) and a PS on this machine: $out/run.trace"
+build-gpu/bin/replisim run "$out/$scenario.json" --strategy between_graph \
+  --trace-out "$out/run.trace" --force --progress none
+echo "gpu-check: done in $(($(date +%s) - start)) s. With the simulator (scripts/setup's build):"
+echo "  replisim validate $out/$scenario.json --measured $out/run.trace"

@@ -2,11 +2,28 @@
 // activation sizes, built from a preset or given layer by layer in the scenario.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
 namespace replisim::core {
+
+// The matrix product a layer's forward pass is, for one sample: C[m x n] = A[m x k] B[k x n] with
+// m = rows_per_sample x the batch. A dense layer: 1 row, n its outputs, k its inputs. A
+// convolution as its im2col GEMM (the unrolled convolution of Chellapilla, Puri and Simard 2006,
+// "High Performance Convolutional Neural Networks for Document Processing"; cuDNN's implicit GEMM
+// computes the same product): a row per output position (out_h x out_w), n the output channels,
+// k = kernel_h x kernel_w x input channels. 2 rows_per_sample n k = forward_flop_per_sample for
+// the presets (the objective's layers also count their bias and activation FLOP: a real run's
+// engine stretches the GEMMs to an op's FLOP, real/compute/gemm_shapes.h). All 0: not known (a
+// layer given by its totals).
+struct LayerGemm {
+  int64_t rows_per_sample = 0;
+  int64_t n = 0;
+  int64_t k = 0;
+  bool known() const { return rows_per_sample > 0 && n > 0 && k > 0; }
+};
 
 // One layer (or a fused group such as conv + batch norm + ReLU). Creation order matters: it is
 // the order variables are created in, which drives round_robin placement (TF
@@ -19,6 +36,7 @@ struct Layer {
   // FLOP of its backward pass; 0: kBackwardToForwardFlopRatio x forward (every preset). Set by a
   // model whose backward is counted exactly (the objective's, ObjectiveModel::cost_model).
   double backward_flop_per_sample = 0;
+  LayerGemm gemm;  // set by the presets' builders (model_builders.h)
 };
 
 struct Model {

@@ -38,6 +38,7 @@ void CnnBuilder::conv(const std::string& name, int out_channels, int kernel_h, i
   layer.params = weights + (batch_norm ? 2.0 * out_channels : double(out_channels));
   layer.forward_flop_per_sample = 2.0 * multiply_adds;
   layer.activation_bytes_per_sample = double(out_channels) * out_h * out_w * bytes_per_element_;
+  layer.gemm = {int64_t(out_h) * out_w, out_channels, int64_t(kernel_h) * kernel_w * channels_};
   model_.layers.push_back(layer);
   channels_ = out_channels;
   height_ = out_h;
@@ -74,6 +75,7 @@ void CnnBuilder::dense(const std::string& name, int out_features) {
   layer.params = in_features * out_features + out_features;
   layer.forward_flop_per_sample = 2.0 * in_features * out_features;
   layer.activation_bytes_per_sample = double(out_features) * bytes_per_element_;
+  layer.gemm = {1, out_features, int64_t(channels_) * height_ * width_};
   model_.layers.push_back(layer);
   channels_ = out_features;
   height_ = 1;

@@ -256,6 +256,7 @@ Model ObjectiveModel::cost_model() const {
     layer.backward_flop_per_sample =
         2.0 * in * out + out + (l > 1 ? 2.0 * in * out + in : 0.0) + (l == last ? out : 0.0);
     layer.activation_bytes_per_sample = 4.0 * out;
+    layer.gemm = {1, int64_t(widths_[l]), int64_t(widths_[l - 1])};
     m.layers.push_back(std::move(layer));
   }
   return m;

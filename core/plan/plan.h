@@ -24,6 +24,20 @@ struct Role {
   bool chief = false;  // between-graph worker 0 (initialisation, checkpoints, summaries)
 };
 
+// One GEMM of a layer group's forward or backward pass, for one sample (Layer::gemm):
+// C[m x n] = A[m x k] B[k x n]. `batch_dim` is the dimension that grows with the op's batch: 'm'
+// for a forward product and a backward pass's input gradient (dX[m x k] = dY[m x n] W^T[n x k]),
+// 'k' for its weight gradient (dW[k x n] = X^T[k x m] dY[m x n], a sum over the batch's rows). A
+// real run's engine multiplies it so that the GEMMs total the op's compute_flop
+// (real/compute/gemm_shapes.h).
+struct PlanGemm {
+  int64_t m = 0;
+  int64_t n = 0;
+  int64_t k = 0;
+  char batch_dim = 'm';  // 'm' or 'k'
+  double flop() const { return 2.0 * double(m) * double(n) * double(k); }
+};
+
 // One op of a step graph, placed on a device. `inputs` index earlier ops of the same graph
 // (ops are stored in topological order). A kSend's `peer` is its kRecv and vice versa.
 struct Op {
@@ -37,6 +51,9 @@ struct Op {
   int peer = -1;
   int variable = -1;      // kReadVariable/kApply: index into Plan::variables
   bool jittered = false;  // forward/backward compute scaled by the step's jitter factor
+  // kForward/kBackward: index into Plan::gemm_lists (the GEMMs its compute_flop stands for);
+  // -1: not known (a layer given by its totals: a real run runs square SGEMMs of its FLOP).
+  int gemms = -1;
   std::vector<int> inputs;
 };
 
@@ -204,6 +221,9 @@ struct Plan {
   std::vector<int> ps_roles;        // role index of each PS shard
   std::vector<Variable> variables;  // creation order; variables[0] is global_step
   std::vector<ClientGraph> clients;
+  // The per-sample GEMMs of each layer group's forward and of its backward pass (Op::gemms), in
+  // the layers' order (a backward list runs them last layer first, dX then dW of each).
+  std::vector<std::vector<PlanGemm>> gemm_lists;
   std::vector<PlanFault> faults;
   CheckpointPolicy checkpoints;
   RecoveryPolicy recovery;

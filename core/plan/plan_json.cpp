@@ -39,12 +39,13 @@ nlohmann::json op_to_json(const Op& op) {
   if (op.overhead_s != 0) j["overhead_s"] = op.overhead_s;
   if (op.variable >= 0) j["variable"] = op.variable;
   if (op.jittered) j["jittered"] = true;
+  if (op.gemms >= 0) j["gemms"] = op.gemms;
   return j;
 }
 
 Op op_from_json(const JsonCursor& c, const Plan& plan, int index) {
   c.check_keys({"name", "kind", "device", "role", "inputs", "compute_flop", "bytes", "peer",
-                "overhead_s", "variable", "jittered"});
+                "overhead_s", "variable", "jittered", "gemms"});
   Op op;
   op.name = c.at("name").as_string();
   op.kind = enum_from_name(c.at("kind"), all_op_kinds(), op_kind_name);
@@ -67,6 +68,13 @@ Op op_from_json(const JsonCursor& c, const Plan& plan, int index) {
     op.variable = int(c.at("variable").as_int(0, int64_t(plan.variables.size()) - 1));
   }
   if (c.has("jittered")) op.jittered = c.at("jittered").as_bool();
+  if (c.has("gemms")) {
+    if (plan.gemm_lists.empty()) c.at("gemms").fail("the plan has no gemm_lists");
+    op.gemms = int(c.at("gemms").as_int(0, int64_t(plan.gemm_lists.size()) - 1));
+    if (op.kind != OpKind::kForward && op.kind != OpKind::kBackward) {
+      c.at("gemms").fail("only a forward or backward op has GEMMs");
+    }
+  }
   return op;
 }
 
@@ -128,6 +136,16 @@ void job_to_json(const Plan& plan, nlohmann::json& j) {
   for (const Variable& v : plan.variables) {
     j["variables"].push_back({{"name", v.name}, {"bytes", v.bytes}, {"ps", v.ps}});
     if (v.layer >= 0) j["variables"].back()["layer"] = v.layer;
+  }
+  if (!plan.gemm_lists.empty()) {
+    j["gemm_lists"] = nlohmann::json::array();
+    for (const std::vector<PlanGemm>& list : plan.gemm_lists) {
+      nlohmann::json& out = j["gemm_lists"].emplace_back(nlohmann::json::array());
+      for (const PlanGemm& g : list) {
+        out.push_back(
+            {{"m", g.m}, {"n", g.n}, {"k", g.k}, {"batch_dim", std::string(1, g.batch_dim)}});
+      }
+    }
   }
   j["clients"] = nlohmann::json::array();
   for (const ClientGraph& c : plan.clients) j["clients"].push_back(client_to_json(c));
@@ -243,6 +261,7 @@ void write_plan_json(const Plan& plan, int indent,
   empty_job.roles = plan.roles;
   empty_job.ps_roles = plan.ps_roles;
   empty_job.variables = plan.variables;
+  empty_job.gemm_lists = plan.gemm_lists;
   job_to_json(empty_job, j);
   j["clients"] = kClientsPlaceholder;
   options_to_json(plan, j);
@@ -487,6 +506,19 @@ void settings_from_json(const JsonCursor& c, Plan& plan) {
   plan.seed = uint64_t(c.at("seed").as_int(0, INT64_MAX));
 }
 
+// One PlanGemm: dimensions from 1 to 2^31 (a GEMM's dimensions are BLAS ints).
+PlanGemm gemm_from_json(const JsonCursor& c) {
+  c.check_keys({"m", "n", "k", "batch_dim"});
+  PlanGemm g;
+  g.m = c.at("m").as_int(1, INT32_MAX);
+  g.n = c.at("n").as_int(1, INT32_MAX);
+  g.k = c.at("k").as_int(1, INT32_MAX);
+  const std::string dim = c.at("batch_dim").as_string();
+  if (dim != "m" && dim != "k") c.at("batch_dim").fail("must be \"m\" or \"k\"");
+  g.batch_dim = dim[0];
+  return g;
+}
+
 // The roles, PS shards and variables (after the platform, which they index).
 void job_from_json(const JsonCursor& c, Plan& plan) {
   const JsonCursor roles = c.at("roles");
@@ -505,6 +537,15 @@ void job_from_json(const JsonCursor& c, Plan& plan) {
                  v.has("layer") ? int(v.at("layer").as_int(0, 1 << 30)) : -1};
     if (var.bytes < 0) v.at("bytes").fail("must not be negative");
     plan.variables.push_back(var);
+  }
+  if (c.has("gemm_lists")) {
+    const JsonCursor lists = c.at("gemm_lists");
+    for (size_t i = 0; i < lists.size(); ++i) {
+      if (lists.at(i).size() == 0) lists.at(i).fail("a layer group has at least one GEMM");
+      std::vector<PlanGemm>& list = plan.gemm_lists.emplace_back();
+      for (size_t k = 0; k < lists.at(i).size(); ++k)
+        list.push_back(gemm_from_json(lists.at(i).at(k)));
+    }
   }
 }
 
@@ -556,6 +597,7 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& file) {
                 "roles",
                 "ps_roles",
                 "variables",
+                "gemm_lists",
                 "clients",
                 "sync_replicas",
                 "collective",

@@ -77,11 +77,40 @@ int add_group_op(StepGraphBuilder& builder, const ModelLayout& layout,
   op.role = where.role[g];
   op.compute_flop = flop;
   op.jittered = true;
+  op.gemms = kind == OpKind::kForward ? layout.forward_gemms[g] : layout.backward_gemms[g];
   std::vector<Edge> inputs = {upstream};
   for (size_t s = 0; s < reads[g].size(); ++s) {
     inputs.push_back({reads[g][s], layout.slices[g][s].bytes});
   }
   return builder.add(std::move(op), inputs);
+}
+
+// Each group's forward GEMMs (its layers in order) and backward GEMMs (last layer first: the input
+// gradient, then the weight gradient), per sample (PlanGemm), when every layer has its shape.
+void add_gemm_lists(const Model& model, Plan& plan, ModelLayout& layout) {
+  for (const LayerGroup& group : layout.groups) {
+    bool known = !group.layers.empty();
+    for (int l : group.layers) known = known && model.layers[size_t(l)].gemm.known();
+    if (!known) {
+      layout.forward_gemms.push_back(-1);
+      layout.backward_gemms.push_back(-1);
+      continue;
+    }
+    std::vector<PlanGemm> forward, backward;
+    for (int l : group.layers) {
+      const LayerGemm& g = model.layers[size_t(l)].gemm;
+      forward.push_back({g.rows_per_sample, g.n, g.k, 'm'});
+    }
+    for (auto l = group.layers.rbegin(); l != group.layers.rend(); ++l) {
+      const LayerGemm& g = model.layers[size_t(*l)].gemm;
+      backward.push_back({g.rows_per_sample, g.k, g.n, 'm'});  // dX = dY W^T
+      backward.push_back({g.k, g.n, g.rows_per_sample, 'k'});  // dW = X^T dY
+    }
+    layout.forward_gemms.push_back(int(plan.gemm_lists.size()));
+    plan.gemm_lists.push_back(std::move(forward));
+    layout.backward_gemms.push_back(int(plan.gemm_lists.size()));
+    plan.gemm_lists.push_back(std::move(backward));
+  }
 }
 
 double backward_flop_per_sample(const LayerGroup& g) {
@@ -91,10 +120,11 @@ double backward_flop_per_sample(const LayerGroup& g) {
 
 }  // namespace
 
-ModelLayout layout_model(const Scenario& scenario, const Plan& plan,
+ModelLayout layout_model(const Scenario& scenario, Plan& plan,
                          const std::vector<int>& layer_device) {
   ModelLayout layout;
   layout.groups = group_layers(scenario.model, scenario.training.granularity_groups, layer_device);
+  add_gemm_lists(scenario.model, plan, layout);
   std::vector<std::vector<int>> variables_of_layer(scenario.model.layers.size());
   for (size_t v = 0; v < plan.variables.size(); ++v) {
     if (plan.variables[v].layer >= 0) {

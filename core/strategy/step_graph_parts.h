@@ -23,10 +23,15 @@ struct Slice {
 struct ModelLayout {
   std::vector<LayerGroup> groups;
   std::vector<std::vector<Slice>> slices;  // per group, in shard order
+  // Per group: its forward and backward passes' entries in Plan::gemm_lists (Op::gemms); -1 when
+  // a layer of the group has no GEMM shape (Layer::gemm).
+  std::vector<int> forward_gemms;
+  std::vector<int> backward_gemms;
 };
 
 // `layer_device`: empty, or the model-parallel device of every layer (training.placement).
-ModelLayout layout_model(const Scenario& scenario, const Plan& plan,
+// Appends each group's per-sample GEMM lists to plan.gemm_lists.
+ModelLayout layout_model(const Scenario& scenario, Plan& plan,
                          const std::vector<int>& layer_device = {});
 
 // Where each group of one tower/worker runs.

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "core/backend/backend.h"
+#include "core/model/model.h"
 #include "core/values/optimizer.h"
 #include "real/backend/launcher.h"
 #include "real/compute/cpu_engine.h"
@@ -111,13 +112,28 @@ double sgd_apply_s_per_param(double seconds, const std::function<bool()>& cancel
   return per_s.empty() ? 0 : 1.0 / median(per_s);
 }
 
+std::vector<GemmRun> gpu_reference_gemms() {
+  const core::ModelPreset* preset = core::find_model_preset("resnet50");
+  const core::Model model = preset->build({});
+  std::vector<GemmRun> runs;
+  for (const core::Layer& layer : model.layers) {
+    const core::LayerGemm& g = layer.gemm;
+    const int64_t rows = g.rows_per_sample * kGpuReferenceBatch;
+    runs.push_back({rows, g.n, g.k, 1});  // forward
+    runs.push_back({rows, g.k, g.n, 1});  // input gradient
+    runs.push_back({g.k, g.n, rows, 1});  // weight gradient
+  }
+  return runs;
+}
+
 double gpu_sgemm_flop_per_s(double seconds, const std::function<bool()>& cancelled) {
   std::string why_not;
   const std::unique_ptr<GpuDevice> gpu = open_gpu(0, &why_not);
   if (!gpu) return 0;
-  gpu->execute(1e9, 1);  // warm up: cuBLAS's handle, the first kernels
+  const std::vector<GemmRun> gemms = gpu_reference_gemms();
+  gpu->execute(gemms, 1);  // warm up: cuBLAS's handle, the first kernels of each shape
   return median(rates(
-      seconds, [&gpu] { return gpu->execute(8e9, 1); }, cancelled));
+      seconds, [&gpu, &gemms] { return gpu->execute(gemms, 1).flop; }, cancelled));
 }
 
 namespace {

@@ -8,6 +8,8 @@
 #include <functional>
 #include <vector>
 
+#include "real/compute/gemm_shapes.h"
+
 namespace replisim::real::calibrate {
 
 // SGEMM flop/s of one core running the CPU engine's blocks (execute_flop, kGemmBlock), while
@@ -23,8 +25,14 @@ std::vector<double> sgemm_flop_per_s(int busy_cores, double seconds, int windows
 // and gradient (out of cache, as a PS's variables are).
 double sgd_apply_s_per_param(double seconds, const std::function<bool()>& cancelled = {});
 
-// SGEMM flop/s of the first CUDA GPU at the shapes GPU ops run (gpu_gemm_shapes, 8 GFLOP a
-// repeat); 0 without a GPU (or a build without CUDA).
+// The GPU's reference products: a ResNet-50 step's GEMMs at kGpuReferenceBatch images (each
+// layer's forward, input-gradient and weight-gradient product: the shapes a real run's GPU ops
+// run, core::LayerGemm), 1.6 TFLOP.
+inline constexpr int kGpuReferenceBatch = 64;
+std::vector<GemmRun> gpu_reference_gemms();
+
+// SGEMM flop/s of the first CUDA GPU over gpu_reference_gemms (the median of repeats of the
+// whole step); 0 without a GPU (or a build without CUDA).
 double gpu_sgemm_flop_per_s(double seconds, const std::function<bool()>& cancelled = {});
 
 // Half the median round trip of one byte over TCP (TCP_NODELAY), 200 round trips: between two

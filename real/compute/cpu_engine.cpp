@@ -9,26 +9,46 @@
 namespace replisim::real {
 namespace {
 
-constexpr double kBlockFlop = 2.0 * kGemmBlock * kGemmBlock * kGemmBlock;
-
-// `blocks` n x n x n SGEMMs and one n x n x k, on this thread's own matrices.
-void run_gemms(long blocks, int k_rest) {
+// The tile (row, col, rows x cols) of an m x n x k product, as ceil(k / kCpuTileDim) products on
+// this thread's own matrices (grown to the largest tile, filled with constants once).
+double run_tile(const GemmRun& g, const GemmTile& t) {
   thread_local std::vector<float> a, b, c;
-  const size_t n2 = size_t(kGemmBlock) * kGemmBlock;
-  if (a.size() != n2) {
-    a.assign(n2, 0.001f);
-    b.assign(n2, 0.002f);
-    c.assign(n2, 0.0f);
+  const int64_t depth = std::min(g.k, kCpuTileDim);
+  auto grow = [](std::vector<float>& m, size_t size, float value) {
+    if (m.size() < size) m.assign(size, value);
+  };
+  grow(a, size_t(t.rows * depth), 0.001f);
+  grow(b, size_t(depth * t.cols), 0.002f);
+  grow(c, size_t(t.rows * t.cols), 0.0f);
+  double flop = 0;
+  for (int64_t done = 0; done < g.k; done += depth) {
+    const int64_t piece = std::min(depth, g.k - done);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(t.rows), int(t.cols), int(piece),
+                1.0f, a.data(), int(piece), b.data(), int(t.cols), done == 0 ? 0.0f : 1.0f,
+                c.data(), int(t.cols));
+    flop += 2.0 * double(t.rows) * double(t.cols) * double(piece);
   }
-  const int n = kGemmBlock;
-  for (long i = 0; i < blocks; ++i) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n,
-                0.0f, c.data(), n);
+  return flop;
+}
+
+// Thread `t` of `threads`'s share of `gemms` (execute_gemms), until `stop`.
+double run_share(const std::vector<GemmRun>& gemms, int t, int threads,
+                 const std::atomic<bool>* stop) {
+  const auto stopped = [stop] { return stop != nullptr && stop->load(std::memory_order_relaxed); };
+  double flop = 0;
+  for (const GemmRun& g : gemms) {
+    const bool whole = g.count >= threads;  // whole GEMMs in turn, else each one's tiles
+    const std::vector<GemmTile> tiles = gemm_tiles(g.m, g.n, kCpuTileDim, whole ? 1 : threads);
+    const int64_t repeats = whole ? g.count / threads + (t < g.count % threads ? 1 : 0) : g.count;
+    const size_t first = whole ? 0 : size_t(t), step = whole ? 1 : size_t(threads);
+    for (int64_t i = 0; i < repeats; ++i) {
+      for (size_t k = first; k < tiles.size(); k += step) {
+        if (stopped()) return flop;
+        flop += run_tile(g, tiles[k]);
+      }
+    }
   }
-  if (k_rest > 0) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, k_rest, 1.0f, a.data(), k_rest,
-                b.data(), n, 0.0f, c.data(), n);
-  }
+  return flop;
 }
 
 }  // namespace
@@ -37,20 +57,25 @@ void configure_blas() {
   openblas_set_num_threads(1);
 }
 
-double execute_flop(double flop, int threads) {
-  if (!(flop > 0)) return 0;
-  const long blocks = long(std::floor(flop / kBlockFlop));
-  const double rest = flop - double(blocks) * kBlockFlop;
-  const int k_rest = std::min(kGemmBlock, int(std::lround(rest / (2.0 * kGemmBlock * kGemmBlock))));
-  threads = std::max(1, std::min(threads, int(std::max(1L, blocks))));
+double execute_gemms(const std::vector<GemmRun>& gemms, int threads,
+                     const std::atomic<bool>* stop) {
+  threads = std::max(1, threads);
+  std::vector<double> flop(size_t(threads), 0.0);
   std::vector<std::thread> helpers;
   for (int t = 1; t < threads; ++t) {
-    const long share = blocks / threads + (t < blocks % threads ? 1 : 0);
-    helpers.emplace_back([share] { run_gemms(share, 0); });
+    helpers.emplace_back([&gemms, &flop, t, threads, stop] {
+      flop[size_t(t)] = run_share(gemms, t, threads, stop);
+    });
   }
-  run_gemms(blocks / threads + (0 < blocks % threads ? 1 : 0), k_rest);
+  flop[0] = run_share(gemms, 0, threads, stop);
   for (std::thread& h : helpers) h.join();
-  return double(blocks) * kBlockFlop + 2.0 * kGemmBlock * kGemmBlock * k_rest;
+  double total = 0;
+  for (double f : flop) total += f;
+  return total;
+}
+
+double execute_flop(double flop, int threads) {
+  return execute_gemms(block_gemms(flop, kGemmBlock), threads);
 }
 
 DeviceEngine::DeviceEngine(std::string name, int cores, std::unique_ptr<GpuDevice> gpu)
@@ -59,6 +84,7 @@ DeviceEngine::DeviceEngine(std::string name, int cores, std::unique_ptr<GpuDevic
 }
 
 DeviceEngine::~DeviceEngine() {
+  cancelled_ = true;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
@@ -72,16 +98,24 @@ void DeviceEngine::add_slowdown(double from_s, double until_s, double factor) {
   slowdowns_.push_back({from_s, until_s, factor});
 }
 
-double DeviceEngine::execute(double flop, int threads) {
-  const auto run = [this, threads](double f) {
-    return gpu_ ? gpu_->execute(f, threads) : execute_flop(f, threads);
+ComputeResult DeviceEngine::execute(double flop, const std::vector<SampleGemm>* per_sample,
+                                    int threads) {
+  const auto run = [this, per_sample, threads](double f) {
+    std::vector<GemmRun> gemms;
+    if (per_sample != nullptr && !per_sample->empty()) {
+      gemms = stretch_gemms(*per_sample, f);
+    } else {
+      gemms = gpu_ ? gpu_->square_gemms(f) : block_gemms(f, kGemmBlock);
+    }
+    return gpu_ ? gpu_->execute(gemms, threads, &cancelled_)
+                : ComputeResult{execute_gemms(gemms, threads, &cancelled_), -1};
   };
   if (slowdowns_.empty()) return run(flop);
   // A piece of about a millisecond's work at a time, so that a window's end is seen within one:
   // at factor f a piece does f of it (taking what the whole would at full speed).
   const double slice = gpu_ ? kSlowGpuPieceFlop : kSlowPieceFlop;
   double done = 0;
-  for (double left = flop; left > 0;) {
+  for (double left = flop; left > 0 && !cancelled_.load(std::memory_order_relaxed);) {
     const double now_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count() -
         origin_s_;
@@ -90,10 +124,10 @@ double DeviceEngine::execute(double flop, int threads) {
       if (now_s >= s.from_s && now_s < s.until_s) factor *= s.factor;
     }
     const double piece = std::min(left, slice * factor);
-    done += run(piece / factor) * factor;
+    done += run(piece / factor).flop * factor;
     left -= piece;
   }
-  return done;
+  return {done, -1};
 }
 
 void DeviceEngine::submit(std::function<void()> job) {

@@ -1,9 +1,10 @@
 // The compute engines of real runs: a device of the plan becomes a queue of jobs served by as
 // many threads as the device has cores (a GPU: one, its stream), so that one device runs one op
-// per core at a time, as in the simulation; a compute op executes its FLOP as SGEMMs, OpenBLAS's
-// on the CPU or cuBLAS's on a CUDA device (gpu.h).
+// per core at a time, as in the simulation; a compute op executes its layers' GEMMs
+// (gemm_shapes.h), OpenBLAS's on the CPU or cuBLAS's on a CUDA device (gpu.h).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -21,9 +22,19 @@ namespace replisim::real {
 // a core), small enough that an op's FLOP is met to within one block's k-slice (2 n^2 = 32768).
 inline constexpr int kGemmBlock = 128;
 
-// Executes about `flop` FLOP (to within 2 * kGemmBlock^2) as SGEMMs (cblas_sgemm, one OpenBLAS
-// thread per caller), spread over `threads` threads (the caller and threads - 1 helpers).
-// Returns the FLOP executed. Thread-safe (each thread works on its own matrices).
+// The CPU's tiles are at most this many rows, columns and reduction: three 1024 x 1024 float
+// matrices per thread (12 MiB), large enough that OpenBLAS runs a tile at its full rate.
+inline constexpr int64_t kCpuTileDim = 1024;
+
+// Executes `gemms` (cblas_sgemm, one OpenBLAS thread per caller) over `threads` threads (the
+// caller and threads - 1 helpers): whole GEMMs in turn where a run repeats at least `threads`
+// times, else each GEMM's tiles (gemm_tiles). Returns the FLOP executed. Thread-safe (each thread
+// works on its own matrices; their values are constants, the results are not read).
+// `stop` (may be null), once true, ends it within a tile on each thread.
+double execute_gemms(const std::vector<GemmRun>& gemms, int threads,
+                     const std::atomic<bool>* stop = nullptr);
+
+// Executes about `flop` FLOP as kGemmBlock blocks (block_gemms; to within 2 * kGemmBlock^2).
 double execute_flop(double flop, int threads);
 
 // Sets OpenBLAS to one thread per call: the engine's threads are the parallelism. Call once per
@@ -36,19 +47,25 @@ class DeviceEngine {
   // `name` for thread names ("pc1/gpu0"); `cores` >= 1. `gpu`: the CUDA device that runs this
   // device's FLOP (owned); null: OpenBLAS on the CPU.
   DeviceEngine(std::string name, int cores, std::unique_ptr<GpuDevice> gpu = nullptr);
-  ~DeviceEngine();  // stops and joins; jobs not started are dropped
+  ~DeviceEngine();  // stops and joins; jobs not started are dropped, a running op's GEMMs end
+                    // within a tile
   DeviceEngine(const DeviceEngine&) = delete;
   DeviceEngine& operator=(const DeviceEngine&) = delete;
 
   // Queues `job` (runs on one of the device's threads). Thread-safe.
   void submit(std::function<void()> job);
-  // Runs an op's `flop` on this device (from a job, on one of its threads): SGEMMs over
+  // Runs an op's `flop` on this device (from a job, on one of its threads): its GEMMs
+  // `per_sample` (Plan::gemm_lists) stretched to `flop` (stretch_gemms), or, when null or empty,
+  // square GEMMs of its FLOP (block_gemms on the CPU, gpu_gemm_shapes on a GPU); on the CPU over
   // `threads` threads. While a slowdown window is on (the plan's slowdown faults, windows on the
   // run's clock; overlapping windows multiply, as in the simulation) it works in slices of
   // kSlowPieceFlop's time, each advancing the op by `factor` of a slice, so that the op runs at
   // factor x speed inside the window and at full speed from its end. Returns the op's FLOP executed
-  // (to within a block; a slowdown's repeats not counted).
-  double execute(double flop, int threads);
+  // (to within a rounding of each dimension; a slowdown's repeats not counted) and, on a GPU
+  // outside slowdowns, the GPU's own time for it (ComputeResult::device_s).
+  ComputeResult execute(double flop, const std::vector<SampleGemm>* per_sample, int threads);
+  // An op without GEMM shapes: its FLOP executed.
+  double execute(double flop, int threads) { return execute(flop, nullptr, threads).flop; }
   // Before any job: a slowdown window [from_s, until_s) of `factor` in (0, 1].
   void add_slowdown(double from_s, double until_s, double factor);
   // Before any job: the run's t = 0 on this machine's monotonic clock (s).
@@ -68,6 +85,7 @@ class DeviceEngine {
   std::deque<std::function<void()>> jobs_;
   size_t running_ = 0;
   bool stopping_ = false;
+  std::atomic<bool> cancelled_{false};  // the destructor's: ends a running op's GEMMs
   std::vector<std::thread> threads_;
   struct Slowdown {
     double from_s, until_s, factor;

@@ -1,31 +1,48 @@
-// GPU compute for real runs: a device of the plan that is a GPU runs its ops' FLOP as cuBLAS
-// SGEMMs on one stream of a CUDA device of this machine, and a tensor that leaves or reaches it
-// crosses PCIe (a copy of the tensor's size between device memory and pinned host memory). Built
-// with CUDA (REPLISIM_WITH_CUDA, gpu_cuda.cpp) or without (gpu_none.cpp: no GPU is ever usable).
-// The tensors' values stay in host memory, where the parameter servers' arithmetic is checked.
+// GPU compute for real runs: a device of the plan that is a GPU runs its ops' GEMMs (gemm_shapes.h)
+// as cuBLAS SGEMMs on one stream of a CUDA device of this machine, timed by CUDA events, and a
+// tensor that leaves or reaches it crosses PCIe (a copy of the tensor's size between device memory
+// and pinned host memory). Built with CUDA (REPLISIM_WITH_CUDA, gpu_cuda.cpp) or without
+// (gpu_none.cpp: no GPU is ever usable). The tensors' values stay in host memory, where the
+// parameter servers' arithmetic is checked.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "real/compute/gemm_shapes.h"
+
 namespace replisim::real {
 
-// What runs an op's FLOP on a device (cpu_engine.h's DeviceEngine calls it from the device's
+// What an op's GEMMs took.
+struct ComputeResult {
+  double flop = 0;  // executed
+  // The device's own time for them (a GPU: CUDA events recorded on its stream around them); -1:
+  // none (the CPU: the host's clock around the call is their time).
+  double device_s = -1;
+};
+
+// What runs an op's GEMMs on a device (cpu_engine.h's DeviceEngine calls it from the device's
 // thread).
 class FlopExecutor {
  public:
   virtual ~FlopExecutor() = default;
-  // Executes about `flop` FLOP; returns the FLOP executed. `threads`: CPU threads (a GPU ignores
-  // it). Throws std::runtime_error naming the device when the device fails.
-  virtual double execute(double flop, int threads) = 0;
+  // Executes `gemms` (gemm_shapes.h). `threads`: CPU threads (a GPU ignores it). `stop` (may be
+  // null), once true, ends it early (within a tile; the FLOP returned are those done). Throws
+  // std::runtime_error naming the device when the device fails.
+  virtual ComputeResult execute(const std::vector<GemmRun>& gemms, int threads,
+                                const std::atomic<bool>* stop = nullptr) = 0;
+  // The GEMMs of an op of `flop` FLOP without GEMM shapes (block_gemms or gpu_gemm_shapes).
+  virtual std::vector<GemmRun> square_gemms(double flop) const = 0;
 };
 
-// One CUDA device as a plan's GPU: one stream, a cuBLAS handle, device matrices for the GEMMs,
-// a device scratch buffer and a pinned host buffer for the copies. Used from one thread at a
-// time (the device engine's).
+// One CUDA device as a plan's GPU: one stream, a cuBLAS handle, device matrices for the GEMMs'
+// tiles (gemm_tiles: at most 8192 x 8192 each, less where a quarter of the free memory cannot hold
+// three), a device scratch buffer and a pinned host buffer for the copies. Used from one thread at
+// a time (the device engine's).
 class GpuDevice : public FlopExecutor {
  public:
   // Copies `bytes` host -> device (a tensor reaching the GPU) or device -> host (leaving it),
@@ -43,15 +60,5 @@ int gpu_count(std::string* why_not);
 // Opens CUDA device `ordinal` (0-based) for a plan's GPU; nullptr (and `why_not`) when there is
 // none to use. Thread-safe.
 std::unique_ptr<GpuDevice> open_gpu(int ordinal, std::string* why_not);
-
-// The SGEMMs a GPU op runs: n x n x n multiplications (2 n^3 FLOP each) of one size, `count`
-// times, then at most one of a smaller size for the rest; n from 128 to `max_n` (a multiple of
-// 128), so that an op of F FLOP runs about F. Plain C++: the same shapes with or without CUDA.
-struct GemmShape {
-  int n = 0;
-  int64_t count = 0;
-  double flop() const { return 2.0 * double(n) * double(n) * double(n) * double(count); }
-};
-std::vector<GemmShape> gpu_gemm_shapes(double flop, int max_n = 8192);
 
 }  // namespace replisim::real

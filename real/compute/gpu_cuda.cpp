@@ -1,7 +1,7 @@
-// GPU compute on CUDA (REPLISIM_WITH_CUDA): cuBLAS SGEMMs on one stream per device, copies through
-// pinned host memory. The CUDA runtime is linked statically and finds the driver at run time;
-// cuBLAS (hundreds of MB) is loaded only when a GPU is opened. A machine without a GPU, driver or
-// cuBLAS runs the CPU engine (gpu_count and open_gpu say why).
+// GPU compute on CUDA (REPLISIM_WITH_CUDA): cuBLAS SGEMMs on one stream per device, timed by CUDA
+// events, copies through pinned host memory. The CUDA runtime is linked statically and finds the
+// driver at run time; cuBLAS (hundreds of MB) is loaded only when a GPU is opened. A machine
+// without a GPU, driver or cuBLAS runs the CPU engine (gpu_count and open_gpu say why).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -68,6 +68,10 @@ const Cublas* load_cublas(std::string* why_not) {
   return &cublas;
 }
 
+// A running op's tiles between two looks at its stop flag: at most 64 x 8192^3 x 2 FLOP (70
+// TFLOP, about a second at an H100's float32 rate).
+constexpr int64_t kTilesBetweenStops = 64;
+
 // Copies larger than this go through the pinned buffer in pieces: 64 MiB.
 constexpr size_t kStagingBytes = size_t(64) << 20;
 
@@ -84,20 +88,46 @@ class CudaDevice : public GpuDevice {
   }
   ~CudaDevice() override { release(); }
 
-  double execute(double flop, int) override {
+  // Each GEMM as tiles of at most max_n_ rows, columns and reduction (row-major C = A B is
+  // column-major C^T = B^T A^T: cuBLAS gets n, m and B before A), between two CUDA events on the
+  // stream: their elapsed time is the GPU's own (not the host's wait for it).
+  // The stream is synchronised every kTilesBetweenStops tiles, where `stop` is read, so that a
+  // cancelled op ends within that many tiles rather than after all it queued.
+  ComputeResult execute(const std::vector<GemmRun>& gemms, int,
+                        const std::atomic<bool>* stop) override {
     check(cudaSetDevice(ordinal_), where("cudaSetDevice"));
-    const float alpha = 1.0f, beta = 0.0f;
+    const float one = 1.0f, zero = 0.0f;
+    check(cudaEventRecord(started_, stream_), where("cudaEventRecord"));
     double done = 0;
-    for (const GemmShape& s : gpu_gemm_shapes(flop, max_n_)) {
-      for (int64_t i = 0; i < s.count; ++i) {
-        check(cublas_.sgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, s.n, s.n, s.n, &alpha, a_, s.n, b_,
-                            s.n, &beta, c_, s.n),
-              where("cublasSgemm"));
+    int64_t queued = 0;
+    for (const GemmRun& g : gemms) {
+      const std::vector<GemmTile> tiles = gemm_tiles(g.m, g.n, max_n_, 1);
+      for (int64_t i = 0; i < g.count; ++i) {
+        for (const GemmTile& t : tiles) {
+          for (int64_t depth = 0; depth < g.k; depth += max_n_) {
+            if (++queued % kTilesBetweenStops == 0) {
+              check(cudaStreamSynchronize(stream_), where("cudaStreamSynchronize"));
+              if (stop != nullptr && stop->load(std::memory_order_relaxed)) return {done, -1};
+            }
+            const int piece = int(std::min<int64_t>(max_n_, g.k - depth));
+            check(cublas_.sgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, int(t.cols), int(t.rows), piece,
+                                &one, b_, int(t.cols), a_, piece, depth == 0 ? &zero : &one, c_,
+                                int(t.cols)),
+                  where("cublasSgemm"));
+            done += 2.0 * double(t.rows) * double(t.cols) * double(piece);
+          }
+        }
       }
-      done += s.flop();
     }
-    check(cudaStreamSynchronize(stream_), where("cudaStreamSynchronize"));
-    return done;
+    check(cudaEventRecord(ended_, stream_), where("cudaEventRecord"));
+    check(cudaEventSynchronize(ended_), where("cudaEventSynchronize"));
+    float elapsed_ms = 0;
+    check(cudaEventElapsedTime(&elapsed_ms, started_, ended_), where("cudaEventElapsedTime"));
+    return {done, double(elapsed_ms) / 1e3};
+  }
+
+  std::vector<GemmRun> square_gemms(double flop) const override {
+    return gpu_gemm_shapes(flop, max_n_);
   }
 
   void to_device(size_t bytes) override { copy(bytes, cudaMemcpyHostToDevice); }
@@ -113,6 +143,8 @@ class CudaDevice : public GpuDevice {
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), where("cudaStreamCreate"));
     check(cublas_.create(&handle_), where("cublasCreate"));
     check(cublas_.set_stream(handle_, stream_), where("cublasSetStream"));
+    check(cudaEventCreate(&started_), where("cudaEventCreate"));
+    check(cudaEventCreate(&ended_), where("cudaEventCreate"));
     // Three n x n float matrices for the largest GEMM (up to 8192) that takes at most a quarter of
     // the free memory.
     size_t free_bytes = 0, total_bytes = 0;
@@ -137,7 +169,10 @@ class CudaDevice : public GpuDevice {
     }
     if (scratch_ != nullptr) cudaFree(scratch_);
     if (pinned_ != nullptr) cudaFreeHost(pinned_);
+    if (started_ != nullptr) cudaEventDestroy(started_);
+    if (ended_ != nullptr) cudaEventDestroy(ended_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
+    started_ = ended_ = nullptr;
     handle_ = nullptr;
     a_ = b_ = c_ = nullptr;
     scratch_ = pinned_ = nullptr;
@@ -166,6 +201,7 @@ class CudaDevice : public GpuDevice {
   const Cublas& cublas_;
   std::string description_;
   cudaStream_t stream_ = nullptr;
+  cudaEvent_t started_ = nullptr, ended_ = nullptr;
   cublasHandle_t handle_ = nullptr;
   int max_n_ = 8192;
   float *a_ = nullptr, *b_ = nullptr, *c_ = nullptr;

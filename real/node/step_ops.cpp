@@ -62,6 +62,7 @@ void StepRunner::compute(int g, int op_index) {
   const Op& op = p.graph->ops[size_t(op_index)];
   const int64_t step = p.step;
   const double flop = op.compute_flop;
+  const std::vector<SampleGemm>* gemms = op.gemms >= 0 ? &sample_gemms_[size_t(op.gemms)] : nullptr;
   const int threads = setup_.threads;
   std::shared_ptr<const std::vector<float>> proxy;
   if (objective_ && op.kind == OpKind::kBackward && g < int(plan_.clients.size()) &&
@@ -78,10 +79,13 @@ void StepRunner::compute(int g, int op_index) {
   DeviceEngine* device = &engine(op.device);
   const ObjectiveValues* objective = objective_;
   device->submit(
-      [this, device, g, op_index, step, attempt, flop, threads, fills, proxy, objective] {
+      [this, device, g, op_index, step, attempt, flop, gemms, threads, fills, proxy, objective] {
         const double start_s = now_s();
-        const double done = device->execute(flop, threads);
-        const double end_s = now_s();
+        const ComputeResult result = device->execute(flop, gemms, threads);
+        const double done = result.flop;
+        // A GPU's op lasts what its CUDA events measured, from when it was handed to the stream
+        // (idle then: the device runs one op at a time).
+        const double end_s = result.device_s >= 0 ? start_s + result.device_s : now_s();
         std::vector<std::pair<int, BufferPtr>> gradients;
         for (const auto& [v, n] : fills) {
           auto buffer = std::make_shared<Bytes>(4 * n);

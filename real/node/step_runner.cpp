@@ -25,6 +25,10 @@ StepRunner::StepRunner(Host& host, Setup setup)
       plan_(*setup.plan),
       graphs_(core::step_graphs(plan_)),
       transfers_(std::make_unique<TensorTransfers>(host, *this, plan_, setup.self)) {
+  for (const std::vector<core::PlanGemm>& list : plan_.gemm_lists) {
+    std::vector<SampleGemm>& out = sample_gemms_.emplace_back();
+    for (const core::PlanGemm& g : list) out.push_back({g.m, g.n, g.k, g.batch_dim});
+  }
   build_parts();
 }
 

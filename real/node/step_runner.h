@@ -178,6 +178,8 @@ class StepRunner : public core::StepHost {
   std::vector<Part> parts_;
   std::optional<core::ClientLoop> loop_;  // the graphs' loops (only the owned ones run)
   std::map<int, std::unique_ptr<DeviceEngine>> engines_;
+  // The plan's gemm_lists as the engines take them (Op::gemms indexes both).
+  std::vector<std::vector<SampleGemm>> sample_gemms_;
   std::unique_ptr<DeviceEngine> copier_;
   std::unique_ptr<TensorTransfers> transfers_;
   ObjectiveValues* objective_ = nullptr;

@@ -180,6 +180,51 @@ TEST(Validate, ComparesTheRealRunsWithThePrediction) {
   expect_one_line_exit_two({"validate", s, "--baseline", shaped_file}, shaped_file + ": /network");
 }
 
+// A run made before (on this machine, or on a GPU machine: real/gpu-check.sh) validated from its
+// trace: the same comparison, without running the plan again; a trace of another plan, of a
+// simulation, or flags that make runs are refused in one line.
+TEST(Validate, ComparesWithTheRunsOfATraceMadeBefore) {
+  TempDir dir;
+  const std::string s = dir.write("s.json", small_real().dump());
+  const std::string trace = dir.file("run.trace");
+  const test::BinaryResult ran =
+      run_replisim({"run", s, "--trace-out", trace, "--progress", "none"}, 120);
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  const std::string json = dir.file("v.json");
+  const test::BinaryResult v =
+      run_replisim({"validate", s, "--measured", trace, "--seeds", "1", "--tolerance", "10",
+                    "--json", json, "--progress", "none"},
+                   120);
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_NE(v.out.find("the real runs of " + trace + " were made before (--measured)"),
+            std::string::npos)
+      << v.out;
+  const nlohmann::json j = core::read_json_file(json);
+  EXPECT_EQ(j["network"], "loopback");
+  ASSERT_EQ(j["validations"].size(), 1u);
+  EXPECT_EQ(j["validations"][0]["repeats"], 1);
+  EXPECT_EQ(j["validations"][0]["host_load"],
+            "not known: the runs were made before (--measured)");
+  EXPECT_FALSE(j["validations"][0]["phases"].empty());
+  // Another plan: the run had 10 steps.
+  expect_one_line_exit_two({"validate", s, "--measured", trace, "--steps", "12"},
+                           trace + ": run 1 of 1 ran plan ");
+  const std::string simulated = dir.file("sim.trace");
+  ASSERT_EQ(run_replisim({"simulate", s, "--strategy", "between_graph", "--trace-out", simulated,
+                          "--progress", "none"})
+                .exit_code,
+            0);
+  expect_one_line_exit_two({"validate", s, "--measured", simulated},
+                           "was made by the \"sim\" backend");
+  // A strategy it did not run.
+  expect_one_line_exit_two({"validate", s, "--measured", trace, "--strategy", "both"},
+                           trace + ": has no run of the in_graph plan");
+  expect_one_line_exit_two({"validate", s, "--measured", trace, "--repeat", "2"}, "--repeat");
+  expect_one_line_exit_two({"validate", s, "--measured", trace, "--isolate", "netns"}, "--isolate");
+  expect_one_line_exit_two({"validate", s, "--measured", dir.file("none.trace")}, "none.trace");
+  expect_one_line_exit_two({"validate", s, "--measured", ""}, "--measured");
+}
+
 TEST(Calibrate, WritesAFileScenariosIncludeAndChecksItsReferencePlans) {
   TempDir dir;
   const std::string file = dir.file("calibration.json");

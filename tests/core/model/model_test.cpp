@@ -135,6 +135,47 @@ TEST(ModelPresets, EveryArchitecturePresetIsWellFormed) {
   EXPECT_EQ(names.size(), 7u);
 }
 
+// Every preset layer is one GEMM per sample (the im2col product of a convolution, a dense layer's
+// matrix-vector product): 2 rows n k is exactly its forward FLOP, k n its weights (the parameters
+// less a bias or batch norm's gamma and beta per output), and its shapes are the architecture's.
+TEST(ModelPresets, EveryLayerIsTheGemmItsShapeGives) {
+  for (const ModelPreset& preset : model_presets()) {
+    PresetOptions options;
+    if (preset.takes_widths) options.widths = {784, 512, 10};
+    const Model m = preset.build(options);
+    for (const Layer& layer : m.layers) {
+      ASSERT_TRUE(layer.gemm.known()) << m.name << " " << layer.name;
+      const LayerGemm& g = layer.gemm;
+      EXPECT_DOUBLE_EQ(2.0 * double(g.rows_per_sample) * double(g.n) * double(g.k),
+                       layer.forward_flop_per_sample)
+          << m.name << " " << layer.name;
+      const double weights = double(g.k) * double(g.n);
+      EXPECT_TRUE(layer.params == weights + double(g.n) || layer.params == weights + 2.0 * g.n)
+          << m.name << " " << layer.name << ": " << layer.params << " parameters, " << weights
+          << " weights";
+    }
+  }
+  const Model resnet = build_preset("resnet50");
+  const LayerGemm conv1 = resnet.layers.front().gemm;  // 7x7/2 from 3 channels to 64, 112x112
+  EXPECT_EQ(conv1.rows_per_sample, 112 * 112);
+  EXPECT_EQ(conv1.n, 64);
+  EXPECT_EQ(conv1.k, 7 * 7 * 3);
+  const LayerGemm fc = resnet.layers.back().gemm;
+  EXPECT_EQ(fc.rows_per_sample, 1);
+  EXPECT_EQ(fc.n, 1000);
+  EXPECT_EQ(fc.k, 2048);
+  const Model vgg = build_preset("vgg16");
+  const LayerGemm fc6 = vgg.layers[vgg.layers.size() - 3].gemm;  // 512 x 7 x 7 flattened to 4096
+  EXPECT_EQ(fc6.k, 512 * 7 * 7);
+  EXPECT_EQ(fc6.n, 4096);
+  const Model inception = build_preset("inception_v3");
+  const LayerGemm first = inception.layers.front().gemm;  // 3x3/2 valid: 299 -> 149
+  EXPECT_EQ(first.rows_per_sample, 149 * 149);
+  EXPECT_EQ(first.k, 3 * 3 * 3);
+  // A layer given by its totals has none.
+  EXPECT_FALSE(Layer{}.gemm.known());
+}
+
 TEST(ModelPresets, UnknownPresetIsAbsent) {
   EXPECT_EQ(find_model_preset("resnet51"), nullptr);
 }
@@ -166,7 +207,7 @@ Model parse(const nlohmann::json& model) {
 
 // Expects parse_model to fail at `path` with a message containing each of `needles`.
 void expect_model_error(const nlohmann::json& model, const std::string& path,
-                  const std::vector<std::string>& needles) {
+                        const std::vector<std::string>& needles) {
   try {
     parse(model);
     ADD_FAILURE() << "expected an error at " << path;
@@ -252,7 +293,7 @@ TEST(ModelScenario, UnknownPresetListsEveryValidName) {
 
 TEST(ModelScenario, WidthsOnlyForMlp) {
   expect_model_error({{"preset", "resnet50"}, {"widths", {784, 10}}}, "/model/widths",
-               {"only these presets take widths: mlp"});
+                     {"only these presets take widths: mlp"});
   nlohmann::json custom = test::one_layer_model(1000, "2 MFLOP");
   custom["widths"] = {784, 10};
   expect_model_error(custom, "/model/widths", {"only these presets take widths: mlp"});
@@ -260,9 +301,10 @@ TEST(ModelScenario, WidthsOnlyForMlp) {
 }
 
 TEST(ModelScenario, BadWidthsAreRejected) {
-  expect_model_error({{"preset", "mlp"}, {"widths", {784}}}, "/model/widths", {"at least 2 widths"});
+  expect_model_error({{"preset", "mlp"}, {"widths", {784}}}, "/model/widths",
+                     {"at least 2 widths"});
   expect_model_error({{"preset", "mlp"}, {"widths", nlohmann::json::array()}}, "/model/widths",
-               {"at least 2 widths"});
+                     {"at least 2 widths"});
   expect_model_error({{"preset", "mlp"}, {"widths", {784, 0}}}, "/model/widths/1", {"[1, "});
   expect_model_error({{"preset", "mlp"}, {"widths", {-784, 10}}}, "/model/widths/0", {"[1, "});
   expect_model_error({{"preset", "mlp"}, {"widths", {784, 10.5}}}, "/model/widths/1", {"integer"});
@@ -272,11 +314,12 @@ TEST(ModelScenario, BadWidthsAreRejected) {
 
 TEST(ModelScenario, UnknownDtypeListsValidOnes) {
   expect_model_error({{"preset", "resnet50"}, {"dtype", "bf16"}}, "/model/dtype",
-               {"unknown dtype \"bf16\"", "fp32", "fp16"});
+                     {"unknown dtype \"bf16\"", "fp32", "fp16"});
   nlohmann::json custom = test::one_layer_model(1000, "2 MFLOP");
   custom["dtype"] = "int8";
   expect_model_error(custom, "/model/dtype", {"valid dtypes: fp32, fp16"});
-  expect_model_error({{"preset", "resnet50"}, {"dtype", 16}}, "/model/dtype", {"expected a string"});
+  expect_model_error({{"preset", "resnet50"}, {"dtype", 16}}, "/model/dtype",
+                     {"expected a string"});
 }
 
 }  // namespace

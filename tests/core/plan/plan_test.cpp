@@ -257,6 +257,100 @@ TEST(Plan, StaggerIsSeededAndChiefStartsFirst) {
   EXPECT_NE(a.clients[1].start_offset_s, c.clients[1].start_offset_s);
 }
 
+// Each forward and backward op names its layer group's per-sample GEMMs: the forward list is the
+// group's layers' products, the backward one each layer's input and weight gradients (twice the
+// forward FLOP, the 2x rule the plan's backward FLOP follows), and they go through the plan's file.
+TEST(Plan, ForwardAndBackwardOpsNameTheirLayersGemms) {
+  nlohmann::json doc = two_machine_doc();
+  doc["model"] = {{"preset", "mlp"}, {"widths", {784, 512, 10}}};
+  doc["training"]["batch_per_replica"] = 32;
+  const Plan plan = compile_plan(test::parse(doc), "between_graph", {});
+  ASSERT_EQ(plan.gemm_lists.size(), 4u);  // two layers, a forward and a backward list each
+  int forward = 0, backward = 0;
+  for (const ClientGraph& graph : plan.clients) {
+    for (const Op& op : graph.ops) {
+      if (op.kind != OpKind::kForward && op.kind != OpKind::kBackward) {
+        EXPECT_EQ(op.gemms, -1) << op.name;
+        continue;
+      }
+      ASSERT_GE(op.gemms, 0) << op.name;
+      const std::vector<PlanGemm>& list = plan.gemm_lists[size_t(op.gemms)];
+      double flop = 0;
+      for (const PlanGemm& g : list) flop += g.flop();
+      // Per sample: the op's FLOP over its tower's batch.
+      EXPECT_DOUBLE_EQ(flop * plan.batch_per_replica, op.compute_flop) << op.name;
+      (op.kind == OpKind::kForward ? forward : backward) += 1;
+    }
+  }
+  EXPECT_GT(forward, 0);
+  EXPECT_EQ(backward, forward);
+  const std::vector<PlanGemm>& fc1 = plan.gemm_lists[0];
+  ASSERT_EQ(fc1.size(), 1u);
+  EXPECT_EQ(fc1[0].m, 1);
+  EXPECT_EQ(fc1[0].n, 512);
+  EXPECT_EQ(fc1[0].k, 784);
+  const std::vector<PlanGemm>& fc1_back = plan.gemm_lists[1];
+  ASSERT_EQ(fc1_back.size(), 2u);
+  EXPECT_EQ(fc1_back[0].batch_dim, 'm');  // dX = dY W^T: 1 x 784 from 512
+  EXPECT_EQ(fc1_back[0].n, 784);
+  EXPECT_EQ(fc1_back[1].batch_dim, 'k');  // dW = X^T dY: 784 x 512, summed over the batch
+  EXPECT_EQ(fc1_back[1].m, 784);
+  EXPECT_EQ(fc1_back[1].k, 1);
+  const nlohmann::json j = plan_to_json(plan);
+  const Plan back = plan_from_json(j, "plan.json");
+  EXPECT_EQ(plan_to_json(back), j);
+  EXPECT_EQ(back.gemm_lists.size(), plan.gemm_lists.size());
+  // A model given layer by layer (its layers' totals) has none.
+  EXPECT_TRUE(compile_plan(test::parse(two_machine_doc()), "between_graph", {}).gemm_lists.empty());
+}
+
+TEST(Plan, BadGemmsAreRejectedWithAPath) {
+  nlohmann::json doc = two_machine_doc();
+  doc["model"] = {{"preset", "mlp"}, {"widths", {64, 10}}};
+  const nlohmann::json good = plan_to_json(compile_plan(test::parse(doc), "between_graph", {}));
+  const auto expect_path = [](const nlohmann::json& j, const std::string& path) {
+    try {
+      plan_from_json(j, "p.json");
+      ADD_FAILURE() << path;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.json_path(), path) << e.what();
+    }
+  };
+  nlohmann::json j = good;
+  j["gemm_lists"][0][0]["n"] = 0;
+  expect_path(j, "/gemm_lists/0/0/n");
+  j = good;
+  j["gemm_lists"][1][1]["batch_dim"] = "n";
+  expect_path(j, "/gemm_lists/1/1/batch_dim");
+  j = good;
+  j["gemm_lists"][0][0]["m"] = 1e12;  // beyond a BLAS int
+  expect_path(j, "/gemm_lists/0/0/m");
+  for (size_t k = 0; k < j["clients"][0]["ops"].size(); ++k) {
+    nlohmann::json& op = j["clients"][0]["ops"][k];
+    if (op.contains("gemms")) {
+      j = good;
+      j["clients"][0]["ops"][k]["gemms"] = 2;  // two lists only
+      expect_path(j, "/clients/0/ops/" + std::to_string(k) + "/gemms");
+      break;
+    }
+  }
+  j = good;
+  j["gemm_lists"][0] = nlohmann::json::array();
+  expect_path(j, "/gemm_lists/0");
+  j = good;
+  j.erase("gemm_lists");  // its ops still name lists
+  for (size_t k = 0; k < j["clients"][0]["ops"].size(); ++k) {
+    if (j["clients"][0]["ops"][k].contains("gemms")) {
+      expect_path(j, "/clients/0/ops/" + std::to_string(k) + "/gemms");
+      break;
+    }
+  }
+  j = good;
+  j["clients"][0]["ops"][0]["gemms"] = 0;  // not a forward or backward op
+  ASSERT_NE(j["clients"][0]["ops"][0]["kind"], "forward");
+  expect_path(j, "/clients/0/ops/0/gemms");
+}
+
 TEST(Plan, CorruptPlansAreRejectedWithAPath) {
   const Plan plan = compile_plan(test::parse(two_machine_doc()), "between_graph", {});
   nlohmann::json j = plan_to_json(plan);

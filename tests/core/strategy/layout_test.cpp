@@ -12,7 +12,7 @@ namespace {
 Model ten_layers() {
   Model m;
   for (int i = 0; i < 10; ++i) {
-    m.layers.push_back({"l" + std::to_string(i), 100.0 * (i + 1), 1e6, 1000});
+    m.layers.push_back({"l" + std::to_string(i), 100.0 * (i + 1), 1e6, 1000, 0, {}});
   }
   return m;
 }
