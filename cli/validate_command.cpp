@@ -134,8 +134,9 @@ void describe_host(core::Validation& v, const core::Trace& measured, const HostL
 }
 
 // --measured: the real runs of a trace made before (run --trace-out), each of a plan in `plans`
-// (the same hash). Throws InputError naming the file: a simulation's runs, or a plan these flags
-// do not give (the trace's own read errors name it too).
+// (the same hash), and a run of each. Throws InputError naming the file: a simulation's runs, a
+// node's part, a plan these flags do not give, a plan without a run (the trace's own read errors
+// name it too).
 std::vector<core::Trace> measured_runs(const std::string& path,
                                        const std::vector<core::Plan>& plans) {
   std::vector<core::Trace> runs = core::read_trace_file(path);
@@ -168,6 +169,17 @@ std::vector<core::Trace> measured_runs(const std::string& path,
                                  "); this scenario with these flags gives " + ours +
                                  ": give validate the scenario and the flags the run had "
                                  "(--strategy, --steps, --scale-compute, --seed)");
+    }
+  }
+  // Before any simulation: every plan asked for has a run to compare with.
+  for (const core::Plan& p : plans) {
+    const std::string hash = core::plan_hash(p);
+    if (std::none_of(runs.begin(), runs.end(),
+                     [&hash](const core::Trace& t) { return t.meta.plan_hash == hash; })) {
+      throw core::InputError(path, "",
+                             "has no run of the " + p.strategy +
+                                 " plan --strategy asks for: give --strategy the strategies it "
+                                 "ran");
     }
   }
   return runs;
@@ -295,12 +307,8 @@ int run_validate(const CliArgs& args, std::ostream& out) {
     for (core::Trace& t : given) {
       if (t.meta.plan_hash == hash) result.measured.push_back(std::move(t));
     }
-    if (measured_before && result.measured.empty()) {
-      throw core::InputError(args.measured_path, "",
-                             "has no run of the " + plan.strategy +
-                                 " plan --strategy asks for: give --strategy the strategies it "
-                                 "ran");
-    }
+    REPLISIM_ASSERT(!measured_before || !result.measured.empty(),
+                    "measured_runs found a run of every plan");
     options.settings = nlohmann::json::object();
     for (int k = 0; k < args.seeds; ++k) {
       const core::Plan& seeded = k == 0 ? plan : seed_plans[size_t(k - 1)][i];
