@@ -203,8 +203,7 @@ TEST(Validate, ComparesWithTheRunsOfATraceMadeBefore) {
   EXPECT_EQ(j["network"], "loopback");
   ASSERT_EQ(j["validations"].size(), 1u);
   EXPECT_EQ(j["validations"][0]["repeats"], 1);
-  EXPECT_EQ(j["validations"][0]["host_load"],
-            "not known: the runs were made before (--measured)");
+  EXPECT_EQ(j["validations"][0]["host_load"], "not known: the runs were made before (--measured)");
   EXPECT_FALSE(j["validations"][0]["phases"].empty());
   // Another plan: the run had 10 steps.
   expect_one_line_exit_two({"validate", s, "--measured", trace, "--steps", "12"},
