@@ -9,6 +9,7 @@
 #include "cli/run_outputs.h"
 #include "core/base/error.h"
 #include "core/metrics/report.h"
+#include "core/pipeline/run_pipeline.h"
 #include "core/trace/trace_format.h"
 #include "core/trace/trace_merge.h"
 
@@ -116,7 +117,7 @@ int run_report(const CliArgs& args, std::ostream& out) {
             source_name(file), "",
             "task " + task + "'s part of a real run: report --merge every node's trace");
       }
-      if (!args.merge) runs.metrics.push_back(core::compute_metrics(trace, source_name(file)));
+      if (!args.merge) runs.metrics.push_back(core::measure_trace(trace, source_name(file)));
       runs.traces.push_back(std::move(trace));
     }
   }
@@ -125,7 +126,7 @@ int run_report(const CliArgs& args, std::ostream& out) {
     for (const std::string& file : args.trace_files) sources.push_back(source_name(file));
     core::Trace merged = core::merge_parts(runs.traces, sources);
     runs.traces.clear();
-    runs.metrics.push_back(core::compute_metrics(merged, "the merged trace"));
+    runs.metrics.push_back(core::measure_trace(merged, "the merged trace"));
     runs.traces.push_back(std::move(merged));
   }
   runs.provenance = shared_provenance(runs.traces);
@@ -136,7 +137,7 @@ int run_report(const CliArgs& args, std::ostream& out) {
 }
 
 void print_gathered_report(const core::Trace& run, const std::string& file, std::ostream& out) {
-  const std::vector<core::RunMetrics> metrics = {core::compute_metrics(run, file)};
+  const std::vector<core::RunMetrics> metrics = {core::measure_trace(run, file)};
   out << core::format_report(metrics, title_line(title_of(run)) + ", gathered into " + file);
 }
 

@@ -181,22 +181,21 @@ bool cut_short_from_outside(const Trace& trace) {
 
 }  // namespace
 
-RunMetrics measure_run(const Trace& trace, const LoadedScenario& loaded, const PlanRequest& request,
-                       const std::string& source) {
-  RunMetrics metrics;
+RunMetrics measure_trace(const Trace& trace, const std::string& source) {
   try {
-    metrics = compute_metrics(trace, source);
+    return compute_metrics(trace, source);
   } catch (const MeasurementError& e) {
     // A real run that a death from outside cut short (kill -9 of a task during its warm-up, or of
     // every worker) measured what it could: the whole run is the window, and the report says so.
     // The scenario is not at fault there.
-    if (!cut_short_from_outside(trace)) throw measurement_input_error(e, loaded, request);
+    if (!cut_short_from_outside(trace)) throw;
     // A death at the very start (before t = 0 on the run's clock) can leave nothing to measure
     // at all: the run failed, as its job did (run's exit 1), not the scenario.
     const std::string cause =
         trace.outcome.job_failure ? trace.outcome.job_failure->cause : std::string(e.message());
     if (!(trace.outcome.end_s > 0))
       throw BackendError(cause + ", at the run's start: nothing was measured");
+    RunMetrics metrics;
     try {
       metrics = compute_window_metrics(trace, 0, trace.outcome.end_s, source);
     } catch (const InputError& empty) {
@@ -205,6 +204,17 @@ RunMetrics measure_run(const Trace& trace, const LoadedScenario& loaded, const P
     metrics.warnings.push_back(
         std::string("a death no fault of the plan cut the run short before its window (") +
         e.message() + "): these figures are of the whole run, warm-up included");
+    return metrics;
+  }
+}
+
+RunMetrics measure_run(const Trace& trace, const LoadedScenario& loaded, const PlanRequest& request,
+                       const std::string& source) {
+  RunMetrics metrics;
+  try {
+    metrics = measure_trace(trace, source);
+  } catch (const MeasurementError& e) {
+    throw measurement_input_error(e, loaded, request);
   }
   // The warnings too name the flag the steps came from.
   for (std::string& w : metrics.warnings) w = naming_the_steps_flag(std::move(w), request);

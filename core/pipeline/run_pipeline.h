@@ -84,4 +84,10 @@ InputError measurement_input_error(const MeasurementError& e, const LoadedScenar
 RunMetrics measure_run(const Trace& trace, const LoadedScenario& loaded, const PlanRequest& request,
                        const std::string& source);
 
+// compute_metrics, except for a real run that a death from outside (no fault of the plan) cut
+// short before its window: its whole run is the window, with a warning saying so. Throws
+// MeasurementError as compute_metrics does otherwise, and BackendError when such a run measured
+// nothing. `report` reads a run's trace with it, as `run` measured it.
+RunMetrics measure_trace(const Trace& trace, const std::string& source);
+
 }  // namespace replisim::core

@@ -396,5 +396,36 @@ TEST(UnplannedDeath, RunReportsAJobKilledFromOutsideAndExitsOne) {
   EXPECT_TRUE(report.dump().find("no fault of the plan") != std::string::npos);
 }
 
+// Every worker killed from outside: run measures the whole run (no window ends), and report reads
+// its trace back the same way rather than refusing it for want of a window.
+TEST(UnplannedDeath, ATraceEveryWorkerOfWasKilledReportsAsRunDid) {
+  test::TempDir dir;
+  nlohmann::json doc = scenario(1, {{"steps", 400}});
+  doc["model"]["layers"][0]["forward_flops_per_sample"] = "20 MFLOP";
+  const std::string file = dir.write("job.json", doc.dump());
+  test::RunningReplisim run({"run", file, "--strategy", "between_graph", "--progress", "json",
+                             "--trace-out", dir.file("run.trace")},
+                            120);
+  std::string line;
+  bool killed = false;
+  while (!killed && run.next_error_line(&line)) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.contains("steps_done") || j["steps_done"].empty()) continue;
+    if (j["steps_done"][0].get<int64_t>() < 3) continue;
+    const pid_t victim = child_running_role(run.pid(), "worker0");
+    killed = victim > 0 && ::kill(victim, SIGKILL) == 0;
+  }
+  ASSERT_TRUE(killed) << "no progress line before the run ended";
+  const test::BinaryResult r = run.wait();
+  const size_t logs = r.err.find("; logs: ");
+  if (logs != std::string::npos) {
+    fs::remove_all(r.err.substr(logs + 8, r.err.find(')', logs) - logs - 8));
+  }
+  EXPECT_NE(r.out.find("no fault of the plan"), std::string::npos) << r.out << r.err;
+  const test::BinaryResult again = test::run_replisim({"report", dir.file("run.trace")});
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("these figures are of the whole run"), std::string::npos) << again.out;
+}
+
 }  // namespace
 }  // namespace replisim::real
