@@ -61,7 +61,7 @@ grep -E "REPLISIM_WITH" build-gpu/configure.log || true
 cmake --build build-gpu -j"$jobs" --target replisim real_tests bench_gpu > build-gpu/build.log ||
   { tail -40 build-gpu/build.log; exit 1; }
 echo "== the CUDA engine's tests"
-build-gpu/bin/real_tests --gtest_filter='GemmShapes.*:GpuEngine.*:RealRun.AsyncWorkers*'
+build-gpu/bin/real_tests --gtest_filter='GemmShapes.*:GpuEngine.*:DeviceMemory.*:RealRun.AsyncWorkers*'
 echo "== bench_gpu"
 build-gpu/bin/bench_gpu --scenario scenarios/seed/two_machines.json --repeat 5
 # The calibration and a measured run in one folder ($GPU_CHECK_OUT, default gpu-check-out/), for

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 #include <utility>
 
 #include "core/values/optimizer.h"
@@ -49,15 +50,54 @@ std::shared_ptr<Bytes> ParameterStore::read(int variable) const {
   if (s == nullptr) return out;
   std::lock_guard<std::mutex> lock(s->mutex);
   out->resize(s->value.size() * 4);
-  std::memcpy(out->data(), s->value.data(), out->size());
+  if (s->home != nullptr) {
+    s->home->load(variable, reinterpret_cast<float*>(out->data()), s->value.size());
+  } else {
+    std::memcpy(out->data(), s->value.data(), out->size());
+  }
   return out;
 }
 
+void ParameterStore::place(int variable, ValueHome* home) {
+  State* s = find(variable);
+  if (s == nullptr || home == nullptr) {
+    throw std::logic_error("place of variable " + std::to_string(variable) +
+                           ", which this store does not hold");
+  }
+  if (plan_.optimizer.name != "sgd") {
+    throw std::logic_error("place of a variable under " + plan_.optimizer.name +
+                           ", whose slots stay in host memory");
+  }
+  std::lock_guard<std::mutex> lock(s->mutex);
+  home->store(variable, s->value.data(), s->value.size());
+  s->home = home;
+}
+
+bool ParameterStore::placed(int variable) const {
+  const State* s = find(variable);
+  return s != nullptr && s->home != nullptr;
+}
+
+void ParameterStore::apply_placed(int variable, const std::function<void()>& update) {
+  State* s = find(variable);
+  if (s == nullptr || s->home == nullptr) {
+    throw std::logic_error("apply_placed of variable " + std::to_string(variable) +
+                           ", which is not placed");
+  }
+  std::lock_guard<std::mutex> lock(s->mutex);
+  update();
+  ++s->applies;
+}
+
+// A placed variable's update on the host (a caller that does not update it in its home): loaded,
+// updated, stored back.
 void ParameterStore::apply(int variable, const float* gradient, size_t n) {
   State* s = find(variable);
   if (s == nullptr) return;
   std::lock_guard<std::mutex> lock(s->mutex);
+  if (s->home != nullptr) s->home->load(variable, s->value.data(), s->value.size());
   apply_locked(*s, gradient, 0, std::min(n, s->value.size()));
+  if (s->home != nullptr) s->home->store(variable, s->value.data(), s->value.size());
 }
 
 void ParameterStore::apply_objective(int variable, const float* gradient, size_t n, size_t front,
@@ -65,6 +105,7 @@ void ParameterStore::apply_objective(int variable, const float* gradient, size_t
   State* s = find(variable);
   if (s == nullptr) return;
   std::lock_guard<std::mutex> lock(s->mutex);
+  if (s->home != nullptr) throw std::logic_error("the objective's update of a placed variable");
   n = std::min(n, s->value.size());
   front = std::min(front, n);
   float* value = s->value.data();
@@ -96,6 +137,7 @@ void ParameterStore::write_front(int variable, const float* values, size_t n) {
   State* s = find(variable);
   if (s == nullptr) return;
   std::lock_guard<std::mutex> lock(s->mutex);
+  if (s->home != nullptr) throw std::logic_error("write_front of a placed variable");
   std::copy_n(values, std::min(n, s->value.size()), s->value.begin());
 }
 
@@ -103,6 +145,7 @@ size_t ParameterStore::read_front(int variable, float* values, size_t n) const {
   const State* s = find(variable);
   if (s == nullptr) return 0;
   std::lock_guard<std::mutex> lock(s->mutex);
+  if (s->home != nullptr) throw std::logic_error("read_front of a placed variable");
   n = std::min(n, s->value.size());
   std::copy_n(s->value.begin(), n, values);
   return n;
@@ -118,6 +161,7 @@ CheckpointShard ParameterStore::snapshot(const std::string& plan_hash,
   for (const auto& s : states_) {
     std::lock_guard<std::mutex> lock(s->mutex);
     const std::string& name = plan_.variables[size_t(s->variable)].name;
+    if (s->home != nullptr) s->home->load(s->variable, s->value.data(), s->value.size());
     shard.tensors.push_back({name, s->variable, 0, s->applies, s->value});
     if (rule == "momentum")
       shard.tensors.push_back({name + "/Momentum", s->variable, 1, s->applies, s->slot1});
@@ -157,6 +201,7 @@ void ParameterStore::restore(const CheckpointShard& shard) {
       value |= t.slot == 0;
     }
     if (!value) throw std::runtime_error("no value of " + name);
+    if (s->home != nullptr) s->home->store(s->variable, s->value.data(), s->value.size());
   }
 }
 

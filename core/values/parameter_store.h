@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -22,6 +23,18 @@ inline size_t float_count(double bytes) {
   return bytes > 0 ? size_t(bytes / 4) : 0;
 }
 
+// Where a variable's value lives when it is not this store's host memory: a GPU's memory (real
+// runs: real/node/device_values.h). The store calls it under the variable's lock, so that a read,
+// a snapshot and an update of one variable never interleave.
+class ValueHome {
+ public:
+  virtual ~ValueHome() = default;
+  // The variable's n floats from its home into `values` (a read, a snapshot), or from `values`
+  // to its home (placing it, a restore). Throw std::runtime_error when the device fails.
+  virtual void load(int variable, float* values, size_t n) = 0;
+  virtual void store(int variable, const float* values, size_t n) = 0;
+};
+
 class ParameterStore {
  public:
   // The variables of shard `ps` (Plan::ps_roles index) of `plan` (which must outlive it).
@@ -34,6 +47,16 @@ class ParameterStore {
 
   // A copy of the value (float32, little-endian), of the variable's bytes. Thread-safe.
   std::shared_ptr<Bytes> read(int variable) const;
+  // Places a variable this store holds in `home` (not owned; outlives the store's use of it):
+  // its value is stored there now, and from then on reads, snapshots and restores go through it,
+  // and its updates are the caller's, on the home (apply_placed). Only for the plan's "sgd"
+  // optimizer (no slots to keep beside it); throws std::logic_error otherwise or when the store
+  // does not hold the variable.
+  void place(int variable, ValueHome* home);
+  bool placed(int variable) const;
+  // One update of a placed variable: `update` runs under the variable's lock (it changes the
+  // value in its home), and the update is counted (checkpoints record the applies).
+  void apply_placed(int variable, const std::function<void()>& update);
   // One update with `gradient` (the first min(n, size) elements count). Thread-safe.
   void apply(int variable, const float* gradient, size_t n);
   // The training objective's values (Plan::objective) ride in the first floats of a variable's
@@ -63,6 +86,7 @@ class ParameterStore {
     std::vector<float> slot1, slot2;  // momentum: accum; adam: m, v
     float beta1_power = 1, beta2_power = 1;
     int64_t applies = 0;
+    ValueHome* home = nullptr;  // place(): the value lives there, `value` is a staging copy
     mutable std::mutex mutex;
   };
   const State* find(int variable) const;

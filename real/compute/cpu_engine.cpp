@@ -78,8 +78,10 @@ double execute_flop(double flop, int threads) {
   return execute_gemms(block_gemms(flop, kGemmBlock), threads);
 }
 
-DeviceEngine::DeviceEngine(std::string name, int cores, std::unique_ptr<GpuDevice> gpu)
+DeviceEngine::DeviceEngine(std::string name, int cores, std::unique_ptr<GpuDevice> gpu,
+                           bool stand_in_memory)
     : name_(std::move(name)), gpu_(std::move(gpu)) {
+  if (!gpu_ && stand_in_memory) stand_in_ = std::make_unique<StandInMemory>(name_);
   for (int i = 0; i < std::max(1, cores); ++i) threads_.emplace_back([this] { serve(); });
 }
 

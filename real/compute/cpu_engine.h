@@ -45,8 +45,11 @@ void configure_blas();
 class DeviceEngine {
  public:
   // `name` for thread names ("pc1/gpu0"); `cores` >= 1. `gpu`: the CUDA device that runs this
-  // device's FLOP (owned); null: OpenBLAS on the CPU.
-  DeviceEngine(std::string name, int cores, std::unique_ptr<GpuDevice> gpu = nullptr);
+  // device's FLOP (owned); null: OpenBLAS on the CPU. `stand_in_memory`: without `gpu`, the
+  // device still keeps its tensors in a memory of its own, a StandInMemory (a plan's GPU that
+  // found no CUDA device).
+  DeviceEngine(std::string name, int cores, std::unique_ptr<GpuDevice> gpu = nullptr,
+               bool stand_in_memory = false);
   ~DeviceEngine();  // stops and joins; jobs not started are dropped, a running op's GEMMs end
                     // within a tile
   DeviceEngine(const DeviceEngine&) = delete;
@@ -75,11 +78,15 @@ class DeviceEngine {
   const std::string& name() const { return name_; }
   // The CUDA device behind it (its copies: tensors leaving or reaching it), or null.
   GpuDevice* gpu() const { return gpu_.get(); }
+  // Where the device keeps the tensors of a run: the CUDA device's memory, the stand-in, or null
+  // (a CPU: host memory is its own).
+  DeviceMemory* memory() const { return gpu_ ? &gpu_->memory() : stand_in_.get(); }
 
  private:
   void serve();
   std::string name_;
   std::unique_ptr<GpuDevice> gpu_;
+  std::unique_ptr<StandInMemory> stand_in_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::function<void()>> jobs_;

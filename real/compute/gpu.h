@@ -1,9 +1,8 @@
 // GPU compute for real runs: a device of the plan that is a GPU runs its ops' GEMMs (gemm_shapes.h)
 // as cuBLAS SGEMMs on one stream of a CUDA device of this machine, timed by CUDA events, and a
-// tensor that leaves or reaches it crosses PCIe (a copy of the tensor's size between device memory
-// and pinned host memory). Built with CUDA (REPLISIM_WITH_CUDA, gpu_cuda.cpp) or without
-// (gpu_none.cpp: no GPU is ever usable). The tensors' values stay in host memory, where the
-// parameter servers' arithmetic is checked.
+// tensors it holds live in its memory (memory(): device_memory.h), reached through pinned host
+// buffers. Built with CUDA (REPLISIM_WITH_CUDA, gpu_cuda.cpp) or without (gpu_none.cpp: no GPU is
+// ever usable).
 #pragma once
 
 #include <atomic>
@@ -13,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "real/compute/device_memory.h"
 #include "real/compute/gemm_shapes.h"
 
 namespace replisim::real {
@@ -45,8 +45,10 @@ class FlopExecutor {
 // a time (the device engine's).
 class GpuDevice : public FlopExecutor {
  public:
-  // Copies `bytes` host -> device (a tensor reaching the GPU) or device -> host (leaving it),
-  // through pinned memory, on the device's stream, and waits for the copy.
+  // The device's memory, for the tensors a run keeps on it (owned by the device).
+  virtual DeviceMemory& memory() = 0;
+  // Copies `bytes` host -> device or device -> host between a scratch buffer and pinned memory,
+  // on the device's stream, and waits for the copy: the copy rate calibrate and bench_gpu measure.
   virtual void to_device(size_t bytes) = 0;
   virtual void to_host(size_t bytes) = 0;
   // "NVIDIA H200 (device 0)".

@@ -8,9 +8,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <mutex>
 #include <stdexcept>
 
+#include "real/compute/device_memory.h"
 #include "real/compute/gpu.h"
 
 namespace replisim::real {
@@ -37,6 +39,8 @@ struct Cublas {
   decltype(&cublasDestroy_v2) destroy = nullptr;
   decltype(&cublasSetStream_v2) set_stream = nullptr;
   decltype(&cublasSgemm_v2) sgemm = nullptr;
+  decltype(&cublasSaxpy_v2) saxpy = nullptr;
+  decltype(&cublasSscal_v2) sscal = nullptr;
 };
 
 const Cublas* load_cublas(std::string* why_not) {
@@ -57,7 +61,10 @@ const Cublas* load_cublas(std::string* why_not) {
     cublas.set_stream =
         reinterpret_cast<decltype(cublas.set_stream)>(::dlsym(library, "cublasSetStream_v2"));
     cublas.sgemm = reinterpret_cast<decltype(cublas.sgemm)>(::dlsym(library, "cublasSgemm_v2"));
-    if (!cublas.create || !cublas.destroy || !cublas.set_stream || !cublas.sgemm) {
+    cublas.saxpy = reinterpret_cast<decltype(cublas.saxpy)>(::dlsym(library, "cublasSaxpy_v2"));
+    cublas.sscal = reinterpret_cast<decltype(cublas.sscal)>(::dlsym(library, "cublasSscal_v2"));
+    if (!cublas.create || !cublas.destroy || !cublas.set_stream || !cublas.sgemm || !cublas.saxpy ||
+        !cublas.sscal) {
       error = versioned + " lacks the cuBLAS v2 calls";
     }
   });
@@ -74,6 +81,181 @@ constexpr int64_t kTilesBetweenStops = 64;
 
 // Copies larger than this go through the pinned buffer in pieces: 64 MiB.
 constexpr size_t kStagingBytes = size_t(64) << 20;
+
+// The device's memory (device_memory.h): cudaMalloc'd tensors; uploads and downloads on a stream
+// of their own each, through two halves of a pinned buffer in turn (the host's memcpy of one
+// piece beside the DMA of the other, as TF's GPU device overlaps its staging); copies, axpy and
+// scal on the compute stream (cuBLAS on the device's handle); peer copies on the upload stream.
+class CudaMemory : public DeviceMemory {
+ public:
+  // Streams and pinned buffers are made here; `compute` and `handle` are the device's. Throws
+  // std::runtime_error naming the call.
+  CudaMemory(int ordinal, const Cublas& cublas, cudaStream_t compute, cublasHandle_t handle,
+             std::string name)
+      : ordinal_(ordinal),
+        cublas_(cublas),
+        compute_(compute),
+        handle_(handle),
+        name_(std::move(name)) {
+    try {
+      for (Direction* d : {&up_, &down_}) {
+        check(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking),
+              where("cudaStreamCreate"));
+        check(cudaMallocHost(&d->pinned, 2 * kHalfBytes), where("cudaMallocHost"));
+        for (cudaEvent_t& e : d->done) {
+          check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), where("cudaEventCreate"));
+        }
+      }
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+  ~CudaMemory() override { release(); }
+  std::string name() const override { return name_; }
+  bool on_device() const override { return true; }
+
+ protected:
+  int do_allocate(size_t bytes) override {
+    check(cudaSetDevice(ordinal_), where("cudaSetDevice"));
+    void* p = nullptr;
+    check(cudaMalloc(&p, std::max<size_t>(bytes, 4)), where("cudaMalloc"));
+    check(cudaMemsetAsync(p, 0, bytes, compute_), where("cudaMemset"));
+    check(cudaStreamSynchronize(compute_), where("cudaStreamSynchronize"));
+    std::lock_guard<std::mutex> lock(mutex_);
+    tensors_.push_back(p);
+    return int(tensors_.size()) - 1;
+  }
+  void do_upload(int to, const void* host, size_t bytes) override {
+    check(cudaSetDevice(ordinal_), where("cudaSetDevice"));
+    char* device = static_cast<char*>(tensor(to));
+    const char* from = static_cast<const char*>(host);
+    size_t piece_index = 0;
+    for (size_t at = 0; at < bytes; at += kHalfBytes, ++piece_index) {
+      const size_t half = piece_index % 2, length = std::min(kHalfBytes, bytes - at);
+      char* staging = static_cast<char*>(up_.pinned) + half * kHalfBytes;
+      // The DMA of the piece before last read this half: wait for it before overwriting.
+      if (piece_index >= 2) check(cudaEventSynchronize(up_.done[half]), where("cudaEventSync"));
+      std::memcpy(staging, from + at, length);
+      check(cudaMemcpyAsync(device + at, staging, length, cudaMemcpyHostToDevice, up_.stream),
+            where("cudaMemcpyAsync"));
+      check(cudaEventRecord(up_.done[half], up_.stream), where("cudaEventRecord"));
+    }
+    check(cudaStreamSynchronize(up_.stream), where("cudaStreamSynchronize"));
+  }
+  void do_download(int from, void* host, size_t bytes) override {
+    check(cudaSetDevice(ordinal_), where("cudaSetDevice"));
+    const char* device = static_cast<const char*>(tensor(from));
+    char* to = static_cast<char*>(host);
+    // Piece i's DMA is queued before piece i - 1 is copied out of its half.
+    size_t previous_at = 0, previous_length = 0, piece_index = 0;
+    const auto copy_out = [&](size_t half, size_t at, size_t length) {
+      check(cudaEventSynchronize(down_.done[half]), where("cudaEventSync"));
+      std::memcpy(to + at, static_cast<char*>(down_.pinned) + half * kHalfBytes, length);
+    };
+    for (size_t at = 0; at < bytes; at += kHalfBytes, ++piece_index) {
+      const size_t half = piece_index % 2, length = std::min(kHalfBytes, bytes - at);
+      check(cudaMemcpyAsync(static_cast<char*>(down_.pinned) + half * kHalfBytes, device + at,
+                            length, cudaMemcpyDeviceToHost, down_.stream),
+            where("cudaMemcpyAsync"));
+      check(cudaEventRecord(down_.done[half], down_.stream), where("cudaEventRecord"));
+      if (piece_index >= 1) copy_out(1 - half, previous_at, previous_length);
+      previous_at = at;
+      previous_length = length;
+    }
+    if (piece_index >= 1) copy_out((piece_index - 1) % 2, previous_at, previous_length);
+  }
+  void do_copy(int to, size_t to_offset, int from, size_t from_offset, size_t bytes) override {
+    check(cudaSetDevice(ordinal_), where("cudaSetDevice"));
+    check(cudaMemcpyAsync(static_cast<char*>(tensor(to)) + to_offset,
+                          static_cast<const char*>(tensor(from)) + from_offset, bytes,
+                          cudaMemcpyDeviceToDevice, compute_),
+          where("cudaMemcpyAsync"));
+    check(cudaStreamSynchronize(compute_), where("cudaStreamSynchronize"));
+  }
+  void do_peer_copy(int to, DeviceMemory& source, int from, size_t bytes) override {
+    auto& other = static_cast<CudaMemory&>(source);
+    check(cudaSetDevice(ordinal_), where("cudaSetDevice"));
+    if (other.ordinal_ != ordinal_) enable_peer_access(other.ordinal_);
+    check(cudaMemcpyPeerAsync(tensor(to), ordinal_, other.tensor(from), other.ordinal_, bytes,
+                              up_.stream),
+          where("cudaMemcpyPeerAsync"));
+    check(cudaStreamSynchronize(up_.stream), where("cudaStreamSynchronize"));
+  }
+  void do_axpy(int y, float alpha, int x, size_t n) override {
+    check(cudaSetDevice(ordinal_), where("cudaSetDevice"));
+    for (size_t at = 0; at < n; at += kBlasPiece) {
+      const int length = int(std::min(kBlasPiece, n - at));
+      check(cublas_.saxpy(handle_, length, &alpha, static_cast<const float*>(tensor(x)) + at, 1,
+                          static_cast<float*>(tensor(y)) + at, 1),
+            where("cublasSaxpy"));
+    }
+    check(cudaStreamSynchronize(compute_), where("cudaStreamSynchronize"));
+  }
+  void do_scal(int y, float alpha, size_t n) override {
+    check(cudaSetDevice(ordinal_), where("cudaSetDevice"));
+    for (size_t at = 0; at < n; at += kBlasPiece) {
+      const int length = int(std::min(kBlasPiece, n - at));
+      check(cublas_.sscal(handle_, length, &alpha, static_cast<float*>(tensor(y)) + at, 1),
+            where("cublasSscal"));
+    }
+    check(cudaStreamSynchronize(compute_), where("cudaStreamSynchronize"));
+  }
+
+ private:
+  // Halves of each direction's pinned buffer: 32 MiB.
+  static constexpr size_t kHalfBytes = size_t(32) << 20;
+  // cuBLAS's int element counts: at most 2^30 elements a call.
+  static constexpr size_t kBlasPiece = size_t(1) << 30;
+  struct Direction {
+    cudaStream_t stream = nullptr;
+    void* pinned = nullptr;
+    cudaEvent_t done[2] = {nullptr, nullptr};
+  };
+  void* tensor(int id) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return tensors_[size_t(id)];
+  }
+  // Where the pair allows it, once per peer (cudaErrorPeerAccessAlreadyEnabled is fine).
+  void enable_peer_access(int peer) {
+    int can = 0;
+    check(cudaDeviceCanAccessPeer(&can, ordinal_, peer), where("cudaDeviceCanAccessPeer"));
+    if (!can) return;
+    const cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
+    if (e == cudaErrorPeerAccessAlreadyEnabled) {
+      cudaGetLastError();  // clears it
+      return;
+    }
+    check(e, where("cudaDeviceEnablePeerAccess"));
+  }
+  std::string where(const char* call) const {
+    return std::string(call) + " on CUDA device " + std::to_string(ordinal_);
+  }
+  void release() {
+    cudaSetDevice(ordinal_);
+    for (void* p : tensors_) cudaFree(p);
+    tensors_.clear();
+    for (Direction* d : {&up_, &down_}) {
+      if (d->stream != nullptr) cudaStreamSynchronize(d->stream);
+      for (cudaEvent_t& e : d->done) {
+        if (e != nullptr) cudaEventDestroy(e);
+        e = nullptr;
+      }
+      if (d->pinned != nullptr) cudaFreeHost(d->pinned);
+      if (d->stream != nullptr) cudaStreamDestroy(d->stream);
+      *d = Direction{};
+    }
+  }
+
+  int ordinal_;
+  const Cublas& cublas_;
+  cudaStream_t compute_;
+  cublasHandle_t handle_;
+  std::string name_;
+  Direction up_, down_;
+  std::mutex mutex_;  // guards tensors_
+  std::vector<void*> tensors_;
+};
 
 class CudaDevice : public GpuDevice {
  public:
@@ -130,6 +312,7 @@ class CudaDevice : public GpuDevice {
     return gpu_gemm_shapes(flop, max_n_);
   }
 
+  DeviceMemory& memory() override { return *memory_; }
   void to_device(size_t bytes) override { copy(bytes, cudaMemcpyHostToDevice); }
   void to_host(size_t bytes) override { copy(bytes, cudaMemcpyDeviceToHost); }
   std::string description() const override { return description_; }
@@ -159,9 +342,11 @@ class CudaDevice : public GpuDevice {
     check(cudaMalloc(&scratch_, kStagingBytes), where("cudaMalloc"));
     check(cudaMallocHost(&pinned_, kStagingBytes), where("cudaMallocHost"));
     check(cudaStreamSynchronize(stream_), where("cudaStreamSynchronize"));
+    memory_ = std::make_unique<CudaMemory>(ordinal_, cublas_, stream_, handle_, description_);
   }
 
   void release() {
+    memory_.reset();  // before the stream and handle it uses
     cudaSetDevice(ordinal_);
     if (handle_ != nullptr) cublas_.destroy(handle_);
     for (float* m : {a_, b_, c_}) {
@@ -207,6 +392,7 @@ class CudaDevice : public GpuDevice {
   float *a_ = nullptr, *b_ = nullptr, *c_ = nullptr;
   void* scratch_ = nullptr;
   void* pinned_ = nullptr;
+  std::unique_ptr<CudaMemory> memory_;
 };
 
 }  // namespace

@@ -145,6 +145,12 @@ void Node::write_trace_end() {
         "frames between the tasks carried no MAC (--insecure-frames): an on-path attacker could "
         "have altered them");
   }
+  // What this task's devices' memories held and moved (DeviceValues).
+  if (steps_) {
+    for (const std::string& memory : steps_->device_memory_summaries()) {
+      outcome_.notes.push_back("task " + spec_.tasks[self_].name() + " kept values in " + memory);
+    }
+  }
   // Strangers turned away: the run's report says so (its notes), whoever ran it.
   const std::string refused = mesh_->refusal_summary();
   if (!refused.empty())

@@ -180,6 +180,7 @@ Node::Node(const NodeSetup& setup)
   if (collectives_) collectives_->open(*recorder_);
   configure_blas();
   for (std::string& note : steps_->open_engines()) outcome_.notes.push_back(std::move(note));
+  vars_->place_on_devices(steps_->device_values());
   MeshConfig config;
   config.handshake = {spec_.token, plan_hash_, self_};
   config.frame_macs = !options_.insecure_frames;

@@ -25,6 +25,9 @@ struct Early {
   int op = -1;
   BufferPtr data;
   double start_s = 0;
+  // A tensor already in its recv's device memory (a peer copy: DeviceValues::peer_copy); `data`
+  // is then the host copy ops on the host take, or null.
+  bool on_device = false;
 };
 
 // One step graph and the ops of it this task runs.

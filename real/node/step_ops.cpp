@@ -1,3 +1,4 @@
+#include "real/node/device_values.h"
 #include "real/node/objective_values.h"
 #include "real/node/step_runner.h"
 #include "real/node/tensor_transfers.h"
@@ -78,27 +79,36 @@ void StepRunner::compute(int g, int op_index) {
   ++work_pending_;
   DeviceEngine* device = &engine(op.device);
   const ObjectiveValues* objective = objective_;
-  device->submit(
-      [this, device, g, op_index, step, attempt, flop, gemms, threads, fills, proxy, objective] {
-        const double start_s = now_s();
-        const ComputeResult result = device->execute(flop, gemms, threads);
-        const double done = result.flop;
-        // A GPU's op lasts what its CUDA events measured, from when it was handed to the stream
-        // (idle then: the device runs one op at a time).
-        const double end_s = result.device_s >= 0 ? start_s + result.device_s : now_s();
-        std::vector<std::pair<int, BufferPtr>> gradients;
-        for (const auto& [v, n] : fills) {
-          auto buffer = std::make_shared<Bytes>(4 * n);
-          float* out = reinterpret_cast<float*>(buffer->data());
-          if (proxy) {
-            objective->fill_tensor(out, *proxy, v, g, step, op_index);
-          } else {
-            fill_gradient(out, n, g, step, v, op_index);
-          }
-          gradients.emplace_back(v, std::move(buffer));
+  // A device with a memory of its own makes the gradients there (DeviceValues::make_gradient).
+  DeviceValues* values = values_ && values_->memory(op.device) ? values_.get() : nullptr;
+  device->submit([this, device, g, op_index, step, attempt, flop, gemms, threads, fills, proxy,
+                  objective, values] {
+    const double start_s = now_s();
+    const ComputeResult result = device->execute(flop, gemms, threads);
+    const double done = result.flop;
+    // A GPU's op lasts what its CUDA events measured, from when it was handed to the stream
+    // (idle then: the device runs one op at a time).
+    const double end_s = result.device_s >= 0 ? start_s + result.device_s : now_s();
+    std::vector<std::pair<int, BufferPtr>> gradients;
+    for (const auto& [v, n] : fills) {
+      std::shared_ptr<Bytes> buffer;
+      if (proxy || !values) {
+        buffer = std::make_shared<Bytes>(4 * n);
+        float* out = reinterpret_cast<float*>(buffer->data());
+        if (proxy) {
+          objective->fill_tensor(out, *proxy, v, g, step, op_index);
+        } else {
+          fill_gradient(out, n, g, step, v, op_index);
         }
-        host_.post([this, g, op_index, step, attempt, start_s, end_s, done,
-                    gradients = std::move(gradients)] {
+      }
+      if (values) {
+        gradients.emplace_back(v, values->make_gradient(g, op_index, v, step, buffer.get()));
+      } else {
+        gradients.emplace_back(v, std::move(buffer));
+      }
+    }
+    host_.post(
+        [this, g, op_index, step, attempt, start_s, end_s, done, gradients = std::move(gradients)] {
           work_ended();
           Part& part = parts_[size_t(g)];
           if (host_.stopping() || !part.active || part.step != step || part.attempt != attempt)
@@ -107,7 +117,7 @@ void StepRunner::compute(int g, int op_index) {
           part.gradients[size_t(op_index)] = gradients;
           loop_->complete(g, op_index);
         });
-      });
+  });
 }
 
 void StepRunner::send(int g, int op) {

@@ -8,6 +8,7 @@
 #include "core/base/json_cursor.h"  // join_names
 #include "core/values/gradient_flow.h"
 #include "real/compute/gpu.h"
+#include "real/node/device_values.h"
 #include "real/node/objective_values.h"
 #include "real/node/payload.h"
 #include "real/node/tensor_transfers.h"
@@ -33,6 +34,7 @@ StepRunner::StepRunner(Host& host, Setup setup)
 }
 
 StepRunner::~StepRunner() {
+  values_.reset();   // its copy threads, before the memories they copy to
   engines_.clear();  // joins the threads before the state they use goes
   copier_.reset();
 }
@@ -79,7 +81,8 @@ void StepRunner::build_parts() {
 
 // One engine per device this task runs ops on. The plan's GPUs of this task take this machine's
 // CUDA devices in device order (the k-th GPU: CUDA device k, modulo their count; CUDA_VISIBLE_
-// DEVICES picks which); without a usable one they run on the CPU engine, and the report says so.
+// DEVICES picks which); without a usable one they run on the CPU engine, and the report says so,
+// with a stand-in of the device's memory (device_memory.h) holding the values it would hold.
 std::vector<std::string> StepRunner::open_engines() {
   std::set<int> devices;
   for (const Part& p : parts_) {
@@ -97,16 +100,24 @@ std::vector<std::string> StepRunner::open_engines() {
       gpu = open_gpu(gpus++, &why_not);
       if (gpu) on_gpu.push_back(device.name + " on " + gpu->description());
     }
-    engines_[d] =
-        std::make_unique<DeviceEngine>(device.name, std::max(1, device.cores), std::move(gpu));
+    const bool stand_in = device.kind == core::DeviceKind::kGpu && !gpu;
+    engines_[d] = std::make_unique<DeviceEngine>(device.name, std::max(1, device.cores),
+                                                 std::move(gpu), stand_in);
   }
   copier_ = std::make_unique<DeviceEngine>("copies", 2);
+  values_ = std::make_unique<DeviceValues>(
+      plan_, parts_, [this](int d) -> DeviceEngine& { return engine(d); },
+      [this](int v) { return gradient_floats(v); });
   std::vector<std::string> notes;
   if (!on_gpu.empty()) notes.push_back("GPU ops ran with cuBLAS: " + core::join_names(on_gpu));
   if (int(on_gpu.size()) < gpus) {
     notes.push_back("GPU ops ran on the CPU engine (OpenBLAS): " + why_not);
   }
   return notes;
+}
+
+std::vector<std::string> StepRunner::device_memory_summaries() const {
+  return values_ ? values_->summaries() : std::vector<std::string>{};
 }
 
 void StepRunner::abandon(int g) {

@@ -29,6 +29,7 @@
 
 namespace replisim::real::detail {
 
+class DeviceValues;
 class ObjectiveValues;
 class TensorTransfers;
 
@@ -97,6 +98,11 @@ class StepRunner : public core::StepHost {
   DeviceEngine& engine(int device);
   std::map<int, std::unique_ptr<DeviceEngine>>& engines() { return engines_; }
   DeviceEngine& copier() { return *copier_; }
+  // The values this task keeps in its devices' memories (null before open_engines, or when none of
+  // its devices has a memory of its own).
+  DeviceValues* device_values() { return values_.get(); }
+  // Per device with a memory, what it did (the run's notes).
+  std::vector<std::string> device_memory_summaries() const;
   // Completions under way on the engines (quiescence waits for them).
   int work_pending() const { return work_pending_; }
   // Runs `then` once nothing begun on the engines is under way (a compute, copy or apply whose
@@ -181,6 +187,7 @@ class StepRunner : public core::StepHost {
   // The plan's gemm_lists as the engines take them (Op::gemms indexes both).
   std::vector<std::vector<SampleGemm>> sample_gemms_;
   std::unique_ptr<DeviceEngine> copier_;
+  std::unique_ptr<DeviceValues> values_;
   std::unique_ptr<TensorTransfers> transfers_;
   ObjectiveValues* objective_ = nullptr;
   int work_pending_ = 0;

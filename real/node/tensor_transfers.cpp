@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "real/node/device_values.h"
+
 namespace replisim::real::detail {
 
 using core::Bytes;
@@ -67,6 +69,32 @@ void TensorTransfers::send(int g, int op_index) {
   Part& p = runner_.parts()[size_t(g)];
   const Op& op = p.graph->ops[size_t(op_index)];
   const size_t bytes = size_t(std::llround(op.bytes));
+  const double start_s = host_.now_s();
+  DeviceValues* values = runner_.device_values();
+  if (values != nullptr && values->sends_from_device(g, op_index)) {
+    if (p.task_of_op[size_t(op.peer)] == self_ && values->receives_on_device(g, op.peer)) {
+      // Between two devices of this task with memories of their own: a peer copy, on the
+      // target's upload stream.
+      auto copy = std::make_shared<BufferPtr>();
+      runner_.run_for_step(
+          values->uploads(p.graph->ops[size_t(op.peer)].device), g, p.step,
+          [values, g, op_index, copy] { *copy = values->peer_copy(g, op_index); },
+          [this, g, op_index, start_s, copy] {
+            arrive(runner_.parts()[size_t(g)], {true, op_index, *copy, start_s, true});
+          });
+      return;
+    }
+    // The tensor leaves its device: downloaded into host memory (on the device's download
+    // stream, beside its compute), then sent.
+    auto value = std::make_shared<BufferPtr>();
+    runner_.run_for_step(
+        values->downloads(op.device), g, p.step,
+        [values, g, op_index, bytes, value] { *value = values->download_sent(g, op_index, bytes); },
+        [this, g, op_index, start_s, value, bytes] {
+          send_tensor(g, op_index, *value, bytes, start_s);
+        });
+    return;
+  }
   BufferPtr value =
       value_for(p, op.inputs.empty() ? -1 : op.inputs[0], p.gradient_variable[size_t(op_index)]);
   if (!value) {
@@ -75,18 +103,6 @@ void TensorTransfers::send(int g, int op_index) {
     auto padded = std::make_shared<Bytes>(bytes);
     std::memcpy(padded->data(), value->data(), value->size());
     value = std::move(padded);
-  }
-  const double start_s = host_.now_s();
-  DeviceEngine& source = runner_.engine(op.device);
-  if (source.gpu() != nullptr && p.graph->ops[size_t(op.peer)].device != op.device) {
-    // The tensor leaves the GPU: its bytes cross PCIe into host memory first (on the device's
-    // stream, after the ops queued before it).
-    runner_.run_for_step(
-        source, g, p.step, [bytes, gpu = source.gpu()] { gpu->to_host(bytes); },
-        [this, g, op_index, start_s, value, bytes] {
-          send_tensor(g, op_index, value, bytes, start_s);
-        });
-    return;
   }
   send_tensor(g, op_index, std::move(value), bytes, start_s);
 }
@@ -162,15 +178,16 @@ void TensorTransfers::arrive(Part& p, const Early& arrival) {
   }
   const int send_op = arrival.op;
   const int recv = p.graph->ops[size_t(send_op)].peer;
-  const int device = p.graph->ops[size_t(recv)].device;
-  DeviceEngine& target = runner_.engine(device);
-  if (target.gpu() != nullptr && p.graph->ops[size_t(send_op)].device != device) {
-    // The tensor reaches a GPU: its bytes cross PCIe into device memory (the transfer ends when
-    // they are there).
+  DeviceValues* values = runner_.device_values();
+  if (!arrival.on_device && values != nullptr && values->receives_on_device(p.index, recv)) {
+    // The tensor reaches a device with a memory of its own from another device: uploaded there,
+    // on the device's upload stream (the transfer ends when it is there).
     const int g = p.index;
-    const size_t bytes = arrival.data ? arrival.data->size() : 0;
     runner_.run_for_step(
-        target, g, p.step, [bytes, gpu = target.gpu()] { gpu->to_device(bytes); },
+        values->uploads(p.graph->ops[size_t(recv)].device), g, p.step,
+        [values, g, recv, data = arrival.data] {
+          if (data) values->upload_received(g, recv, *data);
+        },
         [this, g, send_op, data = arrival.data, start_s = arrival.start_s] {
           tensor_in_place(runner_.parts()[size_t(g)], send_op, data, start_s);
         });

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "real/node/device_values.h"
 #include "real/node/objective_values.h"
 #include "real/node/payload.h"
 #include "real/transport/frame.h"
@@ -60,6 +61,13 @@ size_t VariableOps::gradient_floats(int v) const {
   if (v < 0) return 0;
   return objective_ ? objective_->layout().tensor_floats(v)
                     : float_count(plan_.variables[size_t(v)].bytes);
+}
+
+int VariableOps::place_on_devices(DeviceValues* values) {
+  if (values == nullptr || !store_ || objective_ != nullptr) return 0;
+  const int placed = values->place_variables(*store_);
+  if (placed > 0) device_values_ = values;
+  return placed;
 }
 
 void VariableOps::open_sync_queues(core::TraceRecorder& recorder) {
@@ -130,6 +138,13 @@ void VariableOps::read(int g, int op_index) {
     loop_.complete(g, op_index);
     return;
   }
+  if (store_->placed(op.variable) && !device_values_->host_takes(g, op_index)) {
+    // On its device, for ops there: nothing moves (a send that takes it elsewhere reads it from
+    // the device, through this read's host copy).
+    p.out[size_t(op_index)] = nullptr;
+    loop_.complete(g, op_index);
+    return;
+  }
   auto value = std::make_shared<BufferPtr>();
   host_.run_for_step(
       host_.copier(), g, p.step,
@@ -194,8 +209,12 @@ void VariableOps::apply(int g, int op_index) {
                            " on a task that does not hold it");
   }
   BufferPtr gradient;
+  int from = op.inputs.empty() ? -1 : op.inputs.front();  // the op that handed the gradient
   for (int in : op.inputs) {
-    if ((gradient = value_for(p, in, op.variable))) break;
+    if ((gradient = value_for(p, in, op.variable))) {
+      from = in;
+      break;
+    }
   }
   const size_t n = gradient_floats(op.variable);
   if (!gradient) gradient = std::make_shared<Bytes>(4 * n);
@@ -207,16 +226,21 @@ void VariableOps::apply(int g, int op_index) {
   // chief's sync op and an all-reduce rank apply an average of fresh gradients: staleness 0, as
   // the simulator's value engine has it.
   const bool own_gradient = !replica_ && g < int(plan_.clients.size());
-  const float rate =
+  float rate =
       objective_
           ? float(objective_->learning_rate(global_step(), own_gradient ? p.global_step_read : -1))
           : 0.0f;
+  DeviceValues* placed = store_->placed(op.variable) ? device_values_ : nullptr;
+  if (placed != nullptr)
+    rate = float(plan_.optimizer.learning_rate);  // its SGD rate, on the device
   host_.run_for_step(
       host_.engine(op.device), g, step,
-      [this, store = store_.get(), v = op.variable, n, gradient, times, rate,
+      [this, store = store_.get(), v = op.variable, n, gradient, times, rate, placed, g, from,
        objective = objective_] {
         times->first = host_.now_s();
-        if (objective) {
+        if (placed != nullptr) {
+          placed->apply_variable(*store, v, g, from, gradient.get(), n, rate);
+        } else if (objective) {
           objective->apply(*store, v, floats_of(gradient), floats_in(gradient, n), rate);
         } else {
           store->apply(v, floats_of(gradient), floats_in(gradient, n));

@@ -25,6 +25,7 @@
 
 namespace replisim::real::detail {
 
+class DeviceValues;
 class ObjectiveValues;
 
 class VariableOps : public core::SyncHost {
@@ -80,6 +81,12 @@ class VariableOps : public core::SyncHost {
   void set_objective(ObjectiveValues* objective, bool evaluates);
   bool evaluates() const { return evaluates_; }
 
+  // After the engines open (and the objective is set): the variables this task holds on a device
+  // with a memory of its own live there (DeviceValues::place_variables; not with a training
+  // objective, whose proxy values ride in the host's floats). `values` (may be null) outlives
+  // this. Returns how many were placed.
+  int place_on_devices(DeviceValues* values);
+
   core::ParameterStore* store() { return store_.get(); }
   int ps_shard() const { return ps_shard_; }
   // global_step when this task holds it, else -1; global_step as this task knows it (what it holds,
@@ -132,6 +139,7 @@ class VariableOps : public core::SyncHost {
   double last_update_s_ = 0;
   ObjectiveValues* objective_ = nullptr;
   bool evaluates_ = false;
+  DeviceValues* device_values_ = nullptr;  // when a variable is placed on a device
 };
 
 }  // namespace replisim::real::detail
