@@ -1,6 +1,7 @@
 // The values of a run (core/values): checkpoint shards and indexes (round trip, damage refused),
 // the optimizers' update rules (TensorFlow's training_ops formulas) and the parameter store.
 #include <fstream>
+#include <map>
 
 #include <gtest/gtest.h>
 
@@ -153,6 +154,51 @@ TEST(ParameterStore, ARestoredShardIsTheSavedOne) {
     cut.tensors.front().values.pop_back();
     EXPECT_THROW(fresh.restore(cut), std::runtime_error);
   }
+}
+
+// A variable placed in a home of its own (a GPU's memory in real runs): it is stored there when
+// placed, reads, snapshots and restores go through the home, an update made there is counted,
+// an update on the host loads and stores it back; momentum's and Adam's variables are refused.
+TEST(ParameterStore, APlacedVariableLivesInItsHome) {
+  struct Home : ValueHome {
+    std::map<int, std::vector<float>> values;
+    void load(int v, float* out, size_t n) override { std::copy_n(values.at(v).begin(), n, out); }
+    void store(int v, const float* in, size_t n) override { values[v].assign(in, in + n); }
+  };
+  const Plan plan = compile_plan(test::parse(test::two_ps_scenario({})), "between_graph", {1});
+  const int v = 1;  // the first trained variable, and its PS's store
+  ParameterStore store(plan, plan.variables[size_t(v)].ps);
+  ASSERT_TRUE(store.holds(v));
+  const size_t n = float_count(plan.variables[size_t(v)].bytes);
+  Home home;
+  EXPECT_FALSE(store.placed(v));
+  store.place(v, &home);
+  EXPECT_TRUE(store.placed(v));
+  ASSERT_EQ(home.values.at(v), std::vector<float>(n, 0.0f));  // its value, stored when placed
+  store.apply_placed(v, [&] { home.values[v][0] = 3.0f; });   // an update in the home
+  EXPECT_EQ(reinterpret_cast<const float*>(store.read(v)->data())[0], 3.0f);
+  const std::vector<float> grad(n, 2.0f);
+  store.apply(v, grad.data(), n);  // on the host: loaded, updated, stored back
+  const float lr = float(plan.optimizer.learning_rate);
+  EXPECT_EQ(home.values.at(v)[0], 3.0f - 2.0f * lr);
+  const CheckpointShard saved = store.snapshot("0123456789abcdef", -1);
+  bool seen = false;
+  for (const CheckpointTensor& t : saved.tensors) {
+    if (t.variable != v) continue;
+    seen = true;
+    EXPECT_EQ(t.values[0], 3.0f - 2.0f * lr);
+    EXPECT_EQ(t.applies, 2);  // apply_placed's and apply's
+  }
+  EXPECT_TRUE(seen);
+  home.values[v].assign(n, 9.0f);
+  store.restore(saved);  // stored back into the home
+  EXPECT_EQ(home.values.at(v)[0], 3.0f - 2.0f * lr);
+  EXPECT_THROW(store.apply_placed(0, [] {}), std::logic_error);  // global_step is not placed
+
+  const Plan momentum = compile_plan(
+      test::parse(test::two_ps_scenario({{"optimizer", "momentum"}})), "between_graph", {1});
+  ParameterStore slots(momentum, momentum.variables[size_t(v)].ps);
+  EXPECT_THROW(slots.place(v, &home), std::logic_error);
 }
 
 }  // namespace
