@@ -51,9 +51,11 @@ struct DeviceMemoryOp {
 };
 
 // A device's memory. Every call blocks until the device has done it (each copy waits for its
-// stream), so that a value is in place when the caller's next op, on any thread, reads it. Calls
-// on different directions (upload, download, the rest) may come from different threads at once;
-// calls that write the same tensor must not overlap (the step graph orders them). Errors (out of
+// stream), so that a value is in place when the caller's next op, on any thread, reads it. Any
+// thread may call: uploads take turns through the upload direction's staging, downloads through
+// the download direction's, and the rest (copies, axpy, scal: the compute stream) come from the
+// device's engine thread. Calls that write the same tensor must not overlap (the step graph and
+// the parameter store's per-variable lock order them). Errors (out of
 // memory, a failed copy, a tensor out of range) throw std::runtime_error naming the device and
 // the call. Floats are float32, in the host's byte order.
 class DeviceMemory {

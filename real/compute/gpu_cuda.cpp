@@ -127,6 +127,7 @@ class CudaMemory : public DeviceMemory {
     return int(tensors_.size()) - 1;
   }
   void do_upload(int to, const void* host, size_t bytes) override {
+    std::lock_guard<std::mutex> lock(up_.mutex);  // one copy at a time through its halves
     check(cudaSetDevice(ordinal_), where("cudaSetDevice"));
     char* device = static_cast<char*>(tensor(to));
     const char* from = static_cast<const char*>(host);
@@ -144,6 +145,7 @@ class CudaMemory : public DeviceMemory {
     check(cudaStreamSynchronize(up_.stream), where("cudaStreamSynchronize"));
   }
   void do_download(int from, void* host, size_t bytes) override {
+    std::lock_guard<std::mutex> lock(down_.mutex);  // one copy at a time through its halves
     check(cudaSetDevice(ordinal_), where("cudaSetDevice"));
     const char* device = static_cast<const char*>(tensor(from));
     char* to = static_cast<char*>(host);
@@ -176,6 +178,7 @@ class CudaMemory : public DeviceMemory {
   void do_peer_copy(int to, DeviceMemory& source, int from, size_t bytes) override {
     auto& other = static_cast<CudaMemory&>(source);
     check(cudaSetDevice(ordinal_), where("cudaSetDevice"));
+    std::lock_guard<std::mutex> lock(up_.mutex);  // its stream
     if (other.ordinal_ != ordinal_) enable_peer_access(other.ordinal_);
     check(cudaMemcpyPeerAsync(tensor(to), ordinal_, other.tensor(from), other.ordinal_, bytes,
                               up_.stream),
@@ -211,6 +214,7 @@ class CudaMemory : public DeviceMemory {
     cudaStream_t stream = nullptr;
     void* pinned = nullptr;
     cudaEvent_t done[2] = {nullptr, nullptr};
+    std::mutex mutex;  // held through a copy: callers on several threads take turns
   };
   void* tensor(int id) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -243,7 +247,8 @@ class CudaMemory : public DeviceMemory {
       }
       if (d->pinned != nullptr) cudaFreeHost(d->pinned);
       if (d->stream != nullptr) cudaStreamDestroy(d->stream);
-      *d = Direction{};
+      d->stream = nullptr;
+      d->pinned = nullptr;
     }
   }
 
