@@ -148,7 +148,11 @@ void Node::write_trace_end() {
   // What this task's devices' memories held and moved (DeviceValues).
   if (steps_) {
     for (const std::string& memory : steps_->device_memory_summaries()) {
-      outcome_.notes.push_back("task " + spec_.tasks[self_].name() + " kept values in " + memory);
+      // A restarted job's tasks start again: each start's note says which it was.
+      const std::string start =
+          resume_ ? " (start " + std::to_string(resume_->incarnation + 1) + ")" : "";
+      outcome_.notes.push_back("task " + spec_.tasks[self_].name() + start + " kept values in " +
+                               memory);
     }
   }
   // Strangers turned away: the run's report says so (its notes), whoever ran it.
