@@ -295,7 +295,7 @@ void Node::lose_graphs_of(uint32_t peer) {
   if (coordinator() && job_->started()) {
     steady_stop_->maybe_set_limits();  // a dead client answers no stop question
     job_->maybe_end_job();
-    quiescence_->maybe_evaluate();
+    quiescence_->task_died();
   }
 }
 

@@ -63,8 +63,13 @@ void Node::WaveHooks::wave_timer(double delay_s, std::function<void()> work) {
 }
 
 void Node::WaveHooks::deadlocked() {
+  std::string what;
+  if (n_.collectives_) {  // an all-reduce waits for a rank that will not come
+    const std::string waiting = n_.collectives_->waiting_for();
+    if (!waiting.empty()) what = " (" + waiting + ")";
+  }
   n_.fail("the run deadlocked: every task idle with " +
-          std::to_string(n_.job_->unfinished_clients()) + " client(s) unfinished");
+          std::to_string(n_.job_->unfinished_clients()) + " client(s) unfinished" + what);
 }
 
 // The run's t = 0 on this machine's clock; training begins there.

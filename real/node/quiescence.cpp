@@ -83,6 +83,12 @@ void Quiescence::query() {
   maybe_evaluate();
 }
 
+void Quiescence::task_died() {
+  previous_counts_.reset();
+  if (status_.empty() || host_.job_finished() || host_.stopping()) return;  // between waves
+  query();  // a new wave: answers to the old one are dropped (their wave number)
+}
+
 // Once every live task answered (a task that dies meanwhile is no longer waited for).
 void Quiescence::maybe_evaluate() {
   if (status_.empty() || host_.job_finished() || host_.stopping()) return;
@@ -151,8 +157,8 @@ void Quiescence::evaluate() {
       counts += std::to_string(sent) + ",";
     }
   }
-  const bool quiet = busy == 0 && balanced && counts == previous_counts_ && !host_.job_down();
-  previous_counts_ = busy == 0 && balanced ? counts : std::string();
+  const bool quiet = busy == 0 && balanced && previous_counts_ == counts && !host_.job_down();
+  previous_counts_ = busy == 0 && balanced ? std::optional<std::string>(counts) : std::nullopt;
   status_.clear();
   if (!quiet) {
     schedule();

@@ -69,7 +69,11 @@ class Quiescence {
   }
   // The coordinator, at t = 0: the waves begin (every kWaveEveryS while the run goes on).
   void start() { schedule(); }
-  // A task died: the wave in progress no longer waits for it.
+  // A task died (the coordinator knows it now): the wave in progress, whose answers (this task's
+  // own among them) were given before the survivors reacted to the death, is dropped and a new
+  // one asked for, and quiet takes two waves after it again.
+  void task_died();
+  // Evaluates the wave in progress once every live task answered.
   void maybe_evaluate();
 
  private:
@@ -87,7 +91,8 @@ class Quiescence {
   // The coordinator's wave in progress, its answers, and the counts the last quiet wave saw.
   int64_t wave_ = 0;
   std::map<uint32_t, nlohmann::json> status_;
-  std::string previous_counts_;
+  // The counts of the last quiet wave (none: no quiet wave since the last death or start).
+  std::optional<std::string> previous_counts_;
 };
 
 }  // namespace replisim::real::detail
