@@ -301,8 +301,8 @@ std::vector<std::string> DeviceValues::summaries() const {
                   " uploads (" + megabytes(c.upload_bytes) + "), " + std::to_string(c.downloads) +
                   " downloads (" + megabytes(c.download_bytes) + "), " +
                   std::to_string(c.peer_copies) + " peer copies (" + megabytes(c.peer_bytes) +
-                  "), " + std::to_string(c.device_copies) + " copies within it, " +
-                  std::to_string(c.updates) + " axpy/scal");
+                  "), " + std::to_string(c.device_copies) + " copies within it (gradient patterns), " +
+                  std::to_string(c.updates) + " SGD updates on it (axpy)");
   }
   return out;
 }

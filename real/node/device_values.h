@@ -79,7 +79,7 @@ class DeviceValues : public core::ValueHome {
   bool receives_on_device(int g, int recv) const;
 
   // Per device, what its memory did ("pc1/gpu0 (stand-in): 6 tensors (1.2 MB) allocated once;
-  // 40 uploads (...)"), for the run's notes.
+  // 40 uploads (...), ... SGD updates on it (axpy)"), for the run's notes.
   std::vector<std::string> summaries() const;
 
  private:

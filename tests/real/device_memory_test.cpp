@@ -171,7 +171,7 @@ std::map<std::string, MemoryNote> memory_notes(const core::Trace& trace) {
   std::map<std::string, MemoryNote> out;
   const std::regex line(
       R"(task (\S+) kept values in (\S+)(?: \(stand-in\)| on .*?): (\d+) tensors .* allocated once; )"
-      R"((\d+) uploads .*, (\d+) downloads .*, (\d+) peer copies .*, (\d+) axpy/scal)");
+      R"((\d+) uploads .*, (\d+) downloads .*, (\d+) peer copies .*, (\d+) SGD updates on it)");
   for (const std::string& note : trace.outcome.notes) {
     std::smatch m;
     if (!std::regex_search(note, m, line)) continue;
