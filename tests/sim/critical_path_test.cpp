@@ -144,6 +144,33 @@ TEST(CriticalPath, ATensorQueuedBehindEarlierTensorsNamesTheQueue) {
   expect_same_from_saved_trace(trace);
 }
 
+// The busiest resource far from saturated while a stream ceiling holds the steps: the report's row
+// says so beside it (the NIC it names is about 16% busy).
+TEST(CriticalPath, TheBusiestResourceRowSaysAStreamCeilingBinds) {
+  nlohmann::json doc = worker_and_ps(5e6, "30 kFLOP");
+  doc["cluster"]["transport"] = {{"flow_rate_limit", "20 MBps"}};
+  const core::RunMetrics m = test::simulate(doc, "between_graph");
+  ASSERT_LT(m.bottleneck.utilization, 0.7);
+  const std::string report = core::format_report({m}, "t");
+  const size_t row = report.find("bottleneck (busiest resource)");
+  ASSERT_NE(row, std::string::npos) << report;
+  // The row and the lines it wraps onto (each entry after "; " starts one, indented).
+  size_t end = report.find('\n', row);
+  while (end != std::string::npos && end + 1 < report.size() && report[end + 1] == ' ') {
+    end = report.find('\n', end + 1);
+  }
+  const std::string line = report.substr(row, end - row);
+  std::printf("%s\n", line.c_str());
+  EXPECT_NE(line.find(m.bottleneck.name + " "), std::string::npos) << line;
+  EXPECT_NE(line.find("the 20 MB/s stream ceiling binds (100% of the critical path)"),
+            std::string::npos)
+      << line;
+  // A link-bound step says nothing more: its row names the binding NIC direction.
+  const core::RunMetrics link = test::simulate(worker_and_ps(25e6, "30 kFLOP"), "between_graph");
+  const std::string plain = core::format_report({link}, "t");
+  EXPECT_EQ(plain.find(" binds ("), std::string::npos) << plain;
+}
+
 TEST(CriticalPath, ASyncStragglerHoldsTheFastWorkersSteps) {
   // R = T = 4, one worker at half speed: the fast workers wait for their tokens every step, and
   // the wait is the straggler's GPU computing, followed through the chief's sync op to the
