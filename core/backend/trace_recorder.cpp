@@ -61,6 +61,9 @@ void TraceRecorder::copy(int graph, int send_op, int64_t step, int cpu, bool rec
                          double start_s, double end_s, double flop) {
   const Op& send = graphs_[size_t(graph)]->ops[size_t(send_op)];
   TraceEvent e = op_event(EventKind::kCompute, graph, receiving ? send.peer : send_op, step);
+  // The tensor it copies, as its transfer says (a synchronous token's copies end a token wait
+  // as its transfer does: metrics_waits.cpp).
+  e.producer = names_[size_t(graph)].producer[size_t(send_op)];
   e.device = intern(plan_.platform.devices[size_t(cpu)].name);
   // "send/<tensor>" -> "serialise/<tensor>"
   const std::string tensor = send.name.substr(send.name.find('/') + 1);

@@ -32,7 +32,8 @@ class TraceRecorder {
   // Serialisation (on the sending process) or, `receiving`, deserialisation (on the receiving
   // one) of send op `send_op`'s tensor occupied a core of CPU device `cpu` over [start_s, end_s]
   // (Transport::copy_bandwidth_bytes_per_s): a compute event of the send (or its recv) on that
-  // CPU, labelled "serialise/<tensor>" or "deserialise/<tensor>", of `flop`.
+  // CPU, labelled "serialise/<tensor>" or "deserialise/<tensor>", of `flop`, with the producer
+  // of the tensor as its transfer has it.
   void copy(int graph, int send_op, int64_t step, int cpu, bool receiving, double start_s,
             double end_s, double flop);
   // A rank's phase of all-reduce number `collective` (core::Collectives): `name` is Horovod's

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "core/metrics/critical_path_collective.h"
+#include "core/metrics/critical_path_streams.h"
 
 namespace replisim::core {
 namespace {
@@ -99,6 +100,7 @@ class PathWalker {
     }
     for (size_t i = 0; i < trace.events.size(); ++i) {
       const TraceEvent& e = trace.events[i];
+      streams_.add(e, i);
       const int g = graph_of(e.client);
       if (g >= 0 && e.kind == EventKind::kStep) step_spans_[key(g, e.step)] = {e.start_s, e.end_s};
       if (g < 0 || e.op_index < 0 || size_t(e.op_index) >= meta_.graphs[size_t(g)].ops.size()) {
@@ -143,6 +145,7 @@ class PathWalker {
     }
     for (auto& [variable, list] : accumulates_) std::sort(list.begin(), list.end());
     std::sort(chief_updates_.begin(), chief_updates_.end());
+    streams_.sort();
   }
 
   // Whether any compute or transfer event names an op of its graph.
@@ -460,7 +463,18 @@ class PathWalker {
     const std::string& own = graph_machine_[size_t(g)];
     if (a != b && (a == own || b == own)) share.peer_machine = a == own ? b : a;
     add_to(share.directions, direction_of(e.producer), network_s);
-    add_to(share.bounds, e.bound == kNoString ? "not known" : trace_.str(e.bound), network_s);
+    // Its wait for the stream, busy with the sender's earlier tensors, is the queue's: under
+    // the bound that held those (its own rate, a small tensor's overheads, says nothing of it).
+    const path_detail::StreamQueue queue = streams_.queue_of(trace_, size_t(transfer), from_s);
+    const double queued_s =
+        std::clamp(std::min(queue.seconds, std::min(e.start_s, to_s) - from_s), 0.0, network_s);
+    if (queued_s > 0) {
+      add_to(share.bounds, path_detail::queued_bound_name(trace_, queue.held_by), queued_s);
+    }
+    if (network_s - queued_s > 0) {
+      add_to(share.bounds, e.bound == kNoString ? "not known" : trace_.str(e.bound),
+             network_s - queued_s);
+    }
   }
 
   // [from_s, to_s] on `device`, which an op waited for: to what the device ran meanwhile (its
@@ -603,6 +617,7 @@ class PathWalker {
   std::unordered_map<Key, std::pair<double, double>, KeyHash> step_spans_;  // step events
   int chief_graph_ = -1;
   path_detail::CollectiveIndex collectives_;
+  path_detail::StreamIndex streams_;  // each stream's transfers (a tensor's queue)
   std::map<std::string, PathShare>* out_ = nullptr;
   std::string own_role_;                    // the client whose step is walked
   std::vector<std::string> graph_machine_;  // per graph: its role's machine

@@ -48,8 +48,11 @@ struct Boundary {
 };
 
 // The synchronous token's own 8-byte trip back to the worker ends the wait; it does not start it.
+// Its transfer, and under a transport that copies between processes (tcp, tf1_grpc) its
+// serialisation and deserialisation, compute events that carry the token's producer as well.
 bool is_token_trip(const TraceEvent& e) {
-  return e.kind == EventKind::kTransfer && e.producer == OpKind::kTokenDequeue;
+  return (e.kind == EventKind::kTransfer || e.kind == EventKind::kCompute) &&
+         e.producer == OpKind::kTokenDequeue;
 }
 
 // The boundaries of the step's compute and transfer events inside `span`, in time order (into

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/base/units.h"
+#include "core/metrics/critical_path_streams.h"
 
 namespace replisim::core {
 namespace {
@@ -361,9 +362,59 @@ void add_objective_rows(ReportTable& t) {
   });
 }
 
+// A bound of the critical path's transfers that no utilisation row shows (a stream ceiling, a
+// loopback stream, a process's RPC ceiling), not a fixed cost or an unknown: a tensor queued
+// behind others counts under the bound of those.
+std::string ceiling_of_bound(const RunMetrics& r, const std::string& bound) {
+  const std::string queued = std::string(path_detail::kQueuedOnStream) + " (their bound: ";
+  if (bound.rfind(queued, 0) == 0 && bound.size() > queued.size() && bound.back() == ')') {
+    return ceiling_of_bound(r, bound.substr(queued.size(), bound.size() - queued.size() - 1));
+  }
+  if (bound == "latency and per-message overhead" || bound == "not known" ||
+      bound.rfind(path_detail::kQueuedOnStream, 0) == 0 ||
+      bound.find("->") != std::string::npos) {  // an all-reduce chunk's direction
+    return "";
+  }
+  for (const std::vector<ResourceUse>* rows : {&r.devices, &r.links}) {
+    for (const ResourceUse& row : *rows) {
+      if (row.name == bound) return "";
+    }
+  }
+  return bound;
+}
+
+// "; <ceiling> binds (<n>% of the critical path)" beside a busiest resource below
+// kSaturatedUtilization when a transport ceiling holds at least kCeilingNoted of the path: the
+// row would otherwise name a resource that is far from what holds the steps.
+constexpr double kCeilingNoted = 0.25;
+std::string ceiling_beside_bottleneck(const RunMetrics& r) {
+  if (r.bottleneck.utilization >= kSaturatedUtilization || r.bound_by.seconds <= 0) return "";
+  std::vector<std::pair<std::string, double>> ceilings;
+  for (const PathShare& share : r.bound_by.shares) {
+    for (const auto& [bound, seconds] : share.bounds) {
+      const std::string ceiling = ceiling_of_bound(r, bound);
+      if (ceiling.empty()) continue;
+      auto it = std::find_if(ceilings.begin(), ceilings.end(),
+                             [&ceiling](const auto& c) { return c.first == ceiling; });
+      if (it == ceilings.end()) {
+        ceilings.emplace_back(ceiling, seconds);
+      } else {
+        it->second += seconds;
+      }
+    }
+  }
+  const auto most =
+      std::max_element(ceilings.begin(), ceilings.end(),
+                       [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (most == ceilings.end() || most->second < kCeilingNoted * r.bound_by.seconds) return "";
+  return "; " + most->first + " binds (" + percent(most->second / r.bound_by.seconds) +
+         " of the critical path)";
+}
+
 void add_resource_rows(ReportTable& t) {
   t.row("bottleneck (busiest resource)", [](const RunMetrics& r) {
-    return r.bottleneck.name + " " + percent(r.bottleneck.utilization);
+    return r.bottleneck.name + " " + percent(r.bottleneck.utilization) +
+           ceiling_beside_bottleneck(r);
   });
   t.row("second busiest resource", [](const RunMetrics& r) {
     std::vector<ResourceUse> all = r.devices;

@@ -1,6 +1,9 @@
 // What binds, named (core/metrics/critical_path.h): the critical path of each measured step,
 // from the trace alone, in cases whose answer is known from their construction.
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -91,6 +94,81 @@ TEST(CriticalPath, AStreamCeilingNamesTheCeiling) {
   EXPECT_EQ(m.bound_by.shares.front().bounds.front().first, "the 20 MB/s stream ceiling");
   EXPECT_NE(text.find("the 20 MB/s stream ceiling binds"), std::string::npos);
   EXPECT_FALSE(warns_unsaturated(m));
+}
+
+// The time a tensor waited for its stream, busy with the same sender's earlier tensors, is that
+// queue's (with the earlier tensors' own bound), not the waiting tensor's: the first layer's
+// small gradient, pushed last, waits behind three 20 MB gradients on the worker's one stream to
+// the PS (and the last layer's pull behind three others), yet alone it would be "latency and
+// per-message overhead" (0.4 kB against 50 us).
+TEST(CriticalPath, ATensorQueuedBehindEarlierTensorsNamesTheQueue) {
+  nlohmann::json model = {{"layers", nlohmann::json::array()}};
+  for (const auto& [name, params] : std::vector<std::pair<std::string, double>>{
+           {"small", 100}, {"big1", 5e6}, {"big2", 5e6}, {"big3", 5e6}}) {
+    model["layers"].push_back({{"name", name},
+                               {"params", params},
+                               {"forward_flops_per_sample", "30 kFLOP"},
+                               {"activation_bytes_per_sample", "4 kB"}});
+  }
+  nlohmann::json doc = test::scenario_json(
+      {test::machine("w", "500 GFLOPS", {"10 TFLOPS"}, "1 Gbps"),
+       test::machine("p", "500 GFLOPS", {}, "1 Gbps")},
+      model,
+      {{"replicas", {"w/gpu0"}},
+       {"ps", {"p/cpu"}},
+       {"costs", {{"input_samples_per_s", 0}, {"per_message_overhead", "50 us"}}},
+       {"jitter", 0},
+       {"steps", 12}},
+      "lv08");
+  const core::Trace trace = test::simulate_trace(doc, "between_graph");
+  const core::RunMetrics m = core::compute_metrics(trace);
+  const std::string text = core::describe_path(m.bound_by, 4, true);
+  std::printf("bound by: %s\n", text.c_str());
+  ASSERT_FALSE(m.bound_by.shares.empty());
+  const core::PathShare& link = m.bound_by.shares.front();
+  EXPECT_EQ(link.name, "p<->w network");
+  double queued_s = 0, overhead_s = 0;
+  for (const auto& [bound, seconds] : link.bounds) {
+    if (bound.rfind("queued behind earlier tensors on the same stream", 0) == 0) {
+      queued_s += seconds;
+      // What held the stream: the big tensors, at a NIC direction's rate.
+      EXPECT_NE(bound.find("(their bound: "), std::string::npos) << bound;
+      EXPECT_NE(bound.find("/nic/"), std::string::npos) << bound;
+    }
+    if (bound == "latency and per-message overhead") overhead_s += seconds;
+  }
+  // Three 20 MB tensors at 125 MB/s ahead of the last one: most of the step.
+  EXPECT_GE(queued_s, 0.5 * m.bound_by.seconds);
+  EXPECT_LT(overhead_s, 0.05 * m.bound_by.seconds);
+  EXPECT_NE(text.find("queued behind earlier tensors on the same stream"), std::string::npos);
+  expect_same_from_saved_trace(trace);
+}
+
+// The busiest resource far from saturated while a stream ceiling holds the steps: the report's row
+// says so beside it (the NIC it names is about 16% busy).
+TEST(CriticalPath, TheBusiestResourceRowSaysAStreamCeilingBinds) {
+  nlohmann::json doc = worker_and_ps(5e6, "30 kFLOP");
+  doc["cluster"]["transport"] = {{"flow_rate_limit", "20 MBps"}};
+  const core::RunMetrics m = test::simulate(doc, "between_graph");
+  ASSERT_LT(m.bottleneck.utilization, 0.7);
+  const std::string report = core::format_report({m}, "t");
+  const size_t row = report.find("bottleneck (busiest resource)");
+  ASSERT_NE(row, std::string::npos) << report;
+  // The row and the lines it wraps onto (each entry after "; " starts one, indented).
+  size_t end = report.find('\n', row);
+  while (end != std::string::npos && end + 1 < report.size() && report[end + 1] == ' ') {
+    end = report.find('\n', end + 1);
+  }
+  const std::string line = report.substr(row, end - row);
+  std::printf("%s\n", line.c_str());
+  EXPECT_NE(line.find(m.bottleneck.name + " "), std::string::npos) << line;
+  EXPECT_NE(line.find("the 20 MB/s stream ceiling binds (100% of the critical path)"),
+            std::string::npos)
+      << line;
+  // A link-bound step says nothing more: its row names the binding NIC direction.
+  const core::RunMetrics link = test::simulate(worker_and_ps(25e6, "30 kFLOP"), "between_graph");
+  const std::string plain = core::format_report({link}, "t");
+  EXPECT_EQ(plain.find(" binds ("), std::string::npos) << plain;
 }
 
 TEST(CriticalPath, ASyncStragglerHoldsTheFastWorkersSteps) {

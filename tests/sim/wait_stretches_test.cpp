@@ -71,6 +71,36 @@ TEST(WaitStretches, AddUpToTheReportsBreakdownWithSyncTokens) {
   EXPECT_TRUE(token) << "synchronous workers wait for their token";
 }
 
+// A synchronous worker's wait for its token is "token" under every transport: the token's own
+// trip back (its transfer and, under a transport that copies between processes, its
+// serialisation and deserialisation) ends the wait and does not turn it into "other".
+TEST(WaitStretches, ATokenWaitIsATokenUnderEveryTransport) {
+  // Two workers, one at half speed, R = T = 2: the fast one waits about half of each step.
+  std::vector<nlohmann::json> machines = {test::machine("p", "1 TFLOPS", {}, "100 Gbps")};
+  machines.push_back(test::machine("fast", "1 TFLOPS", {"2 TFLOPS"}, "100 Gbps"));
+  machines.push_back(test::machine("slow", "1 TFLOPS", {"1 TFLOPS"}, "100 Gbps"));
+  nlohmann::json doc =
+      test::scenario_json(machines, test::one_layer_model(1e6, "1 GFLOP"),
+                          {{"replicas", {"fast/gpu0", "slow/gpu0"}},
+                           {"ps", {"p/cpu"}},
+                           {"steps", 20},
+                           {"costs", "none"},
+                           {"sync", {{"replicas_to_aggregate", 2}, {"variant", "strict"}}}});
+  for (const char* preset : {"ideal", "tcp", "tf1_grpc"}) {
+    doc["cluster"]["transport"] = {{"preset", preset}};
+    const core::Trace trace = test::simulate_trace(doc, "between_graph");
+    const core::RunMetrics m = core::compute_metrics(trace);
+    const core::WaitBreakdown* fast = nullptr;
+    for (const core::WaitBreakdown& w : m.waits) {
+      if (w.role == "worker0") fast = &w;
+    }
+    ASSERT_NE(fast, nullptr) << preset;
+    EXPECT_GT(fast->token, 0.3) << preset;
+    EXPECT_LT(fast->other, 0.05) << preset;
+    expect_stretches_add_up_to_the_breakdown(trace);
+  }
+}
+
 // A restart runs steps again: each run of a step has its waits (the viewer draws both).
 TEST(WaitStretches, EachRunOfAStepARestartRanAgainHasItsWaits) {
   const core::Trace trace = test::simulate_trace(

@@ -73,6 +73,30 @@ TEST(TraceRecorder, EventsCarryThePlansNamesAndKinds) {
   EXPECT_EQ(t.counters[0].value, 8);
 }
 
+// A tensor's serialisation and deserialisation carry its producer as its transfer does: the
+// metrics tell a synchronous token's copies from the step's work by it (metrics_waits.cpp).
+TEST(TraceRecorder, ACopyCarriesItsTensorsProducer) {
+  const Plan plan = compile_plan(load_scenario(test::seed_scenario()), "between_graph", {});
+  TraceBuilder builder;
+  builder.begin(trace_meta_from_plan(plan));
+  TraceRecorder recorder(plan, builder);
+  const ClientGraph& g = plan.clients[1];
+  const int pull = find_op(g, OpKind::kSend, OpKind::kReadVariable);
+  ASSERT_GE(pull, 0);
+  const int cpu = plan.platform.cpu_of_machine(0);
+  recorder.copy(1, pull, 4, cpu, false, 0.5, 0.6, 1e6);
+  recorder.copy(1, pull, 4, cpu, true, 0.9, 1.0, 1e6);
+  builder.end({});
+  const Trace& t = builder.traces().front();
+  ASSERT_EQ(t.events.size(), 2u);
+  EXPECT_EQ(t.events[0].op, OpKind::kSend);
+  EXPECT_EQ(t.events[1].op, OpKind::kRecv);
+  for (const TraceEvent& e : t.events) {
+    EXPECT_EQ(e.kind, EventKind::kCompute);
+    EXPECT_EQ(e.producer, OpKind::kReadVariable) << t.str(e.label);
+  }
+}
+
 TEST(TraceRecorder, FaultWindowsRecordAnOpenEnd) {
   nlohmann::json doc = nlohmann::json::parse(test::read_file(test::seed_scenario()));
   doc["faults"] = {
