@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/values/gradient_fill.h"
+
 namespace replisim::real::detail {
 
 using core::Bytes;
@@ -15,16 +17,21 @@ using core::OpKind;
 
 namespace {
 
-// The send whose recv is op `recv` (-1: none).
+// The send whose recv is op `recv` (a checked plan's recv has exactly its send as input; -1:
+// none).
 int send_of(const core::ClientGraph& graph, int recv) {
   for (int in : graph.ops[size_t(recv)].inputs) {
     const Op& o = graph.ops[size_t(in)];
     if (o.kind == OpKind::kSend && o.peer == recv) return in;
   }
-  for (size_t k = 0; k < graph.ops.size(); ++k) {
-    if (graph.ops[k].kind == OpKind::kSend && graph.ops[k].peer == recv) return int(k);
-  }
   return -1;
+}
+
+// `t`'s first `bytes` (at most its own) downloaded into a new host buffer of `size` bytes.
+BufferPtr downloaded(DeviceMemory& memory, DeviceTensor t, size_t bytes, size_t size) {
+  auto out = std::make_shared<Bytes>(size);
+  memory.download(t, out->data(), std::min({bytes, t.bytes, size}));
+  return out;
 }
 
 std::string megabytes(double bytes) {
@@ -175,22 +182,16 @@ BufferPtr DeviceValues::make_gradient(int g, int op, int v, int64_t step, const 
   if (host != nullptr) {
     d.memory->upload(t, host->data(), std::min(host->size(), t.bytes));
   } else {
-    // core::gradient_value's offset for element 0.
-    const uint64_t start = uint64_t(7 * int64_t(g) + 3 * step + 5 * int64_t(v) + 11 * int64_t(op));
-    fill_pattern(*d.memory, t, t.bytes / 4, d.pattern, start);
+    fill_pattern(*d.memory, t, t.bytes / 4, d.pattern, core::gradient_offset(g, step, v, op));
   }
   if (!host_takes_[size_t(g)][size_t(op)]) return nullptr;
-  auto out = std::make_shared<Bytes>(t.bytes);
-  d.memory->download(t, out->data(), t.bytes);
-  return out;
+  return downloaded(*d.memory, t, t.bytes, t.bytes);
 }
 
 BufferPtr DeviceValues::download_sent(int g, int send, size_t bytes) {
   const Key& key = send_source_.at({g, send});
   const auto& [device, t] = tensors_.at(key);
-  auto out = std::make_shared<Bytes>(bytes);
-  devices_.at(device).memory->download(t, out->data(), std::min(bytes, t.bytes));
-  return out;
+  return downloaded(*devices_.at(device).memory, t, bytes, bytes);
 }
 
 void DeviceValues::upload_received(int g, int recv, const Bytes& data) {
@@ -205,9 +206,7 @@ BufferPtr DeviceValues::peer_copy(int g, int send) {
   DeviceMemory& target = *devices_.at(to_device).memory;
   target.peer_copy(to, *devices_.at(from_device).memory, from, std::min(from.bytes, to.bytes));
   if (!host_takes_[size_t(g)][size_t(recv)]) return nullptr;
-  auto out = std::make_shared<Bytes>(to.bytes);
-  target.download(to, out->data(), to.bytes);
-  return out;
+  return downloaded(target, to, to.bytes, to.bytes);
 }
 
 int DeviceValues::place_variables(core::ParameterStore& store) {
@@ -301,8 +300,9 @@ std::vector<std::string> DeviceValues::summaries() const {
                   " uploads (" + megabytes(c.upload_bytes) + "), " + std::to_string(c.downloads) +
                   " downloads (" + megabytes(c.download_bytes) + "), " +
                   std::to_string(c.peer_copies) + " peer copies (" + megabytes(c.peer_bytes) +
-                  "), " + std::to_string(c.device_copies) + " copies within it (gradient patterns), " +
-                  std::to_string(c.updates) + " SGD updates on it (axpy)");
+                  "), " + std::to_string(c.device_copies) +
+                  " copies within it (gradient patterns), " + std::to_string(c.updates) +
+                  " SGD updates on it (axpy)");
   }
   return out;
 }

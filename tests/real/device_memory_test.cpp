@@ -77,8 +77,7 @@ TEST(DeviceMemory, TheDevicesGradientPatternIsTheHostsBitForBit) {
       for (int64_t step : {0, 5}) {
         const int64_t v = 2, op = 11;
         const DeviceTensor t = m.allocate(4 * n);
-        const uint64_t start = uint64_t(7 * g + 3 * step + 5 * v + 11 * op);
-        fill_pattern(m, t, n, table, start);
+        fill_pattern(m, t, n, table, core::gradient_offset(g, step, v, op));
         std::vector<float> want(n);
         core::fill_gradient(want.data(), n, g, step, v, op);
         EXPECT_EQ(std::memcmp(m.bytes(t).data(), want.data(), 4 * n), 0) << n << " " << g;
