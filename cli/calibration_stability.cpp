@@ -142,4 +142,19 @@ std::string refusal_line(const std::vector<std::string>& problems) {
   return line + "; nothing written (--accept-unstable writes it anyway, saying so in the file)";
 }
 
+bool host_was_busy(const HostLoad& load) {
+  return load.readable && (load.load_average_before > kMaxLoadAveragePerCore * load.cores ||
+                           load.other_cores > kMaxOtherCoresFraction * load.cores ||
+                           load.steal_fraction > kMaxStealFraction);
+}
+
+std::string real_run_host_line(const HostLoad& load) {
+  if (!load.readable) return "";
+  return "host during the run: " + host_load_text(load) +
+         (host_was_busy(load) ? " (a busy host: the measured times include what other work took "
+                                "of the cores; docs/validation-real.md)"
+                              : "") +
+         "\n";
+}
+
 }  // namespace replisim::cli

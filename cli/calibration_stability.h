@@ -57,4 +57,13 @@ nlohmann::json stability_to_json(const CalibrationStability& s,
 // "; ">; nothing written (--accept-unstable writes it anyway, saying so in the file)".
 std::string refusal_line(const std::vector<std::string>& problems);
 
+// Whether the host was loaded beyond the bounds above between two snapshots (its load average
+// before, other processes' CPU, steal; not what calibrate's own runs add): a real run's measured
+// times then include what other work took of the cores. False where /proc was not read.
+bool host_was_busy(const HostLoad& load);
+
+// A real run's last report line: "host during the run: <host_load_text>", with "(a busy host: ...)"
+// when host_was_busy, and a newline; "" where /proc was not read.
+std::string real_run_host_line(const HostLoad& load);
+
 }  // namespace replisim::cli

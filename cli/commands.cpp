@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/calibration_stability.h"
 #include "cli/interrupt.h"
 #include "cli/progress.h"
 
@@ -107,6 +108,7 @@ int run_on_backend(const CliArgs& args, std::ostream& out, const std::string& ba
   }
   options.cancelled = interrupted;
   outputs.set_cancel(interrupted);
+  const HostSnapshot host_before = host_snapshot();
   for (size_t i = 0; i < plans.size(); ++i) {
     if (settings_for) options.settings = settings_for(plans, i);
     progress.start(i, plans.size(), plans[i]);
@@ -131,8 +133,10 @@ int run_on_backend(const CliArgs& args, std::ostream& out, const std::string& ba
       engine_title(runs.provenance),
       backend_name == "real" ? "" : transport_title(loaded.scenario.cluster.transport)};
   // With an output on standard output ("-"), the text report goes to standard error.
-  (outputs.writes_standard_output() ? std::cerr : out)
-      << core::format_report(runs.metrics, title_line(title));
+  std::ostream& report = outputs.writes_standard_output() ? std::cerr : out;
+  report << core::format_report(runs.metrics, title_line(title));
+  if (backend_name == "real")
+    report << real_run_host_line(host_load_between(host_before, host_snapshot()));
   try {
     outputs.write_all();
   } catch (const core::OutputError& e) {

@@ -374,6 +374,21 @@ TEST(CalibrationStability, AQuietHostPassesAndALoadedOneFailsOnEachFigure) {
   EXPECT_TRUE(cli::stability_problems(loopback).empty());
   loopback.references[0].checked = true;
   EXPECT_EQ(cli::stability_problems(loopback).size(), 1u);
+  // A real run's report says whether the host was busy meanwhile, on the same bounds.
+  EXPECT_FALSE(cli::host_was_busy(quiet.host));
+  EXPECT_EQ(cli::real_run_host_line(quiet.host),
+            "host during the run: load average 0.2 before, 1.9 after; other processes used 0.03 "
+            "of 2 cores; steal 0.0%\n");
+  for (const auto& busy : {std::make_pair(&cli::HostLoad::load_average_before, 1.1),
+                           std::make_pair(&cli::HostLoad::other_cores, 0.6),
+                           std::make_pair(&cli::HostLoad::steal_fraction, 0.06)}) {
+    cli::HostLoad host = quiet.host;
+    host.*busy.first = busy.second;
+    EXPECT_TRUE(cli::host_was_busy(host)) << busy.second;
+    EXPECT_NE(cli::real_run_host_line(host).find("(a busy host: the measured times include"),
+              std::string::npos);
+  }
+  EXPECT_EQ(cli::real_run_host_line(cli::HostLoad{}), "");
 }
 
 }  // namespace

@@ -420,6 +420,8 @@ TEST(RunCommand, InsecureFramesRunAndAreNoted) {
                                        "between_graph", "--insecure-frames", "--progress", "none"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("carried no MAC (--insecure-frames)"), std::string::npos) << r.out;
+  // Its last line says what else the host did meanwhile.
+  EXPECT_NE(r.out.find("\nhost during the run: load average "), std::string::npos) << r.out;
 }
 
 TEST(RunCommand, ABundledScenarioRunsScaledDownAndReportsLikeASimulation) {
