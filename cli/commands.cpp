@@ -98,6 +98,8 @@ int run_on_backend(const CliArgs& args, std::ostream& out, const std::string& ba
   for (const core::Plan& plan : plans) {
     runs.provenance["plan_hashes"][plan.strategy] = core::plan_hash(plan);
   }
+  // The report's second line, kept with the runs so that `report` prints it from their traces.
+  runs.provenance["workload"] = workload_line(loaded.scenario);
   core::RunOptions options;
   options.provenance = runs.provenance;
   runs.provenance.update(backend->info().provenance);
@@ -134,7 +136,8 @@ int run_on_backend(const CliArgs& args, std::ostream& out, const std::string& ba
       backend_name == "real" ? "" : transport_title(loaded.scenario.cluster.transport)};
   // With an output on standard output ("-"), the text report goes to standard error.
   std::ostream& report = outputs.writes_standard_output() ? std::cerr : out;
-  report << core::format_report(runs.metrics, title_line(title));
+  report << core::format_report(
+      runs.metrics, title_line(title) + "\n" + runs.provenance["workload"].get<std::string>());
   if (backend_name == "real")
     report << real_run_host_line(host_load_between(host_before, host_snapshot()));
   try {

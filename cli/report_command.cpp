@@ -50,8 +50,15 @@ RunTitle title_of(const core::Trace& trace) {
           real ? "" : transport_title(trace.meta.platform.transport)};
 }
 
+// The workload line simulate and run printed ("\nworkload: ...", workload_line), from the first
+// run's provenance; "" for traces written before runs recorded it, or by a node of a cluster.
+std::string workload_of(const core::Trace& trace) {
+  const std::string workload = text_at(trace.meta.provenance, "workload");
+  return workload == "?" ? std::string() : "\n" + workload;
+}
+
 // simulate's title (each distinct one when the runs come from different simulations), then
-// where the runs were read from.
+// where the runs were read from, then the first run's workload line.
 std::string report_title(const std::vector<core::Trace>& traces,
                          const std::vector<std::string>& files) {
   std::vector<RunTitle> distinct;
@@ -70,7 +77,7 @@ std::string report_title(const std::vector<core::Trace>& traces,
   for (size_t i = 0; i < files.size(); ++i) {
     line += (i > 0 ? ", " : "") + (files[i] == kStandardInput ? "standard input" : files[i]);
   }
-  return line;
+  return line + workload_of(traces.front());
 }
 
 // The runs' common provenance, or an array of each run's when they differ (docs/cli.md).
@@ -138,7 +145,8 @@ int run_report(const CliArgs& args, std::ostream& out) {
 
 void print_gathered_report(const core::Trace& run, const std::string& file, std::ostream& out) {
   const std::vector<core::RunMetrics> metrics = {core::measure_trace(run, file)};
-  out << core::format_report(metrics, title_line(title_of(run)) + ", gathered into " + file);
+  out << core::format_report(
+      metrics, title_line(title_of(run)) + ", gathered into " + file + workload_of(run));
 }
 
 }  // namespace replisim::cli

@@ -1,6 +1,7 @@
 #include "cli/run_outputs.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <ostream>
 #include <streambuf>
 
@@ -135,6 +136,66 @@ std::string title_line(const RunTitle& title) {
          ", " + title.network + " network" +
          (title.transport.empty() ? "" : ", " + title.transport + " transport") +
          (title.seed.empty() ? "" : ", seed " + title.seed);
+}
+
+namespace {
+
+// "10 Gbit/s", "400 Mbit/s": as NICs are sold and scenarios give them.
+std::string bits_per_s_text(double bytes_per_s) {
+  const double bits = 8 * bytes_per_s;
+  char text[48];
+  if (bits >= 1e9) {
+    std::snprintf(text, sizeof text, "%.4g Gbit/s", bits / 1e9);
+  } else {
+    std::snprintf(text, sizeof text, "%.4g Mbit/s", bits / 1e6);
+  }
+  return text;
+}
+
+std::string count_text(size_t n, const std::string& one, const std::string& many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+}  // namespace
+
+std::string workload_line(const core::Scenario& scenario) {
+  const core::Model& model = scenario.model;
+  const core::TrainingSpec& t = scenario.training;
+  char params[32];
+  std::snprintf(params, sizeof params, "%.4g M", model.total_params() / 1e6);
+  std::string line = "workload: model " + model.name + ", " + params + " parameters (" +
+                     core::format_quantity(model.parameter_bytes(), core::Dimension::kBytes) +
+                     "); batch " + std::to_string(t.batch_per_replica) + " per replica, " +
+                     (t.steps > 0 ? std::to_string(t.steps) + " steps (" +
+                                        std::to_string(t.warmup_steps) + " warm-up)"
+                                  : std::string("steps until steady")) +
+                     "; cluster: ";
+  const std::vector<core::MachineSpec>& machines = scenario.cluster.machines;
+  size_t gpus = 0;
+  double nic_min = 0, nic_max = 0;
+  for (size_t i = 0; i < machines.size(); ++i) {
+    gpus += machines[i].gpus.size();
+    const double nic = machines[i].nic.bandwidth_bytes_per_s;
+    nic_min = i == 0 ? nic : std::min(nic_min, nic);
+    nic_max = i == 0 ? nic : std::max(nic_max, nic);
+  }
+  line += count_text(machines.size(), "machine", "machines") + ", " +
+          count_text(gpus, "GPU", "GPUs") + ", NICs " +
+          (nic_min == nic_max ? bits_per_s_text(nic_max)
+                              : bits_per_s_text(nic_min) + " to " + bits_per_s_text(nic_max));
+  const core::TopologySpec& topology = scenario.cluster.topology;
+  if (topology.kind == core::TopologySpec::Kind::kRacks) {
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, "%.3g:1", topology.oversubscription);
+    line +=
+        ", " + count_text(size_t(topology.rack_count), "rack", "racks") + " of " +
+        count_text(size_t(topology.machines_per_rack), "machine", "machines") + ", uplinks " +
+        (topology.oversubscription > 0 ? std::string(ratio) + " oversubscribed"
+                                       : bits_per_s_text(topology.uplink.bandwidth_bytes_per_s));
+  } else {
+    line += ", one switch";
+  }
+  return line;
 }
 
 void add_run_outputs(core::OutputFiles& outputs, const CliArgs& args, const RunSet& runs,

@@ -14,6 +14,7 @@
 #include "core/base/output_file.h"
 #include "core/hardware/transport.h"
 #include "core/metrics/metrics.h"
+#include "core/scenario/scenario.h"
 #include "core/trace/timeline_layout.h"
 #include "core/trace/trace.h"
 
@@ -46,6 +47,12 @@ std::string transport_title(const core::Transport& transport);
 // without an engine; "lv08 network, tcp transport," with a transport; no ", seed" part when the
 // title's seed is empty).
 std::string title_line(const RunTitle& title);
+
+// The report's second line, what was run on what: "workload: model resnet50, 25.56 M parameters
+// (102.2 MB); batch 32 per replica, 60 steps (10 warm-up); cluster: 2 machines, 2 GPUs, NICs
+// 10 Gbit/s, one switch" (NICs as a range "1-10 Gbit/s" when they differ; racks: "4 racks of 8
+// machines, uplinks 3:1 oversubscribed" or the uplink's bandwidth).
+std::string workload_line(const core::Scenario& scenario);
 
 // "network engine auto, tolerance 1 ns" when a run's provenance records the simulator's network
 // engine and tolerance (sim/sim_settings.h), else "".

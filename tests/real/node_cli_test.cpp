@@ -440,7 +440,7 @@ TEST(RunCommand, ABundledScenarioRunsScaledDownAndReportsLikeASimulation) {
   const BinaryResult report = run_replisim({"report", dir.file("run.trace")});
   ASSERT_EQ(report.exit_code, 0) << report.err;
   // The report of the saved trace is the table the run printed.
-  const std::string table = r.out.substr(r.out.find('\n'));
+  const std::string table = r.out.substr(r.out.find("\n\n"));
   EXPECT_NE(report.out.find(table.substr(0, 200)), std::string::npos) << report.out;
 }
 
