@@ -346,8 +346,8 @@ void define(CLI::App& app, CliArgs& args, RawValues& raw) {
   validate
       ->add_option("--measured", args.measured_path,
                    "compare with the real runs of this native trace (run --trace-out, made here "
-                   "or on another machine) instead of running the plan; the scenario and flags "
-                   "must give the plan it ran")
+                   "or on another machine; - reads it from standard input) instead of running the "
+                   "plan; the scenario and flags must give the plan it ran")
       ->type_name("TRACE");
   validate->add_option("--json", args.json_path, "write the comparison (JSON)")->type_name("FILE");
   validate->add_option("--markdown", args.markdown_path, "write the comparison as Markdown tables")

@@ -133,14 +133,24 @@ void describe_host(core::Validation& v, const core::Trace& measured, const HostL
   v.host.push_back(line);
 }
 
+// --measured's file as errors name it ("-": "<standard input>").
+std::string measured_name(const std::string& path) {
+  return path == "-" ? "<standard input>" : path;
+}
+
 // --measured: the real runs of a trace made before (run --trace-out), each of a plan in `plans`
 // (the same hash), and a run of each. Throws InputError naming the file: a simulation's runs, a
 // node's part, a plan these flags do not give, a plan without a run (the trace's own read errors
 // name it too).
+
 std::vector<core::Trace> measured_runs(const std::string& path,
                                        const std::vector<core::Plan>& plans) {
-  std::vector<core::Trace> runs = core::read_trace_file(path);
-  if (runs.empty()) throw core::InputError(path, "", "holds no run to compare with");
+  // "-": the trace piped in (`replisim run s.json --trace-out - | replisim validate s.json
+  // --measured -`), named "<standard input>" in errors.
+  const std::string name = measured_name(path);
+  std::vector<core::Trace> runs =
+      path == "-" ? core::read_traces_binary(std::cin, name) : core::read_trace_file(path);
+  if (runs.empty()) throw core::InputError(name, "", "holds no run to compare with");
   std::string ours;
   for (const core::Plan& p : plans) {
     ours += (ours.empty() ? "" : ", ") + p.strategy + " " + core::plan_hash(p);
@@ -149,13 +159,13 @@ std::vector<core::Trace> measured_runs(const std::string& path,
     const core::TraceMeta& m = runs[i].meta;
     const std::string which = "run " + std::to_string(i + 1) + " of " + std::to_string(runs.size());
     if (m.backend != "real") {
-      throw core::InputError(path, "",
+      throw core::InputError(name, "",
                              which + " was made by the \"" + m.backend +
                                  "\" backend: --measured takes real runs (replisim run "
                                  "--trace-out)");
     }
     if (m.provenance.contains("task") && m.provenance["task"].is_string()) {
-      throw core::InputError(path, "",
+      throw core::InputError(name, "",
                              which + " is task " + m.provenance["task"].get<std::string>() +
                                  "'s part of a real run: give the run's trace (run --trace-out, "
                                  "node --run-trace-out, or report --merge of every node's part)");
@@ -164,7 +174,7 @@ std::vector<core::Trace> measured_runs(const std::string& path,
       return core::plan_hash(p) == m.plan_hash;
     });
     if (!ours_too) {
-      throw core::InputError(path, "",
+      throw core::InputError(name, "",
                              which + " ran plan " + m.plan_hash + " (" + m.strategy +
                                  "); this scenario with these flags gives " + ours +
                                  ": give validate the scenario and the flags the run had "
@@ -176,7 +186,7 @@ std::vector<core::Trace> measured_runs(const std::string& path,
     const std::string hash = core::plan_hash(p);
     if (std::none_of(runs.begin(), runs.end(),
                      [&hash](const core::Trace& t) { return t.meta.plan_hash == hash; })) {
-      throw core::InputError(path, "",
+      throw core::InputError(name, "",
                              "has no run of the " + p.strategy +
                                  " plan --strategy asks for: give --strategy the strategies it "
                                  "ran");
@@ -208,7 +218,12 @@ int run_validate(const CliArgs& args, std::ostream& out) {
   const std::vector<core::Plan> plans = core::prepare_plans(loaded, request);
   std::vector<core::Trace> given;  // --measured
   if (!args.measured_path.empty()) {
-    outputs.protect(args.measured_path, "--measured");
+    // Standard input redirected from a file: that file is an input too.
+    if (args.measured_path == "-") {
+      outputs.protect("/proc/self/fd/0", "read from standard input");
+    } else {
+      outputs.protect(args.measured_path, "--measured");
+    }
     given = measured_runs(args.measured_path, plans);
   }
   const bool measured_before = !given.empty();
@@ -344,11 +359,11 @@ int run_validate(const CliArgs& args, std::ostream& out) {
       result.validation = core::validate_runs(predicted, measured, args.tolerance, args.scenario);
     } catch (const core::MeasurementError& e) {
       // The predictions were measured above: what fails here is the runs made before.
-      if (measured_before) throw core::InputError(args.measured_path, "", e.what());
+      if (measured_before) throw core::InputError(measured_name(args.measured_path), "", e.what());
       throw core::measurement_input_error(e, loaded, request);
     }
     describe_host(result.validation, result.measured.front(),
-                  !measured_before ? &result.host : nullptr, args.measured_path);
+                  !measured_before ? &result.host : nullptr, measured_name(args.measured_path));
     result.baseline = baseline_of(baseline, args.baseline_path, result.validation.scenario,
                                   result.validation.strategy);
     results.push_back(std::move(result));

@@ -205,6 +205,15 @@ TEST(Validate, ComparesWithTheRunsOfATraceMadeBefore) {
   EXPECT_EQ(j["validations"][0]["repeats"], 1);
   EXPECT_EQ(j["validations"][0]["host_load"], "not known: the runs were made before (--measured)");
   EXPECT_FALSE(j["validations"][0]["phases"].empty());
+  // The same trace piped in ("-"): the same comparison, the runs named as standard input.
+  const test::BinaryResult piped = run_replisim(
+      {"validate", s, "--measured", "-", "--seeds", "1", "--tolerance", "10", "--progress", "none"},
+      test::read_file(trace), 120);
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_NE(piped.out.find("the real runs of <standard input> were made before"), std::string::npos)
+      << piped.out;
+  EXPECT_EQ(piped.out.substr(piped.out.find("\nmetric")).substr(0, 40),
+            v.out.substr(v.out.find("\nmetric")).substr(0, 40));
   // Another plan: the run had 10 steps.
   expect_one_line_exit_two({"validate", s, "--measured", trace, "--steps", "12"},
                            trace + ": run 1 of 1 ran plan ");
@@ -215,6 +224,13 @@ TEST(Validate, ComparesWithTheRunsOfATraceMadeBefore) {
             0);
   expect_one_line_exit_two({"validate", s, "--measured", simulated},
                            "was made by the \"sim\" backend");
+  const test::BinaryResult piped_simulation =
+      run_replisim({"validate", s, "--measured", "-"}, test::read_file(simulated));
+  EXPECT_EQ(piped_simulation.exit_code, 2);
+  EXPECT_EQ(piped_simulation.err.rfind(
+                "replisim: error: <standard input>: run 1 of 1 was made by the \"sim\" backend", 0),
+            0u)
+      << piped_simulation.err;
   // A strategy it did not run.
   expect_one_line_exit_two({"validate", s, "--measured", trace, "--strategy", "both"},
                            trace + ": has no run of the in_graph plan");
