@@ -86,6 +86,7 @@ TraceMeta trace_meta_from_plan(const Plan& plan) {
   meta.scenario = plan.scenario_name;
   meta.strategy = plan.strategy;
   meta.sync = plan.sync;
+  meta.forward_only = plan.forward_only;
   if (plan.sync == "sync") {
     meta.sync_replicas = {plan.sync_replicas.replicas_to_aggregate,
                           plan.sync_replicas.total_num_replicas, plan.sync_replicas.variant};

@@ -319,6 +319,7 @@ RunMetrics run_facts(const MetricsInput& in, const Trace& trace) {
   r.scenario = in.meta.scenario;
   r.strategy = in.meta.strategy;
   r.worker_clients = clients_are_workers(in.meta);
+  r.forward_only = in.meta.forward_only;
   if (in.meta.sync == kDistributedReplicated || in.meta.sync == kAllReduceSync) {
     r.sync_variant = in.meta.sync;
   }
@@ -353,10 +354,10 @@ RunMetrics compute_metrics(const Trace& trace, const std::string& source) {
       std::async(std::launch::async, [&trace, from_s = r.window_start_s, until_s = r.window_end_s] {
         return critical_paths(trace, from_s, until_s);
       });
-  add_update_figures(r, trace);
+  add_update_figures(r, in, steps);
   add_unsteady_estimate(r, trace);
   add_faults(r, trace, steps);
-  add_fault_throughputs(r, trace);
+  add_fault_throughputs(r, in, steps);
   MeasuredTable measured = add_step_times(r, in, steps);
   add_client_updates(r, in);
   add_input_pipeline_note(r, in);
@@ -382,7 +383,7 @@ RunMetrics compute_window_metrics(const Trace& trace, double from_s, double unti
   add_memory(r, trace);
   add_recoveries(r, trace);
   StepTable steps = step_spans(in);
-  add_update_figures(r, trace);
+  add_update_figures(r, in, steps);
   add_faults(r, trace, steps);
   add_step_times(r, in, steps);
   add_client_updates(r, in);

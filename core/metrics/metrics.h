@@ -42,6 +42,10 @@ struct ClientMetrics {
 
 inline constexpr int kStalenessBuckets = 64;
 
+// What a report prints for a figure of updates (update interval, staleness, push and apply
+// phases) of a forward-only run, where none happened (RunMetrics::forward_only).
+inline constexpr const char* kNoUpdatesText = "no updates (forward only)";
+
 // What one role's time in its steps went to (fractions summing to 1).
 struct WaitBreakdown {
   std::string role;       // role name
@@ -175,6 +179,10 @@ struct RunMetrics {
   Distribution step_time_s;
   double update_interval_s = 0;
   int updates_in_window = 0;
+  // Forward-only steps (TraceMeta::forward_only): no update happened, so the update interval,
+  // staleness and updates are 0 by definition, not measured (reports say "no updates (forward
+  // only)"); the throughput counts the samples of the clients' steps ending in the window.
+  bool forward_only = false;
   // Synchronous between-graph training (sync "sync"): what the workers computed, applied or not
   // (worker steps ending in the window x their batch / window), and the worker steps whose
   // gradient (one slice or more) an accumulator dropped as stale in the window.

@@ -51,7 +51,9 @@ double overlap(double a0, double a1, double b0, double b1);
 
 // The passes over the trace, each filling its part of the metrics.
 // metrics_events.cpp: updates, synchronous training, faults, restarts and the chief's writes.
-void add_update_figures(RunMetrics& r, const Trace& trace);
+// A forward-only run (TraceMeta::forward_only) has no update: its throughput is the samples of
+// the clients' steps ending in the window, and the update figures stay 0 (RunMetrics says why).
+void add_update_figures(RunMetrics& r, const MetricsInput& in, const StepTable& steps);
 // training.steps "auto" that ended before the rule held: its interval over the measured window
 // (the figures the report gives; -1 when too few updates) and a warning.
 void add_unsteady_estimate(RunMetrics& r, const Trace& trace);
@@ -67,7 +69,7 @@ inline constexpr double kInputShareNoted = 0.10;
 void add_input_pipeline_note(RunMetrics& r, const MetricsInput& in);
 void add_faults(RunMetrics& r, const Trace& trace, StepTable& steps);
 // Each fault's throughput before and after it (FaultRecord), once the window and faults are in.
-void add_fault_throughputs(RunMetrics& r, const Trace& trace);
+void add_fault_throughputs(RunMetrics& r, const MetricsInput& in, const StepTable& steps);
 void add_recoveries(RunMetrics& r, const Trace& trace);
 // metrics_resources.cpp: utilisation, the bottleneck, GPU memory.
 void add_utilisation(RunMetrics& r, const Trace& trace, const Platform& platform);

@@ -31,12 +31,35 @@ bool counted_update(const RunMetrics& r, const TraceEvent& e) {
          !rolled_back(r, e.end_s);
 }
 
+// A forward-only run: the samples of the clients' steps that end in (from_s, until_s] (a step a
+// restart ran again counts once: step_spans keeps its first run).
+double forward_samples(const MetricsInput& in, const StepTable& steps, double from_s,
+                       double until_s) {
+  double samples = 0;
+  for (size_t i = 0; i < in.meta.clients.size() && i < in.client_ids.size(); ++i) {
+    const auto found = steps.find(in.client_ids[i]);
+    if (found == steps.end()) continue;
+    for (const Span& span : found->second) {
+      if (span.end_s > from_s && span.end_s <= until_s) {
+        samples += in.meta.clients[i].samples_per_step;
+      }
+    }
+  }
+  return samples;
+}
+
 }  // namespace
 
 // Throughput, update interval and staleness: updates whose time lies in (start, end] and that no
 // restart rolled back.
-void add_update_figures(RunMetrics& r, const Trace& trace) {
+void add_update_figures(RunMetrics& r, const MetricsInput& in, const StepTable& steps) {
+  const Trace& trace = in.trace;
   const double window = r.window_end_s - r.window_start_s;
+  if (in.meta.forward_only) {
+    r.throughput_samples_per_s =
+        forward_samples(in, steps, r.window_start_s, r.window_end_s) / window;
+    return;
+  }
   double samples = 0, staleness_sum = 0;
   for (const TraceEvent& e : trace.events) {
     if (!counted_update(r, e)) continue;
@@ -131,12 +154,15 @@ void add_unsteady_estimate(RunMetrics& r, const Trace& trace) {
       std::to_string(s.max_steps) + ") if it ran them all, or training.steady_tolerance");
 }
 
-void add_fault_throughputs(RunMetrics& r, const Trace& trace) {
+void add_fault_throughputs(RunMetrics& r, const MetricsInput& in, const StepTable& steps) {
+  const Trace& trace = in.trace;
   // Samples over (from, until] inside the window, or -1 for an empty part.
-  auto throughput = [&r, &trace](double from_s, double until_s) {
+  auto throughput = [&r, &trace, &in, &steps](double from_s, double until_s) {
     from_s = std::max(from_s, r.window_start_s);
     until_s = std::min(until_s, r.window_end_s);
     if (!(until_s > from_s)) return -1.0;
+    if (in.meta.forward_only)
+      return forward_samples(in, steps, from_s, until_s) / (until_s - from_s);
     double samples = 0;
     for (const TraceEvent& e : trace.events) {
       if (counted_update(r, e) && e.end_s > from_s && e.end_s <= until_s) samples += e.samples;

@@ -329,10 +329,13 @@ void add_step_rows(ReportTable& t) {
     return milliseconds(r.step_time_s.p50) + " / " + milliseconds(r.step_time_s.p95);
   });
   t.row("step rate per client (steps/s)", client_rates);
-  t.row("global update interval (ms)",
-        [](const RunMetrics& r) { return milliseconds(r.update_interval_s); });
+  // A forward-only run has no update: its zeros are no measurement, so the rows say so.
+  t.row("global update interval (ms)", [](const RunMetrics& r) {
+    return r.forward_only ? std::string(kNoUpdatesText) : milliseconds(r.update_interval_s);
+  });
   t.row("staleness mean / max (global steps)", [](const RunMetrics& r) {
-    return fixed(r.staleness_mean, 2) + " / " + fixed(r.staleness_max, 0);
+    return r.forward_only ? std::string(kNoUpdatesText)
+                          : fixed(r.staleness_mean, 2) + " / " + fixed(r.staleness_max, 0);
   });
 }
 
@@ -637,6 +640,7 @@ nlohmann::json run_json(const RunMetrics& r) {
   run["throughput_samples_per_s"] = r.throughput_samples_per_s;
   run["step_time_s"] = {
       {"mean", r.step_time_s.mean}, {"p50", r.step_time_s.p50}, {"p95", r.step_time_s.p95}};
+  if (r.forward_only) run["forward_only"] = true;  // the update figures below are 0: none happened
   run["update_interval_s"] = r.update_interval_s;
   run["updates_in_window"] = r.updates_in_window;
   run["staleness"] = {{"mean", r.staleness_mean}, {"max", r.staleness_max}};

@@ -107,14 +107,16 @@ nlohmann::json finite(double x) {
 }
 
 nlohmann::json compared_json(const Compared& c) {
-  return {{"name", c.name},
-          {"predicted", c.predicted},
-          {"predicted_min", c.predicted_min},
-          {"predicted_max", c.predicted_max},
-          {"measured_mean", c.measured_mean},
-          {"measured_min", c.measured_min},
-          {"measured_max", c.measured_max},
-          {"relative_error", finite(c.relative_error())}};
+  nlohmann::json j = {{"name", c.name},
+                      {"predicted", c.predicted},
+                      {"predicted_min", c.predicted_min},
+                      {"predicted_max", c.predicted_max},
+                      {"measured_mean", c.measured_mean},
+                      {"measured_min", c.measured_min},
+                      {"measured_max", c.measured_max},
+                      {"relative_error", finite(c.relative_error())}};
+  if (!c.absent.empty()) j["absent"] = c.absent;
+  return j;
 }
 
 // An earlier validation's relative error of the row called `name` in `list`, if there is one.
@@ -305,6 +307,13 @@ Validation validate_runs(const std::vector<const Trace*>& predicted_runs,
   row("global update interval (s)", [](const RunMetrics& m) { return m.update_interval_s; });
   row("staleness mean", [](const RunMetrics& m) { return m.staleness_mean; });
   row("parameter bytes per PS (max)", [](const RunMetrics& m) { return max_of(m.bytes_per_ps); });
+  if (pm.forward_only) {  // no update happened: the update figures' zeros are no measurement
+    for (Compared& c : v.metrics) {
+      if (c.name.rfind("global update interval", 0) == 0 || c.name.rfind("staleness", 0) == 0) {
+        c.absent = kNoUpdatesText;
+      }
+    }
+  }
 
   // Phases: time per step, and the joined ops (the first seed's).
   std::vector<WindowSteps> p_steps_all;
@@ -380,6 +389,9 @@ Validation validate_runs(const std::vector<const Trace*>& predicted_runs,
     c.predicted_p95_s = metrics_detail::percentile(pred, 0.95);
     c.measured_p50_s = metrics_detail::percentile(meas, 0.5);
     c.measured_p95_s = metrics_detail::percentile(meas, 0.95);
+    if (pm.forward_only && (c.phase == Phase::kPush || c.phase == Phase::kApply)) {
+      c.time_per_step_s.absent = kNoUpdatesText;
+    }
     v.phases.push_back(c);
   }
 
@@ -704,6 +716,10 @@ std::string format(const Validation& v, const nlohmann::json* baseline, bool mar
       return number(x, 2);
     };
     if (seconds) name.replace(name.find("(s)"), 3, "(ms)");
+    if (!c.absent.empty()) {
+      metrics.rows.push_back({name, c.absent, c.absent, "-"});
+      continue;
+    }
     metrics.rows.push_back(
         {name, predicted_cell(c, fmt),
          fmt(c.measured_mean) + " (" + fmt(c.measured_min) + ".." + fmt(c.measured_max) + ")",
@@ -717,6 +733,10 @@ std::string format(const Validation& v, const nlohmann::json* baseline, bool mar
   for (const PhaseComparison& p : v.phases) {
     const Compared& c = p.time_per_step_s;
     const bool joined = p.joined_ops > 0;
+    if (!c.absent.empty()) {
+      phases.rows.push_back({c.name, c.absent, c.absent, "-", "0", "-", "-", "-"});
+      continue;
+    }
     phases.rows.push_back(
         {c.name, predicted_cell(c, ms),
          ms(c.measured_mean) + " (" + ms(c.measured_min) + ".." + ms(c.measured_max) + ")",

@@ -43,6 +43,9 @@ struct Compared {
   double measured_mean = 0;
   double measured_min = 0;
   double measured_max = 0;
+  // Set when the runs cannot have the figure (kNoUpdatesText: a forward-only run's update
+  // interval, staleness, push and apply): printed instead of the values and the error.
+  std::string absent;
   // (measured_mean - predicted) / predicted: > 0 the prediction is too low. NaN when predicted
   // is 0 and measured is not (0 when both are).
   double relative_error() const;

@@ -69,7 +69,7 @@ struct Variable {
 struct ClientGraph {
   int role = -1;              // the client / worker role (owner of the step events)
   double start_offset_s = 0;  // seeded start-up stagger
-  int samples_per_step = 0;   // samples whose gradients one step applies
+  int samples_per_step = 0;   // samples whose gradients one step applies (forward-only: infers)
   int data_steps = 0;         // steps of data it holds, then it exits; 0 = no limit
   int input_op = -1;          // the kInput op (runs ahead of the step, see Plan); -1: none
   int global_step_op = -1;    // the kGlobalStepIncrement op; its completion is an update;
@@ -216,6 +216,11 @@ struct Plan {
   std::string sync = "async";
   SyncReplicas sync_replicas;  // when sync == "sync"
   CollectiveSpec collective;   // when sync == kAllReduceSync
+  // Forward-only steps (inference; training.forward_only): every client's step reads the
+  // variables and runs input, forward and loss ops only; no graph has a backward, aggregate,
+  // apply or global_step increment (global_step_op -1), so no update happens: metrics count the
+  // clients' steps instead (docs/metrics.md). sync is "async". Written to JSON only when true.
+  bool forward_only = false;
   Platform platform;
   std::vector<Role> roles;
   std::vector<int> ps_roles;        // role index of each PS shard

@@ -12,6 +12,12 @@ namespace replisim::core {
 
 namespace {
 
+// Ops that compute, move or apply gradients, or count updates: none in a forward-only plan.
+bool training_only(OpKind kind) {
+  return kind == OpKind::kBackward || kind == OpKind::kAggregate || kind == OpKind::kApply ||
+         kind == OpKind::kGlobalStepIncrement || kind == OpKind::kAllReduce;
+}
+
 bool sync_only(OpKind kind) {
   return kind == OpKind::kAccumulate || kind == OpKind::kTokenDequeue ||
          kind == OpKind::kLocalStep || kind == OpKind::kTakeGradient ||
@@ -35,6 +41,9 @@ void validate_graph(const Plan& plan, const ClientGraph& graph, const std::strin
       if (in < 0 || size_t(in) >= k) fail(k, "inputs must name earlier ops");
     }
     if (sync_only(op.kind) && !sync) fail(k, "a synchronous-training op in an async plan");
+    if (plan.forward_only && training_only(op.kind)) {
+      fail(k, std::string("a forward-only plan has no ") + op_kind_name(op.kind) + " op");
+    }
     if (op.kind == OpKind::kBarrier && plan.sync != kDistributedReplicated) {
       fail(k, "a barrier outside a distributed_replicated plan");
     }
@@ -151,6 +160,11 @@ void validate_collectives(const Plan& plan, const std::string& file) {
 
 void validate_plan(const Plan& plan, const std::string& file) {
   if (plan.clients.empty()) throw InputError(file, "/clients", "a plan needs at least one client");
+  if (plan.forward_only && plan.sync != "async") {
+    throw InputError(
+        file, "/forward_only",
+        "forward-only steps send no gradient: their sync is \"async\", not \"" + plan.sync + "\"");
+  }
   for (size_t i = 0; i < plan.memory.size(); ++i) {
     if (plan.memory[i].device < 0 ||
         size_t(plan.memory[i].device) >= plan.platform.devices.size()) {

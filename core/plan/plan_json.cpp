@@ -101,6 +101,7 @@ void settings_to_json(const Plan& plan, nlohmann::json& j) {
   j["scenario"] = plan.scenario_name;
   j["strategy"] = plan.strategy;
   j["sync"] = plan.sync;
+  if (plan.forward_only) j["forward_only"] = true;  // absent when false: older plans' hashes hold
   j["steps"] = plan.steps;
   j["warmup_steps"] = plan.warmup_steps;
   if (plan.steady_tolerance > 0) j["steady_tolerance"] = plan.steady_tolerance;
@@ -493,6 +494,7 @@ void settings_from_json(const JsonCursor& c, Plan& plan) {
     c.at("sync").fail("unknown sync mode \"" + plan.sync.substr(0, 100) +
                       "\"; valid: async, sync, distributed_replicated, allreduce");
   }
+  if (c.has("forward_only")) plan.forward_only = c.at("forward_only").as_bool();
   plan.steps = int(c.at("steps").as_int(1, 100000000));
   plan.warmup_steps = int(c.at("warmup_steps").as_int(0, plan.steps - 1));
   if (c.has("steady_tolerance")) {
@@ -582,6 +584,7 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& file) {
                 "scenario",
                 "strategy",
                 "sync",
+                "forward_only",
                 "steps",
                 "warmup_steps",
                 "steady_tolerance",

@@ -289,6 +289,12 @@ struct TrainingSpec {
   SummarySpec summaries;
   RecoverySpec recovery;
   ObjectiveSpec objective;  // not enabled: no objective (rates only)
+  // training.forward_only (inference; tf_cnn_benchmarks' --forward_only, which runs
+  // sess.run(logits) with the variables on the PS): each step reads every variable and runs the
+  // input, forward and loss ops only: no backward, no gradient sent, no apply, no global_step
+  // update. Refused with sync "sync"/"distributed_replicated", an objective, steps "auto" and
+  // checkpoints (scenario_training.cpp); the allreduce strategy refuses it (nothing to reduce).
+  bool forward_only = false;
 };
 
 // A fault (top-level "faults"): what goes wrong, where and when.

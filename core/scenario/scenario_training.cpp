@@ -344,6 +344,32 @@ AllReduceSpec parse_allreduce(const JsonCursor& c) {
   return a;
 }
 
+// training.forward_only: what makes no sense without gradients or updates, refused at its own
+// path (the others are parsed by then).
+void check_forward_only(const JsonCursor& c, const TrainingSpec& t) {
+  if (!t.forward_only) return;
+  const std::string why =
+      " (training.forward_only: its steps compute no gradient and apply no update)";
+  if (t.sync.synchronous || t.sync.distributed_replicated) {
+    c.at("sync").fail(
+        "a sync mode synchronises gradients; forward-only steps have none: use "
+        "\"async\" or drop the key" +
+        why);
+  }
+  if (t.objective.enabled) {
+    c.at("objective").fail("an objective trains toward a target; nothing trains" + why);
+  }
+  if (t.steady_state.enabled) {
+    c.at("steps").fail(
+        "\"auto\" stops once the updates' throughput is steady; give a number "
+        "of steps" +
+        why);
+  }
+  if (t.checkpoint.enabled) {
+    c.at("checkpoint").fail("a checkpoint would save variables that never change" + why);
+  }
+}
+
 }  // namespace
 
 TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Model& model) {
@@ -370,7 +396,8 @@ TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Mod
                 "checkpoint",
                 "summaries",
                 "recovery",
-                "objective"});
+                "objective",
+                "forward_only"});
   TrainingSpec t;
   t.batch_per_replica = int(c.at("batch_per_replica").as_int(1, limits::kMaxBatch));
   t.warmup_steps = c.has("warmup_steps") ? int(c.at("warmup_steps").as_int(0, limits::kMaxSteps))
@@ -409,6 +436,8 @@ TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Mod
   const JsonCursor jitter_cursor = c.has("jitter") ? c.at("jitter") : c;
   t.jitter = parse_jitter(c.has("jitter") ? &jitter_cursor : nullptr);
   if (c.has("objective")) t.objective = parse_objective(c.at("objective"), t);
+  if (c.has("forward_only")) t.forward_only = c.at("forward_only").as_bool();
+  check_forward_only(c, t);
   return t;
 }
 

@@ -1,5 +1,8 @@
 #include "core/strategy/step_graph_parts.h"
 
+#include <algorithm>
+#include <map>
+
 #include "core/base/error.h"
 #include "core/strategy/strategy.h"
 
@@ -190,7 +193,7 @@ std::vector<std::vector<int>> add_reads(StepGraphBuilder& builder, const Plan& p
 std::vector<std::vector<int>> add_local_copies(StepGraphBuilder& builder, Plan& plan,
                                                const ModelLayout& layout,
                                                const std::vector<std::vector<int>>& reads,
-                                               int device, int role) {
+                                               int device, int role, bool gradient_sum) {
   std::vector<std::vector<int>> local(layout.groups.size());
   for (size_t g = 0; g < layout.groups.size(); ++g) {
     for (size_t s = 0; s < layout.slices[g].size(); ++s) {
@@ -203,7 +206,7 @@ std::vector<std::vector<int>> add_local_copies(StepGraphBuilder& builder, Plan& 
       local[g].push_back(builder.add(std::move(copy), {{reads[g][s], layout.slices[g][s].bytes}}));
       DeviceMemory& m = memory_of(plan, device);
       m.weights_bytes += layout.slices[g][s].bytes;
-      m.gradients_bytes += layout.slices[g][s].bytes;
+      if (gradient_sum) m.gradients_bytes += layout.slices[g][s].bytes;
     }
   }
   return local;
@@ -419,7 +422,32 @@ void account_ps_memory(Plan& plan, const Scenario& scenario) {
   for (const Variable& v : plan.variables) {
     DeviceMemory& m = memory_of(plan, device_of_shard(plan, v.ps));
     m.weights_bytes += v.bytes;
-    m.optimizer_bytes += v.bytes * scenario.training.optimizer.slots_per_param;
+    if (!scenario.training.forward_only) {
+      m.optimizer_bytes += v.bytes * scenario.training.optimizer.slots_per_param;
+    }
+  }
+}
+
+void account_forward_memory(const StepGraphBuilder& builder, Plan& plan, const Model& model,
+                            const ModelLayout& layout, const std::vector<std::vector<int>>& reads,
+                            const std::vector<GroupPlacement>& towers, int samples) {
+  for (const GroupPlacement& where : towers) {
+    std::map<int, double> largest_output;  // device -> bytes
+    for (size_t g = 0; g < layout.groups.size(); ++g) {
+      DeviceMemory& m = memory_of(plan, where.device[g]);
+      for (size_t i = 0; i < layout.slices[g].size(); ++i) {
+        if (builder.op(reads[g][i]).device != where.device[g]) {
+          m.weights_bytes += layout.slices[g][i].bytes;
+        }
+      }
+      double& out = largest_output[where.device[g]];
+      out = std::max(out, layout.groups[g].activation_bytes_per_sample * samples);
+    }
+    for (const auto& [device, bytes] : largest_output)
+      memory_of(plan, device).activations_bytes += bytes;
+    if (!layout.groups.empty()) {
+      memory_of(plan, where.device[0]).activations_bytes += model.input_bytes_per_sample * samples;
+    }
   }
 }
 

@@ -52,12 +52,12 @@ std::vector<std::vector<int>> add_reads(StepGraphBuilder& builder, const Plan& p
 
 // A worker with several towers keeps a local copy of each slice on `device` (its CPU): one read
 // from the PS per step, then every tower reads the copy over its own link (tf_cnn_benchmarks'
-// distributed_replicated). Accounts the copy and the towers' gradient sum (the same bytes) in
-// `device`'s memory. Returns local[g][s], shaped as `reads`.
+// distributed_replicated). Accounts the copy and (`gradient_sum`) the towers' gradient sum (the
+// same bytes) in `device`'s memory. Returns local[g][s], shaped as `reads`.
 std::vector<std::vector<int>> add_local_copies(StepGraphBuilder& builder, Plan& plan,
                                                const ModelLayout& layout,
                                                const std::vector<std::vector<int>>& reads,
-                                               int device, int role);
+                                               int device, int role, bool gradient_sum = true);
 
 // Forward of each group: needs its slices' variables and the previous group's output (`input`
 // for the first). Returns the forward op of each group.
@@ -123,7 +123,17 @@ ClientGraph chief_sync_graph(const Scenario& scenario, const Plan& plan, const M
 void account_replica_memory(Plan& plan, const Model& model, const ModelLayout& layout,
                             const GroupPlacement& where, int samples,
                             const std::vector<std::vector<int>>& read_device);
-// Adds to plan.memory the variables and optimizer slots each PS device holds.
+// Adds to plan.memory the variables and optimizer slots each PS device holds (no slots with
+// forward-only steps: no optimizer is built).
 void account_ps_memory(Plan& plan, const Scenario& scenario);
+
+// Forward-only steps (Plan::forward_only): adds to plan.memory what each of `towers` keeps for
+// `samples` per tower: the weights it reads (unless it reads them where they are: `reads`, ops of
+// `builder`, on its own device), and, per device, its largest group's output and the input batch
+// (a forward pass frees each layer's output once the next layer has read it, and keeps no
+// gradient: a lower bound, as account_replica_memory's).
+void account_forward_memory(const StepGraphBuilder& builder, Plan& plan, const Model& model,
+                            const ModelLayout& layout, const std::vector<std::vector<int>>& reads,
+                            const std::vector<GroupPlacement>& towers, int samples);
 
 }  // namespace replisim::core::strategy_detail

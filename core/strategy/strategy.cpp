@@ -432,6 +432,12 @@ Plan plan_skeleton(const Scenario& scenario, const std::string& strategy,
     plan.steady_tolerance = scenario.training.steady_state.tolerance;
   }
   plan.batch_per_replica = scenario.training.batch_per_replica;
+  plan.forward_only = scenario.training.forward_only;
+  if (plan.forward_only) {
+    plan.notes.push_back(
+        "forward-only steps (training.forward_only): each step reads every variable and runs the "
+        "forward pass and the loss; no gradient is sent, no variable or global_step updated");
+  }
   plan.compute_jitter_fraction = scenario.training.jitter.compute_fraction;
   plan.step_jitter_fraction = scenario.training.jitter.step_fraction;
   // Set again by the compilers from the groups actually formed (see granularity_label).

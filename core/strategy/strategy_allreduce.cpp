@@ -125,6 +125,13 @@ CollectiveSpec collective_spec(const Scenario& scenario) {
 }  // namespace
 
 Plan compile_allreduce(const Scenario& given, const CompileOptions& options) {
+  // Forward-only steps have no gradient to average: every rank would read its own copy and share
+  // nothing, which is no distributed run of the model (docs/scenario-format.md).
+  if (given.training.forward_only) {
+    throw InputError(given.file_of("/training/forward_only"), "/training/forward_only",
+                     "strategy allreduce averages gradients; forward-only steps have none (every "
+                     "rank would run alone): use between_graph or in_graph");
+  }
   // No parameter server: the scenario's PS tasks (if any) are not started, so that one scenario
   // compares PS and all-reduce on the same cluster.
   Scenario scenario = given;

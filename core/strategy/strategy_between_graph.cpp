@@ -10,6 +10,8 @@
 // - distributed_replicated (tf_cnn_benchmarks, kDistributedReplicated): its towers compute on
 //   their own copies; per variable it applies its gradient, waits at a barrier of all workers and
 //   reads the new value back into every tower; then it increments global_step.
+// - forward_only (inference): it reads every variable, runs the forward pass and the loss, and its
+//   step ends there (tf_cnn_benchmarks --forward_only: sess.run(logits), the variables on the PS).
 #include <algorithm>
 #include <cmath>
 
@@ -23,6 +25,35 @@ namespace replisim::core {
 using namespace strategy_detail;
 
 namespace {
+
+// The training half of one worker's step: the backward pass of every tower (from
+// `loss_gradients`), the towers' gradient sum, and the sync mode's updates. Returns the
+// global_step increment op (-1 for a synchronous worker: the chief's sync op increments).
+int add_gradient_updates(StepGraphBuilder& builder, const Scenario& scenario, Plan& plan,
+                         const ModelLayout& layout, const std::vector<std::vector<int>>& reads,
+                         const std::vector<GroupPlacement>& towers,
+                         const std::vector<Edge>& loss_gradients, const std::vector<int>& devices,
+                         int role) {
+  const TrainingSpec& t = scenario.training;
+  const int device = devices.front();
+  const int cpu = plan.platform.cpu_of_machine(plan.platform.devices[size_t(device)].machine);
+  const int local = devices.size() > 1 ? cpu : device;
+  const bool replicated = t.sync.distributed_replicated;
+  // distributed_replicated sums slice i's tower gradients on GPU i mod towers
+  // (aggregate_gradients_using_copy_with_device_selection, --local_parameter_device=gpu).
+  const std::vector<std::vector<int>> gradient =
+      add_backward_and_aggregate(builder, scenario, plan, layout, reads, towers, loss_gradients,
+                                 replicated ? devices : std::vector<int>{local}, role);
+  if (replicated) {
+    return add_distributed_replicated_updates(builder, scenario, plan, layout, gradient, devices,
+                                              cpu, role);
+  }
+  if (t.sync.synchronous) {
+    add_accumulates_and_token(builder, plan, layout, gradient, device, role);
+    return -1;
+  }
+  return add_applies(builder, scenario, plan, layout, gradient);
+}
 
 // One worker's step graph with a tower on each of `devices` (its machine's CPU runs the input
 // pipeline for all of them). With several towers, as tf_cnn_benchmarks' distributed_replicated
@@ -53,7 +84,9 @@ ClientGraph worker_graph(const Scenario& scenario, Plan& plan, const ModelLayout
   std::vector<std::vector<int>> reads(layout.groups.size());  // replicated: the towers' copies
   if (!replicated) {
     reads = add_reads(builder, plan, layout);
-    if (devices.size() > 1) reads = add_local_copies(builder, plan, layout, reads, local, role);
+    if (devices.size() > 1) {
+      reads = add_local_copies(builder, plan, layout, reads, local, role, !t.forward_only);
+    }
   }
   const double logits_bytes = layout.groups.back().activation_bytes_per_sample * sub_batch;
   std::vector<GroupPlacement> towers;
@@ -72,26 +105,16 @@ ClientGraph worker_graph(const Scenario& scenario, Plan& plan, const ModelLayout
     loss_gradients.push_back(
         {builder.add(std::move(loss), {{forward.back(), logits_bytes}}), logits_bytes});
   }
-  // distributed_replicated sums slice i's tower gradients on GPU i mod towers
-  // (aggregate_gradients_using_copy_with_device_selection, --local_parameter_device=gpu).
-  const std::vector<std::vector<int>> gradient =
-      add_backward_and_aggregate(builder, scenario, plan, layout, reads, towers, loss_gradients,
-                                 replicated ? devices : std::vector<int>{local}, role);
-  int increment = -1;
-  if (replicated) {
-    increment = add_distributed_replicated_updates(builder, scenario, plan, layout, gradient,
-                                                   devices, cpu, role);
-  } else if (t.sync.synchronous) {
-    add_accumulates_and_token(builder, plan, layout, gradient, device, role);
-  } else {
-    increment = add_applies(builder, scenario, plan, layout, gradient);
-  }
-
   ClientGraph graph;
   graph.role = role;
   graph.samples_per_step = samples;
   graph.input_op = input_op;
-  graph.global_step_op = increment;
+  if (t.forward_only) {  // the step ends with the loss: nothing is sent back, nothing updated
+    account_forward_memory(builder, plan, scenario.model, layout, reads, towers, sub_batch);
+  } else {
+    graph.global_step_op = add_gradient_updates(builder, scenario, plan, layout, reads, towers,
+                                                loss_gradients, devices, role);
+  }
   graph.ops = builder.take();
   return graph;
 }

@@ -4,7 +4,8 @@
 // PS applies them (the seed: everything before the split and after the compute runs on the
 // client, a bottleneck; with a single tower there is nothing to sum and gradients go straight to
 // the PS). Each tower reads the variables from their PS. A step ends when every
-// tower and every apply is done, so the slowest tower sets the pace.
+// tower and every apply is done, so the slowest tower sets the pace. With training.forward_only
+// (inference) the step ends when the client has every tower's logits and has run the loss.
 //
 // With `training.placement` the graph is model-parallel instead: one tower whose layers run on
 // the devices the rules name (the seed's "all convolutions on PC1, all dense layers on PC2"),
@@ -150,11 +151,16 @@ Plan compile_in_graph(const Scenario& scenario, const CompileOptions& options) {
   const int loss_op = builder.add(
       client_op("loss", OpKind::kLoss, cpu, client, t.costs.loss_flop_per_sample * batch), logits);
 
-  // Every tower's gradient of each slice, summed on the client, then applied on the slice's PS.
-  const std::vector<std::vector<int>> aggregated = add_backward_and_aggregate(
-      builder, scenario, plan, layout, reads, tower,
-      std::vector<Edge>(tower.size(), Edge{loss_op, logits_bytes}), {cpu}, client);
-  const int increment = add_applies(builder, scenario, plan, layout, aggregated);
+  int increment = -1;
+  if (t.forward_only) {  // the step ends with the client's loss: no gradient, no update
+    account_forward_memory(builder, plan, scenario.model, layout, reads, tower, sub_batch);
+  } else {
+    // Every tower's gradient of each slice, summed on the client, then applied on the slice's PS.
+    const std::vector<std::vector<int>> aggregated = add_backward_and_aggregate(
+        builder, scenario, plan, layout, reads, tower,
+        std::vector<Edge>(tower.size(), Edge{loss_op, logits_bytes}), {cpu}, client);
+    increment = add_applies(builder, scenario, plan, layout, aggregated);
+  }
   add_faults(scenario, plan);
   account_ps_memory(plan, scenario);
 

@@ -23,6 +23,7 @@ void require_parameter_servers(const Plan& plan, const std::string& file) {
 
 void require_global_step_increments(const Plan& plan, const std::string& file) {
   if (plan.sync == "sync") return;  // the chief's sync op increments it (validate_plan)
+  if (plan.forward_only) return;    // no update: validate_plan refuses an increment
   for (size_t c = 0; c < plan.clients.size(); ++c) {
     if (plan.clients[c].global_step_op < 0) {
       throw InputError(file, "/clients/" + std::to_string(c) + "/global_step_op",

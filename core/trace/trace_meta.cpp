@@ -186,6 +186,7 @@ void settings_from_json(const JsonCursor& c, TraceMeta& m) {
   if (c.has("seed")) m.seed = uint64_t(c.at("seed").as_int(0, INT64_MAX));
   if (c.has("plan_hash")) m.plan_hash = c.at("plan_hash").as_string();
   if (c.has("granularity")) m.granularity = c.at("granularity").as_string();
+  if (c.has("forward_only")) m.forward_only = c.at("forward_only").as_bool();
   if (c.has("sync"))
     m.sync = one_of(c.at("sync"), {"async", "sync", "distributed_replicated", "allreduce"});
   if (m.synchronous()) {
@@ -284,6 +285,7 @@ nlohmann::json trace_meta_to_json(const TraceMeta& m) {
                           {"total_num_replicas", m.sync_replicas.total_num_replicas},
                           {"variant", m.sync_replicas.variant}};
   }
+  if (m.forward_only) j["forward_only"] = true;
   j["steps"] = m.steps;
   j["warmup_steps"] = m.warmup_steps;
   j["batch_per_replica"] = m.batch_per_replica;

@@ -84,6 +84,9 @@ struct TraceMeta {
   std::string strategy;        // the strategy's registry name ("in_graph", "between_graph")
   std::string sync = "async";  // "async", "sync" or "distributed_replicated"
   TraceSyncReplicas sync_replicas;
+  // Forward-only steps (Plan::forward_only): no update events; metrics count the clients' steps.
+  // Written only when true.
+  bool forward_only = false;
   int steps = 0;
   int warmup_steps = 0;
   int batch_per_replica = 0;
