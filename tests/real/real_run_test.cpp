@@ -302,12 +302,21 @@ std::string cores_note(const core::Trace& trace) {
 
 // Tensor memory is reused from step to step, as TensorFlow's allocator keeps it
 // (real/node/run_node.cpp keep_tensor_memory): the minor page faults of a real run's tasks do not
-// grow with its steps. Each step here makes about 32 MB of tensors (two 4 MB variables read,
-// sent, received, and their gradients made, sent, received): glibc's default, a fresh mmap per
-// tensor, faulted about 3,100 pages a step (measured), 15 ms per 4 MB on a paravirtualised host.
+// grow with its steps. Two variables: a 4 MB one (glibc's default mapped each tensor of it afresh:
+// about 3,100 faults a step, measured, 15 ms per 4 MB on a paravirtualised host) and a 72 MB one,
+// above the 64 MiB a thread's own arena can hold (mapped afresh even with M_MMAP_MAX 0 until every
+// thread shared the main arena: about 35,000 faults a step).
 TEST(RealRun, TensorMemoryIsReusedFromStepToStep) {
   nlohmann::json s = scenario(1, {{"sync", "async"}, {"warmup_steps", 0}});
-  s["model"] = {{"preset", "mlp"}, {"widths", {1024, 1024, 1024, 10}}};
+  s["model"] = {{"layers",
+                 {{{"name", "small"},
+                   {"params", 1 << 20},
+                   {"forward_flops_per_sample", "20 kFLOP"},
+                   {"activation_bytes_per_sample", "1 kB"}},
+                  {{"name", "large"},
+                   {"params", 18 << 20},
+                   {"forward_flops_per_sample", "20 kFLOP"},
+                   {"activation_bytes_per_sample", "1 kB"}}}}};
   auto faults_of_run = [s](int steps) mutable {
     s["training"]["steps"] = steps;
     const core::Plan plan = core::compile_plan(test::parse(s), "between_graph", {1});
@@ -317,10 +326,10 @@ TEST(RealRun, TensorMemoryIsReusedFromStepToStep) {
     ::getrusage(RUSAGE_CHILDREN, &after);
     return double(after.ru_minflt - before.ru_minflt);
   };
-  const double short_run = faults_of_run(4), long_run = faults_of_run(24);
-  const double per_step = (long_run - short_run) / 20;
-  std::cout << "minor page faults: " << short_run << " in 4 steps, " << long_run
-            << " in 24: " << per_step << " a step\n";
+  const double short_run = faults_of_run(3), long_run = faults_of_run(9);
+  const double per_step = (long_run - short_run) / 6;
+  std::cout << "minor page faults: " << short_run << " in 3 steps, " << long_run
+            << " in 9: " << per_step << " a step\n";
   EXPECT_LT(per_step, 256) << "tensor memory is faulted in afresh every step";
 }
 
