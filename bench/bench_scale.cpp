@@ -9,14 +9,16 @@
 // prints both wall times and their ratio (issue 40's target: at most 2).
 //
 //   build/bin/bench_scale [--workers 1024] [--steps 100] [--ps 8] [--granularity 1|0]
-//                         [--topology star|racks] [--setup-growth]
+//                         [--topology star|racks|fat_tree] [--setup-growth]
 //                         [--strategy between_graph|allreduce] [--objective softmax]
 //                         [--network-engine simgrid|auto] [--tolerance SECONDS] [--callgrind]
 //   (--granularity 0 = per layer; engine and tolerance: sim/sim_settings.h)
 //
 // --topology racks puts the machines in racks of 32 with uplinks 3:1 and the PSes spread over the
-// racks (issue 41). --setup-growth prints the set-up (SimGrid's engine, the platform, the actors:
-// everything before the engine runs) per machine at 1,024, 4,096 and 16,384 workers, 2 steps each.
+// racks (issue 41); --topology fat_tree in a fat tree of racks of 32 (1:1) and pods of 8 racks
+// (uplinks 3:1), the PSes spread over the racks (workers: a multiple of 256). --setup-growth prints
+// the set-up (SimGrid's engine, the platform, the actors: everything before the engine runs) per
+// machine at 1,024, 4,096 and 16,384 workers, 2 steps each.
 //
 // --callgrind runs it (64 x 10 unless sized) under Valgrind's callgrind and prints the
 // instructions of the simulation and per event: a measure the neighbours' load does not move
@@ -172,8 +174,8 @@ int run(int argc, char** argv) {
   const int ps = replisim::bench::int_flag(argc, argv, "--ps", 8);
   const int granularity = replisim::bench::int_flag(argc, argv, "--granularity", 1);
   const std::string topology = replisim::bench::text_flag(argc, argv, "--topology", "star");
-  if (topology != "star" && topology != "racks") {
-    std::fprintf(stderr, "bench_scale: --topology takes star or racks\n");
+  if (topology != "star" && topology != "racks" && topology != "fat_tree") {
+    std::fprintf(stderr, "bench_scale: --topology takes star, racks or fat_tree\n");
     return 2;
   }
   // V100-class GPUs (15 TFLOPS) on 25 GbE; PS machines with 100 GbE.
@@ -206,7 +208,17 @@ int run(int argc, char** argv) {
         {"kind", "racks"}, {"machines_per_rack", 32}, {"oversubscription", 3}};
     scenario["training"]["ps"]["spread"] = "racks";
   }
-  std::printf("topology: %s\n", topology == "racks" ? "racks of 32, uplinks 3:1" : "one switch");
+  if (topology == "fat_tree") {
+    scenario["cluster"]["topology"] = {
+        {"kind", "fat_tree"},
+        {"levels",
+         {{{"down", 32}, {"oversubscription", 1}}, {{"down", 8}, {"oversubscription", 3}}}}};
+    scenario["training"]["ps"]["spread"] = "racks";
+  }
+  std::printf("topology: %s\n", topology == "racks" ? "racks of 32, uplinks 3:1"
+                                : topology == "fat_tree"
+                                    ? "fat tree: racks of 32 (1:1), pods of 8 racks (3:1)"
+                                    : "one switch");
   if (replisim::bench::has_flag(argc, argv, "--setup-growth")) {
     // The set-up (engine, platform, actors) per machine at three sizes, 2 steps each.
     for (int n : {1024, 4096, 16384}) {

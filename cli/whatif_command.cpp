@@ -38,11 +38,13 @@ std::vector<Change> changes_for(const std::string& strategy, const nlohmann::jso
   std::vector<Change> changes = {{"NIC bandwidth x2", {{"nic_bandwidth", "x2"}}},
                                  {"switch bandwidth x2", {{"switch_bandwidth", "x2"}}}};
   if (!ranks) changes.push_back({"one more PS", {{"ps", "+1"}}});
-  // Racks (cluster.topology): their uplinks, and a PS template spread over them.
+  // Racks (cluster.topology): their uplinks, and a PS template spread over them; a fat tree's
+  // racks (level 0) take the spread too (its uplinks are per level: no single knob).
   const nlohmann::json topology =
       scenario.value("/cluster/topology"_json_pointer, nlohmann::json());
-  if (topology.is_object() && topology.value("kind", "") == "racks") {
-    changes.push_back({"uplinks x2", {{"uplink_bandwidth", "x2"}}});
+  const std::string kind = topology.is_object() ? topology.value("kind", "") : "";
+  if (kind == "racks" || kind == "fat_tree") {
+    if (kind == "racks") changes.push_back({"uplinks x2", {{"uplink_bandwidth", "x2"}}});
     const nlohmann::json ps = scenario.value("/training/ps"_json_pointer, nlohmann::json());
     if (!ranks && ps.is_object() && ps.value("spread", "") != "racks") {
       changes.push_back({"PS spread over racks", {{"ps_spread", "racks"}}});

@@ -71,36 +71,108 @@ std::vector<sg4::LinkInRoute> reversed(const std::vector<sg4::LinkInRoute>& rout
 }
 
 // The zone a machine's hosts and NIC join: the root with one switch; with racks the machine's
-// rack's zone (created on first use, with its route to the root: its uplink up, then the core
-// switch when it can bind), and the switch a NIC route ends at (null: none).
+// rack's zone, and the switch a NIC route ends at (null: none). Each rack's zone (created on first
+// use) sits in its parent's zone, the root or in a fat tree its pod's (created on first use the
+// same way, up to the root), with its route there: its uplink up, then the parent's switch when
+// it can bind. One star zone per switch group: set-up stays linear in machines.
 struct RackZones {
   std::vector<sg4::NetZone*> zones;
   std::vector<const sg4::Link*> switches;  // per rack: its top-of-rack switch, or null
+  std::vector<sg4::NetZone*> pod_zones;
+  std::vector<const sg4::Link*> pod_switches;  // per pod: its aggregation switch, or null
+  std::vector<sg4::NetZone*> gateway_zones;    // per pod: the zone of its gateway alone
+
+  // A group's star zone in `parent` (whose switch is `parent_switch`, null: none): its switch
+  // (kept in *kept when it can bind), a gateway, and the route from the parent's side: `uplink`
+  // up, then the parent's switch.
+  sg4::NetZone* make_group_zone(const core::Platform& platform, const std::string& kind,
+                                const std::string& name, int switch_link, int uplink_link,
+                                sg4::NetZone* parent, const sg4::Link* parent_switch,
+                                bool keep_switches, const sg4::Link** kept) {
+    sg4::NetZone* zone = sg4::create_star_zone(kind + ":" + name);
+    zone->set_parent(parent);
+    const sg4::Link* own = create_switch(zone, platform.links[size_t(switch_link)]);
+    *kept = keep_switches || platform.switch_can_bind(switch_link) ? own : nullptr;
+    // A rack's gateway has no route of its own in the rack's zone (a star zone gives it an empty
+    // one): a host's route to it is the host's own, up to the top-of-rack switch. A pod's gateway
+    // is in a zone of its own inside the pod's, with an empty route: SimGrid 3.32 finds the way
+    // from a host to a gateway through their lowest common zone, and takes a gateway directly in
+    // an ancestor of the host's zone for a member of that zone (NetZoneImpl's common-ancestor
+    // search stops one level short), which drops the links below it; one zone lower, the search
+    // lands on the pod's zone, the host's child zone and the gateway's.
+    sg4::NetZone* gateway_zone = zone;
+    const bool is_rack = kind == "rack";
+    if (!is_rack) {
+      gateway_zone = sg4::create_star_zone(kind + "-gateway:" + name);
+      gateway_zone->set_parent(zone);
+      gateway_zones.push_back(gateway_zone);
+    }
+    auto* gateway = gateway_zone->create_router(name + "/gateway");
+    if (gateway_zone != zone) {
+      zone->add_route(gateway_zone->get_netpoint(), nullptr, gateway, nullptr, {}, true);
+    }
+    const core::PlatformLink& up = platform.links[size_t(uplink_link)];
+    sg4::SplitDuplexLink* uplink =
+        parent->create_split_duplex_link(up.name, up.bandwidth_bytes_per_s);
+    uplink->seal();
+    std::vector<sg4::LinkInRoute> route = {{uplink, Direction::UP}};
+    if (parent_switch != nullptr) route.emplace_back(parent_switch);
+    parent->add_route(zone->get_netpoint(), nullptr, gateway, nullptr, route, true);
+    return zone;
+  }
+
+  void size_for(const core::Platform& platform) {
+    if (!zones.empty()) return;
+    zones.assign(platform.racks.size(), nullptr);
+    switches.assign(platform.racks.size(), nullptr);
+    pod_zones.assign(platform.pods.size(), nullptr);
+    pod_switches.assign(platform.pods.size(), nullptr);
+  }
+
+  // The zone of pod `pod` (its parents' first), or the root and its switch for -1.
+  sg4::NetZone* pod_zone_of(const core::Platform& platform, int pod, sg4::NetZone* root,
+                            const sg4::Link* core, bool keep_switches,
+                            const sg4::Link** pod_switch) {
+    if (pod < 0) {
+      *pod_switch = core;
+      return root;
+    }
+    if (pod_zones[size_t(pod)] == nullptr) {
+      const core::PlatformPod& g = platform.pods[size_t(pod)];
+      const sg4::Link* parent_switch = nullptr;
+      sg4::NetZone* parent =
+          pod_zone_of(platform, g.parent, root, core, keep_switches, &parent_switch);
+      pod_zones[size_t(pod)] =
+          make_group_zone(platform, "pod", g.name, g.switch_link, g.uplink, parent, parent_switch,
+                          keep_switches, &pod_switches[size_t(pod)]);
+    }
+    *pod_switch = pod_switches[size_t(pod)];
+    return pod_zones[size_t(pod)];
+  }
 
   sg4::NetZone* zone_of(const core::Platform& platform, int rack, sg4::NetZone* root,
                         const sg4::Link* core, bool keep_switches) {
-    if (zones.empty()) {
-      zones.assign(platform.racks.size(), nullptr);
-      switches.assign(platform.racks.size(), nullptr);
-    }
+    size_for(platform);
     sg4::NetZone*& zone = zones[size_t(rack)];
     if (zone != nullptr) return zone;
     const core::PlatformRack& r = platform.racks[size_t(rack)];
-    zone = sg4::create_star_zone("rack:" + r.name);
-    zone->set_parent(root);
-    const sg4::Link* tor = create_switch(zone, platform.links[size_t(r.tor_link)]);
-    if (keep_switches || platform.switch_can_bind(r.tor_link)) switches[size_t(rack)] = tor;
-    // The gateway has no route of its own in the rack's zone (a star zone gives it an empty one):
-    // a host's route to it is the host's own, up to the top-of-rack switch.
-    auto* gateway = zone->create_router(r.name + "/gateway");
-    const core::PlatformLink& up = platform.links[size_t(r.uplink)];
-    sg4::SplitDuplexLink* uplink =
-        root->create_split_duplex_link(up.name, up.bandwidth_bytes_per_s);
-    uplink->seal();
-    std::vector<sg4::LinkInRoute> route = {{uplink, Direction::UP}};
-    if (core != nullptr) route.emplace_back(core);
-    root->add_route(zone->get_netpoint(), nullptr, gateway, nullptr, route, true);
+    const sg4::Link* parent_switch = nullptr;
+    sg4::NetZone* parent =
+        pod_zone_of(platform, r.parent, root, core, keep_switches, &parent_switch);
+    zone = make_group_zone(platform, "rack", r.name, r.tor_link, r.uplink, parent, parent_switch,
+                           keep_switches, &switches[size_t(rack)]);
     return zone;
+  }
+
+  // Seals the racks' zones, then the pods' level by level (children before parents).
+  void seal() {
+    for (sg4::NetZone* gateway : gateway_zones) gateway->seal();
+    for (sg4::NetZone* rack : zones) {
+      if (rack != nullptr) rack->seal();
+    }
+    for (sg4::NetZone* pod : pod_zones) {
+      if (pod != nullptr) pod->seal();
+    }
   }
 };
 
@@ -244,9 +316,7 @@ SimPlatform build_sim_platform(const core::Platform& platform, const std::vector
     }
     add_routes_inside(zone, members);
   }
-  for (sg4::NetZone* rack : racks.zones) {
-    if (rack != nullptr) rack->seal();
-  }
+  racks.seal();
   sg4::Host* service = root->create_host("replisim:service", 1e9)->seal();
   root->seal();
   keep_tcp_factors_off_machine_links(root);

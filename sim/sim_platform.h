@@ -4,7 +4,12 @@
 // switch; routes between two hosts of one machine are bypass routes that leave the NIC out. With
 // racks (core::Platform::racks) the machines are in a star zone per rack that holds their NICs
 // and the top-of-rack switch, and the root holds the racks' split-duplex uplinks and the core
-// switch: SimGrid's hierarchical routing then gives core::Platform::route's links. (No zone per
+// switch: SimGrid's hierarchical routing then gives core::Platform::route's links. In a fat tree
+// (core::Platform::pods) each pod is a star zone too, holding its aggregation switch and its
+// children's zones and uplinks, nested level by level under the root; a group's route in its
+// parent's zone is its uplink up and the parent's switch, through the group's gateway (a pod's in
+// a zone of its own inside the pod's, where SimGrid 3.32's hierarchical routing finds it; see
+// sim_platform.cpp). (No zone per
 // machine, as until issue 41: SimGrid 3.32 finds a host by name by walking every zone, which made
 // the set-up quadratic in machines.)
 #pragma once

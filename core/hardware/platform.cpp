@@ -15,6 +15,58 @@ int Platform::find_device(const std::string& name) const {
   return -1;
 }
 
+std::string fat_tree_group_name(int level, int index) {
+  const std::string i = std::to_string(index);
+  if (level == 0) return "rack" + i;
+  if (level == 1) return "pod" + i;
+  if (level == 2) return "superpod" + i;
+  return "level" + std::to_string(level) + "pod" + i;
+}
+
+std::vector<std::pair<int, int>> Platform::groups_above(int machine) const {
+  std::vector<std::pair<int, int>> groups;
+  const int rack = machines[size_t(machine)].rack;
+  if (rack < 0) return groups;
+  groups.emplace_back(racks[size_t(rack)].tor_link, racks[size_t(rack)].uplink);
+  // Bounded by the pods' count: a platform read from a file may not loop (platform_from_json).
+  for (int pod = racks[size_t(rack)].parent; pod >= 0 && groups.size() <= pods.size();
+       pod = pods[size_t(pod)].parent) {
+    groups.emplace_back(pods[size_t(pod)].switch_link, pods[size_t(pod)].uplink);
+  }
+  return groups;
+}
+
+namespace {
+
+// Between two machines' NICs: `from`'s groups (Platform::groups_above) climbed to the lowest one
+// `to` shares (each group's switch, then its uplink up), that group's switch (none shared: the
+// core's), then `to`'s groups climbed down (uplink down, switch). One switch: the switch.
+void add_switch_hops_between(const std::vector<std::pair<int, int>>& from,
+                             const std::vector<std::pair<int, int>>& to, int core,
+                             std::vector<Hop>& hops) {
+  size_t common_from = from.size(), common_to = to.size();
+  for (size_t i = 0; i < from.size() && common_from == from.size(); ++i) {
+    for (size_t j = 0; j < to.size(); ++j) {
+      if (from[i].first != to[j].first) continue;
+      common_from = i;
+      common_to = j;
+      break;
+    }
+  }
+  for (size_t i = 0; i < common_from; ++i) {
+    hops.push_back({from[i].first, LinkDirection::kShared});
+    hops.push_back({from[i].second, LinkDirection::kUp});
+  }
+  hops.push_back(
+      {common_from < from.size() ? from[common_from].first : core, LinkDirection::kShared});
+  for (size_t j = common_to; j-- > 0;) {
+    hops.push_back({to[j].second, LinkDirection::kDown});
+    hops.push_back({to[j].first, LinkDirection::kShared});
+  }
+}
+
+}  // namespace
+
 std::vector<Hop> Platform::route(int src, int dst) const {
   REPLISIM_ASSERT(
       src >= 0 && size_t(src) < devices.size() && dst >= 0 && size_t(dst) < devices.size(),
@@ -28,19 +80,7 @@ std::vector<Hop> Platform::route(int src, int dst) const {
     const PlatformMachine& from = machines[size_t(s.machine)];
     const PlatformMachine& to = machines[size_t(d.machine)];
     hops.push_back({from.nic_link, LinkDirection::kUp});
-    if (from.rack < 0) {
-      hops.push_back({switch_link, LinkDirection::kShared});
-    } else {
-      const PlatformRack& from_rack = racks[size_t(from.rack)];
-      hops.push_back({from_rack.tor_link, LinkDirection::kShared});
-      if (from.rack != to.rack) {
-        const PlatformRack& to_rack = racks[size_t(to.rack)];
-        hops.push_back({from_rack.uplink, LinkDirection::kUp});
-        hops.push_back({switch_link, LinkDirection::kShared});
-        hops.push_back({to_rack.uplink, LinkDirection::kDown});
-        hops.push_back({to_rack.tor_link, LinkDirection::kShared});
-      }
-    }
+    add_switch_hops_between(groups_above(s.machine), groups_above(d.machine), switch_link, hops);
     hops.push_back({to.nic_link, LinkDirection::kDown});
   }
   if (d.pcie_link >= 0) hops.push_back({d.pcie_link, LinkDirection::kDown});
@@ -75,7 +115,21 @@ bool Platform::switch_can_bind(int link) const {
     if (racks.empty()) {
       for (const PlatformMachine& m : machines) add(m.nic_link);
     } else {
-      for (const PlatformRack& r : racks) add(r.uplink);
+      // The top level's uplinks: racks' (no pods), or the pods' whose uplinks join the core.
+      for (const PlatformRack& r : racks) {
+        if (r.parent < 0) add(r.uplink);
+      }
+      for (const PlatformPod& pod : pods) {
+        if (pod.parent < 0) add(pod.uplink);
+      }
+    }
+  } else if (const int pod = pod_of_switch(link); pod >= 0) {
+    add(pods[size_t(pod)].uplink);
+    for (const PlatformRack& r : racks) {
+      if (r.parent == pod) add(r.uplink);
+    }
+    for (const PlatformPod& child : pods) {
+      if (child.parent == pod) add(child.uplink);
     }
   } else {
     for (size_t r = 0; r < racks.size(); ++r) {
@@ -87,6 +141,13 @@ bool Platform::switch_can_bind(int link) const {
     }
   }
   return links[size_t(link)].bandwidth_bytes_per_s < 2 * feeding_bytes_per_s;
+}
+
+int Platform::pod_of_switch(int link) const {
+  for (size_t p = 0; p < pods.size(); ++p) {
+    if (pods[p].switch_link == link) return int(p);
+  }
+  return -1;
 }
 
 std::string Platform::rack_name_of(int machine) const {
@@ -131,6 +192,15 @@ nlohmann::json platform_to_json(const Platform& platform) {
   }
   for (const PlatformRack& r : platform.racks) {
     j["racks"].push_back({{"name", r.name}, {"tor_link", r.tor_link}, {"uplink", r.uplink}});
+    // Only in a fat tree: racks' platforms read as before fat trees existed.
+    if (r.parent >= 0) j["racks"].back()["parent"] = r.parent;
+  }
+  for (const PlatformPod& pod : platform.pods) {
+    j["pods"].push_back({{"name", pod.name},
+                         {"level", pod.level},
+                         {"switch_link", pod.switch_link},
+                         {"uplink", pod.uplink},
+                         {"parent", pod.parent}});
   }
   for (const PlatformDevice& d : platform.devices) {
     j["devices"].push_back({{"name", d.name},
@@ -166,6 +236,44 @@ void check_platform_rack_links(const JsonCursor& c, const Platform& p) {
       part[size_t(link)] = p.racks[r].name + "'s " + key;
     }
   }
+  for (size_t i = 0; i < p.pods.size(); ++i) {
+    for (const char* key : {"switch_link", "uplink"}) {
+      const int link = std::string(key) == "uplink" ? p.pods[i].uplink : p.pods[i].switch_link;
+      if (!part[size_t(link)].empty()) {
+        c.at("pods").at(i).at(key).fail("link " + std::to_string(link) + " is already " +
+                                        part[size_t(link)]);
+      }
+      part[size_t(link)] = p.pods[i].name + "'s " + key;
+    }
+  }
+}
+
+// A fat tree's pods from a file: each one's switch shared and uplink split, its parent a pod of
+// the level above (so that climbing from any rack ends at the core), and every rack of a fat
+// tree under a level-1 pod.
+void read_platform_pods(const JsonCursor& c, Platform& p) {
+  const JsonCursor pods = c.at("pods");
+  const int64_t link_count = int64_t(p.links.size());
+  for (size_t i = 0; i < pods.size(); ++i) {
+    const JsonCursor g = pods.at(i);
+    g.check_keys({"name", "level", "switch_link", "uplink", "parent"});
+    PlatformPod pod;
+    pod.name = g.at("name").as_string();
+    pod.level = int(g.at("level").as_int(1, 64));
+    pod.switch_link = int(g.at("switch_link").as_int(0, link_count - 1));
+    pod.uplink = int(g.at("uplink").as_int(0, link_count - 1));
+    pod.parent = int(g.at("parent").as_int(-1, int64_t(pods.size()) - 1));
+    if (p.links[size_t(pod.switch_link)].split_duplex)
+      g.at("switch_link").fail("not a shared link");
+    if (!p.links[size_t(pod.uplink)].split_duplex) g.at("uplink").fail("not a split link");
+    p.pods.push_back(std::move(pod));
+  }
+  for (size_t i = 0; i < p.pods.size(); ++i) {
+    const int parent = p.pods[i].parent;
+    if (parent >= 0 && p.pods[size_t(parent)].level != p.pods[i].level + 1) {
+      pods.at(i).at("parent").fail("not a pod of level " + std::to_string(p.pods[i].level + 1));
+    }
+  }
 }
 
 }  // namespace
@@ -173,8 +281,8 @@ void check_platform_rack_links(const JsonCursor& c, const Platform& p) {
 Platform platform_from_json(const nlohmann::json& j, const std::string& file,
                             const std::string& path) {
   const JsonCursor c(j, file, path);
-  c.check_keys(
-      {"network_model", "switch_link", "links", "machines", "devices", "transport", "racks"});
+  c.check_keys({"network_model", "switch_link", "links", "machines", "devices", "transport",
+                "racks", "pods"});
   Platform p;
   // Optional: traces written before transports existed ran with the ideal one.
   if (c.has("transport")) p.transport = transport_from_json(c.at("transport"));
@@ -194,18 +302,27 @@ Platform platform_from_json(const nlohmann::json& j, const std::string& file,
   const int64_t link_count = int64_t(p.links.size());
   p.switch_link = int(c.at("switch_link").as_int(0, link_count - 1));
   if (p.links[size_t(p.switch_link)].split_duplex) c.at("switch_link").fail("not a shared link");
-  // Optional: traces written before racks existed had one switch.
+  // Optional: traces written before fat trees existed had no pods, before racks one switch.
+  if (c.has("pods")) read_platform_pods(c, p);
   if (c.has("racks")) {
     const JsonCursor racks = c.at("racks");
     for (size_t i = 0; i < racks.size(); ++i) {
       const JsonCursor r = racks.at(i);
-      r.check_keys({"name", "tor_link", "uplink"});
+      r.check_keys({"name", "tor_link", "uplink", "parent"});
       PlatformRack rack{r.at("name").as_string(), int(r.at("tor_link").as_int(0, link_count - 1)),
                         int(r.at("uplink").as_int(0, link_count - 1))};
       if (p.links[size_t(rack.tor_link)].split_duplex) r.at("tor_link").fail("not a shared link");
       if (!p.links[size_t(rack.uplink)].split_duplex) r.at("uplink").fail("not a split link");
+      if (!p.pods.empty()) {
+        rack.parent = int(r.at("parent").as_int(0, int64_t(p.pods.size()) - 1));
+        if (p.pods[size_t(rack.parent)].level != 1) r.at("parent").fail("not a pod of level 1");
+      } else if (r.has("parent")) {
+        r.at("parent").fail("the platform has no pods");
+      }
       p.racks.push_back(std::move(rack));
     }
+  } else if (c.has("pods")) {
+    c.at("pods").fail("pods without racks");
   }
   const JsonCursor devices = c.at("devices");
   const JsonCursor machines = c.at("machines");

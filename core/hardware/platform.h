@@ -1,9 +1,11 @@
 // The simulated hardware as plain data: machines, devices (CPU, GPUs), links (NICs, PCIe, the
-// switch, racks' top-of-rack switches and uplinks) and the route between any two devices. Shared
+// switch, racks' top-of-rack switches and uplinks, a fat tree's pods) and the route between any
+// two devices. Shared
 // by the plan, both backends and metrics.
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -42,14 +44,34 @@ struct PlatformMachine {
   int rack = -1;             // index into Platform::racks; -1 when the cluster has one switch
 };
 
-// A rack (scenario cluster.topology "racks"): its machines' NICs meet at a top-of-rack switch,
-// one shared link; its uplink, split duplex ("up" toward the core), joins the core switch
-// (Platform::switch_link). The two-tier leaf-spine layout of a data centre with one core switch.
+// A rack (scenario cluster.topology "racks", or a fat tree's level 0): its machines' NICs meet
+// at a top-of-rack switch, one shared link; its uplink, split duplex ("up" toward the core),
+// joins the core switch (Platform::switch_link), or in a fat tree its pod's aggregation switch.
+// The two-tier leaf-spine layout of a data centre with one core switch.
 struct PlatformRack {
   std::string name;  // "rack<i>"
   int tor_link = -1;
   int uplink = -1;
+  int parent = -1;  // index into Platform::pods (a fat tree); -1: its uplink joins the core
 };
+
+// A switch group above the racks (cluster.topology "fat_tree", levels 1, 2, ...): its children's
+// uplinks (racks' or lower pods') meet at its aggregation switch, one shared link; its uplink,
+// split duplex, joins its parent pod's aggregation switch or the core. Links:
+// "<name>/aggregation" and "<name>/aggregation/uplink" (channels ".../uplink/up" and "/down").
+// One fat link per group stands for a folded Clos's parallel spine links: under perfect ECMP
+// balance and max-min fair sharing they offer the same capacity (Leiserson's fat tree, 1985).
+struct PlatformPod {
+  std::string name;  // fat_tree_group_name(level, i)
+  int level = 1;     // 1: pods of racks, 2: pods of pods, ...
+  int switch_link = -1;
+  int uplink = -1;
+  int parent = -1;  // index into Platform::pods (the level above); -1: its uplink joins the core
+};
+
+// The name of group `index` of fat-tree level `level` (>= 0): "rack<i>" at level 0, "pod<i>" at
+// 1, "superpod<i>" at 2, "level<k>pod<i>" above.
+std::string fat_tree_group_name(int level, int index);
 
 enum class LinkDirection { kUp, kDown, kShared };
 
@@ -68,6 +90,7 @@ struct Platform {
   // between racks cross.
   int switch_link = -1;
   std::vector<PlatformRack> racks;  // empty: one switch (a star)
+  std::vector<PlatformPod> pods;    // a fat tree's levels above the racks, level by level
   NetworkModel network_model = NetworkModel::kLv08;
   Transport transport;  // between machines
 
@@ -80,8 +103,13 @@ struct Platform {
   // then, between machines, the source NIC up, the switch and the destination NIC down, then the
   // destination's PCIe down (GPU). With racks the switch is the rack's top-of-rack switch within
   // a rack; between racks the source's top-of-rack switch, its uplink up, the core switch, the
-  // destination rack's uplink down and its top-of-rack switch. Same device: empty.
+  // destination rack's uplink down and its top-of-rack switch. In a fat tree the route climbs
+  // (each group's switch, then its uplink up) to the lowest group both ends share (its switch
+  // once; none: the core) and climbs down the same way (uplink down, switch). Same device: empty.
   std::vector<Hop> route(int src, int dst) const;
+  // The switch groups above machine `machine`, lowest first, as (switch link, uplink) pairs: its
+  // rack, then the rack's pods up to the last level. Empty with one switch.
+  std::vector<std::pair<int, int>> groups_above(int machine) const;
   // The links a tensor from `src` to `dst` crosses: route(src, dst), and on one GPU (two
   // processes there, Transport::between_processes) its PCIe link up and down, through host
   // memory where the processes exchange it.
@@ -92,11 +120,14 @@ struct Platform {
 
   // Whether shared link `link` (a switch) can ever limit a flow: false when its bandwidth is at
   // least twice the total of the split-duplex links that feed it (the NICs, or with racks a
-  // rack's NICs and uplink, the core's uplinks): every flow crossing it comes in through one of
+  // rack's NICs and uplink, the core's uplinks; a pod's aggregation switch: its children's
+  // uplinks and its own): every flow crossing it comes in through one of
   // them, and twice leaves room for LV08's 5% reverse traffic. The SimGrid backend then leaves
   // it out of the routes (a non-blocking switch changes no result, and would tie every flow of
   // the cluster into one sharing problem).
   bool switch_can_bind(int link) const;
+  // The pod whose aggregation switch is link `link`, or -1.
+  int pod_of_switch(int link) const;
   // The rack of machine `machine`'s name, or "" with one switch.
   std::string rack_name_of(int machine) const;
 

@@ -61,6 +61,11 @@ void refuse_what_real_runs_cannot_do(const LoadedScenario& loaded, bool shaped_l
   for (const Plan& plan : plans) {
     const Platform& p = plan.platform;
     if (!shaped_links || p.racks.empty()) break;
+    if (!p.pods.empty()) {
+      throw InputError(loaded.scenario.file_of("/cluster/topology"), "/cluster/topology",
+                       "a shaped network (--isolate netns) builds racks behind one core bridge, "
+                       "not a fat tree's pods: simulate it, or give the cluster racks");
+    }
     std::vector<int> switches = {p.switch_link};
     for (const PlatformRack& r : p.racks) switches.push_back(r.tor_link);
     for (int link : switches) {

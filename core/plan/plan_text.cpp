@@ -181,29 +181,92 @@ void write_client_graph(std::ostream& out, const Plan& plan, const ClientGraph& 
   }
 }
 
+// A link's bandwidth in bits per second, as NICs and switches are sold and scenarios give them.
+std::string link_bandwidth_text(const Platform& p, int link) {
+  const double bits_per_s = 8 * p.links[size_t(link)].bandwidth_bytes_per_s;
+  char text[48];
+  if (bits_per_s >= 1e13) {  // past 9,999 Gbit/s (%.4g would print an exponent)
+    std::snprintf(text, sizeof text, "%.4g Tbit/s", bits_per_s / 1e12);
+  } else if (bits_per_s >= 1e9) {
+    std::snprintf(text, sizeof text, "%.4g Gbit/s", bits_per_s / 1e9);
+  } else {
+    std::snprintf(text, sizeof text, "%.4g Mbit/s", bits_per_s / 1e6);
+  }
+  return std::string(text);
+}
+
+// "a, b, c", or past four names "a, b, ..., z".
+std::string short_name_list(const std::vector<std::string>& names) {
+  std::string list;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names.size() > 4 && i == 2) {
+      list += ", ..., " + names.back();
+      break;
+    }
+    list += (i == 0 ? "" : ", ") + names[i];
+  }
+  return list;
+}
+
+// "3:1": what feeds an uplink over its bandwidth.
+std::string oversubscription_text(double feeding_bytes_per_s, double uplink_bytes_per_s) {
+  char ratio[32];
+  std::snprintf(ratio, sizeof ratio, "%.3g:1", feeding_bytes_per_s / uplink_bytes_per_s);
+  return ratio;
+}
+
+// At most kGroupsListed racks or pods, the first ones (a cluster of thousands would flood the
+// text).
+constexpr size_t kGroupsListed = 16;
+
+// A fat tree's pods (Platform::pods): per pod its children (racks or pods), aggregation switch and
+// uplink with its oversubscription (the children's uplinks over its own).
+void write_pods(std::ostream& out, const Platform& p) {
+  for (size_t g = 0; g < p.pods.size(); ++g) {
+    if (g == kGroupsListed) {
+      out << "  ... and " << p.pods.size() - kGroupsListed << " more pod(s)\n";
+      break;
+    }
+    const PlatformPod& pod = p.pods[g];
+    std::vector<std::string> names;
+    double children_bytes_per_s = 0;
+    const auto add = [&](const std::string& name, int uplink) {
+      names.push_back(name);
+      children_bytes_per_s += p.links[size_t(uplink)].bandwidth_bytes_per_s;
+    };
+    for (const PlatformRack& r : p.racks) {
+      if (r.parent == int(g)) add(r.name, r.uplink);
+    }
+    for (const PlatformPod& child : p.pods) {
+      if (child.parent == int(g)) add(child.name, child.uplink);
+    }
+    out << "  " << pod.name << " (level " << pod.level << "): " << names.size() << " "
+        << (pod.level == 1 ? "rack" : "pod") << "(s) (" << short_name_list(names)
+        << "), aggregation " << link_bandwidth_text(p, pod.switch_link)
+        << (p.switch_can_bind(pod.switch_link) ? "" : " (non-blocking)") << ", uplink "
+        << link_bandwidth_text(p, pod.uplink) << " ("
+        << oversubscription_text(children_bytes_per_s,
+                                 p.links[size_t(pod.uplink)].bandwidth_bytes_per_s)
+        << " oversubscribed)\n";
+  }
+}
+
 // With racks: the core switch, and per rack its machines, top-of-rack switch and uplink with its
-// oversubscription (the rack's NIC total over the uplink). One switch: nothing (the platform
-// line says it all).
+// oversubscription (the rack's NIC total over the uplink); a fat tree's pods after them. One
+// switch: nothing (the platform line says it all).
 void write_topology(std::ostream& out, const Platform& p) {
   if (p.racks.empty()) return;
-  // In bits per second, as NICs and switches are sold and scenarios give them.
-  const auto bandwidth = [&p](int link) {
-    const double bits_per_s = 8 * p.links[size_t(link)].bandwidth_bytes_per_s;
-    char text[48];
-    if (bits_per_s >= 1e9) {
-      std::snprintf(text, sizeof text, "%.4g Gbit/s", bits_per_s / 1e9);
-    } else {
-      std::snprintf(text, sizeof text, "%.4g Mbit/s", bits_per_s / 1e6);
-    }
-    return std::string(text);
-  };
-  out << "topology: " << p.racks.size() << " rack(s), core switch " << bandwidth(p.switch_link)
+  out << "topology: ";
+  if (!p.pods.empty()) {
+    out << "fat tree of " << p.pods.back().level + 1 << " level(s), ";
+  }
+  out << p.racks.size() << " rack(s), ";
+  if (!p.pods.empty()) out << p.pods.size() << " pod(s), ";
+  out << "core switch " << link_bandwidth_text(p, p.switch_link)
       << (p.switch_can_bind(p.switch_link) ? "" : " (non-blocking)") << "\n";
-  // At most kRacksListed racks, the first ones (a cluster of thousands would flood the text).
-  constexpr size_t kRacksListed = 16;
   for (size_t r = 0; r < p.racks.size(); ++r) {
-    if (r == kRacksListed) {
-      out << "  ... and " << p.racks.size() - kRacksListed << " more rack(s)\n";
+    if (r == kGroupsListed) {
+      out << "  ... and " << p.racks.size() - kGroupsListed << " more rack(s)\n";
       break;
     }
     const PlatformRack& rack = p.racks[r];
@@ -214,21 +277,14 @@ void write_topology(std::ostream& out, const Platform& p) {
       names.push_back(m.name);
       nic_total += p.links[size_t(m.nic_link)].bandwidth_bytes_per_s;
     }
-    std::string list;
-    for (size_t i = 0; i < names.size(); ++i) {
-      if (names.size() > 4 && i == 2) {
-        list += ", ..., " + names.back();
-        break;
-      }
-      list += (i == 0 ? "" : ", ") + names[i];
-    }
-    char ratio[32];
-    std::snprintf(ratio, sizeof ratio, "%.3g:1",
-                  nic_total / p.links[size_t(rack.uplink)].bandwidth_bytes_per_s);
-    out << "  " << rack.name << ": " << names.size() << " machine(s) (" << list << "), top-of-rack "
-        << bandwidth(rack.tor_link) << (p.switch_can_bind(rack.tor_link) ? "" : " (non-blocking)")
-        << ", uplink " << bandwidth(rack.uplink) << " (" << ratio << " oversubscribed)\n";
+    out << "  " << rack.name << ": " << names.size() << " machine(s) (" << short_name_list(names)
+        << "), top-of-rack " << link_bandwidth_text(p, rack.tor_link)
+        << (p.switch_can_bind(rack.tor_link) ? "" : " (non-blocking)") << ", uplink "
+        << link_bandwidth_text(p, rack.uplink) << " ("
+        << oversubscription_text(nic_total, p.links[size_t(rack.uplink)].bandwidth_bytes_per_s)
+        << " oversubscribed)\n";
   }
+  write_pods(out, p);
 }
 
 }  // namespace

@@ -41,7 +41,7 @@ struct MachineSpec {
   std::vector<GpuSpec> gpus;
   LinkSpec nic;   // full duplex: each direction has this bandwidth
   LinkSpec pcie;  // one per GPU, between the GPU and the host (CPU and NIC)
-  int rack = -1;  // cluster.topology "racks": its rack's index (ClusterSpec::topology); else -1
+  int rack = -1;  // cluster.topology "racks" or "fat_tree": its rack's index (level 0); else -1
 };
 
 // cluster.topology (docs/scenario-format.md, "Topology"): how the machines' NICs are joined.
@@ -57,8 +57,29 @@ struct MachineSpec {
 inline constexpr double kMinOversubscription = 0.01;
 inline constexpr double kMaxOversubscription = 1000;
 
+// One switch level of a fat tree above level 0 (cluster.topology "fat_tree", levels[k], k >= 1):
+// `down` groups of level k - 1 under one aggregation switch, whose uplink toward the level above
+// is given (`uplink`) or derived: the sum of its children's uplinks / `oversubscription`.
+struct FatTreeLevelSpec {
+  int down = 0;
+  double oversubscription = 0;    // > 0: the uplink is derived from it
+  LinkSpec uplink;                // when oversubscription is 0
+  LinkSpec switch_link;           // the group's aggregation switch
+  bool switch_is_default = true;  // not given: non-blocking (never binds)
+  int group_count = 0;            // groups of this level (pods at level 1)
+};
+
+// kFatTree (Leiserson, "Fat-trees: universal networks for hardware-efficient supercomputing",
+// IEEE Trans. Computers C-34(10), 1985): levels of switches above the machines, links fatter
+// toward the root. Level 0 is the racks' level (its fields above: `machines_per_rack` machines
+// per top-of-rack switch, its uplink from `oversubscription` or `uplink`, `tor`); `upper_levels`
+// hold levels 1, 2, ... (pods of racks, pods of pods); one core switch (cluster.switch) joins the
+// last level's groups. Racks are the one-level fat tree. A folded Clos (leaf-spine) with perfect
+// ECMP balance offers each group the same capacities under max-min fair sharing, so one fat link
+// per group stands for its parallel spine links (the modelling choice; per-path imbalance of real
+// ECMP hashing is not modelled).
 struct TopologySpec {
-  enum class Kind { kStar, kRacks };
+  enum class Kind { kStar, kRacks, kFatTree };
   Kind kind = Kind::kStar;
   int machines_per_rack = 0;
   double oversubscription = 0;  // > 0: the uplink is derived from it
@@ -66,6 +87,10 @@ struct TopologySpec {
   LinkSpec tor;                 // a rack's top-of-rack switch
   bool tor_is_default = true;   // not given: non-blocking (never binds)
   int rack_count = 0;           // racks of the scenario's machines (dedicated PSes join them)
+  std::vector<FatTreeLevelSpec> upper_levels;  // kFatTree: levels 1, 2, ... (empty otherwise)
+
+  // Whether machines sit in racks (kRacks, or a fat tree's level 0).
+  bool has_racks() const { return kind != Kind::kStar; }
 };
 
 // Default PCIe link of a GPU: PCIe 3.0 x16 is 15.75 GB/s per direction in theory (8 GT/s per

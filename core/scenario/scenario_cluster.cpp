@@ -243,8 +243,67 @@ void parse_switch(const JsonCursor& c, const char* key, LinkSpec* link, bool* is
   }
 }
 
-// cluster.topology: {"kind": "star"} or {"kind": "racks", "machines_per_rack": N,
-// "oversubscription": r | "uplink": link, "tor": {"bandwidth", "latency"}}.
+// An uplink given as {"oversubscription": r} or {"uplink": link} (exactly one) in `c`: the ratio
+// into *oversubscription (the uplink is derived later), or the link into *uplink.
+void parse_uplink(const JsonCursor& c, double* oversubscription, LinkSpec* uplink) {
+  if (c.has("oversubscription") == c.has("uplink")) {
+    c.fail("give either \"oversubscription\" (a ratio such as 3) or \"uplink\" (a link), not " +
+           std::string(c.has("uplink") ? "both" : "neither"));
+  }
+  if (c.has("oversubscription")) {
+    *oversubscription =
+        c.at("oversubscription").as_number_in(kMinOversubscription, kMaxOversubscription);
+    uplink->latency_s = 0;
+  } else {
+    const LinkSpec no_latency{0, 0};  // bandwidth required, latency 0 unless given
+    *uplink = parse_link(c.at("uplink"), &no_latency);
+  }
+}
+
+// Levels a fat tree may have: three (edge, aggregation, core in Al-Fares et al. 2008) to a few
+// more; beyond 8 a scenario is more likely wrong than a data centre.
+constexpr size_t kMaxFatTreeLevels = 8;
+
+// cluster.topology "fat_tree": {"kind", "levels": [{"down", "oversubscription" | "uplink",
+// "switch"}, ...]}. Level 0 fills the racks' fields (TopologySpec), the others upper_levels.
+void parse_fat_tree(const JsonCursor& c, TopologySpec& t) {
+  for (const char* key : {"machines_per_rack", "oversubscription", "uplink", "tor"}) {
+    if (c.has(key)) {
+      c.at(key).fail(
+          std::string("is a key of \"racks\"; a fat tree gives it per level in "
+                      "\"levels\" (level 0's \"down\" is the machines per rack)"));
+    }
+  }
+  c.check_keys({"kind", "levels"});
+  t.kind = TopologySpec::Kind::kFatTree;
+  const JsonCursor levels = c.at("levels");
+  levels.expect_array();
+  if (levels.size() == 0 || levels.size() > kMaxFatTreeLevels) {
+    levels.fail("expected 1 to " + std::to_string(kMaxFatTreeLevels) +
+                " levels ({\"down\": 16, \"oversubscription\": 1} each), got " +
+                std::to_string(levels.size()));
+  }
+  for (size_t k = 0; k < levels.size(); ++k) {
+    const JsonCursor level = levels.at(k);
+    level.check_keys({"down", "oversubscription", "uplink", "switch"});
+    const int down = int(level.at("down").as_int(1, kMaxMachineCount));
+    if (k == 0) {
+      t.machines_per_rack = down;
+      parse_uplink(level, &t.oversubscription, &t.uplink);
+      parse_switch(level, "switch", &t.tor, &t.tor_is_default);
+      continue;
+    }
+    FatTreeLevelSpec spec;
+    spec.down = down;
+    parse_uplink(level, &spec.oversubscription, &spec.uplink);
+    parse_switch(level, "switch", &spec.switch_link, &spec.switch_is_default);
+    t.upper_levels.push_back(spec);
+  }
+}
+
+// cluster.topology: {"kind": "star"}, {"kind": "racks", "machines_per_rack": N,
+// "oversubscription": r | "uplink": link, "tor": {"bandwidth", "latency"}} or {"kind":
+// "fat_tree", "levels": [...]} (parse_fat_tree).
 TopologySpec parse_topology(const JsonCursor& c) {
   TopologySpec t;
   const std::string kind = c.at("kind").as_string();
@@ -252,24 +311,47 @@ TopologySpec parse_topology(const JsonCursor& c) {
     c.check_keys({"kind"});
     return t;
   }
-  if (kind != "racks") c.at("kind").fail("unknown topology \"" + kind + "\"; valid: star, racks");
+  if (kind == "fat_tree") {
+    parse_fat_tree(c, t);
+    return t;
+  }
+  if (kind != "racks") {
+    c.at("kind").fail("unknown topology \"" + kind + "\"; valid: star, racks, fat_tree");
+  }
+  if (c.has("levels")) {
+    c.at("levels").fail("is a key of \"fat_tree\"; racks give \"machines_per_rack\"");
+  }
   c.check_keys({"kind", "machines_per_rack", "oversubscription", "uplink", "tor"});
   t.kind = TopologySpec::Kind::kRacks;
   t.machines_per_rack = int(c.at("machines_per_rack").as_int(1, kMaxMachineCount));
-  if (c.has("oversubscription") == c.has("uplink")) {
-    c.fail("give either \"oversubscription\" (a ratio such as 3) or \"uplink\" (a link), not " +
-           std::string(c.has("uplink") ? "both" : "neither"));
-  }
-  if (c.has("oversubscription")) {
-    t.oversubscription =
-        c.at("oversubscription").as_number_in(kMinOversubscription, kMaxOversubscription);
-    t.uplink.latency_s = 0;
-  } else {
-    const LinkSpec no_latency{0, 0};  // bandwidth required, latency 0 unless given
-    t.uplink = parse_link(c.at("uplink"), &no_latency);
-  }
+  parse_uplink(c, &t.oversubscription, &t.uplink);
   parse_switch(c, "tor", &t.tor, &t.tor_is_default);
   return t;
+}
+
+// A fat tree's groups per level: level 0's racks hold `machines_per_rack` machines each, level
+// k's groups `down` groups of level k - 1; each count must divide the one below it exactly (a
+// regular tree), else the error names the level's "down".
+void count_fat_tree_groups(const JsonCursor& topology, size_t machine_count, TopologySpec& t) {
+  const JsonCursor levels = topology.at("levels");
+  if (machine_count % size_t(t.machines_per_rack) != 0) {
+    levels.at(size_t(0)).at("down").fail(
+        "the cluster's " + std::to_string(machine_count) + " machines are not a multiple of " +
+        std::to_string(t.machines_per_rack) + " (a fat tree's levels are full)");
+  }
+  size_t below = machine_count / size_t(t.machines_per_rack);
+  t.rack_count = int(below);
+  for (size_t k = 0; k < t.upper_levels.size(); ++k) {
+    FatTreeLevelSpec& level = t.upper_levels[k];
+    if (below % size_t(level.down) != 0) {
+      levels.at(k + 1).at("down").fail("the " + std::to_string(below) + " groups of level " +
+                                       std::to_string(k) + " are not a multiple of " +
+                                       std::to_string(level.down) +
+                                       " (a fat tree's levels are full)");
+    }
+    below /= size_t(level.down);
+    level.group_count = int(below);
+  }
 }
 
 ClusterSpec parse_cluster(const JsonCursor& c) {
@@ -325,7 +407,10 @@ ClusterSpec parse_cluster(const JsonCursor& c) {
   }
   if (c.has("transport")) cluster.transport = parse_transport(c.at("transport"));
   if (c.has("topology")) cluster.topology = parse_topology(c.at("topology"));
-  if (cluster.topology.kind == TopologySpec::Kind::kRacks) {
+  if (cluster.topology.kind == TopologySpec::Kind::kFatTree) {
+    count_fat_tree_groups(c.at("topology"), cluster.machines.size(), cluster.topology);
+  }
+  if (cluster.topology.has_racks()) {
     const int per_rack = cluster.topology.machines_per_rack;
     for (size_t i = 0; i < cluster.machines.size(); ++i) {
       cluster.machines[i].rack = int(i) / per_rack;

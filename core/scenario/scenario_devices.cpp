@@ -204,7 +204,7 @@ std::vector<DeviceRef> parse_ps_template(const JsonCursor& c, ClusterSpec& clust
   c.check_keys({"count", "on", "name", "machine", "spread"});
   const int count = int(c.at("count").as_int(1, kMaxPsCount));
   const std::string on = c.at("on").as_string();
-  const bool racks = cluster.topology.kind == TopologySpec::Kind::kRacks;
+  const bool racks = cluster.topology.has_racks();  // racks, or a fat tree's level 0
   std::string spread;
   if (c.has("spread")) {
     spread = c.at("spread").as_string();

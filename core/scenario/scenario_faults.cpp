@@ -89,6 +89,14 @@ FaultSpec parse_link_fault(const JsonCursor& c, const ClusterSpec& cluster) {
       const std::string rack = "rack" + std::to_string(r);
       rack_link = link == rack + "/uplink" || link == rack + "/tor";
     }
+    // A fat tree's pods (core::fat_tree_group_name): "<pod>/aggregation" and its uplink.
+    const std::vector<FatTreeLevelSpec>& levels = cluster.topology.upper_levels;
+    for (size_t k = 0; k < levels.size() && !rack_link; ++k) {
+      for (int g = 0; g < levels[k].group_count && !rack_link; ++g) {
+        const std::string pod = fat_tree_group_name(int(k) + 1, g) + "/aggregation";
+        rack_link = link == pod || link == pod + "/uplink";
+      }
+    }
     if (rack_link) {
       parse_window(c, f);
       return f;
@@ -100,7 +108,10 @@ FaultSpec parse_link_fault(const JsonCursor& c, const ClusterSpec& cluster) {
     c.at("link").fail(std::string("expected a machine's NIC, \"<machine>/nic\", or \"switch\"") +
                       (racks > 0
                            ? ", \"core\", \"rack<i>/uplink\" or \"rack<i>/tor\" (racks 0 to " +
-                                 std::to_string(racks - 1) + ")"
+                                 std::to_string(racks - 1) + ")" +
+                                 (cluster.topology.upper_levels.empty()
+                                      ? ""
+                                      : ", \"pod<i>/aggregation\" or its \"/uplink\"")
                            : "") +
                       " (faults of PCIe links are not supported), got \"" + link + "\"");
   }

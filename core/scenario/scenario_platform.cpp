@@ -8,8 +8,60 @@
 namespace replisim::core {
 namespace {
 
-// The racks of cluster.topology "racks" (TopologySpec): a top-of-rack switch and an uplink per
-// rack, after every machine's links; the switch becomes the core switch.
+// A fat tree's levels above the racks (TopologySpec::upper_levels), after the racks' links: per
+// level, groups of `down` groups of the level below (racks, then pods) under an aggregation
+// switch, whose uplink is given or its children's uplinks' total / the ratio; its switch's
+// default is non-blocking (twice its ports' total). Returns the last level's uplink total (what
+// the core switch joins).
+double add_pods(const TopologySpec& topology, Platform& p) {
+  // The level below: its groups (racks, then pods of the level before) by index.
+  std::vector<int> below(p.racks.size());
+  for (size_t r = 0; r < below.size(); ++r) below[r] = int(r);
+  bool below_are_racks = true;
+  double uplink_total = 0;
+  for (size_t k = 0; k < topology.upper_levels.size(); ++k) {
+    const FatTreeLevelSpec& level = topology.upper_levels[k];
+    std::vector<int> groups;
+    uplink_total = 0;
+    for (size_t first = 0, g = 0; first < below.size(); first += size_t(level.down), ++g) {
+      PlatformPod pod;
+      pod.level = int(k) + 1;
+      pod.name = fat_tree_group_name(pod.level, int(g));
+      const int index = int(p.pods.size());
+      double children_bytes_per_s = 0;
+      for (size_t c = first; c < std::min(below.size(), first + size_t(level.down)); ++c) {
+        int& parent =
+            below_are_racks ? p.racks[size_t(below[c])].parent : p.pods[size_t(below[c])].parent;
+        parent = index;
+        const int uplink =
+            below_are_racks ? p.racks[size_t(below[c])].uplink : p.pods[size_t(below[c])].uplink;
+        children_bytes_per_s += p.links[size_t(uplink)].bandwidth_bytes_per_s;
+      }
+      const double uplink_bytes_per_s = level.oversubscription > 0
+                                            ? children_bytes_per_s / level.oversubscription
+                                            : level.uplink.bandwidth_bytes_per_s;
+      uplink_total += uplink_bytes_per_s;
+      const double switch_bytes_per_s = level.switch_is_default
+                                            ? 2 * (children_bytes_per_s + uplink_bytes_per_s)
+                                            : level.switch_link.bandwidth_bytes_per_s;
+      pod.switch_link = int(p.links.size());
+      p.links.push_back(
+          {pod.name + "/aggregation", switch_bytes_per_s, level.switch_link.latency_s, false});
+      pod.uplink = int(p.links.size());
+      p.links.push_back(
+          {pod.name + "/aggregation/uplink", uplink_bytes_per_s, level.uplink.latency_s, true});
+      groups.push_back(index);
+      p.pods.push_back(std::move(pod));
+    }
+    below = std::move(groups);
+    below_are_racks = false;
+  }
+  return uplink_total;
+}
+
+// The racks of cluster.topology "racks" (TopologySpec), or a fat tree's level 0 and its pods
+// (add_pods): a top-of-rack switch and an uplink per rack, after every machine's links; the
+// switch becomes the core switch.
 void add_racks(const ClusterSpec& cluster, Platform& p) {
   const TopologySpec& topology = cluster.topology;
   int rack_count = 0;
@@ -39,6 +91,7 @@ void add_racks(const ClusterSpec& cluster, Platform& p) {
     p.links.push_back({rack.name + "/uplink", uplink_bytes_per_s, topology.uplink.latency_s, true});
     p.racks.push_back(std::move(rack));
   }
+  if (!topology.upper_levels.empty()) uplink_total = add_pods(topology, p);
   PlatformLink& core = p.links[size_t(p.switch_link)];
   core.name = "core";
   if (cluster.switch_is_default) core.bandwidth_bytes_per_s = 2 * uplink_total;
@@ -74,7 +127,7 @@ Platform build_platform(const ClusterSpec& cluster) {
     machine.rack = m.rack;
     p.machines.push_back(std::move(machine));
   }
-  if (cluster.topology.kind == TopologySpec::Kind::kRacks) add_racks(cluster, p);
+  if (cluster.topology.has_racks()) add_racks(cluster, p);
   return p;
 }
 

@@ -203,10 +203,22 @@ void apply_switch_bandwidth(json& s, const std::string& value, const KnobContext
                  Dimension::kBandwidth, ctx);
 }
 
-// cluster.topology of a racks scenario; throws naming the knob when the cluster has one switch.
-json& racks_topology(json& s, const std::string& key, const KnobContext& ctx) {
+// cluster.topology of a racks scenario (or, `fat_tree_too`, of a fat tree, whose level 0 is its
+// racks); throws naming the knob when the cluster has one switch, or is a fat tree that gives the
+// racks' keys per level.
+json& racks_topology(json& s, const std::string& key, const KnobContext& ctx,
+                     bool fat_tree_too = false) {
   json* topology = member(s["cluster"], "topology");
-  if (topology == nullptr || !topology->is_object() || topology->value("kind", "") != "racks") {
+  const std::string kind =
+      topology != nullptr && topology->is_object() ? topology->value("kind", "") : "";
+  if (kind == "fat_tree" && fat_tree_too) return *topology;
+  if (kind == "fat_tree") {
+    throw InputError(ctx.file, "/cluster/topology",
+                     key +
+                         " varies a racks topology's key, and this cluster is a fat tree, which "
+                         "gives it per level (/cluster/topology/levels/<k>): edit the levels");
+  }
+  if (kind != "racks") {
     throw InputError(ctx.file, "/cluster/topology",
                      key +
                          " varies racks, and this cluster has one switch: give "
@@ -295,7 +307,7 @@ void apply_machines_per_rack(json& s, const std::string& value, const KnobContex
 
 void apply_ps_spread(json& s, const std::string& value, const KnobContext& ctx) {
   require_one_of("ps_spread", value, {"racks", "one_rack"});
-  racks_topology(s, "ps_spread", ctx);
+  racks_topology(s, "ps_spread", ctx, true);
   json* ps = member(training(s, ctx), "ps");
   if (ps == nullptr || !ps->is_object()) {
     throw InputError(ctx.file, "/training/ps",

@@ -27,8 +27,9 @@ std::string resource_kind(const std::string& resource, const std::set<std::strin
   if (resource == "switch" || resource == "core") return "switch";
   const std::string machine = resource.substr(0, resource.find('/'));
   const std::string rest = resource.substr(std::min(resource.size(), machine.size() + 1));
-  if (rest == "tor") return "switch";
-  if (rest.rfind("uplink/", 0) == 0) return "uplink";
+  // A fat tree's pods (core::Platform::pods): "<pod>/aggregation", ".../aggregation/uplink/up".
+  if (rest == "tor" || rest == "aggregation") return "switch";
+  if (rest.rfind("uplink/", 0) == 0 || rest.rfind("aggregation/uplink/", 0) == 0) return "uplink";
   if (rest.rfind("gpu", 0) == 0) return "gpu";
   if (rest == "cpu") return "cpu";
   if (rest.rfind("pcie", 0) == 0) return "pcie";

@@ -252,5 +252,30 @@ INSTANTIATE_TEST_SUITE_P(NetworkEngine, RacksGrid,
                                           testing::Values(1.0, 3.0),
                                           testing::Values("racks", "one_rack")));
 
+// A fat tree (issue 41): the grid's 32 workers in 8 racks of 4 (1:1) and 4 pods of 2 racks whose
+// uplinks are 3:1 oversubscribed, 4 PSes spread over the racks (pods 0 and 1) or in the first:
+// flows cross top-of-rack, aggregation and core switches and two levels of uplinks; whichever
+// engine carries them, the figures must not move.
+class FatTreeGrid : public testing::TestWithParam<std::tuple<std::string, std::string>> {};
+
+TEST_P(FatTreeGrid, PredictsTheSameUnderBothEngines) {
+  SKIP_UNLESS_RELEASE();
+  const auto& [model, spread] = GetParam();
+  nlohmann::json doc = grid_scenario(32, 4, model);
+  doc["cluster"]["topology"] = {
+      {"kind", "fat_tree"},
+      {"levels", {{{"down", 4}, {"oversubscription", 1}}, {{"down", 2}, {"oversubscription", 3}}}}};
+  doc["training"]["ps"]["spread"] = spread;
+  const core::Plan plan =
+      core::compile_plan(core::parse_scenario(doc, "fat_tree"), "between_graph", {});
+  ASSERT_EQ(plan.platform.racks.size(), 8u);
+  ASSERT_EQ(plan.platform.pods.size(), 4u);
+  expect_same_prediction(plan, model + " fat tree 1:1 then 3:1, PS " + spread);
+}
+
+INSTANTIATE_TEST_SUITE_P(NetworkEngine, FatTreeGrid,
+                         testing::Values(std::make_tuple("lv08", "racks"),
+                                         std::make_tuple("ideal", "one_rack")));
+
 }  // namespace
 }  // namespace replisim

@@ -284,6 +284,22 @@ TEST(SweepKnobs, RackKnobsWriteTheTopology) {
   EXPECT_NE(star.find("one switch"), std::string::npos) << star;
 }
 
+// A fat tree's racks are its level 0: ps_spread spreads over them; the racks' ratio, uplink and
+// size knobs are refused naming the levels (a fat tree gives them per level).
+TEST(SweepKnobs, AFatTreeTakesThePsSpreadAndRefusesTheRacksKeys) {
+  json tree = templated_scenario();
+  tree["cluster"]["topology"] = {
+      {"kind", "fat_tree"},
+      {"levels", json::array({json{{"down", 2}, {"oversubscription", 1}},
+                              json{{"down", 2}, {"oversubscription", 4}}})}};
+  EXPECT_EQ(point_document(tree, {{"ps_spread", "racks"}})["training"]["ps"]["spread"], "racks");
+  for (const char* knob : {"oversubscription", "uplink_bandwidth", "machines_per_rack"}) {
+    const std::string error = error_of([&] { point_document(tree, {{knob, "x2"}}); });
+    EXPECT_NE(error.find("/cluster/topology"), std::string::npos) << error;
+    EXPECT_NE(error.find("is a fat tree"), std::string::npos) << error;
+  }
+}
+
 // The all-reduce knobs write training.allreduce (units as scenarios write them; a factor scales
 // the preset's value when the scenario gives none) and cluster.transport.connections_per_peer.
 TEST(SweepKnobs, AllReduceKnobsWriteTheirFields) {
