@@ -99,7 +99,7 @@ int run_on_backend(const CliArgs& args, std::ostream& out, const std::string& ba
     runs.provenance["plan_hashes"][plan.strategy] = core::plan_hash(plan);
   }
   // The report's second line, kept with the runs so that `report` prints it from their traces.
-  runs.provenance["workload"] = workload_line(loaded.scenario);
+  runs.provenance["workload"] = workload_line(loaded.scenario, plans.front());
   core::RunOptions options;
   options.provenance = runs.provenance;
   runs.provenance.update(backend->info().provenance);

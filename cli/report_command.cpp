@@ -50,15 +50,33 @@ RunTitle title_of(const core::Trace& trace) {
           real ? "" : transport_title(trace.meta.platform.transport)};
 }
 
-// The workload line simulate and run printed ("\nworkload: ...", workload_line), from the first
-// run's provenance; "" for traces written before runs recorded it, or by a node of a cluster.
-std::string workload_of(const core::Trace& trace) {
-  const std::string workload = text_at(trace.meta.provenance, "workload");
-  return workload == "?" ? std::string() : "\n" + workload;
+// The workload lines simulate and run printed (workload_line), from the runs' provenance: one
+// line when every run that recorded one recorded the same, else one per distinct line, each
+// named by its scenario ("workload (scenario \"NAME\"): ..."); "" when none did (traces written
+// before runs recorded it, or by a node of a cluster).
+std::string workloads_of(const std::vector<const core::Trace*>& traces) {
+  std::vector<std::pair<std::string, std::string>> distinct;  // (scenario, line)
+  for (const core::Trace* trace : traces) {
+    const std::string line = text_at(trace->meta.provenance, "workload");
+    if (line == "?") continue;
+    const std::pair<std::string, std::string> entry{trace->meta.scenario, line};
+    if (std::find(distinct.begin(), distinct.end(), entry) == distinct.end())
+      distinct.push_back(entry);
+  }
+  const bool named =
+      distinct.size() > 1 || (distinct.size() == 1 && distinct.size() < traces.size());
+  std::string text;
+  const std::string prefix = "workload: ";
+  for (const auto& [scenario, line] : distinct) {
+    text += "\n" + (named && line.rfind(prefix, 0) == 0
+                        ? "workload (scenario \"" + scenario + "\"): " + line.substr(prefix.size())
+                        : line);
+  }
+  return text;
 }
 
 // simulate's title (each distinct one when the runs come from different simulations), then
-// where the runs were read from, then the first run's workload line.
+// where the runs were read from, then their workload lines.
 std::string report_title(const std::vector<core::Trace>& traces,
                          const std::vector<std::string>& files) {
   std::vector<RunTitle> distinct;
@@ -77,7 +95,9 @@ std::string report_title(const std::vector<core::Trace>& traces,
   for (size_t i = 0; i < files.size(); ++i) {
     line += (i > 0 ? ", " : "") + (files[i] == kStandardInput ? "standard input" : files[i]);
   }
-  return line + workload_of(traces.front());
+  std::vector<const core::Trace*> runs;
+  for (const core::Trace& trace : traces) runs.push_back(&trace);
+  return line + workloads_of(runs);
 }
 
 // The runs' common provenance, or an array of each run's when they differ (docs/cli.md).
@@ -109,9 +129,8 @@ int run_report(const CliArgs& args, std::ostream& out) {
   for (const std::string& file : args.trace_files) {
     if (interrupted()) throw core::RunCancelled();
     // "-": a trace piped in (`replisim simulate s.json --trace-out - | replisim report -`).
-    std::vector<core::Trace> read = file == kStandardInput
-                                        ? core::read_traces_binary(std::cin, source_name(file))
-                                        : core::read_trace_file(file);
+    std::vector<core::Trace> read =
+        file == kStandardInput ? read_piped_traces(source_name(file)) : core::read_trace_file(file);
     if (args.merge && read.size() != 1) {
       throw core::InputError(source_name(file), "",
                              "holds " + std::to_string(read.size()) +
@@ -146,7 +165,7 @@ int run_report(const CliArgs& args, std::ostream& out) {
 void print_gathered_report(const core::Trace& run, const std::string& file, std::ostream& out) {
   const std::vector<core::RunMetrics> metrics = {core::measure_trace(run, file)};
   out << core::format_report(
-      metrics, title_line(title_of(run)) + ", gathered into " + file + workload_of(run));
+      metrics, title_line(title_of(run)) + ", gathered into " + file + workloads_of({&run}));
 }
 
 }  // namespace replisim::cli

@@ -1,10 +1,14 @@
 #include "cli/run_outputs.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <iostream>
 #include <ostream>
 #include <streambuf>
 
+#include "cli/interrupt.h"
+#include "core/base/error.h"
 #include "core/base/json_cursor.h"
 #include "core/base/units.h"
 #include "core/metrics/report.h"
@@ -140,36 +144,85 @@ std::string title_line(const RunTitle& title) {
 
 namespace {
 
-// "10 Gbit/s", "400 Mbit/s": as NICs are sold and scenarios give them.
-std::string bits_per_s_text(double bytes_per_s) {
-  const double bits = 8 * bytes_per_s;
-  char text[48];
-  if (bits >= 1e9) {
-    std::snprintf(text, sizeof text, "%.4g Gbit/s", bits / 1e9);
-  } else {
-    std::snprintf(text, sizeof text, "%.4g Mbit/s", bits / 1e6);
+// `value` in `units` of 1000 each ("%.4g" of the largest that keeps it at least 1): "10 Gbit/s",
+// "25.56 M", "40 B".
+std::string scaled_text(double value, const std::vector<std::string>& units) {
+  size_t u = 0;
+  while (u + 1 < units.size() && std::abs(value) >= 1000) {
+    value /= 1000;
+    ++u;
   }
-  return text;
+  char text[48];
+  std::snprintf(text, sizeof text, "%.4g", value);
+  return std::string(text) + units[u];
+}
+
+// Bits per second, as NICs are sold and scenarios give them.
+std::string bits_per_s_text(double bytes_per_s) {
+  return scaled_text(8 * bytes_per_s, {" bit/s", " kbit/s", " Mbit/s", " Gbit/s", " Tbit/s"});
 }
 
 std::string count_text(size_t n, const std::string& one, const std::string& many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
+// ", one switch"; ", 4 racks of 8 machines, uplinks 3:1 oversubscribed"; a fat tree's levels
+// above the racks after it: "; 4 pods of 16 racks, uplinks 4:1 oversubscribed".
+std::string topology_text(const core::TopologySpec& topology) {
+  if (!topology.has_racks()) return ", one switch";
+  const auto uplinks = [](double oversubscription, const core::LinkSpec& uplink) {
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, "%.3g:1", oversubscription);
+    return oversubscription > 0 ? std::string(ratio) + " oversubscribed"
+                                : bits_per_s_text(uplink.bandwidth_bytes_per_s);
+  };
+  std::string text = ", " + count_text(size_t(topology.rack_count), "rack", "racks") + " of " +
+                     count_text(size_t(topology.machines_per_rack), "machine", "machines") +
+                     ", uplinks " + uplinks(topology.oversubscription, topology.uplink);
+  // Level 1's groups are pods (of racks), level 2's superpods (of pods), as the platform names
+  // their links (core/hardware/platform.h).
+  const auto group = [](size_t level, size_t n) {
+    if (level == 1) return count_text(n, "pod", "pods");
+    if (level == 2) return count_text(n, "superpod", "superpods");
+    return count_text(n, "level-" + std::to_string(level) + " group",
+                      "level-" + std::to_string(level) + " groups");
+  };
+  for (size_t k = 0; k < topology.upper_levels.size(); ++k) {
+    const core::FatTreeLevelSpec& level = topology.upper_levels[k];
+    const std::string children =
+        k == 0 ? count_text(size_t(level.down), "rack", "racks") : group(k, size_t(level.down));
+    text += "; " + group(k + 1, size_t(level.group_count)) + " of " + children + ", uplinks " +
+            uplinks(level.oversubscription, level.uplink);
+  }
+  return text;
+}
+
 }  // namespace
 
-std::string workload_line(const core::Scenario& scenario) {
+std::vector<core::Trace> read_piped_traces(const std::string& source) {
+  try {
+    return core::read_traces_binary(std::cin, source);
+  } catch (...) {
+    if (interrupted()) throw core::RunCancelled();
+    throw;
+  }
+}
+
+std::string workload_line(const core::Scenario& scenario, const core::Plan& plan) {
   const core::Model& model = scenario.model;
-  const core::TrainingSpec& t = scenario.training;
-  char params[32];
-  std::snprintf(params, sizeof params, "%.4g M", model.total_params() / 1e6);
-  std::string line = "workload: model " + model.name + ", " + params + " parameters (" +
-                     core::format_quantity(model.parameter_bytes(), core::Dimension::kBytes) +
-                     "); batch " + std::to_string(t.batch_per_replica) + " per replica, " +
-                     (t.steps > 0 ? std::to_string(t.steps) + " steps (" +
-                                        std::to_string(t.warmup_steps) + " warm-up)"
-                                  : std::string("steps until steady")) +
-                     "; cluster: ";
+  std::string steps =
+      std::to_string(plan.steps) + " steps (" + std::to_string(plan.warmup_steps) + " warm-up)";
+  if (plan.steady_tolerance > 0) {
+    char tolerance[32];
+    std::snprintf(tolerance, sizeof tolerance, "%.3g%%", 100 * plan.steady_tolerance);
+    steps = "steps until steady (+-" + std::string(tolerance) + "), at most " + steps;
+  }
+  std::string line =
+      "workload: model " + model.name + ", " +
+      scaled_text(model.total_params(), {"", " k", " M", " G", " T"}) + " parameters (" +
+      core::format_quantity(model.parameter_bytes(), core::Dimension::kBytes) + "); batch " +
+      std::to_string(scenario.training.batch_per_replica) + " per replica" +
+      (plan.forward_only ? ", forward only" : "") + ", " + steps + "; cluster: ";
   const std::vector<core::MachineSpec>& machines = scenario.cluster.machines;
   size_t gpus = 0;
   double nic_min = 0, nic_max = 0;
@@ -179,23 +232,11 @@ std::string workload_line(const core::Scenario& scenario) {
     nic_min = i == 0 ? nic : std::min(nic_min, nic);
     nic_max = i == 0 ? nic : std::max(nic_max, nic);
   }
-  line += count_text(machines.size(), "machine", "machines") + ", " +
-          count_text(gpus, "GPU", "GPUs") + ", NICs " +
-          (nic_min == nic_max ? bits_per_s_text(nic_max)
-                              : bits_per_s_text(nic_min) + " to " + bits_per_s_text(nic_max));
-  const core::TopologySpec& topology = scenario.cluster.topology;
-  if (topology.kind == core::TopologySpec::Kind::kRacks) {
-    char ratio[32];
-    std::snprintf(ratio, sizeof ratio, "%.3g:1", topology.oversubscription);
-    line +=
-        ", " + count_text(size_t(topology.rack_count), "rack", "racks") + " of " +
-        count_text(size_t(topology.machines_per_rack), "machine", "machines") + ", uplinks " +
-        (topology.oversubscription > 0 ? std::string(ratio) + " oversubscribed"
-                                       : bits_per_s_text(topology.uplink.bandwidth_bytes_per_s));
-  } else {
-    line += ", one switch";
-  }
-  return line;
+  return line + count_text(machines.size(), "machine", "machines") + ", " +
+         count_text(gpus, "GPU", "GPUs") + ", NICs " +
+         (nic_min == nic_max ? bits_per_s_text(nic_max)
+                             : bits_per_s_text(nic_min) + " to " + bits_per_s_text(nic_max)) +
+         topology_text(scenario.cluster.topology);
 }
 
 void add_run_outputs(core::OutputFiles& outputs, const CliArgs& args, const RunSet& runs,

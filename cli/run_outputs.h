@@ -14,6 +14,7 @@
 #include "core/base/output_file.h"
 #include "core/hardware/transport.h"
 #include "core/metrics/metrics.h"
+#include "core/plan/plan.h"
 #include "core/scenario/scenario.h"
 #include "core/trace/timeline_layout.h"
 #include "core/trace/trace.h"
@@ -48,11 +49,19 @@ std::string transport_title(const core::Transport& transport);
 // title's seed is empty).
 std::string title_line(const RunTitle& title);
 
+// The runs of a native trace piped in on standard input (`report -`, `validate --measured -`),
+// errors naming `source`. A read that Ctrl-C (or another of interrupt.h's signals) ended throws
+// core::RunCancelled (exit 130) rather than the truncated or empty trace's InputError.
+std::vector<core::Trace> read_piped_traces(const std::string& source);
+
 // The report's second line, what was run on what: "workload: model resnet50, 25.56 M parameters
 // (102.2 MB); batch 32 per replica, 60 steps (10 warm-up); cluster: 2 machines, 2 GPUs, NICs
-// 10 Gbit/s, one switch" (NICs as a range "1-10 Gbit/s" when they differ; racks: "4 racks of 8
-// machines, uplinks 3:1 oversubscribed" or the uplink's bandwidth).
-std::string workload_line(const core::Scenario& scenario);
+// 10 Gbit/s, one switch". The steps are `plan`'s (--steps; "steps until steady (+-1%), at most
+// 1000 steps (2 warm-up)" for training.steps "auto"), ", forward only" after the batch for
+// forward-only plans; NICs as a range "1 to 10 Gbit/s" when they differ; racks: "4 racks of 8
+// machines, uplinks 3:1 oversubscribed" (or the uplink's bandwidth), a fat tree's levels above
+// them after it ("; 4 pods of 16 racks, uplinks 4:1 oversubscribed; 2 superpods of 2 pods, ...").
+std::string workload_line(const core::Scenario& scenario, const core::Plan& plan);
 
 // "network engine auto, tolerance 1 ns" when a run's provenance records the simulator's network
 // engine and tolerance (sim/sim_settings.h), else "".

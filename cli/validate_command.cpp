@@ -149,7 +149,7 @@ std::vector<core::Trace> measured_runs(const std::string& path,
   // --measured -`), named "<standard input>" in errors.
   const std::string name = measured_name(path);
   std::vector<core::Trace> runs =
-      path == "-" ? core::read_traces_binary(std::cin, name) : core::read_trace_file(path);
+      path == "-" ? read_piped_traces(name) : core::read_trace_file(path);
   if (runs.empty()) throw core::InputError(name, "", "holds no run to compare with");
   std::string ours;
   for (const core::Plan& p : plans) {

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "cli/run_outputs.h"
+#include "core/pipeline/run_pipeline.h"
 #include "core/trace/chrome_trace.h"
 #include "core/trace/trace_csv.h"
 #include "core/trace/trace_format.h"
@@ -76,6 +77,54 @@ TEST(TraceOutputEstimate, ExactWhenWholeAndCloseWhenSampled) {
   const double actual = written_bytes(chrome_window, runs);
   EXPECT_LT(actual, 0.6 * written_bytes(writers[0].second, runs));
   EXPECT_NEAR(estimated_trace_output_bytes(runs, chrome_window, window, 500) / actual, 1.0, 0.2);
+}
+
+// The report's second line says what ran on what: the plan's steps (--steps, steady state), the
+// model's size in readable units, the NICs as a range, racks and a fat tree's levels.
+TEST(WorkloadLine, SaysWhatRanOnWhat) {
+  nlohmann::json s =
+      test::scenario_json({test::machine("a", "100 GFLOPS", {"1 TFLOPS"}, "400 Mbps"),
+                           test::machine("b", "100 GFLOPS", {"1 TFLOPS", "1 TFLOPS"}, "10 Gbps")},
+                          test::one_layer_model(10, "1 kFLOP"),
+                          {{"batch_per_replica", 8},
+                           {"steps", 20},
+                           {"warmup_steps", 2},
+                           {"replicas", {"a/gpu0", "b/gpu0"}},
+                           {"ps", {"a/cpu"}},
+                           {"client", "a"}});
+  const auto line = [](const nlohmann::json& document, int steps = 0) {
+    const core::LoadedScenario loaded{test::parse(document), "", {}};
+    core::PlanRequest request;
+    request.strategies = {"between_graph"};
+    if (steps > 0) request.steps = steps;
+    return workload_line(loaded.scenario, core::prepare_plans(loaded, request).front());
+  };
+  EXPECT_EQ(line(s),
+            "workload: model custom, 10 parameters (40 B); batch 8 per replica, 20 steps (2 "
+            "warm-up); cluster: 2 machines, 3 GPUs, NICs 400 Mbit/s to 10 Gbit/s, one switch");
+  EXPECT_NE(line(s, 12).find(", 12 steps (2 warm-up);"), std::string::npos) << line(s, 12);
+  s["model"] = test::one_layer_model(25.56e6, "1 kFLOP");
+  s["training"]["steps"] = "auto";
+  EXPECT_NE(line(s).find("model custom, 25.56 M parameters (102.2 MB); batch 8 per replica, "
+                         "steps until steady (+-1%), at most 1000 steps (2 warm-up);"),
+            std::string::npos)
+      << line(s);
+  s["training"]["steps"] = 20;
+  s["training"]["forward_only"] = true;
+  EXPECT_NE(line(s).find("batch 8 per replica, forward only, 20 steps"), std::string::npos)
+      << line(s);
+  s["training"].erase("forward_only");
+  s["cluster"]["topology"] = {{"kind", "racks"},
+                              {"machines_per_rack", 1},
+                              {"uplink", {{"bandwidth", "2 Tbps"}, {"latency", "1 us"}}}};
+  EXPECT_NE(line(s).find(", 2 racks of 1 machine, uplinks 2 Tbit/s"), std::string::npos) << line(s);
+  s["cluster"]["topology"] = {
+      {"kind", "fat_tree"},
+      {"levels", {{{"down", 1}, {"oversubscription", 3}}, {{"down", 2}, {"oversubscription", 4}}}}};
+  EXPECT_NE(line(s).find(", 2 racks of 1 machine, uplinks 3:1 oversubscribed; 1 pod of 2 racks, "
+                         "uplinks 4:1 oversubscribed"),
+            std::string::npos)
+      << line(s);
 }
 
 }  // namespace
