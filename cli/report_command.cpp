@@ -56,15 +56,19 @@ RunTitle title_of(const core::Trace& trace) {
 // before runs recorded it, or by a node of a cluster).
 std::string workloads_of(const std::vector<const core::Trace*>& traces) {
   std::vector<std::pair<std::string, std::string>> distinct;  // (scenario, line)
+  size_t without = 0;                                         // runs that recorded none
   for (const core::Trace* trace : traces) {
     const std::string line = text_at(trace->meta.provenance, "workload");
-    if (line == "?") continue;
+    if (line == "?") {
+      ++without;
+      continue;
+    }
     const std::pair<std::string, std::string> entry{trace->meta.scenario, line};
     if (std::find(distinct.begin(), distinct.end(), entry) == distinct.end())
       distinct.push_back(entry);
   }
-  const bool named =
-      distinct.size() > 1 || (distinct.size() == 1 && distinct.size() < traces.size());
+  // Named when a line does not describe every run shown.
+  const bool named = distinct.size() > 1 || (!distinct.empty() && without > 0);
   std::string text;
   const std::string prefix = "workload: ";
   for (const auto& [scenario, line] : distinct) {

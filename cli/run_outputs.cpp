@@ -157,9 +157,9 @@ std::string scaled_text(double value, const std::vector<std::string>& units) {
   return std::string(text) + units[u];
 }
 
-// Bits per second, as NICs are sold and scenarios give them.
+// Bits per second, as NICs are sold, in the units scenarios give them ("10 Gbps").
 std::string bits_per_s_text(double bytes_per_s) {
-  return scaled_text(8 * bytes_per_s, {" bit/s", " kbit/s", " Mbit/s", " Gbit/s", " Tbit/s"});
+  return scaled_text(8 * bytes_per_s, {" bps", " kbps", " Mbps", " Gbps", " Tbps"});
 }
 
 std::string count_text(size_t n, const std::string& one, const std::string& many) {

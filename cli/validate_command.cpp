@@ -13,6 +13,7 @@
 #include <optional>
 #include <ostream>
 
+#include "cli/calibration_stability.h"
 #include "cli/commands.h"
 #include "cli/host_load.h"
 #include "cli/interrupt.h"
@@ -117,7 +118,11 @@ void describe_host(core::Validation& v, const core::Trace& measured, const HostL
     if (note.rfind("cores: ", 0) == 0)
       v.host.push_back("cores of the real runs: " + note.substr(7));
   }
-  v.host.push_back(host ? "over the real runs: " + host_load_text(*host)
+  v.host.push_back(host ? "over the real runs: " + host_load_text(*host) +
+                              (host_was_busy(*host)
+                                   ? " (a busy host: the measured times include what other "
+                                     "work took of the cores; compare on a quiet one)"
+                                   : "")
                         : "the real runs of " + measured_path +
                               " were made before (--measured): "
                               "their host's load is not known");

@@ -100,7 +100,7 @@ TEST(Report, RunsFromSeparateFilesMatchOneSimulation) {
     // Simulate's workload line, kept in the trace, is the report's second line too.
     EXPECT_NE(rep.out.find("\nworkload: model resnet50, 25.56 M parameters (102.2 MB); batch 32 "
                            "per replica, 60 steps (10 warm-up); cluster: 2 machines, 2 GPUs, NICs "
-                           "10 Gbit/s, one switch\n\n"),
+                           "10 Gbps, one switch\n\n"),
               std::string::npos)
         << rep.out;
   }
@@ -110,6 +110,21 @@ TEST(Report, RunsFromSeparateFilesMatchOneSimulation) {
   ASSERT_EQ(rep.exit_code, 0) << rep.err;
   EXPECT_EQ(table(rep.out), table(both.out));
   EXPECT_NE(first_line(rep.out).find("from saved traces"), std::string::npos) << rep.out;
+  // One scenario, one workload line, unnamed; with a run of another scenario beside them, each
+  // scenario's line, named.
+  EXPECT_EQ(rep.out.substr(rep.out.find('\n') + 1, 10), "workload: ") << rep.out;
+  const std::string racks = dir.file("racks.rstrace");
+  ASSERT_EQ(run_replisim({"simulate", test::scenario_path("validation/racks_3to1.json"),
+                          "--strategy", "between_graph", "--steps", "12", "--trace-out", racks})
+                .exit_code,
+            0);
+  const test::BinaryResult mixed = run_replisim({"report", dir.file("in_graph.rstrace"), racks});
+  ASSERT_EQ(mixed.exit_code, 0) << mixed.err;
+  EXPECT_NE(mixed.out.find("\nworkload (scenario \"two-machines\"): model resnet50, "),
+            std::string::npos)
+      << mixed.out;
+  EXPECT_NE(mixed.out.find("\nworkload (scenario \"racks-3to1\"): model "), std::string::npos)
+      << mixed.out;
   // Two simulations, two provenances: the summary lists each.
   const nlohmann::json summary = nlohmann::json::parse(test::read_file(dir.file("s.json")));
   ASSERT_TRUE(summary["provenance"].is_array());

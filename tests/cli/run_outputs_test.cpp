@@ -101,7 +101,7 @@ TEST(WorkloadLine, SaysWhatRanOnWhat) {
   };
   EXPECT_EQ(line(s),
             "workload: model custom, 10 parameters (40 B); batch 8 per replica, 20 steps (2 "
-            "warm-up); cluster: 2 machines, 3 GPUs, NICs 400 Mbit/s to 10 Gbit/s, one switch");
+            "warm-up); cluster: 2 machines, 3 GPUs, NICs 400 Mbps to 10 Gbps, one switch");
   EXPECT_NE(line(s, 12).find(", 12 steps (2 warm-up);"), std::string::npos) << line(s, 12);
   s["model"] = test::one_layer_model(25.56e6, "1 kFLOP");
   s["training"]["steps"] = "auto";
@@ -117,7 +117,7 @@ TEST(WorkloadLine, SaysWhatRanOnWhat) {
   s["cluster"]["topology"] = {{"kind", "racks"},
                               {"machines_per_rack", 1},
                               {"uplink", {{"bandwidth", "2 Tbps"}, {"latency", "1 us"}}}};
-  EXPECT_NE(line(s).find(", 2 racks of 1 machine, uplinks 2 Tbit/s"), std::string::npos) << line(s);
+  EXPECT_NE(line(s).find(", 2 racks of 1 machine, uplinks 2 Tbps"), std::string::npos) << line(s);
   s["cluster"]["topology"] = {
       {"kind", "fat_tree"},
       {"levels", {{{"down", 1}, {"oversubscription", 3}}, {{"down", 2}, {"oversubscription", 4}}}}};

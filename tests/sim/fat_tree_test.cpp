@@ -9,17 +9,14 @@
 #include <string>
 #include <vector>
 
-#include <simgrid/s4u.hpp>
-
 #include "core/metrics/critical_path.h"
 #include "core/strategy/strategy.h"
 #include "sim/sim_platform.h"
+#include "tests/sim/simgrid_routes.h"
 #include "tests/support/test_support.h"
 
 namespace replisim {
 namespace {
-
-namespace sg4 = simgrid::s4u;
 
 // Release only: a Debug or sanitizer build takes minutes over 1,024 machines.
 #ifndef SKIP_UNLESS_RELEASE
@@ -32,14 +29,6 @@ namespace sg4 = simgrid::s4u;
 
 nlohmann::json level(int down, double ratio) {
   return {{"down", down}, {"oversubscription", ratio}};
-}
-
-// SimGrid's link names for a core::Platform hop (sim_platform.cpp: shared links "cluster/<name>",
-// split-duplex ones "<name>_UP" / "<name>_DOWN").
-std::string simgrid_link_name(const core::Platform& p, const core::Hop& hop) {
-  const core::PlatformLink& link = p.links[size_t(hop.link)];
-  if (!link.split_duplex) return "cluster/" + link.name;
-  return link.name + (hop.direction == core::LinkDirection::kDown ? "_DOWN" : "_UP");
 }
 
 TEST(FatTree, SimGridRoutesAreThePlatformsRoutes) {
@@ -61,28 +50,7 @@ TEST(FatTree, SimGridRoutesAreThePlatformsRoutes) {
   ASSERT_EQ(p.pods.size(), 6u);
   for (const core::PlatformPod& pod : p.pods) EXPECT_TRUE(p.switch_can_bind(pod.switch_link));
   EXPECT_TRUE(p.switch_can_bind(p.switch_link));
-  sg4::Engine engine("fat_tree_test");
-  sim::configure_network_model(p.network_model);
-  const sim::SimPlatform built =
-      sim::build_sim_platform(p, std::vector<bool>(p.devices.size(), true));
-  int compared = 0;
-  for (size_t a = 0; a < p.devices.size(); ++a) {
-    for (size_t b = 0; b < p.devices.size(); ++b) {
-      if (a == b) continue;
-      std::vector<std::string> expected;
-      for (const core::Hop& hop : p.route(int(a), int(b))) {
-        expected.push_back(simgrid_link_name(p, hop));
-      }
-      std::vector<sg4::Link*> links;
-      double latency_s = 0;
-      built.hosts[a]->route_to(built.hosts[b], links, &latency_s);
-      std::vector<std::string> got;
-      for (const sg4::Link* l : links) got.push_back(l->get_name());
-      EXPECT_EQ(got, expected) << p.devices[a].name << " -> " << p.devices[b].name;
-      ++compared;
-    }
-  }
-  EXPECT_EQ(compared, 32 * 31);
+  EXPECT_EQ(test::expect_simgrid_routes_are_the_platforms(p, "fat_tree_test"), 32 * 31);
 }
 
 // The bounds on client `name`'s critical path (what bounded its transfers' rates), largest first

@@ -7,17 +7,14 @@
 #include <string>
 #include <vector>
 
-#include <simgrid/s4u.hpp>
-
 #include "core/metrics/critical_path.h"
 #include "core/strategy/strategy.h"
 #include "sim/sim_platform.h"
+#include "tests/sim/simgrid_routes.h"
 #include "tests/support/test_support.h"
 
 namespace replisim {
 namespace {
-
-namespace sg4 = simgrid::s4u;
 
 // Two racks of `per_rack` machines ("m0".."m<2 per_rack - 1>", a 10 TFLOPS GPU and a 10 Gbit/s
 // NIC each) with `topology` merged over {"kind": "racks", "machines_per_rack": per_rack}.
@@ -36,14 +33,6 @@ nlohmann::json racks_cluster(int machines, int per_rack, const nlohmann::json& t
   return doc;
 }
 
-// SimGrid's link names for a core::Platform hop (sim_platform.cpp: shared links "cluster/<name>",
-// split-duplex ones "<name>_UP" / "<name>_DOWN").
-std::string simgrid_name(const core::Platform& p, const core::Hop& hop) {
-  const core::PlatformLink& link = p.links[size_t(hop.link)];
-  if (!link.split_duplex) return "cluster/" + link.name;
-  return link.name + (hop.direction == core::LinkDirection::kDown ? "_DOWN" : "_UP");
-}
-
 TEST(Racks, SimGridRoutesAreThePlatformsRoutes) {
   // A blocking top-of-rack switch and core (they stay in SimGrid's routes), 3 racks of 2.
   nlohmann::json doc =
@@ -55,28 +44,7 @@ TEST(Racks, SimGridRoutesAreThePlatformsRoutes) {
   ASSERT_EQ(p.racks.size(), 3u);
   EXPECT_EQ(p.machines[4].rack, 2);
   for (const core::PlatformRack& r : p.racks) EXPECT_TRUE(p.switch_can_bind(r.tor_link));
-  sg4::Engine engine("topology_test");
-  sim::configure_network_model(p.network_model);
-  const sim::SimPlatform built =
-      sim::build_sim_platform(p, std::vector<bool>(p.devices.size(), true));
-  int compared = 0;
-  for (size_t a = 0; a < p.devices.size(); ++a) {
-    for (size_t b = 0; b < p.devices.size(); ++b) {
-      if (a == b) continue;
-      std::vector<std::string> expected;
-      for (const core::Hop& hop : p.route(int(a), int(b))) {
-        expected.push_back(simgrid_name(p, hop));
-      }
-      std::vector<sg4::Link*> links;
-      double latency_s = 0;
-      built.hosts[a]->route_to(built.hosts[b], links, &latency_s);
-      std::vector<std::string> got;
-      for (const sg4::Link* l : links) got.push_back(l->get_name());
-      EXPECT_EQ(got, expected) << p.devices[a].name << " -> " << p.devices[b].name;
-      ++compared;
-    }
-  }
-  EXPECT_EQ(compared, 15 * 14);
+  EXPECT_EQ(test::expect_simgrid_routes_are_the_platforms(p, "topology_test"), 15 * 14);
 }
 
 // The bound that held most of client `name`'s critical path (its "bounds" are the channels that
