@@ -9,10 +9,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -75,7 +77,10 @@ core::Plan recovering_plan() {
 }
 
 // The run of `plan` through the real backend in this process; once every client has finished
-// `after_steps` steps, `role`'s node process is killed with SIGKILL (once).
+// `after_steps` steps, and at least 0.6 s after every client had finished one, `role`'s node
+// process is killed with SIGKILL (once). The wait spans two of a launched node's trace flushes
+// (every 0.25 s, real/node/node_setup.cpp), so the victim's part holds steps: steps of a few ms
+// (since tasks keep their tensor memory) finished `after_steps` before the first flush.
 core::Trace run_and_kill(const core::Plan& plan, const std::string& role, int after_steps) {
   test::TempDir dir;
   RealBackend backend;
@@ -83,9 +88,15 @@ core::Trace run_and_kill(const core::Plan& plan, const std::string& role, int af
   options.settings = {
       {"node_binary", REPLISIM_BINARY}, {"connect_timeout_s", 20}, {"checkpoint_dir", dir.path()}};
   bool killed = false;
+  std::optional<std::chrono::steady_clock::time_point> first_step;
   options.progress = [&](const core::RunProgress& p) {
     if (killed || p.steps_done.empty()) return;
-    if (*std::min_element(p.steps_done.begin(), p.steps_done.end()) < after_steps) return;
+    const int least = *std::min_element(p.steps_done.begin(), p.steps_done.end());
+    const auto now = std::chrono::steady_clock::now();
+    if (least >= 1 && !first_step) first_step = now;
+    if (least < after_steps || !first_step || now - *first_step < std::chrono::milliseconds(600)) {
+      return;
+    }
     const pid_t victim = child_running_role(::getpid(), role);
     if (victim > 0 && ::kill(victim, SIGKILL) == 0) killed = true;
   };
