@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -78,12 +79,9 @@ size_t csv_fields(const std::string& line) {
 // Processes whose command line mentions `text` (children left behind would).
 int processes_mentioning(const std::string& text) {
   int n = 0;
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = e.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "cmdline");
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (cmdline.find(text) != std::string::npos) ++n;
+  for (const test::ProcessInfo& p : test::list_processes()) {
+    n += std::any_of(p.args.begin(), p.args.end(),
+                     [&](const std::string& arg) { return arg.find(text) != std::string::npos; });
   }
   return n;
 }

@@ -18,6 +18,7 @@
 #include "gui/scenario_document.h"
 #include "gui/scenario_panel.h"
 #include "gui_fixtures.h"
+#include "tests/support/run_binary.h"
 
 namespace replisim::gui {
 namespace {
@@ -35,16 +36,7 @@ Json read_json(const std::string& path) {
 
 // Child processes of this test (from /proc: those whose parent is us).
 int children() {
-  int count = 0;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    std::ifstream status(entry.path() / "status");
-    std::string key;
-    long value = 0;
-    while (status >> key) {
-      if (key == "PPid:" && status >> value && value == long(getpid())) ++count;
-    }
-  }
-  return count;
+  return int(replisim::test::child_processes(getpid()).size());
 }
 
 class PanelTest : public ::testing::Test {

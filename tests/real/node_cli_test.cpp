@@ -480,13 +480,12 @@ INSTANTIATE_TEST_SUITE_P(
 // The processes whose command line holds `part` (the nodes of a run under a TMPDIR of ours).
 std::vector<int> processes_with(const std::string& part) {
   std::vector<int> pids;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "cmdline");
-    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::replace(cmd.begin(), cmd.end(), '\0', ' ');
-    if (cmd.find(part) != std::string::npos) pids.push_back(std::stoi(name));
+  for (const test::ProcessInfo& p : test::list_processes()) {
+    for (const std::string& arg : p.args) {
+      if (arg.find(part) == std::string::npos) continue;
+      pids.push_back(p.pid);
+      break;
+    }
   }
   return pids;
 }
@@ -518,11 +517,10 @@ TEST(RunCommand, AKilledNodeIsNamedWithTheStep) {
   ASSERT_NE(run, nullptr) << "no progress";
   const std::vector<int> nodes = processes_with(runs + "/");
   std::vector<int> victim;
-  for (int pid : nodes) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
-    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (cmd.find(std::string("--role") + '\0' + "ps0" + '\0') != std::string::npos) {
-      victim.push_back(pid);
+  for (const test::ProcessInfo& p : test::list_processes()) {
+    if (std::find(nodes.begin(), nodes.end(), p.pid) != nodes.end() &&
+        test::has_argument(p, "--role", "ps0")) {
+      victim.push_back(p.pid);
     }
   }
   ASSERT_EQ(victim.size(), 1u);

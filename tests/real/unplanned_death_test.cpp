@@ -13,9 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <optional>
-#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -34,26 +32,8 @@ namespace fs = std::filesystem;
 
 // The process among `parent`'s children whose command line runs `role` ("--role worker1"), or -1.
 pid_t child_running_role(pid_t parent, const std::string& role) {
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
-    std::ifstream stat(entry.path() / "stat");
-    std::string line;
-    if (!std::getline(stat, line)) continue;
-    // "pid (comm) state ppid ...": the fields after the command's closing parenthesis.
-    const size_t close = line.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(line.substr(close + 1));
-    char state = 0;
-    pid_t ppid = -1;
-    rest >> state >> ppid;
-    if (ppid != parent) continue;
-    std::ifstream cmdline(entry.path() / "cmdline");
-    std::vector<std::string> args;
-    for (std::string arg; std::getline(cmdline, arg, '\0');) args.push_back(arg);
-    for (size_t i = 0; i + 1 < args.size(); ++i) {
-      if (args[i] == "--role" && args[i + 1] == role) return pid_t(std::stoi(name));
-    }
+  for (const test::ProcessInfo& p : test::child_processes(parent)) {
+    if (test::has_argument(p, "--role", role)) return pid_t(p.pid);
   }
   return -1;
 }
@@ -331,18 +311,12 @@ TEST(UnplannedDeath, ARestartKilledWhileConnectingEndsTheRunWithItsMeasurement) 
   std::atomic<bool> killed_restart{false};
   std::thread killer([&] {
     for (int i = 0; i < 6000 && !done && !killed_restart; ++i) {
-      for (const auto& entry : fs::directory_iterator("/proc")) {
-        std::ifstream cmdline(entry.path() / "cmdline");
-        std::string args((std::istreambuf_iterator<char>(cmdline)),
-                         std::istreambuf_iterator<char>());
-        if (args.find(std::string("--role") + '\0' + "worker1" + '\0') == std::string::npos ||
-            args.find(std::string("--resume") + '\0') == std::string::npos) {
+      for (const test::ProcessInfo& p : test::child_processes(::getpid())) {
+        if (!test::has_argument(p, "--role", "worker1") ||
+            std::find(p.args.begin(), p.args.end(), "--resume") == p.args.end()) {
           continue;
         }
-        const pid_t pid = pid_t(std::stoi(entry.path().filename().string()));
-        if (child_running_role(::getpid(), "worker1") == pid && ::kill(pid, SIGKILL) == 0) {
-          killed_restart = true;
-        }
+        if (::kill(p.pid, SIGKILL) == 0) killed_restart = true;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }

@@ -1,10 +1,12 @@
 #include "tests/support/run_binary.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -212,6 +214,74 @@ int free_port() {
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &size);
   ::close(fd);
   return ntohs(a.sin_port);
+}
+
+namespace {
+
+// The whole content of a /proc file, or nothing when the process is gone (open or read fails).
+// POSIX reads: std::filebuf throws from underflow when read() fails with ESRCH.
+std::optional<std::string> read_proc_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string content;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      ::close(fd);
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    content.append(buffer, size_t(n));
+  }
+  ::close(fd);
+  return content;
+}
+
+}  // namespace
+
+std::vector<ProcessInfo> list_processes() {
+  std::vector<ProcessInfo> processes;
+  std::error_code error;
+  std::filesystem::directory_iterator it("/proc", error);
+  for (; !error && it != std::filesystem::directory_iterator(); it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::optional<std::string> stat = read_proc_file(it->path().string() + "/stat");
+    const std::optional<std::string> cmdline = read_proc_file(it->path().string() + "/cmdline");
+    if (!stat || !cmdline) continue;
+    // "pid (comm) state ppid ...": the fields after the command's closing parenthesis.
+    const size_t close = stat->rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat->substr(close + 1));
+    char state = 0;
+    ProcessInfo p;
+    if (!(rest >> state >> p.parent_pid)) continue;
+    p.pid = std::stoi(name);
+    for (size_t begin = 0; begin < cmdline->size();) {
+      const size_t end = std::min(cmdline->find('\0', begin), cmdline->size());
+      p.args.push_back(cmdline->substr(begin, end - begin));
+      begin = end + 1;
+    }
+    processes.push_back(std::move(p));
+  }
+  return processes;
+}
+
+std::vector<ProcessInfo> child_processes(int parent_pid) {
+  std::vector<ProcessInfo> children;
+  for (ProcessInfo& p : list_processes()) {
+    if (p.parent_pid == parent_pid) children.push_back(std::move(p));
+  }
+  return children;
+}
+
+bool has_argument(const ProcessInfo& process, const std::string& flag, const std::string& value) {
+  for (size_t i = 0; i + 1 < process.args.size(); ++i) {
+    if (process.args[i] == flag && process.args[i + 1] == value) return true;
+  }
+  return false;
 }
 
 }  // namespace replisim::test

@@ -78,4 +78,19 @@ std::string read_file(const std::string& path);
 int free_port();
 bool file_exists(const std::string& path);
 
+// One process of this machine as /proc showed it.
+struct ProcessInfo {
+  int pid = -1;
+  int parent_pid = -1;
+  std::vector<std::string> args;  // its command line, one entry per argument
+};
+
+// Every process /proc lists now. Safe against processes that exit while it reads: one whose files
+// vanish (or fail with ESRCH) midway is left out, never an exception.
+std::vector<ProcessInfo> list_processes();
+// The processes among `list_processes()` whose parent is `parent_pid`.
+std::vector<ProcessInfo> child_processes(int parent_pid);
+// Whether `args` holds `flag` followed by `value` ("--role", "worker1").
+bool has_argument(const ProcessInfo& process, const std::string& flag, const std::string& value);
+
 }  // namespace replisim::test
