@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <numeric>
 #include <ostream>
 #include <streambuf>
 
@@ -208,6 +209,25 @@ std::vector<core::Trace> read_piped_traces(const std::string& source) {
   }
 }
 
+namespace {
+
+// "batch 64 per replica"; per-replica batches in replica order ("batch 64/64/32 per replica"), or
+// their range and sum when there are more than eight.
+std::string batch_text(const core::TrainingSpec& t) {
+  const std::vector<int>& b = t.replica_batches;
+  if (b.empty()) return "batch " + std::to_string(t.batch_per_replica) + " per replica";
+  if (b.size() <= 8) {
+    std::string list;
+    for (int batch : b) list += (list.empty() ? "" : "/") + std::to_string(batch);
+    return "batch " + list + " per replica";
+  }
+  const auto [least, most] = std::minmax_element(b.begin(), b.end());
+  return "batch " + std::to_string(*least) + " to " + std::to_string(*most) + " per replica (" +
+         std::to_string(std::accumulate(b.begin(), b.end(), 0)) + " in all)";
+}
+
+}  // namespace
+
 std::string workload_line(const core::Scenario& scenario, const core::Plan& plan) {
   const core::Model& model = scenario.model;
   std::string steps =
@@ -217,12 +237,12 @@ std::string workload_line(const core::Scenario& scenario, const core::Plan& plan
     std::snprintf(tolerance, sizeof tolerance, "%.3g%%", 100 * plan.steady_tolerance);
     steps = "steps until steady (+-" + std::string(tolerance) + "), at most " + steps;
   }
-  std::string line =
-      "workload: model " + model.name + ", " +
-      scaled_text(model.total_params(), {"", " k", " M", " G", " T"}) + " parameters (" +
-      core::format_quantity(model.parameter_bytes(), core::Dimension::kBytes) + "); batch " +
-      std::to_string(scenario.training.batch_per_replica) + " per replica" +
-      (plan.forward_only ? ", forward only" : "") + ", " + steps + "; cluster: ";
+  std::string line = "workload: model " + model.name + ", " +
+                     scaled_text(model.total_params(), {"", " k", " M", " G", " T"}) +
+                     " parameters (" +
+                     core::format_quantity(model.parameter_bytes(), core::Dimension::kBytes) +
+                     "); " + batch_text(scenario.training) +
+                     (plan.forward_only ? ", forward only" : "") + ", " + steps + "; cluster: ";
   const std::vector<core::MachineSpec>& machines = scenario.cluster.machines;
   size_t gpus = 0;
   double nic_min = 0, nic_max = 0;

@@ -49,7 +49,7 @@ class SimCollectives : public core::CollectiveHost {
   std::string waiting_for() const { return collectives_->waiting_for(); }
   int64_t formed() const { return collectives_->formed(); }
   int64_t carried_whole() const { return collectives_->carried_whole(); }
-  int live_ranks() const { return collectives_->live_ranks(); }
+  int live_samples_per_step() const { return collectives_->live_samples_per_step(); }
   // The client whose increments count the job's global steps: the lowest live rank's.
   int counting_client() const;
 

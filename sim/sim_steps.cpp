@@ -125,9 +125,11 @@ void SimRun::complete_now(int c, int op_index) {
   if (update) {
     ++global_step_;
     last_update_s_ = now;
-    // An elastic all-reduce job applies the live ranks' batches.
-    const int samples = collectives_ ? collectives_->live_ranks() * plan_.batch_per_replica
-                                     : recorder_.samples_per_step(c);
+    // An elastic all-reduce job applies the live ranks' batches; a synchronous one the
+    // gradients its takes averaged.
+    int samples =
+        collectives_ ? collectives_->live_samples_per_step() : recorder_.samples_per_step(c);
+    if (sync_.enabled()) samples = sync_.take_update_samples().value_or(samples);
     recorder_.update(c, op_index, loop_.client(c).step, now, s.global_step_read, global_step_,
                      samples);
     if (steady_.update(now, samples, global_step_)) {

@@ -240,7 +240,13 @@ struct Plan {
   // training.steps "auto": stop once the throughput's 95% interval is within +-tolerance
   // (core/runtime/steady_state.h); 0 = run all the steps.
   double steady_tolerance = 0;
-  int batch_per_replica = 0;
+  int batch_per_replica = 0;  // the first replica's, and every replica's unless replica_batches
+  // training.batch_per_replica as a list (per-replica batches, in training.replicas order: an
+  // all-reduce rank's index); empty when every replica takes batch_per_replica.
+  std::vector<int> replica_batches;
+  int batch_of_replica(size_t k) const {
+    return replica_batches.empty() ? batch_per_replica : replica_batches[k];
+  }
   // Input pipeline prefetch depth (tf.data prefetch / queue runners): the next batch is prepared
   // while the current step runs, up to this many batches ahead.
   int input_prefetch_batches = 1;

@@ -106,6 +106,8 @@ void settings_to_json(const Plan& plan, nlohmann::json& j) {
   j["warmup_steps"] = plan.warmup_steps;
   if (plan.steady_tolerance > 0) j["steady_tolerance"] = plan.steady_tolerance;
   j["batch_per_replica"] = plan.batch_per_replica;
+  // Absent when every replica takes batch_per_replica: older plans' hashes hold.
+  if (!plan.replica_batches.empty()) j["replica_batches"] = plan.replica_batches;
   j["input_prefetch_batches"] = plan.input_prefetch_batches;
   j["granularity"] = plan.granularity;
   j["notes"] = plan.notes;
@@ -465,6 +467,10 @@ CollectiveSpec collective_from_json(const JsonCursor& c, const Plan& plan) {
   if (cs.ranks.size() != plan.clients.size()) {
     ranks.fail("expected every client once (" + std::to_string(plan.clients.size()) + ")");
   }
+  if (!plan.replica_batches.empty() && plan.replica_batches.size() != cs.ranks.size()) {
+    ranks.fail("expected as many ranks as replica_batches has entries (" +
+               std::to_string(plan.replica_batches.size()) + ")");
+  }
   return cs;
 }
 
@@ -501,6 +507,16 @@ void settings_from_json(const JsonCursor& c, Plan& plan) {
     plan.steady_tolerance = c.at("steady_tolerance").as_number_in(1e-9, 0.999999);
   }
   plan.batch_per_replica = int(c.at("batch_per_replica").as_int(1, 1 << 24));
+  if (c.has("replica_batches")) {
+    const JsonCursor batches = c.at("replica_batches");
+    for (size_t i = 0; i < batches.size(); ++i) {
+      plan.replica_batches.push_back(int(batches.at(i).as_int(1, 1 << 24)));
+    }
+    if (plan.replica_batches.empty() || plan.replica_batches.front() != plan.batch_per_replica) {
+      batches.fail("expected the first replica's batch to be batch_per_replica (" +
+                   std::to_string(plan.batch_per_replica) + ")");
+    }
+  }
   plan.input_prefetch_batches = int(c.at("input_prefetch_batches").as_int(0, 1024));
   plan.granularity = c.at("granularity").as_string();
   plan.compute_jitter_fraction = fraction_from_json(c.at("compute_jitter_fraction"));
@@ -589,6 +605,7 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& file) {
                 "warmup_steps",
                 "steady_tolerance",
                 "batch_per_replica",
+                "replica_batches",
                 "input_prefetch_batches",
                 "granularity",
                 "notes",

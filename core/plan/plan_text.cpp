@@ -119,8 +119,16 @@ void write_roles_and_variables(std::ostream& out, const Plan& plan) {
   } else {
     out << plan.steps;
   }
-  out << " (" << plan.warmup_steps << " warm-up), batch per replica " << plan.batch_per_replica
-      << ", input prefetch " << plan.input_prefetch_batches << " batch(es)\n";
+  out << " (" << plan.warmup_steps << " warm-up), batch per replica ";
+  if (plan.replica_batches.empty()) {
+    out << plan.batch_per_replica;
+  } else {
+    for (size_t k = 0; k < plan.replica_batches.size(); ++k) {
+      out << (k > 0 ? "/" : "") << plan.replica_batches[k];
+    }
+    out << " (in replica order)";
+  }
+  out << ", input prefetch " << plan.input_prefetch_batches << " batch(es)\n";
   out << "roles:";
   for (const Role& r : plan.roles) {
     out << " " << r.name << (r.chief ? "*" : "") << "@" << p.devices[size_t(r.device)].name;

@@ -664,8 +664,12 @@ double Collectives::rank_died(int rank) {
   return rendezvous_until_s_;
 }
 
-int Collectives::live_ranks() const {
-  return int(std::count(alive_.begin(), alive_.end(), true));
+int Collectives::live_samples_per_step() const {
+  int samples = 0;
+  for (size_t r = 0; r < alive_.size(); ++r) {
+    if (alive_[r]) samples += plan_.batch_of_replica(r);
+  }
+  return samples;
 }
 
 std::string Collectives::waiting_for() const {

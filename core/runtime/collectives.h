@@ -188,7 +188,9 @@ class Collectives {
   // The id the next collective formed here gets (a rollback's first_id).
   int64_t next_id() const { return next_id_; }
   bool rank_alive(int rank) const { return alive_[size_t(rank)]; }
-  int live_ranks() const;
+  // The samples one update applies: the live ranks' batches (Plan::batch_of_replica: a rank's
+  // index is its replica's). An elastic job that lost ranks applies fewer.
+  int live_samples_per_step() const;
   // Why training stalls (the report's stall line): the collective waiting, the ranks it waits
   // for; empty when none waits.
   std::string waiting_for() const;

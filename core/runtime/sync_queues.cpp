@@ -1,5 +1,6 @@
 #include "core/runtime/sync_queues.h"
 
+#include <cmath>
 #include <map>
 #include <string>
 
@@ -32,6 +33,9 @@ void SyncQueues::reset() {
   const int64_t global_step = host_.global_step();
   accumulator_step_.assign(plan_.variables.size(), global_step);
   accumulated_.assign(plan_.variables.size(), 0);
+  accumulated_samples_.assign(plan_.variables.size(), 0);
+  taken_samples_ = 0;
+  takes_ = 0;
   waiting_take_.assign(plan_.variables.size(), {-1, -1});
   tokens_.assign(size_t(plan_.sync_replicas.initial_tokens), global_step);
   waiting_dequeue_.clear();
@@ -73,12 +77,21 @@ bool SyncQueues::accumulate(int c, int op, int64_t step, double now) {
     return false;
   }
   ++accumulated_[size_t(v)];
+  accumulated_samples_[size_t(v)] += graphs_[size_t(c)]->samples_per_step;
   const auto [waiting_client, waiting_op] = waiting_take_[size_t(v)];
   if (waiting_client >= 0 && accumulated_[size_t(v)] >= replicas_to_aggregate_) {
     waiting_take_[size_t(v)] = {-1, -1};
     take_gradient(waiting_client, waiting_op);
   }
   return true;
+}
+
+std::optional<int> SyncQueues::take_update_samples() {
+  if (takes_ == 0) return std::nullopt;
+  const int samples = int(std::llround(double(taken_samples_) / takes_));
+  taken_samples_ = 0;
+  takes_ = 0;
+  return samples;
 }
 
 void SyncQueues::take_gradient(int c, int op) {
@@ -88,6 +101,9 @@ void SyncQueues::take_gradient(int c, int op) {
     return;
   }
   accumulated_[size_t(v)] = 0;
+  taken_samples_ += accumulated_samples_[size_t(v)];
+  ++takes_;
+  accumulated_samples_[size_t(v)] = 0;
   ++accumulator_step_[size_t(v)];
   host_.sync_complete(c, op);
 }

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -60,6 +61,13 @@ class SyncQueues {
   // counts (true: the backend adds it to the accumulator's value, if it keeps values), or is
   // dropped as stale (false; recorded).
   bool accumulate(int c, int op, int64_t step, double now);
+  // The samples the update being made applies: the mean over the takes made here since the last
+  // call of the samples of the gradients each took (every fresh gradient in, R or more, as
+  // ConditionalAccumulator::TryTakeGrad averages them all), each gradient its worker's
+  // samples_per_step; nullopt when no take was made here (a task that holds global_step but no
+  // accumulator: its caller counts the chief graph's samples_per_step, R workers of the mean
+  // batch). Workers of different batches (training.batch_per_replica as a list) make it differ.
+  std::optional<int> take_update_samples();
   // Whether accumulate(c, op, ...) would count the gradient now (a backend that keeps values
   // adds it to the accumulator first, since counting it may let a waiting take complete).
   bool fresh(int c, int op) const;
@@ -85,8 +93,11 @@ class SyncQueues {
   bool strict_ = false;
   int replicas_to_aggregate_ = 0;
   int tokens_per_step_ = 0;
-  std::vector<int64_t> accumulator_step_;  // the accumulator's global step (bumped by each take)
-  std::vector<int> accumulated_;           // fresh gradients in since the last take
+  std::vector<int64_t> accumulator_step_;     // the accumulator's global step (bumped by each take)
+  std::vector<int> accumulated_;              // fresh gradients in since the last take
+  std::vector<int64_t> accumulated_samples_;  // their workers' samples
+  int64_t taken_samples_ = 0;                 // since the last take_update_samples: the takes'
+  int takes_ = 0;                             // samples, and how many takes
   std::vector<std::pair<int, int>> waiting_take_;  // (client, op) of a take waiting; (-1, -1)
   std::deque<int64_t> tokens_;
   std::deque<std::pair<int, int>> waiting_dequeue_;  // (client, op), in arrival order

@@ -284,7 +284,14 @@ struct ObjectiveSpec {
 };
 
 struct TrainingSpec {
-  int batch_per_replica = 0;
+  int batch_per_replica = 0;  // the first replica's, and every replica's unless replica_batches
+  // training.batch_per_replica given as a list, one per replica in `replicas` order (workers of
+  // different batch sizes, unequal in-graph sub-batches); empty when every entry is the same.
+  std::vector<int> replica_batches;
+  // Samples replica `k` (an index into `replicas`) computes per step.
+  int batch_of_replica(size_t k) const {
+    return replica_batches.empty() ? batch_per_replica : replica_batches[k];
+  }
   int steps = 0;  // "auto": steady_state.max_steps
   int warmup_steps = 0;
   SteadyStateSpec steady_state;

@@ -136,6 +136,28 @@ Jitter parse_jitter(const JsonCursor* c) {
 }
 
 // A number (every worker) or a list with one number per worker: steps of data, at least 1.
+// training.batch_per_replica (after training.replicas): one count for every replica, or a list
+// of one per replica in `replicas` order (its patterns expanded in machine order, as `plan`
+// prints the towers). A list of equal counts is the same as the count.
+void parse_batches(const JsonCursor& c, TrainingSpec& t) {
+  if (!c.value().is_array()) {
+    t.batch_per_replica = int(c.as_int(1, limits::kMaxBatch));
+    return;
+  }
+  if (c.size() != t.replicas.size()) {
+    c.fail("expected one batch per replica (" + std::to_string(t.replicas.size()) +
+           ", in training.replicas order), got " + std::to_string(c.size()));
+  }
+  std::vector<int> batches;
+  for (size_t i = 0; i < c.size(); ++i) {
+    batches.push_back(int(c.at(i).as_int(1, limits::kMaxBatch)));
+  }
+  t.batch_per_replica = batches.front();
+  if (std::any_of(batches.begin(), batches.end(), [&](int b) { return b != batches.front(); })) {
+    t.replica_batches = std::move(batches);
+  }
+}
+
 std::vector<int> parse_data_steps(const JsonCursor& c, int workers) {
   if (!c.value().is_array()) {
     return std::vector<int>(size_t(workers), int(c.as_int(1, limits::kMaxSteps)));
@@ -399,11 +421,11 @@ TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Mod
                 "objective",
                 "forward_only"});
   TrainingSpec t;
-  t.batch_per_replica = int(c.at("batch_per_replica").as_int(1, limits::kMaxBatch));
   t.warmup_steps = c.has("warmup_steps") ? int(c.at("warmup_steps").as_int(0, limits::kMaxSteps))
                                          : kDefaultWarmupSteps;
   parse_steps(c, t);
   parse_where(c, cluster, model, t);
+  parse_batches(c.at("batch_per_replica"), t);
   t.variable_placement = "round_robin";
   if (c.has("variable_placement")) {
     t.variable_placement = c.at("variable_placement").as_string();
@@ -435,7 +457,15 @@ TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Mod
   t.costs = parse_costs(c.has("costs") ? &costs_cursor : nullptr, model, t.optimizer);
   const JsonCursor jitter_cursor = c.has("jitter") ? c.at("jitter") : c;
   t.jitter = parse_jitter(c.has("jitter") ? &jitter_cursor : nullptr);
-  if (c.has("objective")) t.objective = parse_objective(c.at("objective"), t);
+  if (c.has("objective")) {
+    if (!t.replica_batches.empty()) {
+      c.at("batch_per_replica")
+          .fail(
+              "per-replica batches beside training.objective: the value engine gives every "
+              "worker objective.batch samples a step; give batch_per_replica as one number");
+    }
+    t.objective = parse_objective(c.at("objective"), t);
+  }
   if (c.has("forward_only")) t.forward_only = c.at("forward_only").as_bool();
   check_forward_only(c, t);
   return t;

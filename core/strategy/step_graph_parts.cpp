@@ -162,9 +162,9 @@ ModelLayout layout_model(const Scenario& scenario, Plan& plan,
   return layout;
 }
 
-GroupPlacement on_one_device(const ModelLayout& layout, int device, int role) {
+GroupPlacement on_one_device(const ModelLayout& layout, int device, int role, int batch) {
   return {std::vector<int>(layout.groups.size(), device),
-          std::vector<int>(layout.groups.size(), role)};
+          std::vector<int>(layout.groups.size(), role), batch};
 }
 
 int add_input_op(StepGraphBuilder& builder, const Scenario& scenario, const Plan& plan, int cpu,
@@ -252,7 +252,6 @@ std::vector<std::vector<int>> add_backward_and_aggregate(
   REPLISIM_ASSERT(!device.empty(), "an aggregation device");
   size_t slice_number = 0;
   const TrainingSpec& t = scenario.training;
-  const int sub_batch = t.batch_per_replica;
   std::vector<std::vector<std::vector<Edge>>> gradients(layout.groups.size());
   for (size_t g = 0; g < layout.groups.size(); ++g) gradients[g].resize(layout.slices[g].size());
   // Where each slice is read from: its PS variable, or a worker's local copy.
@@ -261,14 +260,14 @@ std::vector<std::vector<int>> add_backward_and_aggregate(
     for (int op : reads[g]) read_device[g].push_back(builder.op(op).device);
   }
   for (size_t k = 0; k < towers.size(); ++k) {
-    const std::vector<int> backward = add_backward_chain(builder, scenario.model, layout, reads,
-                                                         towers[k], loss_gradient[k], sub_batch);
+    const std::vector<int> backward = add_backward_chain(
+        builder, scenario.model, layout, reads, towers[k], loss_gradient[k], towers[k].batch);
     for (size_t g = 0; g < layout.groups.size(); ++g) {
       for (size_t s = 0; s < layout.slices[g].size(); ++s) {
         gradients[g][s].push_back({backward[g], layout.slices[g][s].bytes, int(s) + 1});
       }
     }
-    account_replica_memory(plan, scenario.model, layout, towers[k], sub_batch, read_device);
+    account_replica_memory(plan, scenario.model, layout, towers[k], towers[k].batch, read_device);
   }
   std::vector<std::vector<int>> aggregated(layout.groups.size());
   for (size_t g = 0; g < layout.groups.size(); ++g) {
@@ -430,8 +429,9 @@ void account_ps_memory(Plan& plan, const Scenario& scenario) {
 
 void account_forward_memory(const StepGraphBuilder& builder, Plan& plan, const Model& model,
                             const ModelLayout& layout, const std::vector<std::vector<int>>& reads,
-                            const std::vector<GroupPlacement>& towers, int samples) {
+                            const std::vector<GroupPlacement>& towers) {
   for (const GroupPlacement& where : towers) {
+    const int samples = where.batch;
     std::map<int, double> largest_output;  // device -> bytes
     for (size_t g = 0; g < layout.groups.size(); ++g) {
       DeviceMemory& m = memory_of(plan, where.device[g]);

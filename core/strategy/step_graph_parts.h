@@ -34,12 +34,13 @@ struct ModelLayout {
 ModelLayout layout_model(const Scenario& scenario, Plan& plan,
                          const std::vector<int>& layer_device = {});
 
-// Where each group of one tower/worker runs.
+// Where each group of one tower/worker runs, and the samples it computes per step.
 struct GroupPlacement {
   std::vector<int> device;  // per group
   std::vector<int> role;    // per group
+  int batch = 0;            // samples per step: its replica's (TrainingSpec::batch_of_replica)
 };
-GroupPlacement on_one_device(const ModelLayout& layout, int device, int role);
+GroupPlacement on_one_device(const ModelLayout& layout, int device, int role, int batch);
 
 // The input pipeline's op for `samples` on CPU device `cpu`, owned by `role` (input_flop's
 // cost): a step graph's first op. Returns its index.
@@ -128,12 +129,12 @@ void account_replica_memory(Plan& plan, const Model& model, const ModelLayout& l
 void account_ps_memory(Plan& plan, const Scenario& scenario);
 
 // Forward-only steps (Plan::forward_only): adds to plan.memory what each of `towers` keeps for
-// `samples` per tower: the weights it reads (unless it reads them where they are: `reads`, ops of
+// its batch: the weights it reads (unless it reads them where they are: `reads`, ops of
 // `builder`, on its own device), and, per device, its largest group's output and the input batch
 // (a forward pass frees each layer's output once the next layer has read it, and keeps no
 // gradient: a lower bound, as account_replica_memory's).
 void account_forward_memory(const StepGraphBuilder& builder, Plan& plan, const Model& model,
                             const ModelLayout& layout, const std::vector<std::vector<int>>& reads,
-                            const std::vector<GroupPlacement>& towers, int samples);
+                            const std::vector<GroupPlacement>& towers);
 
 }  // namespace replisim::core::strategy_detail

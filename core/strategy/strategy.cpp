@@ -152,6 +152,7 @@ Scenario with_objective_costs(const Scenario& scenario) {
   const ObjectiveSpec& o = scenario.training.objective;
   costed.model = o.model().cost_model();
   costed.training.batch_per_replica = o.batch;
+  costed.training.replica_batches.clear();  // refused beside an objective (scenario_training.cpp)
   costed.training.costs.input_samples_per_s = 0;
   costed.training.costs.input_samples_per_s_per_core = 0;
   // The proxy's logits layer carries its softmax cross-entropy (ObjectiveModel::cost_model): the
@@ -432,6 +433,7 @@ Plan plan_skeleton(const Scenario& scenario, const std::string& strategy,
     plan.steady_tolerance = scenario.training.steady_state.tolerance;
   }
   plan.batch_per_replica = scenario.training.batch_per_replica;
+  plan.replica_batches = scenario.training.replica_batches;
   plan.forward_only = scenario.training.forward_only;
   if (plan.forward_only) {
     plan.notes.push_back(

@@ -31,17 +31,16 @@ DeviceMemory& device_memory(Plan& plan, int device) {
   return plan.memory.back();
 }
 
-// One rank's step graph on `device`: input on its machine's CPU, forward, loss, backward, one
-// all-reduce per layer group's gradient (in the order backward produces them: last group first),
-// an apply per group on the device, then the local global_step increment.
+// One rank's step graph on `device` for `samples` per step: input on its machine's CPU, forward,
+// loss, backward, one all-reduce per layer group's gradient (in the order backward produces them:
+// last group first), an apply per group on the device, then the local global_step increment.
 ClientGraph rank_graph(const Scenario& scenario, Plan& plan, const ModelLayout& layout, int device,
-                       int role, bool chief) {
+                       int samples, int role, bool chief) {
   const TrainingSpec& t = scenario.training;
-  const int samples = t.batch_per_replica;
   const int cpu = plan.platform.cpu_of_machine(plan.platform.devices[size_t(device)].machine);
   StepGraphBuilder builder(plan);
   const int input_op = add_input_op(builder, scenario, plan, cpu, role, samples);
-  const GroupPlacement where = on_one_device(layout, device, role);
+  const GroupPlacement where = on_one_device(layout, device, role, samples);
   const std::vector<std::vector<int>> no_reads(layout.groups.size());
   const std::vector<int> forward =
       add_forward_chain(builder, scenario.model, layout, no_reads, where,
@@ -93,7 +92,8 @@ ClientGraph rank_graph(const Scenario& scenario, Plan& plan, const ModelLayout& 
   ClientGraph graph;
   graph.role = role;
   // One step applies the average of every rank's gradients: every rank's batch.
-  graph.samples_per_step = samples * int(t.replicas.size());
+  graph.samples_per_step = 0;
+  for (size_t r = 0; r < t.replicas.size(); ++r) graph.samples_per_step += t.batch_of_replica(r);
   graph.input_op = input_op;
   // Every rank increments its own global_step; the chief's counts the job's steps (they are equal).
   graph.global_step_op = chief ? increment_op : -1;
@@ -171,7 +171,8 @@ Plan compile_allreduce(const Scenario& given, const CompileOptions& options) {
     REPLISIM_ASSERT(device >= 0, "validated replica device not found");
     const int role =
         add_role(plan, "worker" + std::to_string(r), RoleKind::kWorker, device, /*chief=*/r == 0);
-    plan.clients.push_back(rank_graph(scenario, plan, layout, device, role, r == 0));
+    plan.clients.push_back(
+        rank_graph(scenario, plan, layout, device, t.batch_of_replica(r), role, r == 0));
     plan.collective.ranks.push_back(int(r));
   }
   if (plan.collective.algorithm == "hierarchical") {

@@ -14,6 +14,7 @@
 //   step ends there (tf_cnn_benchmarks --forward_only: sess.run(logits), the variables on the PS).
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "core/base/error.h"
 #include "core/base/random.h"
@@ -55,16 +56,17 @@ int add_gradient_updates(StepGraphBuilder& builder, const Scenario& scenario, Pl
   return add_applies(builder, scenario, plan, layout, gradient);
 }
 
-// One worker's step graph with a tower on each of `devices` (its machine's CPU runs the input
-// pipeline for all of them). With several towers, as tf_cnn_benchmarks' distributed_replicated
-// (VariableMgrDistributedReplicated, variable_mgr.py, 2017): the worker splits its batch, reads
-// each variable from its PS once into its CPU's memory, copies it to every tower over that
-// tower's own PCIe link, and averages the towers' gradients on its CPU before talking to the PS.
+// One worker's step graph with a tower on each of `devices`, of `batches[k]` samples on device k
+// (its machine's CPU runs the input pipeline for all of them). With several towers, as
+// tf_cnn_benchmarks' distributed_replicated (VariableMgrDistributedReplicated, variable_mgr.py,
+// 2017): the worker splits its batch, reads each variable from its PS once into its CPU's memory,
+// copies it to every tower over that tower's own PCIe link, and averages the towers' gradients on
+// its CPU before talking to the PS.
 ClientGraph worker_graph(const Scenario& scenario, Plan& plan, const ModelLayout& layout,
-                         const std::vector<int>& devices, int role) {
+                         const std::vector<int>& devices, const std::vector<int>& batches,
+                         int role) {
   const TrainingSpec& t = scenario.training;
-  const int sub_batch = t.batch_per_replica;
-  const int samples = sub_batch * int(devices.size());
+  const int samples = std::accumulate(batches.begin(), batches.end(), 0);
   const int device = devices.front();
   const int cpu = plan.platform.cpu_of_machine(plan.platform.devices[size_t(device)].machine);
   StepGraphBuilder builder(plan);
@@ -88,11 +90,12 @@ ClientGraph worker_graph(const Scenario& scenario, Plan& plan, const ModelLayout
       reads = add_local_copies(builder, plan, layout, reads, local, role, !t.forward_only);
     }
   }
-  const double logits_bytes = layout.groups.back().activation_bytes_per_sample * sub_batch;
   std::vector<GroupPlacement> towers;
   std::vector<Edge> loss_gradients;
   for (size_t k = 0; k < devices.size(); ++k) {
-    towers.push_back(on_one_device(layout, devices[k], role));
+    const int sub_batch = batches[k];
+    const double logits_bytes = layout.groups.back().activation_bytes_per_sample * sub_batch;
+    towers.push_back(on_one_device(layout, devices[k], role, sub_batch));
     const std::vector<int> forward =
         add_forward_chain(builder, scenario.model, layout, reads, towers.back(),
                           {batch_op, scenario.model.input_bytes_per_sample * sub_batch}, sub_batch);
@@ -110,7 +113,7 @@ ClientGraph worker_graph(const Scenario& scenario, Plan& plan, const ModelLayout
   graph.samples_per_step = samples;
   graph.input_op = input_op;
   if (t.forward_only) {  // the step ends with the loss: nothing is sent back, nothing updated
-    account_forward_memory(builder, plan, scenario.model, layout, reads, towers, sub_batch);
+    account_forward_memory(builder, plan, scenario.model, layout, reads, towers);
   } else {
     graph.global_step_op = add_gradient_updates(builder, scenario, plan, layout, reads, towers,
                                                 loss_gradients, devices, role);
@@ -134,7 +137,8 @@ void add_sync_replicas(const Scenario& scenario, Plan& plan, const ModelLayout& 
   const int chief_device = plan.roles[size_t(plan.clients.front().role)].device;
   const int role = add_role(plan, "chief/sync", RoleKind::kSyncQueueRunner, chief_device);
   // Samples one global step applies: R worker gradients, each of its worker's whole batch (the
-  // mean worker's when workers have different numbers of towers).
+  // mean worker's when workers have different numbers of towers or batches: exact when R = T, the
+  // expectation over which workers' gradients a step takes when R < T).
   double worker_samples = 0;
   for (const ClientGraph& worker : plan.clients) worker_samples += worker.samples_per_step;
   worker_samples /= double(plan.clients.size());
@@ -157,13 +161,15 @@ Plan compile_between_graph(const Scenario& scenario, const CompileOptions& optio
   plan.granularity = granularity_label(scenario, layout.groups.size());
   for (size_t w = 0; w < t.workers.size(); ++w) {
     std::vector<int> devices;
+    std::vector<int> batches;
     for (int replica : t.workers[w]) {
       devices.push_back(plan.platform.find_device(t.replicas[size_t(replica)]));
       REPLISIM_ASSERT(devices.back() >= 0, "validated replica device not found");
+      batches.push_back(t.batch_of_replica(size_t(replica)));
     }
     const int role = add_role(plan, "worker" + std::to_string(w), RoleKind::kWorker,
                               devices.front(), /*chief=*/w == 0);
-    plan.clients.push_back(worker_graph(scenario, plan, layout, devices, role));
+    plan.clients.push_back(worker_graph(scenario, plan, layout, devices, batches, role));
     if (!t.data_steps_per_worker.empty())
       plan.clients.back().data_steps = t.data_steps_per_worker[w];
   }

@@ -49,12 +49,21 @@ std::vector<int> place_layers(const Scenario& scenario, const Platform& platform
   return device;
 }
 
-// The towers: one per replica (data parallel), or one model-parallel tower of stages.
+// The towers: one per replica (data parallel) of its replica's batch, or one model-parallel tower
+// of stages of batch_per_replica samples. Throws InputError for per-replica batches beside a
+// model-parallel placement (one tower, one batch).
 std::vector<GroupPlacement> towers(const Scenario& scenario, Plan& plan,
                                    const ModelLayout& layout) {
   std::vector<GroupPlacement> out;
   if (!scenario.training.placement.empty()) {
+    if (!scenario.training.replica_batches.empty()) {
+      throw InputError(scenario.file_of("/training/batch_per_replica"),
+                       "/training/batch_per_replica",
+                       "training.placement makes in_graph one model-parallel tower, which takes "
+                       "one batch: give batch_per_replica as one number");
+    }
     GroupPlacement where;
+    where.batch = scenario.training.batch_per_replica;
     std::vector<int> stage_devices;
     std::vector<int> stage_roles;
     for (const LayerGroup& g : layout.groups) {
@@ -75,7 +84,7 @@ std::vector<GroupPlacement> towers(const Scenario& scenario, Plan& plan,
     const int device = plan.platform.find_device(scenario.training.replicas[k]);
     REPLISIM_ASSERT(device >= 0, "validated replica device not found");
     const int role = add_role(plan, "tower" + std::to_string(k), RoleKind::kTower, device);
-    out.push_back(on_one_device(layout, device, role));
+    out.push_back(on_one_device(layout, device, role, scenario.training.batch_of_replica(k)));
   }
   return out;
 }
@@ -130,8 +139,8 @@ Plan compile_in_graph(const Scenario& scenario, const CompileOptions& options) {
   plan.granularity = granularity_label(scenario, layout.groups.size());
   note_unused_fields(t, plan);
   const std::vector<GroupPlacement> tower = towers(scenario, plan, layout);
-  const int sub_batch = t.batch_per_replica;
-  const int batch = sub_batch * int(tower.size());
+  int batch = 0;  // the client's whole batch, split into the towers' sub-batches
+  for (const GroupPlacement& where : tower) batch += where.batch;
 
   StepGraphBuilder builder(plan);
   const int input_op = builder.add(client_op("input", OpKind::kInput, cpu, client,
@@ -140,25 +149,27 @@ Plan compile_in_graph(const Scenario& scenario, const CompileOptions& options) {
   const int split_op =
       builder.add(client_op("split", OpKind::kSplit, cpu, client, 0), {{input_op, 0.0}});
   const std::vector<std::vector<int>> reads = add_reads(builder, plan, layout);
-  const double logits_bytes = layout.groups.back().activation_bytes_per_sample * sub_batch;
   std::vector<Edge> logits;
   for (const GroupPlacement& where : tower) {
-    const std::vector<int> forward =
-        add_forward_chain(builder, scenario.model, layout, reads, where,
-                          {split_op, scenario.model.input_bytes_per_sample * sub_batch}, sub_batch);
-    logits.push_back({forward.back(), logits_bytes});
+    const std::vector<int> forward = add_forward_chain(
+        builder, scenario.model, layout, reads, where,
+        {split_op, scenario.model.input_bytes_per_sample * where.batch}, where.batch);
+    logits.push_back(
+        {forward.back(), layout.groups.back().activation_bytes_per_sample * where.batch});
   }
   const int loss_op = builder.add(
       client_op("loss", OpKind::kLoss, cpu, client, t.costs.loss_flop_per_sample * batch), logits);
 
   int increment = -1;
   if (t.forward_only) {  // the step ends with the client's loss: no gradient, no update
-    account_forward_memory(builder, plan, scenario.model, layout, reads, tower, sub_batch);
+    account_forward_memory(builder, plan, scenario.model, layout, reads, tower);
   } else {
     // Every tower's gradient of each slice, summed on the client, then applied on the slice's PS.
+    // Each tower's loss gradient is its sub-batch's logits' shape.
+    std::vector<Edge> loss_gradients;
+    for (const Edge& l : logits) loss_gradients.push_back({loss_op, l.bytes});
     const std::vector<std::vector<int>> aggregated = add_backward_and_aggregate(
-        builder, scenario, plan, layout, reads, tower,
-        std::vector<Edge>(tower.size(), Edge{loss_op, logits_bytes}), {cpu}, client);
+        builder, scenario, plan, layout, reads, tower, loss_gradients, {cpu}, client);
     increment = add_applies(builder, scenario, plan, layout, aggregated);
   }
   add_faults(scenario, plan);

@@ -105,7 +105,9 @@ class CollectiveOps final : public core::CollectiveHost {
   // The collective waiting, and for which ranks ("" when none waits).
   std::string waiting_for() const;
   // The ranks not known dead here (an elastic job's survivors).
-  int live_ranks() const { return collectives_ ? collectives_->live_ranks() : 0; }
+  int live_samples_per_step() const {
+    return collectives_ ? collectives_->live_samples_per_step() : 0;
+  }
   // The task running rank `rank`.
   uint32_t task_of_rank(int rank) const;
 

@@ -127,7 +127,7 @@ class Node::ValueHooks final : public VariableOps::Host {
     n_.steady_stop_->update(at_s, samples, global_step);
   }
   int update_samples(int g) const override {
-    if (n_.collectives_) return n_.collectives_->live_ranks() * n_.plan_.batch_per_replica;
+    if (n_.collectives_) return n_.collectives_->live_samples_per_step();
     return n_.recorder_->samples_per_step(g);
   }
   bool client_dead(int g) const override { return n_.graph_dead_[size_t(g)]; }

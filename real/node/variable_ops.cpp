@@ -348,7 +348,9 @@ void VariableOps::increment_global_step(int g, int op_index) {
   // Every all-reduce rank increments its own copy; the chief's (its graph's global_step_op)
   // counts the job's global steps, as the simulator records them.
   if (!replica_ || op_index == p.graph->global_step_op) {
-    const int samples = host_.update_samples(g);
+    int samples = host_.update_samples(g);
+    // Synchronous: the gradients this task's takes averaged, when it holds an accumulator.
+    if (sync_ && sync_->enabled()) samples = sync_->take_update_samples().value_or(samples);
     host_.recorder().update(g, op_index, p.step, at_s, p.global_step_read, store_->global_step,
                             samples);
     host_.update_made(g, at_s, store_->global_step, samples);
