@@ -1,10 +1,15 @@
 #include "core/plan/plan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
 namespace replisim::core {
+
+double first_model_poll_s(double up_s, double ready_s, double recovery_wait_s) {
+  return up_s + std::ceil(std::max(0.0, ready_s - up_s) / recovery_wait_s) * recovery_wait_s;
+}
 
 int Plan::role_index(const std::string& name) const {
   for (size_t i = 0; i < roles.size(); ++i) {

@@ -68,14 +68,23 @@ struct Variable {
 // session.run returns only when every op of the step, on every device, is done).
 struct ClientGraph {
   int role = -1;              // the client / worker role (owner of the step events)
-  double start_offset_s = 0;  // seeded start-up stagger
-  int samples_per_step = 0;   // samples whose gradients one step applies (forward-only: infers)
-  int data_steps = 0;         // steps of data it holds, then it exits; 0 = no limit
-  int input_op = -1;          // the kInput op (runs ahead of the step, see Plan); -1: none
-  int global_step_op = -1;    // the kGlobalStepIncrement op; its completion is an update;
-                              // -1: none (synchronous workers: the chief's sync op increments)
+  double start_offset_s = 0;  // when its first step starts: launch, plus the session barrier
+  // When its task is launched (seeded start-up stagger, or training.start_times): a non-chief
+  // worker launched before the chief's model is ready polls for it (first_model_poll_s), so its
+  // start_offset_s may be later. A restart launches the tasks with these offsets again.
+  double launch_offset_s = 0;
+  int samples_per_step = 0;  // samples whose gradients one step applies (forward-only: infers)
+  int data_steps = 0;        // steps of data it holds, then it exits; 0 = no limit
+  int input_op = -1;         // the kInput op (runs ahead of the step, see Plan); -1: none
+  int global_step_op = -1;   // the kGlobalStepIncrement op; its completion is an update;
+                             // -1: none (synchronous workers: the chief's sync op increments)
   std::vector<Op> ops;
 };
+
+// TF 1.x's SessionManager.wait_for_session (tensorflow/python/training/session_manager.py): a
+// non-chief worker up at `up_s` checks for a ready model at once, then every `recovery_wait_s`
+// (recovery_wait_secs); the chief's model is ready at `ready_s`. Returns when it first sees it.
+double first_model_poll_s(double up_s, double ready_s, double recovery_wait_s);
 
 // Memory one device needs for the plan (bytes): used to check GPU capacity.
 struct DeviceMemory {

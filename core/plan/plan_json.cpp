@@ -90,6 +90,8 @@ nlohmann::json client_to_json(const ClientGraph& c) {
                        {"global_step_op", c.global_step_op},
                        {"ops", nlohmann::json::array()}};
   if (c.data_steps > 0) cj["data_steps"] = c.data_steps;
+  // Absent when it is the start (no session barrier delayed it): older plans' hashes hold.
+  if (c.launch_offset_s != c.start_offset_s) cj["launch_offset_s"] = c.launch_offset_s;
   for (const Op& op : c.ops) cj["ops"].push_back(op_to_json(op));
   return cj;
 }
@@ -317,12 +319,16 @@ Role role_from_json(const JsonCursor& r, const Plan& plan) {
 }
 
 ClientGraph client_from_json(const JsonCursor& cc, const Plan& plan) {
-  cc.check_keys({"role", "start_offset_s", "samples_per_step", "data_steps", "input_op",
-                 "global_step_op", "ops"});
+  cc.check_keys({"role", "start_offset_s", "launch_offset_s", "samples_per_step", "data_steps",
+                 "input_op", "global_step_op", "ops"});
   ClientGraph graph;
   graph.role = int(cc.at("role").as_int(0, int64_t(plan.roles.size()) - 1));
   graph.start_offset_s = cc.at("start_offset_s").as_number();
   if (graph.start_offset_s < 0) cc.at("start_offset_s").fail("must not be negative");
+  graph.launch_offset_s = graph.start_offset_s;
+  if (cc.has("launch_offset_s")) {
+    graph.launch_offset_s = cc.at("launch_offset_s").as_number_in(0, graph.start_offset_s);
+  }
   graph.samples_per_step = int(cc.at("samples_per_step").as_int(0, 1 << 30));
   if (cc.has("data_steps")) graph.data_steps = int(cc.at("data_steps").as_int(1, 1 << 30));
   const JsonCursor ops = cc.at("ops");

@@ -157,7 +157,12 @@ void write_client_graph(std::ostream& out, const Plan& plan, const ClientGraph& 
   const Platform& p = plan.platform;
   out << "\nclient graph " << plan.roles[size_t(graph.role)].name << ": " << graph.ops.size()
       << " ops, " << graph.samples_per_step << " samples per step, starts at "
-      << format_quantity(graph.start_offset_s, Dimension::kTime) << "\n  ops by kind:";
+      << format_quantity(graph.start_offset_s, Dimension::kTime);
+  if (graph.launch_offset_s != graph.start_offset_s) {
+    out << " (launched at " << format_quantity(graph.launch_offset_s, Dimension::kTime)
+        << ", waiting for the session)";
+  }
+  out << "\n  ops by kind:";
   std::map<std::string, int> kinds;
   std::map<int, std::pair<int, double>> per_device;                 // ops, flop
   std::map<std::pair<int, int>, std::pair<int, double>> transfers;  // tensors, bytes

@@ -8,8 +8,7 @@
 namespace replisim::core {
 
 double RecoveryTimeline::worker_back_s(double up_s, double chief_ready_s) const {
-  const double wait_s = policy_.recovery_wait_s;
-  return up_s + std::ceil(std::max(0.0, chief_ready_s - up_s) / wait_s) * wait_s;
+  return first_model_poll_s(up_s, chief_ready_s, policy_.recovery_wait_s);
 }
 
 int64_t RecoveryTimeline::resumed_step(const Plan& plan, const std::vector<int64_t>& client_steps,

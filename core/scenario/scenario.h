@@ -288,6 +288,9 @@ struct TrainingSpec {
   // training.batch_per_replica given as a list, one per replica in `replicas` order (workers of
   // different batch sizes, unequal in-graph sub-batches); empty when every entry is the same.
   std::vector<int> replica_batches;
+  // training.start_times: when each worker's task is launched (seconds after the parameter
+  // servers', in worker order); empty: jitter.startup_stagger spaces them.
+  std::vector<double> start_times_s;
   // Samples replica `k` (an index into `replicas`) computes per step.
   int batch_of_replica(size_t k) const {
     return replica_batches.empty() ? batch_per_replica : replica_batches[k];

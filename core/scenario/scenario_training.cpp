@@ -158,6 +158,19 @@ void parse_batches(const JsonCursor& c, TrainingSpec& t) {
   }
 }
 
+// training.start_times: one launch time per worker, in worker order.
+std::vector<double> parse_start_times(const JsonCursor& c, int workers) {
+  if (c.size() != size_t(workers)) {
+    c.fail("expected one start time per worker (" + std::to_string(workers) + "), got " +
+           std::to_string(c.size()));
+  }
+  std::vector<double> times;
+  for (size_t i = 0; i < c.size(); ++i) {
+    times.push_back(c.at(i).as_quantity_in(Dimension::kTime, 0, limits::kMaxDelayS));
+  }
+  return times;
+}
+
 std::vector<int> parse_data_steps(const JsonCursor& c, int workers) {
   if (!c.value().is_array()) {
     return std::vector<int>(size_t(workers), int(c.as_int(1, limits::kMaxSteps)));
@@ -413,6 +426,7 @@ TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Mod
                 "granularity",
                 "placement",
                 "data_steps_per_worker",
+                "start_times",
                 "partition_min_bytes",
                 "variables_on",
                 "checkpoint",
@@ -444,6 +458,13 @@ TrainingSpec parse_training(const JsonCursor& c, ClusterSpec& cluster, const Mod
   if (c.has("data_steps_per_worker")) {
     t.data_steps_per_worker =
         parse_data_steps(c.at("data_steps_per_worker"), int(t.workers.size()));
+  }
+  if (c.has("start_times")) {
+    t.start_times_s = parse_start_times(c.at("start_times"), int(t.workers.size()));
+    if (c.has("jitter") && c.at("jitter").value().is_object() &&
+        c.at("jitter").has("startup_stagger")) {
+      c.at("start_times").fail("give start_times or jitter.startup_stagger, not both");
+    }
   }
   if (c.has("optimizer")) t.optimizer = parse_optimizer(c.at("optimizer"));
   if (c.has("learning_rate")) {

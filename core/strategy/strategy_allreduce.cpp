@@ -13,6 +13,7 @@
 
 #include "core/base/error.h"
 #include "core/base/random.h"
+#include "core/base/units.h"
 #include "core/hardware/collective_transport.h"
 #include "core/strategy/step_graph_parts.h"
 #include "core/strategy/strategy.h"
@@ -196,6 +197,23 @@ Plan compile_allreduce(const Scenario& given, const CompileOptions& options) {
   apply_compute_scale(plan, options);
   // horovodrun starts every rank together; hvd.init() and the initial broadcast of the variables
   // from rank 0 make them begin as one (the seeded stagger would only delay the first ring).
+  // Ranks launched at different times (training.start_times) wait in hvd.init() for the last.
+  if (!t.start_times_s.empty()) {
+    if (t.workers.size() != t.replicas.size()) {
+      throw InputError(scenario.file_of("/training/start_times"), "/training/start_times",
+                       "start_times has one entry per worker, and allreduce runs one rank per "
+                       "replica device: give one replica per worker");
+    }
+    const double last_s = *std::max_element(t.start_times_s.begin(), t.start_times_s.end());
+    for (size_t r = 0; r < plan.clients.size(); ++r) {
+      plan.clients[r].launch_offset_s = t.start_times_s[r];
+      plan.clients[r].start_offset_s = last_s;
+    }
+    plan.notes.push_back(
+        "the ranks are launched at their start_times and wait in hvd.init() for "
+        "the last, launched at " +
+        format_quantity(last_s, Dimension::kTime) + ": every rank starts training then");
+  }
   return plan;
 }
 

@@ -14,6 +14,7 @@
 //   step ends there (tf_cnn_benchmarks --forward_only: sess.run(logits), the variables on the PS).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 #include "core/base/error.h"
@@ -146,6 +147,37 @@ void add_sync_replicas(const Scenario& scenario, Plan& plan, const ModelLayout& 
                                     int(std::lround(spec.replicas_to_aggregate * worker_samples)));
 }
 
+// training.start_times: each worker's task is launched at its time. The chief (worker 0) creates
+// the session and initialises the variables, its model ready at its launch (the initialisers'
+// time is not modelled); every other worker waits in SessionManager.wait_for_session, checking for
+// the ready model when it comes up and then every recovery_wait (training.recovery's, TF's 30 s
+// default), so one launched before the chief starts training at its first poll after it. The
+// chief's sync op (SyncReplicas' queue runner) starts with the chief.
+void start_at_launch_times(const TrainingSpec& t, Plan& plan) {
+  const double ready_s = t.start_times_s.front();
+  for (size_t w = 0; w < plan.clients.size(); ++w) {
+    ClientGraph& g = plan.clients[w];
+    g.launch_offset_s = t.start_times_s[w];
+    g.start_offset_s =
+        w == 0 ? ready_s
+               : first_model_poll_s(g.launch_offset_s, ready_s, t.recovery.recovery_wait_s);
+    if (g.start_offset_s > g.launch_offset_s) {
+      char text[256];
+      std::snprintf(text, sizeof text,
+                    "%s is launched at %.6g s, before the chief's model is ready at %.6g s: "
+                    "polling for it every %.6g s (SessionManager.wait_for_session, "
+                    "training.recovery.recovery_wait), it starts training at %.6g s",
+                    plan.roles[size_t(g.role)].name.c_str(), g.launch_offset_s, ready_s,
+                    t.recovery.recovery_wait_s, g.start_offset_s);
+      plan.notes.push_back(text);
+    }
+  }
+  if (plan.sync == "sync") {
+    plan.sync_replicas.chief_graph.start_offset_s = ready_s;
+    plan.sync_replicas.chief_graph.launch_offset_s = ready_s;
+  }
+}
+
 }  // namespace
 
 Plan compile_between_graph(const Scenario& scenario, const CompileOptions& options) {
@@ -178,12 +210,17 @@ Plan compile_between_graph(const Scenario& scenario, const CompileOptions& optio
   add_faults(scenario, plan);
   account_ps_memory(plan, scenario);
   apply_compute_scale(plan, options);
+  if (!t.start_times_s.empty()) {
+    start_at_launch_times(t, plan);
+    return plan;
+  }
   // The chief starts first; the others within the stagger, as TF workers come up one by one
   // after the chief has initialised the variables (seeded; docs/scenario-format.md).
   const double stagger_s = t.jitter.startup_stagger_s == kAutoStagger ? estimated_round_time_s(plan)
                                                                       : t.jitter.startup_stagger_s;
   for (size_t w = 1; w < plan.clients.size(); ++w) {
     plan.clients[w].start_offset_s = stagger_s * uniform01(options.seed, 1, w);
+    plan.clients[w].launch_offset_s = plan.clients[w].start_offset_s;
   }
   return plan;
 }

@@ -111,6 +111,11 @@ void note_unused_fields(const TrainingSpec& t, Plan& plan) {
         "training.data_steps_per_worker applies to between_graph only: the in_graph client "
         "feeds every tower from one input pipeline");
   }
+  if (!t.start_times_s.empty()) {
+    plan.notes.push_back(
+        "training.start_times applies to between_graph and allreduce only: the in_graph client is "
+        "one task, started at once");
+  }
   if (t.sync.synchronous || t.sync.distributed_replicated) {
     plan.notes.push_back(
         "training.sync applies to between_graph only: in_graph is synchronous by construction "
