@@ -47,7 +47,9 @@ Network::~Network() = default;
 
 bool Network::use_sharing_model(sg4::Host* service_host, const std::vector<std::string>& nic_names,
                                 double between_machines_factor, double reverse_coefficient) {
-  if (!endpoints_.empty()) return false;  // a process's RPC ceiling
+  for (const ProcessEndpoint& e : endpoints_) {
+    if (e.process >= 0) return false;  // a process's RPC ceiling
+  }
   for (const Connection& c : connections_) {
     if (c.rate_limit_bytes_per_s > 0) return false;  // a stream ceiling or loopback bandwidth
   }
@@ -67,11 +69,12 @@ bool Network::use_sharing_model(sg4::Host* service_host, const std::vector<std::
   return true;
 }
 
-int Network::endpoint_of(int process, int device) {
+int Network::endpoint_of(int process, int device, int nic) {
+  if (process < 0 && nic == 0) return device;  // the device's own host
   const auto [found, added] = endpoint_index_.try_emplace(
-      {process, device}, int(plan_.platform.devices.size() + endpoints_.size()));
+      {process, device, nic}, int(plan_.platform.devices.size() + endpoints_.size()));
   if (added) {
-    endpoints_.push_back({process, device});
+    endpoints_.push_back({process, device, nic});
     hosts_.push_back(nullptr);
     receivers_.emplace_back();
     idle_transfers_.emplace_back();
@@ -86,7 +89,14 @@ int Network::add_connection(const Op& send, const Op& recv, int collective) {
   connection.source = connection.from = send.device;
   connection.destination = connection.to = recv.device;
   const int machine = p.devices[size_t(send.device)].machine;
-  const bool between_machines = machine != p.devices[size_t(recv.device)].machine;
+  const int peer_machine = p.devices[size_t(recv.device)].machine;
+  const bool between_machines = machine != peer_machine;
+  // The NIC of each end (Platform::nic_toward; 0 inside a machine): a connection through another
+  // than a machine's first leaves from (arrives at) an endpoint whose way out is that NIC.
+  const int nic_from = between_machines ? p.nic_index_toward(machine, peer_machine) : 0;
+  const int nic_to = between_machines ? p.nic_index_toward(peer_machine, machine) : 0;
+  connection.from = endpoint_of(-1, send.device, nic_from);
+  connection.to = endpoint_of(-1, recv.device, nic_to);
   const int process_from = processes_.of_role[size_t(send.role)];
   const int process_to = processes_.of_role[size_t(recv.role)];
   // The transport's costs: between machines, and between processes of one machine when it says
@@ -121,8 +131,8 @@ int Network::add_connection(const Op& send, const Op& recv, int collective) {
       connection.copy_cpu_to = p.cpu_of_machine(processes_.machine[size_t(process_to)]);
     }
     if (t.process_rpc_ceiling_bytes_per_s > 0 && collective < 0) {
-      connection.from = endpoint_of(process_from, send.device);
-      connection.to = endpoint_of(process_to, recv.device);
+      connection.from = endpoint_of(process_from, send.device, nic_from);
+      connection.to = endpoint_of(process_to, recv.device, nic_to);
       const std::string ceiling =
           " RPC ceiling " +
           core::format_quantity(t.process_rpc_ceiling_bytes_per_s, core::Dimension::kBandwidth, 3);
