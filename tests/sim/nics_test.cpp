@@ -160,6 +160,30 @@ TEST(Nics, TwoPsNicsDoubleThePullRateWhereThePsNicBinds) {
   EXPECT_EQ(busy_nics, 2);
 }
 
+// With a process's RPC ceiling (cluster.transport), each connection starts at its process's
+// endpoint on the device, and through NIC k >= 1 at an endpoint of that process and NIC: the RPC
+// link and then NIC k. A ceiling far above the NICs changes nothing: the PS's two NICs still serve
+// two workers each, at half a NIC.
+TEST(Nics, AProcessRpcCeilingKeepsEachConnectionOnItsNic) {
+  nlohmann::json doc = ps_serving(4, 2, "ideal");
+  doc["cluster"]["transport"] = {{"preset", "ideal"}, {"process_rpc_ceiling", "100 Gbps"}};
+  const core::Plan plan = core::compile_plan(test::parse(doc), "between_graph", {});
+  ASSERT_GT(plan.platform.transport.process_rpc_ceiling_bytes_per_s, 0);
+  const core::Platform& p = plan.platform;
+  const core::Trace trace = test::run_plan(plan);
+  const core::RunMetrics m = core::compute_metrics(trace);
+  for (int w = 0; w < 4; ++w) {
+    const std::string device = "w" + std::to_string(w) + "/gpu0";
+    const double latency = p.route_latency_s(p.find_device("ps/cpu"), p.find_device(device));
+    const double expected = 2 * (kVariableBytes / (kNicBytesPerS / 2) + latency);
+    const double step = test::client_step_time(m, "worker" + std::to_string(w));
+    EXPECT_NEAR(step, expected, 0.02 * expected) << device;
+    EXPECT_EQ(pull_bounds(trace, device),
+              std::vector<std::string>{w % 2 == 0 ? "ps/nic/up" : "ps/nic1/up"})
+        << device;
+  }
+}
+
 // One worker and one PS, two NICs at each end: a pair of machines takes one NIC of each, so the
 // worker pulls at one NIC's rate, as with one NIC each: 2 x (100 MB / B + L).
 TEST(Nics, OnePairOfMachinesNeverExceedsOneNic) {
