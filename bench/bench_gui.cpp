@@ -52,7 +52,7 @@ void write_synthetic_trace(const std::string& path, size_t events) {
   core::Platform& platform = trace.meta.platform;  // the smallest a trace's metadata accepts
   platform.links = {{"switch", 1e12, 0, false}, {"pc1/nic", 1.25e9, 1e-5, true}};
   platform.switch_link = 0;
-  platform.machines = {{"pc1", 1, {0}}};
+  platform.machines = {{"pc1", {1}, {0}}};
   platform.devices = {{"pc1/cpu", 0, core::DeviceKind::kCpu, 1e11, 1, -1, 0}};
   std::mt19937_64 random(7);
   std::uniform_real_distribution<double> duration(20e-6, 400e-6);

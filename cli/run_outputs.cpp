@@ -246,16 +246,31 @@ std::string workload_line(const core::Scenario& scenario, const core::Plan& plan
   const std::vector<core::MachineSpec>& machines = scenario.cluster.machines;
   size_t gpus = 0;
   double nic_min = 0, nic_max = 0;
+  int count_min = 0, count_max = 0;  // NICs per machine (nic.count)
   for (size_t i = 0; i < machines.size(); ++i) {
     gpus += machines[i].gpus.size();
     const double nic = machines[i].nic.bandwidth_bytes_per_s;
     nic_min = i == 0 ? nic : std::min(nic_min, nic);
     nic_max = i == 0 ? nic : std::max(nic_max, nic);
+    count_min = i == 0 ? machines[i].nic_count : std::min(count_min, machines[i].nic_count);
+    count_max = i == 0 ? machines[i].nic_count : std::max(count_max, machines[i].nic_count);
+  }
+  // "NICs 10 Gbps"; several per machine: "NICs 2 x 25 Gbps", or with machines that differ
+  // "NICs 10 Gbps to 25 Gbps, 1 to 2 per machine".
+  std::string nics = nic_min == nic_max
+                         ? bits_per_s_text(nic_max)
+                         : bits_per_s_text(nic_min) + " to " + bits_per_s_text(nic_max);
+  if (count_max > 1) {
+    nics = nic_min == nic_max && count_min == count_max
+               ? std::to_string(count_max) + " x " + nics
+               : nics + ", " +
+                     (count_min == count_max
+                          ? std::to_string(count_max)
+                          : std::to_string(count_min) + " to " + std::to_string(count_max)) +
+                     " per machine";
   }
   return line + count_text(machines.size(), "machine", "machines") + ", " +
-         count_text(gpus, "GPU", "GPUs") + ", NICs " +
-         (nic_min == nic_max ? bits_per_s_text(nic_max)
-                             : bits_per_s_text(nic_min) + " to " + bits_per_s_text(nic_max)) +
+         count_text(gpus, "GPU", "GPUs") + ", NICs " + nics +
          topology_text(scenario.cluster.topology);
 }
 

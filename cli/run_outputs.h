@@ -58,7 +58,9 @@ std::vector<core::Trace> read_piped_traces(const std::string& source);
 // (102.2 MB); batch 32 per replica, 60 steps (10 warm-up); cluster: 2 machines, 2 GPUs, NICs
 // 10 Gbps, one switch". The steps are `plan`'s (--steps; "steps until steady (+-1%), at most
 // 1000 steps (2 warm-up)" for training.steps "auto"), ", forward only" after the batch for
-// forward-only plans; NICs as a range "1 to 10 Gbps" when they differ; racks: "4 racks of 8
+// forward-only plans; NICs as a range "1 to 10 Gbps" when they differ, several per machine
+// (nic.count) "2 x 25 Gbps" or, when machines differ, "10 Gbps to 25 Gbps, 1 to 2 per machine";
+// racks: "4 racks of 8
 // machines, uplinks 3:1 oversubscribed" (or the uplink's bandwidth), a fat tree's levels above
 // them after it ("; 4 pods of 16 racks, uplinks 4:1 oversubscribed; 2 superpods of 2 pods, ...").
 std::string workload_line(const core::Scenario& scenario, const core::Plan& plan);

@@ -34,7 +34,8 @@ double TopologyState::link_utilisation(const core::Platform& platform, int link)
 TopologyModel::TopologyModel(const core::Trace& trace) : trace_(&trace) {
   const core::Platform& p = trace.meta.platform;
   for (const core::PlatformMachine& m : p.machines) {
-    TopologyMachine machine{m.name, m.nic_link, {}};
+    // Its first NIC ("<machine>/nic"): the view draws one line from a machine to its switch.
+    TopologyMachine machine{m.name, m.nic_links.front(), {}};
     for (int d : m.devices) {
       const core::PlatformDevice& device = p.devices[size_t(d)];
       TopologyDevice shown{d, device.name, device.kind, {}, false};

@@ -47,7 +47,9 @@ Network::~Network() = default;
 
 bool Network::use_sharing_model(sg4::Host* service_host, const std::vector<std::string>& nic_names,
                                 double between_machines_factor, double reverse_coefficient) {
-  if (!endpoints_.empty()) return false;  // a process's RPC ceiling
+  for (const ProcessEndpoint& e : endpoints_) {
+    if (e.process >= 0) return false;  // a process's RPC ceiling
+  }
   for (const Connection& c : connections_) {
     if (c.rate_limit_bytes_per_s > 0) return false;  // a stream ceiling or loopback bandwidth
   }
@@ -67,11 +69,12 @@ bool Network::use_sharing_model(sg4::Host* service_host, const std::vector<std::
   return true;
 }
 
-int Network::endpoint_of(int process, int device) {
+int Network::endpoint_of(int process, int device, int nic) {
+  if (process < 0 && nic == 0) return device;  // the device's own host
   const auto [found, added] = endpoint_index_.try_emplace(
-      {process, device}, int(plan_.platform.devices.size() + endpoints_.size()));
+      {process, device, nic}, int(plan_.platform.devices.size() + endpoints_.size()));
   if (added) {
-    endpoints_.push_back({process, device});
+    endpoints_.push_back({process, device, nic});
     hosts_.push_back(nullptr);
     receivers_.emplace_back();
     idle_transfers_.emplace_back();
@@ -83,10 +86,11 @@ int Network::add_connection(const Op& send, const Op& recv, int collective) {
   const core::Platform& p = plan_.platform;
   const core::Transport& t = p.transport;
   Connection connection;
-  connection.source = connection.from = send.device;
-  connection.destination = connection.to = recv.device;
+  connection.source = send.device;
+  connection.destination = recv.device;
   const int machine = p.devices[size_t(send.device)].machine;
-  const bool between_machines = machine != p.devices[size_t(recv.device)].machine;
+  const int peer_machine = p.devices[size_t(recv.device)].machine;
+  const bool between_machines = machine != peer_machine;
   const int process_from = processes_.of_role[size_t(send.role)];
   const int process_to = processes_.of_role[size_t(recv.role)];
   // The transport's costs: between machines, and between processes of one machine when it says
@@ -94,6 +98,14 @@ int Network::add_connection(const Op& send, const Op& recv, int collective) {
   const bool transport =
       collective >= 0 ? between_machines && collective == 1
                       : between_machines || (t.between_processes && process_from != process_to);
+  // The ends: the devices' hosts, or each process's endpoint when the transport bounds what a
+  // process moves; through the NIC of each end that Platform::nic_toward chooses (0 inside a
+  // machine: the device's own host, or the process's first endpoint).
+  const bool rpc_ceiling = transport && t.process_rpc_ceiling_bytes_per_s > 0 && collective < 0;
+  const int nic_from = between_machines ? p.nic_index_toward(machine, peer_machine) : 0;
+  const int nic_to = between_machines ? p.nic_index_toward(peer_machine, machine) : 0;
+  connection.from = endpoint_of(rpc_ceiling ? process_from : -1, send.device, nic_from);
+  connection.to = endpoint_of(rpc_ceiling ? process_to : -1, recv.device, nic_to);
   connection.between_machines = between_machines;
   connection.rdma = collective == 0;
   for (const core::Hop& hop : p.transfer_route(send.device, recv.device)) {
@@ -120,9 +132,7 @@ int Network::add_connection(const Op& send, const Op& recv, int collective) {
       connection.copy_cpu_from = p.cpu_of_machine(processes_.machine[size_t(process_from)]);
       connection.copy_cpu_to = p.cpu_of_machine(processes_.machine[size_t(process_to)]);
     }
-    if (t.process_rpc_ceiling_bytes_per_s > 0 && collective < 0) {
-      connection.from = endpoint_of(process_from, send.device);
-      connection.to = endpoint_of(process_to, recv.device);
+    if (rpc_ceiling) {
       const std::string ceiling =
           " RPC ceiling " +
           core::format_quantity(t.process_rpc_ceiling_bytes_per_s, core::Dimension::kBandwidth, 3);

@@ -4,8 +4,10 @@
 // its tensors one after the other over SimGrid's links.
 //
 // A connection's ends are endpoints: a device's host, or, when the transport bounds what one
-// process moves, a process's endpoint host on that device (ProcessEndpoint). Endpoint indices:
-// the plan's devices first, then process_endpoints() in order.
+// process moves, a process's endpoint host on that device (ProcessEndpoint), or, when the device's
+// machine reaches the other end through another NIC than its first (core::Platform::nic_toward), an
+// endpoint whose way out is that NIC. Endpoint indices: the plan's devices first, then
+// process_endpoints() in order.
 //
 // TF sends every tensor between two tasks over one gRPC (HTTP/2) connection, so concurrent
 // tensors share one TCP flow's bandwidth rather than each taking a fair share of its own. Modelled
@@ -21,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <simgrid/s4u.hpp>
@@ -190,7 +193,9 @@ class Network {
   int add_connection(const core::Op& send, const core::Op& recv, int collective = -1);
   // Runs `seconds` of one core's work on CPU device `cpu` for `send` and waits for it.
   void copy_on(const PendingSend& send, int cpu, bool receiving, double seconds);
-  int endpoint_of(int process, int device);
+  // The endpoint of (process, device, NIC index) (ProcessEndpoint), added when new; (-1, device,
+  // 0) is the device's own host, endpoint `device`.
+  int endpoint_of(int process, int device, int nic);
   // The index in caps_ of the cap called `name`, added with `bytes_per_s` when new.
   int cap_of(const std::string& name, double bytes_per_s);
   // The cap with the smallest fair share for a flow of connection `id` (its capacity over the
@@ -224,7 +229,7 @@ class Network {
   std::vector<TransferActor> transfers_;
   core::Processes processes_;
   std::vector<ProcessEndpoint> endpoints_;
-  std::map<std::pair<int, int>, int> endpoint_index_;  // (process, device) -> endpoint
+  std::map<std::tuple<int, int, int>, int> endpoint_index_;  // (process, device, nic) -> endpoint
   std::vector<Cap> caps_;
   std::map<std::string, int> cap_index_;          // name -> index in caps_
   std::vector<sg4::Host*> device_hosts_;          // per device (null: unused)

@@ -178,19 +178,22 @@ struct RackZones {
 
 // One host of a machine and its route out to the host bus, where the CPU and the NIC are: a
 // CPU's is empty, a GPU's its PCIe link up, a process endpoint's its RPC link (and its GPU's PCIe
-// link up).
+// link up); and which of the machine's NICs takes it out of the machine.
 struct MachineHost {
   sg4::Host* host = nullptr;
   std::vector<sg4::LinkInRoute> inside;
+  int nic = 0;
 };
 
 // Routes between the hosts of one machine, as bypass routes of the zone they are in: a's way out
 // to the host bus, then b's way in, each link once (what a star zone of the machine alone gives;
 // the zone's own star routes all cross the NIC).
+// Only members that leave through NIC 0: the others are endpoints of connections to other
+// machines alone (ProcessEndpoint).
 void add_routes_inside(sg4::NetZone* zone, const std::vector<MachineHost>& members) {
   for (const MachineHost& a : members) {
     for (const MachineHost& b : members) {
-      if (a.host == b.host) continue;
+      if (a.host == b.host || a.nic != 0 || b.nic != 0) continue;
       std::vector<sg4::LinkInRoute> route = a.inside;
       for (const sg4::LinkInRoute& link : reversed(b.inside)) {
         const bool seen = std::any_of(route.begin(), route.end(), [&](const sg4::LinkInRoute& l) {
@@ -290,27 +293,32 @@ SimPlatform build_sim_platform(const core::Platform& platform, const std::vector
     for (size_t e : endpoints_of_machine[m]) {
       const ProcessEndpoint& endpoint = endpoints[e];
       // Named by index: machine and role names may hold any character.
-      sg4::Link*& rpc = rpc_of_process[size_t(endpoint.process)];
-      if (rpc == nullptr) {
-        rpc = zone->create_link("replisim:rpc." + std::to_string(endpoint.process),
-                                rpc_link_bytes_per_s)
-                  ->seal();
+      std::vector<sg4::LinkInRoute> inside;
+      if (endpoint.process >= 0) {
+        sg4::Link*& rpc = rpc_of_process[size_t(endpoint.process)];
+        if (rpc == nullptr) {
+          rpc = zone->create_link("replisim:rpc." + std::to_string(endpoint.process),
+                                  rpc_link_bytes_per_s)
+                    ->seal();
+        }
+        inside.emplace_back(rpc);
       }
-      std::vector<sg4::LinkInRoute> inside = {sg4::LinkInRoute(rpc)};
       if (pcie_of_device[size_t(endpoint.device)] != nullptr) {
         inside.emplace_back(pcie_of_device[size_t(endpoint.device)], Direction::UP);
       }
       endpoint_hosts[e] = zone->create_host("replisim:endpoint." + std::to_string(e), 1e9)->seal();
       endpoint_hosts[e]->set_data(machine_tag);
-      members.push_back({endpoint_hosts[e], inside});
+      members.push_back({endpoint_hosts[e], inside, endpoint.nic});
     }
-    const core::PlatformLink& nic = platform.links[size_t(machine.nic_link)];
-    sg4::SplitDuplexLink* nic_link =
-        zone->create_split_duplex_link(nic.name, nic.bandwidth_bytes_per_s);
-    nic_link->seal();
+    std::vector<sg4::SplitDuplexLink*> nics;
+    for (int l : machine.nic_links) {
+      const core::PlatformLink& nic = platform.links[size_t(l)];
+      nics.push_back(zone->create_split_duplex_link(nic.name, nic.bandwidth_bytes_per_s));
+      nics.back()->seal();
+    }
     for (const MachineHost& member : members) {
       std::vector<sg4::LinkInRoute> route = member.inside;
-      route.emplace_back(nic_link, Direction::UP);
+      route.emplace_back(nics[size_t(member.nic)], Direction::UP);
       if (nic_switch != nullptr) route.emplace_back(nic_switch);
       zone->add_route(member.host->get_netpoint(), nullptr, nullptr, nullptr, route, true);
     }

@@ -1,7 +1,8 @@
 // Builds the SimGrid platform of a plan: a root star zone that holds every machine's hosts (the
 // CPU on the host bus, each GPU behind its split-duplex PCIe link), their split-duplex NICs and
 // the shared switch link. A host's star route is its way out to the host bus, its NIC up and the
-// switch; routes between two hosts of one machine are bypass routes that leave the NIC out. With
+// switch (a machine of several NICs: hosts that leave through its others, ProcessEndpoint); routes
+// between two hosts of one machine are bypass routes that leave the NIC out. With
 // racks (core::Platform::racks) the machines are in a star zone per rack that holds their NICs
 // and the top-of-rack switch, and the root holds the racks' split-duplex uplinks and the core
 // switch: SimGrid's hierarchical routing then gives core::Platform::route's links. In a fat tree
@@ -31,9 +32,15 @@ void configure_network_model(core::NetworkModel model);
 // device's machine whose way out is the process's RPC link and the device's PCIe link (a GPU), one
 // shared link of the ceiling's bandwidth that all of the process's streams cross, in both
 // directions. It only sends and receives; copies run on the process's CPU.
+// On a machine of several NICs, the streams a device's connections to another machine carry leave
+// through the NIC core::Platform::nic_toward chooses: a star zone gives each host one way out, so
+// a device's connections through NIC k >= 1 start and end at an endpoint of its own whose way out
+// is that NIC (`nic` k; `process` -1 when no RPC ceiling applies: the device's own links). Only
+// for streams between machines: inside a machine the device's own host serves.
 struct ProcessEndpoint {
-  int process = -1;  // index into core::Processes
+  int process = -1;  // index into core::Processes; -1: none (a device's host through NIC `nic`)
   int device = -1;   // plan device
+  int nic = 0;       // index into its machine's PlatformMachine::nic_links
 };
 
 struct SimPlatform {
@@ -54,6 +61,8 @@ bool switch_can_bind(const core::Platform& platform);
 // gRPC connection streams tensors back to back.
 // Machines none of whose devices are in `used` (one flag per plan device) are left out: idle
 // machines of a large template cost SimGrid time and memory for nothing. Their hosts are null.
+// Every NIC of a machine is built (SimGrid names "<link>_UP" / "_DOWN"); a device's host goes out
+// through its first, an endpoint through its `nic`.
 // `keep_switch`: every switch stays in the routes even when it cannot bind (a fault changes one).
 // `endpoints` (of `process_count` processes, core::Processes) get their hosts and RPC links.
 SimPlatform build_sim_platform(const core::Platform& platform, const std::vector<bool>& used,

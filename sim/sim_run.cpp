@@ -180,9 +180,8 @@ void SimRun::use_sharing_model() {
   constexpr double kCrossTrafficCoefficient = 0.05;
   if (settings_.network_engine != NetworkEngine::kAuto || !plan_.faults.empty()) return;
   std::vector<std::string> nic_names;
-  for (const core::PlatformMachine& machine : plan_.platform.machines) {
-    nic_names.push_back(plan_.platform.links[size_t(machine.nic_link)].name);
-  }
+  for (int nic : plan_.platform.nic_links())
+    nic_names.push_back(plan_.platform.links[size_t(nic)].name);
   const bool crosstraffic = simgrid::config::get_value<bool>("network/crosstraffic");
   network_.use_sharing_model(service_host_, nic_names,
                              simgrid::config::get_value<double>("network/bandwidth-factor"),

@@ -67,6 +67,24 @@ void add_switch_hops_between(const std::vector<std::pair<int, int>>& from,
 
 }  // namespace
 
+int Platform::nic_index_toward(int machine, int peer) const {
+  const int count = int(machines[size_t(machine)].nic_links.size());
+  if (count <= 1) return 0;
+  const int position = peer > machine ? peer - 1 : peer;
+  return position % count;
+}
+
+int Platform::nic_toward(int machine, int peer) const {
+  return machines[size_t(machine)].nic_links[size_t(nic_index_toward(machine, peer))];
+}
+
+std::vector<int> Platform::nic_links() const {
+  std::vector<int> links;
+  for (const PlatformMachine& m : machines)
+    links.insert(links.end(), m.nic_links.begin(), m.nic_links.end());
+  return links;
+}
+
 std::vector<Hop> Platform::route(int src, int dst) const {
   REPLISIM_ASSERT(
       src >= 0 && size_t(src) < devices.size() && dst >= 0 && size_t(dst) < devices.size(),
@@ -77,11 +95,9 @@ std::vector<Hop> Platform::route(int src, int dst) const {
   const PlatformDevice& d = devices[size_t(dst)];
   if (s.pcie_link >= 0) hops.push_back({s.pcie_link, LinkDirection::kUp});
   if (s.machine != d.machine) {
-    const PlatformMachine& from = machines[size_t(s.machine)];
-    const PlatformMachine& to = machines[size_t(d.machine)];
-    hops.push_back({from.nic_link, LinkDirection::kUp});
+    hops.push_back({nic_toward(s.machine, d.machine), LinkDirection::kUp});
     add_switch_hops_between(groups_above(s.machine), groups_above(d.machine), switch_link, hops);
-    hops.push_back({to.nic_link, LinkDirection::kDown});
+    hops.push_back({nic_toward(d.machine, s.machine), LinkDirection::kDown});
   }
   if (d.pcie_link >= 0) hops.push_back({d.pcie_link, LinkDirection::kDown});
   return hops;
@@ -113,7 +129,9 @@ bool Platform::switch_can_bind(int link) const {
   const auto add = [&](int l) { feeding_bytes_per_s += links[size_t(l)].bandwidth_bytes_per_s; };
   if (link == switch_link) {
     if (racks.empty()) {
-      for (const PlatformMachine& m : machines) add(m.nic_link);
+      for (const PlatformMachine& m : machines) {
+        for (int nic : m.nic_links) add(nic);
+      }
     } else {
       // The top level's uplinks: racks' (no pods), or the pods' whose uplinks join the core.
       for (const PlatformRack& r : racks) {
@@ -136,7 +154,8 @@ bool Platform::switch_can_bind(int link) const {
       if (racks[r].tor_link != link) continue;
       add(racks[r].uplink);
       for (const PlatformMachine& m : machines) {
-        if (m.rack == int(r)) add(m.nic_link);
+        if (m.rack != int(r)) continue;
+        for (int nic : m.nic_links) add(nic);
       }
     }
   }
@@ -186,7 +205,14 @@ nlohmann::json platform_to_json(const Platform& platform) {
                           {"split_duplex", l.split_duplex}});
   }
   for (const PlatformMachine& m : platform.machines) {
-    j["machines"].push_back({{"name", m.name}, {"nic_link", m.nic_link}, {"devices", m.devices}});
+    nlohmann::json machine = {{"name", m.name}, {"devices", m.devices}};
+    // One NIC: "nic_link", as before machines had several; several: "nic_links".
+    if (m.nic_links.size() == 1) {
+      machine["nic_link"] = m.nic_links.front();
+    } else {
+      machine["nic_links"] = m.nic_links;
+    }
+    j["machines"].push_back(std::move(machine));
     // Only with racks: a trace of one switch reads as before racks existed.
     if (m.rack >= 0) j["machines"].back()["rack"] = m.rack;
   }
@@ -222,7 +248,19 @@ namespace {
 void check_platform_rack_links(const JsonCursor& c, const Platform& p) {
   std::vector<std::string> part(p.links.size());
   part[size_t(p.switch_link)] = "the switch";
-  for (const PlatformMachine& m : p.machines) part[size_t(m.nic_link)] = m.name + "'s NIC";
+  for (size_t i = 0; i < p.machines.size(); ++i) {
+    const PlatformMachine& m = p.machines[i];
+    for (size_t k = 0; k < m.nic_links.size(); ++k) {
+      const int link = m.nic_links[k];
+      // Several NICs (a format newer than any trace that may have shared one): each its own.
+      if (m.nic_links.size() > 1 && !part[size_t(link)].empty()) {
+        const JsonCursor at = c.at("machines").at(i);
+        (m.nic_links.size() == 1 ? at.at("nic_link") : at.at("nic_links").at(k))
+            .fail("link " + std::to_string(link) + " is already " + part[size_t(link)]);
+      }
+      part[size_t(link)] = m.name + "'s NIC";
+    }
+  }
   for (const PlatformDevice& d : p.devices) {
     if (d.pcie_link >= 0) part[size_t(d.pcie_link)] = d.name + "'s PCIe link";
   }
@@ -347,10 +385,25 @@ Platform platform_from_json(const nlohmann::json& j, const std::string& file,
   }
   for (size_t i = 0; i < machines.size(); ++i) {
     const JsonCursor m = machines.at(i);
-    m.check_keys({"name", "nic_link", "devices", "rack"});
+    m.check_keys({"name", "nic_link", "nic_links", "devices", "rack"});
     PlatformMachine machine;
     machine.name = m.at("name").as_string();
-    machine.nic_link = int(m.at("nic_link").as_int(0, link_count - 1));
+    if (m.has("nic_link") == m.has("nic_links")) {
+      m.fail("give \"nic_link\" (one NIC) or \"nic_links\" (several), not " +
+             std::string(m.has("nic_link") ? "both" : "neither"));
+    }
+    if (m.has("nic_link")) {
+      machine.nic_links.push_back(int(m.at("nic_link").as_int(0, link_count - 1)));
+    } else {
+      const JsonCursor nics = m.at("nic_links");
+      nics.expect_array();
+      if (nics.size() < 2 || nics.size() > 64) nics.fail("expected 2 to 64 NIC links");
+      for (size_t k = 0; k < nics.size(); ++k) {
+        const int link = int(nics.at(k).as_int(0, link_count - 1));
+        if (!p.links[size_t(link)].split_duplex) nics.at(k).fail("not a split link");
+        machine.nic_links.push_back(link);
+      }
+    }
     if (!p.racks.empty()) {
       machine.rack = int(m.at("rack").as_int(0, int64_t(p.racks.size()) - 1));
     } else if (m.has("rack")) {

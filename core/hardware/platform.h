@@ -29,8 +29,9 @@ struct PlatformDevice {
 // directions of `bandwidth_bytes_per_s` each; a switch (the cluster's, a rack's top-of-rack one)
 // is one shared link for every flow crossing it.
 struct PlatformLink {
-  // "<machine>/nic", "<machine>/pcie/gpu<i>", "switch" (one switch), "core" (racks' core
-  // switch), "<rack>/tor", "<rack>/uplink"
+  // "<machine>/nic" (a machine's first NIC; its others "<machine>/nic1", "<machine>/nic2", ...),
+  // "<machine>/pcie/gpu<i>", "switch" (one switch), "core" (racks' core switch), "<rack>/tor",
+  // "<rack>/uplink"
   std::string name;
   double bandwidth_bytes_per_s = 0;
   double latency_s = 0;
@@ -39,7 +40,9 @@ struct PlatformLink {
 
 struct PlatformMachine {
   std::string name;
-  int nic_link = -1;
+  // Its NICs' links, in order (at least one): "<name>/nic", then "<name>/nic1", ... All join the
+  // same switch (its rack's top-of-rack switch with racks).
+  std::vector<int> nic_links;
   std::vector<int> devices;  // the CPU first, then GPUs in index order
   int rack = -1;             // index into Platform::racks; -1 when the cluster has one switch
 };
@@ -99,8 +102,21 @@ struct Platform {
   int find_device(const DeviceRef& ref) const { return find_device(ref.str()); }
   int cpu_of_machine(int machine) const { return machines[size_t(machine)].devices.front(); }
 
+  // Which of machine `machine`'s NICs (an index into its nic_links) its connections to machine
+  // `peer` (!= machine) take: the peer's position among the other machines (its index, less one
+  // past `machine`) modulo the NIC count. Every connection between two machines takes one NIC of
+  // each end, as one TCP flow (a gRPC channel, an NCCL ring's hop) takes one interface: a pair of
+  // machines never exceeds one NIC, while a machine that serves many peers (a PS) spreads them
+  // over all of its NICs, peers next to each other on different NICs. One NIC: 0.
+  int nic_index_toward(int machine, int peer) const;
+  // Its link: machines[machine].nic_links[nic_index_toward(machine, peer)].
+  int nic_toward(int machine, int peer) const;
+  // Every machine's NIC links, machine by machine.
+  std::vector<int> nic_links() const;
+
   // Links crossed from `src` to `dst` (device indices, src != dst): the source's PCIe up (GPU),
-  // then, between machines, the source NIC up, the switch and the destination NIC down, then the
+  // then, between machines, the source NIC up (nic_toward the destination's machine), the switch
+  // and the destination NIC down (nic_toward the source's machine), then the
   // destination's PCIe down (GPU). With racks the switch is the rack's top-of-rack switch within
   // a rack; between racks the source's top-of-rack switch, its uplink up, the core switch, the
   // destination rack's uplink down and its top-of-rack switch. In a fat tree the route climbs
@@ -119,7 +135,7 @@ struct Platform {
   double route_bandwidth_bytes_per_s(int src, int dst) const;
 
   // Whether shared link `link` (a switch) can ever limit a flow: false when its bandwidth is at
-  // least twice the total of the split-duplex links that feed it (the NICs, or with racks a
+  // least twice the total of the split-duplex links that feed it (every NIC, or with racks a
   // rack's NICs and uplink, the core's uplinks; a pod's aggregation switch: its children's
   // uplinks and its own): every flow crossing it comes in through one of
   // them, and twice leaves room for LV08's 5% reverse traffic. The SimGrid backend then leaves
@@ -136,7 +152,7 @@ struct Platform {
   int channel_of(const Hop& hop) const;
   int channel_count() const { return int(links.size()) * 2; }
   bool channel_exists(int channel) const;
-  // "<machine>/nic/up", "<machine>/pcie/gpu0/down", "switch".
+  // "<machine>/nic/up", "<machine>/nic1/down", "<machine>/pcie/gpu0/down", "switch".
   std::string channel_name(int channel) const;
   double channel_bandwidth_bytes_per_s(int channel) const;
 };

@@ -56,6 +56,19 @@ void refuse_what_real_runs_cannot_do(const LoadedScenario& loaded, bool shaped_l
                        "--steps N, or simulate it");
     }
   }
+  // A shaped network (real/isolate/netns.h) gives each machine's namespace one shaped veth: a
+  // machine's several NICs (nic.count) would need a veth each and a route per peer
+  // (Platform::nic_toward), which it does not build. On loopback nothing is shaped: they run.
+  if (shaped_links) {
+    for (const MachineSpec& m : loaded.scenario.cluster.machines) {
+      if (m.nic_count <= 1) continue;
+      throw InputError(loaded.scenario.file_of(m.nic_count_json_path), m.nic_count_json_path,
+                       "--isolate netns: several NICs per machine are not emulated yet (machine "
+                       "\"" +
+                           m.name + "\" has " + std::to_string(m.nic_count) +
+                           "): simulate it, or run it on loopback");
+    }
+  }
   // A shaped network (real/isolate/netns.h) shapes NICs and racks' uplinks; its switches are
   // bridges, never the bottleneck.
   for (const Plan& plan : plans) {

@@ -53,7 +53,8 @@ std::vector<Plan> prepare_plans(const LoadedScenario& loaded, const PlanRequest&
 
 // What a real run of `plans` refuses, as InputError naming the file and path: training.steps
 // "auto" with a job restart (training.recovery: the estimate would start again in the restarted
-// incarnation), and without shaped links a link fault. prepare_plans calls it when request.real.
+// incarnation), without shaped links a link fault, and with them a machine of several NICs
+// (nic.count: one shaped veth per machine). prepare_plans calls it when request.real.
 void refuse_what_real_runs_cannot_do(const LoadedScenario& loaded, bool shaped_links,
                                      const std::vector<Plan>& plans);
 

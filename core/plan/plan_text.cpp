@@ -288,7 +288,7 @@ void write_topology(std::ostream& out, const Platform& p) {
     for (const PlatformMachine& m : p.machines) {
       if (m.rack != int(r)) continue;
       names.push_back(m.name);
-      nic_total += p.links[size_t(m.nic_link)].bandwidth_bytes_per_s;
+      for (int nic : m.nic_links) nic_total += p.links[size_t(nic)].bandwidth_bytes_per_s;
     }
     out << "  " << rack.name << ": " << names.size() << " machine(s) (" << short_name_list(names)
         << "), top-of-rack " << link_bandwidth_text(p, rack.tor_link)
@@ -298,6 +298,31 @@ void write_topology(std::ostream& out, const Platform& p) {
         << " oversubscribed)\n";
   }
   write_pods(out, p);
+}
+
+// Machines of several NICs (nic.count), at most kGroupsListed: "nics: ps 2 x 10 Gbit/s; the others
+// one each (...)". One NIC each: nothing.
+void write_nics(std::ostream& out, const Platform& p) {
+  std::vector<std::string> several;
+  size_t more = 0, single = 0;
+  for (const PlatformMachine& m : p.machines) {
+    if (m.nic_links.size() < 2) {
+      ++single;
+      continue;
+    }
+    if (several.size() == kGroupsListed) {
+      ++more;
+      continue;
+    }
+    several.push_back(m.name + " " + std::to_string(m.nic_links.size()) + " x " +
+                      link_bandwidth_text(p, m.nic_links.front()));
+  }
+  if (several.empty()) return;
+  out << "nics: ";
+  for (size_t i = 0; i < several.size(); ++i) out << (i == 0 ? "" : ", ") << several[i];
+  if (more > 0) out << ", and " << more << " more machine(s)";
+  out << (single > 0 ? "; the others one each" : "")
+      << " (a connection between two machines takes one NIC of each end)\n";
 }
 
 }  // namespace
@@ -311,6 +336,7 @@ std::string format_plan(const Plan& plan) {
   out << "platform: " << p.machines.size() << " machine(s), " << p.devices.size() << " device(s), "
       << p.links.size() << " link(s), network model " << network_model_name(p.network_model)
       << "\n";
+  write_nics(out, p);
   write_topology(out, p);
   write_transport(out, p.transport);
   write_training_policies(out, plan);

@@ -39,8 +39,13 @@ struct MachineSpec {
   double cpu_speed_flop_per_s = 0;  // one core's speed
   int cpu_cores = 1;                // the CPU runs up to this many ops at once
   std::vector<GpuSpec> gpus;
-  LinkSpec nic;   // full duplex: each direction has this bandwidth
-  LinkSpec pcie;  // one per GPU, between the GPU and the host (CPU and NIC)
+  LinkSpec nic;  // full duplex: each direction has this bandwidth
+  // nic.count: identical NICs of `nic` (1 to limits::kMaxNicsPerMachine), links "<name>/nic",
+  // "<name>/nic1", ... Each connection to another machine takes one of them
+  // (core::Platform::nic_toward).
+  int nic_count = 1;
+  std::string nic_count_json_path;  // where nic.count was given (a default's too); "" when not
+  LinkSpec pcie;                    // one per GPU, between the GPU and the host (CPU and NIC)
   int rack = -1;  // cluster.topology "racks" or "fat_tree": its rack's index (level 0); else -1
 };
 
@@ -346,8 +351,10 @@ struct FaultSpec {
   std::string role;     // kRole: "worker<i>", "ps<k>", "client", "tower<i>"
   int worker = -1;      // kRole: index into TrainingSpec::workers ("worker<i>")
   std::string machine;  // kMachine, kLink (its NIC; "" with kLink: another link)
-  // kLink: the link's platform name (core::PlatformLink::name): "<machine>/nic", "switch" (with
-  // racks the core switch), "core", "rack<i>/uplink", "rack<i>/tor".
+  int nic = 0;          // kLink on a machine's NIC: which one ("<machine>/nic" 0, ".../nic1" 1)
+  // kLink: the link's platform name (core::PlatformLink::name): "<machine>/nic", "<machine>/nic1"
+  // (its second NIC), "switch" (with racks the core switch), "core", "rack<i>/uplink",
+  // "rack<i>/tor".
   std::string link;
   DeviceRef device;         // kSlowdown
   double at_s = 0;          // kRole, kMachine
@@ -405,6 +412,9 @@ inline constexpr int kMaxCpuCores =
     kMaxDeviceCores;  // also replicas_to_aggregate, total_num_replicas
 inline constexpr int kMaxBatch = 1 << 24;
 inline constexpr double kMaxGpuMemoryBytes = 1e15;
+// NICs of one machine (nic.count): servers ship with 1 to 8 ports (a DGX H100 has 8 ConnectX-7
+// compute ports plus 2 storage ports); 16 leaves room above that.
+inline constexpr int kMaxNicsPerMachine = 16;
 // Names (the scenario's, machines', layers'): they become op, role and device names in plans and
 // traces, whose strings have a limit of their own (1 MiB, core/trace/trace_format.h).
 inline constexpr size_t kMaxNameBytes = 1024;

@@ -196,7 +196,12 @@ MachineSpec parse_machine_hardware(const JsonCursor& c,
       for (size_t i = 0; i < gpus.size(); ++i) m.gpus.push_back(parse_gpu(gpus.at(i), gpu_default));
     }
   }
-  if (c.has("nic")) c.at("nic").check_keys({"bandwidth", "latency"});
+  if (c.has("nic")) c.at("nic").check_keys({"bandwidth", "latency", "count"});
+  if (given("nic", "count")) {
+    const JsonCursor count = member("nic", "count");
+    m.nic_count = int(count.as_int(1, limits::kMaxNicsPerMachine));
+    m.nic_count_json_path = count.path();
+  }
   m.nic.bandwidth_bytes_per_s =
       member("nic", "bandwidth")
           .as_quantity_in(Dimension::kBandwidth, limits::kMinBandwidthBytesPerS,
@@ -212,7 +217,7 @@ MachineSpec parse_machine_hardware(const JsonCursor& c,
 }
 
 void add_machine(ClusterSpec& cluster, MachineSpec machine, const JsonCursor& where) {
-  const double nic_bytes_per_s = machine.nic.bandwidth_bytes_per_s;
+  const double nic_bytes_per_s = machine.nic.bandwidth_bytes_per_s * machine.nic_count;
   const std::string name = machine.name;
   if (!cluster.add_machine(std::move(machine))) {
     where.fail("duplicate machine name \"" + name + "\"");
@@ -386,7 +391,12 @@ ClusterSpec parse_cluster(const JsonCursor& c) {
     if (defaults->has("cpu") && defaults->at("cpu").has("cores")) {
       defaults->at("cpu").at("cores").as_int(1, limits::kMaxCpuCores);
     }
-    if (defaults->has("nic")) defaults->at("nic").check_keys({"bandwidth", "latency"});
+    if (defaults->has("nic")) {
+      defaults->at("nic").check_keys({"bandwidth", "latency", "count"});
+      if (defaults->at("nic").has("count")) {
+        defaults->at("nic").at("count").as_int(1, limits::kMaxNicsPerMachine);
+      }
+    }
   }
   double devices = 0;
   for (size_t i = 0; i < machines.size(); ++i) {

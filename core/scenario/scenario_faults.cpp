@@ -77,7 +77,6 @@ FaultSpec parse_link_fault(const JsonCursor& c, const ClusterSpec& cluster) {
   f.kind = FaultKind::kLink;
   const std::string link = c.at("link").as_string();
   f.link = link;
-  const std::string suffix = "/nic";
   if (link == "switch") {
     parse_window(c, f);
     return f;
@@ -102,10 +101,26 @@ FaultSpec parse_link_fault(const JsonCursor& c, const ClusterSpec& cluster) {
       return f;
     }
   }
-  if (link.size() <= suffix.size() ||
-      link.compare(link.size() - suffix.size(), suffix.size(), suffix) != 0 ||
-      cluster.find_machine(link.substr(0, link.size() - suffix.size())) == nullptr) {
-    c.at("link").fail(std::string("expected a machine's NIC, \"<machine>/nic\", or \"switch\"") +
+  // "<machine>/nic" (its first NIC) or "<machine>/nic<k>", k from 1 (no leading zero).
+  const size_t slash = link.rfind('/');
+  const std::string machine = slash == std::string::npos ? std::string() : link.substr(0, slash);
+  const std::string nic = slash == std::string::npos ? std::string() : link.substr(slash + 1);
+  const std::string digits = nic.size() > 3 ? nic.substr(3) : std::string();
+  const bool numbered = nic.compare(0, 3, "nic") == 0 && !digits.empty() && digits.size() <= 2 &&
+                        digits[0] != '0' &&
+                        digits.find_first_not_of("0123456789") == std::string::npos;
+  const MachineSpec* spec = cluster.find_machine(machine);
+  if (spec != nullptr && numbered && std::stoi(digits) >= spec->nic_count) {
+    c.at("link").fail("machine \"" + machine + "\" has " +
+                      (spec->nic_count == 1 ? std::string("one NIC, \"" + machine + "/nic\"")
+                                            : std::to_string(spec->nic_count) + " NICs, \"" +
+                                                  machine + "/nic\" to \"" + machine + "/nic" +
+                                                  std::to_string(spec->nic_count - 1) + "\"") +
+                      " (nic.count), got \"" + link + "\"");
+  }
+  if (spec == nullptr || (nic != "nic" && !numbered)) {
+    c.at("link").fail(std::string("expected a machine's NIC, \"<machine>/nic\" (its others "
+                                  "\"<machine>/nic1\", ...), or \"switch\"") +
                       (racks > 0
                            ? ", \"core\", \"rack<i>/uplink\" or \"rack<i>/tor\" (racks 0 to " +
                                  std::to_string(racks - 1) + ")" +
@@ -115,7 +130,8 @@ FaultSpec parse_link_fault(const JsonCursor& c, const ClusterSpec& cluster) {
                            : "") +
                       " (faults of PCIe links are not supported), got \"" + link + "\"");
   }
-  f.machine = link.substr(0, link.size() - suffix.size());
+  f.machine = machine;
+  f.nic = numbered ? std::stoi(digits) : 0;
   parse_window(c, f);
   return f;
 }

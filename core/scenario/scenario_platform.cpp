@@ -71,7 +71,8 @@ void add_racks(const ClusterSpec& cluster, Platform& p) {
   }
   std::vector<double> nic_total(size_t(rack_count), 0.0);
   for (const PlatformMachine& m : p.machines) {
-    nic_total[size_t(m.rack)] += p.links[size_t(m.nic_link)].bandwidth_bytes_per_s;
+    for (int nic : m.nic_links)
+      nic_total[size_t(m.rack)] += p.links[size_t(nic)].bandwidth_bytes_per_s;
   }
   double uplink_total = 0;
   for (int r = 0; r < rack_count; ++r) {
@@ -110,8 +111,12 @@ Platform build_platform(const ClusterSpec& cluster) {
     PlatformMachine machine;
     machine.name = m.name;
     const int machine_index = int(p.machines.size());
-    machine.nic_link = int(p.links.size());
-    p.links.push_back({m.name + "/nic", m.nic.bandwidth_bytes_per_s, m.nic.latency_s, true});
+    // NIC 0 keeps the name of a machine's one NIC: "<name>/nic", then "<name>/nic1", ...
+    for (int k = 0; k < m.nic_count; ++k) {
+      machine.nic_links.push_back(int(p.links.size()));
+      p.links.push_back({m.name + "/nic" + (k == 0 ? std::string() : std::to_string(k)),
+                         m.nic.bandwidth_bytes_per_s, m.nic.latency_s, true});
+    }
     machine.devices.push_back(int(p.devices.size()));
     p.devices.push_back({m.name + "/cpu", machine_index, DeviceKind::kCpu, m.cpu_speed_flop_per_s,
                          m.cpu_cores, -1});

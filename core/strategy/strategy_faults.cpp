@@ -94,7 +94,7 @@ void add_faults(const Scenario& scenario, Plan& plan) {
         if (plan.platform.links[l].name == spec.link) f.link = int(l);
       }
       for (const PlatformMachine& m : plan.platform.machines) {
-        if (!spec.machine.empty() && m.name == spec.machine) f.link = m.nic_link;
+        if (!spec.machine.empty() && m.name == spec.machine) f.link = m.nic_links[size_t(spec.nic)];
       }
       REPLISIM_ASSERT(f.link >= 0, "validated fault link not found");
       f.from_s = spec.from_s;

@@ -160,6 +160,25 @@ void apply_nic_bandwidth(json& s, const std::string& value, const KnobContext& c
   set_quantities("nic_bandwidth", fields, value, Dimension::kBandwidth, ctx);
 }
 
+// nic.count of every machine-like object that has a NIC (machines, machine_defaults, a dedicated
+// PS's machine): a count, or a factor ("x2") or an increment ("+1") of each one's own count.
+void apply_nics_per_machine(json& s, const std::string& value, const KnobContext& ctx) {
+  const std::string key = "nics_per_machine";
+  bool changed = false;
+  for (auto& [holder, path] : hardware_holders(s)) {
+    json* nic = member(*holder, "nic");
+    if (nic == nullptr || !nic->is_object()) continue;
+    const json* count = member(*nic, "count");
+    const int current = count != nullptr && count->is_number_integer() ? count->get<int>() : 1;
+    (*nic)["count"] = relative_count(key, value, current, 1, limits::kMaxNicsPerMachine);
+    changed = true;
+  }
+  if (!changed) {
+    throw InputError(ctx.file, "/cluster/machines",
+                     "nics_per_machine needs a machine with a \"nic\"; this scenario has none");
+  }
+}
+
 void apply_gpu_speed(json& s, const std::string& value, const KnobContext& ctx) {
   std::vector<Field> fields;
   for (auto& [holder, path] : hardware_holders(s)) {
@@ -488,6 +507,10 @@ std::vector<SweepKnob> make_knobs() {
                    "every NIC's bandwidth (machines, machine_defaults, dedicated PS): \"10 Gbps\" "
                    "or a factor x2",
                    apply_nic_bandwidth});
+  knobs.push_back({"nics_per_machine",
+                   "NICs per machine, each connection on one of them (every nic.count: machines, "
+                   "machine_defaults, dedicated PS): 1,2,4, x2 or +1",
+                   apply_nics_per_machine});
   knobs.push_back({"switch_bandwidth", "the switch's bandwidth: \"100 Gbps\" or a factor x2",
                    apply_switch_bandwidth});
   knobs.push_back({"oversubscription",

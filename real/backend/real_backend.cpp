@@ -661,6 +661,7 @@ core::RunOutcome RealBackend::do_run(const core::Plan& plan, core::TraceSink& si
                                      const core::RunOptions& options) {
   const Settings settings = read_settings(options.settings);
   if (settings.isolate == "netns") {
+    isolate::check_one_nic_per_machine(plan, "");
     isolate::check_can_isolate();
     isolate::check_link_faults(plan, "");
   } else {

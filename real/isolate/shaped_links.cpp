@@ -12,8 +12,11 @@ namespace {
 std::vector<NicShape> nics_of(const core::Plan& plan) {
   std::vector<NicShape> nics;
   for (const core::PlatformMachine& m : plan.platform.machines) {
+    // One NIC a machine (core::refuse_what_real_runs_cannot_do refuses several): its first.
     const double bandwidth =
-        m.nic_link >= 0 ? plan.platform.links[size_t(m.nic_link)].bandwidth_bytes_per_s : 0;
+        m.nic_links.empty()
+            ? 0
+            : plan.platform.links[size_t(m.nic_links.front())].bandwidth_bytes_per_s;
     nics.push_back({m.name, bandwidth, bandwidth, m.rack});
   }
   return nics;
@@ -32,12 +35,26 @@ std::vector<RackShape> racks_of(const core::Plan& plan) {
 // The machine whose NIC is `link`, or -1.
 int machine_of_nic(const core::Plan& plan, int link) {
   for (size_t m = 0; m < plan.platform.machines.size(); ++m) {
-    if (plan.platform.machines[m].nic_link == link) return int(m);
+    const std::vector<int>& nics = plan.platform.machines[m].nic_links;
+    if (std::find(nics.begin(), nics.end(), link) != nics.end()) return int(m);
   }
   return -1;
 }
 
 }  // namespace
+
+void check_one_nic_per_machine(const core::Plan& plan, const std::string& file) {
+  const std::vector<core::PlatformMachine>& machines = plan.platform.machines;
+  for (size_t m = 0; m < machines.size(); ++m) {
+    if (machines[m].nic_links.size() <= 1) continue;
+    throw core::InputError(file, "/platform/machines/" + std::to_string(m) + "/nic_links",
+                           "--isolate netns: several NICs per machine are not emulated yet "
+                           "(machine \"" +
+                               machines[m].name + "\" has " +
+                               std::to_string(machines[m].nic_links.size()) +
+                               "): simulate it, or run it on loopback");
+  }
+}
 
 void check_link_faults(const core::Plan& plan, const std::string& file) {
   const double silence_s = MeshConfig{}.silence_timeout_s;

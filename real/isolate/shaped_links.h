@@ -17,6 +17,12 @@ namespace replisim::real::isolate {
 // other lost, where the simulator holds the transfers until the link returns.
 void check_link_faults(const core::Plan& plan, const std::string& file);
 
+// Throws core::InputError(file, "/platform/machines/<i>/nic_links", ...) for a machine of several
+// NICs (scenario nic.count): a shaped network gives each machine one veth, shaped as one NIC, and
+// no route per peer (core::Platform::nic_toward). A scenario's run refuses it earlier, naming
+// nic.count (core::refuse_what_real_runs_cannot_do); this guards a plan run directly.
+void check_one_nic_per_machine(const core::Plan& plan, const std::string& file);
+
 class ShapedLinks {
  public:
   // Every machine of the plan's platform, its NIC's bandwidth per direction, in its rack behind

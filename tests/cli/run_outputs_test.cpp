@@ -125,6 +125,22 @@ TEST(WorkloadLine, SaysWhatRanOnWhat) {
                          "uplinks 4:1 oversubscribed"),
             std::string::npos)
       << line(s);
+  // Several NICs per machine (nic.count): their number before the bandwidth, or per machine when
+  // the machines differ.
+  s["cluster"].erase("topology");
+  s["cluster"]["machines"][0]["nic"]["bandwidth"] = "10 Gbps";
+  s["cluster"]["machines"][0]["nic"]["count"] = 2;
+  s["cluster"]["machines"][1]["nic"]["count"] = 2;
+  EXPECT_NE(line(s).find("cluster: 2 machines, 3 GPUs, NICs 2 x 10 Gbps, one switch"),
+            std::string::npos)
+      << line(s);
+  s["cluster"]["machines"][1]["nic"]["count"] = 4;
+  EXPECT_NE(line(s).find(", NICs 10 Gbps, 2 to 4 per machine, one switch"), std::string::npos)
+      << line(s);
+  s["cluster"]["machines"][0]["nic"]["bandwidth"] = "25 Gbps";
+  s["cluster"]["machines"][1]["nic"]["count"] = 2;
+  EXPECT_NE(line(s).find(", NICs 10 Gbps to 25 Gbps, 2 per machine, one switch"), std::string::npos)
+      << line(s);
 }
 
 }  // namespace

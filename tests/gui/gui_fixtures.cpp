@@ -23,7 +23,7 @@ core::Trace tiny_trace(double shift_s) {
              {"pc2/nic", 1.25e9, 1e-5, true},
              {"pc1/pcie/gpu0", 16e9, 1e-6, true}};
   p.switch_link = 0;
-  p.machines = {{"pc1", 1, {0, 1}}, {"pc2", 2, {2}}};
+  p.machines = {{"pc1", {1}, {0, 1}}, {"pc2", {2}, {2}}};
   p.devices = {{"pc1/cpu", 0, core::DeviceKind::kCpu, 1e11, 1, -1, 0},
                {"pc1/gpu0", 0, core::DeviceKind::kGpu, 1e13, 1, 3, 0},
                {"pc2/cpu", 1, core::DeviceKind::kCpu, 1e11, 1, -1, 0}};

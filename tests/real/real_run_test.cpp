@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 
 #include "core/backend/backend.h"
+#include "core/base/error.h"
 #include "core/metrics/metrics.h"
 #include "core/strategy/strategy.h"
 #include "core/values/checkpoint.h"
@@ -377,6 +378,37 @@ TEST(RealRun, EachTaskRunsOnACoreOfItsOwnWhereThereAreEnough) {
   EXPECT_EQ(shared,
             "cores: 2 tasks with 2 computing threads on 1 core: not pinned, the kernel's "
             "scheduler shared the cores among them");
+}
+
+// Several NICs per machine (nic.count) shape nothing on loopback: the run goes as with one, its
+// tasks reading the plan's platform of several NIC links, and leaves the same variables. A shaped
+// network (--isolate netns) refuses it in one line before it needs root or starts a task.
+TEST(RealRun, AMachineOfSeveralNicsRunsOnLoopbackAndIsNotShaped) {
+  nlohmann::json doc = scenario(2, {{"sync", "async"}});
+  doc["cluster"]["machines"][0]["nic"]["count"] = 2;  // the PS machine
+  const core::Plan plan = core::compile_plan(test::parse(doc), "between_graph", {1});
+  ASSERT_EQ(plan.platform.machines[0].nic_links.size(), 2u);
+  const RealRun run = run_real(plan);
+  EXPECT_EQ(run.trace.meta.platform.machines[0].nic_links, plan.platform.machines[0].nic_links);
+  EXPECT_EQ(count(run.trace, EventKind::kUpdate), 2 * plan.steps);
+  Expected expected(plan);
+  for (int c = 0; c < 2; ++c) {
+    for (int s = 0; s < plan.steps; ++s) expected.step(c, s);
+  }
+  expected.expect_equal(run.final);
+  RealBackend backend;
+  core::RunOptions options;
+  options.settings = {{"node_binary", REPLISIM_BINARY}, {"isolate", "netns"}};
+  try {
+    core::run_to_trace(backend, plan, options);
+    ADD_FAILURE() << "a machine of two NICs was shaped";
+  } catch (const core::InputError& e) {
+    EXPECT_EQ(e.json_path(), "/platform/machines/0/nic_links");
+    EXPECT_NE(e.message().find("--isolate netns: several NICs per machine are not emulated yet "
+                               "(machine \"ps\" has 2)"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

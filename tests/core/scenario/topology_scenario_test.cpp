@@ -124,7 +124,7 @@ TEST(Topology, ThePlatformsJsonKeepsTheRacks) {
   EXPECT_NE(error_path(bad).find("/platform/racks/0/tor_link: "), std::string::npos);
   EXPECT_NE(error_path(bad).find("is already the switch"), std::string::npos) << error_path(bad);
   bad = platform_to_json(p);
-  bad["racks"][1]["uplink"] = p.machines[0].nic_link;
+  bad["racks"][1]["uplink"] = p.machines[0].nic_links.front();
   EXPECT_NE(error_path(bad).find("/platform/racks/1/uplink: "), std::string::npos);
   EXPECT_NE(error_path(bad).find("is already m0's NIC"), std::string::npos) << error_path(bad);
   bad = platform_to_json(p);

@@ -83,8 +83,8 @@ TEST(SweepAxis, UnknownKeyListsTheValidOnes) {
   EXPECT_NE(e.find("--vary: unknown key \"replica\"; did you mean replicas?"), std::string::npos)
       << e;
   for (const char* key :
-       {"replicas", "ps", "nic_bandwidth", "switch_bandwidth", "gpu_speed", "batch_per_replica",
-        "strategy", "sync", "backups", "variable_placement", "transport"}) {
+       {"replicas", "ps", "nic_bandwidth", "nics_per_machine", "switch_bandwidth", "gpu_speed",
+        "batch_per_replica", "strategy", "sync", "backups", "variable_placement", "transport"}) {
     EXPECT_NE(e.find(key), std::string::npos) << key;
   }
   EXPECT_NE(error_of([] { parse_sweep_axis("replicas"); }).find("expected KEY=VALUES"),
@@ -156,6 +156,50 @@ TEST(SweepKnobs, EachWritesItsFieldAndNothingElse) {
   EXPECT_EQ(sync["training"]["sync"],
             (json{{"replicas_to_aggregate", 7}, {"total_num_replicas", 8}}));
   EXPECT_EQ(point_document(base, {{"sync", "sync"}})["training"]["sync"], "sync");
+}
+
+// nics_per_machine sets nic.count wherever a NIC is given (the worker template, machine_defaults,
+// a dedicated PS's machine): a count, or a factor or increment of each one's own.
+TEST(SweepKnobs, NicsPerMachineSetsEveryNicCount) {
+  json base = templated_scenario();
+  EXPECT_EQ(changed_paths(base, point_document(base, {{"nics_per_machine", "2"}})),
+            (std::set<std::string>{"/cluster/machines/0/nic/count"}));
+  const json two = point_document(base, {{"nics_per_machine", "2"}});
+  EXPECT_EQ(two["cluster"]["machines"][0]["nic"]["count"], 2);
+  // The point parses: the workers have two NICs, and so has the dedicated PS that copies them.
+  const Scenario parsed = parse_scenario(two, "s.json");
+  EXPECT_EQ(parsed.cluster.find_machine("w3")->nic_count, 2);
+  EXPECT_EQ(parsed.cluster.find_machine("ps0")->nic_count, 2);
+  base["training"]["ps"]["machine"] = {
+      {"cpu", {{"speed", "1 TFLOPS"}}},
+      {"nic", {{"bandwidth", "25 Gbps"}, {"latency", "10 us"}, {"count", 3}}}};
+  base["cluster"]["machine_defaults"] = {{"nic", {{"latency", "5 us"}}}};
+  const json scaled = point_document(base, {{"nics_per_machine", "x2"}});
+  EXPECT_EQ(scaled["cluster"]["machines"][0]["nic"]["count"], 2);
+  EXPECT_EQ(scaled["training"]["ps"]["machine"]["nic"]["count"], 6);
+  EXPECT_EQ(scaled["cluster"]["machine_defaults"]["nic"]["count"], 2);
+  EXPECT_EQ(point_document(
+                base, {{"nics_per_machine", "+1"}})["training"]["ps"]["machine"]["nic"]["count"],
+            4);
+  for (const char* bad : {"0", "17", "two", "1.5"}) {
+    const std::string e = error_of([&] { point_document(base, {{"nics_per_machine", bad}}); });
+    EXPECT_EQ(e.rfind("--vary nics_per_machine: point nics_per_machine=", 0), 0u) << e;
+    EXPECT_NE(e.find(": expected a count from 1 to 16, got \"" + std::string(bad) + "\""),
+              std::string::npos)
+        << e;
+  }
+  EXPECT_NE(error_of([&] {
+              point_document(base, {{"nics_per_machine", "x8"}});
+            }).find("x8 of 3 is outside 1..16"),
+            std::string::npos);
+  json no_nic = base;
+  no_nic["cluster"]["machines"][0].erase("nic");
+  no_nic["cluster"].erase("machine_defaults");
+  no_nic["training"]["ps"].erase("machine");
+  EXPECT_NE(error_of([&] {
+              point_document(no_nic, {{"nics_per_machine", "2"}});
+            }).find("needs a machine with a \"nic\""),
+            std::string::npos);
 }
 
 TEST(SweepKnobs, ScenariosThatCannotVaryAKeySayWhatTheyNeed) {

@@ -36,7 +36,7 @@ Platform one_machine() {
   Platform p;
   p.links = {{"switch", 1e12, 0, false}, {"pc1/nic", 1.25e9, 1e-5, true}};
   p.switch_link = 0;
-  p.machines = {{"pc1", 1, {0}}};
+  p.machines = {{"pc1", {1}, {0}}};
   p.devices = {{"pc1/cpu", 0, DeviceKind::kCpu, 1e11, 1, -1, 0}};
   return p;
 }
