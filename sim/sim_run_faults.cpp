@@ -131,7 +131,7 @@ void SimRun::restart_job() {
   recorder_.global_step(now, global_step_);
   steady_.restarted(restart.checkpoint_start_s, now);
   // The launcher brings the tasks up one by one, in the order and spacing of the first start
-  // (each client's launch_offset_s, 0 for the chief); a non-chief worker checks for a ready model
+  // (core::relaunch_offset_s after the chief); a non-chief worker checks for a ready model
   // as soon as it is up, then every recovery_wait (SessionManager.wait_for_session).
   const core::RecoveryTimeline timeline(plan_.recovery);
   const std::vector<int64_t> client_steps(restart.client_steps.begin(), restart.client_steps.end());
@@ -147,7 +147,8 @@ void SimRun::restart_job() {
                             loop_.client(int(c)).loop == core::LoopKind::kChiefSyncOp;
     double start_s = restart.chief_ready_s;
     if (!with_chief) {
-      start_s = timeline.worker_back_s(now + s.graph->launch_offset_s, restart.chief_ready_s);
+      start_s = timeline.worker_back_s(now + core::relaunch_offset_s(plan_, *s.graph),
+                                       restart.chief_ready_s);
       workers_resumed_s = std::max(workers_resumed_s, start_s);
     }
     s.restart_start_s = start_s;

@@ -247,22 +247,34 @@ namespace {
 // or another rack's; else routes and the busiest resources would mix two parts into one.
 void check_platform_rack_links(const JsonCursor& c, const Platform& p) {
   std::vector<std::string> part(p.links.size());
+  std::vector<bool> of_several_nics(p.links.size(), false);
   part[size_t(p.switch_link)] = "the switch";
   for (size_t i = 0; i < p.machines.size(); ++i) {
     const PlatformMachine& m = p.machines[i];
     for (size_t k = 0; k < m.nic_links.size(); ++k) {
       const int link = m.nic_links[k];
-      // Several NICs (a format newer than any trace that may have shared one): each its own.
-      if (m.nic_links.size() > 1 && !part[size_t(link)].empty()) {
+      // Several NICs (a format newer than any trace that may have shared one): each its own, on
+      // either side.
+      if ((m.nic_links.size() > 1 || of_several_nics[size_t(link)]) &&
+          !part[size_t(link)].empty()) {
         const JsonCursor at = c.at("machines").at(i);
         (m.nic_links.size() == 1 ? at.at("nic_link") : at.at("nic_links").at(k))
             .fail("link " + std::to_string(link) + " is already " + part[size_t(link)]);
       }
       part[size_t(link)] = m.name + "'s NIC";
+      of_several_nics[size_t(link)] = m.nic_links.size() > 1;
     }
   }
-  for (const PlatformDevice& d : p.devices) {
-    if (d.pcie_link >= 0) part[size_t(d.pcie_link)] = d.name + "'s PCIe link";
+  for (size_t i = 0; i < p.devices.size(); ++i) {
+    const PlatformDevice& d = p.devices[i];
+    if (d.pcie_link < 0) continue;
+    if (of_several_nics[size_t(d.pcie_link)]) {
+      c.at("devices")
+          .at(i)
+          .at("pcie_link")
+          .fail("link " + std::to_string(d.pcie_link) + " is already " + part[size_t(d.pcie_link)]);
+    }
+    part[size_t(d.pcie_link)] = d.name + "'s PCIe link";
   }
   for (size_t r = 0; r < p.racks.size(); ++r) {
     for (const char* key : {"tor_link", "uplink"}) {
@@ -397,7 +409,9 @@ Platform platform_from_json(const nlohmann::json& j, const std::string& file,
     } else {
       const JsonCursor nics = m.at("nic_links");
       nics.expect_array();
-      if (nics.size() < 2 || nics.size() > 64) nics.fail("expected 2 to 64 NIC links");
+      if (nics.size() < 2 || nics.size() > size_t(kMaxNicsPerMachine)) {
+        nics.fail("expected 2 to " + std::to_string(kMaxNicsPerMachine) + " NIC links");
+      }
       for (size_t k = 0; k < nics.size(); ++k) {
         const int link = int(nics.at(k).as_int(0, link_count - 1));
         if (!p.links[size_t(link)].split_duplex) nics.at(k).fail("not a split link");

@@ -38,6 +38,10 @@ struct PlatformLink {
   bool split_duplex = true;
 };
 
+// NICs of one machine: servers ship with 1 to 8 ports (a DGX H100 has 8 ConnectX-7 compute ports
+// plus 2 storage ports); 16 leaves room above that.
+inline constexpr int kMaxNicsPerMachine = 16;
+
 struct PlatformMachine {
   std::string name;
   // Its NICs' links, in order (at least one): "<name>/nic", then "<name>/nic1", ... All join the

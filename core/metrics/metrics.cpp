@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <future>
+#include <unordered_map>
 
 #include "core/base/error.h"
 #include "core/base/units.h"
@@ -106,9 +107,25 @@ StepTable step_spans(const MetricsInput& in) {
   return steps;
 }
 
+// When the last client to begin training began its first step (workers launched late,
+// training.start_times, may begin after global_step's warm-up: the few workers up before them take
+// every token meanwhile); -infinity when no step began.
+double last_first_step_s(const Trace& trace) {
+  std::unordered_map<uint32_t, double> first;
+  for (const TraceEvent& e : trace.events) {
+    if (e.kind != EventKind::kStep) continue;
+    const auto [it, added] = first.try_emplace(e.client, e.start_s);
+    if (!added) it->second = std::min(it->second, e.start_s);
+  }
+  double last = -INFINITY;
+  for (const auto& [client, s] : first) last = std::max(last, s);
+  return last;
+}
+
 // Synchronous training: the window runs from the update that made global_step warmup_steps (the
-// first step's start when there is no warm-up) to the update that made it steps; a run whose
-// global_step stopped earlier is measured up to its last update, with a warning.
+// first step's start when there is no warm-up), or the first update after every client began
+// training when one began later, to the update that made it steps; a run whose global_step
+// stopped earlier is measured up to its last update, with a warning.
 void find_sync_window(RunMetrics& r, const MetricsInput& in) {
   const TraceMeta& meta = in.meta;
   // training.steps "auto" stopped at an update: the run is one of that many global steps.
@@ -129,6 +146,15 @@ void find_sync_window(RunMetrics& r, const MetricsInput& in) {
     if (e.global_step_after <= steps && e.global_step_after >= last_global_step) {
       last_global_step = e.global_step_after;
       end = e.end_s;
+    }
+  }
+  // A client that began training after that: from the first update once every client trains.
+  const double everyone_in_s = last_first_step_s(in.trace);
+  if (std::isfinite(start) && everyone_in_s > start) {
+    start = INFINITY;
+    for (const TraceEvent& e : in.trace.events) {
+      if (e.kind == EventKind::kUpdate && e.end_s >= everyone_in_s)
+        start = std::min(start, e.end_s);
     }
   }
   if (!std::isfinite(start) || !(end > start)) {

@@ -11,6 +11,11 @@ double first_model_poll_s(double up_s, double ready_s, double recovery_wait_s) {
   return up_s + std::ceil(std::max(0.0, ready_s - up_s) / recovery_wait_s) * recovery_wait_s;
 }
 
+double relaunch_offset_s(const Plan& plan, const ClientGraph& g) {
+  const double chief_s = plan.clients.empty() ? 0.0 : plan.clients.front().launch_offset_s;
+  return std::max(0.0, g.launch_offset_s - chief_s);
+}
+
 int Plan::role_index(const std::string& name) const {
   for (size_t i = 0; i < roles.size(); ++i) {
     if (roles[i].name == name) return int(i);

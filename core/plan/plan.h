@@ -335,6 +335,11 @@ struct MemoryCheck {
 // plan uses, in device order.
 std::vector<MemoryCheck> memory_checks(const Plan& plan);
 
+// When client graph `g` of `plan` is launched again at a job restart, after the launcher starts
+// the chief (the first client): the first start's spacing after the chief's launch, at least 0
+// (a worker launched before the chief comes up with it).
+double relaunch_offset_s(const Plan& plan, const ClientGraph& g);
+
 nlohmann::json plan_to_json(const Plan& plan);
 // The text dump_json(plan_to_json(plan), indent) gives, as the value at `depth` of an enclosing
 // document (0: the document itself), handed to `write` in pieces without ever holding the whole

@@ -412,9 +412,8 @@ inline constexpr int kMaxCpuCores =
     kMaxDeviceCores;  // also replicas_to_aggregate, total_num_replicas
 inline constexpr int kMaxBatch = 1 << 24;
 inline constexpr double kMaxGpuMemoryBytes = 1e15;
-// NICs of one machine (nic.count): servers ship with 1 to 8 ports (a DGX H100 has 8 ConnectX-7
-// compute ports plus 2 storage ports); 16 leaves room above that.
-inline constexpr int kMaxNicsPerMachine = 16;
+// NICs of one machine (nic.count): core::kMaxNicsPerMachine (platform.h).
+inline constexpr int kMaxNicsPerMachine = core::kMaxNicsPerMachine;
 // Names (the scenario's, machines', layers'): they become op, role and device names in plans and
 // traces, whose strings have a limit of their own (1 MiB, core/trace/trace_format.h).
 inline constexpr size_t kMaxNameBytes = 1024;

@@ -134,7 +134,8 @@ void Restorer::begin() {
     if (!p.owner || with_chief(p.index)) continue;
     const int g = p.index;
     awaiting_model_[size_t(g)] = true;
-    host_.after(p.graph->launch_offset_s, true, [this, g] { poll_model(g); });
+    host_.after(core::relaunch_offset_s(*setup_.plan, *p.graph), true,
+                [this, g] { poll_model(g); });
   }
   if (chief()) restore_model();
 }

@@ -4,6 +4,7 @@
 // launches the workers with the same spacing, each polling again.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -14,7 +15,9 @@
 namespace replisim {
 namespace {
 
-nlohmann::json late_chief(const nlohmann::json& extra = nullptr) {
+// `forward_flop`: per sample (steps of about 0.2 ms at 2 MFLOP, 0.2 s at 2 GFLOP).
+nlohmann::json late_chief(const nlohmann::json& extra = nullptr,
+                          const std::string& forward_flop = "2 MFLOP") {
   nlohmann::json t = {
       {"replicas", {"w0/gpu0", "w1/gpu0", "w2/gpu0"}},
       {"ps", {"ps/cpu"}},
@@ -29,7 +32,7 @@ nlohmann::json late_chief(const nlohmann::json& extra = nullptr) {
                               test::machine("w0", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps"),
                               test::machine("w1", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps"),
                               test::machine("w2", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps")},
-                             test::one_layer_model(1000, "2 MFLOP"), t);
+                             test::one_layer_model(1000, forward_flop), t);
 }
 
 // When `client`'s first step event starts.
@@ -50,6 +53,48 @@ TEST(StartTimesSim, EachWorkerStartsAtTheSessionBarriersTime) {
   for (const char* rank : {"worker0", "worker1", "worker2"}) {
     EXPECT_NEAR(first_step_s(ranks, rank), 25, 1e-9) << rank;  // hvd.init() waits for the last
   }
+}
+
+// Synchronous training while workers are still to come: the chief's tokens let it make global
+// steps alone, so the window opens at the first update once every worker trains (worker2, at 25
+// s), not at the warm-up's update: the throughput is the whole job's.
+TEST(StartTimesSim, TheSyncWindowOpensOnceEveryWorkerTrains) {
+  const core::Trace trace = test::simulate_trace(
+      late_chief({{"sync", "sync"}, {"steps", 200}}, "2 GFLOP"), "between_graph");
+  const core::RunMetrics m = core::compute_metrics(trace);
+  EXPECT_GE(m.window_start_s, 25);
+  EXPECT_LT(m.window_start_s, 26);
+}
+
+// A restart launches the chief first and every other worker with its first start's spacing after
+// the chief (none for one launched with or before it), each polling for the restored model: with
+// recovery_wait 1 s, worker1 (launched with the chief at 20 s) is back within 1 s of the chief,
+// and worker3 (launched 6 s after it) 6 s later.
+TEST(StartTimesSim, ARestartKeepsTheSpacingAfterTheChief) {
+  nlohmann::json doc = late_chief(
+      {{"start_times", {"20 s", "20 s", "26 s"}},
+       {"steps", 400},
+       {"checkpoint", {{"every", "2 s"}, {"disk_bandwidth", "1 GBps"}}},
+       {"recovery",
+        {{"detect_timeout", "1 s"}, {"restart_delay", "1 s"}, {"recovery_wait", "1 s"}}}},
+      "2 GFLOP");
+  doc["faults"] = {{{"kind", "role"}, {"role", "ps0"}, {"at", "30 s"}}};
+  const core::Trace trace = test::simulate_trace(doc, "between_graph");
+  ASSERT_EQ(trace.outcome.restarts.size(), 1u);
+  const double back_s = trace.outcome.restarts.front().restart_s;
+  // Each client's first step starting after the restart.
+  auto first_after = [&](const std::string& client) {
+    for (const core::TraceEvent* e : test::events_of(trace, core::EventKind::kStep, client)) {
+      if (e->start_s >= back_s) return e->start_s;
+    }
+    return -1.0;
+  };
+  const double chief = first_after("worker0");
+  ASSERT_GT(chief, back_s);
+  EXPECT_GE(first_after("worker1"), chief - 1e-9);
+  EXPECT_LE(first_after("worker1"), chief + 1 + 1e-9);
+  EXPECT_GE(first_after("worker2"), back_s + 6 - 1e-9);
+  EXPECT_LE(first_after("worker2"), std::max(chief, back_s + 6) + 1 + 1e-9);
 }
 
 // F14/F16: scenarios/field/f14_session_barrier.json. The workers are up before the chief; each

@@ -163,6 +163,16 @@ TEST(Nics, PlatformFilesKeepTheOneNicFormAndReadSeveral) {
   shared["machines"][4]["nic_links"][1] = p.machines[0].nic_links.front();
   EXPECT_NE(error_of(shared).find("/machines/4/nic_links/1: link"), std::string::npos)
       << error_of(shared);
+  // A NIC of several that is also a device's PCIe link.
+  int pcie = -1;
+  for (const PlatformDevice& d : p.devices) pcie = d.pcie_link >= 0 ? d.pcie_link : pcie;
+  ASSERT_GE(pcie, 0);
+  nlohmann::json on_pcie = j;
+  on_pcie["machines"][4]["nic_links"][1] = pcie;
+  EXPECT_NE(
+      error_of(on_pcie).find("pcie_link: link " + std::to_string(pcie) + " is already ps's NIC"),
+      std::string::npos)
+      << error_of(on_pcie);
   nlohmann::json the_switch = j;
   the_switch["machines"][4]["nic_links"][1] = p.switch_link;
   EXPECT_NE(error_of(the_switch).find("not a split link"), std::string::npos)
