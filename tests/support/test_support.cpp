@@ -77,6 +77,28 @@ nlohmann::json two_ps_scenario(const nlohmann::json& training) {
                        one_layer_model(4000, "1 MFLOP"), t);
 }
 
+nlohmann::json two_workers_three_towers(const nlohmann::json& training) {
+  nlohmann::json t = {{"replicas", {"w0/gpu0", {{"towers", {"w1/gpu0", "w1/gpu1"}}}}},
+                      {"ps", {"ps/cpu", "w0/cpu"}},
+                      {"client", "ps"},
+                      {"steps", 4},
+                      {"warmup_steps", 1}};
+  if (!training.is_null()) t.update(training);
+  const nlohmann::json model = {{"layers",
+                                 {{{"name", "a"},
+                                   {"params", 1000},
+                                   {"forward_flops_per_sample", "2 MFLOP"},
+                                   {"activation_bytes_per_sample", "4 kB"}},
+                                  {{"name", "b"},
+                                   {"params", 3000},
+                                   {"forward_flops_per_sample", "2 MFLOP"},
+                                   {"activation_bytes_per_sample", "1 kB"}}}}};
+  return scenario_json({machine("ps", "100 GFLOPS", {}, "10 Gbps"),
+                        machine("w0", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps"),
+                        machine("w1", "100 GFLOPS", {"1 TFLOPS", "1 TFLOPS"}, "10 Gbps")},
+                       model, t);
+}
+
 core::Scenario parse(const nlohmann::json& document) {
   return core::parse_scenario(document, "test.json");
 }

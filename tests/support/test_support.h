@@ -41,6 +41,11 @@ nlohmann::json scenario_json(const std::vector<nlohmann::json>& machines,
 // 4 steps of a one-layer model of 4,000 params; `training` (may be null) merged over that.
 nlohmann::json two_ps_scenario(const nlohmann::json& training);
 
+// Two workers, w0 (one 1 TFLOPS GPU) and one of two towers on w1's two GPUs; two PS shards
+// (ps/cpu, w0/cpu), the client on ps, 4 steps (1 warm-up), two layers (a: 1,000 params, b: 3,000;
+// 2 MFLOP per sample each); `training` (may be null) merged over that.
+nlohmann::json two_workers_three_towers(const nlohmann::json& training);
+
 core::Scenario parse(const nlohmann::json& document);
 // Expects parsing `document` to fail at JSON path `path` with a message containing `needle` (a
 // GoogleTest failure otherwise).

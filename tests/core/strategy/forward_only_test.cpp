@@ -15,26 +15,7 @@ namespace {
 
 // Two workers (one of them with two towers on one machine), two PS shards, two layers.
 nlohmann::json two_layer_doc(const nlohmann::json& training_extra) {
-  nlohmann::json t = {{"replicas", {"w0/gpu0", {{"towers", {"w1/gpu0", "w1/gpu1"}}}}},
-                      {"ps", {"ps/cpu", "w0/cpu"}},
-                      {"client", "ps"},
-                      {"steps", 4},
-                      {"warmup_steps", 1}};
-  if (!training_extra.is_null()) t.update(training_extra);
-  const nlohmann::json model = {{"layers",
-                                 {{{"name", "a"},
-                                   {"params", 1000},
-                                   {"forward_flops_per_sample", "2 MFLOP"},
-                                   {"activation_bytes_per_sample", "4 kB"}},
-                                  {{"name", "b"},
-                                   {"params", 3000},
-                                   {"forward_flops_per_sample", "2 MFLOP"},
-                                   {"activation_bytes_per_sample", "1 kB"}}}}};
-  return test::scenario_json(
-      {test::machine("ps", "100 GFLOPS", {}, "10 Gbps"),
-       test::machine("w0", "100 GFLOPS", {"1 TFLOPS"}, "10 Gbps"),
-       test::machine("w1", "100 GFLOPS", {"1 TFLOPS", "1 TFLOPS"}, "10 Gbps")},
-      model, t);
+  return test::two_workers_three_towers(training_extra);
 }
 
 // Every op of every client graph, with the roles of the parameter servers.
