@@ -86,6 +86,10 @@ DeviceEngine::DeviceEngine(std::string name, int cores, std::unique_ptr<GpuDevic
 }
 
 DeviceEngine::~DeviceEngine() {
+  stop();
+}
+
+void DeviceEngine::stop() {
   cancelled_ = true;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -93,7 +97,9 @@ DeviceEngine::~DeviceEngine() {
     jobs_.clear();
   }
   wake_.notify_all();
-  for (std::thread& t : threads_) t.join();
+  for (std::thread& t : threads_) {
+    if (t.joinable()) t.join();
+  }
 }
 
 void DeviceEngine::add_slowdown(double from_s, double until_s, double factor) {
@@ -135,6 +141,7 @@ ComputeResult DeviceEngine::execute(double flop, const std::vector<SampleGemm>* 
 void DeviceEngine::submit(std::function<void()> job) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) return;
     jobs_.push_back(std::move(job));
   }
   wake_.notify_one();

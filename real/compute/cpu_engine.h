@@ -55,7 +55,12 @@ class DeviceEngine {
   DeviceEngine(const DeviceEngine&) = delete;
   DeviceEngine& operator=(const DeviceEngine&) = delete;
 
-  // Queues `job` (runs on one of the device's threads). Thread-safe.
+  // Stops and joins the threads, as the destructor does, keeping the device's memory: an owner
+  // whose jobs use state it holds beside the engines stops every engine before that state goes (a
+  // job still running at a job failure's stop would read it freed). Idempotent; from the owner's
+  // thread, never from a job.
+  void stop();
+  // Queues `job` (runs on one of the device's threads). Thread-safe; after stop() it is dropped.
   void submit(std::function<void()> job);
   // Runs an op's `flop` on this device (from a job, on one of its threads): its GEMMs
   // `per_sample` (Plan::gemm_lists) stretched to `flop` (stretch_gemms), or, when null or empty,

@@ -34,8 +34,12 @@ StepRunner::StepRunner(Host& host, Setup setup)
 }
 
 StepRunner::~StepRunner() {
-  values_.reset();   // its copy threads, before the memories they copy to
-  engines_.clear();  // joins the threads before the state they use goes
+  // The devices' threads first: a compute job still running (a job failure stops the node
+  // mid-step) reads values_ and the parts.
+  for (auto& [device, engine] : engines_) engine->stop();
+  if (copier_) copier_->stop();
+  values_.reset();  // its copy threads, before the memories they copy to
+  engines_.clear();
   copier_.reset();
 }
 

@@ -85,6 +85,13 @@ core::Trace run_and_kill(const core::Plan& plan, const std::string& role, int af
   return trace;
 }
 
+// The run's notes, a line each, for a failure's message.
+std::string notes_of(const core::Trace& t) {
+  std::string all;
+  for (const std::string& note : t.outcome.notes) all += note + "\n";
+  return all;
+}
+
 int steps_of(const core::Trace& t, const std::string& client) {
   return count(t, EventKind::kStep, client);
 }
@@ -129,7 +136,7 @@ TEST(UnplannedDeath, AKilledParameterServerFailsTheJobAndKeepsItsMeasurement) {
             std::string::npos)
       << real.outcome.job_failure->cause;
   for (const std::string client : {"worker0", "worker1"}) {
-    EXPECT_GE(steps_of(real, client), 5) << client;
+    EXPECT_GE(steps_of(real, client), 5) << client << "; the run's notes:\n" << notes_of(real);
     EXPECT_LT(steps_of(real, client), plan.steps) << client;
   }
   const core::RunMetrics m = core::compute_window_metrics(real, 0, real.outcome.end_s);
@@ -156,7 +163,7 @@ TEST(UnplannedDeath, AKilledAllReduceRankFailsTheJobNamingIt) {
       << real.outcome.job_failure->cause;
   EXPECT_GE(real.outcome.job_failure->global_step, 5);
   for (const std::string client : {"worker0", "worker2"}) {
-    EXPECT_GE(steps_of(real, client), 5) << client;
+    EXPECT_GE(steps_of(real, client), 5) << client << "; the run's notes:\n" << notes_of(real);
     EXPECT_LT(steps_of(real, client), plan.steps) << client;
   }
 }
