@@ -644,6 +644,21 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& file) {
   for (size_t i = 0; i < clients.size(); ++i) {
     plan.clients.push_back(client_from_json(clients.at(i), plan));
   }
+  // Outside all-reduce (whose ranks options_from_json checks) the per-replica batches are the
+  // clients' towers': each client's step takes its towers' batches, at least one tower each.
+  if (!plan.replica_batches.empty() && plan.sync != kAllReduceSync) {
+    const JsonCursor batches = c.at("replica_batches");
+    int64_t listed = 0;
+    int64_t taken = 0;
+    for (int b : plan.replica_batches) listed += b;
+    for (const ClientGraph& g : plan.clients) taken += g.samples_per_step;
+    if (plan.replica_batches.size() < plan.clients.size() || listed != taken) {
+      batches.fail(
+          "expected at least one entry per client (" + std::to_string(plan.clients.size()) +
+          ") summing to the clients' samples_per_step (" + std::to_string(taken) + "), not " +
+          std::to_string(plan.replica_batches.size()) + " summing to " + std::to_string(listed));
+    }
+  }
   options_from_json(c, plan);
   validate_plan(plan, file);
   return plan;

@@ -406,8 +406,17 @@ void apply_replicas(json& s, const std::string& value, const KnobContext& ctx) {
   ScenarioJson edited = s;
   const int now = scenario_replica_count(edited);
   if (now == 0) throw InputError(ctx.file, "/training/replicas", "missing");
-  set_scenario_replica_count(
-      edited, relative_count("replicas", value, now, 1, limits::kMaxReplicas), ctx.file);
+  const int wanted = relative_count("replicas", value, now, 1, limits::kMaxReplicas);
+  // Per-replica batches name each replica: a new count has no batches to take.
+  json* batches = member(training(s, ctx), "batch_per_replica");
+  if (wanted != now && batches != nullptr && batches->is_array()) {
+    throw InputError(ctx.file, "/training/batch_per_replica",
+                     "lists a batch for each of the " + std::to_string(now) +
+                         " replicas, so their count cannot become " + std::to_string(wanted) +
+                         " (give one batch for every replica, or list " + std::to_string(wanted) +
+                         ")");
+  }
+  set_scenario_replica_count(edited, wanted, ctx.file);
   s = json(edited);
 }
 

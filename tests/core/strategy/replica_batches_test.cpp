@@ -113,6 +113,24 @@ TEST(ReplicaBatches, ABadPlanListIsOneLineAtItsPath) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("replica_batches"), std::string::npos) << e.what();
   }
+  // Outside all-reduce the list is the clients' towers': a list the clients do not take is refused.
+  for (const char* strategy : {"between_graph", "in_graph"}) {
+    const Plan other = compile_plan(test::parse(three_replicas({16, 32, 64})), strategy, {1});
+    for (const nlohmann::json& wrong : {nlohmann::json({16, 32}), nlohmann::json({16, 32, 64, 8}),
+                                        nlohmann::json({16, 32, 32})}) {
+      j = plan_to_json(other);
+      j["replica_batches"] = wrong;
+      try {
+        plan_from_json(j, "plan.json");
+        ADD_FAILURE() << strategy << ": " << wrong.dump() << " was accepted";
+      } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("plan.json: /replica_batches: expected at least one "
+                                             "entry per client"),
+                  std::string::npos)
+            << e.what();
+      }
+    }
+  }
 }
 
 TEST(ReplicaBatches, TheScenarioRefusesWhatItCannotMean) {

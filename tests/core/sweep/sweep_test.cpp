@@ -158,6 +158,21 @@ TEST(SweepKnobs, EachWritesItsFieldAndNothingElse) {
   EXPECT_EQ(point_document(base, {{"sync", "sync"}})["training"]["sync"], "sync");
 }
 
+// Per-replica batches name each replica: the replicas knob keeps their count or says why not, at
+// the list's path (whatif's "replicas x2" row prints it).
+TEST(SweepKnobs, ReplicasRefuseANewCountBesidePerReplicaBatches) {
+  json base = templated_scenario();
+  base["training"]["batch_per_replica"] = {16, 32, 32, 64};
+  EXPECT_EQ(point_document(base, {{"replicas", "4"}})["training"]["batch_per_replica"],
+            base["training"]["batch_per_replica"]);
+  EXPECT_EQ(
+      error_of([&] {
+        point_document(base, {{"replicas", "x2"}});
+      }),
+      "s.json: /training/batch_per_replica: point replicas=x2: lists a batch for each of the 4 "
+      "replicas, so their count cannot become 8 (give one batch for every replica, or list 8)");
+}
+
 // nics_per_machine sets nic.count wherever a NIC is given (the worker template, machine_defaults,
 // a dedicated PS's machine): a count, or a factor or increment of each one's own.
 TEST(SweepKnobs, NicsPerMachineSetsEveryNicCount) {
