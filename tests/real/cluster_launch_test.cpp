@@ -3,8 +3,8 @@
 // other loopback addresses or from Slurm's node list, and the coordinator gathering every node's
 // part into the run's trace and report — the same report rows as `replisim run`. Then the same
 // under the launchers themselves: a single-node Slurm of the test's own (tests/real/local_slurm.h)
-// runs a sharded sweep as an array job and a real run as an srun step, and Open MPI's mpirun runs
-// the real run; each result equals the local one's.
+// runs a sharded sweep as an array job and a real run as an srun step and under mpirun in an
+// allocation, and Open MPI's mpirun runs the real run alone; each result equals the local one's.
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -207,6 +207,29 @@ TEST(ClusterLaunch, ASlurmStepsNodeListGivesTheCluster) {
   EXPECT_TRUE(test::file_exists(dir.file("run.trace")));
 }
 
+// mpirun in a Slurm allocation of several nodes: the ranks' numbers are Open MPI's, and the step
+// variables a rank inherits are those of the step that started Open MPI's daemons (one task per
+// node), so the cluster comes from the allocation's nodes and tasks per node.
+TEST(ClusterLaunch, MpiRanksInASlurmAllocationTakeTheAllocationsNodes) {
+  TempDir dir;
+  const std::string plan = write_plan(dir);
+  const std::string base = std::to_string(test::free_port());
+  std::vector<std::vector<std::string>> args, environments;
+  for (int r = 0; r < 3; ++r) {
+    args.push_back({"node", "--plan", plan, "--base-port", base, "--trace-out",
+                    dir.file("part" + std::to_string(r) + ".trace"), "--run-trace-out",
+                    dir.file("run.trace")});
+    environments.push_back(
+        {"OMPI_COMM_WORLD_RANK=" + std::to_string(r), "SLURM_PROCID=" + std::to_string(r % 2),
+         "SLURM_STEP_NODELIST=127.0.0.2", "SLURM_STEP_TASKS_PER_NODE=1",
+         "SLURM_JOB_NODELIST=127.0.0.[1-2]", "SLURM_TASKS_PER_NODE=2,1",
+         std::string(kClusterTokenVariable) + "=" + "0123456789abcdef0123456789abcdef"});
+  }
+  const std::string report = run_nodes(args, environments);
+  EXPECT_NE(report.find("throughput (samples/s)"), std::string::npos) << report;
+  EXPECT_TRUE(test::file_exists(dir.file("run.trace")));
+}
+
 // --- Under a real Slurm and a real mpirun (Debian 12: slurm-wlm 22.05, Open MPI 4.1) ----------
 
 constexpr const char* kToken = "0123456789abcdef0123456789abcdef";
@@ -372,6 +395,45 @@ TEST(RealSlurm, AnSrunStepWithATaskPerRoleRunsAsRunDoes) {
        "--chdir=" + dir.path(), REPLISIM_BINARY, "node", "--plan", plan, "--base-port",
        std::to_string(test::free_port()), "--run-trace-out", dir.file("run.trace")},
       120, {std::string(kClusterTokenVariable) + "=" + kToken});
+  expect_run_as_local(dir, launched, local);
+  std::cout << "test took " << seconds_since(start) << " s\n";
+}
+
+// mpirun inside a Slurm allocation, without a cluster spec: the roles from OMPI_COMM_WORLD_RANK,
+// the cluster from the allocation's nodes and tasks per node (Open MPI's own Slurm support
+// starts the ranks; on one node without daemons of its own).
+TEST(RealSlurm, MpirunInAnAllocationTakesTheAllocationsNodes) {
+  const auto start = std::chrono::steady_clock::now();
+  START_SLURM(slurm);
+  if (test::run_program({"mpirun", "--version"}, 30).exit_code != 0) {
+    GTEST_SKIP() << "mpirun is not installed (scripts/setup installs Debian's openmpi-bin)";
+  }
+  TempDir dir;
+  const LocalRun local = local_run(dir);
+  const std::string plan = write_launcher_plan(dir);
+  const BinaryResult launched =
+      slurm.command({"salloc",
+                     "--overcommit",
+                     "--ntasks=3",
+                     "mpirun",
+                     "--allow-run-as-root",
+                     "--bind-to",
+                     "none",
+                     "-np",
+                     "3",
+                     "-wdir",
+                     dir.path(),
+                     "-x",
+                     kClusterTokenVariable,
+                     REPLISIM_BINARY,
+                     "node",
+                     "--plan",
+                     plan,
+                     "--base-port",
+                     std::to_string(test::free_port()),
+                     "--run-trace-out",
+                     dir.file("run.trace")},
+                    120, {std::string(kClusterTokenVariable) + "=" + kToken});
   expect_run_as_local(dir, launched, local);
   std::cout << "test took " << seconds_since(start) << " s\n";
 }

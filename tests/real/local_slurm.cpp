@@ -106,8 +106,8 @@ Daemon::~Daemon() {
 }
 
 LocalSlurm::LocalSlurm() {
-  const std::vector<std::string> programs = {"munged", "slurmctld", "slurmd", "sbatch",
-                                             "srun",   "squeue",    "sinfo",  "scancel"};
+  const std::vector<std::string> programs = {"munged", "slurmctld", "slurmd",  "sbatch", "srun",
+                                             "squeue", "sinfo",     "scancel", "salloc"};
   std::vector<std::string> paths;
   for (const std::string& p : programs) {
     paths.push_back(find_program(p));
