@@ -41,7 +41,7 @@ void sleep_s(double s) {
   std::this_thread::sleep_for(std::chrono::duration<double>(s));
 }
 
-std::string describe(int status) {
+std::string describe_wait_status(int status) {
   if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return "signal " + std::to_string(WTERMSIG(status));
   return "status " + std::to_string(status);
@@ -80,7 +80,7 @@ bool Daemon::running(std::string* status) {
   if (pid_ > 0) {
     int s = 0;
     if (::waitpid(pid_, &s, WNOHANG) == pid_) {
-      exited_ = describe(s);
+      exited_ = describe_wait_status(s);
       pid_ = -1;
     }
   }
@@ -96,7 +96,7 @@ void Daemon::stop(double stop_wait_s) {
     ::kill(pid_, SIGKILL);
     int s = 0;
     ::waitpid(pid_, &s, 0);
-    exited_ = describe(s);
+    exited_ = describe_wait_status(s);
     pid_ = -1;
   }
 }
@@ -148,7 +148,8 @@ LocalSlurm::LocalSlurm() {
                                "--seed-file=" + dir_ + "/munged.seed"},
       daemon_logs_[0]));
   // munged makes its socket within a second; slurmctld gives up at once without it.
-  for (double waited = 0; waited < 10 && !std::filesystem::exists(socket); waited += 0.05) {
+  for (double waited = 0; waited < 10 && !std::filesystem::exists(socket) && daemons_[0]->running();
+       waited += 0.05) {
     sleep_s(0.05);
   }
   std::string status;
