@@ -299,7 +299,8 @@ void define(CLI::App& app, CliArgs& args, RawValues& raw) {
       ->type_name("NAME");
   node->add_option("--cluster", args.cluster_path,
                    "the cluster spec (TF_CONFIG's cluster shape; default under srun: the step's "
-                   "nodes from SLURM_STEP_NODELIST, ports from --base-port)")
+                   "nodes from SLURM_STEP_NODELIST, under mpirun in an allocation its "
+                   "SLURM_JOB_NODELIST, ports from --base-port)")
       ->type_name("FILE");
   node->add_option("--base-port", raw.base_port,
                    "under srun without --cluster: the first port on each node (default 43000)")

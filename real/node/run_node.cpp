@@ -149,11 +149,19 @@ ClusterSpec cluster_of_node(const core::Plan& plan, const NodeOptions& options,
     *source = options.cluster_path;
     return read_cluster_file(options.cluster_path);
   }
-  // The step's nodes (srun sets them for each step), else the allocation's.
+  // The step's nodes (srun sets them for each step), else the allocation's. Ranks an MPI launcher
+  // numbered (mpirun in an allocation) take the allocation's: Open MPI maps its ranks by slot
+  // over the allocation's nodes (SLURM_TASKS_PER_NODE), and the step variables its ranks may
+  // inherit are those of the step that started its daemons, one task per node, or none on the
+  // node mpirun runs on.
+  const std::optional<LauncherRank> rank =
+      options.role.empty() ? rank_from_environment() : std::nullopt;
+  const bool mpi_rank = rank && rank->variable != "SLURM_PROCID";
   SlurmStep step;
   for (const auto& [nodes, tasks] :
        {std::pair<const char*, const char*>{"SLURM_STEP_NODELIST", "SLURM_STEP_TASKS_PER_NODE"},
         {"SLURM_JOB_NODELIST", "SLURM_TASKS_PER_NODE"}}) {
+    if (mpi_rank && std::string(nodes) == "SLURM_STEP_NODELIST") continue;
     const char* n = std::getenv(nodes);
     if (n == nullptr) continue;
     step.nodes = n;
@@ -169,7 +177,8 @@ ClusterSpec cluster_of_node(const core::Plan& plan, const NodeOptions& options,
   if (step.nodes_variable.empty()) {
     throw core::InputError("", "--cluster",
                            "give the cluster spec, or start the node under srun "
-                           "(SLURM_STEP_NODELIST then names the step's nodes)");
+                           "(SLURM_STEP_NODELIST then names the step's nodes) or under mpirun in "
+                           "a Slurm allocation (SLURM_JOB_NODELIST)");
   }
   *source = step.nodes_variable;
   return slurm_cluster_spec(plan, step, options.base_port);

@@ -38,9 +38,10 @@ std::vector<char*> argv_of(const std::vector<std::string>& args,
   return argv;
 }
 
-BinaryResult run(const std::vector<std::string>& args, const std::string& standard_input,
-                 int timeout_s, uint64_t max_file_bytes,
-                 const std::vector<std::string>& environment = {}) {
+// Runs argv[0] (looked up in PATH when it has no slash) with the rest of `argv`.
+BinaryResult run_argv(const std::vector<std::string>& argv_in, const std::string& standard_input,
+                      int timeout_s, uint64_t max_file_bytes,
+                      const std::vector<std::string>& environment = {}) {
   std::vector<std::string> entries = environment;  // putenv keeps the pointers
   TempDir capture;
   const std::string out_path = capture.file("stdout"), err_path = capture.file("stderr");
@@ -54,8 +55,10 @@ BinaryResult run(const std::vector<std::string>& args, const std::string& standa
     ::dup2(in, 0);
     ::dup2(out, 1);
     ::dup2(err, 2);
-    std::vector<std::string> storage;
-    std::vector<char*> argv = argv_of(args, storage);
+    std::vector<std::string> storage = argv_in;
+    std::vector<char*> argv;
+    for (std::string& a : storage) argv.push_back(a.data());
+    argv.push_back(nullptr);
     for (std::string& e : entries) ::putenv(e.data());
     if (max_file_bytes > 0) {
       // As `ulimit -f` in a shell: SIGXFSZ keeps its default (to end the process); replisim
@@ -65,7 +68,7 @@ BinaryResult run(const std::vector<std::string>& args, const std::string& standa
       ::setrlimit(RLIMIT_FSIZE, &limit);
     }
     ::alarm(unsigned(timeout_s));  // a hung run dies with SIGALRM rather than hang the suite
-    ::execv(argv[0], argv.data());
+    ::execvp(argv[0], argv.data());
     ::_exit(127);
   }
   int status = 0;
@@ -77,7 +80,20 @@ BinaryResult run(const std::vector<std::string>& args, const std::string& standa
   return result;
 }
 
+BinaryResult run(const std::vector<std::string>& args, const std::string& standard_input,
+                 int timeout_s, uint64_t max_file_bytes,
+                 const std::vector<std::string>& environment = {}) {
+  std::vector<std::string> argv = {REPLISIM_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_argv(argv, standard_input, timeout_s, max_file_bytes, environment);
+}
+
 }  // namespace
+
+BinaryResult run_program(const std::vector<std::string>& argv, int timeout_s,
+                         const std::vector<std::string>& environment) {
+  return run_argv(argv, "", timeout_s, 0, environment);
+}
 
 BinaryResult run_replisim(const std::vector<std::string>& args, const std::string& standard_input,
                           int timeout_s) {

@@ -26,6 +26,12 @@ BinaryResult run_replisim_with_file_limit(const std::vector<std::string>& args,
                                           uint64_t max_file_bytes, int timeout_s = 120,
                                           const std::vector<std::string>& environment = {});
 
+// Runs the program argv[0] (found in PATH, as execvp finds it, when it has no slash) with the
+// rest of `argv`, as run_replisim runs replisim: no shell, standard input empty, killed by SIGALRM
+// after `timeout_s` seconds (exit_code -1), `environment`'s "NAME=value" entries added.
+BinaryResult run_program(const std::vector<std::string>& argv, int timeout_s = 120,
+                         const std::vector<std::string>& environment = {});
+
 // A replisim process whose standard error is read line by line while it runs (standard input
 // empty, standard output captured). The destructor kills and reaps it if it still runs.
 class RunningReplisim {
