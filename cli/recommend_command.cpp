@@ -177,6 +177,7 @@ struct Simulated {
 
 struct Report {
   const core::Catalog* catalog = nullptr;
+  std::string preset;  // the scenario's model preset
   std::vector<core::Configuration> configurations;
   std::vector<core::PricedOption> options;
   std::vector<std::string> prune;    // per option: its bound's reason, or ""
@@ -288,13 +289,23 @@ void print_choice(const Report& r, const char* title, size_t i, const core::Reco
       << o.price->source << ") x " << c.priced_machines() << " = " << money(o.usd_per_hour)
       << "/h\n"
       << "  " << fixed_decimals(p.throughput_samples_per_s, 1) << " samples/s (GPU bound "
-      << fixed_decimals(c.bound_samples_per_s, 1) << "): ";
+      << fixed_decimals(c.gpu_bound_samples_per_s, 1)
+      << (c.ps_nic_bound_samples_per_s > 0
+              ? ", PS NIC bound " + fixed_decimals(c.ps_nic_bound_samples_per_s, 1)
+              : std::string())
+      << "): ";
   if (target.kind == core::RecommendTarget::Kind::kSamples) {
     out << hours(p.job_time_s) << " h, " << money(p.job_cost_usd) << "\n";
   } else {
     out << money(p.job_cost_usd) << " per 1M samples\n";
   }
   out << "  bound by " << bound_by_text(row) << " (busiest: " << bottleneck_text(row) << ")\n";
+  const core::CatalogInstance& t = r.catalog->instances[c.instance];
+  if (const core::GpuSpeed* speed = r.catalog->gpu(t.gpu)->speed_for(r.preset)) {
+    out << "  GPU speed: " << t.gpu << " " << fixed_decimals(speed->speed_flop_per_s / 1e12, 4)
+        << " TFLOPS on " << r.preset << " (" << core::speed_basis_name(speed->basis) << ": "
+        << speed->source << ")\n";
+  }
   // The next thing to buy: the next faster point on the front, what it costs more and saves.
   const auto at = std::find(r.front.begin(), r.front.end(), i);
   if (at == r.front.end() || at == r.front.begin()) {
@@ -366,9 +377,24 @@ int run_recommend(const CliArgs& args, std::ostream& out) {
   const core::SpotRecovery recovery = spot_recovery(loaded.scenario);
 
   r.catalog = &catalog;
+  r.preset = model.name;
   std::vector<core::SkippedInstance> skipped;
-  r.configurations = core::recommend_configurations(catalog, model.name, flop_per_sample,
-                                                    dedicated_ps, space, &skipped);
+  core::BoundInputs bounds;
+  bounds.preset = model.name;
+  bounds.flop_per_sample = flop_per_sample;
+  bounds.parameter_bytes = model.parameter_bytes();
+  bounds.batch_per_replica = loaded.scenario.training.batch_per_replica;
+  bounds.dedicated_ps = dedicated_ps;
+  {
+    const json& replicas = document.json["training"].value("replicas", json());
+    const auto per_machine = [](const json& e) {
+      return e.is_object() && e.value("per", "") == "machine";
+    };
+    bounds.worker_per_machine =
+        per_machine(replicas) ||
+        (replicas.is_array() && std::any_of(replicas.begin(), replicas.end(), per_machine));
+  }
+  r.configurations = core::recommend_configurations(catalog, bounds, space, &skipped);
   if (r.configurations.empty()) {
     throw core::InputError(args.catalog_path, "/instances",
                            "no instance type of the catalog can train model " + model.name +
@@ -466,9 +492,8 @@ int run_recommend(const CliArgs& args, std::ostream& out) {
     out << "not offered: " << catalog.instances[s.instance].name << ": " << s.why << "\n";
   }
   out << "searched " << r.options.size() << " priced points (" << r.configurations.size()
-      << " configurations x on demand";
-  if (space.spot) out << " or spot where the catalog prices it";
-  out << ")\n";
+      << " configurations, each on demand" << (space.spot ? " and on spot where priced" : "")
+      << ")\n";
   if (args.no_prune) {
     out << "pruned: none (--no-prune)\n";
   } else {
@@ -487,7 +512,12 @@ int run_recommend(const CliArgs& args, std::ostream& out) {
   }
   out << ": " << counts.computed << " simulated, " << counts.cached << " from the cache, "
       << counts.failed << " failed; " << not_applicable << " not applicable to the scenario\n";
-  if (space.spot) {
+  const bool any_spot =
+      std::any_of(r.options.begin(), r.options.end(),
+                  [](const core::PricedOption& o) { return o.kind == core::PriceKind::kSpot; });
+  if (space.spot && !any_spot) {
+    out << "spot: no instance type offered has a spot price in the catalog\n";
+  } else if (space.spot) {
     out << "spot: each machine's preemption rate from its Spot Instance Advisor band (the band's "
            "upper bound p as the chance of a preemption in a 30-day month: -ln(1-p)/720 per hour; "
            "any machine's preemption restarts the job); each preemption loses "

@@ -151,11 +151,10 @@ json instance_scenario(const json& base, const std::string& file, const CatalogI
   return document;
 }
 
-std::vector<Configuration> recommend_configurations(const Catalog& catalog,
-                                                    const std::string& preset,
-                                                    double flop_per_sample, bool dedicated_ps,
+std::vector<Configuration> recommend_configurations(const Catalog& catalog, const BoundInputs& in,
                                                     const RecommendSpace& space,
                                                     std::vector<SkippedInstance>* skipped) {
+  const std::string& preset = in.preset;
   std::vector<Configuration> out;
   for (size_t i = 0; i < catalog.instances.size(); ++i) {
     const CatalogInstance& t = catalog.instances[i];
@@ -178,15 +177,25 @@ std::vector<Configuration> recommend_configurations(const Catalog& catalog,
         c.machines = n;
         c.strategy = strategy;
         c.gpu_speed_flop_per_s = speed->speed_flop_per_s;
-        c.bound_samples_per_s =
-            double(n) * t.gpu_count * speed->speed_flop_per_s / std::max(flop_per_sample, 1.0);
+        c.gpu_bound_samples_per_s =
+            double(n) * t.gpu_count * speed->speed_flop_per_s / std::max(in.flop_per_sample, 1.0);
+        c.bound_samples_per_s = c.gpu_bound_samples_per_s;
         if (strategy == "allreduce") {
           out.push_back(c);
           continue;
         }
         for (int ps : space.ps_counts) {
           c.ps = ps;
-          c.ps_machines = dedicated_ps ? ps : 0;
+          c.ps_machines = in.dedicated_ps ? ps : 0;
+          c.ps_nic_bound_samples_per_s = 0;
+          c.bound_samples_per_s = c.gpu_bound_samples_per_s;
+          if (strategy == "between_graph" && in.dedicated_ps && in.parameter_bytes > 0) {
+            const double per_worker_step =
+                in.batch_per_replica * (in.worker_per_machine ? t.gpu_count : 1);
+            c.ps_nic_bound_samples_per_s = per_worker_step * ps * t.nic_count *
+                                           t.nic_bandwidth_bytes_per_s / in.parameter_bytes;
+            c.bound_samples_per_s = std::min(c.bound_samples_per_s, c.ps_nic_bound_samples_per_s);
+          }
           if (strategy != "between_graph") {
             c.sync.clear();
             out.push_back(c);
@@ -239,13 +248,15 @@ double expected_job_time_s(double samples, double throughput_samples_per_s, cons
 
 std::string prune_reason(const Configuration& c, const PricedOption& o,
                          const RecommendTarget& target, double budget_usd) {
+  const std::string bound =
+      c.bound_samples_per_s < c.gpu_bound_samples_per_s ? "PS NIC bound" : "GPU bound";
   if (target.kind == RecommendTarget::Kind::kThroughput &&
       c.bound_samples_per_s < target.throughput_samples_per_s) {
-    return "GPU bound below the target";
+    return bound + " below the target";
   }
   const double fastest_s = expected_job_time_s(target.job_samples(), c.bound_samples_per_s, o);
   if (target.kind == RecommendTarget::Kind::kSamples && fastest_s > target.deadline_s) {
-    return "GPU bound past the deadline";
+    return bound + " past the deadline";
   }
   if (budget_usd > 0) {
     const double lowest = target.kind == RecommendTarget::Kind::kThroughput

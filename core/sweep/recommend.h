@@ -76,6 +76,13 @@ struct Configuration {
   double gpu_speed_flop_per_s = 0;
   // The GPU bound: machines x GPUs x speed / training FLOP per sample, an upper bound on any
   // simulated throughput (every step computes at least the model's FLOP per sample).
+  double gpu_bound_samples_per_s = 0;
+  // The PS NIC bound, for between-graph with PS on machines of their own (0: none): every worker
+  // step (of s samples: its towers' batches) reads every variable from the PS, so the PS
+  // machines' NICs send the parameter bytes P once per worker step: samples/s <= s x PS x NICs x
+  // bandwidth / P (the plateau of docs/capacity-planning.md's knee, before LV08's 0.97).
+  double ps_nic_bound_samples_per_s = 0;
+  // The tighter of the two.
   double bound_samples_per_s = 0;
   // The sweep knobs that make it from the instance's scenario (machines=, strategy=, ps=, sync=).
   std::vector<std::pair<std::string, std::string>> knobs() const;
@@ -108,13 +115,24 @@ struct SkippedInstance {
   std::string why;
 };
 
-// Every configuration of `space` over the catalog's instance types for a model preset, in order
-// (instance, machines, strategy, PS count, sync). `dedicated_ps`: the scenario's PS template puts
-// its tasks on machines of their own (each priced as one more instance of the type). Instances
-// without a speed for `preset`, or without a price for `as_of`, go to `skipped`.
-std::vector<Configuration> recommend_configurations(const Catalog& catalog,
-                                                    const std::string& preset,
-                                                    double flop_per_sample, bool dedicated_ps,
+// What the bounds need of the scenario.
+struct BoundInputs {
+  std::string preset;            // the model preset (the catalog's speeds are per preset)
+  double flop_per_sample = 0;    // training_flop_per_sample
+  double parameter_bytes = 0;    // Model::parameter_bytes
+  double batch_per_replica = 0;  // samples per tower per step
+  // The replicas are {"towers": ..., "per": "machine"}: one worker per machine with a tower on
+  // each GPU (a worker step then computes batch x GPUs samples); else one worker per GPU.
+  bool worker_per_machine = false;
+  // The scenario's PS template puts its tasks on machines of their own ({"on": "dedicated"}):
+  // each is priced as one more instance of the type, and the PS NIC bound applies.
+  bool dedicated_ps = false;
+};
+
+// Every configuration of `space` over the catalog's instance types, in order (instance,
+// machines, strategy, PS count, sync), with their bounds. Instances without a speed for the
+// preset, or without a price for `as_of`, go to `skipped`.
+std::vector<Configuration> recommend_configurations(const Catalog& catalog, const BoundInputs& in,
                                                     const RecommendSpace& space,
                                                     std::vector<SkippedInstance>* skipped);
 
@@ -134,9 +152,10 @@ std::vector<PricedOption> priced_options(const Catalog& catalog,
                                          const RecommendSpace& space, const SpotRecovery& recovery);
 
 // The closed-form bounds: why a priced option cannot meet the target or stay within the budget,
-// whatever the simulation says; "" when it may. The GPU bound first: bound_samples_per_s below
-// the target throughput, or samples / bound_samples_per_s (its expected time with preemptions)
-// past the deadline; then the cost: the lowest possible job cost (the expected time at the bound,
+// whatever the simulation says; "" when it may. The throughput bound first (the GPU bound, or
+// the PS NIC bound where it is the tighter: named so): bound_samples_per_s below the target
+// throughput, or samples / bound_samples_per_s (its expected time with preemptions) past the
+// deadline; then the cost: the lowest possible job cost (the expected time at the bound,
 // times usd_per_hour) above `budget_usd` (for a throughput target: usd_per_hour above it). A
 // budget of 0 is none.
 std::string prune_reason(const Configuration& c, const PricedOption& o,

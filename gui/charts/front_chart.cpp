@@ -9,8 +9,10 @@
 #include <QValueAxis>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace replisim::gui {
 namespace {
@@ -21,7 +23,7 @@ double hours_of(const nlohmann::json& point) {
 
 // A point ringed and labelled: `title` and what binds it.
 void mark_point(QChart* chart, const nlohmann::json& point, const QString& title,
-                const QColor& color, QValueAxis* x, QValueAxis* y) {
+                const QColor& color, QAbstractAxis* x, QAbstractAxis* y) {
   auto* ring = new QScatterSeries();
   ring->setName(title + ": " + QString::fromStdString(point.value("label", "")) + ", " +
                 QString::fromStdString(point.value("pricing", "")) + " — bound by " +
@@ -47,28 +49,44 @@ QChart* make_front_chart(const nlohmann::json& report) {
                                          report.value("scenario", std::string()) + ", catalog " +
                                          report.value("catalog", std::string())));
   const nlohmann::json& points = report["points"];
-  auto* x = new QValueAxis();
-  x->setTitleText(samples ? "job time (h)" : "hours per 1M samples");
-  auto* y = new QValueAxis();
-  y->setTitleText(samples ? "job cost ($)" : "cost per 1M samples ($)");
+  // Log axes: the points span two orders of magnitude of time and cost, and the front sits in
+  // the cheap and fast corner.
+  auto* x = new QLogValueAxis();
+  x->setTitleText(samples ? "job time (h, log scale)" : "hours per 1M samples (log scale)");
+  x->setLabelFormat("%g");
+  x->setMinorTickCount(8);
+  auto* y = new QLogValueAxis();
+  y->setTitleText(samples ? "job cost ($, log scale)" : "cost per 1M samples ($, log scale)");
+  y->setLabelFormat("%g");
+  y->setMinorTickCount(8);
   chart->addAxis(x, Qt::AlignBottom);
   chart->addAxis(y, Qt::AlignLeft);
   double max_x = 0, max_y = 0;
+  double min_x = std::numeric_limits<double>::infinity(), min_y = min_x;
+  // A palette of distinct colours (Qt's theme repeats after five).
+  const std::vector<QColor> palette = {
+      QColor(31, 119, 180), QColor(255, 127, 14),  QColor(44, 160, 44),   QColor(148, 103, 189),
+      QColor(140, 86, 75),  QColor(227, 119, 194), QColor(127, 127, 127), QColor(188, 189, 34),
+      QColor(23, 190, 207), QColor(214, 39, 40)};
   // One scatter per instance type and pricing.
   std::map<std::string, QScatterSeries*> series;
   for (const nlohmann::json& p : points) {
     const double h = hours_of(p), cost = p.value("job_cost_usd", 0.0);
-    if (!std::isfinite(h) || !std::isfinite(cost)) continue;
+    if (!std::isfinite(h) || !std::isfinite(cost) || !(h > 0) || !(cost > 0)) continue;
     const std::string name = p.value("instance", "") + " " + p.value("pricing", "");
     QScatterSeries*& s = series[name];
     if (s == nullptr) {
       s = new QScatterSeries();
       s->setName(QString::fromStdString(name));
       s->setMarkerSize(8);
+      s->setColor(palette[(series.size() - 1) % palette.size()]);
+      s->setBorderColor(s->color());
     }
     s->append(h, cost);
     max_x = std::max(max_x, h);
     max_y = std::max(max_y, cost);
+    min_x = std::min(min_x, h);
+    min_y = std::min(min_y, cost);
   }
   for (auto& [name, s] : series) {
     chart->addSeries(s);
@@ -95,12 +113,28 @@ QChart* make_front_chart(const nlohmann::json& report) {
     dashed.setStyle(Qt::DashLine);
     dashed.setWidth(2);
     deadline->setPen(dashed);
-    deadline->append(deadline_h, 0);
-    deadline->append(deadline_h, max_y * 1.1);
+    deadline->append(deadline_h, std::min(min_y, max_y) * 0.5);
+    deadline->append(deadline_h, max_y * 2);
     chart->addSeries(deadline);
     deadline->attachAxis(x);
     deadline->attachAxis(y);
     max_x = std::max(max_x, deadline_h);
+  }
+  if (report["budget_usd"].is_number() && samples) {
+    const double budget = report["budget_usd"].get<double>();
+    auto* line = new QLineSeries();
+    line->setName(QString("budget $%1").arg(budget));
+    QPen dashed(Qt::darkBlue);
+    dashed.setStyle(Qt::DashLine);
+    dashed.setWidth(2);
+    line->setPen(dashed);
+    line->append(std::min(min_x, max_x) * 0.5, budget);
+    line->append(std::max(max_x, min_x) * 2, budget);
+    chart->addSeries(line);
+    line->attachAxis(x);
+    line->attachAxis(y);
+    min_y = std::min(min_y, budget);
+    max_y = std::max(max_y, budget);
   }
   const nlohmann::json& cheapest = report["cheapest_meeting_target"];
   if (cheapest.is_number()) {
@@ -112,9 +146,14 @@ QChart* make_front_chart(const nlohmann::json& report) {
     mark_point(chart, points[fastest.get<size_t>()], "fastest within budget", QColor(200, 0, 0), x,
                y);
   }
-  x->setRange(0, max_x > 0 ? max_x * 1.05 : 1);
-  y->setRange(0, max_y > 0 ? max_y * 1.1 : 1);
-  chart->legend()->setAlignment(Qt::AlignRight);
+  if (!(max_x > 0)) min_x = 0.1, max_x = 1;
+  if (!(max_y > 0)) min_y = 0.1, max_y = 1;
+  // Whole decades around the points.
+  x->setRange(std::pow(10, std::floor(std::log10(min_x))),
+              std::pow(10, std::ceil(std::log10(max_x))));
+  y->setRange(std::pow(10, std::floor(std::log10(min_y))),
+              std::pow(10, std::ceil(std::log10(max_y))));
+  chart->legend()->setAlignment(Qt::AlignBottom);
   return chart;
 }
 

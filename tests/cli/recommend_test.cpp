@@ -79,7 +79,7 @@ std::string test_catalog(const TempDir& dir, const std::string& name, const std:
   return dir.write(name, doc.dump(1));
 }
 
-json read_json(const std::string& path) {
+json read_recommend_json(const std::string& path) {
   return json::parse(test::read_file(path));
 }
 
@@ -106,7 +106,7 @@ TEST(Recommend, AComputeBoundModelGetsTheClosedFormsConfiguration) {
   args.insert(args.end(), {"--throughput", target, "--no-spot"});
   const test::BinaryResult r = test::run_replisim(args);
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
-  const json report = read_json(dir.file("r.json"));
+  const json report = read_recommend_json(dir.file("r.json"));
   ASSERT_TRUE(report["cheapest_meeting_target"].is_number()) << r.out;
   const json& best = report["points"][report["cheapest_meeting_target"].get<size_t>()];
   EXPECT_EQ(best["instance"], "B") << r.out;
@@ -142,7 +142,7 @@ TEST(Recommend, AComputeBoundModelGetsTheClosedFormsConfiguration) {
   all.insert(all.end(), {"--throughput", target, "--no-spot", "--no-prune"});
   const test::BinaryResult r2 = test::run_replisim(all);
   ASSERT_EQ(r2.exit_code, 0) << r2.err;
-  const json report2 = read_json(dir.file("all.json"));
+  const json report2 = read_recommend_json(dir.file("all.json"));
   EXPECT_EQ(report2["pruned"], 0);
   EXPECT_EQ(report2["points"].size(), 12u);
   const json& best2 = report2["points"][report2["cheapest_meeting_target"].get<size_t>()];
@@ -163,7 +163,7 @@ TEST(Recommend, ASpotPointCarriesItsBandAndAHigherBandTakesLonger) {
     args.insert(args.end(), {"--samples", "1e9", "--deadline", "24 h"});
     const test::BinaryResult r = test::run_replisim(args);
     ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
-    const json report = read_json(out);
+    const json report = read_recommend_json(out);
     const json* spot = nullptr;
     for (const json& p : report["points"]) {
       if (p["instance"] == "B" && p["machines"] == 2 && p["pricing"] == "spot") spot = &p;
@@ -193,7 +193,7 @@ TEST(Recommend, BadFlagsAndCatalogsAreOneLine) {
            "--accuracy: an accuracy target is not supported");
   one_line({"recommend", scenario, "--catalog", catalog, "--samples", "1e6", "--deadline", "24"},
            "--deadline: expected a duration");
-  json bad = read_json(catalog);
+  json bad = read_recommend_json(catalog);
   bad["instances"][1]["prices"][0].erase("date");
   const std::string bad_file = dir.write("bad.json", bad.dump());
   one_line({"recommend", scenario, "--catalog", bad_file, "--throughput", "10 images/s"},

@@ -13,7 +13,8 @@
 namespace replisim {
 namespace {
 
-core::RecommendPoint point(double time_s, double cost, bool meets = true, bool budget = true) {
+core::RecommendPoint cost_time_point(double time_s, double cost, bool meets = true,
+                                     bool budget = true) {
   core::RecommendPoint p;
   p.job_time_s = time_s;
   p.job_cost_usd = cost;
@@ -24,9 +25,11 @@ core::RecommendPoint point(double time_s, double cost, bool meets = true, bool b
 
 TEST(Recommend, TheFrontHoldsOnlyNonDominatedPointsFastestFirst) {
   const std::vector<core::RecommendPoint> points = {
-      point(10, 100), point(20, 50), point(15, 120),   // dominated by (10, 100)
-      point(30, 50),                                   // dominated by (20, 50): as cheap, slower
-      point(40, 20),  point(5, 400), point(10, 100)};  // a tie: the first one stays
+      cost_time_point(10, 100), cost_time_point(20, 50),
+      cost_time_point(15, 120),  // dominated by (10, 100)
+      cost_time_point(30, 50),   // dominated by (20, 50): as cheap, slower
+      cost_time_point(40, 20),  cost_time_point(5, 400),
+      cost_time_point(10, 100)};  // a tie: the first one stays
   const std::vector<size_t> front = core::pareto_front(points);
   EXPECT_EQ(front, (std::vector<size_t>{5, 0, 1, 4}));
   for (size_t i : front) {
@@ -42,8 +45,8 @@ TEST(Recommend, TheFrontHoldsOnlyNonDominatedPointsFastestFirst) {
 
 TEST(Recommend, TheChoicesRespectTheTargetAndTheBudget) {
   const std::vector<core::RecommendPoint> points = {
-      point(10, 100, true, true), point(20, 50, true, true), point(40, 20, false, true),
-      point(5, 400, true, false)};
+      cost_time_point(10, 100, true, true), cost_time_point(20, 50, true, true),
+      cost_time_point(40, 20, false, true), cost_time_point(5, 400, true, false)};
   EXPECT_EQ(core::cheapest_meeting_target(points), size_t(1));
   EXPECT_EQ(core::fastest_within_budget(points), size_t(0));
 }
@@ -80,8 +83,10 @@ TEST(Recommend, AHigherSpotBandMakesTheExpectedTimeLonger) {
   space.max_machines = 4;
   space.strategies = {"allreduce"};
   std::vector<core::SkippedInstance> skipped;
-  const auto configurations =
-      core::recommend_configurations(catalog, "resnet50", 1e9, false, space, &skipped);
+  core::BoundInputs in;
+  in.preset = "resnet50";
+  in.flop_per_sample = 1e9;
+  const auto configurations = core::recommend_configurations(catalog, in, space, &skipped);
   ASSERT_EQ(configurations.size(), 6u);  // 2 types x 1, 2, 4 machines
   const auto options = core::priced_options(catalog, configurations, space, recovery);
   ASSERT_EQ(options.size(), 12u);
@@ -107,8 +112,8 @@ TEST(Recommend, AHigherSpotBandMakesTheExpectedTimeLonger) {
 }
 
 // The walk-through's space (docs/capacity-planning.md#what-to-buy: ResNet-50, 90 epochs of
-// ImageNet in 72 hours, $3,000, the shipped catalog): the bounds prune at least half of the
-// priced points, and never the winner: with any simulated throughput at or below the GPU bound
+// ImageNet in 72 hours for at most $1,000, the shipped catalog): the bounds prune at least half of
+// the priced points, and never the winner: with any simulated throughput at or below the GPU bound
 // (here 90% of it, or a share falling with the machines) the cheapest point meeting the target
 // and the fastest within budget are the same over the survivors as over every point.
 TEST(Recommend, PruningOnTheWalkThroughsSpaceKeepsTheChoice) {
@@ -117,15 +122,20 @@ TEST(Recommend, PruningOnTheWalkThroughsSpaceKeepsTheChoice) {
   const core::Model model = core::find_model_preset("resnet50")->build({});
   core::RecommendSpace space;  // the defaults: what the walk-through searches
   std::vector<core::SkippedInstance> skipped;
-  const auto configurations = core::recommend_configurations(
-      catalog, "resnet50", core::training_flop_per_sample(model), true, space, &skipped);
+  core::BoundInputs in;  // scenarios/planning/ps_scaling.json's
+  in.preset = "resnet50";
+  in.flop_per_sample = core::training_flop_per_sample(model);
+  in.parameter_bytes = model.parameter_bytes();
+  in.batch_per_replica = 64;
+  in.dedicated_ps = true;
+  const auto configurations = core::recommend_configurations(catalog, in, space, &skipped);
   const auto options =
       core::priced_options(catalog, configurations, space, core::default_spot_recovery());
   core::RecommendTarget target;
   target.kind = core::RecommendTarget::Kind::kSamples;
   target.samples = 1281167.0 * 90;
   target.deadline_s = 72 * 3600;
-  const double budget = 3000;
+  const double budget = 1000;
   for (int model_of_throughput = 0; model_of_throughput < 2; ++model_of_throughput) {
     std::vector<core::RecommendPoint> all, kept;
     size_t pruned = 0;
