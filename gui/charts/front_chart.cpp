@@ -25,9 +25,7 @@ double hours_of(const nlohmann::json& point) {
 void mark_point(QChart* chart, const nlohmann::json& point, const QString& title,
                 const QColor& color, QAbstractAxis* x, QAbstractAxis* y) {
   auto* ring = new QScatterSeries();
-  ring->setName(title + ": " + QString::fromStdString(point.value("label", "")) + ", " +
-                QString::fromStdString(point.value("pricing", "")) + " — bound by " +
-                QString::fromStdString(point["bound_by"].value("text", "-")));
+  ring->setName(title);
   ring->setMarkerSize(22);
   ring->setColor(Qt::transparent);
   ring->setBorderColor(color);
@@ -45,10 +43,24 @@ void mark_point(QChart* chart, const nlohmann::json& point, const QString& title
 QChart* make_front_chart(const nlohmann::json& report) {
   auto* chart = new QChart();
   const bool samples = report["target"].value("kind", "") == "samples";
-  chart->setTitle(QString::fromStdString("What to buy: job cost against job time — " +
-                                         report.value("scenario", std::string()) + ", catalog " +
-                                         report.value("catalog", std::string())));
   const nlohmann::json& points = report["points"];
+  // The title names the chosen points and what binds them (the legend has room for short names).
+  QString title = QString::fromStdString("What to buy: job cost against job time — " +
+                                         report.value("scenario", std::string()) + ", catalog " +
+                                         report.value("catalog", std::string()));
+  const auto describe = [&](const char* what, const nlohmann::json& index) {
+    if (!index.is_number()) return;
+    const nlohmann::json& p = points[index.get<size_t>()];
+    title += QString("<br>%1: %2, %3 — bound by %4")
+                 .arg(what, QString::fromStdString(p.value("label", "")),
+                      QString::fromStdString(p.value("pricing", "")),
+                      QString::fromStdString(p["bound_by"].value("text", "-")))
+                 .toHtmlEscaped()
+                 .replace("&lt;br&gt;", "<br>");
+  };
+  describe("cheapest meeting the target (green)", report["cheapest_meeting_target"]);
+  describe("fastest within budget (red)", report["fastest_within_budget"]);
+  chart->setTitle(title);
   // Log axes: the points span two orders of magnitude of time and cost, and the front sits in
   // the cheap and fast corner.
   auto* x = new QLogValueAxis();
@@ -73,7 +85,8 @@ QChart* make_front_chart(const nlohmann::json& report) {
   for (const nlohmann::json& p : points) {
     const double h = hours_of(p), cost = p.value("job_cost_usd", 0.0);
     if (!std::isfinite(h) || !std::isfinite(cost) || !(h > 0) || !(cost > 0)) continue;
-    const std::string name = p.value("instance", "") + " " + p.value("pricing", "");
+    const std::string pricing = p.value("pricing", "");
+    const std::string name = p.value("instance", "") + (pricing == "spot" ? " spot" : "");
     QScatterSeries*& s = series[name];
     if (s == nullptr) {
       s = new QScatterSeries();
