@@ -63,8 +63,8 @@ void define_planning_commands(CLI::App& app, CliArgs& args, PlanningRaw& raw,
 
   CLI::App* recommend = app.add_subcommand(
       "recommend",
-      "what to buy: the cost-time Pareto front over a price catalog's instance types, machine "
-      "counts, strategies, PS counts and sync modes, the cheapest configuration meeting a target");
+      "what to buy: the cheapest configuration of a price catalog meeting a target, and the "
+      "cost-time Pareto front");
   recommend->add_option("SCENARIO", args.scenario, "the scenario file")->required()->type_name("");
   recommend->add_option("--catalog", args.catalog_path, "the price catalog (scenarios/catalog/)")
       ->required()
@@ -120,8 +120,11 @@ void define_planning_commands(CLI::App& app, CliArgs& args, PlanningRaw& raw,
   merge->add_flag("--force", args.force, "replace existing output files");
 
   CLI::App* plot = app.add_subcommand(
-      "plot", "draw a sweep's throughput, scaling efficiency and step breakdown (PNG and SVG)");
-  plot->add_option("RESULTS", args.result_files, "a sweep's JSON file (sweep --json, merge --json)")
+      "plot",
+      "draw a sweep's throughput, scaling efficiency and step breakdown, or recommend's "
+      "cost-time front (PNG and SVG)");
+  plot->add_option("RESULTS", args.result_files,
+                   "a sweep's JSON file (sweep --json, merge --json) or recommend --json's")
       ->required()
       ->type_name("");
   plot->add_option("--out", args.plot_out,

@@ -423,6 +423,7 @@ int run_recommend(const CliArgs& args, std::ostream& out) {
   std::vector<size_t> prepared_configuration;
   std::map<std::string, size_t> prepared_of_key;
   size_t not_applicable = 0, survivors = 0;
+  std::map<std::string, size_t> not_applicable_by;  // why -> configurations
   for (size_t i = 0; i < r.configurations.size(); ++i) {
     if (!survives[i]) {
       r.simulated[i].not_simulated = "pruned";
@@ -453,7 +454,11 @@ int run_recommend(const CliArgs& args, std::ostream& out) {
       r.simulated[i].row = it->second;
     } catch (const core::InputError& e) {
       ++not_applicable;
-      r.simulated[i].not_simulated = e.message();
+      std::string why = e.message();
+      const std::string prefix = "point " + core::SweepPoint{i, c.knobs()}.label() + ": ";
+      if (why.rfind(prefix, 0) == 0) why = why.substr(prefix.size());
+      r.simulated[i].not_simulated = why;
+      ++not_applicable_by[why];
     }
   }
   SweepCounts counts;
@@ -512,6 +517,9 @@ int run_recommend(const CliArgs& args, std::ostream& out) {
   }
   out << ": " << counts.computed << " simulated, " << counts.cached << " from the cache, "
       << counts.failed << " failed; " << not_applicable << " not applicable to the scenario\n";
+  for (const auto& [why, n] : not_applicable_by) {
+    out << "  not applicable (" << n << "): " << why << "\n";
+  }
   const bool any_spot =
       std::any_of(r.options.begin(), r.options.end(),
                   [](const core::PricedOption& o) { return o.kind == core::PriceKind::kSpot; });
