@@ -97,7 +97,7 @@ std::vector<std::string> recommend_args(const TempDir& dir, const std::string& s
 // The closed form: configurations meeting 5.5 slow GPUs' rate: A x8 ($8/h), B x2 ($7/h), B x4,
 // C x2 ($10/h), C x4, C x8 (B spot is the cheapest per hour: $2.4/h for B x2). On demand the
 // cheapest is B x2; with spot, B x2 spot.
-TEST(Recommend, AComputeBoundModelGetsTheClosedFormsConfiguration) {
+TEST(RecommendCli, AComputeBoundModelGetsTheClosedFormsConfiguration) {
   TempDir dir;
   const std::string scenario = compute_bound_scenario(dir);
   const std::string catalog = test_catalog(dir, "c.json", "<5%");
@@ -151,7 +151,7 @@ TEST(Recommend, AComputeBoundModelGetsTheClosedFormsConfiguration) {
 
 // Spot: B x2 on spot at $2.4/h is the cheapest; a higher band stretches its expected time, and the
 // report shows the band and the rate beside it.
-TEST(Recommend, ASpotPointCarriesItsBandAndAHigherBandTakesLonger) {
+TEST(RecommendCli, ASpotPointCarriesItsBandAndAHigherBandTakesLonger) {
   TempDir dir;
   const std::string scenario = compute_bound_scenario(dir);
   double time_s[2];
@@ -178,7 +178,7 @@ TEST(Recommend, ASpotPointCarriesItsBandAndAHigherBandTakesLonger) {
   EXPECT_GT(time_s[1], time_s[0]);
 }
 
-TEST(Recommend, BadFlagsAndCatalogsAreOneLine) {
+TEST(RecommendCli, BadFlagsAndCatalogsAreOneLine) {
   TempDir dir;
   const std::string scenario = compute_bound_scenario(dir);
   const std::string catalog = test_catalog(dir, "c.json", "<5%");
