@@ -147,6 +147,14 @@ TEST(RecommendCli, AComputeBoundModelGetsTheClosedFormsConfiguration) {
   EXPECT_EQ(report2["points"].size(), 12u);
   const json& best2 = report2["points"][report2["cheapest_meeting_target"].get<size_t>()];
   EXPECT_EQ(best2["label"], best["label"]);
+#if REPLISIM_WITH_GUI
+  // plot draws the front from recommend's JSON.
+  const test::BinaryResult plot = test::run_replisim({"plot", dir.file("r.json")});
+  ASSERT_EQ(plot.exit_code, 0) << plot.err;
+  EXPECT_NE(plot.out.find("r-front.png"), std::string::npos) << plot.out;
+  EXPECT_GT(test::read_file(dir.file("r-front.png")).size(), 10000u);
+  EXPECT_NE(test::read_file(dir.file("r-front.svg")).find("Pareto front"), std::string::npos);
+#endif
 }
 
 // Spot: B x2 on spot at $2.4/h is the cheapest; a higher band stretches its expected time, and the
