@@ -186,6 +186,19 @@ struct Report {
   std::vector<core::RecommendPoint> points;  // the priced points simulated
   std::vector<size_t> front;                 // into points
   std::optional<size_t> cheapest, fastest;   // into points
+  // What was asked and what happened, for the summary and the JSON.
+  core::RecommendTarget target;
+  double budget = 0;  // 0: none
+  core::RecommendSpace space;
+  core::SpotRecovery recovery;
+  std::vector<core::SkippedInstance> skipped;
+  double flop_per_sample = 0;
+  size_t pruned = 0;
+  std::map<std::string, size_t> pruned_by;  // why -> priced points
+  size_t simulated_configurations = 0;
+  SweepCounts counts;
+  size_t not_applicable = 0;
+  std::map<std::string, size_t> not_applicable_by;  // why -> configurations
 };
 
 const core::Configuration& configuration_of(const Report& r, const core::RecommendPoint& p) {
@@ -345,85 +358,55 @@ void print_front(const Report& r, const core::RecommendTarget& target, std::ostr
   print_columns(table, out);
 }
 
-}  // namespace
-
-int run_recommend(const CliArgs& args, std::ostream& out) {
-  const auto started = std::chrono::steady_clock::now();
-  const core::RecommendTarget target = parse_target(args);
-  const double budget = args.budget.empty() ? 0 : core::parse_usd_text(args.budget, "--budget");
-  const core::RecommendSpace space = parse_space(args);
-  const LoadedScenario loaded = load(args.scenario);
-  const core::ScenarioDocument document = core::load_scenario_document(args.scenario);
-  const core::Catalog catalog = core::load_catalog(args.catalog_path);
-  core::check_catalog_presets(catalog);
-  const SweepSettings settings = sweep_settings(args);
-  core::OutputFiles files(args.force);
-  files.protect(args.scenario, "the scenario");
-  files.protect(args.catalog_path, "the catalog");
-  Report r;
-  json report;
-  if (!args.csv_path.empty()) {
-    files.add("--csv", args.csv_path, [&r](std::ostream& o) { write_csv(r, o); });
-  }
-  if (!args.json_path.empty()) {
-    files.add("--json", args.json_path,
-              [&report](std::ostream& o) { o << report.dump(1) << "\n"; });
-  }
-
-  const core::Model& model = loaded.scenario.model;
-  const double flop_per_sample = core::training_flop_per_sample(model);
-  const json& ps = document.json["training"].value("ps", json());
-  const bool dedicated_ps = ps.is_object() && ps.value("on", "") == "dedicated";
-  const core::SpotRecovery recovery = spot_recovery(loaded.scenario);
-
-  r.catalog = &catalog;
-  r.preset = model.name;
-  std::vector<core::SkippedInstance> skipped;
+// What the bounds need of the scenario: its model and batch, where its PS run, how its replicas
+// make workers.
+core::BoundInputs bound_inputs(const LoadedScenario& loaded, const json& document) {
   core::BoundInputs bounds;
+  const core::Model& model = loaded.scenario.model;
   bounds.preset = model.name;
-  bounds.flop_per_sample = flop_per_sample;
+  bounds.flop_per_sample = core::training_flop_per_sample(model);
   bounds.parameter_bytes = model.parameter_bytes();
   bounds.batch_per_replica = loaded.scenario.training.batch_per_replica;
-  bounds.dedicated_ps = dedicated_ps;
-  {
-    const json& replicas = document.json["training"].value("replicas", json());
-    const auto per_machine = [](const json& e) {
-      return e.is_object() && e.value("per", "") == "machine";
-    };
-    bounds.worker_per_machine =
-        per_machine(replicas) ||
-        (replicas.is_array() && std::any_of(replicas.begin(), replicas.end(), per_machine));
-  }
-  r.configurations = core::recommend_configurations(catalog, bounds, space, &skipped);
-  if (r.configurations.empty()) {
-    throw core::InputError(args.catalog_path, "/instances",
-                           "no instance type of the catalog can train model " + model.name +
-                               (skipped.empty() ? "" : ": " + skipped.front().why));
-  }
-  r.options = core::priced_options(catalog, r.configurations, space, recovery);
-  r.simulated.resize(r.configurations.size());
+  const json& ps = document["training"].value("ps", json());
+  bounds.dedicated_ps = ps.is_object() && ps.value("on", "") == "dedicated";
+  const json& replicas = document["training"].value("replicas", json());
+  const auto per_machine = [](const json& e) {
+    return e.is_object() && e.value("per", "") == "machine";
+  };
+  bounds.worker_per_machine =
+      per_machine(replicas) ||
+      (replicas.is_array() && std::any_of(replicas.begin(), replicas.end(), per_machine));
+  return bounds;
+}
+
+// Each priced option's bound (none with --no-prune); returns which configurations survive (one
+// of their options does).
+std::vector<bool> prune_options(Report& r, bool no_prune) {
   std::vector<bool> survives(r.configurations.size(), false);
-  std::map<std::string, size_t> pruned_by;
-  size_t pruned = 0;
   for (const core::PricedOption& o : r.options) {
     const std::string why =
-        args.no_prune ? ""
-                      : core::prune_reason(r.configurations[o.configuration], o, target, budget);
+        no_prune ? ""
+                 : core::prune_reason(r.configurations[o.configuration], o, r.target, r.budget);
     r.prune.push_back(why);
     if (why.empty()) {
       survives[o.configuration] = true;
     } else {
-      ++pruned;
-      ++pruned_by[why];
+      ++r.pruned;
+      ++r.pruned_by[why];
     }
   }
-  // The survivors as sweep points over each instance type's scenario; the shard's slice only.
+  return survives;
+}
+
+// The survivors of this shard as sweep points over each instance type's scenario, one per
+// distinct simulation; a configuration the scenario refuses is counted as not applicable.
+std::vector<PreparedPoint> prepare_survivors(Report& r, const std::vector<bool>& survives,
+                                             const CliArgs& args, const LoadedScenario& loaded,
+                                             const json& document, const SweepSettings& settings) {
   std::map<size_t, json> instance_documents;
   std::vector<PreparedPoint> prepared;
-  std::vector<size_t> prepared_configuration;
   std::map<std::string, size_t> prepared_of_key;
-  size_t not_applicable = 0, survivors = 0;
-  std::map<std::string, size_t> not_applicable_by;  // why -> configurations
+  size_t survivors = 0;
   for (size_t i = 0; i < r.configurations.size(); ++i) {
     if (!survives[i]) {
       r.simulated[i].not_simulated = "pruned";
@@ -437,95 +420,82 @@ int run_recommend(const CliArgs& args, std::ostream& out) {
     if (interrupted()) throw core::RunCancelled("no output was written");
     auto doc = instance_documents.find(c.instance);
     if (doc == instance_documents.end()) {
-      const core::CatalogInstance& t = catalog.instances[c.instance];
+      const core::CatalogInstance& t = r.catalog->instances[c.instance];
       doc = instance_documents
-                .emplace(c.instance, core::instance_scenario(document.json, args.scenario, t,
-                                                             c.gpu_speed_flop_per_s,
-                                                             catalog.gpu(t.gpu)->memory_bytes))
+                .emplace(c.instance,
+                         core::instance_scenario(document, args.scenario, t, c.gpu_speed_flop_per_s,
+                                                 r.catalog->gpu(t.gpu)->memory_bytes))
                 .first;
     }
     try {
       PreparedPoint p = prepare_point(loaded, doc->second, settings, {i, c.knobs()});
       const auto [it, added] = prepared_of_key.emplace(p.key, prepared.size());
-      if (added) {
-        prepared.push_back(std::move(p));
-        prepared_configuration.push_back(i);
-      }
+      if (added) prepared.push_back(std::move(p));
       r.simulated[i].row = it->second;
     } catch (const core::InputError& e) {
-      ++not_applicable;
+      ++r.not_applicable;
       std::string why = e.message();
       const std::string prefix = "point " + core::SweepPoint{i, c.knobs()}.label() + ": ";
       if (why.rfind(prefix, 0) == 0) why = why.substr(prefix.size());
       r.simulated[i].not_simulated = why;
-      ++not_applicable_by[why];
+      ++r.not_applicable_by[why];
     }
   }
-  SweepCounts counts;
-  try {
-    r.rows = run_prepared_points(prepared, settings, &counts);
-  } catch (const core::RunCancelled&) {
-    throw core::RunCancelled("no output was written; the points done are cached in " +
-                             settings.cache_dir + ": run the same command again to finish");
-  }
-  for (size_t i = 0; i < r.options.size(); ++i) {
-    const Simulated& s = r.simulated[r.options[i].configuration];
-    if (!r.prune[i].empty() || !s.row || !r.rows[*s.row].error.empty()) continue;
-    r.points.push_back(core::price_point(i, r.options[i], r.rows[*s.row].throughput_samples_per_s,
-                                         target, budget));
-  }
-  r.front = core::pareto_front(r.points);
-  r.cheapest = core::cheapest_meeting_target(r.points);
-  r.fastest = core::fastest_within_budget(r.points);
+  r.simulated_configurations = prepared.size();
+  return prepared;
+}
 
-  // The report.
-  const bool samples = target.kind == core::RecommendTarget::Kind::kSamples;
+// The lines above the front: the question, what was not offered, pruned, simulated, spot.
+void print_summary(const Report& r, const CliArgs& args, const LoadedScenario& loaded,
+                   std::ostream& out) {
+  const bool samples = r.target.kind == core::RecommendTarget::Kind::kSamples;
   out << "replisim recommend: scenario \"" << loaded.scenario.name << "\" (" << args.scenario
-      << "), catalog \"" << catalog.name << "\" (" << args.catalog_path << ")\n"
-      << "model " << model.name << ": " << fixed_decimals(flop_per_sample / 1e9, 2)
+      << "), catalog \"" << r.catalog->name << "\" (" << args.catalog_path << ")\n"
+      << "model " << r.preset << ": " << fixed_decimals(r.flop_per_sample / 1e9, 2)
       << " GFLOP per sample (training); target: ";
   if (samples) {
-    out << fixed_decimals(target.samples, 0) << " samples within "
-        << fixed_decimals(target.deadline_s / 3600, 2) << " h ("
-        << fixed_decimals(target.samples / target.deadline_s, 1) << " samples/s)";
+    out << fixed_decimals(r.target.samples, 0) << " samples within "
+        << fixed_decimals(r.target.deadline_s / 3600, 2) << " h ("
+        << fixed_decimals(r.target.samples / r.target.deadline_s, 1) << " samples/s)";
   } else {
-    out << fixed_decimals(target.throughput_samples_per_s, 1) << " samples/s";
+    out << fixed_decimals(r.target.throughput_samples_per_s, 1) << " samples/s";
   }
-  out << "; budget " << (budget > 0 ? money(budget) + (samples ? "" : "/h") : "none")
-      << (space.as_of.empty() ? "" : "; prices as of " + space.as_of) << "\n";
-  for (const core::SkippedInstance& s : skipped) {
-    out << "not offered: " << catalog.instances[s.instance].name << ": " << s.why << "\n";
+  out << "; budget " << (r.budget > 0 ? money(r.budget) + (samples ? "" : "/h") : "none")
+      << (r.space.as_of.empty() ? "" : "; prices as of " + r.space.as_of) << "\n";
+  for (const core::SkippedInstance& s : r.skipped) {
+    out << "not offered: " << r.catalog->instances[s.instance].name << ": " << s.why << "\n";
   }
   out << "searched " << r.options.size() << " priced points (" << r.configurations.size()
-      << " configurations, each on demand" << (space.spot ? " and on spot where priced" : "")
+      << " configurations, each on demand" << (r.space.spot ? " and on spot where priced" : "")
       << ")\n";
   if (args.no_prune) {
     out << "pruned: none (--no-prune)\n";
   } else {
-    out << "pruned by closed-form bounds before simulating: " << pruned << " of "
+    out << "pruned by closed-form bounds before simulating: " << r.pruned << " of "
         << r.options.size();
     std::string sep = " (";
-    for (const auto& [why, n] : pruned_by) {
+    for (const auto& [why, n] : r.pruned_by) {
       out << sep << why << ": " << n;
       sep = ", ";
     }
-    out << (pruned_by.empty() ? "" : ")") << "\n";
+    out << (r.pruned_by.empty() ? "" : ")") << "\n";
   }
-  out << "simulated " << prepared.size() << " configuration(s)";
+  out << "simulated " << r.simulated_configurations << " configuration(s)";
   if (args.shard_count > 1) {
     out << " (shard " << args.shard_index << "/" << args.shard_count << ")";
   }
-  out << ": " << counts.computed << " simulated, " << counts.cached << " from the cache, "
-      << counts.failed << " failed; " << not_applicable << " not applicable to the scenario\n";
-  for (const auto& [why, n] : not_applicable_by) {
+  out << ": " << r.counts.computed << " simulated, " << r.counts.cached << " from the cache, "
+      << r.counts.failed << " failed; " << r.not_applicable << " not applicable to the scenario\n";
+  for (const auto& [why, n] : r.not_applicable_by) {
     out << "  not applicable (" << n << "): " << why << "\n";
   }
   const bool any_spot =
       std::any_of(r.options.begin(), r.options.end(),
                   [](const core::PricedOption& o) { return o.kind == core::PriceKind::kSpot; });
-  if (space.spot && !any_spot) {
+  if (r.space.spot && !any_spot) {
     out << "spot: no instance type offered has a spot price in the catalog\n";
-  } else if (space.spot) {
+  } else if (r.space.spot) {
+    const core::SpotRecovery& recovery = r.recovery;
     out << "spot: each machine's preemption rate from its Spot Instance Advisor band (the band's "
            "upper bound p as the chance of a preemption in a 30-day month: -ln(1-p)/720 per hour; "
            "any machine's preemption restarts the job); each preemption loses "
@@ -540,64 +510,135 @@ int run_recommend(const CliArgs& args, std::ostream& out) {
                                      "training.recovery with a checkpoint")
         << ")\n";
   }
+}
+
+// The front and the two choices.
+void print_choices(const Report& r, std::ostream& out) {
+  const bool samples = r.target.kind == core::RecommendTarget::Kind::kSamples;
   out << "\nPareto front (job cost against job time" << (samples ? "" : " per 1M samples") << ", "
       << r.front.size() << " point(s), fastest first):\n";
-  print_front(r, target, out);
+  print_front(r, r.target, out);
   out << "\n";
   if (r.cheapest) {
-    print_choice(r, "cheapest meeting the target", *r.cheapest, target, out);
+    print_choice(r, "cheapest meeting the target", *r.cheapest, r.target, out);
   } else {
     out << "cheapest meeting the target: none of the simulated points meets it"
-        << (budget > 0 ? " within the budget" : "") << "\n";
+        << (r.budget > 0 ? " within the budget" : "") << "\n";
   }
   if (r.fastest) {
-    print_choice(r, "fastest within budget", *r.fastest, target, out);
+    print_choice(r, "fastest within budget", *r.fastest, r.target, out);
   } else {
     out << "fastest within budget: none\n";
   }
+}
+
+json report_json(const Report& r, const CliArgs& args, const LoadedScenario& loaded) {
+  const bool samples = r.target.kind == core::RecommendTarget::Kind::kSamples;
+  json report = {{"format", "replisim-recommend"},
+                 {"version", 1},
+                 {"scenario", loaded.scenario.name},
+                 {"catalog", r.catalog->name},
+                 {"catalog_file", args.catalog_path},
+                 {"model", r.preset},
+                 {"training_flop_per_sample", r.flop_per_sample},
+                 {"target", samples ? json{{"kind", "samples"},
+                                           {"samples", r.target.samples},
+                                           {"deadline_s", r.target.deadline_s}}
+                                    : json{{"kind", "throughput"},
+                                           {"samples_per_s", r.target.throughput_samples_per_s}}},
+                 {"budget_usd", r.budget > 0 ? json(r.budget) : json()},
+                 {"as_of", r.space.as_of},
+                 {"shard", {{"index", args.shard_index}, {"count", args.shard_count}}},
+                 {"priced_points", r.options.size()},
+                 {"configurations", r.configurations.size()},
+                 {"pruned", r.pruned},
+                 {"pruned_by", r.pruned_by},
+                 {"simulated_configurations", r.simulated_configurations},
+                 {"not_applicable", r.not_applicable},
+                 {"spot_recovery",
+                  {{"lost_per_interruption_s", r.recovery.lost_per_interruption_s()},
+                   {"from_scenario", r.recovery.from_scenario}}},
+                 {"points", json::array()},
+                 {"front", r.front},
+                 {"cheapest_meeting_target", r.cheapest ? json(*r.cheapest) : json()},
+                 {"fastest_within_budget", r.fastest ? json(*r.fastest) : json()},
+                 {"provenance", provenance(args, loaded)}};
+  for (size_t i = 0; i < r.points.size(); ++i) report["points"].push_back(point_json(r, i));
+  report["skipped_instances"] = json::array();
+  for (const core::SkippedInstance& s : r.skipped) {
+    report["skipped_instances"].push_back(
+        {{"instance", r.catalog->instances[s.instance].name}, {"why", s.why}});
+  }
+  return report;
+}
+
+}  // namespace
+
+int run_recommend(const CliArgs& args, std::ostream& out) {
+  const auto started = std::chrono::steady_clock::now();
+  Report r;
+  r.target = parse_target(args);
+  r.budget = args.budget.empty() ? 0 : core::parse_usd_text(args.budget, "--budget");
+  r.space = parse_space(args);
+  const LoadedScenario loaded = load(args.scenario);
+  const core::ScenarioDocument document = core::load_scenario_document(args.scenario);
+  const core::Catalog catalog = core::load_catalog(args.catalog_path);
+  core::check_catalog_presets(catalog);
+  const SweepSettings settings = sweep_settings(args);
+  core::OutputFiles files(args.force);
+  files.protect(args.scenario, "the scenario");
+  files.protect(args.catalog_path, "the catalog");
+  json report;
+  if (!args.csv_path.empty()) {
+    files.add("--csv", args.csv_path, [&r](std::ostream& o) { write_csv(r, o); });
+  }
+  if (!args.json_path.empty()) {
+    files.add("--json", args.json_path,
+              [&report](std::ostream& o) { o << report.dump(1) << "\n"; });
+  }
+
+  r.catalog = &catalog;
+  r.preset = loaded.scenario.model.name;
+  r.recovery = spot_recovery(loaded.scenario);
+  const core::BoundInputs bounds = bound_inputs(loaded, document.json);
+  r.flop_per_sample = bounds.flop_per_sample;
+  r.configurations = core::recommend_configurations(catalog, bounds, r.space, &r.skipped);
+  if (r.configurations.empty()) {
+    throw core::InputError(args.catalog_path, "/instances",
+                           "no instance type of the catalog can train model " + r.preset +
+                               (r.skipped.empty() ? "" : ": " + r.skipped.front().why));
+  }
+  r.options = core::priced_options(catalog, r.configurations, r.space, r.recovery);
+  r.simulated.resize(r.configurations.size());
+  const std::vector<bool> survives = prune_options(r, args.no_prune);
+  const std::vector<PreparedPoint> prepared =
+      prepare_survivors(r, survives, args, loaded, document.json, settings);
+  try {
+    r.rows = run_prepared_points(prepared, settings, &r.counts);
+  } catch (const core::RunCancelled&) {
+    throw core::RunCancelled("no output was written; the points done are cached in " +
+                             settings.cache_dir + ": run the same command again to finish");
+  }
+  for (size_t i = 0; i < r.options.size(); ++i) {
+    const Simulated& s = r.simulated[r.options[i].configuration];
+    if (!r.prune[i].empty() || !s.row || !r.rows[*s.row].error.empty()) continue;
+    r.points.push_back(core::price_point(i, r.options[i], r.rows[*s.row].throughput_samples_per_s,
+                                         r.target, r.budget));
+  }
+  r.front = core::pareto_front(r.points);
+  r.cheapest = core::cheapest_meeting_target(r.points);
+  r.fastest = core::fastest_within_budget(r.points);
+
+  print_summary(r, args, loaded, out);
+  print_choices(r, out);
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   out << "\n" << fixed_decimals(wall_s, 1) << " s\n";
-
-  report = {{"format", "replisim-recommend"},
-            {"version", 1},
-            {"scenario", loaded.scenario.name},
-            {"catalog", catalog.name},
-            {"catalog_file", args.catalog_path},
-            {"model", model.name},
-            {"training_flop_per_sample", flop_per_sample},
-            {"target", samples ? json{{"kind", "samples"},
-                                      {"samples", target.samples},
-                                      {"deadline_s", target.deadline_s}}
-                               : json{{"kind", "throughput"},
-                                      {"samples_per_s", target.throughput_samples_per_s}}},
-            {"budget_usd", budget > 0 ? json(budget) : json()},
-            {"as_of", space.as_of},
-            {"shard", {{"index", args.shard_index}, {"count", args.shard_count}}},
-            {"priced_points", r.options.size()},
-            {"configurations", r.configurations.size()},
-            {"pruned", pruned},
-            {"pruned_by", pruned_by},
-            {"simulated_configurations", prepared.size()},
-            {"not_applicable", not_applicable},
-            {"spot_recovery",
-             {{"lost_per_interruption_s", recovery.lost_per_interruption_s()},
-              {"from_scenario", recovery.from_scenario}}},
-            {"points", json::array()},
-            {"front", r.front},
-            {"cheapest_meeting_target", r.cheapest ? json(*r.cheapest) : json()},
-            {"fastest_within_budget", r.fastest ? json(*r.fastest) : json()},
-            {"provenance", provenance(args, loaded)}};
-  for (size_t i = 0; i < r.points.size(); ++i) report["points"].push_back(point_json(r, i));
-  report["skipped_instances"] = json::array();
-  for (const core::SkippedInstance& s : skipped) {
-    report["skipped_instances"].push_back(
-        {{"instance", catalog.instances[s.instance].name}, {"why", s.why}});
-  }
+  report = report_json(r, args, loaded);
   files.set_cancel(interrupted);
   files.write_all();
-  if (counts.failed > 0) {
-    std::cerr << "replisim recommend: " << counts.failed
+  if (r.counts.failed > 0) {
+    std::cerr << "replisim recommend: " << r.counts.failed
               << " configuration(s) failed to simulate; they are left out of the front\n";
     return 1;
   }
