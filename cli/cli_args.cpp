@@ -22,9 +22,9 @@ namespace {
 
 using core::InputError;
 
-const std::vector<std::string> kCommands = {"simulate", "plan",      "report",  "run",    "node",
-                                            "validate", "calibrate", "cleanup", "sweep",  "whatif",
-                                            "merge",    "plot",      "help",    "version"};
+const std::vector<std::string> kCommands = {
+    "simulate", "plan",   "report",    "run",   "node", "validate", "calibrate", "cleanup",
+    "sweep",    "whatif", "recommend", "merge", "plot", "help",     "version"};
 
 std::string shell_quote(const std::string& word) {
   if (!word.empty() && word.find_first_of(" \t\n'\"\\$`*?") == std::string::npos) return word;
@@ -442,7 +442,7 @@ void refuse_repeats(const std::vector<std::string>& words) {
 void check_command(const std::vector<std::string>& words) {
   if (words.empty()) throw InputError("", "", "no command given; run replisim --help");
   const std::string& first = words.front();
-  if (first == "simulate" || first == "sweep" || first == "whatif") {
+  if (first == "simulate" || first == "sweep" || first == "whatif" || first == "recommend") {
     // A build without the simulator (REPLISIM_WITH_SIM=OFF) registers no "sim" backend.
     const auto& backends = core::registered_backends();
     const bool sim = std::any_of(backends.begin(), backends.end(),
@@ -461,7 +461,7 @@ void check_command(const std::vector<std::string>& words) {
       "", first,
       "unknown command" + (near.empty() ? std::string("") : "; did you mean " + near + "?") +
           " (commands: simulate, plan, report, run, node, validate, calibrate, cleanup, sweep, "
-          "whatif, merge, plot, --version, --help)");
+          "whatif, recommend, merge, plot, --version, --help)");
 }
 
 std::vector<std::string> flag_names(const CLI::App& sub) {
@@ -500,6 +500,10 @@ std::vector<std::string> flag_names(const CLI::App& sub) {
     if (command == "node") {
       throw InputError("", "", "node needs --plan FILE (and --role NAME, --cluster FILE)");
     }
+    if (command == "recommend" && std::string(e.what()).find("--catalog") != std::string::npos) {
+      throw InputError("", "--catalog",
+                       "recommend needs a price catalog: --catalog FILE (scenarios/catalog/)");
+    }
     if (sub != nullptr) throw InputError("", "", command + " needs a SCENARIO file");
   }
   std::string what = e.what();
@@ -521,6 +525,7 @@ void check_values(CliArgs& args, const RawValues& raw) {
                                args.command == "sweep" || args.command == "whatif")) {
     args.strategy = "between_graph";
   }
+  if (raw.strategy.empty() && args.command == "recommend") args.strategy = "all";
   if (!raw.repeat.empty()) args.repeat = parse_int("--repeat", raw.repeat, 1, 100);
   if (!raw.seeds.empty() && args.command != "simulate") {
     args.seeds = parse_int("--seeds", raw.seeds, 1, 100);

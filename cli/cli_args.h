@@ -82,7 +82,12 @@ struct CliArgs {
   std::string plot_out;                   // plot: --out PREFIX
   double plot_target_samples_per_s = 0;   // plot: --target (0: none)
   std::string
-      objective_target;      // sweep, whatif: --objective-target KIND=VALUE ("": the scenario's)
+      objective_target;  // sweep, whatif: --objective-target KIND=VALUE ("": the scenario's)
+  // recommend (docs/capacity-planning.md#what-to-buy): values as typed, parsed by the command
+  std::string catalog_path;  // --catalog FILE
+  std::string target_throughput, target_samples, target_accuracy, deadline, budget, as_of;
+  std::string max_machines, ps_counts, sync_modes;
+  bool no_prune = false, no_spot = false;
   std::string command_line;  // as typed, for provenance
 };
 

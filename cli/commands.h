@@ -69,6 +69,9 @@ void print_gathered_report(const core::Trace& run, const std::string& file, std:
 int run_sweep(const CliArgs& args, std::ostream& out);
 // whatif: the scenario's own point against one change each, sorted by throughput gain.
 int run_whatif(const CliArgs& args, std::ostream& out);
+// recommend: the configurations a price catalog allows, pruned by closed-form bounds, simulated
+// as sweep points, priced; the cost-time Pareto front and the cheapest point meeting the target.
+int run_recommend(const CliArgs& args, std::ostream& out);
 // merge: the shards of one sweep into its whole results (--csv, --json; a table otherwise).
 int run_merge(const CliArgs& args, std::ostream& out);
 // plot: a sweep's charts as PNG and SVG files, drawn by the renderer main() sets (Qt Charts, in

@@ -80,6 +80,8 @@ int main(int argc, char** argv) {
       code = cli::run_sweep(args, std::cout);
     } else if (args.command == "whatif") {
       code = cli::run_whatif(args, std::cout);
+    } else if (args.command == "recommend") {
+      code = cli::run_recommend(args, std::cout);
     } else if (args.command == "merge") {
       code = cli::run_merge(args, std::cout);
     } else if (args.command == "plot") {

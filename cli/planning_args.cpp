@@ -61,6 +61,55 @@ void define_planning_commands(CLI::App& app, CliArgs& args, PlanningRaw& raw,
   whatif->add_option("--json", args.json_path, "write the what-ifs (JSON)")->type_name("FILE");
   whatif->add_flag("--force", args.force, "replace an existing output file");
 
+  CLI::App* recommend = app.add_subcommand(
+      "recommend",
+      "what to buy: the cheapest configuration of a price catalog meeting a target, and the "
+      "cost-time Pareto front");
+  recommend->add_option("SCENARIO", args.scenario, "the scenario file")->required()->type_name("");
+  recommend->add_option("--catalog", args.catalog_path, "the price catalog (scenarios/catalog/)")
+      ->required()
+      ->type_name("FILE");
+  recommend->add_option("--throughput", args.target_throughput, "target: \"2000 images/s\"")
+      ->type_name("RATE");
+  recommend->add_option("--samples", args.target_samples, "target: samples to train by --deadline")
+      ->type_name("N");
+  recommend
+      ->add_option("--accuracy", args.target_accuracy,
+                   "target: an accuracy by --deadline (not supported yet: refused)")
+      ->type_name("FRACTION");
+  recommend->add_option("--deadline", args.deadline, "with --samples: \"72 h\" (s, min, h, d)")
+      ->type_name("TIME");
+  recommend
+      ->add_option("--budget", args.budget,
+                   "most dollars for the job (a throughput target: dollars per hour)")
+      ->type_name("USD");
+  recommend
+      ->add_option("--max-machines", args.max_machines,
+                   "machine counts 1, 2, 4, ... up to this (default 16)")
+      ->type_name("N");
+  recommend->add_option("--ps", args.ps_counts, "PS counts searched (default 1,2,4,8)")
+      ->type_name("LIST");
+  recommend
+      ->add_option("--sync", args.sync_modes,
+                   "between-graph sync modes searched (default async,sync)")
+      ->type_name("LIST");
+  recommend
+      ->add_option("--as-of", args.as_of,
+                   "prices stated on or before this date, YYYY-MM[-DD] (default: the newest)")
+      ->type_name("DATE");
+  recommend->add_flag("--no-spot", args.no_spot, "on-demand prices only");
+  recommend->add_flag("--no-prune", args.no_prune,
+                      "simulate every configuration, even those the bounds rule out");
+  add_plan_knobs(recommend);
+  add_run_knobs(recommend, args, raw);
+  recommend->add_option("--shard", raw.shard, "simulate only shard I of N of the survivors")
+      ->type_name("I/N");
+  recommend->add_option("--csv", args.csv_path, "write one row per priced point (CSV)")
+      ->type_name("FILE");
+  recommend->add_option("--json", args.json_path, "write the points and the front (JSON; plot)")
+      ->type_name("FILE");
+  recommend->add_flag("--force", args.force, "replace existing output files");
+
   CLI::App* merge =
       app.add_subcommand("merge", "join the shards of a sweep (sweep --shard I/N --json FILE)");
   merge->add_option("SHARD", args.result_files, "the shards' JSON files")
@@ -71,8 +120,11 @@ void define_planning_commands(CLI::App& app, CliArgs& args, PlanningRaw& raw,
   merge->add_flag("--force", args.force, "replace existing output files");
 
   CLI::App* plot = app.add_subcommand(
-      "plot", "draw a sweep's throughput, scaling efficiency and step breakdown (PNG and SVG)");
-  plot->add_option("RESULTS", args.result_files, "a sweep's JSON file (sweep --json, merge --json)")
+      "plot",
+      "draw a sweep's throughput, scaling efficiency and step breakdown, or recommend's "
+      "cost-time front (PNG and SVG)");
+  plot->add_option("RESULTS", args.result_files,
+                   "a sweep's JSON file (sweep --json, merge --json) or recommend --json's")
       ->required()
       ->type_name("");
   plot->add_option("--out", args.plot_out,

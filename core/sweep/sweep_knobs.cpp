@@ -368,7 +368,7 @@ std::vector<std::string> replica_machine_patterns(const json& replicas, const Kn
   return patterns;
 }
 
-void apply_machines(json& s, const std::string& value, const KnobContext& ctx) {
+size_t machines_template_of(json& s, const KnobContext& ctx) {
   json& t = training(s, ctx);
   if (member(t, "replicas") == nullptr) throw InputError(ctx.file, "/training/replicas", "missing");
   const std::vector<std::string> patterns = replica_machine_patterns(t["replicas"], ctx);
@@ -395,7 +395,12 @@ void apply_machines(json& s, const std::string& value, const KnobContext& ctx) {
                          : "machines: several machine templates match /training/replicas; "
                            "the sweep cannot tell which to resize");
   }
-  json& count = (*machines)[matched.front()]["count"];
+  return matched.front();
+}
+
+void apply_machines(json& s, const std::string& value, const KnobContext& ctx) {
+  const size_t index = machines_template_of(s, ctx);
+  json& count = s["cluster"]["machines"][index]["count"];
   count = relative_count("machines", value, count.is_number_integer() ? count.get<int>() : 1, 1,
                          limits::kMaxReplicas);
 }
@@ -610,6 +615,12 @@ const SweepKnob& find_sweep_knob(const std::string& key) {
                    "unknown key \"" + key + "\"" +
                        (near.empty() ? "" : "; did you mean " + near + "?") +
                        " (keys: " + join_names(sweep_knob_keys()) + ")");
+}
+
+size_t replicas_machine_template(nlohmann::json& scenario, const std::string& file) {
+  KnobContext ctx;
+  ctx.file = file;
+  return machines_template_of(scenario, ctx);
 }
 
 }  // namespace replisim::core

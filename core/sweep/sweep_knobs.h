@@ -43,4 +43,10 @@ std::vector<std::string> sweep_knob_keys();
 // InputError("", `flag`, ...) for "x" followed by anything but a finite factor > 0.
 bool parse_sweep_factor(const std::string& flag, const std::string& value, double* factor);
 
+// The index in /cluster/machines of the one machine template the replicas spread over, the one
+// the `machines` knob resizes ("w*/gpu*" over {"name": "w", "count": N}). Throws InputError(file,
+// JSON path, what the scenario needs) as that knob does. (Non-const: the knob's lookups take the
+// document as it is edited; nothing is changed.)
+size_t replicas_machine_template(nlohmann::json& scenario, const std::string& file);
+
 }  // namespace replisim::core

@@ -11,7 +11,9 @@
 #include <memory>
 #include <ostream>
 
+#include "core/base/json_cursor.h"
 #include "core/base/output_file.h"
+#include "gui/charts/front_chart.h"
 #include "gui/charts/scaling_chart.h"
 
 namespace replisim::gui {
@@ -79,6 +81,28 @@ Rendered render(QChart* chart) {
 std::vector<std::string> write_sweep_plots(const std::string& results_file,
                                            const std::string& prefix, bool force,
                                            double target_samples_per_s) {
+  // recommend's results: the cost-time chart with its front.
+  {
+    const nlohmann::json document = core::read_json_file(results_file);
+    if (document.is_object() && document.value("format", "") == "replisim-recommend") {
+      ensure_application();
+      core::OutputFiles files(force);
+      files.protect(results_file, "the results");
+      auto rendered = std::make_shared<Rendered>(render(make_front_chart(document)));
+      std::vector<std::string> paths;
+      for (const auto& [suffix, bytes] :
+           {std::pair<std::string, const QByteArray*>{".png", &rendered->png},
+            std::pair<std::string, const QByteArray*>{".svg", &rendered->svg}}) {
+        const std::string path = prefix + "-front" + suffix;
+        files.add("--out", path, [bytes, rendered](std::ostream& out) {
+          out.write(bytes->constData(), bytes->size());
+        });
+        paths.push_back(path);
+      }
+      files.write_all();
+      return paths;
+    }
+  }
   const core::SweepResults results = core::read_sweep_results(results_file);
   ensure_application();
   core::OutputFiles files(force);

@@ -13,7 +13,9 @@ namespace replisim::gui {
 // has none (no display needed). All files are written, or none (core::OutputFiles): throws
 // core::InputError for a bad results file or an existing output without `force`,
 // core::OutputError when one cannot be written. `target_samples_per_s` > 0 draws that throughput
-// as a dashed line on the throughput chart.
+// as a dashed line on the throughput chart. A `replisim recommend --json` file (format
+// "replisim-recommend") gives PREFIX-front.png and .svg instead: its cost-time chart
+// (front_chart.h).
 std::vector<std::string> write_sweep_plots(const std::string& results_file,
                                            const std::string& prefix, bool force,
                                            double target_samples_per_s = 0);

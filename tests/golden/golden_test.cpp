@@ -117,13 +117,14 @@ std::string replace_all(std::string text, const std::string& from, const std::st
 // Every scenario under scenarios/, as "seed/two_machines.json", sorted. Not validation/: those
 // describe the machine they run on through its calibration (scripts/validate-real rewrites
 // validation/calibration.json), so their outputs move with it; tests/cli/validate_test.cpp and
-// tests/sim/scenarios_test.cpp check them.
+// tests/sim/scenarios_test.cpp check them. Not catalog/: price catalogs for `recommend`
+// (docs/catalog-format.md), not scenarios (tests/core/hardware/catalog_test.cpp reads them).
 std::vector<std::string> bundled_scenarios() {
   std::vector<std::string> out;
   const fs::path root = fs::path(REPLISIM_SOURCE_DIR) / "scenarios";
   for (const fs::directory_entry& entry : fs::recursive_directory_iterator(root)) {
     const std::string relative = fs::relative(entry.path(), root).string();
-    if (relative.rfind("validation/", 0) == 0) continue;
+    if (relative.rfind("validation/", 0) == 0 || relative.rfind("catalog/", 0) == 0) continue;
     if (entry.is_regular_file() && entry.path().extension() == ".json") {
       out.push_back(fs::relative(entry.path(), root).string());
     }
