@@ -236,8 +236,9 @@ TEST(RealFaults, ASlowdownWindowSlowsItsDevicesCompute) {
   const double ratio = in[in.size() / 2] / out[out.size() / 2];
   EXPECT_GT(ratio, 1.5);
   // Wall-clock time on a shared host: a neighbour's burst inside the 0.4 s window alone read 4.75
-  // in CI, so this bound only catches a runaway; the factor itself is checked in CPU time below.
-  EXPECT_LT(ratio, 10.0);
+  // in CI and 10.56 here under a load of 8 on 2 cores (2026-12-08), so this bound only catches a
+  // runaway (a window that never ends); the factor itself is checked in CPU time below.
+  EXPECT_LT(ratio, 30.0);
   std::printf("slowdown 0.5x: compute time per FLOP inside / outside the window = %.2f\n", ratio);
 }
 
