@@ -16,6 +16,7 @@
 #include <QToolBar>
 #include <QVBoxLayout>
 
+#include "gui/charts/front_chart.h"
 #include "gui/charts/scaling_window.h"
 #include "gui/compare_view.h"
 #include "gui/export.h"
@@ -254,7 +255,8 @@ void MainWindow::show_models(const ModelList& models) {
 
 void MainWindow::open_paths(const QStringList& paths, bool wait) {
   if (paths.isEmpty()) return;
-  if (paths.size() == 1 && looks_like_sweep_results(paths[0])) {
+  if (paths.size() == 1 &&
+      (looks_like_sweep_results(paths[0]) || looks_like_recommend_results(paths[0]))) {
     open_sweep_results(paths[0]);
     return;
   }
@@ -302,8 +304,10 @@ bool MainWindow::open_sweep_results(const QString& path) {
   legend_->hide();  // the timelines' colours and their selection's panel: not the chart's
   dock_->hide();
   setWindowTitle(QFileInfo(path).fileName() + " (scaling chart) — replisim timeline");
-  statusBar()->showMessage("sweep results: " + path + " (a trace opened brings the timelines back)",
-                           8000);
+  statusBar()->showMessage(
+      (looks_like_recommend_results(path) ? "recommend's results: " : "sweep results: ") + path +
+          " (a trace opened brings the timelines back)",
+      8000);
   return true;
 }
 

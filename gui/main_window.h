@@ -62,8 +62,9 @@ class MainWindow : public QMainWindow {
   ScenarioPanel* scenario_panel() const { return scenario_panel_; }
 
   // A sweep's results (replisim sweep --json): the scaling charts (gui/charts) shown in this
-  // window in the timelines' place (what --screenshot then renders) until a trace is opened.
-  // False, with last_error() set and the window unchanged, when the file is not a sweep's results.
+  // window in the timelines' place (what --screenshot then renders) until a trace is opened; or
+  // recommend's results (replisim recommend --json): its cost-time front and priced points.
+  // False, with last_error() set and the window unchanged, when the file is neither.
   bool open_sweep_results(const QString& path);
   ScalingWindow* scaling_window() const { return scaling_; }
   bool showing_scaling_chart() const;

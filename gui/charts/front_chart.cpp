@@ -1,6 +1,7 @@
 #include "gui/charts/front_chart.h"
 
 #include <QChart>
+#include <QFile>
 #include <QLegend>
 #include <QLineSeries>
 #include <QLogValueAxis>
@@ -14,11 +15,34 @@
 #include <string>
 #include <vector>
 
+#include "core/base/error.h"
+#include "core/base/json_cursor.h"
+
 namespace replisim::gui {
 namespace {
 
+// A number, or null (a point that never reaches its target: an infinite time or cost).
+void check_number_or_null(const core::JsonCursor& c) {
+  if (!c.value().is_null()) c.as_number();
+}
+
+// A point index or null.
+void check_index_or_null(const core::JsonCursor& c, size_t points) {
+  if (!c.value().is_null()) c.as_int(0, int64_t(points) - 1);
+}
+
+// A point's number, NaN where it is null (never reached: read_recommend_results allows it).
+double number_of(const nlohmann::json& point, const char* key) {
+  const nlohmann::json& v = point.at(key);
+  return v.is_number() ? v.get<double>() : std::numeric_limits<double>::quiet_NaN();
+}
+
 double hours_of(const nlohmann::json& point) {
-  return point.value("job_time_s", 0.0) / 3600;
+  return number_of(point, "job_time_s") / 3600;
+}
+
+double cost_of(const nlohmann::json& point) {
+  return number_of(point, "job_cost_usd");
 }
 
 // A point ringed and labelled: `title` and what binds it.
@@ -32,13 +56,61 @@ void mark_point(QChart* chart, const nlohmann::json& point, const QString& title
   QPen pen(color);
   pen.setWidth(3);
   ring->setPen(pen);
-  ring->append(hours_of(point), point.value("job_cost_usd", 0.0));
+  ring->append(hours_of(point), cost_of(point));
   chart->addSeries(ring);
   ring->attachAxis(x);
   ring->attachAxis(y);
 }
 
 }  // namespace
+
+nlohmann::json read_recommend_results(const std::string& path) {
+  nlohmann::json report = core::read_json_file(path);
+  const core::JsonCursor c(report, path);
+  c.expect_object();
+  if (!c.has("format") || c.at("format").as_string() != "replisim-recommend") {
+    throw core::InputError(path, "/format",
+                           "not recommend's results (expected \"replisim-recommend\")");
+  }
+  if (c.at("version").as_int(0, 1000) != 1) {
+    c.at("version").fail("recommend's results of another version (this replisim reads 1)");
+  }
+  for (const char* key : {"scenario", "catalog"}) c.at(key).as_string();
+  const core::JsonCursor target = c.at("target");
+  const std::string kind = target.at("kind").as_string();
+  if (kind == "samples") {
+    target.at("deadline_s").as_number_in(1e-9, 1e300);
+  } else if (kind != "throughput") {
+    target.at("kind").fail("expected \"samples\" or \"throughput\"");
+  }
+  check_number_or_null(c.at("budget_usd"));
+  const core::JsonCursor points = c.at("points");
+  points.expect_array();
+  for (size_t i = 0; i < points.size(); ++i) {
+    const core::JsonCursor p = points.at(i);
+    for (const char* key : {"label", "instance", "pricing"}) p.at(key).as_string();
+    for (const char* key : {"job_time_s", "job_cost_usd", "throughput_samples_per_s"}) {
+      check_number_or_null(p.at(key));
+    }
+    for (const char* key : {"meets_target", "within_budget", "on_front"}) p.at(key).as_bool();
+    p.at("bound_by").at("text").as_string();
+    p.at("bottleneck").at("resource").as_string();
+    p.at("bottleneck").at("utilization").as_number();
+  }
+  const core::JsonCursor front = c.at("front");
+  front.expect_array();
+  for (size_t i = 0; i < front.size(); ++i) front.at(i).as_int(0, int64_t(points.size()) - 1);
+  check_index_or_null(c.at("cheapest_meeting_target"), points.size());
+  check_index_or_null(c.at("fastest_within_budget"), points.size());
+  return report;
+}
+
+bool looks_like_recommend_results(const QString& path) {
+  QFile file(path);
+  if (!file.open(QIODevice::ReadOnly)) return false;
+  const QByteArray head = file.read(4096);
+  return head.contains("\"format\"") && head.contains("\"replisim-recommend\"");
+}
 
 QChart* make_front_chart(const nlohmann::json& report) {
   auto* chart = new QChart();
@@ -83,7 +155,7 @@ QChart* make_front_chart(const nlohmann::json& report) {
   // One scatter per instance type and pricing.
   std::map<std::string, QScatterSeries*> series;
   for (const nlohmann::json& p : points) {
-    const double h = hours_of(p), cost = p.value("job_cost_usd", 0.0);
+    const double h = hours_of(p), cost = cost_of(p);
     if (!std::isfinite(h) || !std::isfinite(cost) || !(h > 0) || !(cost > 0)) continue;
     const std::string pricing = p.value("pricing", "");
     const std::string name = p.value("instance", "") + (pricing == "spot" ? " spot" : "");
@@ -113,7 +185,7 @@ QChart* make_front_chart(const nlohmann::json& report) {
   front->setPen(pen);
   for (const nlohmann::json& i : report["front"]) {
     const nlohmann::json& p = points[i.get<size_t>()];
-    front->append(hours_of(p), p.value("job_cost_usd", 0.0));
+    front->append(hours_of(p), cost_of(p));
   }
   chart->addSeries(front);
   front->attachAxis(x);

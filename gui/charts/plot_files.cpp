@@ -82,26 +82,24 @@ std::vector<std::string> write_sweep_plots(const std::string& results_file,
                                            const std::string& prefix, bool force,
                                            double target_samples_per_s) {
   // recommend's results: the cost-time chart with its front.
-  {
-    const nlohmann::json document = core::read_json_file(results_file);
-    if (document.is_object() && document.value("format", "") == "replisim-recommend") {
-      ensure_application();
-      core::OutputFiles files(force);
-      files.protect(results_file, "the results");
-      auto rendered = std::make_shared<Rendered>(render(make_front_chart(document)));
-      std::vector<std::string> paths;
-      for (const auto& [suffix, bytes] :
-           {std::pair<std::string, const QByteArray*>{".png", &rendered->png},
-            std::pair<std::string, const QByteArray*>{".svg", &rendered->svg}}) {
-        const std::string path = prefix + "-front" + suffix;
-        files.add("--out", path, [bytes, rendered](std::ostream& out) {
-          out.write(bytes->constData(), bytes->size());
-        });
-        paths.push_back(path);
-      }
-      files.write_all();
-      return paths;
+  if (looks_like_recommend_results(QString::fromStdString(results_file))) {
+    const nlohmann::json document = read_recommend_results(results_file);
+    ensure_application();
+    core::OutputFiles files(force);
+    files.protect(results_file, "the results");
+    auto rendered = std::make_shared<Rendered>(render(make_front_chart(document)));
+    std::vector<std::string> paths;
+    for (const auto& [suffix, bytes] :
+         {std::pair<std::string, const QByteArray*>{".png", &rendered->png},
+          std::pair<std::string, const QByteArray*>{".svg", &rendered->svg}}) {
+      const std::string path = prefix + "-front" + suffix;
+      files.add("--out", path, [bytes, rendered](std::ostream& out) {
+        out.write(bytes->constData(), bytes->size());
+      });
+      paths.push_back(path);
     }
+    files.write_all();
+    return paths;
   }
   const core::SweepResults results = core::read_sweep_results(results_file);
   ensure_application();

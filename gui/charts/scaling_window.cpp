@@ -10,6 +10,7 @@
 #include <QVBoxLayout>
 
 #include "core/base/error.h"
+#include "gui/charts/front_chart.h"
 #include "gui/charts/scaling_chart.h"
 
 namespace replisim::gui {
@@ -31,7 +32,11 @@ ScalingWindow::ScalingWindow(QWidget* parent)
 
 bool ScalingWindow::open(const QString& path, QString* error) {
   try {
-    show_results(core::read_sweep_results(path.toStdString()));
+    if (looks_like_recommend_results(path)) {
+      show_recommendation(read_recommend_results(path.toStdString()));
+    } else {
+      show_results(core::read_sweep_results(path.toStdString()));
+    }
   } catch (const core::InputError& e) {
     if (error != nullptr) *error = QString::fromStdString(e.what());
     return false;
@@ -41,6 +46,20 @@ bool ScalingWindow::open(const QString& path, QString* error) {
 }
 
 namespace {
+
+void clear_tabs(QTabWidget* tabs) {
+  while (tabs->count() > 0) {
+    QWidget* page = tabs->widget(0);
+    tabs->removeTab(0);
+    delete page;
+  }
+}
+
+// A number of recommend's results with `decimals`, or `otherwise` (null: never reached).
+QString number_cell(const nlohmann::json& v, int decimals, double scale = 1,
+                    const QString& otherwise = "never") {
+  return v.is_number() ? QString::number(scale * v.get<double>(), 'f', decimals) : otherwise;
+}
 
 // The time to the objective's target (s), "not reached", or "-" without an objective or an
 // evaluation.
@@ -53,11 +72,7 @@ QString time_to_target_cell(const std::optional<core::SweepObjective>& objective
 }  // namespace
 
 void ScalingWindow::show_results(const core::SweepResults& results) {
-  while (tabs_->count() > 0) {
-    QWidget* page = tabs_->widget(0);
-    tabs_->removeTab(0);
-    delete page;
-  }
+  clear_tabs(tabs_);
   for (SweepChartKind kind : sweep_chart_kinds(results)) {
     auto* view = new QChartView(make_sweep_chart(results, kind));
     view->setRenderHint(QPainter::Antialiasing);
@@ -97,6 +112,77 @@ void ScalingWindow::show_results(const core::SweepResults& results) {
     }
     for (int c = 0; c < cells.size() && c < header.size(); ++c) {
       table_->setItem(r, c, new QTableWidgetItem(cells[c]));
+    }
+  }
+  table_->resizeColumnsToContents();
+}
+
+void ScalingWindow::show_recommendation(const nlohmann::json& report) {
+  clear_tabs(tabs_);
+  auto* view = new QChartView(make_front_chart(report));
+  view->setRenderHint(QPainter::Antialiasing);
+  tabs_->addTab(view, "front");
+  const nlohmann::json& points = report.at("points");
+  // The chosen points first, then the front, then the rest.
+  std::vector<std::pair<size_t, QString>> order;
+  std::vector<bool> listed(points.size(), false);
+  const auto add = [&](size_t i, const QString& choice) {
+    if (listed[i]) {  // both choices name it (a chosen point is on the front: not repeated)
+      for (auto& [index, text] : order) {
+        if (index == i && !choice.isEmpty() && choice != "on the front") text += ", " + choice;
+      }
+      return;
+    }
+    listed[i] = true;
+    order.emplace_back(i, choice);
+  };
+  for (const auto& [key, choice] : {std::pair<const char*, const char*>{
+                                        "cheapest_meeting_target", "cheapest meeting the target"},
+                                    {"fastest_within_budget", "fastest within budget"}}) {
+    if (report.at(key).is_number()) add(report.at(key).get<size_t>(), choice);
+  }
+  for (const nlohmann::json& i : report.at("front")) add(i.get<size_t>(), "on the front");
+  for (size_t i = 0; i < points.size(); ++i) add(i, "");
+  const bool samples = report.at("target").at("kind") == "samples";
+  const QStringList header = {"choice",
+                              "configuration",
+                              "pricing",
+                              "$ per hour",
+                              "samples/s",
+                              samples ? "job time (h)" : "hours per 1M samples",
+                              samples ? "job cost ($)" : "$ per 1M samples",
+                              "meets target",
+                              "within budget",
+                              "bound by (critical path)",
+                              "busiest resource"};
+  table_->clear();
+  table_->setColumnCount(header.size());
+  table_->setHorizontalHeaderLabels(header);
+  table_->setRowCount(int(order.size()));
+  for (int r = 0; r < int(order.size()); ++r) {
+    const nlohmann::json& p = points[order[size_t(r)].first];
+    const nlohmann::json& busiest = p.at("bottleneck");
+    const QStringList cells = {
+        order[size_t(r)].second,
+        QString::fromStdString(p.at("label").get<std::string>()),
+        QString::fromStdString(p.at("pricing").get<std::string>()),
+        number_cell(p.value("usd_per_hour", nlohmann::json()), 2, 1, "-"),
+        number_cell(p.at("throughput_samples_per_s"), 1),
+        number_cell(p.at("job_time_s"), 2, 1.0 / 3600),
+        number_cell(p.at("job_cost_usd"), 0),
+        p.at("meets_target").get<bool>() ? "yes" : "no",
+        p.at("within_budget").get<bool>() ? "yes" : "no",
+        QString::fromStdString(p.at("bound_by").at("text").get<std::string>()),
+        QString::fromStdString(busiest.at("resource").get<std::string>()) + " " +
+            QString::number(100 * busiest.at("utilization").get<double>(), 'f', 0) + "%"};
+    for (int c = 0; c < cells.size(); ++c) {
+      auto* item = new QTableWidgetItem(cells[c]);
+      if (!order[size_t(r)].second.isEmpty()) {
+        QFont bold = item->font();
+        bold.setBold(order[size_t(r)].second != "on the front");
+        item->setFont(bold);
+      }
+      table_->setItem(r, c, item);
     }
   }
   table_->resizeColumnsToContents();

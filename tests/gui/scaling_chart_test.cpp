@@ -16,7 +16,9 @@
 
 #include <gtest/gtest.h>
 
+#include "core/base/error.h"
 #include "core/sweep/sweep_results.h"
+#include "gui/charts/front_chart.h"
 #include "gui/charts/scaling_chart.h"
 #include "gui/charts/scaling_window.h"
 #include "gui/main_window.h"
@@ -248,6 +250,90 @@ TEST(ScalingWindow, OpensResultsAndRefusesOtherFiles) {
   EXPECT_NE(window.last_error().indexOf("a sweep of another version"), -1)
       << window.last_error().toStdString();
   EXPECT_FALSE(window.last_error().contains('\n'));
+}
+
+// recommend's results as its JSON has them: three priced points, two on the front; point 2 the
+// cheapest meeting the target, point 0 the fastest within budget.
+nlohmann::json three_priced_points() {
+  const auto point = [](const char* label, double hours, double cost, bool front, bool meets) {
+    return nlohmann::json{{"label", label},
+                          {"instance", std::string(label).substr(0, 2)},
+                          {"pricing", "on_demand"},
+                          {"usd_per_hour", cost / hours},
+                          {"throughput_samples_per_s", 1e6 / (3600 * hours)},
+                          {"job_time_s", 3600 * hours},
+                          {"job_cost_usd", cost},
+                          {"meets_target", meets},
+                          {"within_budget", true},
+                          {"on_front", front},
+                          {"bound_by", {{"text", std::string("w0 GPUs of ") + label}}},
+                          {"bottleneck", {{"resource", "w0/gpu0"}, {"utilization", 0.9}}}};
+  };
+  return {{"format", "replisim-recommend"},
+          {"version", 1},
+          {"scenario", "s"},
+          {"catalog", "c"},
+          {"target", {{"kind", "samples"}, {"samples", 1e6}, {"deadline_s", 36000}}},
+          {"budget_usd", 100},
+          {"points",
+           {point("p3 x4", 2, 80, true, true), point("p2 x1", 30, 60, false, false),
+            point("p3 x1", 8, 40, true, true)}},
+          {"front", {0, 2}},
+          {"cheapest_meeting_target", 2},
+          {"fastest_within_budget", 0}};
+}
+
+// The viewer opens recommend's results as it opens a sweep's: the front's chart, and the priced
+// points with the chosen ones first, bold, named; a file that names a point it does not have is
+// one line naming its path.
+TEST(ScalingWindow, RecommendsResultsShowTheFrontAndTheChosenPointsFirst) {
+  const std::string path = test::temporary_path("recommend.json");
+  std::ofstream(path) << three_priced_points().dump();
+  ASSERT_TRUE(looks_like_recommend_results(QString::fromStdString(path)));
+  EXPECT_FALSE(looks_like_sweep_results(QString::fromStdString(path)));
+  MainWindow window;
+  window.open_paths({QString::fromStdString(path)}, true);
+  ASSERT_TRUE(window.showing_scaling_chart()) << window.last_error().toStdString();
+  ScalingWindow* shown = window.scaling_window();
+  ASSERT_EQ(shown->tabs()->count(), 1);
+  EXPECT_EQ(shown->tabs()->tabText(0), "front");
+  auto* view = qobject_cast<QChartView*>(shown->tabs()->widget(0));
+  ASSERT_NE(view, nullptr);
+  int front_points = -1;
+  for (QAbstractSeries* s : view->chart()->series()) {
+    if (s->name() == "Pareto front") front_points = int(qobject_cast<QLineSeries*>(s)->count());
+  }
+  EXPECT_EQ(front_points, 2);
+  EXPECT_TRUE(view->chart()->title().contains("cheapest meeting the target (green): p3 x1"))
+      << view->chart()->title().toStdString();
+  QTableWidget* table = shown->table();
+  ASSERT_EQ(table->rowCount(), 3);
+  EXPECT_EQ(table->item(0, 0)->text(), "cheapest meeting the target");
+  EXPECT_EQ(table->item(0, 1)->text(), "p3 x1");
+  EXPECT_TRUE(table->item(0, 1)->font().bold());
+  EXPECT_EQ(table->item(1, 0)->text(), "fastest within budget");
+  EXPECT_EQ(table->item(1, 1)->text(), "p3 x4");
+  EXPECT_EQ(table->item(2, 0)->text(), "");
+  EXPECT_EQ(table->item(2, 1)->text(), "p2 x1");
+  EXPECT_FALSE(table->item(2, 1)->font().bold());
+  EXPECT_EQ(table->item(0, 9)->text(), "w0 GPUs of p3 x1");  // what binds the chosen point
+  EXPECT_EQ(table->item(0, 5)->text(), "8.00");              // hours
+
+  nlohmann::json bad = three_priced_points();
+  bad["front"] = {0, 3};
+  std::ofstream(path) << bad.dump();
+  EXPECT_FALSE(window.open_sweep_results(QString::fromStdString(path)));
+  EXPECT_NE(window.last_error().indexOf("/front/1"), -1) << window.last_error().toStdString();
+  EXPECT_FALSE(window.last_error().contains('\n'));
+  bad = three_priced_points();
+  bad["points"][1].erase("job_cost_usd");
+  std::ofstream(path) << bad.dump();
+  EXPECT_THROW(read_recommend_results(path), core::InputError);
+  try {
+    read_recommend_results(path);
+  } catch (const core::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("/points/1/job_cost_usd"), std::string::npos) << e.what();
+  }
 }
 
 // A sweep given on the command line shows its chart in the window (not an empty window beside a
